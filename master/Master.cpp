@@ -1,0 +1,153 @@
+#include "master/Master.hpp"
+
+#include <atomic>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include <spdlog/spdlog.h>
+
+#include "runtime/metrics/Results.hpp"
+#include "runtime/model/Experiment.hpp"
+#include "tasks/Checksum.hpp"
+#include "tasks/Payload.hpp"
+#include "worker/NodeRuntime.hpp"
+#include "worker/Topology.hpp"
+
+namespace treefarm::master {
+
+namespace {
+std::atomic<worker::NodeRuntime*> running{nullptr};
+}
+
+void stop_master() {
+  if (auto* node = running.load()) node->stop();
+}
+
+int run_master(const MasterOptions& options) {
+  model::Experiment ex = model::load_experiment(options.experiment);
+  if (!options.policy.empty()) ex.run.policy = options.policy;
+  if (options.buffer) ex.run.buffer = *options.buffer;
+  for (const auto& app : ex.apps)
+    if (app.kernel == model::Kernel::abstract)
+      throw std::invalid_argument(ex.path + ":" + std::to_string(app.line) + ": application '" + app.name +
+                                  "' is abstract (bytes and flops only): it can be predicted and simulated, not run");
+  const auto& master_node = ex.nodes.at(0);
+
+  spdlog::info("master: preparing inputs for {} applications", ex.apps.size());
+  std::vector<tasks::InputPool> pools;
+  for (std::size_t k = 0; k < ex.apps.size(); ++k)
+    pools.emplace_back(ex.apps[k], ex.run.seed, static_cast<std::uint32_t>(k));
+
+  metrics::RunResults results;
+  results.experiment = ex.path;
+  results.policy = ex.run.policy;
+  results.epsilon = ex.run.epsilon;
+  for (const auto& app : ex.apps) {
+    metrics::AppResult a;
+    a.name = app.name;
+    a.kernel = std::string(model::to_string(app.kernel));
+    a.weight = app.weight;
+    a.tasks = app.tasks;
+    results.apps.push_back(a);
+  }
+
+  worker::NodeOptions node;
+  node.name = master_node.name;
+  node.listen = options.listen;
+  node.ready_file = options.ready_file;
+  if (options.cores) {
+    node.cores = *options.cores;
+  } else if (master_node.cores > 0) {
+    node.cores = worker::restrict_cores(worker::discover_topology(), master_node.cores);
+  }
+  results.nodes.push_back(metrics::NodeResult{master_node.name, "", static_cast<std::uint32_t>(node.cores.size()), 0});
+
+  worker::RootSetup root;
+  root.welcome.buffer = ex.run.buffer;
+  root.welcome.policy = ex.run.policy;
+  root.welcome.one_port = ex.run.comm_model == model::CommModel::one_port;
+  for (const auto& app : ex.apps) root.welcome.apps.push_back(worker::app_to_wire(app));
+  root.apps = ex.apps;
+  root.wait_for_nodes = options.wait_for_nodes.value_or(ex.nodes.size() - 1);
+  root.wait_timeout = options.wait_timeout;
+  root.payload = [&](core::TaskId id) {
+    const auto& pool = pools.at(id.app().value);
+    return pool.input(pool.input_for(id.index()));
+  };
+  double start = 0;
+  std::uint64_t done = 0;
+  const std::uint64_t total = ex.total_tasks();
+  std::vector<std::uint64_t> per_app(ex.apps.size(), 0), per_app_last(ex.apps.size(), 0);
+  double last_tick = 0;
+  root.on_start = [&](double now) {
+    start = now;
+    last_tick = now;
+    spdlog::info("master: starting {} tasks with policy {} ({} nodes joined)", total, ex.run.policy,
+                 results.nodes.size() - 1);
+  };
+  root.on_result = [&](const net::msg::Result& r, bool duplicate, double now) {
+    if (duplicate) {
+      ++results.duplicates;
+      return;
+    }
+    const core::TaskId id{r.task_id};
+    const std::uint32_t k = id.app().value;
+    auto& app = results.apps.at(k);
+    const auto& pool = pools.at(k);
+    if (r.failed) {
+      ++app.failed;
+    } else if (!tasks::checksum_matches(pool.expected_checksum(pool.input_for(id.index())), r.checksum, ex.apps[k])) {
+      ++app.wrong;
+      spdlog::error("master: WRONG result for task {} of '{}' from node '{}'", id.index(), app.name, r.node);
+    }
+    results.tasks.push_back(metrics::TaskRecord{k, id.index(), r.node, now - start, r.compute_seconds});
+    ++per_app[k];
+    ++done;
+  };
+  root.on_joined = [&](const net::msg::NodeJoined& j) {
+    results.nodes.push_back(metrics::NodeResult{j.name, j.parent, j.cores, 0});
+  };
+  root.on_tick = [&](double now) {
+    if (!options.progress || (start == 0 && done == 0)) return;
+    std::string line = "[" + std::to_string(static_cast<int>(now - start)) + " s] " + std::to_string(done) + "/" +
+                       std::to_string(total);
+    const double dt = std::max(1e-9, now - last_tick);
+    for (std::size_t k = 0; k < ex.apps.size(); ++k) {
+      char buf[160];
+      std::snprintf(buf, sizeof buf, "  %s %llu/%llu (%.1f/s)", ex.apps[k].name.c_str(),
+                    static_cast<unsigned long long>(per_app[k]), static_cast<unsigned long long>(ex.apps[k].tasks),
+                    static_cast<double>(per_app[k] - per_app_last[k]) / dt);
+      line += buf;
+      per_app_last[k] = per_app[k];
+    }
+    last_tick = now;
+    std::fprintf(stderr, "%s\n", line.c_str());
+  };
+
+  worker::NodeRuntime runtime(node, std::move(root));
+  running = &runtime;
+  const int rc = runtime.run();
+  running = nullptr;
+
+  results.compute();
+  if (!options.out_dir.empty()) {
+    std::filesystem::create_directories(options.out_dir);
+    const auto path = std::filesystem::path(options.out_dir) / "results.json";
+    std::ofstream f(path);
+    f << metrics::to_json(results).dump(1) << "\n";
+    spdlog::info("master: wrote {}", path.string());
+  }
+  if (options.table) metrics::print_table(std::cout, results);
+  if (rc != 0) return rc;
+  if (!results.ok()) {
+    spdlog::error("master: run not OK: {} lost, {} wrong or failed", results.lost,
+                  [&] { std::uint64_t n = 0; for (auto& a : results.apps) n += a.wrong + a.failed; return n; }());
+    return 4;
+  }
+  return 0;
+}
+
+}  // namespace treefarm::master

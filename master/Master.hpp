@@ -1,0 +1,38 @@
+#pragma once
+/// @file Master.hpp
+/// The master: the root node of the tree. It holds the applications' bags of tasks and
+/// their input pools, runs the root node scheduler over ZeroMQ, checks every result's
+/// checksum against the known answer, records each task exactly once, and writes
+/// results.json.
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace treefarm::master {
+
+struct MasterOptions {
+  std::string experiment;                      ///< Experiment file (TOML).
+  std::string listen = "tcp://127.0.0.1:*";    ///< Where workers connect.
+  std::string out_dir;                         ///< results.json goes here ("" = none).
+  std::string policy;                          ///< Overrides [run] policy if set.
+  std::optional<std::uint32_t> buffer;         ///< Overrides [run] buffer if set.
+  std::string ready_file;                      ///< The bound endpoint is written here.
+  std::optional<std::size_t> wait_for_nodes;   ///< Default: every node of the experiment.
+  double wait_timeout = 60;                    ///< seconds
+  bool progress = true;                        ///< Progress lines on stderr.
+  bool table = true;                           ///< Print the result table on stdout.
+  std::optional<std::vector<int>> cores;       ///< Cores the master computes on (default: the master node's `cores`).
+  std::string calibration;                     ///< Calibration file: add LP predictions.
+};
+
+/// Runs a whole experiment as its master. Returns the exit code: 0 when every task was
+/// completed exactly once with the right result, 4 if some were lost, wrong or failed,
+/// 1 on error, 130 when interrupted.
+int run_master(const MasterOptions& options);
+
+/// Stops a run_master in progress (async-signal-safe).
+void stop_master();
+
+}  // namespace treefarm::master

@@ -1,0 +1,47 @@
+// treefarm-master: the root of a treefarm tree (docs/commands.md).
+#include <csignal>
+
+#include <CLI/CLI.hpp>
+#include <spdlog/spdlog.h>
+
+#include "master/Master.hpp"
+#include "runtime/model/Experiment.hpp"
+#include "worker/CpuList.hpp"
+
+int main(int argc, char** argv) {
+  CLI::App app{"treefarm-master: the root of a treefarm tree. It holds the experiment's applications, waits for\n"
+               "its workers (treefarm-worker --parent ENDPOINT), dispatches tasks, checks every result and\n"
+               "writes results.json.\n"
+               "Example: treefarm-master examples/quickstart.toml --listen tcp://*:5555 --out out/"};
+  treefarm::master::MasterOptions opt;
+  std::size_t wait = 0;
+  std::string cpus, log_level = "info";
+  bool quiet = false;
+  std::uint32_t buffer = 0;
+  app.add_option("experiment", opt.experiment, "Experiment file (TOML, docs/experiment-file.md)")->required()->check(CLI::ExistingFile);
+  app.add_option("--listen", opt.listen, "Endpoint workers connect to")->capture_default_str();
+  app.add_option("--out", opt.out_dir, "Write DIR/results.json");
+  app.add_option("--policy", opt.policy, "Scheduling policy (overrides [run] policy)");
+  app.add_option("--buffer", buffer, "Buffer bound B in tasks (overrides [run] buffer)");
+  auto* wait_opt = app.add_option("--wait-workers", wait, "Start dispatching once this many nodes joined (default: all nodes of the experiment)");
+  app.add_option("--wait-timeout", opt.wait_timeout, "seconds to wait for them before starting anyway")->capture_default_str();
+  app.add_option("--cpus", cpus, "CPUs the master computes on (default: the master node's `cores`)");
+  app.add_option("--ready-file", opt.ready_file, "Write the bound endpoint to this file once listening");
+  app.add_flag("--quiet", quiet, "No progress lines");
+  app.add_option("--log-level", log_level, "trace|debug|info|warn|error|off")->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+  spdlog::set_level(spdlog::level::from_str(log_level));
+  spdlog::set_pattern("[%H:%M:%S.%e] [%^%l%$] %v");
+  if (*wait_opt) opt.wait_for_nodes = wait;
+  if (buffer > 0) opt.buffer = buffer;
+  opt.progress = !quiet;
+  std::signal(SIGINT, [](int) { treefarm::master::stop_master(); });
+  std::signal(SIGTERM, [](int) { treefarm::master::stop_master(); });
+  try {
+    if (!cpus.empty()) opt.cores = treefarm::worker::parse_cpu_list(cpus);
+    return treefarm::master::run_master(opt);
+  } catch (const std::exception& e) {
+    spdlog::error("{}", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,76 @@
+#pragma once
+/// @file Events.hpp
+/// What goes into the node scheduler (events) and what comes out (actions). Plain
+/// structs in std::variants: the adapters (ZeroMQ, SimGrid, the in-memory test harness)
+/// turn sockets, executors and simulated activities into these events and carry out the
+/// actions.
+
+#include <cstdint>
+#include <string_view>
+#include <variant>
+
+#include "runtime/core/Ids.hpp"
+
+namespace treefarm::core {
+
+/// What a node knows of a task.
+struct TaskRef {
+  TaskId id;
+  AppId app() const { return id.app(); }
+  bool operator==(const TaskRef&) const = default;
+};
+
+/// What a node knows of a child when it joins.
+struct ChildInfo {
+  std::uint32_t cores = 0;          ///< Cores the child computes with.
+  double bandwidth = 0;             ///< bytes/s of the link to it; 0 = unknown.
+};
+
+namespace event {
+/// A task arrived from the parent (never at the root: the root draws from its bag).
+struct TaskArrived { TaskRef task; };
+/// The executor (target.local) or a child asks for `count` more tasks.
+struct WorkRequested { Target from; std::uint32_t count = 1; };
+/// The send of a task to `child` finished: the out-port is free again (one-port model;
+/// accepted and ignored under multi-port).
+struct SendDone { ChildId child; };
+/// The local executor finished a task.
+struct LocalTaskFinished { TaskRef task; Seconds compute_seconds = 0; };
+/// A child reported a task of its subtree done.
+struct ResultArrived { ChildId child; TaskRef task; };
+/// A child connected.
+struct ChildJoined { ChildId child; ChildInfo info; };
+/// A child is gone (connection dropped or declared dead): its tasks are re-queued.
+struct ChildLeft { ChildId child; };
+/// An observation of the link to a child: `bytes` took `seconds` (§5.1.4 learning).
+struct TransferObserved { ChildId child; double bytes = 0; Seconds seconds = 0; };
+/// A timer the core asked for through next_deadline() expired.
+struct Tick {};
+}  // namespace event
+
+using Event = std::variant<event::TaskArrived, event::WorkRequested, event::SendDone,
+                           event::LocalTaskFinished, event::ResultArrived, event::ChildJoined,
+                           event::ChildLeft, event::TransferObserved, event::Tick>;
+
+/// Name of the event's kind, for error messages.
+std::string_view event_name(const Event& e);
+
+namespace action {
+/// Ask the parent for `count` more tasks (never at the root).
+struct RequestWork { std::uint32_t count = 1; };
+/// Send a task to a child.
+struct SendTask { ChildId child; TaskRef task; };
+/// Start a task on the local executor.
+struct StartTask { TaskRef task; };
+/// Send the result of a task up to the parent (not at the root).
+struct ForwardResult { TaskRef task; };
+/// At the root: a task is done. `duplicate` = it had already been recorded (dropped).
+struct TaskCompleted { TaskRef task; bool duplicate = false; };
+/// At the root: every task of every application is done.
+struct RunComplete {};
+}  // namespace action
+
+using Action = std::variant<action::RequestWork, action::SendTask, action::StartTask,
+                            action::ForwardResult, action::TaskCompleted, action::RunComplete>;
+
+}  // namespace treefarm::core

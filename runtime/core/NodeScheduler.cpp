@@ -1,0 +1,264 @@
+#include "runtime/core/NodeScheduler.hpp"
+
+#include <algorithm>
+#include <string>
+
+namespace treefarm::core {
+
+namespace {
+constexpr std::uint64_t max_pending_requests = std::uint64_t{1} << 20;
+constexpr double bandwidth_smoothing = 0.2;  // weight of a new observation (EWMA)
+
+template <class... Ts>
+struct Overloaded : Ts... { using Ts::operator()...; };
+
+// Something below this node has asked for work: a pending request, a task started on the
+// executor, or a connected child that was sent a task.
+bool has_consumer(const NodeState& s) {
+  if (!s.requests.empty()) return true;
+  for (auto n : s.started_local)
+    if (n > 0) return true;
+  for (const auto& [id, c] : s.children)
+    if (c.sent > 0) return true;
+  return false;
+}
+}  // namespace
+
+std::string_view event_name(const Event& e) {
+  return std::visit(Overloaded{
+      [](const event::TaskArrived&) { return std::string_view("TaskArrived"); },
+      [](const event::WorkRequested&) { return std::string_view("WorkRequested"); },
+      [](const event::SendDone&) { return std::string_view("SendDone"); },
+      [](const event::LocalTaskFinished&) { return std::string_view("LocalTaskFinished"); },
+      [](const event::ResultArrived&) { return std::string_view("ResultArrived"); },
+      [](const event::ChildJoined&) { return std::string_view("ChildJoined"); },
+      [](const event::ChildLeft&) { return std::string_view("ChildLeft"); },
+      [](const event::TransferObserved&) { return std::string_view("TransferObserved"); },
+      [](const event::Tick&) { return std::string_view("Tick"); }},
+      e);
+}
+
+std::uint64_t NodeState::source_remaining(AppId k) const {
+  if (!config.is_root || k.value >= config.apps.size()) return 0;
+  return config.apps[k.value].tasks - drawn[k.value];
+}
+
+NodeScheduler::NodeScheduler(NodeConfig config, std::unique_ptr<Policy> policy)
+    : policy_(std::move(policy)) {
+  if (!policy_) throw std::invalid_argument("NodeScheduler: a policy is required");
+  if (config.apps.empty()) throw std::invalid_argument("NodeScheduler: at least one application is required");
+  if (config.buffer == 0) throw std::invalid_argument("NodeScheduler: buffer must be >= 1 task");
+  for (const auto& app : config.apps) {
+    if (!(app.weight > 0)) throw std::invalid_argument("NodeScheduler: application '" + app.name + "' needs weight > 0");
+    if (app.tasks > TaskId::max_index) throw std::invalid_argument("NodeScheduler: application '" + app.name + "' has too many tasks");
+  }
+  const std::size_t k = config.apps.size();
+  state_.config = std::move(config);
+  state_.drawn.assign(k, 0);
+  state_.started_local.assign(k, 0);
+  state_.local_seconds.assign(k, 0.0);
+  if (state_.config.is_root) {
+    done_.resize(k);
+    for (std::size_t i = 0; i < k; ++i) {
+      done_[i].assign(state_.config.apps[i].tasks, false);
+      total_tasks_ += state_.config.apps[i].tasks;
+    }
+  }
+  policy_->start(state_);
+}
+
+std::vector<Action> NodeScheduler::start(Seconds now) {
+  state_.now = std::max(state_.now, now);
+  std::vector<Action> out;
+  pump(out);
+  return out;
+}
+
+std::vector<Action> NodeScheduler::handle(const Event& event, Seconds now) {
+  const Seconds before = state_.now;
+  state_.now = std::max(state_.now, now);
+  std::vector<Action> out;
+  try {
+    apply(event, out);
+  } catch (const ProtocolError&) {
+    state_.now = before;  // a rejected event leaves the state unchanged
+    throw;
+  }
+  policy_->observe(state_, event);
+  pump(out);
+  return out;
+}
+
+void NodeScheduler::reject(const Event& event, const std::string& why) const {
+  throw ProtocolError(std::string(event_name(event)) + " rejected by " +
+                      (state_.config.is_root ? "the root" : "a worker") + " node: " + why +
+                      " (buffer " + std::to_string(state_.buffer.size()) + "/" +
+                      std::to_string(state_.config.buffer) + ", requested " +
+                      std::to_string(state_.requested_from_parent) + ", pending requests " +
+                      std::to_string(state_.requests.size()) + ")");
+}
+
+void NodeScheduler::check_task(TaskRef task, const char* what) const {
+  const auto k = task.app().value;
+  if (k >= state_.config.apps.size())
+    throw ProtocolError(std::string(what) + ": unknown application " + std::to_string(k));
+  if (task.id.index() >= state_.config.apps[k].tasks)
+    throw ProtocolError(std::string(what) + ": task index " + std::to_string(task.id.index()) +
+                        " out of range for application '" + state_.config.apps[k].name + "'");
+}
+
+void NodeScheduler::apply(const Event& event, std::vector<Action>& out) {
+  std::visit(Overloaded{
+      [&](const event::TaskArrived& e) {
+        if (state_.config.is_root) reject(event, "the root has no parent");
+        if (state_.requested_from_parent == 0) reject(event, "no task was requested");
+        try { check_task(e.task, "task"); } catch (const ProtocolError& err) { reject(event, err.what()); }
+        if (in_flight_.contains(e.task.id) ||
+            std::find(state_.buffer.begin(), state_.buffer.end(), e.task) != state_.buffer.end())
+          reject(event, "task " + std::to_string(e.task.id.value) + " is already here");
+        --state_.requested_from_parent;
+        state_.buffer.push_back(e.task);
+      },
+      [&](const event::WorkRequested& e) {
+        if (e.count == 0) reject(event, "a request for 0 tasks");
+        if (!e.from.local && !state_.children.contains(e.from.child))
+          reject(event, "request from unknown child " + std::to_string(e.from.child.value));
+        if (state_.requests.size() + e.count > max_pending_requests) reject(event, "too many pending requests");
+        for (std::uint32_t i = 0; i < e.count; ++i)
+          state_.requests.push_back(PendingRequest{e.from, state_.now, next_seq_++});
+      },
+      [&](const event::SendDone&) {
+        // Under multi-port there is no port to free: adapters may report every send alike.
+        if (state_.config.one_port && !state_.port_busy) reject(event, "no send in progress");
+        state_.port_busy = false;
+      },
+      [&](const event::LocalTaskFinished& e) {
+        auto it = in_flight_.find(e.task.id);
+        if (it == in_flight_.end() || !it->second.local) reject(event, "the executor was not running this task");
+        in_flight_.erase(it);
+        auto& mean = state_.local_seconds[e.task.app().value];
+        mean = mean == 0 ? e.compute_seconds : 0.8 * mean + 0.2 * e.compute_seconds;
+        task_done(e.task, out);
+      },
+      [&](const event::ResultArrived& e) {
+        auto child = state_.children.find(e.child);
+        if (child == state_.children.end()) reject(event, "result from unknown child " + std::to_string(e.child.value));
+        try { check_task(e.task, "result"); } catch (const ProtocolError& err) { reject(event, err.what()); }
+        if (state_.config.is_root && e.task.id.index() >= state_.drawn[e.task.app().value])
+          reject(event, "result for a task never sent");
+        auto it = in_flight_.find(e.task.id);
+        if (it != in_flight_.end() && it->second == Target::to_child(e.child)) {
+          in_flight_.erase(it);
+          --child->second.in_flight;
+        } else if (auto b = std::find(state_.buffer.begin(), state_.buffer.end(), e.task); b != state_.buffer.end()) {
+          state_.buffer.erase(b);  // re-queued after a failure, but done after all
+        }
+        task_done(e.task, out);
+      },
+      [&](const event::ChildJoined& e) {
+        if (state_.children.contains(e.child)) reject(event, "child " + std::to_string(e.child.value) + " already joined");
+        ChildState c;
+        c.info = e.info;
+        c.bandwidth = e.info.bandwidth;
+        state_.children.emplace(e.child, c);
+      },
+      [&](const event::ChildLeft& e) {
+        if (!state_.children.contains(e.child)) reject(event, "unknown child " + std::to_string(e.child.value));
+        const Target gone = Target::to_child(e.child);
+        std::vector<TaskRef> lost;
+        for (auto it = in_flight_.begin(); it != in_flight_.end();) {
+          if (it->second == gone) {
+            lost.push_back(TaskRef{it->first});
+            it = in_flight_.erase(it);
+          } else {
+            ++it;
+          }
+        }
+        // Re-queue at the front, in task order, so they are done first and deterministically.
+        std::sort(lost.begin(), lost.end(), [](TaskRef a, TaskRef b) { return a.id < b.id; });
+        state_.buffer.insert(state_.buffer.begin(), lost.begin(), lost.end());
+        std::erase_if(state_.requests, [&](const PendingRequest& r) { return r.from == gone; });
+        state_.children.erase(e.child);
+      },
+      [&](const event::TransferObserved& e) {
+        auto child = state_.children.find(e.child);
+        if (child == state_.children.end() || !(e.seconds > 0) || !(e.bytes > 0)) return;
+        const double observed = e.bytes / e.seconds;
+        auto& bw = child->second.bandwidth;
+        bw = bw <= 0 ? observed : (1 - bandwidth_smoothing) * bw + bandwidth_smoothing * observed;
+      },
+      [&](const event::Tick&) {}},
+      event);
+}
+
+void NodeScheduler::task_done(TaskRef task, std::vector<Action>& out) {
+  if (!state_.config.is_root) {
+    out.push_back(action::ForwardResult{task});
+    return;
+  }
+  auto slot = done_[task.app().value][task.id.index()];
+  if (slot) {
+    ++duplicate_count_;
+    out.push_back(action::TaskCompleted{task, true});
+    return;
+  }
+  done_[task.app().value][task.id.index()] = true;
+  ++completed_count_;
+  out.push_back(action::TaskCompleted{task, false});
+  if (completed_count_ == total_tasks_ && !complete_announced_) {
+    complete_announced_ = true;
+    out.push_back(action::RunComplete{});
+  }
+}
+
+void NodeScheduler::pump(std::vector<Action>& out) {
+  const bool root = state_.config.is_root;
+  const std::size_t capacity = state_.config.buffer;
+  for (;;) {
+    if (root) {
+      while (state_.buffer.size() < capacity) {
+        auto k = policy_->next_source_app(state_);
+        if (!k) break;
+        if (k->value >= state_.config.apps.size() || state_.source_remaining(*k) == 0)
+          throw std::logic_error("policy drew from an empty or unknown application");
+        state_.buffer.push_back(TaskRef{TaskId::make(*k, state_.drawn[k->value]++)});
+      }
+    }
+    bool progressed = false;
+    while (auto choice = policy_->select(state_)) {
+      if (choice->request >= state_.requests.size() || choice->task >= state_.buffer.size())
+        throw std::logic_error("policy chose a request or task that does not exist");
+      const PendingRequest request = state_.requests[choice->request];
+      const TaskRef task = state_.buffer[choice->task];
+      if (!state_.can_serve(request.from)) throw std::logic_error("policy chose a request it cannot serve now");
+      state_.requests.erase(state_.requests.begin() + static_cast<std::ptrdiff_t>(choice->request));
+      state_.buffer.erase(state_.buffer.begin() + static_cast<std::ptrdiff_t>(choice->task));
+      in_flight_[task.id] = request.from;
+      if (request.from.local) {
+        ++state_.started_local[task.app().value];
+        out.push_back(action::StartTask{task});
+      } else {
+        auto& child = state_.children.at(request.from.child);
+        ++child.in_flight;
+        ++child.sent;
+        if (state_.config.one_port) state_.port_busy = true;
+        out.push_back(action::SendTask{request.from.child, task});
+      }
+      policy_->assigned(state_, request.from, task);
+      progressed = true;
+    }
+    if (!root || !progressed) break;
+  }
+  // Figure 1, line 2, once something below has asked for work: a node whose subtree
+  // cannot compute (no cores anywhere) would otherwise hoard B tasks forever.
+  if (!root && has_consumer(state_)) {
+    const std::uint64_t held = state_.buffer.size() + state_.requested_from_parent;
+    if (held < capacity) {
+      const auto room = static_cast<std::uint32_t>(capacity - held);
+      state_.requested_from_parent += room;
+      out.push_back(action::RequestWork{room});
+    }
+  }
+}
+
+}  // namespace treefarm::core

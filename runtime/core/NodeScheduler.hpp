@@ -1,0 +1,86 @@
+#pragma once
+/// @file NodeScheduler.hpp
+/// The node scheduler: the demand-driven scheduler thread of papers/beaumont2006 §4,
+/// Figure 1, as a pure state machine. Everything that changes a node's scheduling state
+/// lives in this class: events in, actions out, time passed in. No sockets, threads or
+/// clocks: the ZeroMQ adapter, the SimGrid adapter and the tests drive it alike.
+///
+/// Invariants (checked by the tests):
+///  - buffer().size() + requested_from_parent <= B, except transiently after a child
+///    left and its tasks were re-queued;
+///  - a request is sent to the parent as soon as there is room for a task after every
+///    outstanding request is served (Figure 1, line 2), from the first request of the
+///    executor or a child on (a subtree without cores never asks, so never hoards tasks);
+///  - every task assigned to the executor or a child is remembered until its result
+///    comes back, and re-queued if that child leaves.
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <unordered_map>
+#include <vector>
+
+#include "runtime/core/Events.hpp"
+#include "runtime/core/NodeState.hpp"
+#include "runtime/core/Policy.hpp"
+
+namespace treefarm::core {
+
+/// An event that the state machine does not accept in its current state. Adapters drop
+/// the peer that caused it.
+class ProtocolError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+class NodeScheduler {
+ public:
+  /// Throws std::invalid_argument for a bad configuration (no apps, zero weight, B = 0).
+  NodeScheduler(NodeConfig config, std::unique_ptr<Policy> policy);
+
+  /// Applies one event at time `now` (seconds, non-decreasing) and returns the actions
+  /// to carry out, in order. Throws ProtocolError for an event the state does not admit
+  /// (the message names the event, the role and the state); the state is unchanged then.
+  std::vector<Action> handle(const Event& event, Seconds now);
+
+  /// Actions due without any event: the root's first draws (a worker's first request to
+  /// its parent follows the first WorkRequested it gets). Call once after construction
+  /// (and it is harmless to call again).
+  std::vector<Action> start(Seconds now);
+
+  /// When the core wants a Tick (policies that recompute periodically); nullopt: never.
+  std::optional<Seconds> next_deadline() const { return std::nullopt; }
+
+  const NodeState& state() const { return state_; }
+  const Policy& policy() const { return *policy_; }
+
+  /// Root: tasks recorded done, duplicates dropped, total to do.
+  std::uint64_t completed() const { return completed_count_; }
+  std::uint64_t duplicates() const { return duplicate_count_; }
+  std::uint64_t total_tasks() const { return total_tasks_; }
+  bool run_complete() const { return total_tasks_ > 0 && completed_count_ == total_tasks_; }
+
+  /// Tasks assigned (to the executor or a child) and not yet reported done.
+  std::size_t in_flight() const { return in_flight_.size(); }
+
+ private:
+  void apply(const Event& event, std::vector<Action>& out);
+  void pump(std::vector<Action>& out);
+  void task_done(TaskRef task, std::vector<Action>& out);
+  void check_task(TaskRef task, const char* what) const;
+  [[noreturn]] void reject(const Event& event, const std::string& why) const;
+
+  NodeState state_;
+  std::unique_ptr<Policy> policy_;
+  std::unordered_map<TaskId, Target> in_flight_;
+  std::uint64_t next_seq_ = 0;
+  // Root bookkeeping: exactly-once recording of results.
+  std::vector<std::vector<bool>> done_;
+  std::uint64_t completed_count_ = 0;
+  std::uint64_t duplicate_count_ = 0;
+  std::uint64_t total_tasks_ = 0;
+  bool complete_announced_ = false;
+};
+
+}  // namespace treefarm::core

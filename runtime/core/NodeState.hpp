@@ -1,0 +1,76 @@
+#pragma once
+/// @file NodeState.hpp
+/// The state of one node scheduler, as its policy sees it (read-only for policies).
+
+#include <cstdint>
+#include <deque>
+#include <limits>
+#include <map>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "runtime/core/Events.hpp"
+
+namespace treefarm::core {
+
+/// What every node knows of an application (the master sends it down the tree).
+struct AppParams {
+  std::string name;
+  double weight = 1.0;            ///< w(k) > 0
+  std::uint64_t tasks = 0;        ///< Tasks in the bag.
+  double bytes = 0;               ///< b(k): bytes sent per task.
+  double flops = 0;               ///< c(k): flop per task.
+  std::uint32_t cores_per_task = 1;
+};
+
+/// Static configuration of a node scheduler.
+struct NodeConfig {
+  bool is_root = false;
+  std::uint32_t buffer = 10;      ///< Bound B on buffered tasks (papers/beaumont2006 §4).
+  std::vector<AppParams> apps;
+  /// One-port model: one send to a child at a time, the port is busy until SendDone.
+  bool one_port = true;
+};
+
+/// One pending single-task request.
+struct PendingRequest {
+  Target from;
+  Seconds since = 0;              ///< When it arrived.
+  std::uint64_t seq = 0;          ///< Arrival order.
+};
+
+/// A connected child.
+struct ChildState {
+  ChildInfo info;
+  double bandwidth = 0;           ///< bytes/s: from info, or learnt from TransferObserved.
+  std::uint64_t in_flight = 0;    ///< Tasks sent into its subtree, not yet reported done.
+  std::uint64_t sent = 0;         ///< Tasks sent to it so far.
+};
+
+/// Everything a policy may base its choice on.
+struct NodeState {
+  NodeConfig config;
+  Seconds now = 0;
+  std::deque<TaskRef> buffer;                 ///< Received, not yet assigned (arrival order).
+  std::deque<PendingRequest> requests;        ///< Single-task requests, arrival order.
+  std::map<ChildId, ChildState> children;
+  bool port_busy = false;                     ///< A send to a child is in progress.
+  std::uint64_t requested_from_parent = 0;    ///< Requested, not yet arrived.
+  std::vector<std::uint64_t> drawn;           ///< Root: tasks drawn from the bag per app.
+  std::vector<std::uint64_t> started_local;   ///< Tasks started locally, per app.
+  std::vector<double> local_seconds;          ///< Mean local task duration per app (0: none yet).
+
+  /// Root: tasks of app k still in the bag (not yet drawn).
+  std::uint64_t source_remaining(AppId k) const;
+  /// A request from this target could be served now (the port is free for children).
+  bool can_serve(const Target& t) const { return t.local || !config.one_port || !port_busy; }
+};
+
+/// A choice of a policy: request requests[request] gets buffer[task].
+struct Assignment {
+  std::size_t request = 0;
+  std::size_t task = 0;
+};
+
+}  // namespace treefarm::core

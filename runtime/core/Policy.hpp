@@ -1,0 +1,56 @@
+#pragma once
+/// @file Policy.hpp
+/// A scheduling policy: the "select" of papers/beaumont2006 §4, Figure 1, line 5 — which
+/// requester gets which task — plus, at the root, which application the next task drawn
+/// from the bag belongs to. The core (NodeScheduler) owns all state; a policy reads it
+/// and keeps only its own bookkeeping, so every policy of the paper plugs into the same
+/// core.
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "runtime/core/LoadBalancer1D.hpp"
+#include "runtime/core/NodeState.hpp"
+
+namespace treefarm::core {
+
+class Policy {
+ public:
+  virtual ~Policy() = default;
+
+  /// The policy's name as given in experiment files ("fcfs", ...).
+  virtual std::string_view name() const = 0;
+
+  /// Called once when the node scheduler is created.
+  virtual void start(const NodeState& state);
+
+  /// Root only: the application of the next task to draw from the bag, or nullopt to
+  /// draw nothing now. Default: the 1D load-balancing mechanism (§4.1) with frequencies
+  /// given by the weights w(k), among applications with tasks left (§4.2).
+  virtual std::optional<AppId> next_source_app(const NodeState& state);
+
+  /// Which pending request gets which buffered task now, or nullopt to wait.
+  /// Only requests for which state.can_serve() holds may be chosen.
+  virtual std::optional<Assignment> select(const NodeState& state) = 0;
+
+  /// Told after the core applied an event (learn bandwidths, durations, ...).
+  virtual void observe(const NodeState& state, const Event& event);
+
+  /// Told after an assignment was carried out: `to` got `task`.
+  virtual void assigned(const NodeState& state, const Target& to, TaskRef task);
+
+ protected:
+  LoadBalancer1D root_mix_;  ///< Used by the default next_source_app.
+};
+
+/// Names accepted by make_policy, in the order of the paper.
+std::vector<std::string> policy_names();
+
+/// Creates a policy by name; throws std::invalid_argument for an unknown name, listing
+/// the known ones.
+std::unique_ptr<Policy> make_policy(std::string_view name);
+
+}  // namespace treefarm::core

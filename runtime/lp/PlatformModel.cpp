@@ -1,0 +1,184 @@
+#include "runtime/lp/PlatformModel.hpp"
+
+#include <cmath>
+#include <limits>
+#include <sstream>
+#include <stdexcept>
+#include <unordered_map>
+
+namespace treefarm::lp {
+namespace {
+
+constexpr double inf = std::numeric_limits<double>::infinity();
+
+std::string fmt(double x) {
+  std::ostringstream out;
+  out << x;
+  return out.str();
+}
+
+[[noreturn]] void node_error(const std::string& node, const std::string& field,
+                             const std::string& message) {
+  throw std::invalid_argument("node '" + node + "': field '" + field + "': " + message);
+}
+
+[[noreturn]] void app_error(const std::string& app, const std::string& field,
+                            const std::string& message) {
+  throw std::invalid_argument("application '" + app + "': field '" + field + "': " + message);
+}
+
+/// A rate must be > 0 (and may be +inf); NaN, zero and negative values are errors.
+void check_positive(const std::string& node, const std::string& field, double value,
+                    const char* unit) {
+  if (!(value > 0.0)) node_error(node, field, "must be > 0 " + std::string(unit) + ", got " + fmt(value));
+}
+
+}  // namespace
+
+bool PlatformModel::can_run(std::size_t u, std::size_t k) const {
+  const Node& node = nodes[u];
+  const double t = node.task_seconds[k];
+  return node.cores >= apps[k].cores_per_task && node.cores > 0 && t > 0.0 && std::isfinite(t);
+}
+
+void validate(const PlatformModel& model) {
+  if (model.nodes.empty()) throw std::invalid_argument("platform model: no node");
+  for (std::size_t k = 0; k < model.apps.size(); ++k) {
+    const auto& app = model.apps[k];
+    if (!(app.weight > 0.0) || !std::isfinite(app.weight)) {
+      app_error(app.name, "weight", "must be a finite number > 0, got " + fmt(app.weight));
+    }
+    if (app.cores_per_task == 0) app_error(app.name, "cores_per_task", "must be >= 1, got 0");
+    if (!(app.bytes >= 0.0) || !std::isfinite(app.bytes)) {
+      app_error(app.name, "bytes", "must be a finite number >= 0, got " + fmt(app.bytes));
+    }
+  }
+  for (std::size_t u = 0; u < model.nodes.size(); ++u) {
+    const auto& node = model.nodes[u];
+    if (u == 0 && node.parent != -1) node_error(node.name, "parent", "node 0 must be the root (parent -1)");
+    if (u > 0 && (node.parent < 0 || static_cast<std::size_t>(node.parent) >= u)) {
+      node_error(node.name, "parent",
+                 "must be the index of an earlier node, got " + std::to_string(node.parent));
+    }
+    if (u > 0) check_positive(node.name, "bandwidth", node.link_bandwidth, "bytes/s");
+    check_positive(node.name, "max_out_bandwidth", node.max_out_bandwidth, "bytes/s");
+    if (node.task_seconds.size() != model.apps.size()) {
+      node_error(node.name, "task_seconds",
+                 "has " + std::to_string(node.task_seconds.size()) + " entries for " +
+                     std::to_string(model.apps.size()) + " applications");
+    }
+    for (std::size_t k = 0; k < model.apps.size(); ++k) {
+      if (std::isnan(node.task_seconds[k]) || node.task_seconds[k] < 0.0) {
+        node_error(node.name, "task_seconds",
+                   "for application '" + model.apps[k].name + "' must be >= 0 seconds, got " +
+                       fmt(node.task_seconds[k]));
+      }
+    }
+  }
+  for (std::size_t k = 0; k < model.apps.size(); ++k) {
+    bool runnable = false;
+    for (std::size_t u = 0; u < model.nodes.size() && !runnable; ++u) runnable = model.can_run(u, k);
+    if (!runnable) {
+      throw std::invalid_argument(
+          "application '" + model.apps[k].name + "': no node can run it (a node needs cores >= " +
+          std::to_string(model.apps[k].cores_per_task) +
+          " (cores_per_task) and a positive task duration: a speed with flops > 0, or a "
+          "calibrated duration)");
+    }
+  }
+}
+
+PlatformModel model_from_experiment(const model::Experiment& experiment,
+                                    const MeasuredSeconds* measured_seconds,
+                                    const MeasuredBandwidth* measured_bandwidth) {
+  PlatformModel out;
+  out.comm_model = experiment.run.comm_model;
+  double max_out = inf;
+  if (experiment.run.max_out_bandwidth) {
+    max_out = *experiment.run.max_out_bandwidth;
+    if (!(max_out > 0.0)) {
+      throw std::invalid_argument("run: field 'max_out_bandwidth': must be > 0 bytes/s, got " +
+                                  fmt(max_out));
+    }
+  }
+  for (const auto& spec : experiment.apps) {
+    PlatformModel::App app;
+    app.name = spec.name;
+    app.bytes = static_cast<double>(spec.input_bytes());
+    app.weight = spec.weight;
+    app.cores_per_task = spec.cores_per_task;
+    out.apps.push_back(app);
+  }
+
+  std::unordered_map<std::string, int> index;
+  for (std::size_t u = 0; u < experiment.nodes.size(); ++u) {
+    const auto& spec = experiment.nodes[u];
+    PlatformModel::Node node;
+    node.name = spec.name;
+    node.cores = spec.cores;
+    node.max_out_bandwidth = max_out;
+    if (!spec.parent) {
+      if (u != 0) node_error(spec.name, "parent", "only node 0 (the master) may have no parent");
+      node.parent = -1;
+    } else {
+      const auto it = index.find(*spec.parent);
+      if (it == index.end()) {
+        node_error(spec.name, "parent", "'" + *spec.parent + "' is not a node listed before it");
+      }
+      node.parent = it->second;
+    }
+    if (u == 0 && spec.parent) node_error(spec.name, "parent", "node 0 must be the master (no parent)");
+
+    // Link from the parent: calibration first, then the experiment, then loopback.
+    node.link_bandwidth = inf;
+    if (spec.bandwidth) {
+      check_positive(spec.name, "bandwidth", *spec.bandwidth, "bytes/s");
+      node.link_bandwidth = *spec.bandwidth;
+    }
+    if (measured_bandwidth) {
+      if (const auto it = measured_bandwidth->find(spec.name); it != measured_bandwidth->end()) {
+        check_positive(spec.name, "measured bandwidth", it->second, "bytes/s");
+        node.link_bandwidth = it->second;
+      }
+    }
+    if (u == 0) node.link_bandwidth = inf;
+    if (spec.speed) check_positive(spec.name, "speed", *spec.speed, "flop/s");
+
+    const std::map<std::string, double>* measured = nullptr;
+    if (measured_seconds) {
+      if (const auto it = measured_seconds->find(spec.name); it != measured_seconds->end()) {
+        measured = &it->second;
+      }
+    }
+    node.task_seconds.assign(out.apps.size(), inf);
+    for (std::size_t k = 0; k < out.apps.size(); ++k) {
+      const auto& app = experiment.apps[k];
+      if (spec.cores == 0 || spec.cores < app.cores_per_task) continue;  // cannot run k
+      if (measured) {
+        if (const auto it = measured->find(app.name); it != measured->end()) {
+          if (!(it->second > 0.0)) {
+            node_error(spec.name, "measured seconds",
+                       "for application '" + app.name + "' must be > 0, got " + fmt(it->second));
+          }
+          node.task_seconds[k] = it->second;
+          continue;
+        }
+      }
+      if (!spec.speed) {
+        node_error(spec.name, "speed",
+                   "missing: node computes (cores = " + std::to_string(spec.cores) +
+                       ") but has no speed (flop/s per core) and no calibrated duration for "
+                       "application '" + app.name + "'");
+      }
+      // A task spreads its flop over its cores_per_task cores (beaumont2006 §2.1: time
+      // c(k)/c_u, with c_u the speed of the cores the task holds).
+      node.task_seconds[k] = app.task_flops() / (app.cores_per_task * *spec.speed);
+    }
+    index.emplace(spec.name, static_cast<int>(u));
+    out.nodes.push_back(std::move(node));
+  }
+  validate(out);
+  return out;
+}
+
+}  // namespace treefarm::lp

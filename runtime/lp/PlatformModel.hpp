@@ -1,0 +1,80 @@
+#pragma once
+/// @file PlatformModel.hpp
+/// The platform and applications as the steady-state LP sees them (papers/beaumont2006
+/// §2): a rooted tree of nodes with cores, per-application task durations and link
+/// bandwidths, and K bag-of-tasks applications with task size b(k) and weight w(k).
+/// Built from an experiment (and, when available, calibration measures) by
+/// model_from_experiment(), or directly (tests, `treefarm bench lp`).
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "runtime/model/Experiment.hpp"
+
+namespace treefarm::lp {
+
+/// Platform tree and applications, in the units of the LP: bytes, seconds, bytes/s.
+struct PlatformModel {
+  struct Node {
+    std::string name;
+    int parent = -1;           ///< Index of the parent node; -1 for the root (node 0).
+    std::uint32_t cores = 0;   ///< Cores that compute; 0 = the node only forwards.
+    /// bytes/s of the link from the parent; +inf for the root and for loopback links.
+    double link_bandwidth = 0.0;
+    /// Per application: seconds one task takes while holding cores_per_task cores of
+    /// this node. +inf or 0 means the node cannot run that application.
+    std::vector<double> task_seconds;
+    /// bytes/s bound on the node's total outgoing rate (bounded multi-port,
+    /// papers/bertin2008 §2.1); +inf = no bound. Ignored in the one-port model.
+    double max_out_bandwidth = 0.0;
+  };
+  struct App {
+    std::string name;
+    double bytes = 0.0;              ///< b(k): bytes sent down the tree per task.
+    double weight = 1.0;             ///< w(k) > 0, priority weight.
+    std::uint32_t cores_per_task = 1;///< Cores a task holds while it runs (>= 1).
+  };
+  std::vector<Node> nodes;  ///< Every parent before its children; node 0 is the root.
+  std::vector<App> apps;
+  model::CommModel comm_model = model::CommModel::one_port;
+
+  /// True if node u can run application k (cores >= cores_per_task, finite positive
+  /// task duration).
+  bool can_run(std::size_t u, std::size_t k) const;
+};
+
+/// Per node name, per application name: calibrated seconds of one task (holding
+/// cores_per_task cores) on that node.
+using MeasuredSeconds = std::map<std::string, std::map<std::string, double>>;
+/// Per node name: calibrated bytes/s of the link from its parent.
+using MeasuredBandwidth = std::map<std::string, double>;
+
+/// Builds the LP's view of an experiment.
+///
+/// - Task duration of application k on node u: the measured value when
+///   `measured_seconds` has one for (u, k); otherwise flops(k) / (cores_per_task(k) ·
+///   speed_u), a task spreading its flop over its cores_per_task cores at speed_u flop/s
+///   per core. A node with fewer cores than cores_per_task(k) cannot run k; a node with
+///   cores = 0 only forwards. A kernel with no flop (noop) needs a measured duration.
+/// - Link bandwidth of node u: the measured value when `measured_bandwidth` has one,
+///   otherwise node.bandwidth; a node with neither gets +inf (a loopback link: transfers
+///   take no time in the model). The root has no link (+inf).
+/// - max_out_bandwidth of every node: run.max_out_bandwidth when set, else +inf.
+///
+/// Throws std::invalid_argument naming the node (or application) and the field for a
+/// zero, negative or NaN bandwidth, speed, measured duration, weight or max_out_bandwidth;
+/// for a computing node with neither speed nor measured duration; for a parent that is
+/// unknown or comes after its child; and for an application that no node can run.
+PlatformModel model_from_experiment(const model::Experiment& experiment,
+                                    const MeasuredSeconds* measured_seconds = nullptr,
+                                    const MeasuredBandwidth* measured_bandwidth = nullptr);
+
+/// Checks the invariants documented on PlatformModel (tree order, positive bandwidths and
+/// weights, cores_per_task >= 1, one task duration per application, every application
+/// runnable somewhere). Throws std::invalid_argument naming the node or application and
+/// the field.
+void validate(const PlatformModel& model);
+
+}  // namespace treefarm::lp

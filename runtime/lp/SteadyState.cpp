@@ -1,0 +1,244 @@
+#include "runtime/lp/SteadyState.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+#include <string>
+
+namespace treefarm::lp {
+namespace {
+
+constexpr std::size_t none = std::numeric_limits<std::size_t>::max();
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+/// Column indices of the LP variables of beaumont2006 §3.1, LP (3).
+struct Variables {
+  std::size_t fair = none;                     ///< T = min_k α(k)/w(k).
+  std::vector<std::vector<std::size_t>> alpha; ///< α_u^(k); `none` if u cannot run k.
+  std::vector<std::vector<std::size_t>> sent;  ///< sent_{p(u)→u}^(k); `none` if useless.
+};
+
+/// The LP of beaumont2006 §3.1 (3), with the objective in max-min form: maximize T under
+/// α(k) >= w(k)·T. Variables that are 0 in every solution are not created: α_u^(k) when
+/// u cannot run k, sent_u^(k) when no node of u's subtree can run k.
+LpProblem build(const PlatformModel& m, Variables& var) {
+  const std::size_t n = m.nodes.size();
+  const std::size_t kk = m.apps.size();
+  std::vector<std::vector<std::size_t>> children(n);
+  for (std::size_t u = 1; u < n; ++u) children[m.nodes[u].parent].push_back(u);
+
+  // useful[u][k]: some node of u's subtree can run k (children come after parents, so
+  // one backward pass suffices).
+  std::vector<std::vector<char>> useful(n, std::vector<char>(kk, 0));
+  for (std::size_t u = n; u-- > 0;) {
+    for (std::size_t k = 0; k < kk; ++k) {
+      if (m.can_run(u, k)) useful[u][k] = 1;
+      if (u > 0 && useful[u][k]) useful[m.nodes[u].parent][k] = 1;
+    }
+  }
+
+  LpProblem lp;
+  lp.reserve(1 + 2 * n * kk, n * (kk + 2) + kk, 8 * n * kk);
+  lp.set_sense(Sense::maximize);
+  var.fair = lp.add_variable(0.0, lp_infinity, 1.0);
+  var.alpha.assign(n, std::vector<std::size_t>(kk, none));
+  var.sent.assign(n, std::vector<std::size_t>(kk, none));
+  for (std::size_t u = 0; u < n; ++u) {
+    for (std::size_t k = 0; k < kk; ++k) {
+      if (m.can_run(u, k)) var.alpha[u][k] = lp.add_variable(0.0, lp_infinity);
+      if (u > 0 && useful[u][k]) var.sent[u][k] = lp.add_variable(0.0, lp_infinity);
+    }
+  }
+
+  std::vector<LpTerm> row;
+  // Data movement conservation, ∀k ∀u ≠ 0 (LP (3) second line):
+  //   sent_{p(u)→u}^(k) - α_u^(k) - Σ_{v∈Γ(u)} sent_{u→v}^(k) = 0.
+  for (std::size_t u = 1; u < n; ++u) {
+    for (std::size_t k = 0; k < kk; ++k) {
+      if (var.sent[u][k] == none) continue;
+      row.clear();
+      row.push_back({var.sent[u][k], 1.0});
+      if (var.alpha[u][k] != none) row.push_back({var.alpha[u][k], -1.0});
+      for (std::size_t v : children[u]) {
+        if (var.sent[v][k] != none) row.push_back({var.sent[v][k], -1.0});
+      }
+      lp.add_row(row, 0.0, 0.0);
+    }
+  }
+  // Computation limit at u (LP (3) third line, with cores): a task of k holds
+  // cores_per_task(k) cores for task_seconds_u^(k) seconds, so
+  //   Σ_k α_u^(k) · task_seconds_u^(k) · cores_per_task(k) <= cores_u,
+  // written divided by cores_u (rows of order 1 condition the simplex better).
+  for (std::size_t u = 0; u < n; ++u) {
+    row.clear();
+    for (std::size_t k = 0; k < kk; ++k) {
+      if (var.alpha[u][k] == none) continue;
+      row.push_back({var.alpha[u][k], m.nodes[u].task_seconds[k] * m.apps[k].cores_per_task /
+                                          m.nodes[u].cores});
+    }
+    if (!row.empty()) lp.add_row(row, -lp_infinity, 1.0);
+  }
+  // Communication limits.
+  for (std::size_t u = 0; u < n; ++u) {
+    if (m.comm_model == model::CommModel::one_port) {
+      // One-port (LP (3) fourth line): u sends to one child at a time,
+      //   Σ_{v∈Γ(u)} Σ_k sent_{u→v}^(k) · b(k) / b_v <= 1.
+      row.clear();
+      for (std::size_t v : children[u]) {
+        const double bw = m.nodes[v].link_bandwidth;
+        for (std::size_t k = 0; k < kk; ++k) {
+          if (var.sent[v][k] == none || m.apps[k].bytes == 0.0 || std::isinf(bw)) continue;
+          row.push_back({var.sent[v][k], m.apps[k].bytes / bw});
+        }
+      }
+      if (!row.empty()) lp.add_row(row, -lp_infinity, 1.0);
+    } else {
+      // Bounded multi-port (bertin2008 §2.1): every link on its own,
+      //   Σ_k sent_{u→v}^(k) · b(k) <= b_v   (row below, for v = the child),
+      // and all of u's sends together, Σ_v Σ_k sent_{u→v}^(k) · b(k) <= max_out_u.
+      const double cap = m.nodes[u].max_out_bandwidth;
+      if (std::isinf(cap)) continue;
+      row.clear();
+      for (std::size_t v : children[u]) {
+        for (std::size_t k = 0; k < kk; ++k) {
+          if (var.sent[v][k] == none || m.apps[k].bytes == 0.0) continue;
+          row.push_back({var.sent[v][k], m.apps[k].bytes / cap});
+        }
+      }
+      if (!row.empty()) lp.add_row(row, -lp_infinity, 1.0);
+    }
+  }
+  if (m.comm_model == model::CommModel::multi_port) {
+    for (std::size_t v = 1; v < n; ++v) {
+      const double bw = m.nodes[v].link_bandwidth;
+      if (std::isinf(bw)) continue;
+      row.clear();
+      for (std::size_t k = 0; k < kk; ++k) {
+        if (var.sent[v][k] == none || m.apps[k].bytes == 0.0) continue;
+        row.push_back({var.sent[v][k], m.apps[k].bytes / bw});
+      }
+      if (!row.empty()) lp.add_row(row, -lp_infinity, 1.0);
+    }
+  }
+  // Objective, max-min form: α(k) - w(k)·T >= 0 for every k. By conservation at the
+  // root's children, α(k) = α_0^(k) + Σ_{v∈Γ(0)} sent_{0→v}^(k): a short row instead of
+  // one with every α_u^(k).
+  for (std::size_t k = 0; k < kk; ++k) {
+    row.clear();
+    if (var.alpha[0][k] != none) row.push_back({var.alpha[0][k], 1.0});
+    for (std::size_t v : children[0]) {
+      if (var.sent[v][k] != none) row.push_back({var.sent[v][k], 1.0});
+    }
+    row.push_back({var.fair, -m.apps[k].weight});
+    lp.add_row(row, 0.0, lp_infinity);
+  }
+  return lp;
+}
+
+}  // namespace
+
+std::string_view to_string(Resource resource) {
+  switch (resource) {
+    case Resource::cpu: return "cpu";
+    case Resource::link: return "link";
+    case Resource::port: return "port";
+    case Resource::out_bandwidth: return "out_bandwidth";
+  }
+  return "?";
+}
+
+Solution solve(const PlatformModel& model, const SolveOptions& options) {
+  const auto solver = make_default_solver();
+  return solve(model, *solver, options);
+}
+
+Solution solve(const PlatformModel& m, LpSolver& solver, const SolveOptions& options) {
+  validate(m);
+  switch (options.objective) {
+    case Objective::max_min: break;  // the only objective so far; see SolveOptions
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  Variables var;
+  const LpProblem lp = build(m, var);
+  Solution s;
+  s.objective = options.objective;
+  s.build_seconds = seconds_since(t0);
+  s.lp_variables = lp.variable_count();
+  s.lp_rows = lp.row_count();
+
+  const auto t1 = std::chrono::steady_clock::now();
+  const LpResult r = solver.solve(lp);
+  s.solve_seconds = seconds_since(t1);
+  if (r.status != LpStatus::optimal) {
+    throw std::runtime_error("steady-state LP: solver returned '" + std::string(to_string(r.status)) +
+                             "' (" + std::to_string(lp.variable_count()) + " variables, " +
+                             std::to_string(lp.row_count()) + " rows)");
+  }
+
+  const std::size_t n = m.nodes.size();
+  const std::size_t kk = m.apps.size();
+  // Simplex values can be -1e-12 instead of 0: clamp, as a negative rate means nothing.
+  auto value = [&](std::size_t column) {
+    return column == none ? 0.0 : std::max(0.0, r.values[column]);
+  };
+  s.fair_throughput = value(var.fair);
+  s.alpha.assign(n, std::vector<double>(kk, 0.0));
+  s.sent.assign(n, std::vector<double>(kk, 0.0));
+  s.app_throughput.assign(kk, 0.0);
+  for (std::size_t u = 0; u < n; ++u) {
+    for (std::size_t k = 0; k < kk; ++k) {
+      s.alpha[u][k] = value(var.alpha[u][k]);
+      s.sent[u][k] = value(var.sent[u][k]);
+      s.app_throughput[k] += s.alpha[u][k];
+    }
+  }
+
+  s.cpu_utilisation.assign(n, 0.0);
+  s.link_utilisation.assign(n, 0.0);
+  s.port_utilisation.assign(n, 0.0);
+  std::vector<double> out_rate(n, 0.0);  // bytes/s leaving each node
+  for (std::size_t u = 0; u < n; ++u) {
+    const auto& node = m.nodes[u];
+    double busy = 0.0, bytes = 0.0;
+    for (std::size_t k = 0; k < kk; ++k) {
+      if (s.alpha[u][k] > 0.0) busy += s.alpha[u][k] * node.task_seconds[k] * m.apps[k].cores_per_task;
+      bytes += s.sent[u][k] * m.apps[k].bytes;
+    }
+    if (node.cores > 0) s.cpu_utilisation[u] = busy / node.cores;
+    if (u > 0) {
+      if (!std::isinf(node.link_bandwidth)) s.link_utilisation[u] = bytes / node.link_bandwidth;
+      out_rate[node.parent] += bytes;
+    }
+  }
+  for (std::size_t u = 1; u < n; ++u) {
+    if (m.comm_model == model::CommModel::one_port) {
+      s.port_utilisation[m.nodes[u].parent] += s.link_utilisation[u];
+    }
+  }
+  if (m.comm_model == model::CommModel::multi_port) {
+    for (std::size_t u = 0; u < n; ++u) {
+      if (!std::isinf(m.nodes[u].max_out_bandwidth)) {
+        s.port_utilisation[u] = out_rate[u] / m.nodes[u].max_out_bandwidth;
+      }
+    }
+  }
+  const double th = options.saturation_threshold;
+  for (std::size_t u = 0; u < n; ++u) {
+    if (s.cpu_utilisation[u] >= th) s.saturated.push_back({u, Resource::cpu, s.cpu_utilisation[u]});
+    if (s.link_utilisation[u] >= th) s.saturated.push_back({u, Resource::link, s.link_utilisation[u]});
+    if (s.port_utilisation[u] >= th) {
+      s.saturated.push_back({u,
+                             m.comm_model == model::CommModel::one_port ? Resource::port
+                                                                        : Resource::out_bandwidth,
+                             s.port_utilisation[u]});
+    }
+  }
+  return s;
+}
+
+}  // namespace treefarm::lp

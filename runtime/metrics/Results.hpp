@@ -1,0 +1,80 @@
+#pragma once
+/// @file Results.hpp
+/// What a run measured: per task completions, per application throughput (the
+/// steady-state estimate of papers/beaumont2006 §5.1.1), per node counts, and the
+/// results.json format (docs/results-format.md).
+
+#include <cstdint>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace treefarm::metrics {
+
+/// One completed task, recorded once at the master.
+struct TaskRecord {
+  std::uint32_t app = 0;
+  std::uint64_t id = 0;           ///< Index of the task within its application.
+  std::string node;               ///< Node that computed it.
+  double completed_at = 0;        ///< seconds since the start of the run (master's clock)
+  double compute_seconds = 0;     ///< seconds the kernel ran on that node
+};
+
+struct AppResult {
+  std::string name;
+  std::string kernel;
+  double weight = 1;
+  std::uint64_t tasks = 0;
+  std::uint64_t completed = 0;
+  std::uint64_t wrong = 0;              ///< Results whose checksum did not match.
+  std::uint64_t failed = 0;             ///< Tasks whose kernel raised an error.
+  double throughput = 0;                ///< ρ_k, tasks/s (§5.1.1)
+  std::optional<double> predicted;      ///< α(k) from the LP, tasks/s
+};
+
+struct NodeResult {
+  std::string name;
+  std::string parent;                   ///< "" for the master
+  std::uint32_t cores = 0;
+  std::uint64_t tasks_computed = 0;
+};
+
+struct RunResults {
+  std::string experiment;
+  std::string policy;
+  double epsilon = 0.1;
+  double duration = 0;                  ///< seconds from start to the last completion
+  double steady_end = 0;                ///< T of §5.1.1: first time an application completed, seconds
+  std::vector<AppResult> apps;
+  std::vector<NodeResult> nodes;
+  std::vector<TaskRecord> tasks;
+  std::uint64_t duplicates = 0;         ///< Late duplicate results dropped.
+  std::uint64_t lost = 0;               ///< Tasks never completed.
+  double fair_throughput = 0;           ///< min_k ρ_k / w_k
+  std::optional<double> predicted_fair_throughput;
+
+  /// Fills apps[].completed/throughput, steady_end, duration, lost, fair_throughput and
+  /// nodes[].tasks_computed from `tasks`.
+  void compute();
+  /// True when every task completed exactly once, with no wrong or failed result.
+  bool ok() const;
+};
+
+/// ρ_k = (N_k((1−ε)T) − N_k(εT)) / ((1−2ε)T), T = the first time some application
+/// completed all its tasks (papers/beaumont2006 §5.1.1). `completions[k]` are the
+/// completion times (seconds) of application k; `totals[k]` its task count. Returns
+/// tasks/s per application and T.
+std::pair<std::vector<double>, double> steady_throughput(
+    const std::vector<std::vector<double>>& completions, const std::vector<std::uint64_t>& totals,
+    double epsilon);
+
+nlohmann::json to_json(const RunResults& r);
+RunResults results_from_json(const nlohmann::json& j);
+
+/// The table printed at the end of a run.
+void print_table(std::ostream& out, const RunResults& r);
+
+}  // namespace treefarm::metrics

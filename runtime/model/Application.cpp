@@ -1,0 +1,52 @@
+#include "runtime/model/Application.hpp"
+
+#include <limits>
+
+namespace treefarm::model {
+
+std::string_view to_string(Kernel kernel) {
+  switch (kernel) {
+    case Kernel::matmul: return "matmul";
+    case Kernel::matadd: return "matadd";
+    case Kernel::noop: return "noop";
+    case Kernel::abstract: return "abstract";
+  }
+  return "?";
+}
+
+std::optional<Kernel> kernel_from_string(std::string_view name) {
+  if (name == "matmul") return Kernel::matmul;
+  if (name == "matadd") return Kernel::matadd;
+  if (name == "noop") return Kernel::noop;
+  if (name == "abstract") return Kernel::abstract;
+  return std::nullopt;
+}
+
+std::uint64_t AppSpec::input_bytes() const {
+  switch (kernel) {
+    case Kernel::matmul:
+    case Kernel::matadd: return 2ull * n * n * sizeof(double);
+    case Kernel::noop:
+    case Kernel::abstract: return bytes;
+  }
+  return 0;
+}
+
+double AppSpec::task_flops() const {
+  const double nd = n;
+  switch (kernel) {
+    case Kernel::matmul: return 2.0 * nd * nd * nd;
+    case Kernel::matadd: return nd * nd;
+    case Kernel::noop: return 0.0;
+    case Kernel::abstract: return flops;
+  }
+  return 0.0;
+}
+
+double AppSpec::ccr() const {
+  const double f = task_flops();
+  if (f <= 0) return std::numeric_limits<double>::infinity();
+  return static_cast<double>(input_bytes()) / f;
+}
+
+}  // namespace treefarm::model

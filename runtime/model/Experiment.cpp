@@ -1,0 +1,576 @@
+#include "runtime/model/Experiment.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <initializer_list>
+#include <limits>
+#include <map>
+#include <sstream>
+#include <string_view>
+#include <toml++/toml.h>
+
+#include "runtime/model/Units.hpp"
+
+namespace treefarm::model {
+
+namespace {
+
+std::string format_error(const std::string& file, int line, const std::string& field,
+                         const std::string& message) {
+  std::string out = file;
+  if (line > 0) out += ":" + std::to_string(line);
+  out += ": ";
+  if (!field.empty()) out += "field '" + field + "': ";
+  return out + message;
+}
+
+}  // namespace
+
+FileError::FileError(std::string file, int line, std::string field, const std::string& message)
+    : std::runtime_error(format_error(file, line, field, message)),
+      file_(std::move(file)),
+      line_(line),
+      field_(std::move(field)) {}
+
+std::optional<std::size_t> Experiment::node_index(const std::string& name) const {
+  for (std::size_t i = 0; i < nodes.size(); ++i)
+    if (nodes[i].name == name) return i;
+  return std::nullopt;
+}
+
+std::optional<std::size_t> Experiment::parent_index(std::size_t i) const {
+  if (i >= nodes.size() || !nodes[i].parent) return std::nullopt;
+  return node_index(*nodes[i].parent);
+}
+
+std::vector<std::size_t> Experiment::children(std::size_t i) const {
+  std::vector<std::size_t> out;
+  if (i >= nodes.size()) return out;
+  for (std::size_t j = 0; j < nodes.size(); ++j)
+    if (nodes[j].parent && *nodes[j].parent == nodes[i].name) out.push_back(j);
+  return out;
+}
+
+std::size_t Experiment::depth(std::size_t i) const {
+  std::size_t d = 0;
+  // Bounded walk: a hand-built Experiment may hold a cycle.
+  for (auto p = parent_index(i); p && d <= nodes.size(); p = parent_index(*p)) ++d;
+  return d;
+}
+
+std::uint64_t Experiment::total_tasks() const {
+  std::uint64_t total = 0;
+  for (const auto& app : apps) total += app.tasks;
+  return total;
+}
+
+namespace {
+
+using Table = toml::table;
+
+constexpr std::int64_t max_cores = 1 << 16;
+constexpr std::int64_t max_matrix_order = 16384;
+constexpr std::int64_t max_tasks = 1'000'000'000;
+constexpr std::int64_t max_buffer = 1'000'000;
+constexpr std::uint64_t max_task_bytes = 1ull << 40;    // 1 TiB per task payload
+constexpr std::uint64_t max_task_memory = 1ull << 50;   // 1 PiB
+constexpr double max_weight = 1e9;
+
+const char* const policies[] = {"fcfs", "cgbc", "pbc", "lp", "data-centric"};
+
+std::string type_name(toml::node_type type) {
+  switch (type) {
+    case toml::node_type::none: return "nothing";
+    case toml::node_type::table: return "a table";
+    case toml::node_type::array: return "an array";
+    case toml::node_type::string: return "a string";
+    case toml::node_type::integer: return "an integer";
+    case toml::node_type::floating_point: return "a float";
+    case toml::node_type::boolean: return "a boolean";
+    case toml::node_type::date: return "a date";
+    case toml::node_type::time: return "a time";
+    case toml::node_type::date_time: return "a date-time";
+  }
+  return "?";
+}
+
+int line_of(const toml::node& node) { return static_cast<int>(node.source().begin.line); }
+
+std::string join(std::initializer_list<std::string_view> words) {
+  std::string out;
+  for (auto w : words) out += (out.empty() ? "" : ", ") + std::string(w);
+  return out;
+}
+
+bool valid_name(std::string_view name) {
+  if (name.empty() || name.size() > 64) return false;
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+           c == '_' || c == '-' || c == '.';
+  });
+}
+
+bool valid_cpuset(std::string_view s) {
+  // Comma-separated items, each "N" or "N-M" with N <= M.
+  if (s.empty()) return false;
+  std::size_t pos = 0;
+  while (true) {
+    auto read_number = [&](long& out) {
+      const std::size_t start = pos;
+      out = 0;
+      while (pos < s.size() && s[pos] >= '0' && s[pos] <= '9' && pos - start < 6)
+        out = out * 10 + (s[pos++] - '0');
+      return pos > start;
+    };
+    long lo = 0, hi = 0;
+    if (!read_number(lo)) return false;
+    hi = lo;
+    if (pos < s.size() && s[pos] == '-') {
+      ++pos;
+      if (!read_number(hi) || hi < lo) return false;
+    }
+    if (pos == s.size()) return true;
+    if (s[pos] != ',') return false;
+    ++pos;
+  }
+}
+
+/// Typed access to the tables of one file; every error names file, line and field.
+class Reader {
+ public:
+  explicit Reader(const std::string& path) : path_(path) {}
+
+  [[noreturn]] void fail(int line, const std::string& field, const std::string& message) const {
+    throw FileError(path_, line, field, message);
+  }
+
+  /// Rejects keys not in `allowed` (typo protection); reports the first one in the file.
+  void check_keys(const Table& table, const std::string& prefix,
+                  std::initializer_list<std::string_view> allowed, std::string_view where) const {
+    const toml::key* bad = nullptr;
+    for (auto&& [key, value] : table) {
+      if (std::find(allowed.begin(), allowed.end(), key.str()) != allowed.end()) continue;
+      if (!bad || key.source().begin.line < bad->source().begin.line) bad = &key;
+    }
+    if (bad)
+      fail(static_cast<int>(bad->source().begin.line), prefix + std::string(bad->str()),
+           "unknown key '" + std::string(bad->str()) + "' in " + std::string(where) +
+               "; expected one of: " + join(allowed));
+  }
+
+  [[noreturn]] void wrong_type(const toml::node& node, const std::string& field,
+                               std::string_view expected) const {
+    fail(line_of(node), field,
+         "expected " + std::string(expected) + ", got " + type_name(node.type()));
+  }
+
+  /// Fails on `table.key` (which must exist) unless `ok`.
+  void require(bool ok, const Table& table, std::string_view key, const std::string& prefix,
+               const std::string& message) const {
+    if (!ok) fail(line_of(*table.get(key)), prefix + std::string(key), message);
+  }
+
+  void require_present(const Table& table, std::string_view key, const std::string& prefix,
+                       std::string_view what) const {
+    if (!table.contains(key))
+      fail(line_of(table), prefix + std::string(key),
+           "missing required key '" + std::string(key) + "' (" + std::string(what) + ")");
+  }
+
+  std::optional<std::string> string_of(const Table& table, std::string_view key,
+                                       const std::string& prefix) const {
+    const toml::node* node = table.get(key);
+    if (!node) return std::nullopt;
+    if (const auto* s = node->as_string()) return s->get();
+    wrong_type(*node, prefix + std::string(key), "a string");
+  }
+
+  std::optional<std::int64_t> integer_of(const Table& table, std::string_view key,
+                                         const std::string& prefix, std::int64_t min,
+                                         std::int64_t max) const {
+    const toml::node* node = table.get(key);
+    if (!node) return std::nullopt;
+    const auto* i = node->as_integer();
+    if (!i) wrong_type(*node, prefix + std::string(key), "an integer");
+    const std::int64_t v = i->get();
+    if (v < min || v > max)
+      fail(line_of(*node), prefix + std::string(key),
+           "must be between " + std::to_string(min) + " and " + std::to_string(max) + ", got " +
+               std::to_string(v));
+    return v;
+  }
+
+  /// An integer or a float, finite.
+  std::optional<double> number_of(const Table& table, std::string_view key,
+                                  const std::string& prefix) const {
+    const toml::node* node = table.get(key);
+    if (!node) return std::nullopt;
+    double v = 0;
+    if (const auto* i = node->as_integer())
+      v = static_cast<double>(i->get());
+    else if (const auto* f = node->as_floating_point())
+      v = f->get();
+    else
+      wrong_type(*node, prefix + std::string(key), "a number");
+    if (!std::isfinite(v)) fail(line_of(*node), prefix + std::string(key), "must be finite");
+    return v;
+  }
+
+  /// A number in base units or a string with a unit, parsed by `parse`; must be >= 0.
+  template <typename Parse>
+  std::optional<double> quantity_of(const Table& table, std::string_view key,
+                                    const std::string& prefix, Parse parse,
+                                    std::string_view expected) const {
+    const toml::node* node = table.get(key);
+    if (!node) return std::nullopt;
+    double v = 0;
+    if (const auto* s = node->as_string()) {
+      try {
+        v = static_cast<double>(parse(s->get()));
+      } catch (const std::invalid_argument& e) {
+        fail(line_of(*node), prefix + std::string(key), e.what());
+      }
+    } else if (node->is_integer() || node->is_floating_point()) {
+      v = *number_of(table, key, prefix);
+    } else {
+      wrong_type(*node, prefix + std::string(key), expected);
+    }
+    if (v < 0) fail(line_of(*node), prefix + std::string(key), "must be >= 0");
+    return v;
+  }
+
+  /// An integer of bytes or a size string ("512MiB"), at most `max`.
+  std::optional<std::uint64_t> bytes_of(const Table& table, std::string_view key,
+                                        const std::string& prefix, std::uint64_t max) const {
+    const toml::node* node = table.get(key);
+    if (!node) return std::nullopt;
+    std::uint64_t v = 0;
+    if (const auto* s = node->as_string()) {
+      try {
+        v = parse_size(s->get());
+      } catch (const std::invalid_argument& e) {
+        fail(line_of(*node), prefix + std::string(key), e.what());
+      }
+    } else if (const auto* i = node->as_integer()) {
+      if (i->get() < 0) fail(line_of(*node), prefix + std::string(key), "must be >= 0");
+      v = static_cast<std::uint64_t>(i->get());
+    } else {
+      wrong_type(*node, prefix + std::string(key), "an integer (bytes) or a size like '512MiB'");
+    }
+    if (v > max)
+      fail(line_of(*node), prefix + std::string(key),
+           "too large: " + std::to_string(v) + " bytes, at most " + std::to_string(max));
+    return v;
+  }
+
+  /// The array of tables `key` of the root (each element must be a table).
+  std::vector<const Table*> tables_of(const Table& root, std::string_view key) const {
+    std::vector<const Table*> out;
+    const toml::node* node = root.get(key);
+    if (!node) return out;
+    const auto* array = node->as_array();
+    if (!array)
+      wrong_type(*node, std::string(key),
+                 "an array of tables ([[" + std::string(key) + "]] entries)");
+    for (const auto& element : *array) {
+      const auto* table = element.as_table();
+      if (!table)
+        wrong_type(element, std::string(key), "tables ([[" + std::string(key) + "]] entries)");
+      out.push_back(table);
+    }
+    return out;
+  }
+
+ private:
+  const std::string& path_;
+};
+
+std::string index_prefix(std::string_view what, std::size_t i) {
+  return std::string(what) + "[" + std::to_string(i) + "].";
+}
+
+std::string name_of(const Reader& r, const Table& t, const std::string& prefix,
+                    std::string_view what) {
+  r.require_present(t, "name", prefix, what);
+  std::string name = *r.string_of(t, "name", prefix);
+  r.require(valid_name(name), t, "name", prefix,
+            "invalid name '" + name +
+                "': expected 1 to 64 characters among letters, digits, '_', '-', '.'");
+  return name;
+}
+
+struct NodeEntry {
+  NodeSpec spec;
+  int name_line = 0;
+  int parent_line = 0;
+};
+
+NodeEntry read_node(const Reader& r, const Table& t, std::size_t index) {
+  const std::string prefix = index_prefix("node", index);
+  r.check_keys(t, prefix,
+               {"name", "parent", "cores", "listen", "speed", "bandwidth", "latency",
+                "cpu_quota", "cpuset"},
+               "[[node]]");
+  NodeEntry entry;
+  NodeSpec& n = entry.spec;
+  n.line = line_of(t);
+  n.name = name_of(r, t, prefix, "the node's unique name");
+  entry.name_line = line_of(*t.get("name"));
+  n.parent = r.string_of(t, "parent", prefix);
+  if (n.parent) entry.parent_line = line_of(*t.get("parent"));
+  n.cores = static_cast<std::uint32_t>(r.integer_of(t, "cores", prefix, 0, max_cores).value_or(1));
+  n.listen = r.string_of(t, "listen", prefix).value_or("");
+  if (!n.listen.empty())
+    r.require(n.listen.find("://") != std::string::npos, t, "listen", prefix,
+              "expected a ZeroMQ endpoint such as 'tcp://10.0.0.1:5555', got '" + n.listen + "'");
+  n.speed = r.quantity_of(t, "speed", prefix, parse_speed, "flop/s or a speed like '2Gf'");
+  if (n.speed) r.require(*n.speed > 0, t, "speed", prefix, "must be > 0 flop/s");
+  n.bandwidth = r.quantity_of(t, "bandwidth", prefix, parse_bandwidth,
+                              "bytes/s or a bandwidth like '125MBps'");
+  if (n.bandwidth) r.require(*n.bandwidth > 0, t, "bandwidth", prefix, "must be > 0 bytes/s");
+  n.latency = r.quantity_of(t, "latency", prefix, parse_time, "seconds or a time like '50us'")
+                  .value_or(0.0);
+  if (!n.parent) {
+    for (std::string_view key : {"bandwidth", "latency"})
+      if (t.contains(key))
+        r.fail(line_of(*t.get(key)), prefix + std::string(key),
+               "'" + n.name + "' has no parent (it is the master), so it has no link to describe");
+  }
+  n.cpu_quota = r.number_of(t, "cpu_quota", prefix);
+  if (n.cpu_quota)
+    r.require(*n.cpu_quota > 0 && *n.cpu_quota <= max_cores, t, "cpu_quota", prefix,
+              "must be > 0 (a fraction of a core, e.g. 0.5)");
+  n.cpuset = r.string_of(t, "cpuset", prefix).value_or("");
+  if (t.contains("cpuset"))
+    r.require(valid_cpuset(n.cpuset), t, "cpuset", prefix,
+              "expected a core list like '0-1' or '0,2,4', got '" + n.cpuset + "'");
+  return entry;
+}
+
+AppSpec read_app(const Reader& r, const Table& t, std::size_t index) {
+  const std::string prefix = index_prefix("app", index);
+  r.check_keys(t, prefix,
+               {"name", "kernel", "n", "bytes", "flops", "weight", "tasks", "cores_per_task",
+                "memory_per_task"},
+               "[[app]]");
+  AppSpec a;
+  a.line = line_of(t);
+  a.name = name_of(r, t, prefix, "the application's unique name");
+
+  if (const auto kernel = r.string_of(t, "kernel", prefix)) {
+    const auto k = kernel_from_string(*kernel);
+    r.require(k.has_value(), t, "kernel", prefix,
+              "unknown kernel '" + *kernel + "'; expected one of: matmul, matadd, noop, abstract");
+    a.kernel = *k;
+  } else if (t.contains("bytes") && t.contains("flops")) {
+    a.kernel = Kernel::abstract;
+  } else {
+    r.fail(a.line, prefix + "kernel",
+           "missing required key 'kernel' (matmul, matadd, noop, or abstract; it may be left "
+           "out only when both 'bytes' and 'flops' are given)");
+  }
+
+  // Which size keys each kernel takes; any other is an error, not silently ignored.
+  const bool wants_n = a.kernel == Kernel::matmul || a.kernel == Kernel::matadd;
+  const bool wants_bytes = a.kernel == Kernel::noop || a.kernel == Kernel::abstract;
+  const bool wants_flops = a.kernel == Kernel::abstract;
+  const std::string kernel_name(to_string(a.kernel));
+  for (auto [key, wanted] : {std::pair<std::string_view, bool>{"n", wants_n},
+                             {"bytes", wants_bytes},
+                             {"flops", wants_flops}}) {
+    if (wanted)
+      r.require_present(t, key, prefix, "required by kernel " + kernel_name);
+    else if (t.contains(key))
+      r.fail(line_of(*t.get(key)), prefix + std::string(key),
+             "not used by kernel " + kernel_name + "; remove it");
+  }
+  if (wants_n) a.n = static_cast<std::uint32_t>(*r.integer_of(t, "n", prefix, 1, max_matrix_order));
+  if (wants_bytes) a.bytes = *r.bytes_of(t, "bytes", prefix, max_task_bytes);
+  if (wants_flops) {
+    a.flops = *r.quantity_of(t, "flops", prefix, parse_flops, "flop or an amount like '2Gf'");
+    r.require(a.flops > 0, t, "flops", prefix, "must be > 0 flop (use kernel noop for no work)");
+  }
+
+  if (const auto w = r.number_of(t, "weight", prefix)) {
+    r.require(*w > 0 && *w <= max_weight, t, "weight", prefix,
+              "must be > 0 and <= 1e9, got " + std::to_string(*w));
+    a.weight = *w;
+  }
+  r.require_present(t, "tasks", prefix, "number of tasks in the bag");
+  a.tasks = static_cast<std::uint64_t>(*r.integer_of(t, "tasks", prefix, 1, max_tasks));
+  a.cores_per_task =
+      static_cast<std::uint32_t>(r.integer_of(t, "cores_per_task", prefix, 1, max_cores).value_or(1));
+  a.memory_per_task = r.bytes_of(t, "memory_per_task", prefix, max_task_memory).value_or(0);
+  return a;
+}
+
+RunSpec read_run(const Reader& r, const Table& t) {
+  const std::string prefix = "run.";
+  r.check_keys(t, prefix,
+               {"buffer", "policy", "epsilon", "seed", "comm_model", "max_out_bandwidth"}, "[run]");
+  RunSpec run;
+  run.buffer = static_cast<std::uint32_t>(
+      r.integer_of(t, "buffer", prefix, 1, max_buffer).value_or(run.buffer));
+  if (auto policy = r.string_of(t, "policy", prefix)) {
+    r.require(std::find(std::begin(policies), std::end(policies), *policy) != std::end(policies),
+              t, "policy", prefix,
+              "unknown policy '" + *policy + "'; expected one of: fcfs, cgbc, pbc, lp, data-centric");
+    run.policy = std::move(*policy);
+  }
+  if (const auto e = r.number_of(t, "epsilon", prefix)) {
+    r.require(*e >= 0 && *e < 0.5, t, "epsilon", prefix,
+              "must satisfy 0 <= epsilon < 0.5, got " + std::to_string(*e));
+    run.epsilon = *e;
+  }
+  run.seed = static_cast<std::uint64_t>(
+      r.integer_of(t, "seed", prefix, 0, std::numeric_limits<std::int64_t>::max())
+          .value_or(static_cast<std::int64_t>(run.seed)));
+  if (const auto model = r.string_of(t, "comm_model", prefix)) {
+    if (*model == "one-port")
+      run.comm_model = CommModel::one_port;
+    else if (*model == "multi-port")
+      run.comm_model = CommModel::multi_port;
+    else
+      r.require(false, t, "comm_model", prefix,
+                "unknown communication model '" + *model + "'; expected one-port or multi-port");
+  }
+  run.max_out_bandwidth = r.quantity_of(t, "max_out_bandwidth", prefix, parse_bandwidth,
+                                        "bytes/s or a bandwidth like '1Gbps'");
+  if (run.max_out_bandwidth)
+    r.require(*run.max_out_bandwidth > 0, t, "max_out_bandwidth", prefix, "must be > 0 bytes/s");
+  return run;
+}
+
+/// Checks the tree (unique names, one master, known parents, no cycle) and returns the
+/// nodes breadth-first from the master, siblings in file order.
+std::vector<NodeSpec> build_tree(const Reader& r, std::vector<NodeEntry> entries, int file_line) {
+  if (entries.empty()) r.fail(file_line, "node", "no [[node]] entry: the tree needs a master");
+  std::map<std::string, std::size_t> by_name;
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    const auto [it, inserted] = by_name.emplace(entries[i].spec.name, i);
+    if (!inserted)
+      r.fail(entries[i].name_line, index_prefix("node", i) + "name",
+             "duplicate node name '" + entries[i].spec.name + "' (first defined at line " +
+                 std::to_string(entries[it->second].name_line) + ")");
+  }
+  std::optional<std::size_t> master;
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    if (entries[i].spec.parent) continue;
+    if (master)
+      r.fail(entries[i].spec.line, index_prefix("node", i) + "parent",
+             "node '" + entries[i].spec.name + "' has no parent, but '" +
+                 entries[*master].spec.name + "' (line " +
+                 std::to_string(entries[*master].spec.line) +
+                 ") is already the master; exactly one node may have no 'parent'");
+    master = i;
+  }
+  if (!master)
+    r.fail(entries[0].spec.line, "node[0].parent",
+           "every node has a parent: exactly one node (the master) must have no 'parent'");
+
+  std::vector<std::vector<std::size_t>> children(entries.size());
+  std::vector<std::size_t> parent_of(entries.size(), entries.size());
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    const auto& parent = entries[i].spec.parent;
+    if (!parent) continue;
+    const auto it = by_name.find(*parent);
+    if (it == by_name.end())
+      r.fail(entries[i].parent_line, index_prefix("node", i) + "parent",
+             "unknown parent '" + *parent + "': no [[node]] has that name");
+    parent_of[i] = it->second;
+    children[it->second].push_back(i);
+  }
+
+  std::vector<std::size_t> order{*master};
+  for (std::size_t k = 0; k < order.size(); ++k)
+    for (std::size_t c : children[order[k]]) order.push_back(c);
+  if (order.size() != entries.size()) {
+    std::vector<bool> reached(entries.size(), false);
+    for (std::size_t i : order) reached[i] = true;
+    std::size_t first = 0;
+    while (reached[first]) ++first;
+    // Unreachable nodes all lead into a cycle of parents; show it.
+    std::vector<std::size_t> path;
+    std::vector<bool> seen(entries.size(), false);
+    std::size_t u = first;
+    while (!seen[u]) {
+      seen[u] = true;
+      path.push_back(u);
+      u = parent_of[u];
+    }
+    std::string cycle;
+    bool in_cycle = false;
+    for (std::size_t v : path) {
+      if (v == u) in_cycle = true;
+      if (in_cycle) cycle += entries[v].spec.name + " -> ";
+    }
+    cycle += entries[u].spec.name;
+    r.fail(entries[first].parent_line, index_prefix("node", first) + "parent",
+           "node '" + entries[first].spec.name + "' is not reachable from the master '" +
+               entries[*master].spec.name + "': its parents form a cycle (" + cycle + ")");
+  }
+
+  std::vector<NodeSpec> nodes;
+  nodes.reserve(entries.size());
+  for (std::size_t i : order) nodes.push_back(std::move(entries[i].spec));
+  return nodes;
+}
+
+}  // namespace
+
+Experiment parse_experiment(const std::string& text, const std::string& path) {
+  toml::table root;
+  try {
+    root = toml::parse(text, std::string_view(path));
+  } catch (const toml::parse_error& e) {
+    throw FileError(path, static_cast<int>(e.source().begin.line), "",
+                    "TOML syntax error: " + std::string(e.description()));
+  }
+  const Reader r(path);
+  r.check_keys(root, "", {"node", "app", "run"}, "the top level");
+
+  std::vector<NodeEntry> entries;
+  const auto node_tables = r.tables_of(root, "node");
+  for (std::size_t i = 0; i < node_tables.size(); ++i)
+    entries.push_back(read_node(r, *node_tables[i], i));
+
+  Experiment exp;
+  const auto app_tables = r.tables_of(root, "app");
+  std::map<std::string, std::size_t> app_by_name;
+  for (std::size_t i = 0; i < app_tables.size(); ++i) {
+    AppSpec app = read_app(r, *app_tables[i], i);
+    const auto [it, inserted] = app_by_name.emplace(app.name, i);
+    if (!inserted)
+      r.fail(line_of(*app_tables[i]->get("name")), index_prefix("app", i) + "name",
+             "duplicate application name '" + app.name + "' (first defined at line " +
+                 std::to_string(exp.apps[it->second].line) + ")");
+    exp.apps.push_back(std::move(app));
+  }
+
+  if (const toml::node* run = root.get("run")) {
+    const auto* table = run->as_table();
+    if (!table) r.wrong_type(*run, "run", "a table ([run])");
+    exp.run = read_run(r, *table);
+  }
+
+  exp.nodes = build_tree(r, std::move(entries), 1);
+  if (exp.apps.empty())
+    throw FileError(path, 1, "app", "no [[app]] entry: an experiment needs at least one application");
+  return exp;
+}
+
+Experiment load_experiment(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw FileError(path, 0, "", std::string("cannot open: ") + std::strerror(errno));
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) throw FileError(path, 0, "", std::string("cannot read: ") + std::strerror(errno));
+  Experiment exp = parse_experiment(text.str(), path);
+  exp.path = path;
+  return exp;
+}
+
+}  // namespace treefarm::model

@@ -1,0 +1,83 @@
+#pragma once
+/// @file Experiment.hpp
+/// An experiment: the tree of nodes, the applications and the run settings, as read
+/// from an experiment file (TOML, documented in docs/experiment-file.md).
+
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "runtime/model/Application.hpp"
+
+namespace treefarm::model {
+
+/// One node of the tree. The master is the node without a parent.
+struct NodeSpec {
+  std::string name;
+  std::optional<std::string> parent;     ///< Absent for the master.
+  std::uint32_t cores = 1;               ///< Cores it computes with; 0 = forwards only.
+  std::string listen;                    ///< Optional endpoint to listen on (tcp://...).
+  std::optional<double> speed;           ///< flop/s per core (model platforms).
+  std::optional<double> bandwidth;       ///< bytes/s of the link from its parent.
+  double latency = 0.0;                  ///< seconds, link from its parent.
+  std::optional<double> cpu_quota;       ///< Fraction of a core (emulation).
+  std::string cpuset;                    ///< Cores it may use, "0-1" (emulation).
+  int line = 0;                          ///< Line of the [[node]] entry (0: unknown).
+};
+
+/// Communication model of the steady-state LP (papers/beaumont2006 §2.1, bertin2008 §2.1).
+enum class CommModel { one_port, multi_port };
+
+/// [run] table.
+struct RunSpec {
+  std::uint32_t buffer = 10;        ///< Buffer bound B in tasks, per node.
+  std::string policy = "fcfs";      ///< Scheduling policy name.
+  double epsilon = 0.1;             ///< Measurement window margin of §5.1.1.
+  std::uint64_t seed = 1;           ///< Seed of the input matrices.
+  CommModel comm_model = CommModel::one_port;
+  std::optional<double> max_out_bandwidth;  ///< bytes/s cap per node (multi-port).
+};
+
+/// A whole experiment. Node 0 is always the master (the parser reorders so that every
+/// parent comes before its children: breadth-first from the master).
+struct Experiment {
+  std::string path;              ///< File it was read from ("" if from a string).
+  std::vector<NodeSpec> nodes;
+  std::vector<AppSpec> apps;
+  RunSpec run;
+
+  /// Index of the node called `name`, or nullopt.
+  std::optional<std::size_t> node_index(const std::string& name) const;
+  /// Index of the parent of node i (nullopt for the master).
+  std::optional<std::size_t> parent_index(std::size_t i) const;
+  /// Indices of the children of node i, in file order.
+  std::vector<std::size_t> children(std::size_t i) const;
+  /// Depth of node i (master = 0).
+  std::size_t depth(std::size_t i) const;
+  /// Total number of tasks over all applications.
+  std::uint64_t total_tasks() const;
+};
+
+/// An error in an experiment or calibration file; what() reads
+/// "FILE:LINE: field 'FIELD': MESSAGE".
+class FileError : public std::runtime_error {
+ public:
+  FileError(std::string file, int line, std::string field, const std::string& message);
+  const std::string& file() const { return file_; }
+  int line() const { return line_; }
+  const std::string& field() const { return field_; }
+
+ private:
+  std::string file_;
+  int line_;
+  std::string field_;
+};
+
+/// Reads and validates an experiment file. Throws FileError.
+Experiment load_experiment(const std::string& path);
+/// Parses experiment text; `path` is used in error messages. Throws FileError.
+Experiment parse_experiment(const std::string& text, const std::string& path);
+
+}  // namespace treefarm::model

@@ -1,0 +1,264 @@
+#include "runtime/net/Codec.hpp"
+
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <type_traits>
+
+namespace treefarm::net {
+
+static_assert(std::endian::native == std::endian::little, "the wire format is little-endian; add byte swaps for big-endian hosts");
+
+namespace {
+
+template <class... Ts>
+struct Overloaded : Ts... { using Ts::operator()...; };
+
+class Writer {
+ public:
+  template <class T>
+  void put(T v) {
+    static_assert(std::is_trivially_copyable_v<T>);
+    const auto* p = reinterpret_cast<const std::byte*>(&v);
+    bytes_.insert(bytes_.end(), p, p + sizeof(T));
+  }
+  void put_string(const std::string& s) {
+    if (s.size() > max_name_bytes) throw std::invalid_argument("string too long for the wire: " + s.substr(0, 32) + "...");
+    put<std::uint16_t>(static_cast<std::uint16_t>(s.size()));
+    const auto* p = reinterpret_cast<const std::byte*>(s.data());
+    bytes_.insert(bytes_.end(), p, p + s.size());
+  }
+  std::vector<std::byte>& bytes() { return bytes_; }
+
+ private:
+  std::vector<std::byte> bytes_;
+};
+
+class Reader {
+ public:
+  explicit Reader(std::span<const std::byte> b) : bytes_(b) {}
+  template <class T>
+  T get(const char* field) {
+    if (bytes_.size() - pos_ < sizeof(T)) throw DecodeError(std::string("truncated body at field '") + field + "'");
+    T v;
+    std::memcpy(&v, bytes_.data() + pos_, sizeof(T));
+    pos_ += sizeof(T);
+    return v;
+  }
+  std::string get_string(const char* field) {
+    const auto n = get<std::uint16_t>(field);
+    if (n > max_name_bytes) throw DecodeError(std::string("field '") + field + "' is " + std::to_string(n) + " bytes, limit " + std::to_string(max_name_bytes));
+    if (bytes_.size() - pos_ < n) throw DecodeError(std::string("truncated string at field '") + field + "'");
+    std::string s(reinterpret_cast<const char*>(bytes_.data() + pos_), n);
+    pos_ += n;
+    return s;
+  }
+  double get_finite(const char* field) {
+    const double v = get<double>(field);
+    if (!std::isfinite(v)) throw DecodeError(std::string("field '") + field + "' is not a finite number");
+    return v;
+  }
+  void finish() const {
+    if (pos_ != bytes_.size()) throw DecodeError(std::to_string(bytes_.size() - pos_) + " unexpected trailing bytes");
+  }
+
+ private:
+  std::span<const std::byte> bytes_;
+  std::size_t pos_ = 0;
+};
+
+}  // namespace
+
+Kind kind_of(const Message& m) {
+  return std::visit(Overloaded{
+      [](const msg::Hello&) { return Kind::hello; },
+      [](const msg::Welcome&) { return Kind::welcome; },
+      [](const msg::Request&) { return Kind::request; },
+      [](const msg::Task&) { return Kind::task; },
+      [](const msg::Result&) { return Kind::result; },
+      [](const msg::NodeJoined&) { return Kind::node_joined; },
+      [](const msg::Heartbeat&) { return Kind::heartbeat; },
+      [](const msg::Shutdown&) { return Kind::shutdown; },
+      [](const msg::Bye&) { return Kind::bye; }},
+      m);
+}
+
+const char* kind_name(Kind k) {
+  switch (k) {
+    case Kind::hello: return "Hello";
+    case Kind::welcome: return "Welcome";
+    case Kind::request: return "Request";
+    case Kind::task: return "Task";
+    case Kind::result: return "Result";
+    case Kind::node_joined: return "NodeJoined";
+    case Kind::heartbeat: return "Heartbeat";
+    case Kind::shutdown: return "Shutdown";
+    case Kind::bye: return "Bye";
+  }
+  return "?";
+}
+
+std::size_t payload_frames_for(Kind k) { return k == Kind::task ? 1 : 0; }
+
+std::vector<std::byte> encode(const Message& m) {
+  Writer body;
+  std::visit(Overloaded{
+      [&](const msg::Hello& h) {
+        body.put_string(h.name);
+        body.put(h.cores);
+        body.put(h.memory);
+      },
+      [&](const msg::Welcome& w) {
+        body.put(w.buffer);
+        body.put_string(w.policy);
+        body.put<std::uint8_t>(w.one_port ? 1 : 0);
+        body.put<std::uint32_t>(static_cast<std::uint32_t>(w.apps.size()));
+        for (const auto& a : w.apps) {
+          body.put_string(a.name);
+          body.put(a.kernel);
+          body.put(a.n);
+          body.put(a.bytes);
+          body.put(a.flops);
+          body.put(a.weight);
+          body.put(a.tasks);
+          body.put(a.cores_per_task);
+          body.put(a.memory_per_task);
+        }
+      },
+      [&](const msg::Request& r) { body.put(r.count); },
+      [&](const msg::Task& t) { body.put(t.task_id); },
+      [&](const msg::Result& r) {
+        body.put(r.task_id);
+        body.put_string(r.node);
+        body.put(r.compute_seconds);
+        body.put(r.queued_seconds);
+        body.put(r.checksum);
+        body.put<std::uint8_t>(r.failed ? 1 : 0);
+        body.put_string(r.error.size() > max_name_bytes ? r.error.substr(0, max_name_bytes) : r.error);
+      },
+      [&](const msg::NodeJoined& j) {
+        body.put_string(j.name);
+        body.put_string(j.parent);
+        body.put(j.cores);
+        body.put(j.memory);
+      },
+      [&](const msg::Heartbeat&) {},
+      [&](const msg::Shutdown& s) { body.put_string(s.reason); },
+      [&](const msg::Bye&) {}},
+      m);
+  if (body.bytes().size() > max_body_bytes) throw std::invalid_argument("message body too large to send");
+  const Kind kind = kind_of(m);
+  Writer frame;
+  frame.put(wire_magic);
+  frame.put(wire_version);
+  frame.put(static_cast<std::uint16_t>(kind));
+  frame.put(static_cast<std::uint32_t>(body.bytes().size()));
+  frame.put(static_cast<std::uint16_t>(payload_frames_for(kind)));
+  frame.put<std::uint16_t>(0);
+  auto& out = frame.bytes();
+  out.insert(out.end(), body.bytes().begin(), body.bytes().end());
+  return out;
+}
+
+Message decode(std::span<const std::byte> header_frame, std::size_t payload_frames) {
+  if (header_frame.size() < header_bytes)
+    throw DecodeError("header frame of " + std::to_string(header_frame.size()) + " bytes, expected at least " + std::to_string(header_bytes));
+  Reader head(header_frame.first(header_bytes));
+  if (head.get<std::uint32_t>("magic") != wire_magic) throw DecodeError("bad magic: not a treefarm message");
+  const auto version = head.get<std::uint16_t>("version");
+  if (version != wire_version)
+    throw DecodeError("protocol version " + std::to_string(version) + ", this node speaks " + std::to_string(wire_version));
+  const auto raw_kind = head.get<std::uint16_t>("kind");
+  if (raw_kind < static_cast<std::uint16_t>(Kind::hello) || raw_kind > static_cast<std::uint16_t>(Kind::bye))
+    throw DecodeError("unknown message kind " + std::to_string(raw_kind));
+  const auto kind = static_cast<Kind>(raw_kind);
+  const auto body_len = head.get<std::uint32_t>("body_length");
+  const auto declared_payloads = head.get<std::uint16_t>("payload_frames");
+  if (head.get<std::uint16_t>("reserved") != 0) throw DecodeError("reserved header field is not zero");
+  if (body_len > max_body_bytes) throw DecodeError("body length " + std::to_string(body_len) + " over the limit " + std::to_string(max_body_bytes));
+  if (header_frame.size() != header_bytes + body_len)
+    throw DecodeError("header says " + std::to_string(body_len) + " body bytes, frame has " + std::to_string(header_frame.size() - header_bytes));
+  if (declared_payloads != payload_frames_for(kind) || payload_frames != declared_payloads)
+    throw DecodeError(std::string(kind_name(kind)) + " with " + std::to_string(payload_frames) + " payload frames, expected " + std::to_string(payload_frames_for(kind)));
+
+  Reader r(header_frame.subspan(header_bytes));
+  Message m;
+  switch (kind) {
+    case Kind::hello: {
+      msg::Hello h;
+      h.name = r.get_string("name");
+      if (h.name.empty()) throw DecodeError("Hello with an empty node name");
+      h.cores = r.get<std::uint32_t>("cores");
+      h.memory = r.get<std::uint64_t>("memory");
+      if (h.cores > 1u << 16) throw DecodeError("Hello with an absurd core count");
+      m = h;
+      break;
+    }
+    case Kind::welcome: {
+      msg::Welcome w;
+      w.buffer = r.get<std::uint32_t>("buffer");
+      if (w.buffer == 0 || w.buffer > 1u << 20) throw DecodeError("Welcome with buffer out of range");
+      w.policy = r.get_string("policy");
+      w.one_port = r.get<std::uint8_t>("one_port") != 0;
+      const auto count = r.get<std::uint32_t>("app_count");
+      if (count == 0 || count > max_apps) throw DecodeError("Welcome with " + std::to_string(count) + " applications");
+      for (std::uint32_t i = 0; i < count; ++i) {
+        msg::AppInfo a;
+        a.name = r.get_string("app.name");
+        a.kernel = r.get<std::uint8_t>("app.kernel");
+        if (a.kernel > 3) throw DecodeError("Welcome with unknown kernel " + std::to_string(a.kernel));
+        a.n = r.get<std::uint32_t>("app.n");
+        a.bytes = r.get<std::uint64_t>("app.bytes");
+        if (a.bytes > max_payload_bytes) throw DecodeError("Welcome with an application of absurd size");
+        a.flops = r.get_finite("app.flops");
+        a.weight = r.get_finite("app.weight");
+        if (!(a.weight > 0)) throw DecodeError("Welcome with a non-positive weight");
+        a.tasks = r.get<std::uint64_t>("app.tasks");
+        if (a.tasks > (std::uint64_t{1} << 40)) throw DecodeError("Welcome with too many tasks");
+        a.cores_per_task = r.get<std::uint32_t>("app.cores_per_task");
+        if (a.cores_per_task == 0 || a.cores_per_task > 1u << 16) throw DecodeError("Welcome with cores_per_task out of range");
+        a.memory_per_task = r.get<std::uint64_t>("app.memory_per_task");
+        w.apps.push_back(std::move(a));
+      }
+      m = std::move(w);
+      break;
+    }
+    case Kind::request: {
+      msg::Request q;
+      q.count = r.get<std::uint32_t>("count");
+      if (q.count == 0 || q.count > 1u << 20) throw DecodeError("Request for " + std::to_string(q.count) + " tasks");
+      m = q;
+      break;
+    }
+    case Kind::task: m = msg::Task{r.get<std::uint64_t>("task_id")}; break;
+    case Kind::result: {
+      msg::Result s;
+      s.task_id = r.get<std::uint64_t>("task_id");
+      s.node = r.get_string("node");
+      s.compute_seconds = r.get_finite("compute_seconds");
+      s.queued_seconds = r.get_finite("queued_seconds");
+      s.checksum = r.get<double>("checksum");  // may be NaN if the kernel went wrong: the master judges
+      s.failed = r.get<std::uint8_t>("failed") != 0;
+      s.error = r.get_string("error");
+      m = std::move(s);
+      break;
+    }
+    case Kind::node_joined: {
+      msg::NodeJoined j;
+      j.name = r.get_string("name");
+      j.parent = r.get_string("parent");
+      j.cores = r.get<std::uint32_t>("cores");
+      j.memory = r.get<std::uint64_t>("memory");
+      m = std::move(j);
+      break;
+    }
+    case Kind::heartbeat: m = msg::Heartbeat{}; break;
+    case Kind::shutdown: m = msg::Shutdown{r.get_string("reason")}; break;
+    case Kind::bye: m = msg::Bye{}; break;
+  }
+  r.finish();
+  return m;
+}
+
+}  // namespace treefarm::net

@@ -1,0 +1,31 @@
+#pragma once
+/// @file Codec.hpp
+/// Encoding and checked decoding of header frames. Pure: no sockets. Every field that
+/// comes from the network is checked here, once (magic, version, kind, lengths, frame
+/// count, string and list sizes, trailing bytes); anything wrong is a DecodeError.
+
+#include <cstddef>
+#include <span>
+#include <stdexcept>
+#include <vector>
+
+#include "runtime/net/Messages.hpp"
+
+namespace treefarm::net {
+
+class DecodeError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// The header frame of `m` (header + body), little-endian.
+std::vector<std::byte> encode(const Message& m);
+
+/// Payload frames that must follow a message of kind k (1 for Task, else 0).
+std::size_t payload_frames_for(Kind k);
+
+/// Decodes a header frame; `payload_frames` is how many frames followed it on the wire.
+/// Throws DecodeError naming what was wrong.
+Message decode(std::span<const std::byte> header_frame, std::size_t payload_frames);
+
+}  // namespace treefarm::net

@@ -1,0 +1,87 @@
+#pragma once
+/// @file Messages.hpp
+/// The messages of the wire protocol (docs/protocol.md). Every message is one header
+/// frame — a fixed 16-byte header then a body — followed by `payload_frames` payload
+/// frames sent without copying (only Task has one: the task's input bytes).
+
+#include <cstdint>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace treefarm::net {
+
+constexpr std::uint32_t wire_magic = 0x4D524654;  // "TFRM" little-endian
+constexpr std::uint16_t wire_version = 1;
+constexpr std::size_t header_bytes = 16;
+constexpr std::size_t max_body_bytes = 64 * 1024;        ///< bytes, header frame body
+constexpr std::size_t max_name_bytes = 128;               ///< bytes, node/app names, strings
+constexpr std::size_t max_apps = 1024;
+constexpr std::uint64_t max_payload_bytes = 2ull << 30;   ///< bytes, one task's input
+
+enum class Kind : std::uint16_t {
+  hello = 1, welcome = 2, request = 3, task = 4, result = 5, node_joined = 6,
+  heartbeat = 7, shutdown = 8, bye = 9,
+};
+
+namespace msg {
+/// Child → parent, first message: who it is and what it has.
+struct Hello {
+  std::string name;
+  std::uint32_t cores = 0;
+  std::uint64_t memory = 0;     ///< bytes
+};
+/// One application as every node needs to know it.
+struct AppInfo {
+  std::string name;
+  std::uint8_t kernel = 0;      ///< model::Kernel as an integer
+  std::uint32_t n = 0;
+  std::uint64_t bytes = 0;      ///< input bytes per task
+  double flops = 0;             ///< flop per task
+  double weight = 1;
+  std::uint64_t tasks = 0;
+  std::uint32_t cores_per_task = 1;
+  std::uint64_t memory_per_task = 0;
+};
+/// Parent → child, answer to Hello: the run's configuration.
+struct Welcome {
+  std::uint32_t buffer = 10;
+  std::string policy;
+  bool one_port = true;
+  std::vector<AppInfo> apps;
+};
+/// Child → parent: `count` more tasks, please.
+struct Request { std::uint32_t count = 1; };
+/// Parent → child: a task; its input follows in one payload frame.
+struct Task { std::uint64_t task_id = 0; };
+/// Child → parent, travelling up to the master: a task is done.
+struct Result {
+  std::uint64_t task_id = 0;
+  std::string node;             ///< Name of the node that computed it.
+  double compute_seconds = 0;   ///< seconds the kernel ran
+  double queued_seconds = 0;    ///< seconds it waited in the executor
+  double checksum = 0;
+  bool failed = false;          ///< The kernel raised an error (message in `error`).
+  std::string error;
+};
+/// Child → parent, travelling up to the master: a node joined the tree.
+struct NodeJoined {
+  std::string name;
+  std::string parent;
+  std::uint32_t cores = 0;
+  std::uint64_t memory = 0;     ///< bytes
+};
+struct Heartbeat {};
+/// Parent → child: the run is over; pass it on and exit.
+struct Shutdown { std::string reason; };
+/// Child → parent: leaving.
+struct Bye {};
+}  // namespace msg
+
+using Message = std::variant<msg::Hello, msg::Welcome, msg::Request, msg::Task, msg::Result,
+                             msg::NodeJoined, msg::Heartbeat, msg::Shutdown, msg::Bye>;
+
+Kind kind_of(const Message& m);
+const char* kind_name(Kind k);
+
+}  // namespace treefarm::net

@@ -1,0 +1,86 @@
+#include "runtime/net/Wire.hpp"
+
+namespace treefarm::net {
+
+namespace {
+constexpr std::size_t max_frames = 8;
+}
+
+void configure_socket(zmq::socket_t& socket, bool router) {
+  socket.set(zmq::sockopt::linger, 2000);
+  // A peer that sends a bigger message than any task payload is disconnected by libzmq.
+  socket.set(zmq::sockopt::maxmsgsize, static_cast<int64_t>(max_payload_bytes + max_body_bytes + header_bytes));
+  socket.set(zmq::sockopt::sndhwm, 0);
+  socket.set(zmq::sockopt::rcvhwm, 0);
+  if (router) socket.set(zmq::sockopt::router_mandatory, true);
+}
+
+std::optional<std::variant<Received, BadMessage>> try_receive(zmq::socket_t& socket, bool router) {
+  std::vector<zmq::message_t> frames;
+  zmq::message_t frame;
+  if (!socket.recv(frame, zmq::recv_flags::dontwait)) return std::nullopt;
+  bool overflow = false;
+  frames.push_back(std::move(frame));
+  while (frames.back().more()) {
+    zmq::message_t next;
+    (void)socket.recv(next, zmq::recv_flags::none);  // the rest of a multipart message is already here
+    if (frames.size() >= max_frames) {
+      overflow = true;
+      frames.back() = std::move(next);  // keep draining without growing
+    } else {
+      frames.push_back(std::move(next));
+    }
+  }
+  std::string identity;
+  std::size_t first = 0;
+  if (router) {
+    identity = frames[0].to_string();
+    first = 1;
+  }
+  if (overflow) return BadMessage{identity, "more than " + std::to_string(max_frames) + " frames"};
+  if (frames.size() <= first) return BadMessage{identity, "no header frame"};
+  try {
+    const auto& head = frames[first];
+    const std::size_t payloads = frames.size() - first - 1;
+    Message m = decode(std::span<const std::byte>(static_cast<const std::byte*>(head.data()), head.size()), payloads);
+    Received r{identity, std::move(m), std::nullopt};
+    if (payloads == 1) r.payload = std::move(frames[first + 1]);
+    return r;
+  } catch (const DecodeError& e) {
+    return BadMessage{identity, e.what()};
+  }
+}
+
+bool send(zmq::socket_t& socket, const Message& m, const std::string* identity, zmq::message_t* payload) {
+  auto header = encode(m);
+  const bool with_payload = payload_frames_for(kind_of(m)) == 1;
+  if (with_payload && payload == nullptr) throw std::invalid_argument("a Task message needs its payload");
+  try {
+    if (identity) socket.send(zmq::buffer(*identity), zmq::send_flags::sndmore);
+    socket.send(zmq::message_t(header.data(), header.size()), with_payload ? zmq::send_flags::sndmore : zmq::send_flags::none);
+    if (with_payload) socket.send(std::move(*payload), zmq::send_flags::none);
+  } catch (const zmq::error_t& e) {
+    if (e.num() == EHOSTUNREACH) return false;
+    throw;
+  }
+  return true;
+}
+
+zmq::message_t share_bytes(std::shared_ptr<const std::vector<std::byte>> buffer) {
+  auto* holder = new std::shared_ptr<const std::vector<std::byte>>(std::move(buffer));
+  auto* data = const_cast<std::byte*>((*holder)->data());
+  return zmq::message_t(data, (*holder)->size(),
+                        [](void*, void* hint) { delete static_cast<std::shared_ptr<const std::vector<std::byte>>*>(hint); },
+                        holder);
+}
+
+bool is_loopback_endpoint(const std::string& endpoint) {
+  if (endpoint.starts_with("ipc://") || endpoint.starts_with("inproc://")) return true;
+  const auto scheme = endpoint.find("://");
+  std::string host = scheme == std::string::npos ? endpoint : endpoint.substr(scheme + 3);
+  if (host.starts_with("[")) host = host.substr(1, host.find(']') - 1);
+  else host = host.substr(0, host.rfind(':'));
+  return host.starts_with("127.") || host == "::1" || host == "localhost";
+}
+
+}  // namespace treefarm::net

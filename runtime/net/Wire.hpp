@@ -1,0 +1,51 @@
+#pragma once
+/// @file Wire.hpp
+/// Sending and receiving protocol messages on ZeroMQ sockets: DEALER to the parent,
+/// ROUTER for the children. A message is [identity (ROUTER only)] + header frame +
+/// payload frames; payloads travel without copying.
+
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <zmq.hpp>
+
+#include "runtime/net/Codec.hpp"
+#include "runtime/net/Messages.hpp"
+
+namespace treefarm::net {
+
+/// One received message.
+struct Received {
+  std::string identity;               ///< ROUTER: the peer's routing id; DEALER: empty.
+  Message message;
+  std::optional<zmq::message_t> payload;
+};
+
+/// A message that could not be decoded; `identity` says which peer sent it.
+struct BadMessage {
+  std::string identity;
+  std::string reason;
+};
+
+/// Receives one whole multipart message without blocking. Returns nullopt if none is
+/// waiting. A malformed message is fully drained and returned as BadMessage.
+std::optional<std::variant<Received, BadMessage>> try_receive(zmq::socket_t& socket, bool router);
+
+/// Sends `m` (to `identity` on a ROUTER), followed by `payload` if the kind has one.
+/// Returns false if a ROUTER peer is unknown/gone (ZMQ_ROUTER_MANDATORY).
+bool send(zmq::socket_t& socket, const Message& m, const std::string* identity = nullptr,
+          zmq::message_t* payload = nullptr);
+
+/// A zero-copy message over a shared immutable buffer (kept alive until ZeroMQ is done).
+zmq::message_t share_bytes(std::shared_ptr<const std::vector<std::byte>> buffer);
+
+/// Sets the options every treefarm socket uses (linger, limits, router mandatory).
+void configure_socket(zmq::socket_t& socket, bool router);
+
+/// "tcp://127.0.0.1:41234" → true for loopback addresses (127.0.0.0/8, ::1, localhost, ipc, inproc).
+bool is_loopback_endpoint(const std::string& endpoint);
+
+}  // namespace treefarm::net

@@ -1,0 +1,32 @@
+# cmake -DDIR=<runtime/core> -P CheckPurity.cmake
+# Fails if a file of the pure scheduler core includes a library of the outside world
+# (sockets, simulators, threads, clocks, logging): the core gets time and events passed in.
+if(NOT DIR OR NOT IS_DIRECTORY "${DIR}")
+  message(FATAL_ERROR "CheckPurity: DIR='${DIR}' is not a directory (pass -DDIR=<runtime/core>)")
+endif()
+file(GLOB_RECURSE files LIST_DIRECTORIES false "${DIR}/*.hpp" "${DIR}/*.h" "${DIR}/*.cpp" "${DIR}/*.cc"
+     "${DIR}/*.ipp" "${DIR}/*.inl")
+if(NOT files)
+  message(FATAL_ERROR "CheckPurity: no source files under ${DIR}")
+endif()
+# An #include whose path names one of these (case-insensitive) is forbidden.
+set(forbidden_regex "^[ \t]*#[ \t]*include[ \t]*[<\"]([^>\"]*[/_])?(zmq|cppzmq|simgrid|tbb|oneapi|hwloc|threads?|mutex|chrono|spdlog)([./_>\"]|$)")
+set(violations "")
+foreach(f IN LISTS files)
+  file(STRINGS "${f}" lines)
+  set(n 0)
+  foreach(line IN LISTS lines)
+    math(EXPR n "${n} + 1")
+    string(TOLOWER "${line}" lower)
+    if(lower MATCHES "${forbidden_regex}")
+      string(STRIP "${line}" stripped)
+      list(APPEND violations "${f}:${n}: ${stripped}")
+    endif()
+  endforeach()
+endforeach()
+if(violations)
+  list(JOIN violations "\n  " text)
+  message(FATAL_ERROR "runtime/core must not include I/O, thread, clock or third-party headers:\n  ${text}")
+endif()
+list(LENGTH files count)
+message(STATUS "CheckPurity: ${count} files in ${DIR} are pure")

@@ -1,0 +1,151 @@
+// Tests of runtime/lp/PlatformModel.hpp: model_from_experiment and validate.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+
+#include "runtime/lp/PlatformModel.hpp"
+
+namespace treefarm::lp {
+namespace {
+
+model::NodeSpec node(std::string name, std::optional<std::string> parent, std::uint32_t cores,
+                     std::optional<double> speed, std::optional<double> bandwidth) {
+  model::NodeSpec n;
+  n.name = std::move(name);
+  n.parent = std::move(parent);
+  n.cores = cores;
+  n.speed = speed;
+  n.bandwidth = bandwidth;
+  return n;
+}
+
+model::AppSpec abstract_app(std::string name, double bytes, double flops, double weight = 1.0,
+                            std::uint32_t cores_per_task = 1) {
+  model::AppSpec a;
+  a.name = std::move(name);
+  a.kernel = model::Kernel::abstract;
+  a.bytes = static_cast<std::uint64_t>(bytes);
+  a.flops = flops;
+  a.weight = weight;
+  a.tasks = 100;
+  a.cores_per_task = cores_per_task;
+  return a;
+}
+
+/// master (4 cores, 1e9 flop/s) -> w1 (2 cores, 2e9 flop/s, 1e6 B/s) and w2 (loopback).
+model::Experiment experiment() {
+  model::Experiment e;
+  e.nodes.push_back(node("master", std::nullopt, 4, 1e9, std::nullopt));
+  e.nodes.push_back(node("w1", "master", 2, 2e9, 1e6));
+  e.nodes.push_back(node("w2", "master", 1, 1e9, std::nullopt));
+  model::AppSpec mm;
+  mm.name = "mm";
+  mm.kernel = model::Kernel::matmul;
+  mm.n = 100;
+  mm.tasks = 10;
+  e.apps.push_back(mm);
+  e.apps.push_back(abstract_app("wide", 1000, 8e9, 2.0, 2));
+  return e;
+}
+
+TEST(ModelFromExperiment, DurationsFromSpeedAndCoresPerTask) {
+  const PlatformModel m = model_from_experiment(experiment());
+  ASSERT_EQ(m.nodes.size(), 3u);
+  ASSERT_EQ(m.apps.size(), 2u);
+  EXPECT_EQ(m.apps[0].bytes, 2.0 * 100 * 100 * 8);  // matmul input A and B
+  EXPECT_EQ(m.apps[1].weight, 2.0);
+  EXPECT_EQ(m.nodes[1].parent, 0);
+  EXPECT_TRUE(std::isinf(m.nodes[0].link_bandwidth));
+  EXPECT_EQ(m.nodes[1].link_bandwidth, 1e6);
+  EXPECT_TRUE(std::isinf(m.nodes[2].link_bandwidth));  // no bandwidth: loopback
+  EXPECT_TRUE(std::isinf(m.nodes[1].max_out_bandwidth));
+  // matmul n=100: 2e6 flop on one core at 1e9 flop/s.
+  EXPECT_DOUBLE_EQ(m.nodes[0].task_seconds[0], 2e6 / 1e9);
+  EXPECT_DOUBLE_EQ(m.nodes[1].task_seconds[0], 2e6 / 2e9);
+  // 8e9 flop on 2 cores at 2e9 flop/s each: 2 s.
+  EXPECT_DOUBLE_EQ(m.nodes[1].task_seconds[1], 2.0);
+  // w2 has 1 core < 2 cores per task: cannot run "wide".
+  EXPECT_FALSE(m.can_run(2, 1));
+  EXPECT_TRUE(m.can_run(2, 0));
+}
+
+TEST(ModelFromExperiment, MeasuresOverrideSpeedAndBandwidth) {
+  model::Experiment e = experiment();
+  e.run.comm_model = model::CommModel::multi_port;
+  e.run.max_out_bandwidth = 5e6;
+  const MeasuredSeconds seconds{{"w1", {{"mm", 0.25}}}};
+  const MeasuredBandwidth bandwidth{{"w2", 3e7}};
+  const PlatformModel m = model_from_experiment(e, &seconds, &bandwidth);
+  EXPECT_EQ(m.comm_model, model::CommModel::multi_port);
+  EXPECT_EQ(m.nodes[1].task_seconds[0], 0.25);
+  EXPECT_DOUBLE_EQ(m.nodes[1].task_seconds[1], 2.0);  // not measured: from speed
+  EXPECT_EQ(m.nodes[2].link_bandwidth, 3e7);
+  EXPECT_EQ(m.nodes[1].link_bandwidth, 1e6);
+  EXPECT_EQ(m.nodes[0].max_out_bandwidth, 5e6);
+}
+
+TEST(ModelFromExperiment, ForwardOnlyNodeNeedsNoSpeed) {
+  model::Experiment e = experiment();
+  e.nodes[0].cores = 0;
+  e.nodes[0].speed.reset();
+  const PlatformModel m = model_from_experiment(e);
+  EXPECT_FALSE(m.can_run(0, 0));
+  EXPECT_TRUE(std::isinf(m.nodes[0].task_seconds[0]));
+}
+
+/// Expects model_from_experiment(e) to throw std::invalid_argument whose message contains
+/// every one of `parts`.
+void expect_error(const model::Experiment& e, std::initializer_list<std::string> parts) {
+  try {
+    model_from_experiment(e);
+    FAIL() << "no exception";
+  } catch (const std::invalid_argument& err) {
+    for (const auto& p : parts) EXPECT_NE(std::string(err.what()).find(p), std::string::npos) << err.what();
+  }
+}
+
+TEST(ModelFromExperiment, ZeroOrNegativeBandwidthNamesNodeAndField) {
+  model::Experiment e = experiment();
+  e.nodes[1].bandwidth = 0.0;
+  expect_error(e, {"'w1'", "bandwidth"});
+  e.nodes[1].bandwidth = -5.0;
+  expect_error(e, {"'w1'", "bandwidth", "-5"});
+  e = experiment();
+  const MeasuredBandwidth bad{{"w2", 0.0}};
+  EXPECT_THROW(model_from_experiment(e, nullptr, &bad), std::invalid_argument);
+}
+
+TEST(ModelFromExperiment, ZeroOrNegativeSpeedNamesNodeAndField) {
+  model::Experiment e = experiment();
+  e.nodes[2].speed = 0.0;
+  expect_error(e, {"'w2'", "speed"});
+  e.nodes[2].speed = -1e9;
+  expect_error(e, {"'w2'", "speed"});
+  e.nodes[2].speed.reset();  // computes, no speed, no measure
+  expect_error(e, {"'w2'", "speed", "missing"});
+}
+
+TEST(ModelFromExperiment, AppNoNodeCanRunNamesTheApp) {
+  model::Experiment e = experiment();
+  e.apps[1].cores_per_task = 8;  // more than any node has
+  expect_error(e, {"'wide'", "no node can run"});
+  e = experiment();
+  e.apps.push_back(abstract_app("idle", 10, 0.0));  // no flop and no measured duration
+  expect_error(e, {"'idle'", "no node can run"});
+}
+
+TEST(ModelFromExperiment, BadTreeAndWeightAreErrors) {
+  model::Experiment e = experiment();
+  e.nodes[1].parent = "nobody";
+  expect_error(e, {"'w1'", "parent"});
+  e = experiment();
+  e.apps[0].weight = 0.0;
+  expect_error(e, {"'mm'", "weight"});
+  e = experiment();
+  e.run.max_out_bandwidth = -1.0;
+  expect_error(e, {"max_out_bandwidth"});
+}
+
+}  // namespace
+}  // namespace treefarm::lp

@@ -1,0 +1,261 @@
+// Tests of runtime/lp/SteadyState.hpp: LP (3) of beaumont2006 §3.1 on platforms whose
+// optimum is derived by hand in each test.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <sstream>
+
+#include "runtime/lp/LpBench.hpp"
+#include "runtime/lp/SteadyState.hpp"
+#include "TestPlatforms.hpp"
+
+namespace treefarm::lp {
+namespace {
+
+using testing::Builder;
+using testing::inf;
+using model::CommModel;
+
+/// |actual - expected| <= 1e-6 · max(1, |expected|).
+void expect_rel(double actual, double expected) {
+  EXPECT_NEAR(actual, expected, 1e-6 * std::max(1.0, std::abs(expected)));
+}
+
+bool is_saturated(const Solution& s, std::size_t node, Resource r) {
+  return std::any_of(s.saturated.begin(), s.saturated.end(),
+                     [&](const Saturation& x) { return x.node == node && x.resource == r; });
+}
+
+TEST(SteadyState, OneNode) {
+  // 4 cores, 2 s per task: 4 / 2 = 2 tasks/s.
+  Builder b;
+  b.app("a", 1e6);
+  b.node("root", -1, 4, inf, {2.0});
+  const Solution s = solve(b.m);
+  expect_rel(s.fair_throughput, 2.0);
+  expect_rel(s.app_throughput[0], 2.0);
+  expect_rel(s.alpha[0][0], 2.0);
+  expect_rel(s.cpu_utilisation[0], 1.0);
+  EXPECT_TRUE(is_saturated(s, 0, Resource::cpu));
+}
+
+TEST(SteadyState, WeightsOneToThree) {
+  // 6 cores; X takes 2 s (w = 1), Y 1 s (w = 3). α_X = T, α_Y = 3T,
+  // 2·T + 1·3T <= 6  =>  T = 1.2, α_X = 1.2, α_Y = 3.6.
+  Builder b;
+  b.app("X", 10, 1.0).app("Y", 10, 3.0);
+  b.node("root", -1, 6, inf, {2.0, 1.0});
+  const Solution s = solve(b.m);
+  expect_rel(s.fair_throughput, 1.2);
+  expect_rel(s.app_throughput[0], 1.2);
+  expect_rel(s.app_throughput[1], 3.6);
+}
+
+/// root (0 cores) -> A (b = 100 B/s, 4 cores, 1 s/task), B (b = 50 B/s, 1 core, 1 s/task);
+/// one application of 50 bytes per task.
+Builder two_worker_star(CommModel comm, double max_out = inf) {
+  Builder b;
+  b.comm(comm).app("a", 50);
+  b.node("root", -1, 0, inf, {inf}, max_out);
+  b.node("A", 0, 4, 100, {1.0});
+  b.node("B", 0, 1, 50, {1.0});
+  return b;
+}
+
+TEST(SteadyState, TwoWorkerStarOnePort) {
+  // Port time of the root: α_A·50/100 + α_B·50/50 <= 1; α_A <= 4, α_B <= 1.
+  // A costs 0.5 s of port per task, B 1 s: give the port to A, α_A = 2, α_B = 0 -> 2.
+  const Builder b = two_worker_star(CommModel::one_port);
+  const Solution s = solve(b.m);
+  expect_rel(s.fair_throughput, 2.0);
+  expect_rel(s.alpha[1][0], 2.0);
+  expect_rel(s.alpha[2][0], 0.0);
+  expect_rel(s.sent[1][0], 2.0);
+  expect_rel(s.port_utilisation[0], 1.0);
+  expect_rel(s.link_utilisation[1], 1.0);
+  expect_rel(s.cpu_utilisation[1], 0.5);
+  EXPECT_TRUE(is_saturated(s, 0, Resource::port));
+  EXPECT_FALSE(is_saturated(s, 1, Resource::cpu));
+}
+
+TEST(SteadyState, TwoWorkerStarMultiPort) {
+  // Each link alone: α_A·50 <= 100 -> 2 (link-bound, 4 cores idle half the time);
+  // α_B·50 <= 50 -> 1, α_B <= 1. Total 3.
+  const Builder b = two_worker_star(CommModel::multi_port);
+  const Solution s = solve(b.m);
+  expect_rel(s.fair_throughput, 3.0);
+  expect_rel(s.alpha[1][0], 2.0);
+  expect_rel(s.alpha[2][0], 1.0);
+  EXPECT_TRUE(is_saturated(s, 1, Resource::link));
+  EXPECT_TRUE(is_saturated(s, 2, Resource::link));
+  EXPECT_TRUE(is_saturated(s, 2, Resource::cpu));
+  expect_rel(s.port_utilisation[0], 0.0);  // no max_out_bandwidth
+}
+
+TEST(SteadyState, TwoWorkerStarMultiPortWithMaxOut) {
+  // Same with max_out_bandwidth 75 B/s at the root: 50·(α_A + α_B) <= 75 -> 1.5.
+  const Builder b = two_worker_star(CommModel::multi_port, 75);
+  const Solution s = solve(b.m);
+  expect_rel(s.fair_throughput, 1.5);
+  expect_rel(s.port_utilisation[0], 1.0);
+  EXPECT_TRUE(is_saturated(s, 0, Resource::out_bandwidth));
+}
+
+TEST(SteadyState, ChainOfThree) {
+  // root (0 cores) -> A (100 B/s, 1 core) -> B (10 B/s, 2 cores), 1 s/task, 10 B/task.
+  // A computes 1/s (cpu-bound); B receives at most 10/10 = 1/s (link-bound, 2 cores).
+  // sent into A = α_A + sent into B = 2. Same in both models (one child per node).
+  for (const CommModel comm : {CommModel::one_port, CommModel::multi_port}) {
+    Builder b;
+    b.comm(comm).app("a", 10);
+    b.node("root", -1, 0, inf, {inf});
+    b.node("A", 0, 1, 100, {1.0});
+    b.node("B", 1, 2, 10, {1.0});
+    const Solution s = solve(b.m);
+    expect_rel(s.fair_throughput, 2.0);
+    expect_rel(s.alpha[1][0], 1.0);
+    expect_rel(s.alpha[2][0], 1.0);
+    expect_rel(s.sent[1][0], 2.0);
+    expect_rel(s.sent[2][0], 1.0);
+    expect_rel(s.link_utilisation[1], 0.2);
+    expect_rel(s.cpu_utilisation[2], 0.5);
+    EXPECT_TRUE(is_saturated(s, 2, Resource::link));
+  }
+}
+
+/// root (0 cores) -> I (100 B/s, 1 core) -> L1 (10 B/s), L2 (20 B/s), 1 core each;
+/// 1 s per task everywhere, 10 bytes per task.
+Builder two_level(CommModel comm) {
+  Builder b;
+  b.comm(comm).app("a", 10);
+  b.node("root", -1, 0, inf, {inf});
+  b.node("I", 0, 1, 100, {1.0});
+  b.node("L1", 1, 1, 10, {1.0});
+  b.node("L2", 1, 1, 20, {1.0});
+  return b;
+}
+
+TEST(SteadyState, TwoLevelTreeInnerNodeComputesAndForwardsOnePort) {
+  // I computes α_I <= 1 and forwards with its one port: s1·10/10 + s2·10/20 <= 1,
+  // s1, s2 <= 1. L2 is cheaper (0.5 s per task): s2 = 1 uses half the port, s1 = 0.5.
+  // Total 1 + 1 + 0.5 = 2.5; the root's port: 2.5·10/100 = 0.25.
+  const Builder b = two_level(CommModel::one_port);
+  const Solution s = solve(b.m);
+  expect_rel(s.fair_throughput, 2.5);
+  expect_rel(s.alpha[1][0], 1.0);
+  expect_rel(s.sent[1][0], 2.5);
+  expect_rel(s.alpha[2][0], 0.5);
+  expect_rel(s.alpha[3][0], 1.0);
+  expect_rel(s.port_utilisation[1], 1.0);
+  expect_rel(s.port_utilisation[0], 0.25);
+  EXPECT_TRUE(is_saturated(s, 1, Resource::port));
+  EXPECT_TRUE(is_saturated(s, 1, Resource::cpu));
+}
+
+TEST(SteadyState, TwoLevelTreeInnerNodeComputesAndForwardsMultiPort) {
+  // Links alone: s1 <= 1, s2 <= 1, and every node computes 1/s: total 3.
+  const Builder b = two_level(CommModel::multi_port);
+  const Solution s = solve(b.m);
+  expect_rel(s.fair_throughput, 3.0);
+  expect_rel(s.sent[1][0], 3.0);
+  expect_rel(s.alpha[2][0], 1.0);
+}
+
+TEST(SteadyState, LoopbackChildCostsNoPort) {
+  // Root 1 core + a loopback child (infinite bandwidth) with 2 cores, 1 s/task: 3/s.
+  Builder b;
+  b.app("a", 1e9);
+  b.node("root", -1, 1, inf, {1.0});
+  b.node("local", 0, 2, inf, {1.0});
+  const Solution s = solve(b.m);
+  expect_rel(s.fair_throughput, 3.0);
+  expect_rel(s.port_utilisation[0], 0.0);
+}
+
+TEST(SteadyState, CoresPerTaskAboveCoresGivesNoTasks) {
+  // A task of "big" holds 4 cores. The root (8 cores, 1 s) runs 8 / 4 = 2 per second.
+  // The worker is fast (0.1 s) but has 2 cores < 4: it gets none.
+  Builder b;
+  b.app("big", 1, 1.0, 4);
+  b.node("root", -1, 8, inf, {1.0});
+  b.node("w", 0, 2, inf, {0.1});
+  const Solution s = solve(b.m);
+  expect_rel(s.fair_throughput, 2.0);
+  EXPECT_EQ(s.alpha[1][0], 0.0);
+  EXPECT_EQ(s.sent[1][0], 0.0);
+  expect_rel(s.cpu_utilisation[0], 1.0);
+}
+
+TEST(SteadyState, ErrorsNameTheFieldOrApp) {
+  Builder b = two_worker_star(CommModel::one_port);
+  b.m.nodes[2].link_bandwidth = 0.0;
+  try {
+    solve(b.m);
+    FAIL();
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("'B'"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("bandwidth"), std::string::npos) << e.what();
+  }
+  b = two_worker_star(CommModel::one_port);
+  b.m.nodes[1].link_bandwidth = -1.0;
+  EXPECT_THROW(solve(b.m), std::invalid_argument);
+  b = two_worker_star(CommModel::one_port);
+  b.m.apps[0].cores_per_task = 5;
+  try {
+    solve(b.m);
+    FAIL();
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("application 'a'"), std::string::npos) << e.what();
+  }
+}
+
+TEST(SteadyState, JsonAndReport) {
+  const Builder b = two_level(CommModel::one_port);
+  const Solution s = solve(b.m);
+  const nlohmann::json j = to_json(b.m, s);
+  EXPECT_NEAR(j["fair_throughput"].get<double>(), 2.5, 1e-6);
+  ASSERT_EQ(j["apps"].size(), 1u);
+  EXPECT_EQ(j["apps"][0]["name"], "a");
+  EXPECT_EQ(j["apps"][0]["weight"], 1.0);
+  EXPECT_NEAR(j["apps"][0]["throughput"].get<double>(), 2.5, 1e-6);
+  ASSERT_EQ(j["nodes"].size(), 4u);
+  EXPECT_EQ(j["nodes"][1]["name"], "I");
+  EXPECT_EQ(j["nodes"][1]["parent"], "root");
+  EXPECT_NEAR(j["nodes"][2]["apps"]["a"].get<double>(), 0.5, 1e-6);
+  EXPECT_NEAR(j["nodes"][1]["port_utilisation"].get<double>(), 1.0, 1e-6);
+  const auto sat = j["nodes"][1]["saturated"].get<std::vector<std::string>>();
+  EXPECT_NE(std::find(sat.begin(), sat.end(), "cpu"), sat.end());
+  EXPECT_NE(std::find(sat.begin(), sat.end(), "port"), sat.end());
+  EXPECT_TRUE(j["nodes"][0]["saturated"].empty());
+
+  std::ostringstream text;
+  print_report(text, b.m, s);
+  EXPECT_NE(text.str().find("fair throughput 2.5 tasks/s"), std::string::npos) << text.str();
+  EXPECT_NE(text.str().find("cpu,port"), std::string::npos) << text.str();
+}
+
+}  // namespace
+}  // namespace treefarm::lp
+
+namespace treefarm::lp {
+namespace {
+
+TEST(SteadyState, TimeScaleInvariant) {
+  // Slowing every resource by 10^4 (durations ×10^4, bandwidths ×10^-4) divides every
+  // rate by 10^4: the optimum must follow to 1e-6 relative, at tiny rates too (Clp's
+  // tolerances are absolute).
+  for (const model::CommModel comm : {model::CommModel::one_port, model::CommModel::multi_port}) {
+    PlatformModel m = random_tree(200, 4, 7, comm);
+    const double fast = solve(m).fair_throughput;
+    for (auto& node : m.nodes) {
+      for (double& t : node.task_seconds) t *= 1e4;
+      node.link_bandwidth *= 1e-4;
+      node.max_out_bandwidth *= 1e-4;
+    }
+    const double slow = solve(m).fair_throughput;
+    EXPECT_NEAR(slow * 1e4, fast, 1e-6 * fast);
+  }
+}
+
+}  // namespace
+}  // namespace treefarm::lp

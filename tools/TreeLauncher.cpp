@@ -1,0 +1,130 @@
+#include "tools/TreeLauncher.hpp"
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "tools/Process.hpp"
+#include "worker/CpuList.hpp"
+#include "worker/Topology.hpp"
+
+namespace treefarm::tools {
+
+namespace fs = std::filesystem;
+
+std::vector<std::string> assign_cpus(const model::Experiment& ex, const std::vector<int>& usable) {
+  std::vector<std::string> out;
+  std::size_t cursor = 0;
+  for (const auto& node : ex.nodes) {
+    if (!node.cpuset.empty()) {
+      out.push_back(node.cpuset);
+      continue;
+    }
+    if (node.cores == 0 || usable.empty()) {
+      out.push_back("");
+      continue;
+    }
+    std::vector<int> mine;
+    for (std::uint32_t c = 0; c < node.cores && c < usable.size(); ++c) mine.push_back(usable[cursor++ % usable.size()]);
+    std::sort(mine.begin(), mine.end());
+    mine.erase(std::unique(mine.begin(), mine.end()), mine.end());
+    out.push_back(worker::format_cpu_list(mine));
+  }
+  return out;
+}
+
+namespace {
+std::string read_endpoint(const fs::path& file) {
+  std::ifstream f(file);
+  std::string ep;
+  std::getline(f, ep);
+  return ep;
+}
+}  // namespace
+
+int launch_tree(const model::Experiment& ex, const LaunchOptions& options, const std::atomic<bool>& interrupted) {
+  const std::string bin = self_dir();
+  char tmpl[] = "/tmp/treefarm-run-XXXXXX";
+  if (!mkdtemp(tmpl)) throw std::runtime_error("cannot create a temporary directory");
+  const fs::path tmp = tmpl;
+  const fs::path out = options.out_dir.empty() ? tmp : fs::path(options.out_dir);
+  const fs::path logs = out / "logs";
+  fs::create_directories(logs);
+
+  const auto topo = worker::discover_topology();
+  const auto cpus = assign_cpus(ex, topo.cores);
+
+  ProcessSet procs;
+  std::vector<std::size_t> proc_of(ex.nodes.size(), SIZE_MAX);
+  std::vector<std::string> endpoint(ex.nodes.size());
+  const auto ready = [&](std::size_t i) { return tmp / (ex.nodes[i].name + ".endpoint"); };
+
+  std::vector<std::string> margs = {bin + "/treefarm-master", ex.path, "--ready-file", ready(0).string(), "--out",
+                                    out.string(), "--log-level", options.log_level};
+  margs.push_back("--listen");
+  margs.push_back(ex.nodes[0].listen.empty() ? "tcp://127.0.0.1:*" : ex.nodes[0].listen);
+  if (!options.policy.empty()) { margs.push_back("--policy"); margs.push_back(options.policy); }
+  if (options.buffer) { margs.push_back("--buffer"); margs.push_back(std::to_string(options.buffer)); }
+  if (!options.calibration.empty()) { margs.push_back("--calibration"); margs.push_back(options.calibration); }
+  if (options.quiet) margs.push_back("--quiet");
+  if (!cpus[0].empty()) { margs.push_back("--cpus"); margs.push_back(cpus[0]); }
+  for (const auto& a : options.master_args) margs.push_back(a);
+  proc_of[0] = procs.spawn(ex.nodes[0].name, margs);
+
+  const auto started = std::chrono::steady_clock::now();
+  const auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(); };
+  const auto fail = [&](const std::string& why, int code) {
+    std::fprintf(stderr, "treefarm run: %s\n", why.c_str());
+    procs.end_all();
+    return code;
+  };
+
+  // Start workers breadth-first (nodes are stored so), each once its parent listens.
+  std::size_t next = 1;
+  for (;;) {
+    if (interrupted) return fail("interrupted; every process stopped", 130);
+    if (options.timeout > 0 && elapsed() > options.timeout) return fail("timeout; every process stopped", 124);
+    for (std::size_t i = next; i < ex.nodes.size(); ++i) {
+      const auto parent = *ex.parent_index(i);
+      if (endpoint[parent].empty() && fs::exists(ready(parent))) endpoint[parent] = read_endpoint(ready(parent));
+    }
+    if (endpoint[0].empty() && fs::exists(ready(0))) endpoint[0] = read_endpoint(ready(0));
+    while (next < ex.nodes.size()) {
+      const auto parent = *ex.parent_index(next);
+      if (endpoint[parent].empty()) break;
+      const auto& node = ex.nodes[next];
+      std::vector<std::string> args = {bin + "/treefarm-worker", "--parent", endpoint[parent], "--name", node.name,
+                                       "--ready-file", ready(next).string(), "--log-level", options.log_level,
+                                       "--listen", node.listen.empty() ? "tcp://127.0.0.1:*" : node.listen};
+      if (cpus[next].empty()) {
+        args.push_back("--cores");
+        args.push_back("0");
+      } else {
+        args.push_back("--cpus");
+        args.push_back(cpus[next]);
+      }
+      proc_of[next] = procs.spawn(node.name, args, (logs / (node.name + ".log")).string());
+      ++next;
+    }
+    for (auto i : procs.reap()) {
+      const auto& p = procs.at(i);
+      if (i == proc_of[0]) {
+        // The master is done: give the workers a moment to take its Shutdown, then end them.
+        for (std::size_t w = 1; w < procs.size(); ++w) procs.wait(w, 5.0);
+        procs.end_all();
+        return *p.exit_code;
+      }
+      if (*p.exit_code != 0) {
+        std::string why = "worker '" + p.name + "' exited with code " + std::to_string(*p.exit_code);
+        if (!p.log.empty()) why += "; its log (" + p.log + ") ends with:\n" + tail_file(p.log);
+        return fail(why, 1);
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(next < ex.nodes.size() ? 5 : 50));
+  }
+}
+
+}  // namespace treefarm::tools

@@ -1,0 +1,36 @@
+#pragma once
+/// @file TreeLauncher.hpp
+/// Starts a whole tree of an experiment as local processes on loopback — the master,
+/// then every worker once its parent listens — waits for the run, and ends every
+/// process it started on every exit path.
+
+#include <atomic>
+#include <string>
+#include <vector>
+
+#include "runtime/model/Experiment.hpp"
+
+namespace treefarm::tools {
+
+struct LaunchOptions {
+  std::string out_dir;                 ///< results.json and logs/ go here ("" = a temp dir).
+  std::string policy;                  ///< Overrides [run] policy.
+  std::uint32_t buffer = 0;            ///< Overrides [run] buffer (0 = keep).
+  std::string calibration;             ///< Passed to the master for predictions.
+  double timeout = 0;                  ///< seconds for the whole run (0 = none).
+  bool quiet = false;                  ///< No progress lines.
+  std::string log_level = "info";
+  std::vector<std::string> master_args;  ///< Extra arguments for treefarm-master.
+};
+
+/// Assigns the machine's usable cores to the nodes: a node's `cpuset` if given, else
+/// its `cores` cores taken round-robin (master first, then breadth-first), so that on
+/// one machine the nodes spread over the cores. Returns a CPU list string per node
+/// ("" for cores = 0).
+std::vector<std::string> assign_cpus(const model::Experiment& ex, const std::vector<int>& usable);
+
+/// Runs the experiment; returns the master's exit code (or 1 if a worker failed, 124 on
+/// timeout, 130 if interrupted through `interrupted`).
+int launch_tree(const model::Experiment& ex, const LaunchOptions& options, const std::atomic<bool>& interrupted);
+
+}  // namespace treefarm::tools

@@ -1,0 +1,75 @@
+// treefarm: the user's command (docs/commands.md).
+#include <atomic>
+#include <csignal>
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+
+#include "runtime/model/Experiment.hpp"
+#include "tools/Bench.hpp"
+#include "tools/TreeLauncher.hpp"
+#include "worker/Topology.hpp"
+
+namespace {
+std::atomic<bool> interrupted{false};
+void on_signal(int) { interrupted = true; }
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"treefarm: a task farm for multicore workstations on a LAN. A master and workers form a tree\n"
+               "over ZeroMQ; bags of real matrix tasks flow down it; treefarm measures the throughput it\n"
+               "achieves. See README.md and docs/commands.md."};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "treefarm 0.1.0");
+
+  // run
+  auto* run = app.add_subcommand("run", "Run an experiment: master and workers as local processes on loopback");
+  std::string experiment;
+  treefarm::tools::LaunchOptions lo;
+  run->add_option("experiment", experiment, "Experiment file (TOML, docs/experiment-file.md)")->required()->check(CLI::ExistingFile);
+  run->add_option("--out", lo.out_dir, "Write DIR/results.json and DIR/logs/ (default: a temporary directory)");
+  run->add_option("--policy", lo.policy, "Scheduling policy (overrides [run] policy)");
+  run->add_option("--buffer", lo.buffer, "Buffer bound B in tasks (overrides [run] buffer)");
+  run->add_option("--timeout", lo.timeout, "Give up after this many seconds (0 = never)")->capture_default_str();
+  run->add_flag("--quiet", lo.quiet, "No progress lines");
+  run->add_option("--log-level", lo.log_level, "trace|debug|info|warn|error|off")->capture_default_str();
+
+  // hwdetect
+  auto* hw = app.add_subcommand("hwdetect", "Print the cores, caches and memory a worker here would use");
+  bool hw_json = false;
+  hw->add_flag("--json", hw_json, "JSON output");
+
+  // bench
+  auto* bench = app.add_subcommand("bench", "Benchmarks (figures measured side by side in one run)");
+  bench->require_subcommand(1);
+  auto* dispatch = bench->add_subcommand("dispatch", "No-op tasks master -> one worker on loopback, beside raw ZeroMQ");
+  std::uint64_t bench_tasks = 200000, bench_bytes = 16;
+  std::uint32_t bench_buffer = 100;
+  bool bench_json = false;
+  dispatch->add_option("--tasks", bench_tasks, "Number of no-op tasks")->capture_default_str();
+  dispatch->add_option("--bytes", bench_bytes, "Payload bytes per task")->capture_default_str();
+  dispatch->add_option("--buffer", bench_buffer, "Buffer bound B")->capture_default_str();
+  dispatch->add_flag("--json", bench_json, "JSON output");
+
+  CLI11_PARSE(app, argc, argv);
+  std::signal(SIGINT, on_signal);
+  std::signal(SIGTERM, on_signal);
+  std::signal(SIGPIPE, SIG_IGN);
+  try {
+    if (*run) {
+      const auto ex = treefarm::model::load_experiment(experiment);
+      return treefarm::tools::launch_tree(ex, lo, interrupted);
+    }
+    if (*hw) {
+      const auto topo = treefarm::worker::discover_topology();
+      if (hw_json) std::cout << treefarm::worker::to_json(topo).dump(1) << "\n";
+      else std::cout << treefarm::worker::to_text(topo);
+      return 0;
+    }
+    if (*dispatch) return treefarm::tools::bench_dispatch(std::cout, bench_tasks, bench_bytes, bench_buffer, bench_json);
+  } catch (const std::exception& e) {
+    std::cerr << "treefarm: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,538 @@
+#include "worker/NodeRuntime.hpp"
+
+#include <atomic>
+#include <chrono>
+#include <deque>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <unordered_map>
+#include <unordered_set>
+
+#include <spdlog/spdlog.h>
+#include <zmq.hpp>
+
+#include "runtime/core/NodeScheduler.hpp"
+#include "runtime/net/Wire.hpp"
+#include "tasks/TaskRunner.hpp"
+#include "worker/Executor.hpp"
+
+namespace treefarm::worker {
+
+namespace {
+template <class... Ts>
+struct Overloaded : Ts... { using Ts::operator()...; };
+
+/// The parent misbehaved or vanished: a worker cannot go on without it.
+struct ParentLost : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+void write_ready_file(const std::string& path, const std::string& endpoint) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream f(tmp);
+    f << endpoint << "\n";
+  }
+  std::filesystem::rename(tmp, path);
+}
+}  // namespace
+
+model::AppSpec app_from_wire(const net::msg::AppInfo& info) {
+  model::AppSpec a;
+  a.name = info.name;
+  a.kernel = static_cast<model::Kernel>(info.kernel);
+  a.n = info.n;
+  a.bytes = info.bytes;
+  a.flops = info.flops;
+  a.weight = info.weight;
+  a.tasks = info.tasks;
+  a.cores_per_task = info.cores_per_task;
+  a.memory_per_task = info.memory_per_task;
+  if (a.kernel == model::Kernel::matmul || a.kernel == model::Kernel::matadd) a.bytes = 0;
+  return a;
+}
+
+net::msg::AppInfo app_to_wire(const model::AppSpec& app) {
+  net::msg::AppInfo info;
+  info.name = app.name;
+  info.kernel = static_cast<std::uint8_t>(app.kernel);
+  info.n = app.n;
+  info.bytes = app.input_bytes();
+  info.flops = app.task_flops();
+  info.weight = app.weight;
+  info.tasks = app.tasks;
+  info.cores_per_task = app.cores_per_task;
+  info.memory_per_task = app.memory_per_task;
+  return info;
+}
+
+/// A task running on the local executor: what its thread writes, read at completion.
+struct LocalRun {
+  core::TaskRef task;
+  std::shared_ptr<const std::vector<std::byte>> root_input;  // root: the pool buffer
+  const std::byte* data = nullptr;
+  std::size_t size = 0;
+  double checksum = 0;
+};
+
+struct NodeRuntime::Impl {
+  NodeOptions opt;
+  std::optional<RootSetup> root;
+  zmq::context_t ctx{1};
+  std::optional<zmq::socket_t> up;
+  std::optional<zmq::socket_t> down;
+  std::string bound;
+  std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now();
+  std::atomic<bool> stopping{false};
+
+  std::unique_ptr<core::NodeScheduler> sched;
+  net::msg::Welcome welcome;  // configuration, passed on to children
+  std::vector<model::AppSpec> apps;
+  std::unique_ptr<Executor> exec;
+  std::uint32_t min_cores_per_task = 1;
+  std::uint64_t exec_committed_cores = 0;
+  std::uint32_t local_pending = 0;
+  std::uint64_t next_exec_id = 1;
+  std::unordered_map<std::uint64_t, std::shared_ptr<LocalRun>> local_runs;
+
+  struct Child {
+    std::string identity;
+    std::string name;
+  };
+  std::map<std::uint32_t, Child> children;
+  std::unordered_map<std::string, core::ChildId> by_identity;
+  std::unordered_set<std::string> dropped;
+  std::uint32_t next_child = 0;
+
+  std::unordered_map<core::TaskId, zmq::message_t> payloads;
+  std::unordered_map<core::TaskId, net::msg::Result> results;
+  std::deque<core::Event> events;
+
+  bool dispatching = false;            // root: started
+  std::vector<core::Event> deferred;   // root: events before start
+  std::size_t joined_nodes = 0;
+  bool finished = false;
+  int exit_code = 0;
+  double next_tick = 0;
+
+  double now() const {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  }
+  bool is_root() const { return root.has_value(); }
+
+  // ---- configuration -------------------------------------------------------------
+  void configure(const net::msg::Welcome& w) {
+    welcome = w;
+    apps.clear();
+    core::NodeConfig config;
+    config.is_root = is_root();
+    config.buffer = w.buffer;
+    config.one_port = w.one_port;
+    min_cores_per_task = UINT32_MAX;
+    for (const auto& info : w.apps) {
+      apps.push_back(is_root() ? root->apps.at(apps.size()) : app_from_wire(info));
+      core::AppParams p;
+      p.name = info.name;
+      p.weight = info.weight;
+      p.tasks = info.tasks;
+      p.bytes = static_cast<double>(info.bytes);
+      p.flops = info.flops;
+      p.cores_per_task = info.cores_per_task;
+      config.apps.push_back(p);
+      min_cores_per_task = std::min(min_cores_per_task, info.cores_per_task);
+    }
+    sched = std::make_unique<core::NodeScheduler>(config, core::make_policy(w.policy));
+    if (!opt.cores.empty()) {
+      ExecutorConfig ec;
+      ec.cores = opt.cores;
+      ec.memory = opt.memory;
+      ec.backfill = opt.backfill;
+      exec = std::make_unique<Executor>(ec);
+    }
+  }
+
+  void bind_children_socket() {
+    if (opt.listen.empty()) return;
+    down.emplace(ctx, zmq::socket_type::router);
+    net::configure_socket(*down, true);
+    down->bind(opt.listen);
+    bound = down->get(zmq::sockopt::last_endpoint);
+    spdlog::info("{}: listening on {}", opt.name, bound);
+    if (!opt.ready_file.empty()) write_ready_file(opt.ready_file, bound);
+  }
+
+  // ---- the core ------------------------------------------------------------------
+  void post(core::Event e) {
+    if (is_root() && !dispatching) {
+      deferred.push_back(std::move(e));
+      return;
+    }
+    events.push_back(std::move(e));
+  }
+
+  /// Feeds queued events to the core and carries out its actions. An event that the
+  /// core rejects drops the child that caused it.
+  void drain() {
+    while (!events.empty()) {
+      core::Event e = std::move(events.front());
+      events.pop_front();
+      std::vector<core::Action> actions;
+      try {
+        actions = sched->handle(e, now());
+      } catch (const core::ProtocolError& err) {
+        if (auto child = child_of(e)) {
+          drop_child(*child, err.what());
+          continue;
+        }
+        if (!is_root() && std::holds_alternative<core::event::TaskArrived>(e)) throw ParentLost(err.what());
+        throw;
+      }
+      for (auto& a : actions) carry_out(a);
+      top_up_local();
+    }
+  }
+
+  std::optional<core::ChildId> child_of(const core::Event& e) const {
+    if (auto* r = std::get_if<core::event::WorkRequested>(&e); r && !r->from.local) return r->from.child;
+    if (auto* r = std::get_if<core::event::ResultArrived>(&e)) return r->child;
+    if (auto* r = std::get_if<core::event::ChildJoined>(&e)) return r->child;
+    return std::nullopt;
+  }
+
+  void start_dispatching() {
+    dispatching = true;
+    if (root->on_start) root->on_start(now());
+    for (auto& a : sched->start(now())) carry_out(a);
+    for (auto& e : deferred) events.push_back(std::move(e));
+    deferred.clear();
+    top_up_local();
+    drain();
+  }
+
+  /// Asks the core for local work while the executor has cores nobody has claimed yet
+  /// (so tasks are requested only when the executor could start them).
+  void top_up_local() {
+    if (!exec || !sched || (is_root() && !dispatching)) return;
+    const std::uint64_t claimed = exec_committed_cores + std::uint64_t{local_pending} * min_cores_per_task;
+    if (claimed >= exec->total_cores()) return;
+    const auto n = static_cast<std::uint32_t>((exec->total_cores() - claimed) / min_cores_per_task);
+    if (n == 0) return;
+    local_pending += n;
+    events.push_back(core::event::WorkRequested{core::Target::executor(), n});
+  }
+
+  void carry_out(core::Action& action) {
+    std::visit(Overloaded{
+        [&](core::action::RequestWork& a) { net::send(*up, net::msg::Request{a.count}); },
+        [&](core::action::SendTask& a) { send_task(a.child, a.task); },
+        [&](core::action::StartTask& a) { start_local(a.task); },
+        [&](core::action::ForwardResult& a) {
+          auto it = results.find(a.task.id);
+          if (it != results.end()) {
+            net::send(*up, it->second);
+            results.erase(it);
+          }
+          payloads.erase(a.task.id);
+        },
+        [&](core::action::TaskCompleted& a) {
+          auto it = results.find(a.task.id);
+          if (it != results.end()) {
+            root->on_result(it->second, a.duplicate, now());
+            results.erase(it);
+          }
+        },
+        [&](core::action::RunComplete&) {
+          spdlog::info("{}: all tasks done", opt.name);
+          shutdown_children("run complete");
+          finished = true;
+        }},
+        action);
+  }
+
+  void send_task(core::ChildId child, core::TaskRef task) {
+    auto c = children.find(child.value);
+    zmq::message_t payload;
+    if (is_root()) {
+      payload = net::share_bytes(root->payload(task.id));
+    } else {
+      payload.copy(payloads.at(task.id));  // shares the bytes; ours is kept for re-queueing
+    }
+    const bool sent = c != children.end() && net::send(*down, net::msg::Task{task.id.value}, &c->second.identity, &payload);
+    events.push_back(core::event::SendDone{child});
+    if (!sent) events.push_back(core::event::ChildLeft{child});
+  }
+
+  void start_local(core::TaskRef task) {
+    --local_pending;
+    auto run = std::make_shared<LocalRun>();
+    run->task = task;
+    if (is_root()) {
+      run->root_input = root->payload(task.id);
+      run->data = run->root_input->data();
+      run->size = run->root_input->size();
+    } else {
+      const auto& msg = payloads.at(task.id);
+      run->data = static_cast<const std::byte*>(msg.data());
+      run->size = msg.size();
+    }
+    const model::AppSpec* app = &apps.at(task.app().value);
+    ExecTask t;
+    t.id = next_exec_id++;
+    t.cores = app->cores_per_task;
+    t.memory = app->memory_per_task;
+    t.run = [run, app](TaskContext& ctx) {
+      tbb::task_arena* arena = ctx.cores().size() > 1 ? &ctx.arena() : nullptr;
+      run->checksum = tasks::run_task(*app, std::span<const std::byte>(run->data, run->size), arena);
+    };
+    exec_committed_cores += t.cores;
+    local_runs.emplace(t.id, run);
+    exec->submit(std::move(t));
+  }
+
+  void collect_local() {
+    for (auto& done : exec->poll_done()) {
+      auto it = local_runs.find(done.id);
+      if (it == local_runs.end()) continue;
+      auto run = it->second;
+      local_runs.erase(it);
+      const auto& app = apps.at(run->task.app().value);
+      exec_committed_cores -= app.cores_per_task;
+      net::msg::Result r;
+      r.task_id = run->task.id.value;
+      r.node = opt.name;
+      r.compute_seconds = done.run_seconds;
+      r.queued_seconds = done.queued_seconds;
+      r.checksum = run->checksum;
+      if (done.error) {
+        r.failed = true;
+        try {
+          std::rethrow_exception(done.error);
+        } catch (const std::exception& e) {
+          r.error = e.what();
+        } catch (...) {
+          r.error = "unknown error";
+        }
+        spdlog::error("{}: task {} of '{}' failed: {}", opt.name, run->task.id.index(), app.name, r.error);
+      }
+      results[run->task.id] = r;
+      events.push_back(core::event::LocalTaskFinished{run->task, done.run_seconds});
+    }
+  }
+
+  // ---- children ------------------------------------------------------------------
+  void drop_child(core::ChildId child, const std::string& why) {
+    auto it = children.find(child.value);
+    if (it == children.end()) return;
+    spdlog::warn("{}: dropping child '{}': {}", opt.name, it->second.name, why);
+    dropped.insert(it->second.identity);
+    by_identity.erase(it->second.identity);
+    children.erase(it);
+    post(core::event::ChildLeft{child});
+  }
+
+  void drop_identity(const std::string& identity, const std::string& why) {
+    if (auto it = by_identity.find(identity); it != by_identity.end()) {
+      drop_child(it->second, why);
+      return;
+    }
+    if (dropped.insert(identity).second) spdlog::warn("{}: dropping unknown peer: {}", opt.name, why);
+  }
+
+  void shutdown_children(const std::string& reason) {
+    if (!down) return;
+    for (auto& [id, c] : children) net::send(*down, net::msg::Shutdown{reason}, &c.identity);
+  }
+
+  void node_joined(const net::msg::NodeJoined& j) {
+    ++joined_nodes;
+    if (is_root()) {
+      if (root->on_joined) root->on_joined(j);
+    } else {
+      net::send(*up, j);
+    }
+  }
+
+  void on_child_message(net::Received& r) {
+    if (dropped.contains(r.identity)) return;
+    auto known = by_identity.find(r.identity);
+    if (known == by_identity.end()) {
+      auto* hello = std::get_if<net::msg::Hello>(&r.message);
+      if (!hello) {
+        drop_identity(r.identity, std::string("first message is ") + net::kind_name(net::kind_of(r.message)) + ", not Hello");
+        return;
+      }
+      const core::ChildId id{next_child++};
+      children[id.value] = Child{r.identity, hello->name};
+      by_identity[r.identity] = id;
+      net::send(*down, welcome, &r.identity);
+      spdlog::info("{}: child '{}' joined ({} cores)", opt.name, hello->name, hello->cores);
+      node_joined(net::msg::NodeJoined{hello->name, opt.name, hello->cores, hello->memory});
+      post(core::event::ChildJoined{id, core::ChildInfo{hello->cores, 0}});
+      return;
+    }
+    const core::ChildId child = known->second;
+    std::visit(Overloaded{
+        [&](net::msg::Request& q) { post(core::event::WorkRequested{core::Target::to_child(child), q.count}); },
+        [&](net::msg::Result& s) {
+          const core::TaskId id{s.task_id};
+          if (id.app().value >= apps.size()) {
+            drop_child(child, "result for an unknown application");
+            return;
+          }
+          results[id] = std::move(s);
+          post(core::event::ResultArrived{child, core::TaskRef{id}});
+        },
+        [&](net::msg::NodeJoined& j) { node_joined(j); },
+        [&](net::msg::Heartbeat&) {},
+        [&](net::msg::Bye&) { drop_child(child, "said goodbye"); },
+        [&](auto& other) {
+          drop_child(child, std::string("unexpected ") + net::kind_name(net::kind_of(net::Message{other})) + " from a child");
+        }},
+        r.message);
+  }
+
+  // ---- parent --------------------------------------------------------------------
+  void on_parent_message(net::Received& r) {
+    std::visit(Overloaded{
+        [&](net::msg::Task& t) {
+          const core::TaskId id{t.task_id};
+          if (id.app().value >= apps.size()) throw ParentLost("task of an unknown application");
+          if (!r.payload || r.payload->size() != apps[id.app().value].input_bytes())
+            throw ParentLost("task payload of the wrong size");
+          if (payloads.contains(id)) throw ParentLost("task " + std::to_string(t.task_id) + " sent twice");
+          payloads.emplace(id, std::move(*r.payload));
+          post(core::event::TaskArrived{core::TaskRef{id}});
+        },
+        [&](net::msg::Shutdown& s) {
+          spdlog::info("{}: shutdown from parent ({})", opt.name, s.reason);
+          shutdown_children(s.reason);
+          finished = true;
+        },
+        [&](net::msg::Heartbeat&) {},
+        [&](net::msg::Welcome&) { spdlog::warn("{}: ignoring a second Welcome", opt.name); },
+        [&](auto& other) {
+          throw ParentLost(std::string("unexpected ") + net::kind_name(net::kind_of(net::Message{other})) + " from the parent");
+        }},
+        r.message);
+  }
+
+  void join_parent() {
+    up.emplace(ctx, zmq::socket_type::dealer);
+    net::configure_socket(*up, false);
+    up->set(zmq::sockopt::routing_id, opt.name);
+    up->connect(opt.parent);
+    net::send(*up, net::msg::Hello{opt.name, static_cast<std::uint32_t>(opt.cores.size()), opt.memory});
+    const double deadline = now() + opt.join_timeout;
+    while (!stopping && now() < deadline) {
+      zmq::pollitem_t item{static_cast<void*>(*up), 0, ZMQ_POLLIN, 0};
+      zmq::poll(&item, 1, std::chrono::milliseconds(100));
+      if (!(item.revents & ZMQ_POLLIN)) continue;
+      auto got = net::try_receive(*up, false);
+      if (!got) continue;
+      if (auto* bad = std::get_if<net::BadMessage>(&*got)) throw ParentLost("bad message from the parent: " + bad->reason);
+      auto& rec = std::get<net::Received>(*got);
+      if (auto* w = std::get_if<net::msg::Welcome>(&rec.message)) {
+        configure(*w);
+        spdlog::info("{}: joined {} (policy {}, buffer {})", opt.name, opt.parent, w->policy, w->buffer);
+        return;
+      }
+      if (std::holds_alternative<net::msg::Shutdown>(rec.message)) {
+        finished = true;
+        return;
+      }
+      throw ParentLost(std::string("expected Welcome, got ") + net::kind_name(net::kind_of(rec.message)));
+    }
+    throw ParentLost("no Welcome from " + opt.parent + " within " + std::to_string(opt.join_timeout) + " s");
+  }
+
+  int run() {
+    try {
+      if (is_root()) {
+        configure(root->welcome);
+        bind_children_socket();
+        if (root->wait_for_nodes == 0) start_dispatching();
+      } else {
+        join_parent();
+        if (finished) return 0;
+        bind_children_socket();
+        for (auto& a : sched->start(now())) carry_out(a);
+        top_up_local();
+        drain();
+      }
+      next_tick = now() + (root ? root->tick_interval : 1.0);
+      while (!stopping && !finished) {
+        zmq::pollitem_t items[3];
+        int n = 0;
+        int i_down = -1, i_up = -1, i_exec = -1;
+        if (down) { items[n] = {static_cast<void*>(*down), 0, ZMQ_POLLIN, 0}; i_down = n++; }
+        if (up) { items[n] = {static_cast<void*>(*up), 0, ZMQ_POLLIN, 0}; i_up = n++; }
+        if (exec) { items[n] = {nullptr, exec->notify_fd(), ZMQ_POLLIN, 0}; i_exec = n++; }
+        zmq::poll(items, n, std::chrono::milliseconds(50));
+        if (i_exec >= 0 && (items[i_exec].revents & ZMQ_POLLIN)) collect_local();
+        if (i_up >= 0 && (items[i_up].revents & ZMQ_POLLIN)) {
+          for (int k = 0; k < 256 && !finished; ++k) {
+            auto got = net::try_receive(*up, false);
+            if (!got) break;
+            if (auto* bad = std::get_if<net::BadMessage>(&*got)) throw ParentLost("bad message from the parent: " + bad->reason);
+            on_parent_message(std::get<net::Received>(*got));
+          }
+        }
+        if (i_down >= 0 && (items[i_down].revents & ZMQ_POLLIN)) {
+          for (int k = 0; k < 256; ++k) {
+            auto got = net::try_receive(*down, true);
+            if (!got) break;
+            if (auto* bad = std::get_if<net::BadMessage>(&*got)) {
+              drop_identity(bad->identity, "malformed message: " + bad->reason);
+              continue;
+            }
+            on_child_message(std::get<net::Received>(*got));
+          }
+        }
+        if (is_root() && !dispatching &&
+            (joined_nodes >= root->wait_for_nodes || now() > root->wait_timeout)) {
+          if (joined_nodes < root->wait_for_nodes)
+            spdlog::warn("{}: only {} of {} nodes joined within {} s; starting anyway", opt.name, joined_nodes,
+                         root->wait_for_nodes, root->wait_timeout);
+          start_dispatching();
+        }
+        if (sched && (!is_root() || dispatching)) drain();
+        if (root && root->on_tick && now() >= next_tick) {
+          root->on_tick(now());
+          next_tick = now() + root->tick_interval;
+        }
+      }
+      if (stopping && !finished) {
+        shutdown_children("interrupted");
+        exit_code = 130;
+      }
+    } catch (const ParentLost& e) {
+      spdlog::error("{}: lost the parent: {}", opt.name, e.what());
+      shutdown_children("parent lost");
+      exit_code = 3;
+    } catch (const zmq::error_t& e) {
+      spdlog::error("{}: ZeroMQ error: {}", opt.name, e.what());
+      exit_code = 2;
+    } catch (const std::exception& e) {
+      spdlog::error("{}: {}", opt.name, e.what());
+      exit_code = 1;
+    }
+    exec.reset();  // waits for running tasks
+    return exit_code;
+  }
+};
+
+NodeRuntime::NodeRuntime(NodeOptions options, std::optional<RootSetup> root) : impl_(std::make_unique<Impl>()) {
+  impl_->opt = std::move(options);
+  impl_->root = std::move(root);
+  if (!impl_->root && impl_->opt.parent.empty())
+    throw std::invalid_argument("a worker needs a parent endpoint (--parent tcp://HOST:PORT)");
+}
+
+NodeRuntime::~NodeRuntime() = default;
+int NodeRuntime::run() { return impl_->run(); }
+void NodeRuntime::stop() { impl_->stopping = true; }
+std::string NodeRuntime::endpoint() const { return impl_->bound; }
+double NodeRuntime::now() const { return impl_->now(); }
+
+}  // namespace treefarm::worker

@@ -1,0 +1,74 @@
+// treefarm-worker: joins a treefarm tree at any depth, computes on its own cores and
+// serves its own children (docs/commands.md).
+#include <csignal>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <spdlog/spdlog.h>
+
+#include "worker/CpuList.hpp"
+#include "worker/NodeRuntime.hpp"
+#include "worker/Topology.hpp"
+
+namespace {
+treefarm::worker::NodeRuntime* running = nullptr;
+void on_signal(int) {
+  if (running) running->stop();
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"treefarm-worker: a node of a treefarm tree. It connects to its parent, computes tasks on its\n"
+               "cores and forwards tasks to the workers that connect to it.\n"
+               "Example: treefarm-worker --parent tcp://master-host:5555 --listen tcp://*:5556"};
+  treefarm::worker::NodeOptions opt;
+  int cores = -1;
+  std::string cpus;
+  bool no_backfill = false;
+  std::string log_level = "info";
+  char host[256] = "worker";
+  gethostname(host, sizeof host - 1);
+  opt.name = std::string(host) + "-" + std::to_string(getpid());
+  app.add_option("--parent", opt.parent, "Endpoint of the parent (master or worker), tcp://HOST:PORT")->required();
+  app.add_option("--listen", opt.listen, "Endpoint for this worker's own children (\"\" = none)")->capture_default_str();
+  app.add_option("--name", opt.name, "Unique node name (default HOSTNAME-PID)")->capture_default_str();
+  app.add_option("--cores", cores, "Compute on this many cores (default: all usable; 0 = only forward)");
+  app.add_option("--cpus", cpus, "Compute on these CPUs, e.g. 0-1,3 (default: the affinity mask)");
+  app.add_flag("--no-backfill", no_backfill, "Strict FIFO executor queue (no backfilling)");
+  app.add_option("--ready-file", opt.ready_file, "Write the bound endpoint to this file once listening");
+  app.add_option("--join-timeout", opt.join_timeout, "seconds to wait for the parent's Welcome")->capture_default_str();
+  app.add_option("--log-level", log_level, "trace|debug|info|warn|error|off")->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+
+  spdlog::set_level(spdlog::level::from_str(log_level));
+  spdlog::set_pattern("[%H:%M:%S.%e] [%^%l%$] %v");
+  try {
+    const auto topo = treefarm::worker::discover_topology();
+    std::vector<int> usable = topo.cores;
+    if (!cpus.empty()) {
+      usable = treefarm::worker::parse_cpu_list(cpus);
+      for (int c : usable)
+        if (std::find(topo.pus.begin(), topo.pus.end(), c) == topo.pus.end())
+          throw std::invalid_argument("--cpus: CPU " + std::to_string(c) + " is not usable by this process (usable: " +
+                                      treefarm::worker::format_cpu_list(topo.pus) + ")");
+    }
+    if (cores >= 0) {
+      if (static_cast<std::size_t>(cores) > usable.size())
+        throw std::invalid_argument("--cores " + std::to_string(cores) + ": only " + std::to_string(usable.size()) + " usable");
+      usable.resize(static_cast<std::size_t>(cores));
+    }
+    opt.cores = usable;
+    opt.memory = topo.memory_bytes;
+    opt.backfill = !no_backfill;
+    treefarm::worker::NodeRuntime node(opt);
+    running = &node;
+    std::signal(SIGINT, on_signal);
+    std::signal(SIGTERM, on_signal);
+    const int rc = node.run();
+    running = nullptr;
+    return rc;
+  } catch (const std::exception& e) {
+    spdlog::error("{}", e.what());
+    return 1;
+  }
+}
