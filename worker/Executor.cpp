@@ -80,9 +80,9 @@ class PinObserver final : public tbb::task_scheduler_observer {
   }
   ~PinObserver() override { observe(false); }
 
-  void on_scheduler_entry(bool /*is_worker*/) override {
+  void on_scheduler_entry(bool is_worker) override {
     int slot = tbb::this_task_arena::current_thread_index();
-    if (slot < 0) return;
+    if (slot < 0 || (!is_worker && slot == 0)) return;  // the task's thread: already pinned
     binder_.bind_this_thread({cores_[static_cast<std::size_t>(slot) % cores_.size()]});
   }
   void on_scheduler_exit(bool is_worker) override {

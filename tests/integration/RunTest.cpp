@@ -1,0 +1,188 @@
+// End-to-end runs of `treefarm run` with real processes on loopback.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct CommandResult {
+  int exit_code = -1;
+  std::string output;  // stdout + stderr
+};
+
+CommandResult run_command(const std::string& cmd) {
+  CommandResult r;
+  std::FILE* p = popen((cmd + " 2>&1").c_str(), "r");
+  if (!p) return r;
+  std::array<char, 4096> buf;
+  std::size_t n;
+  while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0) r.output.append(buf.data(), n);
+  const int status = pclose(p);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return r;
+}
+
+class TempDir {
+ public:
+  TempDir() {
+    char tmpl[] = "/tmp/treefarm-itest-XXXXXX";
+    path_ = mkdtemp(tmpl);
+  }
+  ~TempDir() { fs::remove_all(path_); }
+  const fs::path& path() const { return path_; }
+
+ private:
+  fs::path path_;
+};
+
+std::string write_file(const fs::path& path, const std::string& text) {
+  std::ofstream(path) << text;
+  return path.string();
+}
+
+const std::string treefarm = std::string(TREEFARM_BIN_DIR) + "/treefarm";
+
+/// Processes whose command line mentions `needle` (other than ourselves).
+std::vector<pid_t> processes_mentioning(const std::string& needle) {
+  std::vector<pid_t> found;
+  for (const auto& entry : fs::directory_iterator("/proc")) {
+    const auto name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream f(entry.path() / "cmdline");
+    std::string cmdline((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    const pid_t pid = std::stoi(name);
+    if (pid != getpid() && cmdline.find(needle) != std::string::npos) found.push_back(pid);
+  }
+  return found;
+}
+
+// A tree deeper than the quickstart: master -> a -> b -> c (depth 3), plus siblings.
+std::string deep_tree(const std::string& prefix, std::uint64_t noop_tasks = 300) {
+  return "[[node]]\nname = \"" + prefix + "m\"\ncores = 0\n"
+         "[[node]]\nname = \"" + prefix + "a\"\nparent = \"" + prefix + "m\"\ncores = 1\n"
+         "[[node]]\nname = \"" + prefix + "b\"\nparent = \"" + prefix + "a\"\ncores = 1\n"
+         "[[node]]\nname = \"" + prefix + "c\"\nparent = \"" + prefix + "b\"\ncores = 1\n"
+         "[[node]]\nname = \"" + prefix + "d\"\nparent = \"" + prefix + "m\"\ncores = 1\n"
+         "[[node]]\nname = \"" + prefix + "e\"\nparent = \"" + prefix + "a\"\ncores = 0\n"
+         "[[node]]\nname = \"" + prefix + "f\"\nparent = \"" + prefix + "e\"\ncores = 1\n"
+         "[[app]]\nname = \"mm\"\nkernel = \"matmul\"\nn = 64\nweight = 1\ntasks = 200\n"
+         "[[app]]\nname = \"ma\"\nkernel = \"matadd\"\nn = 128\nweight = 2\ntasks = 300\n"
+         "[[app]]\nname = \"nop\"\nkernel = \"noop\"\nbytes = 1000\nweight = 1\ntasks = " + std::to_string(noop_tasks) + "\n"
+         "[run]\nbuffer = 4\n";
+}
+
+}  // namespace
+
+TEST(RunTest, DeepTreeCompletesEveryTaskExactlyOnceWithRightResults) {
+  TempDir dir;
+  const auto exp = write_file(dir.path() / "deep.toml", deep_tree("deep"));
+  const auto out = dir.path() / "out";
+  const auto r = run_command(treefarm + " run " + exp + " --out " + out.string() + " --quiet --timeout 120");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::ifstream f(out / "results.json");
+  const auto j = nlohmann::json::parse(f);
+
+  std::map<std::string, std::uint64_t> tasks_of{{"mm", 200}, {"ma", 300}, {"nop", 300}};
+  ASSERT_EQ(j.at("apps").size(), 3u);
+  for (const auto& a : j.at("apps")) {
+    const auto name = a.at("name").get<std::string>();
+    EXPECT_EQ(a.at("tasks").get<std::uint64_t>(), tasks_of.at(name));
+    EXPECT_EQ(a.at("completed").get<std::uint64_t>(), tasks_of.at(name)) << name;
+    EXPECT_EQ(a.at("wrong").get<std::uint64_t>(), 0u) << name;
+    EXPECT_GT(a.at("throughput").get<double>(), 0.0) << name;
+    EXPECT_TRUE(a.contains("kernel") && a.contains("weight"));
+  }
+  EXPECT_GT(j.at("fair_throughput").get<double>(), 0.0);
+
+  // Every task exactly once.
+  std::set<std::pair<std::string, std::uint64_t>> seen;
+  std::map<std::string, std::uint64_t> per_node;
+  for (const auto& t : j.at("tasks")) {
+    const auto key = std::make_pair(t.at("app").get<std::string>(), t.at("id").get<std::uint64_t>());
+    EXPECT_TRUE(seen.insert(key).second) << "task recorded twice: " << key.first << " " << key.second;
+    EXPECT_LT(key.second, tasks_of.at(key.first));
+    EXPECT_GE(t.at("completed_at").get<double>(), 0.0);
+    per_node[t.at("node").get<std::string>()]++;
+  }
+  EXPECT_EQ(seen.size(), 800u);
+
+  // Every node of the tree joined, with its parent; computed counts add up.
+  std::map<std::string, std::string> parent_of;
+  std::uint64_t computed = 0;
+  for (const auto& n : j.at("nodes")) {
+    parent_of[n.at("name").get<std::string>()] = n.at("parent").is_null() ? "" : n.at("parent").get<std::string>();
+    computed += n.at("tasks_computed").get<std::uint64_t>();
+    EXPECT_EQ(n.at("tasks_computed").get<std::uint64_t>(), per_node[n.at("name").get<std::string>()]);
+  }
+  EXPECT_EQ(computed, 800u);
+  EXPECT_EQ(parent_of.size(), 7u);
+  EXPECT_EQ(parent_of["deepc"], "deepb");
+  EXPECT_EQ(parent_of["deepf"], "deepe");
+  EXPECT_EQ(parent_of["deepm"], "");
+  // The depth-3 leaf and the leaf under a forward-only node computed something.
+  EXPECT_GT(per_node["deepc"], 0u);
+  EXPECT_GT(per_node["deepf"], 0u);
+  EXPECT_EQ(per_node["deepe"], 0u);  // cores = 0: forwards only
+  EXPECT_EQ(per_node["deepm"], 0u);
+}
+
+TEST(RunTest, BadExperimentFileNamesFileLineAndField) {
+  TempDir dir;
+  const auto exp = write_file(dir.path() / "bad.toml",
+                              "[[node]]\nname = \"m\"\n\n[[app]]\nname = \"x\"\nkernel = \"matmul\"\nn = -3\ntasks = 5\n");
+  const auto r = run_command(treefarm + " run " + exp);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("bad.toml:7"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("n"), std::string::npos) << r.output;
+}
+
+TEST(RunTest, AbstractApplicationIsRefusedByRun) {
+  TempDir dir;
+  const auto exp = write_file(dir.path() / "abstract.toml",
+                              "[[node]]\nname = \"m\"\n[[node]]\nname = \"w\"\nparent = \"m\"\n"
+                              "[[app]]\nname = \"x\"\nbytes = 1000\nflops = 1e6\ntasks = 5\n");
+  const auto r = run_command(treefarm + " run " + exp + " --timeout 30");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("abstract"), std::string::npos) << r.output;
+}
+
+TEST(RunTest, InterruptEndsEveryProcessItStarted) {
+  TempDir dir;
+  const std::string prefix = "intr" + std::to_string(getpid());
+  const auto exp = write_file(dir.path() / "long.toml", deep_tree(prefix, 50000000));
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    const std::string out = (dir.path() / "out").string();
+    execl(treefarm.c_str(), treefarm.c_str(), "run", exp.c_str(), "--out", out.c_str(), "--quiet", nullptr);
+    _exit(127);
+  }
+  // Wait until the whole tree is up (every worker process exists), then interrupt.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (processes_mentioning(prefix + "f").empty() && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  ASSERT_FALSE(processes_mentioning(prefix + "f").empty()) << "the tree never came up";
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  kill(pid, SIGINT);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 130);
+  // Nothing it started is left.
+  for (int i = 0; i < 100 && !processes_mentioning(prefix).empty(); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_TRUE(processes_mentioning(prefix).empty());
+}

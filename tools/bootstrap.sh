@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Installs the Debian packages treefarm needs (only the missing ones; apt-get update
+# first), then configures and builds incrementally into build/. Sourced by
+# quickstart.sh and test.sh; usable alone: tools/bootstrap.sh
+set -euo pipefail
+
+TREEFARM_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+PACKAGES=(
+  build-essential cmake ninja-build pkg-config
+  libtbb-dev libzmq3-dev cppzmq-dev libhwloc-dev hwloc libcli11-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  coinor-libclp-dev libopenblas-dev libopenblas0-serial
+  nlohmann-json3-dev libtomlplusplus-dev libspdlog-dev libfmt-dev
+  gnuplot-nox iproute2 util-linux procps
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "treefarm: installing ${missing[*]}"
+  SUDO=""
+  if [ "$(id -u)" -ne 0 ]; then
+    if command -v sudo >/dev/null; then SUDO="sudo"; else
+      echo "treefarm: need root or sudo to install: ${missing[*]}" >&2; exit 1
+    fi
+  fi
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+JOBS="${TREEFARM_JOBS:-$(nproc)}"
+cmake -S "$TREEFARM_ROOT" -B "$TREEFARM_ROOT/build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build "$TREEFARM_ROOT/build" -j "$JOBS"
