@@ -9,7 +9,9 @@
 
 #include <spdlog/spdlog.h>
 
+#include "runtime/lp/SteadyState.hpp"
 #include "runtime/metrics/Results.hpp"
+#include "runtime/model/Calibration.hpp"
 #include "runtime/model/Experiment.hpp"
 #include "tasks/Checksum.hpp"
 #include "tasks/Payload.hpp"
@@ -127,10 +129,89 @@ int run_master(const MasterOptions& options) {
     std::fprintf(stderr, "%s\n", line.c_str());
   };
 
+  // Calibration run: every node measures in place; the master gathers the figures.
+  const bool calibrating = !options.calibrate_out.empty();
+  model::Calibration calibration;
+  std::size_t expected_measures = 0, got_measures = 0;
+  worker::NodeRuntime* self = nullptr;
+  if (calibrating) {
+    root.welcome.calibrate_reps = std::max<std::uint32_t>(1, options.calibrate_reps);
+    std::uint64_t probe = 1 << 20;
+    for (const auto& app : ex.apps) probe = std::max<std::uint64_t>(probe, app.input_bytes());
+    root.welcome.probe_bytes = probe;
+    root.wait_for_nodes = 0;
+    calibration.experiment = ex.path;
+    for (std::size_t i = 0; i < ex.nodes.size(); ++i) {
+      const auto& n = ex.nodes[i];
+      calibration.nodes[n.name].cores = n.cores;
+      if (i > 0) ++expected_measures;  // the link from its parent
+      const std::uint32_t cores = i == 0 ? static_cast<std::uint32_t>(node.cores.size()) : n.cores;
+      for (const auto& app : ex.apps)
+        if (cores > 0 && app.cores_per_task <= cores) ++expected_measures;
+    }
+    spdlog::info("master: calibration run, {} measurements expected", expected_measures);
+    root.on_measure = [&](const net::msg::Measure& m) {
+      auto it = calibration.nodes.find(m.node);
+      if (it == calibration.nodes.end()) {
+        spdlog::warn("master: measurement for unknown node '{}' ignored", m.node);
+        return;
+      }
+      if (m.what == net::msg::Measure::What::task_seconds) {
+        it->second.task_seconds[m.app] = m.value;
+      } else if (m.value > 0) {
+        it->second.link_bandwidth = m.value;
+      }
+      if (++got_measures >= expected_measures && self) self->finish();
+    };
+    root.on_tick = [&](double now) {
+      if (options.progress)
+        std::fprintf(stderr, "[%d s] calibration: %zu/%zu measurements\n", static_cast<int>(now), got_measures,
+                     expected_measures);
+      if (now > options.calibrate_timeout && self) {
+        spdlog::error("master: calibration incomplete after {} s", options.calibrate_timeout);
+        self->stop();
+      }
+    };
+  }
+
+  // Prediction from a calibration file (papers/beaumont2006 §3.1, LP (3)).
+  if (!options.calibration.empty()) {
+    const auto cal = model::load_calibration(options.calibration);
+    lp::MeasuredSeconds seconds;
+    lp::MeasuredBandwidth bandwidth;
+    for (const auto& [name, nc] : cal.nodes) {
+      seconds[name] = nc.task_seconds;
+      if (nc.link_bandwidth && *nc.link_bandwidth > 0) bandwidth[name] = *nc.link_bandwidth;
+    }
+    const auto platform = lp::model_from_experiment(ex, &seconds, &bandwidth);
+    const auto solution = lp::solve(platform);
+    results.predicted_fair_throughput = solution.fair_throughput;
+    for (std::size_t k = 0; k < results.apps.size(); ++k) results.apps[k].predicted = solution.app_throughput[k];
+    spdlog::info("master: LP optimum fair throughput {:.4f} tasks/s", solution.fair_throughput);
+  }
+
   worker::NodeRuntime runtime(node, std::move(root));
+  self = &runtime;
   running = &runtime;
   const int rc = runtime.run();
   running = nullptr;
+
+  if (calibrating) {
+    if (got_measures < expected_measures) {
+      spdlog::error("master: calibration got {} of {} measurements", got_measures, expected_measures);
+      return rc != 0 ? rc : 1;
+    }
+    model::save_calibration(calibration, options.calibrate_out);
+    std::printf("calibration written to %s\n", options.calibrate_out.c_str());
+    for (const auto& [name, nc] : calibration.nodes) {
+      std::printf("  %-12s", name.c_str());
+      for (const auto& [app, s] : nc.task_seconds) std::printf("  %s %.6f s/task", app.c_str(), s);
+      if (nc.link_bandwidth) std::printf("  link %.3g bytes/s", *nc.link_bandwidth);
+      else if (name != ex.nodes[0].name) std::printf("  link: faster than the probe resolves (loopback)");
+      std::printf("\n");
+    }
+    return rc;
+  }
 
   results.compute();
   if (!options.out_dir.empty()) {

@@ -25,6 +25,10 @@ struct MasterOptions {
   bool table = true;                           ///< Print the result table on stdout.
   std::optional<std::vector<int>> cores;       ///< Cores the master computes on (default: the master node's `cores`).
   std::string calibration;                     ///< Calibration file: add LP predictions.
+  /// Calibration run: write the measurements here instead of running tasks.
+  std::string calibrate_out;
+  std::uint32_t calibrate_reps = 5;            ///< Kernel runs per application and node.
+  double calibrate_timeout = 300;              ///< seconds for every measurement to arrive
 };
 
 /// Runs a whole experiment as its master. Returns the exit code: 0 when every task was

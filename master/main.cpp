@@ -27,6 +27,9 @@ int main(int argc, char** argv) {
   app.add_option("--wait-timeout", opt.wait_timeout, "seconds to wait for them before starting anyway")->capture_default_str();
   app.add_option("--cpus", cpus, "CPUs the master computes on (default: the master node's `cores`)");
   app.add_option("--ready-file", opt.ready_file, "Write the bound endpoint to this file once listening");
+  app.add_option("--calibration", opt.calibration, "Calibration file: print the LP prediction beside the measurements")->check(CLI::ExistingFile);
+  app.add_option("--calibrate-out", opt.calibrate_out, "Calibration run: every node measures in place; write the file here, run no task");
+  app.add_option("--calibrate-reps", opt.calibrate_reps, "Kernel runs per application and node in a calibration run")->capture_default_str();
   app.add_flag("--quiet", quiet, "No progress lines");
   app.add_option("--log-level", log_level, "trace|debug|info|warn|error|off")->capture_default_str();
   CLI11_PARSE(app, argc, argv);

@@ -34,7 +34,7 @@ std::size_t ProcessSet::spawn(const std::string& name, const std::vector<std::st
         close(fd);
       }
     }
-    execv(args[0], args.data());
+    execvp(args[0], args.data());
     _exit(127);
   }
   procs_.push_back(Process{name, pid, std::nullopt, log});

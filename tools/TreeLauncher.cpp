@@ -55,7 +55,19 @@ int launch_tree(const model::Experiment& ex, const LaunchOptions& options, const
   fs::create_directories(logs);
 
   const auto topo = worker::discover_topology();
-  const auto cpus = assign_cpus(ex, topo.cores);
+  auto cpus = assign_cpus(ex, topo.cores);
+  if (options.cpus)
+    for (std::size_t i = 0; i < cpus.size(); ++i) cpus[i] = options.cpus(i);
+  const auto listen_of = [&](std::size_t i) {
+    if (options.listen) return options.listen(i);
+    return ex.nodes[i].listen.empty() ? std::string("tcp://127.0.0.1:*") : ex.nodes[i].listen;
+  };
+  const auto wrapped = [&](std::size_t i, std::vector<std::string> args) {
+    if (!options.wrap) return args;
+    auto prefix = options.wrap(i);
+    prefix.insert(prefix.end(), args.begin(), args.end());
+    return prefix;
+  };
 
   ProcessSet procs;
   std::vector<std::size_t> proc_of(ex.nodes.size(), SIZE_MAX);
@@ -65,14 +77,14 @@ int launch_tree(const model::Experiment& ex, const LaunchOptions& options, const
   std::vector<std::string> margs = {bin + "/treefarm-master", ex.path, "--ready-file", ready(0).string(), "--out",
                                     out.string(), "--log-level", options.log_level};
   margs.push_back("--listen");
-  margs.push_back(ex.nodes[0].listen.empty() ? "tcp://127.0.0.1:*" : ex.nodes[0].listen);
+  margs.push_back(listen_of(0));
   if (!options.policy.empty()) { margs.push_back("--policy"); margs.push_back(options.policy); }
   if (options.buffer) { margs.push_back("--buffer"); margs.push_back(std::to_string(options.buffer)); }
   if (!options.calibration.empty()) { margs.push_back("--calibration"); margs.push_back(options.calibration); }
   if (options.quiet) margs.push_back("--quiet");
   if (!cpus[0].empty()) { margs.push_back("--cpus"); margs.push_back(cpus[0]); }
   for (const auto& a : options.master_args) margs.push_back(a);
-  proc_of[0] = procs.spawn(ex.nodes[0].name, margs);
+  proc_of[0] = procs.spawn(ex.nodes[0].name, wrapped(0, margs));
 
   const auto started = std::chrono::steady_clock::now();
   const auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(); };
@@ -96,9 +108,11 @@ int launch_tree(const model::Experiment& ex, const LaunchOptions& options, const
       const auto parent = *ex.parent_index(next);
       if (endpoint[parent].empty()) break;
       const auto& node = ex.nodes[next];
-      std::vector<std::string> args = {bin + "/treefarm-worker", "--parent", endpoint[parent], "--name", node.name,
+      const std::string parent_ep =
+          options.parent_endpoint ? options.parent_endpoint(next, endpoint[parent]) : endpoint[parent];
+      std::vector<std::string> args = {bin + "/treefarm-worker", "--parent", parent_ep, "--name", node.name,
                                        "--ready-file", ready(next).string(), "--log-level", options.log_level,
-                                       "--listen", node.listen.empty() ? "tcp://127.0.0.1:*" : node.listen};
+                                       "--listen", listen_of(next)};
       if (cpus[next].empty()) {
         args.push_back("--cores");
         args.push_back("0");
@@ -106,7 +120,7 @@ int launch_tree(const model::Experiment& ex, const LaunchOptions& options, const
         args.push_back("--cpus");
         args.push_back(cpus[next]);
       }
-      proc_of[next] = procs.spawn(node.name, args, (logs / (node.name + ".log")).string());
+      proc_of[next] = procs.spawn(node.name, wrapped(next, args), (logs / (node.name + ".log")).string());
       ++next;
     }
     for (auto i : procs.reap()) {

@@ -5,6 +5,7 @@
 /// process it started on every exit path.
 
 #include <atomic>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,16 @@ struct LaunchOptions {
   bool quiet = false;                  ///< No progress lines.
   std::string log_level = "info";
   std::vector<std::string> master_args;  ///< Extra arguments for treefarm-master.
+
+  // Hooks for running the tree elsewhere than plain loopback (treefarm emulate).
+  /// Command prefix for node i (e.g. {"ip", "netns", "exec", "tf-w1"}); empty = none.
+  std::function<std::vector<std::string>(std::size_t node)> wrap;
+  /// Endpoint node i listens on (default: its `listen`, else tcp://127.0.0.1:*).
+  std::function<std::string(std::size_t node)> listen;
+  /// Endpoint node i connects to, given the endpoint its parent bound (default: that one).
+  std::function<std::string(std::size_t node, const std::string& parent_bound)> parent_endpoint;
+  /// CPU list per node (default: assign_cpus over this machine's usable cores).
+  std::function<std::string(std::size_t node)> cpus;
 };
 
 /// Assigns the machine's usable cores to the nodes: a node's `cpuset` if given, else

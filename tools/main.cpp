@@ -1,12 +1,15 @@
 // treefarm: the user's command (docs/commands.md).
 #include <atomic>
 #include <csignal>
+#include <filesystem>
 #include <iostream>
 
 #include <CLI/CLI.hpp>
 
 #include "runtime/model/Experiment.hpp"
+#include "runtime/lp/LpBench.hpp"
 #include "tools/Bench.hpp"
+#include "tools/Predict.hpp"
 #include "tools/TreeLauncher.hpp"
 #include "worker/Topology.hpp"
 
@@ -31,7 +34,28 @@ int main(int argc, char** argv) {
   run->add_option("--policy", lo.policy, "Scheduling policy (overrides [run] policy)");
   run->add_option("--buffer", lo.buffer, "Buffer bound B in tasks (overrides [run] buffer)");
   run->add_option("--timeout", lo.timeout, "Give up after this many seconds (0 = never)")->capture_default_str();
+  std::string run_calibration;
+  bool run_calibrate = false;
+  run->add_option("--calibration", run_calibration, "Calibration file: print the LP prediction beside the measurements")->check(CLI::ExistingFile);
+  run->add_flag("--calibrate", run_calibrate, "Calibrate in place first (OUT/calibration.json), then run and compare with the LP");
   run->add_flag("--quiet", lo.quiet, "No progress lines");
+
+  // calibrate
+  auto* cal = app.add_subcommand("calibrate", "Measure every node's task durations and links in place (the tree as `run` starts it)");
+  std::string cal_experiment, cal_out = "calibration.json";
+  std::uint32_t cal_reps = 5;
+  cal->add_option("experiment", cal_experiment, "Experiment file")->required()->check(CLI::ExistingFile);
+  cal->add_option("--out", cal_out, "Calibration file to write")->capture_default_str();
+  cal->add_option("--reps", cal_reps, "Kernel runs per application and node")->capture_default_str();
+
+  // predict
+  auto* pred = app.add_subcommand("predict", "Solve the steady-state LP: the optimal throughput of the platform");
+  std::string pred_experiment;
+  treefarm::tools::PredictOptions po;
+  pred->add_option("experiment", pred_experiment, "Experiment file")->required()->check(CLI::ExistingFile);
+  pred->add_option("--calibration", po.calibration, "Calibration file (default: the model values speed/bandwidth)")->check(CLI::ExistingFile);
+  pred->add_flag("--json", po.json, "JSON output");
+  pred->add_flag("--schedule", po.schedule, "Also print the periodic schedule (section 3.2)");
   run->add_option("--log-level", lo.log_level, "trace|debug|info|warn|error|off")->capture_default_str();
 
   // hwdetect
@@ -50,6 +74,7 @@ int main(int argc, char** argv) {
   dispatch->add_option("--bytes", bench_bytes, "Payload bytes per task")->capture_default_str();
   dispatch->add_option("--buffer", bench_buffer, "Buffer bound B")->capture_default_str();
   dispatch->add_flag("--json", bench_json, "JSON output");
+  auto* bench_lp = bench->add_subcommand("lp", "LP build + solve time for random trees of 100, 1,000 and 10,000 nodes, 10 applications");
 
   CLI11_PARSE(app, argc, argv);
   std::signal(SIGINT, on_signal);
@@ -58,7 +83,29 @@ int main(int argc, char** argv) {
   try {
     if (*run) {
       const auto ex = treefarm::model::load_experiment(experiment);
+      if (run_calibrate) {
+        if (lo.out_dir.empty()) lo.out_dir = "out/" + std::filesystem::path(experiment).stem().string();
+        const std::string file = lo.out_dir + "/calibration.json";
+        auto clo = lo;
+        clo.master_args = {"--calibrate-out", file};
+        std::cerr << "treefarm run: calibrating first (" << file << ")\n";
+        const int rc = treefarm::tools::launch_tree(ex, clo, interrupted);
+        if (rc != 0) return rc;
+        run_calibration = file;
+      }
+      lo.calibration = run_calibration;
       return treefarm::tools::launch_tree(ex, lo, interrupted);
+    }
+    if (*cal) {
+      const auto ex = treefarm::model::load_experiment(cal_experiment);
+      treefarm::tools::LaunchOptions clo;
+      clo.master_args = {"--calibrate-out", std::filesystem::absolute(cal_out).string(), "--calibrate-reps", std::to_string(cal_reps)};
+      return treefarm::tools::launch_tree(ex, clo, interrupted);
+    }
+    if (*pred) return treefarm::tools::predict_command(pred_experiment, po, std::cout);
+    if (*bench_lp) {
+      treefarm::lp::bench_lp(std::cout);
+      return 0;
     }
     if (*hw) {
       const auto topo = treefarm::worker::discover_topology();

@@ -14,6 +14,7 @@
 
 #include "runtime/core/NodeScheduler.hpp"
 #include "runtime/net/Wire.hpp"
+#include "tasks/Payload.hpp"
 #include "tasks/TaskRunner.hpp"
 #include "worker/Executor.hpp"
 
@@ -85,6 +86,21 @@ struct NodeRuntime::Impl {
   std::string bound;
   std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now();
   std::atomic<bool> stopping{false};
+  std::atomic<bool> finish_requested{false};
+
+  // Calibration runs (Welcome.calibrate_reps > 0).
+  bool calibrating = false;
+  std::unordered_map<std::uint64_t, std::size_t> calib_runs;      // exec id -> app
+  std::vector<std::vector<double>> calib_samples;                 // per app, seconds
+  std::vector<std::shared_ptr<const std::vector<std::byte>>> calib_inputs;
+  struct Probe {
+    std::uint32_t seq = 0;
+    double sent_at = 0;
+    std::vector<double> small, big;   // round-trip seconds
+  };
+  static constexpr int small_probes = 3, big_probes = 5;
+  std::map<std::uint32_t, Probe> probes;                          // by child id
+  std::shared_ptr<const std::vector<std::byte>> probe_small, probe_big;
 
   std::unique_ptr<core::NodeScheduler> sched;
   net::msg::Welcome welcome;  // configuration, passed on to children
@@ -142,7 +158,9 @@ struct NodeRuntime::Impl {
       config.apps.push_back(p);
       min_cores_per_task = std::min(min_cores_per_task, info.cores_per_task);
     }
+    config.name = opt.name;
     sched = std::make_unique<core::NodeScheduler>(config, core::make_policy(w.policy));
+    calibrating = w.calibrate_reps > 0;
     if (!opt.cores.empty()) {
       ExecutorConfig ec;
       ec.cores = opt.cores;
@@ -213,7 +231,7 @@ struct NodeRuntime::Impl {
   /// Asks the core for local work while the executor has cores nobody has claimed yet
   /// (so tasks are requested only when the executor could start them).
   void top_up_local() {
-    if (!exec || !sched || (is_root() && !dispatching)) return;
+    if (!exec || !sched || calibrating || (is_root() && !dispatching)) return;
     const std::uint64_t claimed = exec_committed_cores + std::uint64_t{local_pending} * min_cores_per_task;
     if (claimed >= exec->total_cores()) return;
     const auto n = static_cast<std::uint32_t>((exec->total_cores() - claimed) / min_cores_per_task);
@@ -292,6 +310,11 @@ struct NodeRuntime::Impl {
 
   void collect_local() {
     for (auto& done : exec->poll_done()) {
+      if (auto c = calib_runs.find(done.id); c != calib_runs.end()) {
+        calibration_done(c->second, done);
+        calib_runs.erase(c);
+        continue;
+      }
       auto it = local_runs.find(done.id);
       if (it == local_runs.end()) continue;
       auto run = it->second;
@@ -318,6 +341,117 @@ struct NodeRuntime::Impl {
       results[run->task.id] = r;
       events.push_back(core::event::LocalTaskFinished{run->task, done.run_seconds});
     }
+  }
+
+  // ---- calibration ---------------------------------------------------------------
+  /// Keeps every core of this node busy with the applications' kernels, interleaved,
+  /// until each has run calibrate_reps times and for at least calibrate_seconds in all:
+  /// all nodes measure at the same time, so on shared cores the durations include the
+  /// sharing, as in a run (docs/calibration.md). Reports the median per application.
+  static constexpr double calibrate_seconds = 1.0;
+  std::vector<double> calib_total;     // per app, seconds accumulated
+  std::vector<bool> calib_reported;
+  std::size_t calib_in_flight = 0;
+
+  void start_calibration() {
+    if (!exec) return;
+    calib_samples.assign(apps.size(), {});
+    calib_total.assign(apps.size(), 0.0);
+    calib_reported.assign(apps.size(), true);
+    calib_inputs.assign(apps.size(), nullptr);
+    for (std::size_t k = 0; k < apps.size(); ++k) {
+      const auto& app = apps[k];
+      if (app.cores_per_task > exec->total_cores() || app.kernel == model::Kernel::abstract) continue;
+      auto input = std::make_shared<std::vector<std::byte>>();
+      tasks::fill_input(app, welcome.seed, static_cast<std::uint32_t>(k), 0, *input);
+      calib_inputs[k] = input;
+      calib_reported[k] = false;
+    }
+    for (std::uint32_t c = 0; c < exec->total_cores(); ++c) submit_calibration();
+  }
+
+  /// Submits one more calibration task: the application furthest from done.
+  void submit_calibration() {
+    std::optional<std::size_t> best;
+    for (std::size_t k = 0; k < apps.size(); ++k) {
+      if (calib_reported[k]) continue;
+      if (!best || calib_total[k] < calib_total[*best]) best = k;
+    }
+    if (!best) return;
+    const std::size_t k = *best;
+    auto input = calib_inputs[k];
+    ExecTask t;
+    t.id = next_exec_id++;
+    t.cores = apps[k].cores_per_task;
+    t.memory = apps[k].memory_per_task;
+    const model::AppSpec* spec = &apps[k];
+    t.run = [input, spec](TaskContext& ctx) {
+      tbb::task_arena* arena = ctx.cores().size() > 1 ? &ctx.arena() : nullptr;
+      (void)tasks::run_task(*spec, std::span<const std::byte>(input->data(), input->size()), arena);
+    };
+    calib_runs.emplace(t.id, k);
+    ++calib_in_flight;
+    exec->submit(std::move(t));
+  }
+
+  void calibration_done(std::size_t k, const ExecDone& done) {
+    --calib_in_flight;
+    if (done.error) {
+      spdlog::error("{}: calibration of '{}' failed", opt.name, apps[k].name);
+      calib_reported[k] = true;
+      return;
+    }
+    auto& samples = calib_samples[k];
+    samples.push_back(done.run_seconds);
+    calib_total[k] += done.run_seconds;
+    if (!calib_reported[k] && samples.size() >= welcome.calibrate_reps && calib_total[k] >= calibrate_seconds) {
+      calib_reported[k] = true;
+      std::sort(samples.begin(), samples.end());
+      const double median = samples[samples.size() / 2];
+      spdlog::info("{}: '{}' takes {:.6f} s per task here ({} runs)", opt.name, apps[k].name, median, samples.size());
+      report(net::msg::Measure{opt.name, apps[k].name, net::msg::Measure::What::task_seconds, median});
+    }
+    submit_calibration();
+  }
+
+  void report(const net::msg::Measure& m) {
+    if (is_root()) {
+      if (root->on_measure) root->on_measure(m);
+    } else {
+      net::send(*up, m);
+    }
+  }
+
+  /// Link probe, ping-pong: small probes give the round-trip overhead, payload-sized
+  /// ones the transfer time; bandwidth = bytes / (median big − min small).
+  void send_probe(std::uint32_t child) {
+    auto c = children.find(child);
+    auto p = probes.find(child);
+    if (c == children.end() || p == probes.end()) return;
+    const bool small = p->second.small.size() < small_probes;
+    zmq::message_t payload = net::share_bytes(small ? probe_small : probe_big);
+    p->second.sent_at = now();
+    net::send(*down, net::msg::Probe{++p->second.seq}, &c->second.identity, &payload);
+  }
+
+  void on_probe_ack(std::uint32_t child, const net::msg::ProbeAck& ack) {
+    auto p = probes.find(child);
+    if (p == probes.end() || ack.seq != p->second.seq) return;
+    const double rtt = now() - p->second.sent_at;
+    auto& st = p->second;
+    (st.small.size() < small_probes ? st.small : st.big).push_back(rtt);
+    if (st.big.size() < big_probes) {
+      send_probe(child);
+      return;
+    }
+    std::sort(st.big.begin(), st.big.end());
+    const double overhead = *std::min_element(st.small.begin(), st.small.end());
+    const double transfer = st.big[st.big.size() / 2] - overhead;
+    const double bytes = static_cast<double>(probe_big->size() - probe_small->size());
+    const double bw = transfer > 0 ? bytes / transfer : 0;
+    spdlog::info("{}: link to '{}' carries {:.3g} bytes/s", opt.name, children[child].name, bw);
+    report(net::msg::Measure{children[child].name, "", net::msg::Measure::What::link_bandwidth, bw});
+    probes.erase(p);
   }
 
   // ---- children ------------------------------------------------------------------
@@ -368,7 +502,15 @@ struct NodeRuntime::Impl {
       net::send(*down, welcome, &r.identity);
       spdlog::info("{}: child '{}' joined ({} cores)", opt.name, hello->name, hello->cores);
       node_joined(net::msg::NodeJoined{hello->name, opt.name, hello->cores, hello->memory});
-      post(core::event::ChildJoined{id, core::ChildInfo{hello->cores, 0}});
+      post(core::event::ChildJoined{id, core::ChildInfo{hello->name, hello->cores, 0}});
+      if (calibrating) {
+        if (!probe_big) {
+          probe_small = std::make_shared<const std::vector<std::byte>>(1);
+          probe_big = std::make_shared<const std::vector<std::byte>>(std::max<std::uint64_t>(welcome.probe_bytes, 2));
+        }
+        probes[id.value] = Probe{};
+        send_probe(id.value);
+      }
       return;
     }
     const core::ChildId child = known->second;
@@ -384,6 +526,8 @@ struct NodeRuntime::Impl {
           post(core::event::ResultArrived{child, core::TaskRef{id}});
         },
         [&](net::msg::NodeJoined& j) { node_joined(j); },
+        [&](net::msg::ProbeAck& a) { on_probe_ack(child.value, a); },
+        [&](net::msg::Measure& m) { report(m); },
         [&](net::msg::Heartbeat&) {},
         [&](net::msg::Bye&) { drop_child(child, "said goodbye"); },
         [&](auto& other) {
@@ -410,6 +554,7 @@ struct NodeRuntime::Impl {
           finished = true;
         },
         [&](net::msg::Heartbeat&) {},
+        [&](net::msg::Probe& p) { net::send(*up, net::msg::ProbeAck{p.seq}); },
         [&](net::msg::Welcome&) { spdlog::warn("{}: ignoring a second Welcome", opt.name); },
         [&](auto& other) {
           throw ParentLost(std::string("unexpected ") + net::kind_name(net::kind_of(net::Message{other})) + " from the parent");
@@ -451,14 +596,23 @@ struct NodeRuntime::Impl {
       if (is_root()) {
         configure(root->welcome);
         bind_children_socket();
-        if (root->wait_for_nodes == 0) start_dispatching();
+        if (calibrating) {
+          dispatching = true;  // nothing is dispatched; events go straight to the core
+          start_calibration();
+        } else if (root->wait_for_nodes == 0) {
+          start_dispatching();
+        }
       } else {
         join_parent();
         if (finished) return 0;
         bind_children_socket();
-        for (auto& a : sched->start(now())) carry_out(a);
-        top_up_local();
-        drain();
+        if (calibrating) {
+          start_calibration();
+        } else {
+          for (auto& a : sched->start(now())) carry_out(a);
+          top_up_local();
+          drain();
+        }
       }
       next_tick = now() + (root ? root->tick_interval : 1.0);
       while (!stopping && !finished) {
@@ -489,6 +643,11 @@ struct NodeRuntime::Impl {
             on_child_message(std::get<net::Received>(*got));
           }
         }
+        if (finish_requested && !finished) {
+          shutdown_children("run complete");
+          finished = true;
+          break;
+        }
         if (is_root() && !dispatching &&
             (joined_nodes >= root->wait_for_nodes || now() > root->wait_timeout)) {
           if (joined_nodes < root->wait_for_nodes)
@@ -496,7 +655,7 @@ struct NodeRuntime::Impl {
                          root->wait_for_nodes, root->wait_timeout);
           start_dispatching();
         }
-        if (sched && (!is_root() || dispatching)) drain();
+        if (sched && !calibrating && (!is_root() || dispatching)) drain();
         if (root && root->on_tick && now() >= next_tick) {
           root->on_tick(now());
           next_tick = now() + root->tick_interval;
@@ -532,6 +691,7 @@ NodeRuntime::NodeRuntime(NodeOptions options, std::optional<RootSetup> root) : i
 NodeRuntime::~NodeRuntime() = default;
 int NodeRuntime::run() { return impl_->run(); }
 void NodeRuntime::stop() { impl_->stopping = true; }
+void NodeRuntime::finish() { impl_->finish_requested = true; }
 std::string NodeRuntime::endpoint() const { return impl_->bound; }
 double NodeRuntime::now() const { return impl_->now(); }
 

@@ -52,6 +52,8 @@ struct RootSetup {
   double wait_timeout = 60;
   /// Called once when dispatching starts: the time origin of the run.
   std::function<void(double now)> on_start;
+  /// Calibration runs: a measurement reached the root (from anywhere in the tree).
+  std::function<void(const net::msg::Measure&)> on_measure;
 };
 
 class NodeRuntime {
@@ -67,6 +69,9 @@ class NodeRuntime {
   int run();
   /// Asks run() to return soon (async-signal-safe: sets a flag).
   void stop();
+  /// Root: ends the run normally (children get Shutdown) at the next loop turn; for
+  /// calibration runs, which end when every measurement is in.
+  void finish();
 
   /// The endpoint children connect to, once run() has bound it.
   std::string endpoint() const;

@@ -14,6 +14,8 @@ namespace {
 
 template <class... Ts>
 struct Overloaded : Ts... { using Ts::operator()...; };
+template <class... Ts>
+Overloaded(Ts...) -> Overloaded<Ts...>;  // clang < 17 has no CTAD for aggregates
 
 class Writer {
  public:
@@ -80,7 +82,10 @@ Kind kind_of(const Message& m) {
       [](const msg::NodeJoined&) { return Kind::node_joined; },
       [](const msg::Heartbeat&) { return Kind::heartbeat; },
       [](const msg::Shutdown&) { return Kind::shutdown; },
-      [](const msg::Bye&) { return Kind::bye; }},
+      [](const msg::Bye&) { return Kind::bye; },
+      [](const msg::Probe&) { return Kind::probe; },
+      [](const msg::ProbeAck&) { return Kind::probe_ack; },
+      [](const msg::Measure&) { return Kind::measure; }},
       m);
 }
 
@@ -95,11 +100,14 @@ const char* kind_name(Kind k) {
     case Kind::heartbeat: return "Heartbeat";
     case Kind::shutdown: return "Shutdown";
     case Kind::bye: return "Bye";
+    case Kind::probe: return "Probe";
+    case Kind::probe_ack: return "ProbeAck";
+    case Kind::measure: return "Measure";
   }
   return "?";
 }
 
-std::size_t payload_frames_for(Kind k) { return k == Kind::task ? 1 : 0; }
+std::size_t payload_frames_for(Kind k) { return k == Kind::task || k == Kind::probe ? 1 : 0; }
 
 std::vector<std::byte> encode(const Message& m) {
   Writer body;
@@ -125,6 +133,9 @@ std::vector<std::byte> encode(const Message& m) {
           body.put(a.cores_per_task);
           body.put(a.memory_per_task);
         }
+        body.put(w.calibrate_reps);
+        body.put(w.probe_bytes);
+        body.put(w.seed);
       },
       [&](const msg::Request& r) { body.put(r.count); },
       [&](const msg::Task& t) { body.put(t.task_id); },
@@ -145,7 +156,15 @@ std::vector<std::byte> encode(const Message& m) {
       },
       [&](const msg::Heartbeat&) {},
       [&](const msg::Shutdown& s) { body.put_string(s.reason); },
-      [&](const msg::Bye&) {}},
+      [&](const msg::Bye&) {},
+      [&](const msg::Probe& p) { body.put(p.seq); },
+      [&](const msg::ProbeAck& p) { body.put(p.seq); },
+      [&](const msg::Measure& x) {
+        body.put_string(x.node);
+        body.put_string(x.app);
+        body.put(static_cast<std::uint8_t>(x.what));
+        body.put(x.value);
+      }},
       m);
   if (body.bytes().size() > max_body_bytes) throw std::invalid_argument("message body too large to send");
   const Kind kind = kind_of(m);
@@ -170,7 +189,7 @@ Message decode(std::span<const std::byte> header_frame, std::size_t payload_fram
   if (version != wire_version)
     throw DecodeError("protocol version " + std::to_string(version) + ", this node speaks " + std::to_string(wire_version));
   const auto raw_kind = head.get<std::uint16_t>("kind");
-  if (raw_kind < static_cast<std::uint16_t>(Kind::hello) || raw_kind > static_cast<std::uint16_t>(Kind::bye))
+  if (raw_kind < static_cast<std::uint16_t>(Kind::hello) || raw_kind > static_cast<std::uint16_t>(Kind::measure))
     throw DecodeError("unknown message kind " + std::to_string(raw_kind));
   const auto kind = static_cast<Kind>(raw_kind);
   const auto body_len = head.get<std::uint32_t>("body_length");
@@ -221,6 +240,11 @@ Message decode(std::span<const std::byte> header_frame, std::size_t payload_fram
         a.memory_per_task = r.get<std::uint64_t>("app.memory_per_task");
         w.apps.push_back(std::move(a));
       }
+      w.calibrate_reps = r.get<std::uint32_t>("calibrate_reps");
+      if (w.calibrate_reps > 10000) throw DecodeError("Welcome with an absurd calibration repetition count");
+      w.probe_bytes = r.get<std::uint64_t>("probe_bytes");
+      if (w.probe_bytes > max_payload_bytes) throw DecodeError("Welcome with an absurd probe size");
+      w.seed = r.get<std::uint64_t>("seed");
       m = std::move(w);
       break;
     }
@@ -256,6 +280,20 @@ Message decode(std::span<const std::byte> header_frame, std::size_t payload_fram
     case Kind::heartbeat: m = msg::Heartbeat{}; break;
     case Kind::shutdown: m = msg::Shutdown{r.get_string("reason")}; break;
     case Kind::bye: m = msg::Bye{}; break;
+    case Kind::probe: m = msg::Probe{r.get<std::uint32_t>("seq")}; break;
+    case Kind::probe_ack: m = msg::ProbeAck{r.get<std::uint32_t>("seq")}; break;
+    case Kind::measure: {
+      msg::Measure x;
+      x.node = r.get_string("node");
+      x.app = r.get_string("app");
+      const auto what = r.get<std::uint8_t>("what");
+      if (what > 1) throw DecodeError("Measure of unknown kind " + std::to_string(what));
+      x.what = static_cast<msg::Measure::What>(what);
+      x.value = r.get_finite("value");
+      if (x.value < 0) throw DecodeError("Measure with a negative value");
+      m = std::move(x);
+      break;
+    }
   }
   r.finish();
   return m;

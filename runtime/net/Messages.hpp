@@ -21,7 +21,7 @@ constexpr std::uint64_t max_payload_bytes = 2ull << 30;   ///< bytes, one task's
 
 enum class Kind : std::uint16_t {
   hello = 1, welcome = 2, request = 3, task = 4, result = 5, node_joined = 6,
-  heartbeat = 7, shutdown = 8, bye = 9,
+  heartbeat = 7, shutdown = 8, bye = 9, probe = 10, probe_ack = 11, measure = 12,
 };
 
 namespace msg {
@@ -49,6 +49,12 @@ struct Welcome {
   std::string policy;
   bool one_port = true;
   std::vector<AppInfo> apps;
+  /// Calibration run (treefarm calibrate): every computing node runs each application's
+  /// kernel this many times in place and every parent probes the link to each child;
+  /// no task is dispatched. 0 = a normal run.
+  std::uint32_t calibrate_reps = 0;
+  std::uint64_t probe_bytes = 0;      ///< bytes per link probe in a calibration run
+  std::uint64_t seed = 1;             ///< Seed of the inputs (calibration inputs too)
 };
 /// Child → parent: `count` more tasks, please.
 struct Request { std::uint32_t count = 1; };
@@ -76,10 +82,23 @@ struct Heartbeat {};
 struct Shutdown { std::string reason; };
 /// Child → parent: leaving.
 struct Bye {};
+/// Parent → child: a link probe; `payload_bytes` follow in one payload frame.
+struct Probe { std::uint32_t seq = 0; };
+/// Child → parent: answer to a Probe (no payload).
+struct ProbeAck { std::uint32_t seq = 0; };
+/// Child → parent, travelling up to the master: a calibration measurement.
+struct Measure {
+  enum class What : std::uint8_t { task_seconds = 0, link_bandwidth = 1 };
+  std::string node;               ///< Node measured (for a link: the child end).
+  std::string app;                ///< Application (task_seconds only).
+  What what = What::task_seconds;
+  double value = 0;               ///< seconds, or bytes/s (0 = too fast to resolve)
+};
 }  // namespace msg
 
 using Message = std::variant<msg::Hello, msg::Welcome, msg::Request, msg::Task, msg::Result,
-                             msg::NodeJoined, msg::Heartbeat, msg::Shutdown, msg::Bye>;
+                             msg::NodeJoined, msg::Heartbeat, msg::Shutdown, msg::Bye, msg::Probe,
+                             msg::ProbeAck, msg::Measure>;
 
 Kind kind_of(const Message& m);
 const char* kind_name(Kind k);

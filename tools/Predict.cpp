@@ -1,0 +1,46 @@
+#include "tools/Predict.hpp"
+
+#include "runtime/lp/PeriodicSchedule.hpp"
+#include "runtime/lp/SteadyState.hpp"
+#include "runtime/model/Calibration.hpp"
+#include "runtime/model/Experiment.hpp"
+
+namespace treefarm::tools {
+
+int predict_command(const std::string& experiment, const PredictOptions& options, std::ostream& out) {
+  const auto ex = model::load_experiment(experiment);
+  lp::MeasuredSeconds seconds;
+  lp::MeasuredBandwidth bandwidth;
+  const bool calibrated = !options.calibration.empty();
+  if (calibrated) {
+    const auto cal = model::load_calibration(options.calibration);
+    for (const auto& [name, nc] : cal.nodes) {
+      seconds[name] = nc.task_seconds;
+      if (nc.link_bandwidth && *nc.link_bandwidth > 0) bandwidth[name] = *nc.link_bandwidth;
+    }
+  }
+  const auto platform = lp::model_from_experiment(ex, calibrated ? &seconds : nullptr, calibrated ? &bandwidth : nullptr);
+  const auto solution = lp::solve(platform);
+  if (options.json) {
+    auto j = lp::to_json(platform, solution);
+    if (options.schedule) {
+      const auto sched = lp::periodic_schedule(platform, solution);
+      j["schedule"] = {{"period", sched.period}, {"fair_throughput", sched.fair_throughput},
+                       {"within_tolerance", sched.within_tolerance}};
+    }
+    out << j.dump(1) << "\n";
+  } else {
+    lp::print_report(out, platform, solution);
+    if (options.schedule) {
+      const auto sched = lp::periodic_schedule(platform, solution);
+      out << "\n";
+      lp::print_schedule(out, platform, sched);
+      const auto check = lp::check_schedule(platform, sched);
+      out << (check.feasible ? "schedule feasible" : "schedule NOT feasible") << "\n";
+      for (const auto& v : check.violations) out << "  " << v << "\n";
+    }
+  }
+  return 0;
+}
+
+}  // namespace treefarm::tools
