@@ -11,6 +11,7 @@
 
 #include "runtime/lp/SteadyState.hpp"
 #include "runtime/metrics/Results.hpp"
+#include "runtime/net/Codec.hpp"
 #include "runtime/model/Calibration.hpp"
 #include "runtime/model/Experiment.hpp"
 #include "tasks/Checksum.hpp"
@@ -60,6 +61,10 @@ int run_master(const MasterOptions& options) {
   node.name = master_node.name;
   node.listen = options.listen;
   node.ready_file = options.ready_file;
+  node.curve = options.curve;
+  node.insecure = options.insecure;
+  node.heartbeat_interval = options.heartbeat_interval;
+  node.heartbeat_timeout = options.heartbeat_timeout;
   if (options.cores) {
     node.cores = *options.cores;
   } else if (master_node.cores > 0) {
@@ -174,6 +179,9 @@ int run_master(const MasterOptions& options) {
     };
   }
 
+  if (ex.run.policy == "lp" && options.calibration.empty() && !calibrating)
+    throw std::invalid_argument("policy 'lp' follows the LP solution, which needs the platform measured: give "
+                                "--calibration FILE or use `treefarm run --calibrate`");
   // Prediction from a calibration file (papers/beaumont2006 §3.1, LP (3)).
   if (!options.calibration.empty()) {
     const auto cal = model::load_calibration(options.calibration);
@@ -186,6 +194,24 @@ int run_master(const MasterOptions& options) {
     const auto platform = lp::model_from_experiment(ex, &seconds, &bandwidth);
     const auto solution = lp::solve(platform);
     results.predicted_fair_throughput = solution.fair_throughput;
+    // Tell every node what the calibration and the LP say about it (policies use it).
+    for (std::size_t i = 0; i < ex.nodes.size(); ++i) {
+      net::msg::NodeHint h;
+      h.name = ex.nodes[i].name;
+      const auto& nc = cal.nodes.count(h.name) ? cal.nodes.at(h.name) : model::NodeCalibration{};
+      h.link_bandwidth = nc.link_bandwidth.value_or(0.0);
+      for (std::size_t k = 0; k < ex.apps.size(); ++k) {
+        const auto t = nc.task_seconds.find(ex.apps[k].name);
+        h.task_seconds.push_back(t == nc.task_seconds.end() ? 0.0 : t->second);
+        h.alpha.push_back(solution.alpha[i][k]);
+        h.received.push_back(i == 0 ? 0.0 : solution.sent[i][k]);
+      }
+      root.welcome.hints.push_back(std::move(h));
+    }
+    if (net::encode(root.welcome).size() > net::max_body_bytes - 1024) {
+      spdlog::warn("master: the tree is too large to send per-node hints in the Welcome; policies will learn instead");
+      root.welcome.hints.clear();
+    }
     for (std::size_t k = 0; k < results.apps.size(); ++k) results.apps[k].predicted = solution.app_throughput[k];
     spdlog::info("master: LP optimum fair throughput {:.4f} tasks/s", solution.fair_throughput);
   }

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "runtime/net/Curve.hpp"
+
 namespace treefarm::master {
 
 struct MasterOptions {
@@ -29,6 +31,10 @@ struct MasterOptions {
   std::string calibrate_out;
   std::uint32_t calibrate_reps = 5;            ///< Kernel runs per application and node.
   double calibrate_timeout = 300;              ///< seconds for every measurement to arrive
+  net::CurveConfig curve;                      ///< CURVE encryption and authentication.
+  bool insecure = false;                       ///< Allow unencrypted non-loopback links.
+  double heartbeat_interval = 1.0;             ///< seconds
+  double heartbeat_timeout = 6.0;              ///< seconds
 };
 
 /// Runs a whole experiment as its master. Returns the exit code: 0 when every task was

@@ -30,6 +30,12 @@ int main(int argc, char** argv) {
   app.add_option("--calibration", opt.calibration, "Calibration file: print the LP prediction beside the measurements")->check(CLI::ExistingFile);
   app.add_option("--calibrate-out", opt.calibrate_out, "Calibration run: every node measures in place; write the file here, run no task");
   app.add_option("--calibrate-reps", opt.calibrate_reps, "Kernel runs per application and node in a calibration run")->capture_default_str();
+  std::string curve_secret, authorized;
+  app.add_option("--curve-secret", curve_secret, "The master's CURVE secret key file (treefarm keygen)")->check(CLI::ExistingFile);
+  app.add_option("--authorized-keys", authorized, "Public keys of the workers admitted (authorized_keys file)")->check(CLI::ExistingFile);
+  app.add_flag("--insecure", opt.insecure, "Allow unencrypted links on non-loopback addresses");
+  app.add_option("--heartbeat-interval", opt.heartbeat_interval, "seconds between heartbeats")->capture_default_str();
+  app.add_option("--heartbeat-timeout", opt.heartbeat_timeout, "seconds of silence after which a worker is declared dead")->capture_default_str();
   app.add_flag("--quiet", quiet, "No progress lines");
   app.add_option("--log-level", log_level, "trace|debug|info|warn|error|off")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
@@ -42,6 +48,12 @@ int main(int argc, char** argv) {
   std::signal(SIGTERM, [](int) { treefarm::master::stop_master(); });
   try {
     if (!cpus.empty()) opt.cores = treefarm::worker::parse_cpu_list(cpus);
+    if (!curve_secret.empty()) {
+      if (authorized.empty()) throw std::invalid_argument("--curve-secret needs --authorized-keys");
+      opt.curve.enabled = true;
+      opt.curve.own = treefarm::net::load_secret_key_file(curve_secret);
+      opt.curve.authorized = treefarm::net::load_authorized_keys(authorized);
+    }
     return treefarm::master::run_master(opt);
   } catch (const std::exception& e) {
     spdlog::error("{}", e.what());

@@ -22,6 +22,10 @@ struct LaunchOptions {
   bool quiet = false;                  ///< No progress lines.
   std::string log_level = "info";
   std::vector<std::string> master_args;  ///< Extra arguments for treefarm-master.
+  std::vector<std::string> worker_args;  ///< Extra arguments for every treefarm-worker.
+  /// CURVE on every link: a key pair per node is generated in the run's temp directory,
+  /// every node admits the tree's keys only.
+  bool encrypt = false;
 
   // Hooks for running the tree elsewhere than plain loopback (treefarm emulate).
   /// Command prefix for node i (e.g. {"ip", "netns", "exec", "tf-w1"}); empty = none.

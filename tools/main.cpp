@@ -2,12 +2,14 @@
 #include <atomic>
 #include <csignal>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 
 #include <CLI/CLI.hpp>
 
 #include "runtime/model/Experiment.hpp"
 #include "runtime/lp/LpBench.hpp"
+#include "runtime/net/Curve.hpp"
 #include "tools/Bench.hpp"
 #include "tools/Predict.hpp"
 #include "tools/TreeLauncher.hpp"
@@ -39,6 +41,14 @@ int main(int argc, char** argv) {
   run->add_option("--calibration", run_calibration, "Calibration file: print the LP prediction beside the measurements")->check(CLI::ExistingFile);
   run->add_flag("--calibrate", run_calibrate, "Calibrate in place first (OUT/calibration.json), then run and compare with the LP");
   run->add_flag("--quiet", lo.quiet, "No progress lines");
+  run->add_flag("--encrypt", lo.encrypt, "CURVE-encrypt and authenticate every link, loopback included (keys made for the run)");
+
+  // keygen
+  auto* keygen = app.add_subcommand("keygen", "Write CURVE key pairs (NAME.key, NAME.key_secret) and an authorized_keys file");
+  std::string key_dir = "keys";
+  std::vector<std::string> key_names;
+  keygen->add_option("names", key_names, "Node names, one key pair each")->required();
+  keygen->add_option("--out", key_dir, "Directory to write the keys to")->capture_default_str();
 
   // calibrate
   auto* cal = app.add_subcommand("calibrate", "Measure every node's task durations and links in place (the tree as `run` starts it)");
@@ -101,6 +111,18 @@ int main(int argc, char** argv) {
       treefarm::tools::LaunchOptions clo;
       clo.master_args = {"--calibrate-out", std::filesystem::absolute(cal_out).string(), "--calibrate-reps", std::to_string(cal_reps)};
       return treefarm::tools::launch_tree(ex, clo, interrupted);
+    }
+    if (*keygen) {
+      std::filesystem::create_directories(key_dir);
+      std::ofstream authorized(std::filesystem::path(key_dir) / "authorized_keys", std::ios::app);
+      for (const auto& name : key_names) {
+        const auto pair = treefarm::net::generate_keypair();
+        treefarm::net::write_keypair(key_dir, name, pair);
+        authorized << pair.public_key << "  # " << name << "\n";
+        std::cout << "wrote " << key_dir << "/" << name << ".key and " << name << ".key_secret (keep it private)\n";
+      }
+      std::cout << "public keys appended to " << key_dir << "/authorized_keys\n";
+      return 0;
     }
     if (*pred) return treefarm::tools::predict_command(pred_experiment, po, std::cout);
     if (*bench_lp) {

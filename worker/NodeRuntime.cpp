@@ -7,6 +7,7 @@
 #include <fstream>
 #include <map>
 #include <unordered_map>
+#include <thread>
 #include <unordered_set>
 
 #include <spdlog/spdlog.h>
@@ -115,7 +116,13 @@ struct NodeRuntime::Impl {
   struct Child {
     std::string identity;
     std::string name;
+    double last_seen = 0;
   };
+  std::unique_ptr<net::ZapHandler> zap;
+  std::map<std::string, double> hint_bandwidth;  // node -> bytes/s of its link (calibration)
+  double parent_last_seen = 0;
+  double orphan_since = 0;
+  double next_heartbeat = 0;
   std::map<std::uint32_t, Child> children;
   std::unordered_map<std::string, core::ChildId> by_identity;
   std::unordered_set<std::string> dropped;
@@ -159,6 +166,17 @@ struct NodeRuntime::Impl {
       min_cores_per_task = std::min(min_cores_per_task, info.cores_per_task);
     }
     config.name = opt.name;
+    for (const auto& h : w.hints) {
+      if (h.name == opt.name) {
+        config.local_seconds = h.task_seconds;
+        core::NodePlan plan;
+        plan.local = h.alpha;
+        for (const auto& c : w.hints)
+          if (c.name != opt.name) plan.children[c.name] = c.received;
+        config.plan = std::move(plan);
+      }
+      hint_bandwidth[h.name] = h.link_bandwidth;
+    }
     sched = std::make_unique<core::NodeScheduler>(config, core::make_policy(w.policy));
     calibrating = w.calibrate_reps > 0;
     if (!opt.cores.empty()) {
@@ -174,6 +192,11 @@ struct NodeRuntime::Impl {
     if (opt.listen.empty()) return;
     down.emplace(ctx, zmq::socket_type::router);
     net::configure_socket(*down, true);
+    down->set(zmq::sockopt::router_handover, true);  // a rejoining worker takes over its name
+    if (opt.curve.enabled) {
+      zap = std::make_unique<net::ZapHandler>(ctx, opt.curve.authorized, opt.name);
+      net::apply_curve_server(*down, opt.curve);
+    }
     down->bind(opt.listen);
     bound = down->get(zmq::sockopt::last_endpoint);
     spdlog::info("{}: listening on {}", opt.name, bound);
@@ -203,7 +226,9 @@ struct NodeRuntime::Impl {
           drop_child(*child, err.what());
           continue;
         }
-        if (!is_root() && std::holds_alternative<core::event::TaskArrived>(e)) throw ParentLost(err.what());
+        if (!is_root() && (std::holds_alternative<core::event::TaskArrived>(e) ||
+                           std::holds_alternative<core::event::PolicyMessage>(e)))
+          throw ParentLost(err.what());
         throw;
       }
       for (auto& a : actions) carry_out(a);
@@ -215,6 +240,7 @@ struct NodeRuntime::Impl {
     if (auto* r = std::get_if<core::event::WorkRequested>(&e); r && !r->from.local) return r->from.child;
     if (auto* r = std::get_if<core::event::ResultArrived>(&e)) return r->child;
     if (auto* r = std::get_if<core::event::ChildJoined>(&e)) return r->child;
+    if (auto* r = std::get_if<core::event::PolicyMessage>(&e); r && !r->from_parent) return r->child;
     return std::nullopt;
   }
 
@@ -258,6 +284,14 @@ struct NodeRuntime::Impl {
           if (it != results.end()) {
             root->on_result(it->second, a.duplicate, now());
             results.erase(it);
+          }
+        },
+        [&](core::action::SendPolicyMessage& a) {
+          net::msg::Policy m{std::move(a.payload)};
+          if (a.to_parent) {
+            if (up) net::send(*up, m);
+          } else if (auto c = children.find(a.child.value); c != children.end()) {
+            net::send(*down, m, &c->second.identity);
           }
         },
         [&](core::action::RunComplete&) {
@@ -488,8 +522,16 @@ struct NodeRuntime::Impl {
   }
 
   void on_child_message(net::Received& r) {
-    if (dropped.contains(r.identity)) return;
+    if (dropped.contains(r.identity)) {
+      if (!std::holds_alternative<net::msg::Hello>(r.message)) return;
+      dropped.erase(r.identity);  // a restarted worker under the same name may join again
+    }
     auto known = by_identity.find(r.identity);
+    if (known != by_identity.end() && std::holds_alternative<net::msg::Hello>(r.message)) {
+      drop_child(known->second, "it joined again (restarted or reconnected)");
+      dropped.erase(r.identity);
+      known = by_identity.end();
+    }
     if (known == by_identity.end()) {
       auto* hello = std::get_if<net::msg::Hello>(&r.message);
       if (!hello) {
@@ -497,12 +539,13 @@ struct NodeRuntime::Impl {
         return;
       }
       const core::ChildId id{next_child++};
-      children[id.value] = Child{r.identity, hello->name};
+      children[id.value] = Child{r.identity, hello->name, now()};
       by_identity[r.identity] = id;
       net::send(*down, welcome, &r.identity);
       spdlog::info("{}: child '{}' joined ({} cores)", opt.name, hello->name, hello->cores);
       node_joined(net::msg::NodeJoined{hello->name, opt.name, hello->cores, hello->memory});
-      post(core::event::ChildJoined{id, core::ChildInfo{hello->name, hello->cores, 0}});
+      const auto bw = hint_bandwidth.find(hello->name);
+      post(core::event::ChildJoined{id, core::ChildInfo{hello->name, hello->cores, bw == hint_bandwidth.end() ? 0.0 : bw->second}});
       if (calibrating) {
         if (!probe_big) {
           probe_small = std::make_shared<const std::vector<std::byte>>(1);
@@ -514,6 +557,7 @@ struct NodeRuntime::Impl {
       return;
     }
     const core::ChildId child = known->second;
+    children[child.value].last_seen = now();
     std::visit(Overloaded{
         [&](net::msg::Request& q) { post(core::event::WorkRequested{core::Target::to_child(child), q.count}); },
         [&](net::msg::Result& s) {
@@ -527,6 +571,7 @@ struct NodeRuntime::Impl {
         },
         [&](net::msg::NodeJoined& j) { node_joined(j); },
         [&](net::msg::ProbeAck& a) { on_probe_ack(child.value, a); },
+        [&](net::msg::Policy& p) { post(core::event::PolicyMessage{false, child, std::move(p.payload)}); },
         [&](net::msg::Measure& m) { report(m); },
         [&](net::msg::Heartbeat&) {},
         [&](net::msg::Bye&) { drop_child(child, "said goodbye"); },
@@ -536,8 +581,28 @@ struct NodeRuntime::Impl {
         r.message);
   }
 
+  /// Heartbeats both ways (docs/fault-tolerance.md): every node sends one to its parent
+  /// and to each child every interval; a peer silent for the timeout is dead.
+  void heartbeats() {
+    const double t = now();
+    if (t >= next_heartbeat) {
+      next_heartbeat = t + opt.heartbeat_interval;
+      if (up) net::send(*up, net::msg::Heartbeat{});
+      if (down)
+        for (auto& [id, c] : children) net::send(*down, net::msg::Heartbeat{}, &c.identity);
+    }
+    std::vector<std::uint32_t> silent;
+    for (auto& [id, c] : children)
+      if (t - c.last_seen > opt.heartbeat_timeout) silent.push_back(id);
+    for (auto id : silent)
+      drop_child(core::ChildId{id}, "no message for " + std::to_string(opt.heartbeat_timeout) + " s: declared dead");
+    if (up && t - parent_last_seen > opt.heartbeat_timeout)
+      throw ParentLost("no message from the parent for " + std::to_string(opt.heartbeat_timeout) + " s");
+  }
+
   // ---- parent --------------------------------------------------------------------
   void on_parent_message(net::Received& r) {
+    parent_last_seen = now();
     std::visit(Overloaded{
         [&](net::msg::Task& t) {
           const core::TaskId id{t.task_id};
@@ -555,6 +620,7 @@ struct NodeRuntime::Impl {
         },
         [&](net::msg::Heartbeat&) {},
         [&](net::msg::Probe& p) { net::send(*up, net::msg::ProbeAck{p.seq}); },
+        [&](net::msg::Policy& p) { post(core::event::PolicyMessage{true, core::ChildId{}, std::move(p.payload)}); },
         [&](net::msg::Welcome&) { spdlog::warn("{}: ignoring a second Welcome", opt.name); },
         [&](auto& other) {
           throw ParentLost(std::string("unexpected ") + net::kind_name(net::kind_of(net::Message{other})) + " from the parent");
@@ -566,6 +632,7 @@ struct NodeRuntime::Impl {
     up.emplace(ctx, zmq::socket_type::dealer);
     net::configure_socket(*up, false);
     up->set(zmq::sockopt::routing_id, opt.name);
+    net::apply_curve_client(*up, opt.curve);
     up->connect(opt.parent);
     net::send(*up, net::msg::Hello{opt.name, static_cast<std::uint32_t>(opt.cores.size()), opt.memory});
     const double deadline = now() + opt.join_timeout;
@@ -578,6 +645,7 @@ struct NodeRuntime::Impl {
       if (auto* bad = std::get_if<net::BadMessage>(&*got)) throw ParentLost("bad message from the parent: " + bad->reason);
       auto& rec = std::get<net::Received>(*got);
       if (auto* w = std::get_if<net::msg::Welcome>(&rec.message)) {
+        parent_last_seen = now();
         configure(*w);
         spdlog::info("{}: joined {} (policy {}, buffer {})", opt.name, opt.parent, w->policy, w->buffer);
         return;
@@ -643,6 +711,12 @@ struct NodeRuntime::Impl {
             on_child_message(std::get<net::Received>(*got));
           }
         }
+        heartbeats();
+        if (is_root() && dispatching && !calibrating) {
+          if (!children.empty() || exec) orphan_since = now();
+          else if (now() - orphan_since > opt.orphan_timeout)
+            throw std::runtime_error("no node can compute: no worker for " + std::to_string(opt.orphan_timeout) + " s");
+        }
         if (finish_requested && !finished) {
           shutdown_children("run complete");
           finished = true;
@@ -655,7 +729,10 @@ struct NodeRuntime::Impl {
                          root->wait_for_nodes, root->wait_timeout);
           start_dispatching();
         }
-        if (sched && !calibrating && (!is_root() || dispatching)) drain();
+        if (sched && !calibrating && (!is_root() || dispatching)) {
+          if (auto due = sched->next_deadline(); due && now() >= *due) events.push_back(core::event::Tick{});
+          drain();
+        }
         if (root && root->on_tick && now() >= next_tick) {
           root->on_tick(now());
           next_tick = now() + root->tick_interval;
@@ -667,7 +744,9 @@ struct NodeRuntime::Impl {
       }
     } catch (const ParentLost& e) {
       spdlog::error("{}: lost the parent: {}", opt.name, e.what());
-      shutdown_children("parent lost");
+      // Children are not told: they see this node fall silent and rejoin it when it is
+      // back (or give up after their own rejoin timeout).
+      if (opt.rejoin_timeout <= 0) shutdown_children("parent lost");
       exit_code = 3;
     } catch (const zmq::error_t& e) {
       spdlog::error("{}: ZeroMQ error: {}", opt.name, e.what());
@@ -686,11 +765,49 @@ NodeRuntime::NodeRuntime(NodeOptions options, std::optional<RootSetup> root) : i
   impl_->root = std::move(root);
   if (!impl_->root && impl_->opt.parent.empty())
     throw std::invalid_argument("a worker needs a parent endpoint (--parent tcp://HOST:PORT)");
+  const auto& o = impl_->opt;
+  const bool exposed = (!o.listen.empty() && !net::is_loopback_endpoint(o.listen)) ||
+                       (!o.parent.empty() && !net::is_loopback_endpoint(o.parent));
+  if (exposed && !o.curve.enabled && !o.insecure)
+    throw std::invalid_argument(
+        "refusing unencrypted links on a non-loopback address: give CURVE keys (--curve-secret, --authorized-keys, "
+        "--parent-key; see `treefarm keygen`) or --insecure");
+  if (o.curve.enabled && !o.listen.empty() && o.curve.authorized.empty())
+    throw std::invalid_argument("CURVE is on but no authorized keys are given (--authorized-keys): no child could join");
 }
 
 NodeRuntime::~NodeRuntime() = default;
-int NodeRuntime::run() { return impl_->run(); }
-void NodeRuntime::stop() { impl_->stopping = true; }
+
+int NodeRuntime::run() {
+  const auto started = std::chrono::steady_clock::now();
+  double backoff = 0.5;
+  for (;;) {
+    const int rc = impl_->run();
+    const bool rejoin = rc == 3 && !impl_->root && impl_->opt.rejoin_timeout > 0 && !impl_->stopping;
+    if (!rejoin) return rc;
+    const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    if (waited > impl_->opt.rejoin_timeout) {
+      spdlog::error("{}: could not rejoin within {} s; giving up", impl_->opt.name, impl_->opt.rejoin_timeout);
+      return rc;
+    }
+    // Start afresh (the parent re-queued everything sent to this subtree), listening on
+    // the same endpoint so that this node's own children find it again.
+    NodeOptions opt = impl_->opt;
+    if (!impl_->bound.empty()) opt.listen = impl_->bound;
+    opt.join_timeout = std::min(opt.join_timeout, 5.0);
+    spdlog::info("{}: rejoining {} in {:.1f} s", opt.name, opt.parent, backoff);
+    impl_.reset();
+    for (double slept = 0; slept < backoff; slept += 0.05) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    backoff = std::min(backoff * 2, 8.0);
+    impl_ = std::make_unique<Impl>();
+    impl_->opt = std::move(opt);
+    if (stop_requested_) return 130;
+  }
+}
+void NodeRuntime::stop() {
+  stop_requested_ = true;
+  if (impl_) impl_->stopping = true;
+}
 void NodeRuntime::finish() { impl_->finish_requested = true; }
 std::string NodeRuntime::endpoint() const { return impl_->bound; }
 double NodeRuntime::now() const { return impl_->now(); }

@@ -6,6 +6,7 @@
 /// class runs inside treefarm-worker and treefarm-master (the root is a node whose
 /// "parent" is the bag of tasks).
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -15,6 +16,7 @@
 
 #include "runtime/core/Events.hpp"
 #include "runtime/model/Application.hpp"
+#include "runtime/net/Curve.hpp"
 #include "runtime/net/Messages.hpp"
 
 namespace zmq { class message_t; }
@@ -31,6 +33,16 @@ struct NodeOptions {
   std::uint64_t memory = 0;             ///< bytes advertised and handed to tasks (0: not accounted).
   bool backfill = true;
   double join_timeout = 30;             ///< seconds to wait for the parent's Welcome.
+  double heartbeat_interval = 1.0;      ///< seconds between heartbeats to parent and children
+  double heartbeat_timeout = 6.0;       ///< seconds of silence after which a peer is dead
+  net::CurveConfig curve;               ///< CURVE encryption and authentication.
+  /// Allow unencrypted links on non-loopback addresses (otherwise an error).
+  bool insecure = false;
+  /// A worker that loses its parent rejoins it (same endpoint) with bounded exponential
+  /// back-off for up to this many seconds before giving up (0 = exit at once).
+  double rejoin_timeout = 60;
+  /// Root: give up when no node can compute (no child, no local cores) for this long.
+  double orphan_timeout = 30;
 };
 
 /// What only the root has: the run configuration and the bag of tasks.
@@ -82,6 +94,7 @@ class NodeRuntime {
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
+  std::atomic<bool> stop_requested_{false};
 };
 
 /// model::AppSpec from the wire description of an application.

@@ -37,6 +37,13 @@ int main(int argc, char** argv) {
   app.add_flag("--no-backfill", no_backfill, "Strict FIFO executor queue (no backfilling)");
   app.add_option("--ready-file", opt.ready_file, "Write the bound endpoint to this file once listening");
   app.add_option("--join-timeout", opt.join_timeout, "seconds to wait for the parent's Welcome")->capture_default_str();
+  std::string curve_secret, authorized, parent_key;
+  app.add_option("--curve-secret", curve_secret, "This worker's CURVE secret key file (treefarm keygen): encrypts and authenticates its links")->check(CLI::ExistingFile);
+  app.add_option("--parent-key", parent_key, "The parent's CURVE public key file (NAME.key)")->check(CLI::ExistingFile);
+  app.add_option("--authorized-keys", authorized, "Public keys of the workers admitted as children (authorized_keys file)")->check(CLI::ExistingFile);
+  app.add_flag("--insecure", opt.insecure, "Allow unencrypted links on non-loopback addresses");
+  app.add_option("--heartbeat-interval", opt.heartbeat_interval, "seconds between heartbeats")->capture_default_str();
+  app.add_option("--heartbeat-timeout", opt.heartbeat_timeout, "seconds of silence after which a peer is declared dead")->capture_default_str();
   app.add_option("--log-level", log_level, "trace|debug|info|warn|error|off")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
@@ -60,6 +67,16 @@ int main(int argc, char** argv) {
     opt.cores = usable;
     opt.memory = topo.memory_bytes;
     opt.backfill = !no_backfill;
+    if (!curve_secret.empty()) {
+      if (parent_key.empty()) throw std::invalid_argument("--curve-secret needs --parent-key (the parent's public key file)");
+      opt.curve.enabled = true;
+      opt.curve.own = treefarm::net::load_secret_key_file(curve_secret);
+      opt.curve.parent_public_key = treefarm::net::load_public_key_file(parent_key);
+      if (!authorized.empty()) opt.curve.authorized = treefarm::net::load_authorized_keys(authorized);
+      else opt.listen = "";  // nobody could be admitted: serve no children
+    } else if (!parent_key.empty() || !authorized.empty()) {
+      throw std::invalid_argument("--parent-key and --authorized-keys need --curve-secret");
+    }
     treefarm::worker::NodeRuntime node(opt);
     running = &node;
     std::signal(SIGINT, on_signal);

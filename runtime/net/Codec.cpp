@@ -31,6 +31,10 @@ class Writer {
     const auto* p = reinterpret_cast<const std::byte*>(s.data());
     bytes_.insert(bytes_.end(), p, p + s.size());
   }
+  void put_bytes(const std::vector<std::uint8_t>& v) {
+    const auto* p = reinterpret_cast<const std::byte*>(v.data());
+    bytes_.insert(bytes_.end(), p, p + v.size());
+  }
   std::vector<std::byte>& bytes() { return bytes_; }
 
  private:
@@ -55,6 +59,12 @@ class Reader {
     std::string s(reinterpret_cast<const char*>(bytes_.data() + pos_), n);
     pos_ += n;
     return s;
+  }
+  std::vector<std::uint8_t> get_bytes(std::size_t n, const char* field) {
+    if (bytes_.size() - pos_ < n) throw DecodeError(std::string("truncated bytes at field '") + field + "'");
+    const auto* p = reinterpret_cast<const std::uint8_t*>(bytes_.data() + pos_);
+    pos_ += n;
+    return std::vector<std::uint8_t>(p, p + n);
   }
   double get_finite(const char* field) {
     const double v = get<double>(field);
@@ -85,7 +95,8 @@ Kind kind_of(const Message& m) {
       [](const msg::Bye&) { return Kind::bye; },
       [](const msg::Probe&) { return Kind::probe; },
       [](const msg::ProbeAck&) { return Kind::probe_ack; },
-      [](const msg::Measure&) { return Kind::measure; }},
+      [](const msg::Measure&) { return Kind::measure; },
+      [](const msg::Policy&) { return Kind::policy; }},
       m);
 }
 
@@ -103,6 +114,7 @@ const char* kind_name(Kind k) {
     case Kind::probe: return "Probe";
     case Kind::probe_ack: return "ProbeAck";
     case Kind::measure: return "Measure";
+    case Kind::policy: return "Policy";
   }
   return "?";
 }
@@ -136,6 +148,15 @@ std::vector<std::byte> encode(const Message& m) {
         body.put(w.calibrate_reps);
         body.put(w.probe_bytes);
         body.put(w.seed);
+        body.put<std::uint32_t>(static_cast<std::uint32_t>(w.hints.size()));
+        for (const auto& h : w.hints) {
+          body.put_string(h.name);
+          body.put(h.link_bandwidth);
+          for (const auto* v : {&h.task_seconds, &h.alpha, &h.received}) {
+            if (v->size() != w.apps.size()) throw std::invalid_argument("node hint with a value per app expected");
+            for (double x : *v) body.put(x);
+          }
+        }
       },
       [&](const msg::Request& r) { body.put(r.count); },
       [&](const msg::Task& t) { body.put(t.task_id); },
@@ -164,6 +185,11 @@ std::vector<std::byte> encode(const Message& m) {
         body.put_string(x.app);
         body.put(static_cast<std::uint8_t>(x.what));
         body.put(x.value);
+      },
+      [&](const msg::Policy& p) {
+        if (p.payload.size() > max_policy_bytes) throw std::invalid_argument("policy message too large to send");
+        body.put<std::uint32_t>(static_cast<std::uint32_t>(p.payload.size()));
+        body.put_bytes(p.payload);
       }},
       m);
   if (body.bytes().size() > max_body_bytes) throw std::invalid_argument("message body too large to send");
@@ -189,7 +215,7 @@ Message decode(std::span<const std::byte> header_frame, std::size_t payload_fram
   if (version != wire_version)
     throw DecodeError("protocol version " + std::to_string(version) + ", this node speaks " + std::to_string(wire_version));
   const auto raw_kind = head.get<std::uint16_t>("kind");
-  if (raw_kind < static_cast<std::uint16_t>(Kind::hello) || raw_kind > static_cast<std::uint16_t>(Kind::measure))
+  if (raw_kind < static_cast<std::uint16_t>(Kind::hello) || raw_kind > static_cast<std::uint16_t>(Kind::policy))
     throw DecodeError("unknown message kind " + std::to_string(raw_kind));
   const auto kind = static_cast<Kind>(raw_kind);
   const auto body_len = head.get<std::uint32_t>("body_length");
@@ -245,6 +271,21 @@ Message decode(std::span<const std::byte> header_frame, std::size_t payload_fram
       w.probe_bytes = r.get<std::uint64_t>("probe_bytes");
       if (w.probe_bytes > max_payload_bytes) throw DecodeError("Welcome with an absurd probe size");
       w.seed = r.get<std::uint64_t>("seed");
+      const auto hints = r.get<std::uint32_t>("hint_count");
+      if (hints > max_body_bytes / 8) throw DecodeError("Welcome with an absurd hint count");
+      for (std::uint32_t i = 0; i < hints; ++i) {
+        msg::NodeHint h;
+        h.name = r.get_string("hint.name");
+        h.link_bandwidth = r.get_finite("hint.link_bandwidth");
+        for (auto* v : {&h.task_seconds, &h.alpha, &h.received})
+          for (std::size_t k = 0; k < w.apps.size(); ++k) {
+            const double x = r.get_finite("hint.value");
+            if (x < 0) throw DecodeError("Welcome with a negative hint value");
+            v->push_back(x);
+          }
+        if (h.link_bandwidth < 0) throw DecodeError("Welcome with a negative link bandwidth");
+        w.hints.push_back(std::move(h));
+      }
       m = std::move(w);
       break;
     }
@@ -292,6 +333,12 @@ Message decode(std::span<const std::byte> header_frame, std::size_t payload_fram
       x.value = r.get_finite("value");
       if (x.value < 0) throw DecodeError("Measure with a negative value");
       m = std::move(x);
+      break;
+    }
+    case Kind::policy: {
+      const auto n = r.get<std::uint32_t>("payload_length");
+      if (n > max_policy_bytes) throw DecodeError("Policy message of " + std::to_string(n) + " bytes, limit " + std::to_string(max_policy_bytes));
+      m = msg::Policy{r.get_bytes(n, "payload")};
       break;
     }
   }

@@ -17,11 +17,12 @@ constexpr std::size_t header_bytes = 16;
 constexpr std::size_t max_body_bytes = 64 * 1024;        ///< bytes, header frame body
 constexpr std::size_t max_name_bytes = 128;               ///< bytes, node/app names, strings
 constexpr std::size_t max_apps = 1024;
+constexpr std::size_t max_policy_bytes = 60 * 1024;      ///< bytes, one policy message
 constexpr std::uint64_t max_payload_bytes = 2ull << 30;   ///< bytes, one task's input
 
 enum class Kind : std::uint16_t {
   hello = 1, welcome = 2, request = 3, task = 4, result = 5, node_joined = 6,
-  heartbeat = 7, shutdown = 8, bye = 9, probe = 10, probe_ack = 11, measure = 12,
+  heartbeat = 7, shutdown = 8, bye = 9, probe = 10, probe_ack = 11, measure = 12, policy = 13,
 };
 
 namespace msg {
@@ -43,6 +44,15 @@ struct AppInfo {
   std::uint32_t cores_per_task = 1;
   std::uint64_t memory_per_task = 0;
 };
+/// What the master knows of one node from a calibration and the LP solution
+/// (papers/beaumont2006 §4.1, §5.1.4): passed down so policies need not learn it.
+struct NodeHint {
+  std::string name;
+  double link_bandwidth = 0;            ///< bytes/s of the link from its parent (0 = unknown)
+  std::vector<double> task_seconds;     ///< per app: seconds per task there (0 = unknown)
+  std::vector<double> alpha;            ///< per app: LP tasks/s computed there
+  std::vector<double> received;         ///< per app: LP tasks/s sent to it by its parent
+};
 /// Parent → child, answer to Hello: the run's configuration.
 struct Welcome {
   std::uint32_t buffer = 10;
@@ -55,6 +65,7 @@ struct Welcome {
   std::uint32_t calibrate_reps = 0;
   std::uint64_t probe_bytes = 0;      ///< bytes per link probe in a calibration run
   std::uint64_t seed = 1;             ///< Seed of the inputs (calibration inputs too)
+  std::vector<NodeHint> hints;        ///< Per node, when the master has a calibration/LP.
 };
 /// Child → parent: `count` more tasks, please.
 struct Request { std::uint32_t count = 1; };
@@ -94,11 +105,14 @@ struct Measure {
   What what = What::task_seconds;
   double value = 0;               ///< seconds, or bytes/s (0 = too fast to resolve)
 };
+/// Between a parent and a child: a scheduling policy's own message (opaque to the
+/// transport; the policy checks it). docs/policies.md.
+struct Policy { std::vector<std::uint8_t> payload; };
 }  // namespace msg
 
 using Message = std::variant<msg::Hello, msg::Welcome, msg::Request, msg::Task, msg::Result,
                              msg::NodeJoined, msg::Heartbeat, msg::Shutdown, msg::Bye, msg::Probe,
-                             msg::ProbeAck, msg::Measure>;
+                             msg::ProbeAck, msg::Measure, msg::Policy>;
 
 Kind kind_of(const Message& m);
 const char* kind_name(Kind k);

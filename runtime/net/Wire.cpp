@@ -80,7 +80,9 @@ bool is_loopback_endpoint(const std::string& endpoint) {
   std::string host = scheme == std::string::npos ? endpoint : endpoint.substr(scheme + 3);
   if (host.starts_with("[")) host = host.substr(1, host.find(']') - 1);
   else host = host.substr(0, host.rfind(':'));
-  return host.starts_with("127.") || host == "::1" || host == "localhost";
+  // 127.0.0.0/8 only as a dotted address: a host name such as "127.example.org" is not loopback.
+  const bool ipv4_loopback = host.starts_with("127.") && host.find_first_not_of("0123456789.") == std::string::npos;
+  return ipv4_loopback || host == "::1" || host == "localhost";
 }
 
 }  // namespace treefarm::net

@@ -1,0 +1,141 @@
+#include "runtime/net/Curve.hpp"
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <stdexcept>
+#include <sys/stat.h>
+
+#include <spdlog/spdlog.h>
+
+namespace treefarm::net {
+
+namespace {
+std::string read_field(const std::string& path, const std::string& field) {
+  std::ifstream f(path);
+  if (!f) throw std::runtime_error("cannot read key file " + path);
+  const std::regex line("^\\s*" + field + "\\s*=\\s*\"([^\"]{40})\"\\s*$");
+  std::string text;
+  while (std::getline(f, text)) {
+    std::smatch m;
+    if (std::regex_match(text, m, line)) return m[1].str();
+  }
+  throw std::runtime_error(path + ": no valid '" + field + "' (a 40-character Z85 key in quotes)");
+}
+}  // namespace
+
+KeyPair generate_keypair() {
+  if (!zmq_has("curve")) throw std::runtime_error("this libzmq has no CURVE support");
+  char pub[41], sec[41];
+  if (zmq_curve_keypair(pub, sec) != 0) throw std::runtime_error("zmq_curve_keypair failed");
+  return KeyPair{pub, sec};
+}
+
+void write_keypair(const std::string& dir, const std::string& name, const KeyPair& keys) {
+  std::filesystem::create_directories(dir);
+  const auto pub = std::filesystem::path(dir) / (name + ".key");
+  const auto sec = std::filesystem::path(dir) / (name + ".key_secret");
+  {
+    std::ofstream f(pub);
+    f << "# treefarm CURVE public key of " << name << "\npublic-key = \"" << keys.public_key << "\"\n";
+  }
+  {
+    std::ofstream f(sec);
+    f << "# treefarm CURVE secret key of " << name << ": keep private\npublic-key = \"" << keys.public_key
+      << "\"\nsecret-key = \"" << keys.secret_key << "\"\n";
+  }
+  chmod(sec.c_str(), 0600);
+}
+
+KeyPair load_secret_key_file(const std::string& path) {
+  return KeyPair{read_field(path, "public-key"), read_field(path, "secret-key")};
+}
+
+std::string load_public_key_file(const std::string& path) { return read_field(path, "public-key"); }
+
+std::set<std::string> load_authorized_keys(const std::string& path) {
+  std::ifstream f(path);
+  if (!f) throw std::runtime_error("cannot read authorized keys file " + path);
+  std::set<std::string> keys;
+  std::string line;
+  int n = 0;
+  while (std::getline(f, line)) {
+    ++n;
+    if (auto hash = line.find('#'); hash != std::string::npos) line.resize(hash);
+    line.erase(0, line.find_first_not_of(" \t"));
+    line.erase(line.find_last_not_of(" \t\r") + 1);
+    if (line.empty()) continue;
+    if (line.size() != 40) throw std::runtime_error(path + ":" + std::to_string(n) + ": not a 40-character Z85 public key");
+    keys.insert(line);
+  }
+  return keys;
+}
+
+void apply_curve_server(zmq::socket_t& socket, const CurveConfig& config) {
+  if (!config.enabled) return;
+  socket.set(zmq::sockopt::zap_domain, "treefarm");
+  socket.set(zmq::sockopt::curve_server, true);
+  socket.set(zmq::sockopt::curve_secretkey, config.own.secret_key);
+}
+
+void apply_curve_client(zmq::socket_t& socket, const CurveConfig& config) {
+  if (!config.enabled) return;
+  socket.set(zmq::sockopt::curve_serverkey, config.parent_public_key);
+  socket.set(zmq::sockopt::curve_publickey, config.own.public_key);
+  socket.set(zmq::sockopt::curve_secretkey, config.own.secret_key);
+}
+
+ZapHandler::ZapHandler(zmq::context_t& context, std::set<std::string> authorized, std::string node_name)
+    : context_(context), authorized_(std::move(authorized)), node_name_(std::move(node_name)) {
+  socket_ = std::make_unique<zmq::socket_t>(context_, zmq::socket_type::rep);
+  socket_->set(zmq::sockopt::linger, 0);
+  socket_->bind("inproc://zeromq.zap.01");
+  thread_ = std::thread([this] { loop(); });
+}
+
+ZapHandler::~ZapHandler() {
+  stop_ = true;
+  if (thread_.joinable()) thread_.join();
+}
+
+void ZapHandler::loop() {
+  while (!stop_) {
+    zmq::pollitem_t item{static_cast<void*>(*socket_), 0, ZMQ_POLLIN, 0};
+    zmq::poll(&item, 1, std::chrono::milliseconds(100));
+    if (!(item.revents & ZMQ_POLLIN)) continue;
+    std::vector<zmq::message_t> frames;
+    do {
+      zmq::message_t m;
+      (void)socket_->recv(m, zmq::recv_flags::none);
+      frames.push_back(std::move(m));
+    } while (frames.back().more());
+    // RFC 27: version, request id, domain, address, identity, mechanism, credentials...
+    std::string status = "400", text = "refused";
+    std::string client_key = "(none)";
+    const std::string address = frames.size() > 3 ? frames[3].to_string() : "?";
+    if (frames.size() >= 7 && frames[0].to_string() == "1.0" && frames[5].to_string() == "CURVE" && frames[6].size() == 32) {
+      char z85[41];
+      zmq_z85_encode(z85, static_cast<const uint8_t*>(frames[6].data()), 32);
+      client_key = z85;
+      if (authorized_.contains(client_key)) {
+        status = "200";
+        text = "OK";
+      }
+    }
+    if (status != "200") {
+      ++refused_;
+      spdlog::warn("{}: refused a connection from {} (public key {}): not in the authorized keys", node_name_, address,
+                   client_key);
+    }
+    const std::string version = "1.0";
+    const std::string request_id = frames.size() > 1 ? frames[1].to_string() : "";
+    socket_->send(zmq::buffer(version), zmq::send_flags::sndmore);
+    socket_->send(zmq::buffer(request_id), zmq::send_flags::sndmore);
+    socket_->send(zmq::buffer(status), zmq::send_flags::sndmore);
+    socket_->send(zmq::buffer(text), zmq::send_flags::sndmore);
+    socket_->send(zmq::buffer(status == "200" ? client_key : std::string()), zmq::send_flags::sndmore);
+    socket_->send(zmq::message_t(), zmq::send_flags::none);
+  }
+}
+
+}  // namespace treefarm::net
