@@ -41,6 +41,9 @@ int main(int argc, char** argv) {
   run->add_option("--calibration", run_calibration, "Calibration file: print the LP prediction beside the measurements")->check(CLI::ExistingFile);
   run->add_flag("--calibrate", run_calibrate, "Calibrate in place first (OUT/calibration.json), then run and compare with the LP");
   run->add_flag("--quiet", lo.quiet, "No progress lines");
+  double hb_interval = 0, hb_timeout = 0;
+  run->add_option("--heartbeat-interval", hb_interval, "seconds between heartbeats (default 1)");
+  run->add_option("--heartbeat-timeout", hb_timeout, "seconds of silence after which a node is declared dead (default 6)");
   run->add_flag("--encrypt", lo.encrypt, "CURVE-encrypt and authenticate every link, loopback included (keys made for the run)");
 
   // keygen
@@ -104,6 +107,10 @@ int main(int argc, char** argv) {
         run_calibration = file;
       }
       lo.calibration = run_calibration;
+      for (auto* args : {&lo.master_args, &lo.worker_args}) {
+        if (hb_interval > 0) args->insert(args->end(), {"--heartbeat-interval", std::to_string(hb_interval)});
+        if (hb_timeout > 0) args->insert(args->end(), {"--heartbeat-timeout", std::to_string(hb_timeout)});
+      }
       return treefarm::tools::launch_tree(ex, lo, interrupted);
     }
     if (*cal) {

@@ -6,8 +6,10 @@
 /// actions.
 
 #include <cstdint>
+#include <string>
 #include <string_view>
 #include <variant>
+#include <vector>
 
 #include "runtime/core/Ids.hpp"
 
@@ -22,6 +24,7 @@ struct TaskRef {
 
 /// What a node knows of a child when it joins.
 struct ChildInfo {
+  std::string name;                 ///< The child's node name.
   std::uint32_t cores = 0;          ///< Cores the child computes with.
   double bandwidth = 0;             ///< bytes/s of the link to it; 0 = unknown.
 };
@@ -46,11 +49,21 @@ struct ChildLeft { ChildId child; };
 struct TransferObserved { ChildId child; double bytes = 0; Seconds seconds = 0; };
 /// A timer the core asked for through next_deadline() expired.
 struct Tick {};
+/// A policy's message from the parent (`from_parent`) or from child `child`: the payload
+/// of an action::SendPolicyMessage of the same policy on that node, carried unchanged
+/// (opaque bytes; the policy checks them, a malformed one is a ProtocolError). Used by
+/// "data-centric" (papers/beaumont2006 §4.5) for subtree reports and plans.
+struct PolicyMessage {
+  bool from_parent = false;
+  ChildId child{};                      ///< Sender when !from_parent.
+  std::vector<std::uint8_t> payload;
+};
 }  // namespace event
 
 using Event = std::variant<event::TaskArrived, event::WorkRequested, event::SendDone,
                            event::LocalTaskFinished, event::ResultArrived, event::ChildJoined,
-                           event::ChildLeft, event::TransferObserved, event::Tick>;
+                           event::ChildLeft, event::TransferObserved, event::Tick,
+                           event::PolicyMessage>;
 
 /// Name of the event's kind, for error messages.
 std::string_view event_name(const Event& e);
@@ -68,9 +81,18 @@ struct ForwardResult { TaskRef task; };
 struct TaskCompleted { TaskRef task; bool duplicate = false; };
 /// At the root: every task of every application is done.
 struct RunComplete {};
+/// Send a policy's message to the parent (`to_parent`, never at the root) or to child
+/// `child`; the receiver gets it as event::PolicyMessage. Small (tens to a few thousand
+/// bytes), not ordered with tasks; losing one only delays the policy's adaptation.
+struct SendPolicyMessage {
+  bool to_parent = false;
+  ChildId child{};                      ///< Receiver when !to_parent.
+  std::vector<std::uint8_t> payload;
+};
 }  // namespace action
 
 using Action = std::variant<action::RequestWork, action::SendTask, action::StartTask,
-                            action::ForwardResult, action::TaskCompleted, action::RunComplete>;
+                            action::ForwardResult, action::TaskCompleted, action::RunComplete,
+                            action::SendPolicyMessage>;
 
 }  // namespace treefarm::core

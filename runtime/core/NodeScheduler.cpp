@@ -34,7 +34,8 @@ std::string_view event_name(const Event& e) {
       [](const event::ChildJoined&) { return std::string_view("ChildJoined"); },
       [](const event::ChildLeft&) { return std::string_view("ChildLeft"); },
       [](const event::TransferObserved&) { return std::string_view("TransferObserved"); },
-      [](const event::Tick&) { return std::string_view("Tick"); }},
+      [](const event::Tick&) { return std::string_view("Tick"); },
+      [](const event::PolicyMessage&) { return std::string_view("PolicyMessage"); }},
       e);
 }
 
@@ -57,6 +58,12 @@ NodeScheduler::NodeScheduler(NodeConfig config, std::unique_ptr<Policy> policy)
   state_.drawn.assign(k, 0);
   state_.started_local.assign(k, 0);
   state_.local_seconds.assign(k, 0.0);
+  // Calibrated durations (§5.1.4) seed the learnt means.
+  for (std::size_t i = 0; i < k && i < state_.config.local_seconds.size(); ++i)
+    if (state_.config.local_seconds[i] > 0) state_.local_seconds[i] = state_.config.local_seconds[i];
+  state_.port = !state_.config.one_port                  ? PortModel::multi_port
+                : policy_->one_port_per_application()    ? PortModel::one_port_per_app
+                                                         : PortModel::one_port;
   if (state_.config.is_root) {
     done_.resize(k);
     for (std::size_t i = 0; i < k; ++i) {
@@ -71,6 +78,7 @@ std::vector<Action> NodeScheduler::start(Seconds now) {
   state_.now = std::max(state_.now, now);
   std::vector<Action> out;
   pump(out);
+  policy_->take_messages(state_, out);
   return out;
 }
 
@@ -86,6 +94,7 @@ std::vector<Action> NodeScheduler::handle(const Event& event, Seconds now) {
   }
   policy_->observe(state_, event);
   pump(out);
+  policy_->take_messages(state_, out);
   return out;
 }
 
@@ -127,8 +136,14 @@ void NodeScheduler::apply(const Event& event, std::vector<Action>& out) {
         for (std::uint32_t i = 0; i < e.count; ++i)
           state_.requests.push_back(PendingRequest{e.from, state_.now, next_seq_++});
       },
-      [&](const event::SendDone&) {
+      [&](const event::SendDone& e) {
         // Under multi-port there is no port to free: adapters may report every send alike.
+        if (state_.port == PortModel::one_port_per_app) {
+          // A send to a child that left meanwhile was forgotten then: accepted, ignored.
+          state_.sending.erase(e.child);
+          state_.port_busy = !state_.sending.empty();
+          return;
+        }
         if (state_.config.one_port && !state_.port_busy) reject(event, "no send in progress");
         state_.port_busy = false;
       },
@@ -179,6 +194,10 @@ void NodeScheduler::apply(const Event& event, std::vector<Action>& out) {
         state_.buffer.insert(state_.buffer.begin(), lost.begin(), lost.end());
         std::erase_if(state_.requests, [&](const PendingRequest& r) { return r.from == gone; });
         state_.children.erase(e.child);
+        if (state_.port == PortModel::one_port_per_app) {
+          state_.sending.erase(e.child);
+          state_.port_busy = !state_.sending.empty();
+        }
       },
       [&](const event::TransferObserved& e) {
         auto child = state_.children.find(e.child);
@@ -187,7 +206,13 @@ void NodeScheduler::apply(const Event& event, std::vector<Action>& out) {
         auto& bw = child->second.bandwidth;
         bw = bw <= 0 ? observed : (1 - bandwidth_smoothing) * bw + bandwidth_smoothing * observed;
       },
-      [&](const event::Tick&) {}},
+      [&](const event::Tick&) {},
+      [&](const event::PolicyMessage& e) {
+        if (e.from_parent && state_.config.is_root) reject(event, "the root has no parent");
+        if (!e.from_parent && !state_.children.contains(e.child))
+          reject(event, "message from unknown child " + std::to_string(e.child.value));
+        if (auto why = policy_->check_message(state_, e)) reject(event, *why);
+      }},
       event);
 }
 
@@ -230,7 +255,7 @@ void NodeScheduler::pump(std::vector<Action>& out) {
         throw std::logic_error("policy chose a request or task that does not exist");
       const PendingRequest request = state_.requests[choice->request];
       const TaskRef task = state_.buffer[choice->task];
-      if (!state_.can_serve(request.from)) throw std::logic_error("policy chose a request it cannot serve now");
+      if (!state_.can_assign(request.from, task)) throw std::logic_error("policy chose a request it cannot serve now");
       state_.requests.erase(state_.requests.begin() + static_cast<std::ptrdiff_t>(choice->request));
       state_.buffer.erase(state_.buffer.begin() + static_cast<std::ptrdiff_t>(choice->task));
       in_flight_[task.id] = request.from;
@@ -241,7 +266,11 @@ void NodeScheduler::pump(std::vector<Action>& out) {
         auto& child = state_.children.at(request.from.child);
         ++child.in_flight;
         ++child.sent;
-        if (state_.config.one_port) state_.port_busy = true;
+        if (state_.port == PortModel::one_port) state_.port_busy = true;
+        if (state_.port == PortModel::one_port_per_app) {
+          state_.sending[request.from.child] = task.app();
+          state_.port_busy = true;
+        }
         out.push_back(action::SendTask{request.from.child, task});
       }
       policy_->assigned(state_, request.from, task);

@@ -49,8 +49,9 @@ class NodeScheduler {
   /// (and it is harmless to call again).
   std::vector<Action> start(Seconds now);
 
-  /// When the core wants a Tick (policies that recompute periodically); nullopt: never.
-  std::optional<Seconds> next_deadline() const { return std::nullopt; }
+  /// When the core wants a Tick (policies that recompute periodically, e.g. the reports
+  /// of "data-centric"); nullopt: never. A Tick delivered early or late is harmless.
+  std::optional<Seconds> next_deadline() const { return policy_->next_deadline(state_); }
 
   const NodeState& state() const { return state_; }
   const Policy& policy() const { return *policy_; }

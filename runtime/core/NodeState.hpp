@@ -6,6 +6,7 @@
 #include <deque>
 #include <limits>
 #include <map>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -24,13 +25,32 @@ struct AppParams {
   std::uint32_t cores_per_task = 1;
 };
 
+/// The steady-state rates a node should follow (papers/beaumont2006 §4.1), from the LP
+/// solution: tasks/s of each application to compute locally and to send to each child.
+struct NodePlan {
+  std::vector<double> local;                             ///< tasks/s per app, computed here
+  std::map<std::string, std::vector<double>> children;   ///< child name -> tasks/s per app sent to it
+};
+
 /// Static configuration of a node scheduler.
 struct NodeConfig {
+  std::string name;               ///< This node's name (for plans and messages).
   bool is_root = false;
   std::uint32_t buffer = 10;      ///< Bound B on buffered tasks (papers/beaumont2006 §4).
   std::vector<AppParams> apps;
   /// One-port model: one send to a child at a time, the port is busy until SendDone.
   bool one_port = true;
+  /// LP rates for this node, when the run has them (policy "lp"; others may use them).
+  std::optional<NodePlan> plan;
+  /// Calibrated seconds of one task of each app on this node (0 = unknown: learn it).
+  std::vector<double> local_seconds;
+};
+
+/// How sends to children share the out-port.
+enum class PortModel {
+  one_port,          ///< One send at a time (NodeConfig::one_port): port_busy until SendDone.
+  multi_port,        ///< Concurrent sends, no port state (SendDone accepted and ignored).
+  one_port_per_app,  ///< One send at a time per application and per child ("pbc", §4.4).
 };
 
 /// One pending single-task request.
@@ -55,7 +75,9 @@ struct NodeState {
   std::deque<TaskRef> buffer;                 ///< Received, not yet assigned (arrival order).
   std::deque<PendingRequest> requests;        ///< Single-task requests, arrival order.
   std::map<ChildId, ChildState> children;
+  PortModel port = PortModel::one_port;       ///< Set by the core from config and policy.
   bool port_busy = false;                     ///< A send to a child is in progress.
+  std::map<ChildId, AppId> sending;           ///< one_port_per_app: sends in progress.
   std::uint64_t requested_from_parent = 0;    ///< Requested, not yet arrived.
   std::vector<std::uint64_t> drawn;           ///< Root: tasks drawn from the bag per app.
   std::vector<std::uint64_t> started_local;   ///< Tasks started locally, per app.
@@ -64,7 +86,24 @@ struct NodeState {
   /// Root: tasks of app k still in the bag (not yet drawn).
   std::uint64_t source_remaining(AppId k) const;
   /// A request from this target could be served now (the port is free for children).
-  bool can_serve(const Target& t) const { return t.local || !config.one_port || !port_busy; }
+  bool can_serve(const Target& t) const {
+    if (t.local) return true;
+    switch (port) {
+      case PortModel::one_port: return !config.one_port || !port_busy;
+      case PortModel::multi_port: return true;
+      case PortModel::one_port_per_app: return !sending.contains(t.child);
+    }
+    return false;
+  }
+  /// `task` could be given to a request from `t` now (one_port_per_app: no send of its
+  /// application in progress either).
+  bool can_assign(const Target& t, TaskRef task) const {
+    if (!can_serve(t)) return false;
+    if (t.local || port != PortModel::one_port_per_app) return true;
+    for (const auto& [child, app] : sending)
+      if (app == task.app()) return false;
+    return true;
+  }
 };
 
 /// A choice of a policy: request requests[request] gets buffer[task].

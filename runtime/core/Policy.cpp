@@ -3,7 +3,11 @@
 #include <stdexcept>
 #include <string>
 
+#include "runtime/core/CgbcPolicy.hpp"
+#include "runtime/core/DataCentricPolicy.hpp"
 #include "runtime/core/FcfsPolicy.hpp"
+#include "runtime/core/LpPolicy.hpp"
+#include "runtime/core/PbcPolicy.hpp"
 
 namespace treefarm::core {
 
@@ -23,11 +27,18 @@ std::optional<AppId> Policy::next_source_app(const NodeState& state) {
 
 void Policy::observe(const NodeState&, const Event&) {}
 void Policy::assigned(const NodeState&, const Target&, TaskRef) {}
+std::optional<std::string> Policy::check_message(const NodeState&, const event::PolicyMessage&) const { return std::nullopt; }
+void Policy::take_messages(const NodeState&, std::vector<Action>&) {}
+std::optional<Seconds> Policy::next_deadline(const NodeState&) const { return std::nullopt; }
 
-std::vector<std::string> policy_names() { return {"fcfs"}; }
+std::vector<std::string> policy_names() { return {"fcfs", "cgbc", "pbc", "lp", "data-centric"}; }
 
 std::unique_ptr<Policy> make_policy(std::string_view name) {
   if (name == "fcfs") return std::make_unique<FcfsPolicy>();
+  if (name == "cgbc") return std::make_unique<CgbcPolicy>();
+  if (name == "pbc") return std::make_unique<PbcPolicy>();
+  if (name == "lp") return std::make_unique<LpPolicy>();
+  if (name == "data-centric") return std::make_unique<DataCentricPolicy>();
   std::string known;
   for (const auto& n : policy_names()) known += (known.empty() ? "" : ", ") + n;
   throw std::invalid_argument("unknown policy '" + std::string(name) + "' (known: " + known + ")");

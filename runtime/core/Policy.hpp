@@ -42,6 +42,21 @@ class Policy {
   /// Told after an assignment was carried out: `to` got `task`.
   virtual void assigned(const NodeState& state, const Target& to, TaskRef task);
 
+  /// Under NodeConfig::one_port: true if the policy sends one task at a time per
+  /// application (and per child) instead of one at a time in all ("pbc", §4.4).
+  virtual bool one_port_per_application() const { return false; }
+
+  /// Checks an event::PolicyMessage before the core accepts it (it is untrusted input):
+  /// an error text rejects it as a ProtocolError. Default: accepted (and ignored).
+  virtual std::optional<std::string> check_message(const NodeState& state, const event::PolicyMessage& message) const;
+
+  /// Appends the policy's outgoing action::SendPolicyMessage (after every handle() and
+  /// start()). Default: none.
+  virtual void take_messages(const NodeState& state, std::vector<Action>& out);
+
+  /// When the policy wants a Tick; nullopt: never. Default: never.
+  virtual std::optional<Seconds> next_deadline(const NodeState& state) const;
+
  protected:
   LoadBalancer1D root_mix_;  ///< Used by the default next_source_app.
 };

@@ -16,58 +16,13 @@
 
 namespace fs = std::filesystem;
 
+#include "tests/integration/ProcessTestUtil.hpp"
+
+using namespace treefarm::testing;
+
 namespace {
 
-struct CommandResult {
-  int exit_code = -1;
-  std::string output;  // stdout + stderr
-};
-
-CommandResult run_command(const std::string& cmd) {
-  CommandResult r;
-  std::FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  if (!p) return r;
-  std::array<char, 4096> buf;
-  std::size_t n;
-  while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0) r.output.append(buf.data(), n);
-  const int status = pclose(p);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  return r;
-}
-
-class TempDir {
- public:
-  TempDir() {
-    char tmpl[] = "/tmp/treefarm-itest-XXXXXX";
-    path_ = mkdtemp(tmpl);
-  }
-  ~TempDir() { fs::remove_all(path_); }
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
-
-std::string write_file(const fs::path& path, const std::string& text) {
-  std::ofstream(path) << text;
-  return path.string();
-}
-
-const std::string treefarm = std::string(TREEFARM_BIN_DIR) + "/treefarm";
-
-/// Processes whose command line mentions `needle` (other than ourselves).
-std::vector<pid_t> processes_mentioning(const std::string& needle) {
-  std::vector<pid_t> found;
-  for (const auto& entry : fs::directory_iterator("/proc")) {
-    const auto name = entry.path().filename().string();
-    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream f(entry.path() / "cmdline");
-    std::string cmdline((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-    const pid_t pid = std::stoi(name);
-    if (pid != getpid() && cmdline.find(needle) != std::string::npos) found.push_back(pid);
-  }
-  return found;
-}
+const std::string treefarm_bin = bin_dir + "/treefarm";
 
 // A tree deeper than the quickstart: master -> a -> b -> c (depth 3), plus siblings.
 std::string deep_tree(const std::string& prefix, std::uint64_t noop_tasks = 300) {
@@ -90,7 +45,7 @@ TEST(RunTest, DeepTreeCompletesEveryTaskExactlyOnceWithRightResults) {
   TempDir dir;
   const auto exp = write_file(dir.path() / "deep.toml", deep_tree("deep"));
   const auto out = dir.path() / "out";
-  const auto r = run_command(treefarm + " run " + exp + " --out " + out.string() + " --quiet --timeout 120");
+  const auto r = run_command(treefarm_bin + " run " + exp + " --out " + out.string() + " --quiet --timeout 120");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   std::ifstream f(out / "results.json");
   const auto j = nlohmann::json::parse(f);
@@ -143,7 +98,7 @@ TEST(RunTest, BadExperimentFileNamesFileLineAndField) {
   TempDir dir;
   const auto exp = write_file(dir.path() / "bad.toml",
                               "[[node]]\nname = \"m\"\n\n[[app]]\nname = \"x\"\nkernel = \"matmul\"\nn = -3\ntasks = 5\n");
-  const auto r = run_command(treefarm + " run " + exp);
+  const auto r = run_command(treefarm_bin + " run " + exp);
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.output.find("bad.toml:7"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("n"), std::string::npos) << r.output;
@@ -154,7 +109,7 @@ TEST(RunTest, AbstractApplicationIsRefusedByRun) {
   const auto exp = write_file(dir.path() / "abstract.toml",
                               "[[node]]\nname = \"m\"\n[[node]]\nname = \"w\"\nparent = \"m\"\n"
                               "[[app]]\nname = \"x\"\nbytes = 1000\nflops = 1e6\ntasks = 5\n");
-  const auto r = run_command(treefarm + " run " + exp + " --timeout 30");
+  const auto r = run_command(treefarm_bin + " run " + exp + " --timeout 30");
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.output.find("abstract"), std::string::npos) << r.output;
 }
@@ -167,7 +122,7 @@ TEST(RunTest, InterruptEndsEveryProcessItStarted) {
   ASSERT_GE(pid, 0);
   if (pid == 0) {
     const std::string out = (dir.path() / "out").string();
-    execl(treefarm.c_str(), treefarm.c_str(), "run", exp.c_str(), "--out", out.c_str(), "--quiet", nullptr);
+    execl(treefarm_bin.c_str(), treefarm_bin.c_str(), "run", exp.c_str(), "--out", out.c_str(), "--quiet", nullptr);
     _exit(127);
   }
   // Wait until the whole tree is up (every worker process exists), then interrupt.

@@ -91,7 +91,7 @@ TEST(NodeScheduler, NodeWithoutConsumersNeverRequests) {
   // A relay whose only child has no cores: the child never asks, so neither does it.
   auto node = make_node(node_config(false, 5, {app("a", 1, 10)}));
   EXPECT_EQ(names(node->start(0)), Strings{});
-  EXPECT_EQ(names(node->handle(event::ChildJoined{ChildId{1}, ChildInfo{0, 1e6}}, 0)), Strings{});
+  EXPECT_EQ(names(node->handle(event::ChildJoined{ChildId{1}, ChildInfo{"c1", 0, 1e6}}, 0)), Strings{});
   EXPECT_EQ(names(node->handle(event::Tick{}, 1)), Strings{});
   EXPECT_EQ(node->state().requested_from_parent, 0u);
   // Once the child asks, the node fills its buffer.

@@ -1,5 +1,6 @@
 #include "tests/runtime/core/TreeHarness.hpp"
 
+#include <algorithm>
 #include <sstream>
 #include <stdexcept>
 
@@ -29,7 +30,11 @@ std::string describe(const Event& e) {
       [](const event::ChildJoined& x) { return "ChildJoined " + std::to_string(x.child.value); },
       [](const event::ChildLeft& x) { return "ChildLeft " + std::to_string(x.child.value); },
       [](const event::TransferObserved& x) { return "TransferObserved " + std::to_string(x.child.value); },
-      [](const event::Tick&) { return std::string("Tick"); }},
+      [](const event::Tick&) { return std::string("Tick"); },
+      [](const event::PolicyMessage& x) {
+        return "PolicyMessage from " + (x.from_parent ? std::string("parent") : "child " + std::to_string(x.child.value)) +
+               " (" + std::to_string(x.payload.size()) + " bytes)";
+      }},
       e);
 }
 
@@ -44,20 +49,61 @@ std::string describe(const Action& a) {
       [](const action::TaskCompleted& x) {
         return "TaskCompleted " + task_name(x.task) + (x.duplicate ? " (duplicate)" : "");
       },
-      [](const action::RunComplete&) { return std::string("RunComplete"); }},
+      [](const action::RunComplete&) { return std::string("RunComplete"); },
+      [](const action::SendPolicyMessage& x) {
+        return "SendPolicyMessage to " + (x.to_parent ? std::string("parent") : "child " + std::to_string(x.child.value)) +
+               " (" + std::to_string(x.payload.size()) + " bytes)";
+      }},
       a);
+}
+
+std::string node_name(std::size_t v) { return "n" + std::to_string(v); }
+
+std::vector<std::optional<NodePlan>> proportional_plans(const TreeSpec& spec) {
+  const std::size_t n = spec.nodes.size();
+  const std::size_t k = spec.apps.size();
+  double sum_w = 0;
+  for (const auto& a : spec.apps) sum_w += a.weight;
+  std::vector<NodePlan> plans(n);
+  std::vector<std::vector<double>> subtree(n, std::vector<double>(k, 0.0));
+  for (std::size_t v = 0; v < n; ++v) {
+    plans[v].local.assign(k, 0.0);
+    const auto& d = spec.nodes[v].task_seconds;
+    for (std::size_t a = 0; a < k; ++a) {
+      const double t = d.empty() ? 1.0 : d.size() == 1 ? d[0] : d.at(a);
+      plans[v].local[a] = spec.nodes[v].cores * spec.apps[a].weight / sum_w / t;
+    }
+  }
+  for (std::size_t v = n; v-- > 0;) {
+    for (std::size_t a = 0; a < k; ++a) subtree[v][a] += plans[v].local[a];
+    if (v > 0) {
+      const std::size_t p = spec.nodes[v].parent;
+      plans[p].children[node_name(v)] = subtree[v];
+      for (std::size_t a = 0; a < k; ++a) subtree[p][a] += subtree[v][a];
+    }
+  }
+  return {plans.begin(), plans.end()};
 }
 
 TreeHarness::TreeHarness(TreeSpec spec) : spec_(std::move(spec)) {
   if (spec_.nodes.empty()) throw std::invalid_argument("TreeHarness: at least a root is required");
   const std::size_t n = spec_.nodes.size();
+  for (std::size_t v = 1; v < n; ++v)
+    if (spec_.nodes[v].parent >= v) throw std::invalid_argument("TreeHarness: a parent must come before its child");
+  if (spec_.plans.empty()) spec_.plans = proportional_plans(spec_);
+  spec_.plans.resize(n);
   children_.resize(n);
   for (std::size_t v = 0; v < n; ++v) {
     NodeConfig config;
+    config.name = node_name(v);
     config.is_root = v == 0;
     config.buffer = spec_.nodes[v].buffer;
     config.apps = spec_.apps;
     config.one_port = spec_.one_port;
+    config.plan = spec_.plans[v];
+    if (spec_.calibrated)
+      for (std::size_t a = 0; a < spec_.apps.size(); ++a)
+        config.local_seconds.push_back(duration(v, TaskRef{TaskId::make(AppId{static_cast<std::uint32_t>(a)}, 0)}));
     nodes_.push_back(std::make_unique<NodeScheduler>(std::move(config), make_policy(spec_.policy)));
     if (v > 0) {
       const std::size_t p = spec_.nodes[v].parent;
@@ -68,6 +114,7 @@ TreeHarness::TreeHarness(TreeSpec spec) : spec_(std::move(spec)) {
   alive_.assign(n, true);
   asked_.assign(n, false);
   running_.assign(n, 0);
+  tick_at_.assign(n, std::nullopt);
 }
 
 void TreeHarness::push(Seconds at, std::size_t to, std::size_t from, Event e) {
@@ -77,13 +124,17 @@ void TreeHarness::push(Seconds at, std::size_t to, std::size_t from, Event e) {
 void TreeHarness::start() {
   for (std::size_t v = 1; v < nodes_.size(); ++v) {
     ChildInfo info;
+    info.name = node_name(v);
     info.cores = spec_.nodes[v].cores;
+    if (spec_.calibrated)
+      info.bandwidth = spec_.nodes[v].link_bandwidth > 0 ? spec_.nodes[v].link_bandwidth : 1.0 / spec_.nodes[v].link_seconds;
     push(0, spec_.nodes[v].parent, spec_.nodes[v].parent, event::ChildJoined{ChildId{static_cast<std::uint32_t>(v)}, info});
   }
   for (std::size_t v = 0; v < nodes_.size(); ++v) {
     auto actions = nodes_[v]->start(0);
     for (const auto& a : actions) log_.push_back(Record{0, v, a});
     carry_out(v, actions);
+    schedule_tick(v);
   }
   for (std::size_t v = 0; v < nodes_.size(); ++v) {
     if (spec_.nodes[v].cores > 0)
@@ -118,6 +169,10 @@ bool TreeHarness::step() {
   }
   // The dead receive nothing, and what they sent is lost with their connection.
   if (!alive_[p.to] || !alive_[p.from]) return true;
+  if (std::holds_alternative<event::Tick>(*p.event)) {
+    if (!tick_at_[p.to] || *tick_at_[p.to] != p.time) return true;  // superseded
+    tick_at_[p.to].reset();
+  }
   deliver(p.to, *p.event);
   return true;
 }
@@ -147,8 +202,25 @@ void TreeHarness::deliver(std::size_t v, const Event& e) {
   }
   for (const auto& a : actions) log_.push_back(Record{now_, v, a});
   carry_out(v, actions);
+  schedule_tick(v);
   info.actions = &actions;
   if (on_step) on_step(*this, info);
+}
+
+void TreeHarness::schedule_tick(std::size_t v) {
+  auto d = nodes_[v]->next_deadline();
+  if (!d || nodes_[0]->run_complete()) return;
+  const Seconds at = std::max(*d, now_);
+  if (tick_at_[v] && *tick_at_[v] <= at) return;
+  tick_at_[v] = at;
+  push(at, v, v, event::Tick{});
+}
+
+Seconds TreeHarness::link_time(std::size_t child, TaskRef task) const {
+  const NodeSpec& c = spec_.nodes[child];
+  const double bytes = spec_.apps.at(task.app().value).bytes;
+  if (c.link_bandwidth > 0 && bytes > 0) return bytes / c.link_bandwidth;
+  return c.link_seconds;
 }
 
 Seconds TreeHarness::duration(std::size_t v, TaskRef task) const {
@@ -176,8 +248,12 @@ void TreeHarness::carry_out(std::size_t v, const std::vector<Action>& actions) {
             ADD_FAILURE() << "node " << v << " sent a task to " << c << ", not its child";
             return;
           }
-          const Seconds at = now_ + spec_.nodes[c].link_seconds;
+          const Seconds link = link_time(c, x.task);
+          const Seconds at = now_ + link;
+          const double bytes = spec_.apps[x.task.app().value].bytes;
           push(at, c, v, event::TaskArrived{x.task});
+          // Bytes of a task, or one unit per task when the apps have no size.
+          push(at, v, v, event::TransferObserved{x.child, bytes > 0 ? bytes : 1.0, link});
           push(at, v, v, event::SendDone{x.child});
         },
         [&](const action::StartTask& x) {
@@ -204,7 +280,24 @@ void TreeHarness::carry_out(std::size_t v, const std::vector<Action>& actions) {
           else
             ++completions_[x.task.id];
         },
-        [&](const action::RunComplete&) { ++run_complete_count_; }},
+        [&](const action::RunComplete&) { ++run_complete_count_; },
+        [&](const action::SendPolicyMessage& x) {
+          if (x.to_parent) {
+            if (v == 0) {
+              ADD_FAILURE() << "the root sent a policy message to its parent";
+              return;
+            }
+            push(now_ + me.latency_seconds, parent, v,
+                 event::PolicyMessage{false, ChildId{static_cast<std::uint32_t>(v)}, x.payload});
+            return;
+          }
+          const std::size_t c = x.child.value;
+          if (c == 0 || c >= nodes_.size() || spec_.nodes[c].parent != v) {
+            ADD_FAILURE() << "node " << v << " sent a policy message to " << c << ", not its child";
+            return;
+          }
+          push(now_ + spec_.nodes[c].latency_seconds, c, v, event::PolicyMessage{true, ChildId{}, x.payload});
+        }},
         a);
   }
 }

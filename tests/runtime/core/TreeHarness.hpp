@@ -9,6 +9,11 @@
 ///   StartTask     -> the node's LocalTaskFinished (after the task's duration), then the
 ///                    executor's WorkRequested{executor, 1}
 ///   ForwardResult -> the parent's ResultArrived{child}        (after the node's latency)
+///   SendPolicyMessage -> the other end's PolicyMessage         (after the lower node's latency)
+/// With every SendTask, the sender also gets TransferObserved{child, bytes, link time}
+/// (§5.1.4 learning) just before its SendDone. A node whose next_deadline() is set gets a
+/// Tick then (until the run is complete). Node v is named "n<v>"; every node gets a plan
+/// (NodeConfig::plan, used by "lp"): TreeSpec::plans, or proportional_plans() if empty.
 /// Each node has an executor of C slots that asks for C tasks at start. Everything is
 /// deterministic: events at equal times are delivered in the order they were queued.
 /// Every delivered event and every action is recorded; emptiness_check() ends a test.
@@ -37,6 +42,9 @@ struct NodeSpec {
   std::uint32_t buffer = 4;         ///< Bound B on its buffer.
   std::vector<Seconds> task_seconds{1.0};  ///< Task duration per app (one value: all apps).
   Seconds link_seconds = 0.1;       ///< Time of a task transfer from the parent.
+  /// bytes/s of the link from the parent; if > 0, a task of app k takes bytes(k)/bandwidth
+  /// (apps with bytes > 0) instead of link_seconds.
+  double link_bandwidth = 0;
   Seconds latency_seconds = 0.01;   ///< Time of a request or result to the parent.
 };
 
@@ -45,7 +53,19 @@ struct TreeSpec {
   std::vector<AppParams> apps;
   std::vector<NodeSpec> nodes;      ///< nodes[0] is the root.
   bool one_port = true;
+  /// Calibrated platform (§5.1.4): ChildInfo.bandwidth = the link's bytes/s (link_bandwidth,
+  /// or 1/link_seconds bytes-per-task units) and NodeConfig::local_seconds = task_seconds.
+  bool calibrated = false;
+  /// Per node, its plan; empty: proportional_plans(*this).
+  std::vector<std::optional<NodePlan>> plans;
 };
+
+/// A simple hand-made plan: node v computes app k at cores·w(k)/Σw / t_v(k) tasks/s (its
+/// executor busy, time shared by weight; links ignored), and sends each child the sum of
+/// its subtree's local rates.
+std::vector<std::optional<NodePlan>> proportional_plans(const TreeSpec& spec);
+/// The name the harness gives node v.
+std::string node_name(std::size_t v);
 
 /// One entry of the harness's log: an event delivered to a node, or an action it emitted.
 struct Record {
@@ -123,6 +143,8 @@ class TreeHarness {
   void carry_out(std::size_t v, const std::vector<Action>& actions);
   void kill_now(std::size_t v);
   Seconds duration(std::size_t v, TaskRef task) const;
+  Seconds link_time(std::size_t child, TaskRef task) const;
+  void schedule_tick(std::size_t v);
 
   TreeSpec spec_;
   std::vector<std::unique_ptr<NodeScheduler>> nodes_;
@@ -130,6 +152,7 @@ class TreeHarness {
   std::vector<bool> alive_;
   std::vector<bool> asked_;
   std::vector<std::uint32_t> running_;
+  std::vector<std::optional<Seconds>> tick_at_;
   std::priority_queue<Pending, std::vector<Pending>, Later> queue_;
   std::uint64_t seq_ = 0;
   Seconds now_ = 0;

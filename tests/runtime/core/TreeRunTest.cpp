@@ -2,6 +2,7 @@
 // complete, with the buffer bound, the request rule and the one-port model checked after
 // every event; children leaving mid-run. Parameterized over every policy make_policy()
 // knows, so each new policy is held to the same rules.
+#include <map>
 #include <optional>
 #include <random>
 #include <set>
@@ -131,29 +132,40 @@ TEST_P(TreeRun, BufferBoundAndRequestsMatchTheRoomAfterEveryEvent) {
 }
 
 // One-port: between a SendTask and its SendDone a node issues no other SendTask, while
-// its executor is still served. Under multi-port, sends do overlap.
+// its executor is still served. Under multi-port, sends do overlap. A policy with
+// PortModel::one_port_per_app ("pbc") may overlap sends of different applications to
+// different children, never two to one child or two of one application.
 TEST_P(TreeRun, OnePortNeverOverlapsSendsButKeepsTheExecutorBusy) {
   std::uint64_t starts_during_send = 0;
   std::uint64_t overlapping_sends = 0;
+  std::uint64_t per_app_overlaps = 0;
   for (int seed = 1; seed <= random_tree_count; ++seed) {
     const TreeSpec spec = random_tree(static_cast<std::uint64_t>(seed), GetParam());
     SCOPED_TRACE("seed " + std::to_string(seed) + ": " + describe_tree(spec));
     TreeHarness h(spec);
-    std::vector<std::uint32_t> sending(spec.nodes.size(), 0);
+    std::vector<std::map<std::uint32_t, AppId>> sending(spec.nodes.size());  // child -> app
     h.on_step = [&](const TreeHarness& t, const Step& s) {
-      if (std::holds_alternative<event::SendDone>(*s.event)) --sending[s.node];
+      auto& mine = sending[s.node];
+      if (const auto* d = std::get_if<event::SendDone>(s.event)) mine.erase(d->child.value);
+      const bool per_app = t.node(s.node).state().port == PortModel::one_port_per_app;
       for (const auto& a : *s.actions) {
-        if (std::holds_alternative<action::SendTask>(a)) {
-          if (t.spec().one_port)
-            ASSERT_EQ(sending[s.node], 0u) << "node " << s.node << " sent while a send was in progress";
-          else if (sending[s.node] > 0)
+        if (const auto* send = std::get_if<action::SendTask>(&a)) {
+          if (per_app) {
+            ASSERT_FALSE(mine.contains(send->child.value)) << "node " << s.node << " sent twice at once to one child";
+            for (const auto& [c, app] : mine)
+              ASSERT_NE(app, send->task.app()) << "node " << s.node << " sent two tasks of one application at once";
+            if (!mine.empty()) ++per_app_overlaps;
+          } else if (t.spec().one_port) {
+            ASSERT_TRUE(mine.empty()) << "node " << s.node << " sent while a send was in progress";
+          } else if (!mine.empty()) {
             ++overlapping_sends;
-          ++sending[s.node];
+          }
+          if (t.spec().one_port || !mine.contains(send->child.value)) mine[send->child.value] = send->task.app();
         }
-        if (std::holds_alternative<action::StartTask>(a) && t.spec().one_port && sending[s.node] > 0)
+        if (std::holds_alternative<action::StartTask>(a) && t.spec().one_port && !mine.empty())
           ++starts_during_send;
       }
-      ASSERT_EQ(t.node(s.node).state().port_busy, t.spec().one_port && sending[s.node] > 0);
+      ASSERT_EQ(t.node(s.node).state().port_busy, t.spec().one_port && !mine.empty());
     };
     h.start();
     h.run();
@@ -161,6 +173,9 @@ TEST_P(TreeRun, OnePortNeverOverlapsSendsButKeepsTheExecutorBusy) {
   }
   EXPECT_GT(starts_during_send, 100u) << "the executor must not wait for the port";
   EXPECT_GT(overlapping_sends, 100u) << "multi-port sends must overlap";
+  if (make_policy(GetParam())->one_port_per_application()) {
+    EXPECT_GT(per_app_overlaps, 100u) << "one port per application: sends of different applications overlap";
+  }
 }
 
 TEST_P(TreeRun, SubtreeWithoutCoresNeverHoardsTasks) {
@@ -261,7 +276,12 @@ TEST_P(TreeRun, RandomTreesSurviveAChildLeaving) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Policies, TreeRun, ::testing::ValuesIn(policy_names()),
-                         [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           std::string n = info.param;  // gtest names: letters, digits, '_'
+                           for (char& c : n)
+                             if (c == '-') c = '_';
+                           return n;
+                         });
 
 }  // namespace
 }  // namespace treefarm::core::testing

@@ -437,7 +437,7 @@ Bytes welcome_body(std::uint32_t count, const std::vector<msg::AppInfo>& apps, s
   for (const auto& a : apps)
     b.str(a.name).put(a.kernel).put(a.n).put(a.bytes).put(a.flops).put(a.weight).put(a.tasks).put(a.cores_per_task).put(
         a.memory_per_task);
-  b.put(calibrate_reps).put(probe_bytes).put<std::uint64_t>(7);
+  b.put(calibrate_reps).put(probe_bytes).put<std::uint64_t>(7).put<std::uint32_t>(0);  // no node hints
   return b.bytes;
 }
 

@@ -1,0 +1,58 @@
+#pragma once
+/// @file PlanFollower.hpp
+/// Follows steady-state rates with the 1D load-balancing mechanism (papers/beaumont2006
+/// §4.1): the choices are the pairs (requester, application) — the executor and each
+/// child, named in the plan by ChildInfo::name — with frequencies the plan's tasks/s.
+/// Shared by "lp" (rates from the LP, NodeConfig::plan) and "data-centric" (rates from
+/// its trading, §4.5).
+///
+/// A choice is feasible when its requester has a pending request that can take the oldest
+/// buffered task of its application now. select() makes the feasible choice the 1D rule
+/// prefers; a choice that could not be made keeps its deficit and catches up as soon as it
+/// is feasible again. The counts restart whenever the plan or the set of children changes.
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "runtime/core/LoadBalancer1D.hpp"
+#include "runtime/core/NodeState.hpp"
+
+namespace treefarm::core {
+
+class PlanFollower {
+ public:
+  struct Choice {
+    Target to;
+    AppId app;
+  };
+
+  /// Replaces the plan (nullopt: none; select() then never chooses).
+  void set_plan(std::optional<NodePlan> plan);
+  bool has_plan() const { return plan_.has_value(); }
+  const std::optional<NodePlan>& plan() const { return plan_; }
+
+  /// The preferred feasible planned choice as an Assignment (oldest request of that
+  /// requester, oldest task of that application), or nullopt if none is feasible.
+  std::optional<Assignment> select(const NodeState& state);
+  /// Records that `to` got a task of `task.app()` (whatever chose it).
+  void assigned(const NodeState& state, const Target& to, TaskRef task);
+
+  /// Σ of the plan's rates per application (local + every child): at the root, α(k).
+  std::vector<double> totals(std::size_t apps) const;
+
+  /// The current choices and their balancer (for tests), after sync with `state`.
+  const std::vector<Choice>& choices(const NodeState& state);
+  const LoadBalancer1D& balancer() const { return balancer_; }
+
+ private:
+  void sync(const NodeState& state);
+
+  std::optional<NodePlan> plan_;
+  bool dirty_ = true;
+  std::vector<ChildId> children_seen_;
+  std::vector<Choice> choices_;
+  LoadBalancer1D balancer_;
+};
+
+}  // namespace treefarm::core

@@ -1,0 +1,65 @@
+#include "runtime/sim/PlatformBuilder.hpp"
+
+#include <algorithm>
+
+#include <simgrid/s4u/Link.hpp>
+#include <simgrid/s4u/NetZone.hpp>
+
+namespace treefarm::sim {
+
+namespace sg4 = simgrid::s4u;
+
+std::vector<sg4::Host*> build_platform(const SimPlatform& platform) {
+  const auto& nodes = platform.nodes;
+  const std::size_t n = nodes.size();
+  std::vector<sg4::Host*> hosts(n, nullptr);
+  std::vector<sg4::NetZone*> subtree(n, nullptr);  // Z_u, for nodes with children
+  std::vector<sg4::NetZone*> top(n, nullptr);      // Z_u, or H_u for a leaf
+  std::vector<sg4::NetZone*> created;              // in creation order (parents first)
+
+  // SimGrid's hierarchical routing wants a zone to hold zones or hosts, not both (a host
+  // beside sub-zones is not found as a route end), so every host sits alone in its own
+  // zone H_u, gateway u. Nodes come breadth-first: every parent before its children.
+  for (std::size_t u = 0; u < n; ++u) {
+    const SimNode& node = nodes[u];
+    sg4::NetZone* home = node.parent < 0 ? nullptr : subtree[static_cast<std::size_t>(node.parent)];
+    if (!node.children.empty()) {
+      subtree[u] = sg4::create_star_zone("tree-" + node.name);
+      if (home) subtree[u]->set_parent(home);
+      created.push_back(subtree[u]);
+    }
+    auto* own = sg4::create_star_zone("host-" + node.name);
+    if (subtree[u])
+      own->set_parent(subtree[u]);
+    else if (home)
+      own->set_parent(home);
+    created.push_back(own);
+    // A host has at least one core in SimGrid; a forwarding node never executes anything.
+    hosts[u] = own->create_host(node.name, node.speed)->set_core_count(static_cast<int>(std::max(node.cores, 1u)))->seal();
+    top[u] = subtree[u] ? subtree[u] : own;
+    auto* me = hosts[u]->get_netpoint();
+
+    if (subtree[u]) {
+      if (node.max_out_bandwidth > 0) {
+        // Bounded multi-port (bertin2008 §2.1): all of u's sends share one more link.
+        const sg4::Link* out = subtree[u]->create_link("out-" + node.name, node.max_out_bandwidth)->seal();
+        subtree[u]->add_route(own->get_netpoint(), nullptr, me, nullptr, {sg4::LinkInRoute(out)}, false);
+        subtree[u]->add_route(nullptr, own->get_netpoint(), nullptr, me, {}, false);
+      } else {
+        subtree[u]->add_route(own->get_netpoint(), nullptr, me, nullptr, {}, true);
+      }
+    }
+    if (home) {
+      const sg4::Link* edge = home->create_split_duplex_link("link-" + node.name, node.bandwidth)
+                                  ->set_latency(node.latency)
+                                  ->seal();
+      // UP from the child towards the parent (requests, results); DOWN carries tasks.
+      home->add_route(top[u]->get_netpoint(), nullptr, me, nullptr,
+                      {sg4::LinkInRoute(edge, sg4::LinkInRoute::Direction::UP)}, true);
+    }
+  }
+  for (auto it = created.rbegin(); it != created.rend(); ++it) (*it)->seal();
+  return hosts;
+}
+
+}  // namespace treefarm::sim

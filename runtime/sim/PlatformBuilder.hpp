@@ -1,0 +1,25 @@
+#pragma once
+/// @file PlatformBuilder.hpp
+/// Builds the SimGrid platform of a SimPlatform (internal to the SimGrid adapter).
+///
+/// Routing: nested star zones shaped like the tree. Every host u sits alone in a zone
+/// H_u (gateway u); a node with children also has a zone Z_u holding H_u and, per child
+/// v, Z_v (or H_v for a leaf) reached through one split-duplex link of the edge (u, v)
+/// (bandwidth and latency of v's link; tasks go DOWN, requests and results UP). So
+/// u -> v crosses exactly the edge's link, whatever the depth, and the routing data is
+/// O(nodes): no N² table (a full or Floyd zone of 10,000 hosts would need 10^8 entries).
+/// A node with a max_out_bandwidth gets one more shared link on all its sends.
+
+#include <vector>
+
+#include <simgrid/s4u/Host.hpp>
+
+#include "runtime/sim/SimPlatform.hpp"
+
+namespace treefarm::sim {
+
+/// Creates the zones, hosts and links in the current SimGrid engine (which must exist
+/// and have no platform yet). Returns the host of each node, in node order.
+std::vector<simgrid::s4u::Host*> build_platform(const SimPlatform& platform);
+
+}  // namespace treefarm::sim

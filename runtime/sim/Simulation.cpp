@@ -1,0 +1,228 @@
+#include "runtime/sim/Simulation.hpp"
+
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+#include <stdexcept>
+
+#include <nlohmann/json.hpp>
+#include <simgrid/s4u/Actor.hpp>
+#include <simgrid/s4u/Engine.hpp>
+#include <simgrid/s4u/Mailbox.hpp>
+
+#include "runtime/lp/SteadyState.hpp"
+#include "runtime/sim/NodeActor.hpp"
+#include "runtime/sim/PlatformBuilder.hpp"
+#include "runtime/sim/SimWorld.hpp"
+
+namespace treefarm::sim {
+
+namespace sg4 = simgrid::s4u;
+
+namespace {
+
+long max_rss_kib() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_maxrss;  // KiB on Linux
+}
+
+std::vector<core::NodePlan> plans_from(const SimPlatform& p, const lp::Solution& s) {
+  std::vector<core::NodePlan> plans(p.nodes.size());
+  for (std::size_t u = 0; u < p.nodes.size(); ++u) {
+    plans[u].local = s.alpha.at(u);
+    for (std::size_t v : p.nodes[u].children) plans[u].children[p.nodes[v].name] = s.sent.at(v);
+  }
+  return plans;
+}
+
+metrics::RunResults empty_results(const SimPlatform& p) {
+  metrics::RunResults r;
+  r.experiment = p.experiment.path;
+  r.policy = p.experiment.run.policy;
+  r.epsilon = p.experiment.run.epsilon;
+  for (const auto& app : p.experiment.apps) {
+    metrics::AppResult a;
+    a.name = app.name;
+    a.kernel = std::string(model::to_string(app.kernel));
+    a.weight = app.weight;
+    a.tasks = app.tasks;
+    r.apps.push_back(a);
+  }
+  for (const auto& n : p.nodes)
+    r.nodes.push_back(metrics::NodeResult{n.name, n.parent < 0 ? "" : p.nodes[static_cast<std::size_t>(n.parent)].name,
+                                          n.cores, 0});
+  return r;
+}
+
+void fill_prediction(const lp::Solution& s, metrics::RunResults& results) {
+  results.predicted_fair_throughput = s.fair_throughput;
+  for (std::size_t k = 0; k < results.apps.size() && k < s.app_throughput.size(); ++k)
+    results.apps[k].predicted = s.app_throughput[k];
+}
+
+// Runs SimGrid in this process. `solution` (may be null) gives the "lp" policy its plan.
+SimulationOutcome run_engine(const SimPlatform& p, const SimulationOptions& o, const lp::Solution* solution) {
+  static bool used = false;
+  if (used) throw std::logic_error("SimGrid's engine already ran in this process: use simulate() (forks)");
+  used = true;
+  if (p.nodes.empty()) throw std::invalid_argument("simulation: the platform has no node");
+  const auto t0 = std::chrono::steady_clock::now();
+
+  std::string arg0 = "treefarm-simulate", arg1 = "--log=root.thres:critical";
+  char* argv[] = {arg0.data(), arg1.data(), nullptr};
+  int argc = 2;
+  sg4::Engine engine(&argc, argv);
+  engine.set_config("network/model:" + o.network_model);
+  // Link values as given: no TCP window bound (rate <= gamma / (2 latency)) and no
+  // cross-traffic of acknowledgements (docs/simulation.md).
+  engine.set_config("network/TCP-gamma:1e300");
+  engine.set_config("network/crosstraffic:0");
+  engine.set_config("contexts/stack-size:" + std::to_string(o.stack_kib));
+
+  SimWorld world;
+  world.platform = &p;
+  world.options = &o;
+  if (solution) world.plans = plans_from(p, *solution);
+  world.hosts = build_platform(p);
+  for (const auto& n : p.nodes) {
+    world.down.push_back(sg4::Mailbox::by_name("down-" + n.name));
+    world.control.push_back(sg4::Mailbox::by_name("control-" + n.name));
+    world.up.push_back(sg4::Mailbox::by_name("up-" + n.name));
+  }
+  world.results = empty_results(p);
+  for (std::size_t u = 0; u < p.nodes.size(); ++u) {
+    auto actor = sg4::Actor::create(p.nodes[u].name, world.hosts[u], [&world, u] { NodeActor(world, u)(); });
+    if (u == 0) world.root_actor = actor;
+  }
+  const double setup = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  engine.run();
+
+  SimulationOutcome out;
+  out.simulated_seconds = sg4::Engine::get_clock();
+  out.completed = world.completed;
+  out.error = world.error;
+  if (!out.completed && out.error.empty()) {
+    out.error = "deadlock: no activity left at t=" + std::to_string(out.simulated_seconds) + " s with " +
+                std::to_string(world.results.tasks.size()) + " of " + std::to_string(p.experiment.total_tasks()) +
+                " tasks recorded";
+  }
+  out.events = world.events;
+  world.results.compute();
+  out.results = std::move(world.results);
+  out.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  out.setup_seconds = setup;
+  out.max_rss_kib = max_rss_kib();
+  world.root_actor = nullptr;
+  return out;
+}
+
+nlohmann::json outcome_to_json(const SimulationOutcome& o) {
+  return {{"results", metrics::to_json(o.results)}, {"completed", o.completed}, {"error", o.error},
+          {"simulated_seconds", o.simulated_seconds}, {"wall_seconds", o.wall_seconds},
+          {"setup_seconds", o.setup_seconds},
+          {"max_rss_kib", o.max_rss_kib}, {"events", o.events}};
+}
+
+SimulationOutcome outcome_from_json(const nlohmann::json& j) {
+  SimulationOutcome o;
+  o.results = metrics::results_from_json(j.at("results"));
+  o.completed = j.at("completed").get<bool>();
+  o.error = j.at("error").get<std::string>();
+  o.simulated_seconds = j.at("simulated_seconds").get<double>();
+  o.wall_seconds = j.at("wall_seconds").get<double>();
+  o.setup_seconds = j.at("setup_seconds").get<double>();
+  o.max_rss_kib = j.at("max_rss_kib").get<long>();
+  o.events = j.at("events").get<std::uint64_t>();
+  return o;
+}
+
+void write_all(int fd, const std::string& text) {
+  std::size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;
+    done += static_cast<std::size_t>(n);
+  }
+}
+
+}  // namespace
+
+double add_prediction(const SimPlatform& platform, metrics::RunResults& results) {
+  const auto solution = lp::solve(platform.model);
+  fill_prediction(solution, results);
+  return solution.build_seconds + solution.solve_seconds;
+}
+
+SimulationOutcome simulate_in_this_process(const SimPlatform& platform, const SimulationOptions& options) {
+  const auto solution = lp::solve(platform.model);
+  auto out = run_engine(platform, options, &solution);
+  fill_prediction(solution, out.results);
+  out.lp_seconds = solution.build_seconds + solution.solve_seconds;
+  return out;
+}
+
+SimulationOutcome simulate(const SimPlatform& platform, const SimulationOptions& options) {
+  // The LP in the parent: its plan is inherited by the child (policy "lp") and its
+  // optimum goes beside the measurements.
+  const auto solution = lp::solve(platform.model);
+
+  int fds[2];
+  if (::pipe(fds) != 0) throw std::runtime_error(std::string("simulation: pipe: ") + std::strerror(errno));
+  std::cout.flush();
+  std::cerr.flush();
+  std::fflush(nullptr);
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    ::close(fds[0]);
+    ::close(fds[1]);
+    throw std::runtime_error(std::string("simulation: fork: ") + std::strerror(errno));
+  }
+  if (pid == 0) {  // the child: simulate, report, and leave without running the parent's atexit code
+    ::close(fds[0]);
+    nlohmann::json j;
+    try {
+      j = outcome_to_json(run_engine(platform, options, &solution));
+    } catch (const std::exception& e) {
+      j = {{"exception", e.what()}};
+    } catch (...) {
+      j = {{"exception", "unknown exception"}};
+    }
+    write_all(fds[1], j.dump());
+    ::close(fds[1]);
+    std::fflush(nullptr);
+    ::_exit(0);
+  }
+  ::close(fds[1]);
+  std::string text;
+  char buf[1 << 16];
+  for (;;) {
+    const ssize_t n = ::read(fds[0], buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    text.append(buf, static_cast<std::size_t>(n));
+  }
+  ::close(fds[0]);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFSIGNALED(status))
+    throw std::runtime_error("simulation process killed by signal " + std::to_string(WTERMSIG(status)) +
+                             " (" + strsignal(WTERMSIG(status)) + "); SimGrid's message, if any, is above");
+  if (text.empty()) throw std::runtime_error("simulation process exited without a result (status " + std::to_string(WEXITSTATUS(status)) + ")");
+  const auto j = nlohmann::json::parse(text);
+  if (j.contains("exception")) throw std::runtime_error("simulation: " + j["exception"].get<std::string>());
+  auto out = outcome_from_json(j);
+  fill_prediction(solution, out.results);
+  out.lp_seconds = solution.build_seconds + solution.solve_seconds;
+  return out;
+}
+
+}  // namespace treefarm::sim

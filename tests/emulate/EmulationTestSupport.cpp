@@ -1,0 +1,68 @@
+#include "tests/emulate/EmulationTestSupport.hpp"
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include "tools/emulate/Cgroups.hpp"
+#include "tools/emulate/Command.hpp"
+#include "tools/emulate/Emulate.hpp"
+#include "tools/emulate/StateFile.hpp"
+
+namespace treefarm::emulate::testing {
+
+namespace fs = std::filesystem;
+
+const std::string& unavailable_reason() {
+  static const std::string why = emulation_unavailable();
+  return why;
+}
+
+std::string fresh_prefix() {
+  std::random_device rd;
+  for (;;) {
+    char buf[8];
+    std::snprintf(buf, sizeof buf, "tf%04x", static_cast<unsigned>(rd() & 0xffff));
+    const std::string p = buf;
+    if (leftovers(p).empty()) return p;
+  }
+}
+
+std::vector<std::string> leftovers(const std::string& prefix) {
+  std::vector<std::string> found;
+  const std::string dash = prefix + "-";
+  const auto scan = [&](const std::vector<std::string>& cmd, const std::string& what) {
+    std::istringstream in(run_command(cmd).out);
+    std::string line;
+    while (std::getline(in, line))
+      if (line.find(dash) != std::string::npos) found.push_back(what + ": " + line);
+  };
+  scan({"ip", "netns", "list"}, "netns");
+  scan({"ip", "-o", "link", "show"}, "link");
+  scan({"tc", "qdisc", "show"}, "qdisc");
+  const auto mounts = CgroupMounts::detect();
+  for (const auto& root : {mounts.cpu, mounts.cpuset}) {
+    if (root.empty()) continue;
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(root, ec))
+      if (e.path().filename().string().rfind(dash, 0) == 0) found.push_back("cgroup: " + e.path().string());
+  }
+  const auto state = fs::path(StateFile::default_dir()) / (prefix + ".state");
+  if (fs::exists(state)) found.push_back("state file: " + state.string());
+  return found;
+}
+
+model::Experiment experiment(const std::string& toml) { return model::parse_experiment(toml, "<test>"); }
+
+std::string read_text(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream s;
+  s << f.rdbuf();
+  std::string t = s.str();
+  while (!t.empty() && (t.back() == '\n' || t.back() == ' ')) t.pop_back();
+  return t;
+}
+
+}  // namespace treefarm::emulate::testing

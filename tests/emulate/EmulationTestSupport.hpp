@@ -1,0 +1,35 @@
+#pragma once
+// Helpers shared by the emulation tests: the skip rule, unique prefixes and a check
+// for anything left behind.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "runtime/model/Experiment.hpp"
+
+namespace treefarm::emulate::testing {
+
+/// "" when emulation works here, else why not (cached).
+const std::string& unavailable_reason();
+
+/// A "tf" + 4 hex prefix that nothing uses now.
+std::string fresh_prefix();
+
+/// Everything named PREFIX-* that still exists: namespaces, root-namespace links,
+/// qdiscs, control groups, the state file. Empty = clean.
+std::vector<std::string> leftovers(const std::string& prefix);
+
+/// Parses an experiment from text.
+model::Experiment experiment(const std::string& toml);
+
+/// Contents of a file, trailing whitespace removed.
+std::string read_text(const std::string& path);
+
+}  // namespace treefarm::emulate::testing
+
+#define SKIP_UNLESS_EMULATION()                                                                   \
+  do {                                                                                            \
+    if (!::treefarm::emulate::testing::unavailable_reason().empty())                               \
+      GTEST_SKIP() << "emulation tests skipped: " << ::treefarm::emulate::testing::unavailable_reason(); \
+  } while (0)

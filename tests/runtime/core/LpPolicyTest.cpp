@@ -1,0 +1,125 @@
+// LP (papers/beaumont2006 §4.1): each node follows the LP rates with the 1D mechanism
+// over (requester, application); the root draws types in proportion to α(k).
+#include "runtime/core/LpPolicy.hpp"
+
+#include <cmath>
+#include <numeric>
+
+#include <gtest/gtest.h>
+
+#include "tests/runtime/core/CoreTestUtil.hpp"
+
+namespace treefarm::core::testing {
+namespace {
+
+// A worker with two children "left" and "right" and an executor, 2 apps; the plan.
+NodeState worker_state(const NodePlan& plan) {
+  NodeState s;
+  s.config = node_config(false, 100, {app("a", 1, 1000), app("b", 1, 1000)}, /*one_port=*/false);
+  s.config.plan = plan;
+  ChildState l, r;
+  l.info.name = "left";
+  r.info.name = "right";
+  s.children.emplace(ChildId{1}, l);
+  s.children.emplace(ChildId{2}, r);
+  return s;
+}
+
+// Scripted: every requester always has a request pending and the buffer always holds
+// both types, so every choice is feasible; over every prefix each (requester, app) pair
+// stays within the D'Hondt bound of LoadBalancer1D, and is exact at every period end.
+TEST(LpPolicy, EveryNodeFollowsThePlanFrequenciesOverEveryPeriod) {
+  NodePlan plan;
+  plan.local = {2, 1};
+  plan.children["left"] = {3, 0};
+  plan.children["right"] = {0.5, 1.5};  // Σ = 8 tasks/s: one period = 8 choices
+  NodeState s = worker_state(plan);
+  LpPolicy p;
+  p.start(s);
+  const std::vector<Target> who{Target::executor(), child(1), child(2)};
+  std::uint64_t seq = 0, next_task = 0;
+  for (const auto& t : who) s.requests.push_back(PendingRequest{t, 0, seq++});
+  for (int i = 0; i < 4; ++i) s.buffer.push_back(task(static_cast<std::uint32_t>(i % 2), next_task++));
+  const std::vector<double> f{2, 1, 3, 0, 0.5, 1.5};  // (executor,a) (executor,b) (left,a) ...
+  const double sum = std::accumulate(f.begin(), f.end(), 0.0);
+  std::vector<std::uint64_t> count(6, 0);
+  for (std::uint64_t n = 1; n <= 800; ++n) {
+    auto a = p.select(s);
+    ASSERT_TRUE(a.has_value());
+    const Target to = s.requests[a->request].from;
+    const TaskRef t = s.buffer[a->task];
+    s.requests.erase(s.requests.begin() + static_cast<std::ptrdiff_t>(a->request));
+    s.buffer.erase(s.buffer.begin() + static_cast<std::ptrdiff_t>(a->task));
+    p.assigned(s, to, t);
+    s.requests.push_back(PendingRequest{to, 0, seq++});  // it asks again at once
+    s.buffer.push_back(task(t.app().value, next_task++));  // the parent refills that type
+    const std::size_t i = (to.local ? 0 : to.child.value * 2) + t.app().value;
+    ++count[i];
+    for (std::size_t c = 0; c < 6; ++c) {
+      const double ideal = static_cast<double>(n) * f[c] / sum;
+      ASSERT_GT(static_cast<double>(count[c]), ideal - 1.0 - 1e-9) << "choice " << c << " after " << n;
+      ASSERT_LE(static_cast<double>(count[c]), static_cast<double>(n + 6) * f[c] / sum + 1e-9) << "choice " << c;
+      if (n % 16 == 0) {
+        ASSERT_EQ(static_cast<double>(count[c]), ideal) << "choice " << c << " at period end " << n;
+      }
+    }
+  }
+}
+
+TEST(LpPolicy, WithoutAFeasiblePlannedChoiceItServesFirstComeFirstServed) {
+  NodePlan plan;
+  plan.local = {1, 0};  // the executor should only get a
+  NodeState s = worker_state(plan);
+  LpPolicy p;
+  p.start(s);
+  s.requests.push_back(PendingRequest{child(2), 0, 0});
+  s.requests.push_back(PendingRequest{Target::executor(), 0, 1});
+  s.buffer.push_back(task(1, 0));  // only b: nobody planned for it
+  auto a = p.select(s);
+  ASSERT_TRUE(a.has_value());
+  EXPECT_EQ(a->request, 0u);
+  s.buffer.push_back(task(0, 1));
+  a = p.select(s);
+  ASSERT_TRUE(a.has_value());
+  EXPECT_EQ(a->request, 1u) << "the executor's planned a";
+  EXPECT_EQ(a->task, 1u);
+}
+
+TEST(LpPolicy, RootDrawsTypesInProportionToThePlannedThroughputs) {
+  TreeSpec spec;
+  spec.policy = "lp";
+  spec.apps = {app("a", 1, 60), app("b", 1, 60)};
+  spec.nodes.resize(3);
+  spec.nodes[0].cores = 0;
+  spec.nodes[0].buffer = 2;
+  spec.nodes[1].cores = 2;
+  spec.nodes[2].cores = 2;
+  NodePlan root;
+  root.local = {0, 0};
+  root.children[node_name(1)] = {1.5, 0.5};
+  root.children[node_name(2)] = {1.5, 0.5};  // α = (3, 1)
+  NodePlan leaf1, leaf2;
+  leaf1.local = {1.5, 0.5};
+  leaf2.local = {1.5, 0.5};
+  spec.plans = {root, leaf1, leaf2};
+  TreeHarness h(spec);
+  h.start();
+  h.run();
+  ASSERT_TRUE(h.emptiness_check());
+  std::uint64_t a = 0, n = 0;
+  for (const auto& r : h.log()) {
+    if (r.node != 0) continue;
+    if (const auto* x = std::get_if<Action>(&r.what))
+      if (const auto* s = std::get_if<action::SendTask>(x)) {
+        ++n;
+        a += s->task.app().value == 0;
+        if (a < 60) {
+          ASSERT_LE(std::abs(static_cast<double>(a) - 0.75 * static_cast<double>(n)), 1.0 + 2.0) << n;
+        }
+      }
+  }
+  EXPECT_EQ(n, 120u);
+}
+
+}  // namespace
+}  // namespace treefarm::core::testing

@@ -1,0 +1,265 @@
+// The SimGrid adapter against closed forms and the LP (docs/simulation.md).
+#include <gtest/gtest.h>
+#include <gmock/gmock.h>
+
+#include <cmath>
+
+#include "runtime/core/Policy.hpp"
+#include "runtime/model/Calibration.hpp"
+#include "runtime/sim/Simulation.hpp"
+#include "tests/runtime/sim/SimTestUtil.hpp"
+
+namespace treefarm::sim {
+namespace {
+
+using test::every_task_once;
+using test::experiment;
+using test::run;
+
+// A master that only forwards and one worker. Task: 1e8 flop at 1e8 flop/s = 1 s; the
+// link carries a task in 1 ms: compute-bound, rho = speed / flops = 1 task/s.
+constexpr const char* compute_bound = R"(
+[[node]]
+name = "m"
+cores = 0
+[[node]]
+name = "w"
+parent = "m"
+cores = 1
+speed = "100Mf"
+bandwidth = "1GBps"
+latency = "1ms"
+[[app]]
+name = "a"
+bytes = 1000000
+flops = "100Mf"
+tasks = 200
+)";
+
+TEST(Simulation, ComputeBoundWorkerRunsAtSpeedOverFlops) {
+  const auto o = run(compute_bound);
+  ASSERT_TRUE(o.completed) << o.error;
+  EXPECT_TRUE(o.results.ok());
+  EXPECT_NEAR(o.results.apps[0].throughput, 1.0, 0.01);
+  ASSERT_TRUE(o.results.apps[0].predicted);
+  EXPECT_NEAR(*o.results.apps[0].predicted, 1.0, 1e-9);
+  // Each execution lasts exactly flops / speed.
+  for (const auto& t : o.results.tasks) {
+    EXPECT_EQ(t.node, "w");
+    EXPECT_NEAR(t.compute_seconds, 1.0, 1e-6);
+  }
+  // 200 tasks of 1 s, back to back after the first transfer.
+  EXPECT_NEAR(o.results.duration, 200.0, 0.1);
+}
+
+// The link is the bottleneck: 1 MB tasks on a 1 MB/s link with 1 ms latency, computed
+// in 1 ms: rho = bandwidth / bytes (latency paid once per task: 1/1.001).
+constexpr const char* comm_bound = R"(
+[[node]]
+name = "m"
+cores = 0
+[[node]]
+name = "w"
+parent = "m"
+cores = 1
+speed = "1Gf"
+bandwidth = "1MBps"
+latency = "1ms"
+[[app]]
+name = "a"
+bytes = "1MB"
+flops = "1Mf"
+tasks = 200
+)";
+
+TEST(Simulation, CommunicationBoundLinkRunsAtBandwidthOverBytes) {
+  const auto o = run(comm_bound);
+  ASSERT_TRUE(o.completed) << o.error;
+  EXPECT_NEAR(o.results.apps[0].throughput, 1.0 / 1.001, 0.003);
+  EXPECT_NEAR(*o.results.apps[0].predicted, 1.0, 1e-9);
+}
+
+TEST(Simulation, Cm02UsesLinkValuesAsGivenUnlikeLv08) {
+  // LV08 scales latency by 13.01 and bandwidth by 0.97: about 3 % slower here.
+  SimulationOptions lv08;
+  lv08.network_model = "LV08";
+  const auto o = run(comm_bound, nullptr, lv08);
+  ASSERT_TRUE(o.completed) << o.error;
+  EXPECT_LT(o.results.apps[0].throughput, 0.975);
+}
+
+// Two identical workers behind 1 MB/s links, each able to compute 2 tasks/s. One-port:
+// the master's single port carries 1 task/s in all; multi-port: each link 1 task/s.
+std::string two_worker_star(const char* comm_model) {
+  return std::string(R"(
+[[node]]
+name = "m"
+cores = 0
+[[node]]
+name = "w1"
+parent = "m"
+cores = 1
+speed = "200Mf"
+bandwidth = "1MBps"
+[[node]]
+name = "w2"
+parent = "m"
+cores = 1
+speed = "200Mf"
+bandwidth = "1MBps"
+[[app]]
+name = "a"
+bytes = "1MB"
+flops = "100Mf"
+tasks = 300
+[run]
+comm_model = ")") + comm_model + "\"\n";
+}
+
+TEST(Simulation, TwoWorkerStarOnePortMatchesLp) {
+  const auto o = run(two_worker_star("one-port"));
+  ASSERT_TRUE(o.completed) << o.error;
+  ASSERT_TRUE(o.results.predicted_fair_throughput);
+  EXPECT_NEAR(*o.results.predicted_fair_throughput, 1.0, 1e-9);
+  EXPECT_NEAR(o.results.fair_throughput, 1.0, 0.02);
+}
+
+TEST(Simulation, TwoWorkerStarMultiPortMatchesLp) {
+  const auto o = run(two_worker_star("multi-port"));
+  ASSERT_TRUE(o.completed) << o.error;
+  EXPECT_NEAR(*o.results.predicted_fair_throughput, 2.0, 1e-9);
+  EXPECT_NEAR(o.results.fair_throughput, 2.0, 0.04);
+}
+
+// Bandwidth-centric star (beaumont2006 §3.3): w1 gets a task in 0.5 s, w2 in 1 s, both
+// compute 1 task/s. LP: alpha1 = 1, alpha2 = 0.5 (port: 0.5·1 + 1·0.5 = 1): 1.5 tasks/s.
+constexpr const char* asymmetric_star = R"(
+[[node]]
+name = "m"
+cores = 0
+[[node]]
+name = "w1"
+parent = "m"
+cores = 1
+speed = "100Mf"
+bandwidth = "2MBps"
+[[node]]
+name = "w2"
+parent = "m"
+cores = 1
+speed = "100Mf"
+bandwidth = "1MBps"
+[[app]]
+name = "a"
+bytes = "1MB"
+flops = "100Mf"
+tasks = 400
+)";
+
+TEST(Simulation, BandwidthCentricReachesTheLpOnAnAsymmetricStar) {
+  auto ex = experiment(asymmetric_star);
+  ex.run.policy = "cgbc";
+  const auto o = simulate(make_sim_platform(ex));
+  ASSERT_TRUE(o.completed) << o.error;
+  EXPECT_NEAR(*o.results.predicted_fair_throughput, 1.5, 1e-9);
+  EXPECT_NEAR(o.results.fair_throughput, 1.5, 0.05);
+  // FCFS serves both alike, so it cannot beat the LP and stays below it here.
+  ex.run.policy = "fcfs";
+  const auto f = simulate(make_sim_platform(ex));
+  ASSERT_TRUE(f.completed) << f.error;
+  EXPECT_LE(f.results.fair_throughput, 1.5 * 1.01);
+}
+
+TEST(Simulation, MultiCoreTasksHoldTheirCores) {
+  // 2 cores, tasks of 2 cores: one at a time, each flops / (2 · speed) = 0.5 s.
+  const auto o = run(R"(
+[[node]]
+name = "m"
+cores = 0
+[[node]]
+name = "w"
+parent = "m"
+cores = 2
+speed = "100Mf"
+bandwidth = "1GBps"
+[[app]]
+name = "a"
+bytes = 1000
+flops = "100Mf"
+cores_per_task = 2
+tasks = 100
+)");
+  ASSERT_TRUE(o.completed) << o.error;
+  EXPECT_NEAR(o.results.apps[0].throughput, 2.0, 0.03);
+  EXPECT_NEAR(*o.results.apps[0].predicted, 2.0, 1e-9);
+  for (const auto& t : o.results.tasks) EXPECT_NEAR(t.compute_seconds, 0.5, 1e-6);
+}
+
+TEST(Simulation, RootComputesToo) {
+  const auto o = run(R"(
+[[node]]
+name = "m"
+cores = 2
+speed = "100Mf"
+[[app]]
+name = "a"
+bytes = 1000
+flops = "100Mf"
+tasks = 100
+)");
+  ASSERT_TRUE(o.completed) << o.error;
+  EXPECT_NEAR(o.results.apps[0].throughput, 2.0, 0.03);
+  EXPECT_EQ(o.results.nodes[0].tasks_computed, 100u);
+}
+
+TEST(Simulation, CalibrationSetsDurationsAndBandwidths) {
+  // The file says 1 s per task and a fast link; the calibration says 0.25 s and 2 MB/s
+  // for 1 MB tasks: the link (2 tasks/s) now limits, not the CPU (4 tasks/s).
+  model::Calibration cal;
+  cal.nodes["m"] = model::NodeCalibration{};
+  model::NodeCalibration w;
+  w.task_seconds["a"] = 0.25;
+  w.link_bandwidth = 2e6;
+  w.cores = 1;
+  cal.nodes["w"] = w;
+  const auto o = run(compute_bound, &cal);
+  ASSERT_TRUE(o.completed) << o.error;
+  EXPECT_NEAR(*o.results.apps[0].predicted, 2.0, 1e-9);
+  EXPECT_NEAR(o.results.apps[0].throughput, 2.0, 0.03);
+  for (const auto& t : o.results.tasks) EXPECT_NEAR(t.compute_seconds, 0.25, 1e-6);
+}
+
+TEST(Simulation, ErrorsNameTheProblem) {
+  // A computing node without speed and without calibration.
+  EXPECT_THAT([] { make_sim_platform(experiment(R"(
+[[node]]
+name = "m"
+cores = 1
+[[app]]
+name = "a"
+bytes = 10
+flops = 10
+tasks = 1
+)")); }, testing::ThrowsMessage<std::invalid_argument>(testing::HasSubstr("speed")));
+}
+
+TEST(Simulation, TimeLimitStopsAndReportsLostTasks) {
+  SimulationOptions o;
+  o.time_limit = 50;
+  const auto out = run(compute_bound, nullptr, o);
+  EXPECT_FALSE(out.completed);
+  EXPECT_THAT(out.error, testing::HasSubstr("time limit"));
+  EXPECT_GT(out.results.lost, 100u);
+  EXPECT_FALSE(out.results.ok());
+}
+
+TEST(Simulation, SeveralSimulationsInOneProcess) {
+  // simulate() forks, so SimGrid's singleton engine is never reused.
+  const auto a = run(compute_bound);
+  const auto b = run(compute_bound);
+  ASSERT_TRUE(a.completed && b.completed);
+  EXPECT_EQ(a.results.duration, b.results.duration);  // deterministic
+}
+
+}  // namespace
+}  // namespace treefarm::sim

@@ -1,0 +1,77 @@
+#pragma once
+/// @file ExecutorBench.hpp
+/// `treefarm bench backfill` and `treefarm bench kernel`: benchmarks of the worker's
+/// executor (worker/Executor.hpp) with the real kernels, every compared pair measured
+/// side by side in one process and one run, so the ratios hold even on a loaded machine.
+///
+/// Both use the first two usable cores (hwloc, restricted to the process binding). With
+/// fewer than two usable cores (e.g. under `taskset -c 0`) they print a line starting with
+/// "skipped:" (JSON: {"benchmark": ..., "skipped": true, "reason": ...}) and return 0.
+
+#include <cstdint>
+#include <ostream>
+#include <vector>
+
+namespace treefarm::tools {
+
+/// Workload of bench_backfill: one stream of tasks in a fixed order, `rounds` repetitions
+/// of the pattern "matadd_per_matmul 1-core matadd tasks, then one 2-core matmul task".
+struct BackfillBenchOptions {
+  std::uint32_t matmul_n = 1024;          ///< Matrix order of the 2-core matmul tasks.
+  std::uint32_t matadd_n = 1024;          ///< Matrix order of the 1-core matadd tasks.
+  std::uint32_t matadd_per_matmul = 3;    ///< matadd tasks before each matmul task (>= 1).
+  std::uint32_t rounds = 100;             ///< Repetitions of the pattern (>= 1).
+  /// Tasks submitted but not finished at any time (the worker's task buffer), >= 1.
+  /// The executor may backfill only within this window.
+  std::uint32_t window = 16;
+  /// Measured runs of each discipline (>= 1), in the order B F F B B F ... so that drift
+  /// in the machine's load hits both alike; figures are totals over the runs.
+  std::uint32_t repeats = 2;
+  bool json = false;                      ///< JSON instead of text.
+};
+
+/// Runs the BackfillBenchOptions workload on one 2-core Executor with backfilling
+/// (papers/lee2010 slides 13-14) and on one with strict FIFO (ExecutorConfig.backfill =
+/// false), and prints for each: wall seconds, core utilisation (busy core-seconds /
+/// (2 × wall seconds); a task holding c cores for t seconds counts c·t), throughput in
+/// tasks/s (all, matadd, matmul), the largest bypass count of a matmul task (tasks
+/// submitted after it that started before it: the starvation bound, BC of slide 13), and
+/// the ratios backfill / FIFO. Also the process's CPU seconds (getrusage) per busy
+/// core-second, about 1 when no other load shares the cores: how loaded the machine was.
+/// Every task's checksum is verified.
+/// @return 0 (also when skipped).
+/// @throws std::invalid_argument for a zero option; std::runtime_error if a task fails
+///         or a checksum does not verify.
+int bench_backfill(std::ostream& out, const BackfillBenchOptions& options);
+
+/// Sizes and repetitions of bench_kernel.
+struct KernelBenchOptions {
+  /// Matrix order of the 1-core efficiency comparison.
+  std::uint32_t n = 1024;
+  /// matmul tasks per side per round of the efficiency comparison (>= 1).
+  std::uint32_t tasks = 30;
+  /// Rounds of the efficiency comparison (>= 1), alternating which side runs first;
+  /// each side's figure is the median over the rounds.
+  std::uint32_t rounds = 3;
+  /// Matrix orders of the 2-core vs 1-core speed-up (each >= 1; may be empty).
+  std::vector<std::uint32_t> speedup_n = {1024, 2048};
+  /// Timed tasks of each kind per order in the speed-up (>= 1); medians are reported.
+  std::uint32_t speedup_reps = 5;
+  bool json = false;                      ///< JSON instead of text.
+};
+
+/// Kernel efficiency inside the executor, printed in GFLOP/s (1e9 flop/s, 2·n³ flop per
+/// matmul task):
+/// - 1-core efficiency: matmul tasks submitted continuously (2 in flight) to a 1-core
+///   Executor and run through tasks::run_task (checksum included), against a plain loop
+///   of tasks::matmul (one single-threaded cblas_dgemm) on a thread pinned to the same
+///   core, at the same n; ratio executor / standalone (target >= 0.95).
+/// - Speed-up: for each n in speedup_n, one matmul task at a time on a 2-core Executor,
+///   holding 2 cores (run_task → matmul_blocked in the task's pinned 2-core arena) vs
+///   1 core; speed-up = median 1-core time / median 2-core time.
+/// @return 0 (also when skipped).
+/// @throws std::invalid_argument for a zero option; std::runtime_error if a task fails
+///         or a checksum does not verify.
+int bench_kernel(std::ostream& out, const KernelBenchOptions& options);
+
+}  // namespace treefarm::tools
