@@ -11,7 +11,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   coinor-libclp-dev libopenblas-dev libopenblas0-serial
   nlohmann-json3-dev libtomlplusplus-dev libspdlog-dev libfmt-dev
-  gnuplot-nox iproute2 util-linux procps
+  libsimgrid-dev gnuplot-nox iproute2 util-linux procps
 )
 
 missing=()

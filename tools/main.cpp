@@ -11,6 +11,12 @@
 #include "runtime/lp/LpBench.hpp"
 #include "runtime/net/Curve.hpp"
 #include "tools/Bench.hpp"
+#include "tools/Compare.hpp"
+#include "tools/bench/ExecutorBench.hpp"
+#include "tools/emulate/Emulate.hpp"
+#include "tools/sim/GenPlatform.hpp"
+#include "tools/sim/SimBench.hpp"
+#include "tools/sim/SimulateCommand.hpp"
 #include "tools/Predict.hpp"
 #include "tools/TreeLauncher.hpp"
 #include "worker/Topology.hpp"
@@ -71,6 +77,59 @@ int main(int argc, char** argv) {
   pred->add_flag("--schedule", po.schedule, "Also print the periodic schedule (section 3.2)");
   run->add_option("--log-level", lo.log_level, "trace|debug|info|warn|error|off")->capture_default_str();
 
+  // compare
+  auto* cmp = app.add_subcommand("compare", "Run the experiment once per policy and set each beside the LP optimum");
+  std::string cmp_experiment, cmp_policies = "all";
+  treefarm::tools::CompareOptions co;
+  cmp->add_option("experiment", cmp_experiment, "Experiment file")->required()->check(CLI::ExistingFile);
+  cmp->add_option("--policies", cmp_policies, "all, or a comma-separated list (fcfs,cgbc,pbc,lp,data-centric)")->capture_default_str();
+  cmp->add_option("--calibration", co.calibration, "Calibration file (default: calibrate in place first)")->check(CLI::ExistingFile);
+  cmp->add_flag("--no-calibrate", co.no_calibrate, "No calibration: no LP prediction, policy lp skipped");
+  cmp->add_option("--out", co.out_dir, "Write DIR/compare.json, DIR/compare.png and DIR/POLICY/ (default out/compare-NAME)");
+  cmp->add_option("--timeout", co.launch.timeout, "seconds per run (0 = none)");
+  cmp->add_flag("--quiet", co.launch.quiet, "No progress lines");
+
+  // simulate
+  auto* simc = app.add_subcommand("simulate", "Simulate the experiment with SimGrid, running the same scheduler core");
+  std::string sim_experiment;
+  treefarm::tools::SimulateOptions so;
+  simc->add_option("experiment", sim_experiment, "Experiment file (speed/bandwidth/latency per node)")->required()->check(CLI::ExistingFile);
+  simc->add_option("--policy", so.policy, "Scheduling policy (overrides [run] policy)");
+  simc->add_option("--buffer", so.buffer, "Buffer bound B in tasks (overrides [run] buffer)");
+  simc->add_option("--out", so.out_dir, "Write DIR/results.json");
+  simc->add_option("--calibration", so.calibration, "Simulate the calibrated platform")->check(CLI::ExistingFile);
+  simc->add_flag("--quiet", so.quiet, "No table");
+
+  // gen-platform
+  auto* gen = app.add_subcommand("gen-platform", "Print a random tree platform (papers/beaumont2006 section 5.1) as an experiment file");
+  treefarm::tools::GenOptions go;
+  gen->add_option("--nodes", go.nodes, "Nodes, master included")->required();
+  gen->add_option("--max-degree", go.max_degree, "Most children per node")->required();
+  gen->add_option("--apps", go.apps, "Abstract applications")->required();
+  gen->add_option("--seed", go.seed, "Random seed")->required();
+  gen->add_option("--ccr-max", go.ccr_max, "Largest CCR (bytes/flop); CCRs evenly spaced from 0.001")->capture_default_str();
+  gen->add_option("--tasks", go.tasks, "Tasks per application")->capture_default_str();
+
+  // emulate
+  auto* emu = app.add_subcommand("emulate", "Run on an emulated heterogeneous LAN: namespaces, tbf-shaped links, CPU quotas (root)");
+  std::string emu_experiment, emu_mode, emu_policies = "all";
+  bool emu_cleanup = false;
+  treefarm::emulate::EmulateOptions eo;
+  emu->add_option("experiment", emu_experiment, "Experiment file (bandwidth, cpu_quota, cpuset per node)");
+  emu->add_option("mode", emu_mode, "run | calibrate | compare");
+  emu->add_flag("--cleanup", emu_cleanup, "Remove what a crashed emulation left behind, and exit");
+  emu->add_option("--out", eo.launch.out_dir, "Output directory (results, logs, compare.json)");
+  emu->add_option("--policy", eo.launch.policy, "run: scheduling policy");
+  emu->add_option("--policies", emu_policies, "compare: all, or a comma-separated list")->capture_default_str();
+  emu->add_option("--calibration", eo.launch.calibration, "run/compare: calibration file")->check(CLI::ExistingFile);
+  emu->add_option("--calibration-out", eo.calibration_out, "calibrate: file to write")->capture_default_str();
+  emu->add_option("--buffer", eo.launch.buffer, "Buffer bound B in tasks");
+  emu->add_option("--timeout", eo.launch.timeout, "seconds per run (0 = none)");
+  emu->add_option("--prefix", eo.prefix, "Name prefix of what is created (default tf + 4 random hex digits)");
+  emu->add_flag("--probe-links", eo.probe_links, "Measure every shaped link before the run");
+  emu->add_flag("--encrypt", eo.launch.encrypt, "CURVE on every link");
+  emu->add_flag("--quiet", eo.launch.quiet, "No progress lines");
+
   // hwdetect
   auto* hw = app.add_subcommand("hwdetect", "Print the cores, caches and memory a worker here would use");
   bool hw_json = false;
@@ -87,6 +146,18 @@ int main(int argc, char** argv) {
   dispatch->add_option("--bytes", bench_bytes, "Payload bytes per task")->capture_default_str();
   dispatch->add_option("--buffer", bench_buffer, "Buffer bound B")->capture_default_str();
   dispatch->add_flag("--json", bench_json, "JSON output");
+  auto* bench_sim = bench->add_subcommand("simulate", "Wall time and peak memory of simulating 1,000- and 10,000-node trees");
+  auto* bench_bf = bench->add_subcommand("backfill", "Mixed 1-core/2-core workload on one 2-core executor: backfilling against strict FIFO");
+  treefarm::tools::BackfillBenchOptions bfo;
+  bench_bf->add_option("--rounds", bfo.rounds, "Repetitions of the task pattern")->capture_default_str();
+  bench_bf->add_option("--matmul-n", bfo.matmul_n, "Order of the 2-core matmul tasks")->capture_default_str();
+  bench_bf->add_option("--matadd-n", bfo.matadd_n, "Order of the 1-core matadd tasks")->capture_default_str();
+  bench_bf->add_flag("--json", bfo.json, "JSON output");
+  auto* bench_k = bench->add_subcommand("kernel", "Kernel efficiency in the executor against standalone dgemm; 2-core speed-up");
+  treefarm::tools::KernelBenchOptions kbo;
+  bench_k->add_option("--n", kbo.n, "Matrix order")->capture_default_str();
+  bench_k->add_option("--tasks", kbo.tasks, "Tasks per measurement")->capture_default_str();
+  bench_k->add_flag("--json", kbo.json, "JSON output");
   auto* bench_lp = bench->add_subcommand("lp", "LP build + solve time for random trees of 100, 1,000 and 10,000 nodes, 10 applications");
 
   CLI11_PARSE(app, argc, argv);
@@ -136,6 +207,31 @@ int main(int argc, char** argv) {
       treefarm::lp::bench_lp(std::cout);
       return 0;
     }
+    if (*cmp) {
+      const auto ex = treefarm::model::load_experiment(cmp_experiment);
+      if (cmp_policies != "all") co.policies = CLI::detail::split(cmp_policies, ',');
+      return treefarm::tools::compare_policies(
+          ex, co, [&](const treefarm::tools::LaunchOptions& l) { return treefarm::tools::launch_tree(ex, l, interrupted); },
+          std::cout);
+    }
+    if (*simc) return treefarm::tools::simulate_command(sim_experiment, so, std::cout);
+    if (*gen) {
+      std::cout << treefarm::tools::generate_platform(go);
+      return 0;
+    }
+    if (*emu) {
+      if (emu_cleanup) return treefarm::emulate::emulate_cleanup(std::cout);
+      if (emu_experiment.empty() || emu_mode.empty())
+        throw std::invalid_argument("usage: treefarm emulate EXPERIMENT.toml run|calibrate|compare [options], or --cleanup");
+      if (emu_policies != "all") eo.policies = CLI::detail::split(emu_policies, ',');
+      return treefarm::emulate::emulate_command(emu_experiment, emu_mode, eo, interrupted);
+    }
+    if (*bench_sim) {
+      treefarm::tools::bench_simulate(std::cout);
+      return 0;
+    }
+    if (*bench_bf) return treefarm::tools::bench_backfill(std::cout, bfo);
+    if (*bench_k) return treefarm::tools::bench_kernel(std::cout, kbo);
     if (*hw) {
       const auto topo = treefarm::worker::discover_topology();
       if (hw_json) std::cout << treefarm::worker::to_json(topo).dump(1) << "\n";

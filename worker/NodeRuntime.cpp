@@ -97,9 +97,9 @@ struct NodeRuntime::Impl {
   struct Probe {
     std::uint32_t seq = 0;
     double sent_at = 0;
-    std::vector<double> small, big;   // round-trip seconds
+    std::vector<double> small, big;   // round trips (small), ack times (big), seconds
   };
-  static constexpr int small_probes = 3, big_probes = 5;
+  static constexpr int small_probes = 3, big_probes = 8;
   std::map<std::uint32_t, Probe> probes;                          // by child id
   std::shared_ptr<const std::vector<std::byte>> probe_small, probe_big;
 
@@ -456,32 +456,42 @@ struct NodeRuntime::Impl {
     }
   }
 
-  /// Link probe, ping-pong: small probes give the round-trip overhead, payload-sized
-  /// ones the transfer time; bandwidth = bytes / (median big − min small).
+  /// Link probe: small ping-pongs give the round-trip overhead; then big_probes
+  /// payload-sized probes are sent back to back (streaming, as tasks are) and
+  /// bandwidth = their bytes / (time to the last ack − overhead).
   void send_probe(std::uint32_t child) {
     auto c = children.find(child);
     auto p = probes.find(child);
     if (c == children.end() || p == probes.end()) return;
-    const bool small = p->second.small.size() < small_probes;
-    zmq::message_t payload = net::share_bytes(small ? probe_small : probe_big);
-    p->second.sent_at = now();
-    net::send(*down, net::msg::Probe{++p->second.seq}, &c->second.identity, &payload);
+    auto& st = p->second;
+    if (st.small.size() < small_probes) {
+      zmq::message_t payload = net::share_bytes(probe_small);
+      st.sent_at = now();
+      net::send(*down, net::msg::Probe{++st.seq}, &c->second.identity, &payload);
+      return;
+    }
+    st.sent_at = now();
+    for (int i = 0; i < big_probes; ++i) {
+      zmq::message_t payload = net::share_bytes(probe_big);
+      net::send(*down, net::msg::Probe{++st.seq}, &c->second.identity, &payload);
+    }
   }
 
   void on_probe_ack(std::uint32_t child, const net::msg::ProbeAck& ack) {
     auto p = probes.find(child);
-    if (p == probes.end() || ack.seq != p->second.seq) return;
-    const double rtt = now() - p->second.sent_at;
+    if (p == probes.end()) return;
     auto& st = p->second;
-    (st.small.size() < small_probes ? st.small : st.big).push_back(rtt);
-    if (st.big.size() < big_probes) {
+    if (st.small.size() < small_probes) {
+      if (ack.seq != st.seq) return;
+      st.small.push_back(now() - st.sent_at);
       send_probe(child);
       return;
     }
-    std::sort(st.big.begin(), st.big.end());
+    st.big.push_back(now());
+    if (ack.seq != st.seq) return;  // wait for the last of the stream
     const double overhead = *std::min_element(st.small.begin(), st.small.end());
-    const double transfer = st.big[st.big.size() / 2] - overhead;
-    const double bytes = static_cast<double>(probe_big->size() - probe_small->size());
+    const double transfer = now() - st.sent_at - overhead;
+    const double bytes = static_cast<double>(probe_big->size()) * big_probes;
     const double bw = transfer > 0 ? bytes / transfer : 0;
     spdlog::info("{}: link to '{}' carries {:.3g} bytes/s", opt.name, children[child].name, bw);
     report(net::msg::Measure{children[child].name, "", net::msg::Measure::What::link_bandwidth, bw});

@@ -122,18 +122,10 @@ TEST(Emulate, InterruptedBeforeTheRunReturns130AndLeavesNothing) {
   EXPECT_EQ(leftovers(prefix), std::vector<std::string>{});
 }
 
-TEST(Emulate, CalibrateAndCompareAreNotAvailableYetAndUnknownModesAreRefused) {
+TEST(Emulate, UnknownModesAreRefused) {
   TempDir dir;
   const auto file = (dir.path() / "star.toml").string();
   std::ofstream(file) << star;
   std::atomic<bool> interrupted{false};
-  for (const char* mode : {"calibrate", "compare"}) {
-    try {
-      emulate_command(file, mode, {}, interrupted);
-      FAIL() << mode << " was accepted";
-    } catch (const EmulateError& e) {
-      EXPECT_NE(std::string(e.what()).find("not available yet"), std::string::npos) << e.what();
-    }
-  }
   EXPECT_THROW(emulate_command(file, "bogus", {}, interrupted), std::invalid_argument);
 }

@@ -49,6 +49,7 @@ KernelBenchOptions tiny_kernel() {
 void expect_run(const nlohmann::json& r, std::uint64_t matadd, std::uint64_t matmul) {
   EXPECT_GT(r.at("wall_seconds").get<double>(), 0);
   EXPECT_GT(r.at("busy_core_seconds").get<double>(), 0);
+  EXPECT_GT(r.at("process_cpu_seconds").get<double>(), 0);
   const double u = r.at("utilisation").get<double>();
   EXPECT_GT(u, 0);
   EXPECT_LE(u, 1.0 + 1e-6);  // busy time is measured inside the wall interval
@@ -154,6 +155,8 @@ TEST(ExecutorBench, KernelJsonIsWellFormed) {
   EXPECT_GT(e.at("executor_gflops").get<double>(), 0);
   EXPECT_GT(e.at("executor_tasks_per_second").get<double>(), 0);
   EXPECT_GT(e.at("ratio").get<double>(), 0);
+  EXPECT_GT(e.at("standalone_cpu_share").get<double>(), 0);
+  EXPECT_GT(e.at("executor_cpu_share").get<double>(), 0);
   EXPECT_EQ(e.at("standalone_gflops_rounds").size(), 2u);
   EXPECT_EQ(e.at("executor_gflops_rounds").size(), 2u);
   ASSERT_EQ(j.at("speedup").size(), 2u);
@@ -161,7 +164,8 @@ TEST(ExecutorBench, KernelJsonIsWellFormed) {
   EXPECT_EQ(j.at("speedup")[1].at("n").get<int>(), 96);
   for (const auto& s : j.at("speedup")) {
     for (const char* k : {"one_core_seconds", "two_core_seconds", "one_core_gflops",
-                          "two_core_gflops", "speedup"}) {
+                          "two_core_gflops", "speedup", "one_core_cpu_share",
+                          "two_core_cpu_share"}) {
       EXPECT_GT(s.at(k).get<double>(), 0) << k;
     }
   }

@@ -235,12 +235,20 @@ bool pin_this_thread(int cpu) {
   return pthread_setaffinity_np(pthread_self(), sizeof set, &set) == 0;
 }
 
-/// GFLOP/s of `count` back-to-back tasks::matmul calls on a thread pinned to `cpu`.
-double standalone_gflops(const tasks::InputPool& pool, std::uint32_t count, int cpu) {
+/// A rate and the share of one core this process got while measuring it (process CPU
+/// seconds / wall seconds: about 1 when nothing else runs on the core).
+struct Rate {
+  double gflops = 0;
+  double cpu_share = 0;
+};
+
+/// `count` back-to-back tasks::matmul calls on a thread pinned to `cpu`.
+Rate standalone_gflops(const tasks::InputPool& pool, std::uint32_t count, int cpu) {
   const std::uint32_t n = pool.app().n;
   const std::size_t elements = static_cast<std::size_t>(n) * n;
   const auto* a = reinterpret_cast<const double*>(pool.input(0)->data());
   double seconds = 0;
+  double cpu_seconds = 0;
   std::exception_ptr error;
   std::thread thread([&] {
     try {
@@ -249,9 +257,11 @@ double standalone_gflops(const tasks::InputPool& pool, std::uint32_t count, int 
       }
       std::vector<double> c(elements);
       tasks::matmul(a, a + elements, c.data(), n);  // warm-up: page faults, BLAS buffers
+      const double cpu_start = process_cpu_seconds();
       const auto start = Clock::now();
       for (std::uint32_t i = 0; i < count; ++i) tasks::matmul(a, a + elements, c.data(), n);
       seconds = seconds_since(start);
+      cpu_seconds = process_cpu_seconds() - cpu_start;
       verify(pool, tasks::checksum_matrix(c.data(), n));
     } catch (...) {
       error = std::current_exception();
@@ -259,11 +269,18 @@ double standalone_gflops(const tasks::InputPool& pool, std::uint32_t count, int 
   });
   thread.join();
   if (error) std::rethrow_exception(error);
-  return static_cast<double>(count) * matmul_flops(n) / seconds / 1e9;
+  return {static_cast<double>(count) * matmul_flops(n) / seconds / 1e9, cpu_seconds / seconds};
 }
 
+/// A task's run time and the share of its cores the process got meanwhile.
+struct TaskTime {
+  double seconds = 0;
+  double cpu_share = 0;
+};
+
 /// Submits one matmul task of `pool` holding `cores` cores and waits for it.
-ExecDone run_one(Executor& executor, const tasks::InputPool& pool, std::uint32_t cores) {
+TaskTime run_one(Executor& executor, const tasks::InputPool& pool, std::uint32_t cores) {
+  const double cpu_start = process_cpu_seconds();
   double checksum = 0;
   ExecTask task;
   task.cores = cores;
@@ -271,16 +288,19 @@ ExecDone run_one(Executor& executor, const tasks::InputPool& pool, std::uint32_t
     checksum = tasks::run_task(pool.app(), *pool.input(0), &ctx.arena());
   };
   executor.submit(std::move(task));
-  std::vector<ExecDone> done = wait_done(executor);
+  const std::vector<ExecDone> done = wait_done(executor);
+  const double cpu_seconds = process_cpu_seconds() - cpu_start;
   verify(pool, checksum);
-  return std::move(done.front());
+  const double seconds = done.front().run_seconds;
+  return {seconds, cpu_seconds / (seconds * cores)};
 }
 
-/// GFLOP/s of `count` matmul tasks streamed (2 in flight) through a 1-core executor.
-double executor_gflops(Executor& executor, const tasks::InputPool& pool, std::uint32_t count) {
+/// `count` matmul tasks streamed (2 in flight) through a 1-core executor.
+Rate executor_gflops(Executor& executor, const tasks::InputPool& pool, std::uint32_t count) {
   std::vector<double> checksums(count, 0);
   std::uint32_t submitted = 0;
   std::uint32_t finished = 0;
+  const double cpu_start = process_cpu_seconds();
   const auto start = Clock::now();
   while (finished < count) {
     while (submitted < count && submitted - finished < 2) {
@@ -296,8 +316,10 @@ double executor_gflops(Executor& executor, const tasks::InputPool& pool, std::ui
     finished += static_cast<std::uint32_t>(wait_done(executor).size());
   }
   const double seconds = seconds_since(start);
+  const double cpu_seconds = process_cpu_seconds() - cpu_start;
   for (double c : checksums) verify(pool, c);
-  return static_cast<double>(count) * matmul_flops(pool.app().n) / seconds / 1e9;
+  return {static_cast<double>(count) * matmul_flops(pool.app().n) / seconds / 1e9,
+          cpu_seconds / seconds};
 }
 
 std::string fixed(double v, int precision) {
@@ -429,8 +451,8 @@ int bench_kernel(std::ostream& out, const KernelBenchOptions& o) {
 
   // 1-core efficiency: executor vs standalone on the same core, alternating.
   const tasks::InputPool pool(matrix_app("matmul", model::Kernel::matmul, o.n, 1), 1, 0, 1);
-  std::vector<double> standalone;
-  std::vector<double> in_executor;
+  std::vector<Rate> standalone;
+  std::vector<Rate> in_executor;
   {
     Executor one_core(ExecutorConfig{{cores.front()}, 0, true, true});
     run_one(one_core, pool, 1);  // warm-up: arena, scratch buffer
@@ -444,8 +466,20 @@ int bench_kernel(std::ostream& out, const KernelBenchOptions& o) {
       }
     }
   }
-  const double standalone_median = median(standalone);
-  const double executor_median = median(in_executor);
+  auto gflops_of = [](const std::vector<Rate>& rates) {
+    std::vector<double> v;
+    for (const Rate& r : rates) v.push_back(r.gflops);
+    return v;
+  };
+  auto share_of = [](const std::vector<Rate>& rates) {
+    std::vector<double> v;
+    for (const Rate& r : rates) v.push_back(r.cpu_share);
+    return v;
+  };
+  const double standalone_median = median(gflops_of(standalone));
+  const double executor_median = median(gflops_of(in_executor));
+  const double standalone_share = median(share_of(standalone));
+  const double executor_share = median(share_of(in_executor));
   const double efficiency = executor_median / standalone_median;
 
   // 2-core vs 1-core speed-up, one task at a time on a 2-core executor.
@@ -453,6 +487,8 @@ int bench_kernel(std::ostream& out, const KernelBenchOptions& o) {
     std::uint32_t n;
     double one_core_seconds;
     double two_core_seconds;
+    double one_core_cpu_share;
+    double two_core_cpu_share;
   };
   std::vector<Speedup> speedups;
   if (!o.speedup_n.empty()) {
@@ -462,13 +498,16 @@ int bench_kernel(std::ostream& out, const KernelBenchOptions& o) {
       const tasks::InputPool two(matrix_app("matmul", model::Kernel::matmul, n, 2), 1, 0, 1);
       run_one(two_cores, one, 1);  // warm-up
       run_one(two_cores, two, 2);
-      std::vector<double> t1;
-      std::vector<double> t2;
+      std::vector<double> t1, t2, share1, share2;
       for (std::uint32_t r = 0; r < o.speedup_reps; ++r) {
-        t1.push_back(run_one(two_cores, one, 1).run_seconds);
-        t2.push_back(run_one(two_cores, two, 2).run_seconds);
+        const TaskTime a = run_one(two_cores, one, 1);
+        const TaskTime b = run_one(two_cores, two, 2);
+        t1.push_back(a.seconds);
+        share1.push_back(a.cpu_share);
+        t2.push_back(b.seconds);
+        share2.push_back(b.cpu_share);
       }
-      speedups.push_back({n, median(t1), median(t2)});
+      speedups.push_back({n, median(t1), median(t2), median(share1), median(share2)});
     }
   }
   const double load_after = load_average();
@@ -481,7 +520,9 @@ int bench_kernel(std::ostream& out, const KernelBenchOptions& o) {
                     {"two_core_seconds", s.two_core_seconds},
                     {"one_core_gflops", matmul_flops(s.n) / s.one_core_seconds / 1e9},
                     {"two_core_gflops", matmul_flops(s.n) / s.two_core_seconds / 1e9},
-                    {"speedup", s.one_core_seconds / s.two_core_seconds}});
+                    {"speedup", s.one_core_seconds / s.two_core_seconds},
+                    {"one_core_cpu_share", s.one_core_cpu_share},
+                    {"two_core_cpu_share", s.two_core_cpu_share}});
     }
     nlohmann::json j{{"benchmark", "kernel"},
                      {"skipped", false},
@@ -496,8 +537,10 @@ int bench_kernel(std::ostream& out, const KernelBenchOptions& o) {
                        {"standalone_gflops", standalone_median},
                        {"executor_gflops", executor_median},
                        {"executor_tasks_per_second", executor_median * 1e9 / matmul_flops(o.n)},
-                       {"standalone_gflops_rounds", standalone},
-                       {"executor_gflops_rounds", in_executor},
+                       {"standalone_gflops_rounds", gflops_of(standalone)},
+                       {"executor_gflops_rounds", gflops_of(in_executor)},
+                       {"standalone_cpu_share", standalone_share},
+                       {"executor_cpu_share", executor_share},
                        {"ratio", efficiency},
                        {"target", 0.95},
                        {"meets_target", efficiency >= 0.95}}},
@@ -512,9 +555,11 @@ int bench_kernel(std::ostream& out, const KernelBenchOptions& o) {
       << fixed(load_after, 2) << " after\n";
   out << "1-core matmul n=" << o.n << ", " << o.tasks << " tasks x " << o.rounds
       << " rounds (medians), core " << cores.front() << ":\n"
-      << "  standalone cblas_dgemm loop   " << fixed(standalone_median, 2) << " GFLOP/s\n"
+      << "  standalone cblas_dgemm loop   " << fixed(standalone_median, 2)
+      << " GFLOP/s  (cpu share " << fixed(standalone_share, 3) << ")\n"
       << "  executor (run_task)           " << fixed(executor_median, 2) << " GFLOP/s  ("
-      << fixed(executor_median * 1e9 / matmul_flops(o.n), 2) << " tasks/s)\n"
+      << fixed(executor_median * 1e9 / matmul_flops(o.n), 2) << " tasks/s, cpu share "
+      << fixed(executor_share, 3) << ")\n"
       << "  ratio executor/standalone     " << fixed(efficiency, 3)
       << (efficiency >= 0.95 ? "  (target >= 0.95: met)\n" : "  (target >= 0.95: NOT met)\n");
   if (!speedups.empty()) {
@@ -523,7 +568,8 @@ int bench_kernel(std::ostream& out, const KernelBenchOptions& o) {
       out << "  n=" << std::left << std::setw(6) << s.n << std::right << " 1 core "
           << fixed(matmul_flops(s.n) / s.one_core_seconds / 1e9, 2) << " GFLOP/s, 2 cores "
           << fixed(matmul_flops(s.n) / s.two_core_seconds / 1e9, 2) << " GFLOP/s, speed-up "
-          << fixed(s.one_core_seconds / s.two_core_seconds, 3) << "\n";
+          << fixed(s.one_core_seconds / s.two_core_seconds, 3) << "  (cpu share "
+          << fixed(s.one_core_cpu_share, 3) << " / " << fixed(s.two_core_cpu_share, 3) << ")\n";
     }
   }
   return 0;

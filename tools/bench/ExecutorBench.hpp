@@ -20,13 +20,13 @@ struct BackfillBenchOptions {
   std::uint32_t matmul_n = 1024;          ///< Matrix order of the 2-core matmul tasks.
   std::uint32_t matadd_n = 1024;          ///< Matrix order of the 1-core matadd tasks.
   std::uint32_t matadd_per_matmul = 3;    ///< matadd tasks before each matmul task (>= 1).
-  std::uint32_t rounds = 100;             ///< Repetitions of the pattern (>= 1).
+  std::uint32_t rounds = 50;              ///< Repetitions of the pattern (>= 1).
   /// Tasks submitted but not finished at any time (the worker's task buffer), >= 1.
   /// The executor may backfill only within this window.
   std::uint32_t window = 16;
   /// Measured runs of each discipline (>= 1), in the order B F F B B F ... so that drift
   /// in the machine's load hits both alike; figures are totals over the runs.
-  std::uint32_t repeats = 2;
+  std::uint32_t repeats = 4;
   bool json = false;                      ///< JSON instead of text.
 };
 
@@ -49,10 +49,10 @@ struct KernelBenchOptions {
   /// Matrix order of the 1-core efficiency comparison.
   std::uint32_t n = 1024;
   /// matmul tasks per side per round of the efficiency comparison (>= 1).
-  std::uint32_t tasks = 30;
+  std::uint32_t tasks = 20;
   /// Rounds of the efficiency comparison (>= 1), alternating which side runs first;
   /// each side's figure is the median over the rounds.
-  std::uint32_t rounds = 3;
+  std::uint32_t rounds = 5;
   /// Matrix orders of the 2-core vs 1-core speed-up (each >= 1; may be empty).
   std::vector<std::uint32_t> speedup_n = {1024, 2048};
   /// Timed tasks of each kind per order in the speed-up (>= 1); medians are reported.
@@ -65,7 +65,9 @@ struct KernelBenchOptions {
 /// - 1-core efficiency: matmul tasks submitted continuously (2 in flight) to a 1-core
 ///   Executor and run through tasks::run_task (checksum included), against a plain loop
 ///   of tasks::matmul (one single-threaded cblas_dgemm) on a thread pinned to the same
-///   core, at the same n; ratio executor / standalone (target >= 0.95).
+///   core, at the same n; ratio executor / standalone (target >= 0.95). Each side also
+///   reports its cpu share (process CPU seconds / wall seconds, about 1 when nothing else
+///   runs on that core): how loaded the machine was.
 /// - Speed-up: for each n in speedup_n, one matmul task at a time on a 2-core Executor,
 ///   holding 2 cores (run_task → matmul_blocked in the task's pinned 2-core arena) vs
 ///   1 core; speed-up = median 1-core time / median 2-core time.

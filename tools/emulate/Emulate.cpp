@@ -1,5 +1,9 @@
 #include "tools/emulate/Emulate.hpp"
 
+#include <filesystem>
+
+#include "tools/Compare.hpp"
+
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
@@ -70,10 +74,6 @@ int emulate_command(const std::string& experiment, const std::string& mode, cons
                     const std::atomic<bool>& interrupted) {
   if (mode != "run" && mode != "calibrate" && mode != "compare")
     throw std::invalid_argument("treefarm emulate: mode must be run, calibrate or compare, got '" + mode + "'");
-  if (mode != "run")
-    throw EmulateError("treefarm emulate " + mode +
-                       " is not available yet (it needs the calibration machinery of `treefarm calibrate`); "
-                       "use `treefarm emulate EXPERIMENT run`");
   if (geteuid() != 0) throw EmulateError(need_root);
 
   const auto ex = model::load_experiment(experiment);
@@ -120,7 +120,27 @@ int emulate_command(const std::string& experiment, const std::string& mode, cons
   lo.wrap = [&p, bin_dir](std::size_t i) { return p.wrap(i, bin_dir); };
   lo.listen = [&p](std::size_t i) { return p.listen_endpoint(i); };
   lo.parent_endpoint = [&p](std::size_t i, const std::string& bound) { return p.parent_endpoint(i, bound); };
-  const int rc = interrupted ? 130 : tools::launch_tree(ex, lo, interrupted);
+  int rc = 130;
+  if (interrupted) {
+  } else if (mode == "run") {
+    rc = tools::launch_tree(ex, lo, interrupted);
+  } else if (mode == "calibrate") {
+    const std::string file = std::filesystem::absolute(options.calibration_out).string();
+    lo.master_args.insert(lo.master_args.end(), {"--calibrate-out", file});
+    rc = tools::launch_tree(ex, lo, interrupted);
+  } else {
+    tools::CompareOptions co;
+    co.policies = options.policies;
+    co.calibration = options.launch.calibration;
+    co.out_dir = options.launch.out_dir;
+    co.launch = lo;
+    co.launch.calibration.clear();
+    co.after = [&](const std::string& dir, std::ostream& out) {
+      tools::print_link_usage(out, ex, dir, [&p](std::size_t i) { return p.shape(i) ? p.shape(i)->rate : 0.0; });
+    };
+    rc = tools::compare_policies(ex, co, [&](const tools::LaunchOptions& l) { return tools::launch_tree(ex, l, interrupted); },
+                                 std::cout);
+  }
 
   const auto problems = platform->teardown();
   for (const auto& problem : problems) log << "treefarm emulate: " << problem << "\n";

@@ -9,6 +9,7 @@
 #include <ostream>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "tools/TreeLauncher.hpp"
 
@@ -26,12 +27,16 @@ struct EmulateOptions {
   std::string bin_dir;       ///< Where treefarm-master/treefarm-worker are ("" = next to this executable).
   std::string prefix;        ///< Name prefix "tf" + 4 hex digits ("" = a random unused one).
   bool probe_links = false;  ///< Before the run, measure every shaped link (both ways) and print it.
+  std::string calibration_out = "calibration.json";  ///< mode calibrate: the file to write.
+  std::vector<std::string> policies;                 ///< mode compare: policies (empty = all).
 };
 
 /// Runs `treefarm emulate EXPERIMENT MODE`. MODE "run": sets up the platform, runs the
 /// tree in it with launch_tree, tears it down (also on error and when `interrupted`
 /// becomes true) and returns launch_tree's code (130 if interrupted during setup).
-/// "calibrate" and "compare" are not available yet (EmulateError). Throws EmulateError
+/// "calibrate": calibrates in place into options.calibration_out. "compare": calibrates
+/// (unless options.launch.calibration is given), runs every policy, prints the table and
+/// each link's achieved bytes/s against its tbf rate (tools/Compare.hpp). Throws EmulateError
 /// if not root, std::invalid_argument for an unknown mode, model::FileError for a bad
 /// experiment, PlatformError if the platform cannot be built.
 int emulate_command(const std::string& experiment, const std::string& mode, const EmulateOptions& options,

@@ -1,0 +1,220 @@
+#include "tools/Compare.hpp"
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <optional>
+
+#include "runtime/core/Policy.hpp"
+#include "tools/Process.hpp"
+
+namespace treefarm::tools {
+
+namespace fs = std::filesystem;
+
+nlohmann::json compare_json(const std::vector<std::pair<std::string, nlohmann::json>>& results) {
+  nlohmann::json out;
+  out["policies"] = nlohmann::json::array();
+  for (const auto& [name, r] : results) {
+    nlohmann::json p;
+    p["name"] = name;
+    p["ok"] = r.value("ok", false);
+    p["fair_throughput"] = r.value("fair_throughput", 0.0);
+    p["duration"] = r.value("duration", 0.0);
+    if (r.contains("predicted_fair_throughput")) {
+      p["predicted_fair_throughput"] = r["predicted_fair_throughput"];
+      p["fair_ratio"] = r.value("fair_ratio", 0.0);
+    } else {
+      p["predicted_fair_throughput"] = nullptr;
+      p["fair_ratio"] = nullptr;
+    }
+    p["apps"] = nlohmann::json::array();
+    for (const auto& a : r.at("apps")) {
+      nlohmann::json ja{{"name", a.at("name")}, {"throughput", a.at("throughput")}, {"completed", a.at("completed")},
+                        {"wrong", a.at("wrong")}};
+      ja["predicted"] = a.contains("predicted") ? a["predicted"] : nlohmann::json(nullptr);
+      ja["ratio"] = a.contains("ratio") ? a["ratio"] : nlohmann::json(nullptr);
+      p["apps"].push_back(ja);
+    }
+    out["policies"].push_back(p);
+  }
+  return out;
+}
+
+void print_compare_table(std::ostream& out, const nlohmann::json& compare) {
+  char line[256];
+  std::snprintf(line, sizeof line, "%-14s %4s %16s %16s %8s\n", "policy", "ok", "fair tasks/s", "LP optimum", "ratio");
+  out << line;
+  for (const auto& p : compare.at("policies")) {
+    const bool predicted = !p.at("predicted_fair_throughput").is_null();
+    std::snprintf(line, sizeof line, "%-14s %4s %16.4f %16s %8s\n", p.at("name").get<std::string>().c_str(),
+                  p.at("ok").get<bool>() ? "yes" : "NO", p.at("fair_throughput").get<double>(),
+                  predicted ? std::to_string(p.at("predicted_fair_throughput").get<double>()).c_str() : "-",
+                  predicted ? std::to_string(p.at("fair_ratio").get<double>()).substr(0, 5).c_str() : "-");
+    out << line;
+    for (const auto& a : p.at("apps")) {
+      const bool ap = !a.at("predicted").is_null();
+      std::snprintf(line, sizeof line, "  %-12s %4s %16.4f %16s %8s\n", a.at("name").get<std::string>().c_str(), "",
+                    a.at("throughput").get<double>(),
+                    ap ? std::to_string(a.at("predicted").get<double>()).c_str() : "-",
+                    ap ? std::to_string(a.at("ratio").get<double>()).substr(0, 5).c_str() : "-");
+      out << line;
+    }
+  }
+}
+
+namespace {
+bool have_gnuplot() { return std::system("command -v gnuplot >/dev/null 2>&1") == 0; }
+
+void run_gnuplot(const fs::path& script) {
+  const std::string cmd = "gnuplot " + script.string() + " 2>/dev/null";
+  if (std::system(cmd.c_str()) != 0) std::fprintf(stderr, "treefarm: gnuplot failed on %s\n", script.c_str());
+}
+}  // namespace
+
+bool plot_compare(const std::string& dir, const nlohmann::json& compare,
+                  const std::vector<std::pair<std::string, nlohmann::json>>& results, std::ostream& out) {
+  if (!have_gnuplot()) {
+    out << "(gnuplot not found: no plots)\n";
+    return false;
+  }
+  const fs::path d = dir;
+  {
+    std::ofstream data(d / "compare.dat");
+    for (const auto& p : compare.at("policies"))
+      data << p.at("name").get<std::string>() << " "
+           << (p.at("fair_ratio").is_null() ? 0.0 : p.at("fair_ratio").get<double>()) << " "
+           << p.at("fair_throughput").get<double>() << "\n";
+    std::ofstream gp(d / "compare.gp");
+    gp << "set terminal png size 800,500\nset output '" << (d / "compare.png").string() << "'\n"
+       << "set title 'Measured fair throughput / LP optimum, per policy'\nset style data histograms\n"
+       << "set style fill solid 0.6\nset yrange [0:*]\nset ylabel 'fair ratio'\nset grid ytics\n"
+       << "plot '" << (d / "compare.dat").string() << "' using 2:xtic(1) title 'measured / LP'\n";
+  }
+  run_gnuplot(d / "compare.gp");
+  for (const auto& [name, r] : results) {
+    const fs::path pd = d / name;
+    std::map<std::string, std::vector<double>> times;
+    for (const auto& t : r.at("tasks")) times[t.at("app").get<std::string>()].push_back(t.at("completed_at").get<double>());
+    std::ofstream gp(pd / "cumulative.gp");
+    gp << "set terminal png size 900,550\nset output '" << (pd / "cumulative.png").string() << "'\n"
+       << "set title 'Completed tasks over time, " << name << " (dashed: LP slope)'\n"
+       << "set xlabel 'seconds'\nset ylabel 'completed tasks'\nset key left top\nset grid\nplot ";
+    bool first = true;
+    int color = 1;
+    for (const auto& a : r.at("apps")) {
+      const auto app = a.at("name").get<std::string>();
+      auto& ts = times[app];
+      std::sort(ts.begin(), ts.end());
+      const auto file = pd / ("cumulative-" + app + ".dat");
+      std::ofstream data(file);
+      for (std::size_t i = 0; i < ts.size(); ++i) data << ts[i] << " " << i + 1 << "\n";
+      gp << (first ? "" : ", ") << "'" << file.string() << "' using 1:2 with lines lw 2 lc " << color << " title '" << app
+         << "'";
+      if (a.contains("predicted"))
+        gp << ", " << a["predicted"].get<double>() << "*x with lines dt 2 lc " << color << " title '" << app << " LP'";
+      first = false;
+      ++color;
+    }
+    gp << "\n";
+    gp.close();
+    run_gnuplot(pd / "cumulative.gp");
+  }
+  return true;
+}
+
+std::vector<double> link_bytes_per_second(const model::Experiment& ex, const nlohmann::json& results) {
+  std::map<std::string, std::size_t> index;
+  for (std::size_t i = 0; i < ex.nodes.size(); ++i) index[ex.nodes[i].name] = i;
+  std::map<std::string, double> app_bytes;
+  for (const auto& a : ex.apps) app_bytes[a.name] = static_cast<double>(a.input_bytes());
+  std::vector<double> bytes(ex.nodes.size(), 0.0);
+  for (const auto& t : results.at("tasks")) {
+    auto it = index.find(t.at("node").get<std::string>());
+    if (it == index.end()) continue;
+    const double b = app_bytes[t.at("app").get<std::string>()];
+    for (auto i = std::optional<std::size_t>(it->second); i && *i != 0; i = ex.parent_index(*i)) bytes[*i] += b;
+  }
+  const double duration = results.value("duration", 0.0);
+  for (auto& b : bytes) b = duration > 0 ? b / duration : 0.0;
+  return bytes;
+}
+
+void print_link_usage(std::ostream& out, const model::Experiment& ex, const std::string& compare_dir,
+                      const std::function<double(std::size_t)>& rate) {
+  out << "\nlink usage (bytes/s carried over the run / shaped rate):\n";
+  for (const auto& entry : fs::directory_iterator(compare_dir)) {
+    const auto file = entry.path() / "results.json";
+    if (!entry.is_directory() || !fs::exists(file) || entry.path().filename() == "calibration") continue;
+    std::ifstream f(file);
+    const auto usage = link_bytes_per_second(ex, nlohmann::json::parse(f));
+    out << "  " << entry.path().filename().string() << ":";
+    for (std::size_t i = 1; i < ex.nodes.size(); ++i) {
+      char buf[128];
+      const double r = rate(i);
+      if (r > 0) std::snprintf(buf, sizeof buf, "  %s %.3g/%.3g (%.0f%%)", ex.nodes[i].name.c_str(), usage[i], r, 100 * usage[i] / r);
+      else std::snprintf(buf, sizeof buf, "  %s %.3g", ex.nodes[i].name.c_str(), usage[i]);
+      out << buf;
+    }
+    out << "\n";
+  }
+}
+
+int compare_policies(const model::Experiment& ex, const CompareOptions& options, const TreeRunner& runner,
+                     std::ostream& out) {
+  std::vector<std::string> policies = options.policies.empty() ? core::policy_names() : options.policies;
+  for (const auto& p : policies) (void)core::make_policy(p);  // unknown names fail before any run
+  const fs::path dir = options.out_dir.empty() ? fs::path("out") / ("compare-" + fs::path(ex.path).stem().string())
+                                               : fs::path(options.out_dir);
+  fs::create_directories(dir);
+  std::string calibration = options.calibration;
+  if (calibration.empty() && !options.no_calibrate) {
+    calibration = fs::absolute(dir / "calibration.json").string();
+    out << "compare: calibrating in place -> " << calibration << "\n";
+    auto lo = options.launch;
+    lo.out_dir = (dir / "calibration").string();
+    lo.master_args.insert(lo.master_args.end(), {"--calibrate-out", calibration});
+    const int rc = runner(lo);
+    if (rc != 0) {
+      out << "compare: calibration failed (exit code " << rc << ")\n";
+      return rc;
+    }
+  }
+  std::vector<std::pair<std::string, nlohmann::json>> results;
+  int worst = 0;
+  for (const auto& policy : policies) {
+    if (policy == "lp" && calibration.empty()) {
+      out << "compare: skipping policy lp (it needs a calibration)\n";
+      continue;
+    }
+    out << "compare: running policy " << policy << "\n";
+    auto lo = options.launch;
+    lo.policy = policy;
+    lo.calibration = calibration;
+    lo.out_dir = (dir / policy).string();
+    const int rc = runner(lo);
+    const auto file = dir / policy / "results.json";
+    if (!fs::exists(file)) {
+      out << "compare: policy " << policy << " produced no results (exit code " << rc << ")\n";
+      if (worst == 0) worst = rc != 0 ? rc : 1;
+      continue;
+    }
+    std::ifstream f(file);
+    results.emplace_back(policy, nlohmann::json::parse(f));
+    if (rc != 0 && worst == 0) worst = rc;
+  }
+  const auto cmp = compare_json(results);
+  auto doc = cmp;
+  doc["experiment"] = ex.path;
+  doc["calibration"] = calibration;
+  std::ofstream(dir / "compare.json") << doc.dump(1) << "\n";
+  out << "\n";
+  print_compare_table(out, cmp);
+  plot_compare(dir.string(), cmp, results, out);
+  if (options.after) options.after(dir.string(), out);
+  out << "\nwrote " << (dir / "compare.json").string() << " and " << (dir / "compare.png").string() << "\n";
+  return worst;
+}
+
+}  // namespace treefarm::tools
