@@ -65,6 +65,7 @@ int run_master(const MasterOptions& options) {
   node.insecure = options.insecure;
   node.heartbeat_interval = options.heartbeat_interval;
   node.heartbeat_timeout = options.heartbeat_timeout;
+  node.max_task_losses = options.max_task_losses;
   if (options.cores) {
     node.cores = *options.cores;
   } else if (master_node.cores > 0) {
@@ -115,6 +116,13 @@ int run_master(const MasterOptions& options) {
     ++done;
   };
   root.on_joined = [&](const net::msg::NodeJoined& j) {
+    // A worker that rejoins (restarted or reconnected) is the same node.
+    for (auto& n : results.nodes)
+      if (n.name == j.name) {
+        n.parent = j.parent;
+        n.cores = j.cores;
+        return;
+      }
     results.nodes.push_back(metrics::NodeResult{j.name, j.parent, j.cores, 0});
   };
   root.on_tick = [&](double now) {

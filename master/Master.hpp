@@ -35,6 +35,7 @@ struct MasterOptions {
   bool insecure = false;                       ///< Allow unencrypted non-loopback links.
   double heartbeat_interval = 1.0;             ///< seconds
   double heartbeat_timeout = 6.0;              ///< seconds
+  std::uint32_t max_task_losses = 3;           ///< A task lost with this many dead workers fails.
 };
 
 /// Runs a whole experiment as its master. Returns the exit code: 0 when every task was

@@ -34,6 +34,7 @@ int main(int argc, char** argv) {
   app.add_option("--curve-secret", curve_secret, "The master's CURVE secret key file (treefarm keygen)")->check(CLI::ExistingFile);
   app.add_option("--authorized-keys", authorized, "Public keys of the workers admitted (authorized_keys file)")->check(CLI::ExistingFile);
   app.add_flag("--insecure", opt.insecure, "Allow unencrypted links on non-loopback addresses");
+  app.add_option("--max-task-losses", opt.max_task_losses, "A task lost with this many dead workers is reported failed")->capture_default_str();
   app.add_option("--heartbeat-interval", opt.heartbeat_interval, "seconds between heartbeats")->capture_default_str();
   app.add_option("--heartbeat-timeout", opt.heartbeat_timeout, "seconds of silence after which a worker is declared dead")->capture_default_str();
   app.add_flag("--quiet", quiet, "No progress lines");

@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstring>
 #include <deque>
 #include <filesystem>
 #include <fstream>
@@ -84,6 +85,7 @@ struct NodeRuntime::Impl {
   zmq::context_t ctx{1};
   std::optional<zmq::socket_t> up;
   std::optional<zmq::socket_t> down;
+  std::optional<zmq::socket_t> up_monitor;  // DISCONNECTED events of `up`
   std::string bound;
   std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now();
   std::atomic<bool> stopping{false};
@@ -120,7 +122,6 @@ struct NodeRuntime::Impl {
   };
   std::unique_ptr<net::ZapHandler> zap;
   std::map<std::string, double> hint_bandwidth;  // node -> bytes/s of its link (calibration)
-  double parent_last_seen = 0;
   double orphan_since = 0;
   double next_heartbeat = 0;
   std::map<std::uint32_t, Child> children;
@@ -166,6 +167,7 @@ struct NodeRuntime::Impl {
       min_cores_per_task = std::min(min_cores_per_task, info.cores_per_task);
     }
     config.name = opt.name;
+    config.max_task_losses = opt.max_task_losses;
     for (const auto& h : w.hints) {
       if (h.name == opt.name) {
         config.local_seconds = h.task_seconds;
@@ -193,6 +195,7 @@ struct NodeRuntime::Impl {
     down.emplace(ctx, zmq::socket_type::router);
     net::configure_socket(*down, true);
     down->set(zmq::sockopt::router_handover, true);  // a rejoining worker takes over its name
+    set_transport_heartbeats(*down);
     if (opt.curve.enabled) {
       zap = std::make_unique<net::ZapHandler>(ctx, opt.curve.authorized, opt.name);
       net::apply_curve_server(*down, opt.curve);
@@ -285,6 +288,15 @@ struct NodeRuntime::Impl {
             root->on_result(it->second, a.duplicate, now());
             results.erase(it);
           }
+        },
+        [&](core::action::TaskAbandoned& a) {
+          net::msg::Result r;
+          r.task_id = a.task.id.value;
+          r.node = opt.name;
+          r.failed = true;
+          r.error = "lost with " + std::to_string(a.losses) + " dead workers: given up";
+          spdlog::error("{}: task {} of '{}' {}", opt.name, a.task.id.index(), apps.at(a.task.app().value).name, r.error);
+          results[a.task.id] = r;
         },
         [&](core::action::SendPolicyMessage& a) {
           net::msg::Policy m{std::move(a.payload)};
@@ -591,6 +603,24 @@ struct NodeRuntime::Impl {
         r.message);
   }
 
+  void set_transport_heartbeats(zmq::socket_t& s) const {
+    s.set(zmq::sockopt::heartbeat_ivl, static_cast<int>(opt.heartbeat_interval * 1000));
+    s.set(zmq::sockopt::heartbeat_timeout, static_cast<int>(opt.heartbeat_timeout * 1000));
+    s.set(zmq::sockopt::heartbeat_ttl, static_cast<int>(opt.heartbeat_timeout * 1000));
+  }
+
+  /// Throws ParentLost if the parent's connection closed.
+  void check_parent_connection() {
+    if (!up_monitor) return;
+    zmq::message_t event;
+    while (up_monitor->recv(event, zmq::recv_flags::dontwait)) {
+      std::uint16_t id = 0;
+      if (event.size() >= 2) std::memcpy(&id, event.data(), 2);
+      while (event.more()) (void)up_monitor->recv(event, zmq::recv_flags::none);
+      if (id == ZMQ_EVENT_DISCONNECTED) throw ParentLost("the connection to the parent closed");
+    }
+  }
+
   /// Heartbeats both ways (docs/fault-tolerance.md): every node sends one to its parent
   /// and to each child every interval; a peer silent for the timeout is dead.
   void heartbeats() {
@@ -606,13 +636,11 @@ struct NodeRuntime::Impl {
       if (t - c.last_seen > opt.heartbeat_timeout) silent.push_back(id);
     for (auto id : silent)
       drop_child(core::ChildId{id}, "no message for " + std::to_string(opt.heartbeat_timeout) + " s: declared dead");
-    if (up && t - parent_last_seen > opt.heartbeat_timeout)
-      throw ParentLost("no message from the parent for " + std::to_string(opt.heartbeat_timeout) + " s");
+    check_parent_connection();
   }
 
   // ---- parent --------------------------------------------------------------------
   void on_parent_message(net::Received& r) {
-    parent_last_seen = now();
     std::visit(Overloaded{
         [&](net::msg::Task& t) {
           const core::TaskId id{t.task_id};
@@ -642,7 +670,16 @@ struct NodeRuntime::Impl {
     up.emplace(ctx, zmq::socket_type::dealer);
     net::configure_socket(*up, false);
     up->set(zmq::sockopt::routing_id, opt.name);
+    set_transport_heartbeats(*up);
     net::apply_curve_client(*up, opt.curve);
+    // The parent is lost when its connection closes: the peer process died (the kernel
+    // closes it at once) or ZMTP heartbeats went unanswered for heartbeat_timeout. Any
+    // message received counts as an answer, so a slow link busy with big tasks is not
+    // mistaken for a dead parent (application heartbeats would queue behind the tasks).
+    if (zmq_socket_monitor(static_cast<void*>(*up), "inproc://parent-monitor", ZMQ_EVENT_DISCONNECTED) != 0)
+      throw std::runtime_error("cannot monitor the parent socket");
+    up_monitor.emplace(ctx, zmq::socket_type::pair);
+    up_monitor->connect("inproc://parent-monitor");
     up->connect(opt.parent);
     net::send(*up, net::msg::Hello{opt.name, static_cast<std::uint32_t>(opt.cores.size()), opt.memory});
     const double deadline = now() + opt.join_timeout;
@@ -655,7 +692,6 @@ struct NodeRuntime::Impl {
       if (auto* bad = std::get_if<net::BadMessage>(&*got)) throw ParentLost("bad message from the parent: " + bad->reason);
       auto& rec = std::get<net::Received>(*got);
       if (auto* w = std::get_if<net::msg::Welcome>(&rec.message)) {
-        parent_last_seen = now();
         configure(*w);
         spdlog::info("{}: joined {} (policy {}, buffer {})", opt.name, opt.parent, w->policy, w->buffer);
         return;
@@ -694,12 +730,13 @@ struct NodeRuntime::Impl {
       }
       next_tick = now() + (root ? root->tick_interval : 1.0);
       while (!stopping && !finished) {
-        zmq::pollitem_t items[3];
+        zmq::pollitem_t items[4];
         int n = 0;
         int i_down = -1, i_up = -1, i_exec = -1;
         if (down) { items[n] = {static_cast<void*>(*down), 0, ZMQ_POLLIN, 0}; i_down = n++; }
         if (up) { items[n] = {static_cast<void*>(*up), 0, ZMQ_POLLIN, 0}; i_up = n++; }
         if (exec) { items[n] = {nullptr, exec->notify_fd(), ZMQ_POLLIN, 0}; i_exec = n++; }
+        if (up_monitor) items[n++] = {static_cast<void*>(*up_monitor), 0, ZMQ_POLLIN, 0};
         zmq::poll(items, n, std::chrono::milliseconds(50));
         if (i_exec >= 0 && (items[i_exec].revents & ZMQ_POLLIN)) collect_local();
         if (i_up >= 0 && (items[i_up].revents & ZMQ_POLLIN)) {

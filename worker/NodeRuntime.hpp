@@ -41,6 +41,8 @@ struct NodeOptions {
   /// A worker that loses its parent rejoins it (same endpoint) with bounded exponential
   /// back-off for up to this many seconds before giving up (0 = exit at once).
   double rejoin_timeout = 60;
+  /// A task lost with this many dead children of this node is reported failed.
+  std::uint32_t max_task_losses = 3;
   /// Root: give up when no node can compute (no child, no local cores) for this long.
   double orphan_timeout = 30;
 };

@@ -43,6 +43,7 @@ int main(int argc, char** argv) {
   app.add_option("--parent-key", parent_key, "The parent's CURVE public key file (NAME.key)")->check(CLI::ExistingFile);
   app.add_option("--authorized-keys", authorized, "Public keys of the workers admitted as children (authorized_keys file)")->check(CLI::ExistingFile);
   app.add_flag("--insecure", opt.insecure, "Allow unencrypted links on non-loopback addresses");
+  app.add_option("--max-task-losses", opt.max_task_losses, "A task lost with this many dead children is reported failed")->capture_default_str();
   app.add_option("--heartbeat-interval", opt.heartbeat_interval, "seconds between heartbeats")->capture_default_str();
   app.add_option("--heartbeat-timeout", opt.heartbeat_timeout, "seconds of silence after which a peer is declared dead")->capture_default_str();
   app.add_option("--log-level", log_level, "trace|debug|info|warn|error|off")->capture_default_str();

@@ -81,6 +81,10 @@ struct ForwardResult { TaskRef task; };
 struct TaskCompleted { TaskRef task; bool duplicate = false; };
 /// At the root: every task of every application is done.
 struct RunComplete {};
+/// A task was lost with NodeConfig::max_task_losses dead children: it is given up.
+/// Not at the root, the adapter reports it up as a failed result (the parent then sees a
+/// ResultArrived); at the root it is followed by TaskCompleted and counts as failed.
+struct TaskAbandoned { TaskRef task; std::uint32_t losses = 0; };
 /// Send a policy's message to the parent (`to_parent`, never at the root) or to child
 /// `child`; the receiver gets it as event::PolicyMessage. Small (tens to a few thousand
 /// bytes), not ordered with tasks; losing one only delays the policy's adaptation.
@@ -93,6 +97,7 @@ struct SendPolicyMessage {
 
 using Action = std::variant<action::RequestWork, action::SendTask, action::StartTask,
                             action::ForwardResult, action::TaskCompleted, action::RunComplete,
+                            action::TaskAbandoned,
                             action::SendPolicyMessage>;
 
 }  // namespace treefarm::core

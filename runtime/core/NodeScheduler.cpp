@@ -189,9 +189,21 @@ void NodeScheduler::apply(const Event& event, std::vector<Action>& out) {
             ++it;
           }
         }
-        // Re-queue at the front, in task order, so they are done first and deterministically.
+        // Re-queue at the front, in task order, so they are done first and deterministically;
+        // a task lost too often is given up instead.
         std::sort(lost.begin(), lost.end(), [](TaskRef a, TaskRef b) { return a.id < b.id; });
-        state_.buffer.insert(state_.buffer.begin(), lost.begin(), lost.end());
+        std::vector<TaskRef> requeue;
+        for (const TaskRef t : lost) {
+          const auto n = ++losses_[t.id];
+          if (n >= std::max<std::uint32_t>(1, state_.config.max_task_losses)) {
+            losses_.erase(t.id);
+            out.push_back(action::TaskAbandoned{t, n});
+            task_done(t, out);
+          } else {
+            requeue.push_back(t);
+          }
+        }
+        state_.buffer.insert(state_.buffer.begin(), requeue.begin(), requeue.end());
         std::erase_if(state_.requests, [&](const PendingRequest& r) { return r.from == gone; });
         state_.children.erase(e.child);
         if (state_.port == PortModel::one_port_per_app) {

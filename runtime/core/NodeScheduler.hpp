@@ -75,6 +75,7 @@ class NodeScheduler {
   NodeState state_;
   std::unique_ptr<Policy> policy_;
   std::unordered_map<TaskId, Target> in_flight_;
+  std::unordered_map<TaskId, std::uint32_t> losses_;  ///< Times a task was lost with a dead child.
   std::uint64_t next_seq_ = 0;
   // Root bookkeeping: exactly-once recording of results.
   std::vector<std::vector<bool>> done_;

@@ -44,6 +44,9 @@ struct NodeConfig {
   std::optional<NodePlan> plan;
   /// Calibrated seconds of one task of each app on this node (0 = unknown: learn it).
   std::vector<double> local_seconds;
+  /// A task lost with this many dead children of this node is not re-queued again but
+  /// reported failed (action::TaskAbandoned), instead of taking down worker after worker.
+  std::uint32_t max_task_losses = 3;
 };
 
 /// How sends to children share the out-port.

@@ -61,12 +61,14 @@ std::set<std::string> load_authorized_keys(const std::string& path) {
   int n = 0;
   while (std::getline(f, line)) {
     ++n;
-    if (auto hash = line.find('#'); hash != std::string::npos) line.resize(hash);
+    // Z85 keys may contain '#': a comment is a line starting with '#', or text after the
+    // key separated by whitespace.
     line.erase(0, line.find_first_not_of(" \t"));
     line.erase(line.find_last_not_of(" \t\r") + 1);
-    if (line.empty()) continue;
-    if (line.size() != 40) throw std::runtime_error(path + ":" + std::to_string(n) + ": not a 40-character Z85 public key");
-    keys.insert(line);
+    if (line.empty() || line[0] == '#') continue;
+    const std::string key = line.substr(0, line.find_first_of(" \t"));
+    if (key.size() != 40) throw std::runtime_error(path + ":" + std::to_string(n) + ": not a 40-character Z85 public key");
+    keys.insert(key);
   }
   return keys;
 }

@@ -6,7 +6,8 @@
 /// Key files (written by `treefarm keygen`, docs/security.md):
 ///   NAME.key         public-key = "<40 Z85 characters>"
 ///   NAME.key_secret  public-key = "..." and secret-key = "..." (mode 0600)
-///   authorized_keys  one Z85 public key per line, '#' starts a comment.
+///   authorized_keys  one Z85 public key per line (text after whitespace is a comment;
+///                    so is a line starting with '#')
 
 #include <atomic>
 #include <memory>

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -22,6 +23,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <thread>
+#include <tuple>
 
 #include <nlohmann/json.hpp>
 
@@ -59,6 +61,7 @@ class Draw {
 };
 
 struct Platform {
+  std::string name;                   ///< "n<nodes>-d<max degree>-t<tree>"
   std::uint32_t nodes = 0, max_degree = 0, tree = 0;
   std::uint64_t seed = 0;
   double ccr_max = 0;
@@ -70,10 +73,16 @@ struct Platform {
   double data_centric_theoretical = 0;///< DataCentricPlanner on the true platform, tasks/s.
 };
 
+/// The three kinds of runs: main (§5.2.2), big buffer (§5.2.1), and big buffer on the same
+/// platform with every link latency set to 0 (our control: the LP ignores latencies).
+enum Kind : int { main_run = 0, big_run = 1, no_latency_run = 2 };
+constexpr int kinds = 3;
+constexpr const char* kind_key[kinds] = {"runs", "big_buffer_runs", "big_buffer_no_latency_runs"};
+
 struct Job {
   std::size_t platform = 0;
   std::string policy;
-  bool big = false;  ///< Big-buffer run (§5.2.1) rather than a main run.
+  Kind kind = main_run;
 };
 
 struct RunResult {
@@ -176,8 +185,8 @@ std::vector<Platform> make_platforms(const CampaignOptions& o) {
         g.ccr_max = p.ccr_max;
         g.tasks = o.tasks;
         g.buffer = o.buffer;
-        const std::string name = "n" + std::to_string(n) + "-d" + std::to_string(d) + "-t" + std::to_string(t);
-        p.experiment = model::parse_experiment(generate_platform(g), name + ".toml");
+        p.name = "n" + std::to_string(n) + "-d" + std::to_string(d) + "-t" + std::to_string(t);
+        p.experiment = model::parse_experiment(generate_platform(g), p.name + ".toml");
         for (std::size_t u = 0; u < p.experiment.nodes.size(); ++u) {
           p.depth = std::max(p.depth, p.experiment.depth(u));
           p.widest = std::max(p.widest, p.experiment.children(u).size());
@@ -194,10 +203,12 @@ std::vector<Platform> make_platforms(const CampaignOptions& o) {
 model::Experiment variant(const Platform& p, const Job& job, const CampaignOptions& o) {
   auto ex = p.experiment;
   ex.run.policy = job.policy;
-  if (job.big) {
+  if (job.kind != main_run) {
     ex.run.buffer = o.big_buffer;
     for (auto& a : ex.apps) a.tasks = o.big_tasks;
   }
+  if (job.kind == no_latency_run)
+    for (auto& n : ex.nodes) n.latency = 0;
   return ex;
 }
 
@@ -281,8 +292,8 @@ std::vector<RunResult> run_jobs(const std::vector<Platform>& platforms, const st
     if (!r.done || !r.completed) {
       ++failed;
       const auto& job = jobs[a.job];
-      progress << "  run " << platforms[job.platform].experiment.path << " " << job.policy
-               << (job.big ? " (big buffer)" : "") << " did not complete: " << r.error << std::endl;
+      progress << "  run " << platforms[job.platform].name << " " << job.policy << " (" << kind_key[job.kind]
+               << ") did not complete: " << r.error << std::endl;
     }
     if (seconds_since(last_report) >= 10 || finished == jobs.size()) {
       last_report = Clock::now();
@@ -498,13 +509,13 @@ std::string plot(const fs::path& out, const std::map<std::string, PolicyStats>& 
   }
   gp << "unset multiplot\n";
 
-  gp << "set terminal pngcairo size 1200,380 font ',10'\n"
+  gp << "set terminal pngcairo size " << 520 * std::max<std::size_t>(1, deviation.size()) << ",400 font ',10'\n"
      << "set output " << quote((out / "deviation.png").string()) << "\n"
      << "set boxwidth 0.02\nbin(x) = 0.02 * floor(x / 0.02 + 0.5)\nset xrange [-0.3:1.02]\n"
      << "set xlabel '(theoretical - experimental) / theoretical fair throughput'\n"
      << "set multiplot layout 1," << deviation.size()
      << " title 'Deviation of the experimental fair throughput from the theoretical one, lp + cgbc + "
-        "data-centric (papers/beaumont2006 Figure 2)'\n";
+        "data-centric pooled (papers/beaumont2006 Figure 2); values below -0.3 are not shown'\n";
   for (std::size_t i = 0; i < deviation.size(); ++i) {
     const auto file = data / ("deviation-" + std::to_string(i) + ".dat");
     std::ofstream f(file);
@@ -584,14 +595,17 @@ int paper_campaign(const CampaignOptions& options, std::ostream& progress) {
 
   std::vector<Job> jobs;
   for (std::size_t p = 0; p < platforms.size(); ++p) {
-    for (const auto& pol : o.policies) jobs.push_back({p, pol, false});
+    for (const auto& pol : o.policies) jobs.push_back({p, pol, main_run});
     if (o.big_buffer > 0)
-      for (const auto& pol : o.big_policies) jobs.push_back({p, pol, true});
+      for (const auto& pol : o.big_policies) {
+        jobs.push_back({p, pol, big_run});
+        if (o.latency_control) jobs.push_back({p, pol, no_latency_run});
+      }
   }
   // The largest platforms first, so that the tail of the run keeps both cores busy.
   std::stable_sort(jobs.begin(), jobs.end(), [&](const Job& a, const Job& b) {
     auto cost = [&](const Job& j) {
-      return platforms[j.platform].nodes * (j.big ? o.big_tasks : o.tasks);
+      return platforms[j.platform].nodes * (j.kind != main_run ? o.big_tasks : o.tasks);
     };
     return cost(a) > cost(b);
   });
@@ -600,17 +614,17 @@ int paper_campaign(const CampaignOptions& options, std::ostream& progress) {
   const auto results = run_jobs(platforms, jobs, o, parallel, progress);
   const double wall = seconds_since(t0);
 
-  // Index the results: [platform][policy][big].
-  std::map<std::tuple<std::size_t, std::string, bool>, const RunResult*> at;
+  // Index the results: [platform][policy][kind].
+  std::map<std::tuple<std::size_t, std::string, int>, const RunResult*> at;
   std::size_t incomplete = 0;
   double sim_wall = 0;
   for (std::size_t i = 0; i < jobs.size(); ++i) {
-    at[{jobs[i].platform, jobs[i].policy, jobs[i].big}] = &results[i];
+    at[{jobs[i].platform, jobs[i].policy, jobs[i].kind}] = &results[i];
     if (!results[i].done || !results[i].completed) ++incomplete;
     sim_wall += results[i].wall_seconds;
   }
-  auto usable = [&](std::size_t p, const std::string& pol, bool big) -> const RunResult* {
-    const auto it = at.find({p, pol, big});
+  auto usable = [&](std::size_t p, const std::string& pol, int kind) -> const RunResult* {
+    const auto it = at.find({p, pol, kind});
     if (it == at.end() || !it->second->done || !it->second->completed) return nullptr;
     return it->second;
   };
@@ -619,11 +633,11 @@ int paper_campaign(const CampaignOptions& options, std::ostream& progress) {
   std::map<std::string, PolicyStats> stats;
   for (const auto& pol : o.policies) stats[pol];
   for (std::size_t i = 0; i < jobs.size(); ++i)
-    if (!jobs[i].big) stats[jobs[i].policy].sim_wall += results[i].wall_seconds;
+    if (jobs[i].kind == main_run) stats[jobs[i].policy].sim_wall += results[i].wall_seconds;
   for (std::size_t p = 0; p < platforms.size(); ++p) {
-    const auto* lp = usable(p, "lp", false);
+    const auto* lp = usable(p, "lp", main_run);
     for (const auto& pol : o.policies) {
-      const auto* r = usable(p, pol, false);
+      const auto* r = usable(p, pol, main_run);
       if (!lp || !r) continue;
       auto& s = stats[pol];
       const double l = capped_ln_ratio(lp->fair, r->fair);
@@ -636,38 +650,40 @@ int paper_campaign(const CampaignOptions& options, std::ostream& progress) {
     }
   }
 
-  // §5.2.1: (theoretical − experimental) / theoretical, per policy and combined.
-  struct DeviationStats {
-    Distribution small, big;
-  };
-  std::map<std::string, DeviationStats> deviation;
-  Distribution combined_small, combined_big;
+  // §5.2.1: (theoretical − experimental) / theoretical, per policy and pooled, per kind.
+  std::array<bool, kinds> kind_ran = {true, o.big_buffer > 0, o.big_buffer > 0 && o.latency_control};
+  std::map<std::string, std::array<Distribution, kinds>> deviation;
+  std::array<Distribution, kinds> pooled;
   std::vector<std::string> dev_policies;
-  for (const auto& pol : {"lp", "cgbc", "data-centric"}) {
-    const bool in_small = std::find(o.policies.begin(), o.policies.end(), pol) != o.policies.end();
+  for (const std::string pol : {"lp", "cgbc", "data-centric"}) {
+    const bool in_main = std::find(o.policies.begin(), o.policies.end(), pol) != o.policies.end();
     const bool in_big = o.big_buffer > 0 && std::find(o.big_policies.begin(), o.big_policies.end(), pol) != o.big_policies.end();
-    if (!in_small && !in_big) continue;
+    if (!in_main && !in_big) continue;
     dev_policies.push_back(pol);
     for (std::size_t p = 0; p < platforms.size(); ++p)
-      for (const bool big : {false, true}) {
-        const auto* r = usable(p, pol, big);
+      for (int kind = 0; kind < kinds; ++kind) {
+        const auto* r = usable(p, pol, kind);
         if (!r) continue;
         const double th = theoretical(platforms[p], pol, *r);
         if (!(th > 0)) continue;
         const double d = (th - r->fair) / th;
-        (big ? deviation[pol].big : deviation[pol].small).values.push_back(d);
-        (big ? combined_big : combined_small).values.push_back(d);
+        deviation[pol][static_cast<std::size_t>(kind)].values.push_back(d);
+        pooled[static_cast<std::size_t>(kind)].values.push_back(d);
       }
   }
+  const std::array<std::string, kinds> kind_title = {
+      "buffer " + std::to_string(o.buffer) + ", " + std::to_string(o.tasks) + " tasks/app",
+      "buffer " + std::to_string(o.big_buffer) + ", " + std::to_string(o.big_tasks) + " tasks/app",
+      "buffer " + std::to_string(o.big_buffer) + ", " + std::to_string(o.big_tasks) + " tasks/app, latencies 0"};
 
   // Histograms.
-  std::vector<Distribution> dev_plots = {combined_small};
-  std::vector<std::string> dev_titles = {"buffer " + std::to_string(o.buffer) + ", " + std::to_string(o.tasks) +
-                                         " tasks/app"};
-  if (o.big_buffer > 0) {
-    dev_plots.push_back(combined_big);
-    dev_titles.push_back("buffer " + std::to_string(o.big_buffer) + ", " + std::to_string(o.big_tasks) + " tasks/app");
-  }
+  std::vector<Distribution> dev_plots;
+  std::vector<std::string> dev_titles;
+  for (std::size_t k = 0; k < kinds; ++k)
+    if (kind_ran[k]) {
+      dev_plots.push_back(pooled[k]);
+      dev_titles.push_back(kind_title[k]);
+    }
   const std::string plot_error = plot(out, stats, o.policies, dev_plots, dev_titles);
   if (!plot_error.empty()) progress << "  histograms: " << plot_error << std::endl;
 
@@ -708,19 +724,21 @@ int paper_campaign(const CampaignOptions& options, std::ostream& progress) {
                              {"geometric_mean_to_lp_optimum", std::exp(s.ln_vs_optimum.mean())},
                              {"ln_ratio", s.ln_ratio.values}};
   }
-  for (const auto& [pol, d] : deviation)
-    j["deviation"][pol] = {{"theoretical", theoretical_name(pol)},
-                           {"mean_small_buffer", d.small.mean()},
-                           {"mean_abs_small_buffer", d.small.mean_abs()},
-                           {"mean_big_buffer", d.big.mean()},
-                           {"mean_abs_big_buffer", d.big.mean_abs()},
-                           {"small_buffer", d.small.values},
-                           {"big_buffer", d.big.values}};
-  j["deviation_combined"] = {{"mean_small_buffer", combined_small.mean()},
-                             {"mean_big_buffer", combined_big.mean()}};
+  // Deviations: per policy and pooled, keyed like the runs ("runs" = main runs).
+  for (const auto& [pol, d] : deviation) {
+    j["deviation"][pol]["theoretical"] = theoretical_name(pol);
+    for (std::size_t k = 0; k < kinds; ++k)
+      if (kind_ran[k])
+        j["deviation"][pol][kind_key[k]] = {
+            {"mean", d[k].mean()}, {"mean_abs", d[k].mean_abs()}, {"median", d[k].quantile(0.5)}, {"values", d[k].values}};
+  }
+  for (std::size_t k = 0; k < kinds; ++k)
+    if (kind_ran[k])
+      j["deviation_pooled"][kind_key[k]] = {
+          {"mean", pooled[k].mean()}, {"mean_abs", pooled[k].mean_abs()}, {"median", pooled[k].quantile(0.5)}};
   for (std::size_t p = 0; p < platforms.size(); ++p) {
     const auto& pl = platforms[p];
-    nlohmann::json pj = {{"name", pl.experiment.path},
+    nlohmann::json pj = {{"name", pl.name},
                          {"nodes", pl.nodes},
                          {"max_degree", pl.max_degree},
                          {"tree", pl.tree},
@@ -731,12 +749,12 @@ int paper_campaign(const CampaignOptions& options, std::ostream& progress) {
                          {"lp_optimum", pl.lp_optimum},
                          {"cgbc_theoretical", pl.cgbc_theoretical},
                          {"data_centric_theoretical", pl.data_centric_theoretical}};
-    for (const bool big : {false, true})
-      for (const auto& pol : big ? o.big_policies : o.policies) {
-        const auto it = at.find({p, pol, big});
+    for (int kind = 0; kind < kinds; ++kind)
+      for (const auto& pol : kind != main_run ? o.big_policies : o.policies) {
+        const auto it = at.find({p, pol, kind});
         if (it == at.end()) continue;
         const auto& r = *it->second;
-        pj[big ? "big_buffer_runs" : "runs"][pol] = {{"completed", r.done && r.completed},
+        pj[kind_key[kind]][pol] = {{"completed", r.done && r.completed},
                                                      {"error", r.error},
                                                      {"fair", r.fair},
                                                      {"rho", r.rho},
@@ -769,7 +787,10 @@ int paper_campaign(const CampaignOptions& options, std::ostream& progress) {
      << "- Main runs: every policy, buffers of " << o.buffer << " tasks, " << o.tasks << " tasks per application.";
   if (o.big_buffer > 0)
     md << " §5.2.1 runs: " << o.big_policies.size() << " policies, buffers of " << o.big_buffer << " tasks, "
-       << o.big_tasks << " tasks per application.";
+       << o.big_tasks << " tasks per application"
+       << (o.latency_control ? "; and the same again with every link latency set to 0 (our control, see below)"
+                             : "")
+       << ".";
   md << "\n- " << jobs.size() << " simulations, " << parallel << " at once on a machine with "
      << std::thread::hardware_concurrency() << " cores: **wall time " << fmt("%.0f", wall) << " s** ("
      << fmt("%.1f", wall / 60) << " min; the simulations' own wall times add up to " << fmt("%.0f", sim_wall)
@@ -837,20 +858,32 @@ int paper_campaign(const CampaignOptions& options, std::ostream& progress) {
         "pools LP, CGBC and DATA-CENTRIC: mean 9.426 % with buffers of 10 tasks, 0.334 % with buffers of 100 "
         "and 2000 tasks per application. A negative d means the run beat the theoretical value (possible "
         "for cgbc and data-centric, whose theoretical values are heuristic plans, not bounds).\n\n"
-     << "| policy | theoretical fair throughput | buffer " << o.buffer << ": mean d | mean abs d | median d |";
-  if (o.big_buffer > 0) md << " buffer " << o.big_buffer << ": mean d | mean abs d | median d |";
-  md << "\n|---|---|---|---|---|" << (o.big_buffer > 0 ? "---|---|---|" : "") << "\n";
-  auto dev_row = [&](const std::string& name, const std::string& th, const Distribution& s, const Distribution& b) {
-    md << "| " << name << " | " << th << " | " << percent(s.mean()) << " | " << percent(s.mean_abs()) << " | "
-       << percent(s.quantile(0.5)) << " |";
-    if (o.big_buffer > 0)
-      md << " " << percent(b.mean()) << " | " << percent(b.mean_abs()) << " | " << percent(b.quantile(0.5)) << " |";
+     << "| policy | theoretical fair throughput |";
+  for (std::size_t k = 0; k < kinds; ++k)
+    if (kind_ran[k]) md << " " << kind_title[k] << ": mean d | mean abs d | median d |";
+  md << "\n|---|---|";
+  for (std::size_t k = 0; k < kinds; ++k)
+    if (kind_ran[k]) md << "---|---|---|";
+  md << "\n";
+  auto dev_row = [&](const std::string& name, const std::string& th, const std::array<Distribution, kinds>& d) {
+    md << "| " << name << " | " << th << " |";
+    for (std::size_t k = 0; k < kinds; ++k)
+      if (kind_ran[k])
+        md << " " << percent(d[k].mean()) << " | " << percent(d[k].mean_abs()) << " | " << percent(d[k].quantile(0.5))
+           << " |";
     md << "\n";
   };
-  for (const auto& pol : dev_policies) dev_row(pol, theoretical_name(pol), deviation[pol].small, deviation[pol].big);
-  dev_row("**pooled (ours)**", "", combined_small, combined_big);
-  md << "| **paper (pooled)** | | 9.426 % | | |" << (o.big_buffer > 0 ? " 0.334 % | | |" : "") << "\n\n"
-     << (plot_error.empty() ? "![Deviation from the theoretical fair throughput](deviation.png)\n\n" : "");
+  for (const auto& pol : dev_policies) dev_row(pol, theoretical_name(pol), deviation[pol]);
+  dev_row("**pooled (ours)**", "", pooled);
+  md << "| **paper (pooled)** | | 9.426 % | | |" << (kind_ran[big_run] ? " 0.334 % | | |" : "")
+     << (kind_ran[no_latency_run] ? " (not run) | | |" : "") << "\n\n";
+  if (kind_ran[no_latency_run])
+    md << "The last group of columns is our control, not in the paper: the same big-buffer runs with every link "
+          "latency set to 0. The LP (3) model has no latency, but in the simulation a task transfer occupies the "
+          "sender's one-port for latency + bytes / bandwidth, and the latencies (up to 10 s) are as long as "
+          "a low-CCR task's transfer. With latencies, the LP's plan overloads the ports it saturates; without "
+          "them, the simulation is the LP's platform.\n\n";
+  md << (plot_error.empty() ? "![Deviation from the theoretical fair throughput](deviation.png)\n\n" : "");
 
   md << "## How this campaign differs from the paper's\n\n"
      << "- **Number of applications.** §5 does not state K; we use K = " << o.apps

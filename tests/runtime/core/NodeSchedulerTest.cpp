@@ -176,6 +176,25 @@ TEST(NodeScheduler, ChildLeftRequeuesItsTasksFirstAndDropsItsRequests) {
   expect_rejected(*node, event::ResultArrived{ChildId{1}, task(0, 2)}, 6, "unknown child 1");
 }
 
+TEST(NodeScheduler, ATaskLostWithMaxTaskLossesDeadChildrenIsGivenUp) {
+  auto config = node_config(true, 1, {app("a", 1, 2)}, /*one_port=*/false);
+  config.max_task_losses = 2;
+  auto root = make_node(std::move(config));
+  root->start(0);
+  // First loss: 0:0 is re-queued and sent to the next child.
+  root->handle(event::ChildJoined{ChildId{1}, {}}, 0);
+  EXPECT_EQ(names(root->handle(event::WorkRequested{child(1), 1}, 1)), Strings{"SendTask child 1 0:0"});
+  EXPECT_EQ(names(root->handle(event::ChildLeft{ChildId{1}}, 2)), Strings{});
+  root->handle(event::ChildJoined{ChildId{2}, {}}, 2);
+  EXPECT_EQ(names(root->handle(event::WorkRequested{child(2), 1}, 3)), Strings{"SendTask child 2 0:0"});
+  // Second loss: given up, recorded (as done, the adapter marks it failed), not re-sent.
+  EXPECT_EQ(names(root->handle(event::ChildLeft{ChildId{2}}, 4)),
+            (Strings{"TaskAbandoned 0:0 after 2 losses", "TaskCompleted 0:0"}));
+  EXPECT_EQ(root->completed(), 1u);
+  root->handle(event::ChildJoined{ChildId{3}, {}}, 5);
+  EXPECT_EQ(names(root->handle(event::WorkRequested{child(3), 2}, 5)), Strings{"SendTask child 3 0:1"});
+}
+
 TEST(NodeScheduler, RootRecordsEachTaskOnceAndCountsLateResultsAsDuplicates) {
   auto root = make_node(node_config(true, 2, {app("a", 1, 3)}, /*one_port=*/false));
   root->start(0);

@@ -50,6 +50,9 @@ std::string describe(const Action& a) {
         return "TaskCompleted " + task_name(x.task) + (x.duplicate ? " (duplicate)" : "");
       },
       [](const action::RunComplete&) { return std::string("RunComplete"); },
+      [](const action::TaskAbandoned& x) {
+        return "TaskAbandoned " + task_name(x.task) + " after " + std::to_string(x.losses) + " losses";
+      },
       [](const action::SendPolicyMessage& x) {
         return "SendPolicyMessage to " + (x.to_parent ? std::string("parent") : "child " + std::to_string(x.child.value)) +
                " (" + std::to_string(x.payload.size()) + " bytes)";
@@ -281,6 +284,8 @@ void TreeHarness::carry_out(std::size_t v, const std::vector<Action>& actions) {
             ++completions_[x.task.id];
         },
         [&](const action::RunComplete&) { ++run_complete_count_; },
+        // The ForwardResult / TaskCompleted that follows carries the task on.
+        [&](const action::TaskAbandoned&) {},
         [&](const action::SendPolicyMessage& x) {
           if (x.to_parent) {
             if (v == 0) {

@@ -1,0 +1,154 @@
+// tools/emulate/Emulate modes calibrate and compare on a small emulated star: the
+// in-place calibration measures each shaped link within 10 % of its tbf rate, the LP
+// policy's fair throughput lands within 20 % of the LP's prediction, and nothing the tool
+// made (namespace, veth, qdisc, control group, state file) is left afterwards.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "runtime/model/Calibration.hpp"
+#include "runtime/model/Experiment.hpp"
+#include "tests/emulate/EmulationTestSupport.hpp"
+#include "tools/emulate/Emulate.hpp"
+
+namespace fs = std::filesystem;
+using namespace treefarm::emulate;
+using namespace treefarm::emulate::testing;
+
+namespace {
+
+class TempDir {
+ public:
+  TempDir() {
+    char tmpl[] = "/tmp/treefarm-emucal-XXXXXX";
+    path_ = mkdtemp(tmpl);
+  }
+  ~TempDir() { fs::remove_all(path_); }
+  const fs::path& path() const { return path_; }
+
+ private:
+  fs::path path_;
+};
+
+// Two workers behind links three times apart (48 and 16 Mbit/s), one core each. Both
+// applications are communication-bound (matadd: 1 MiB for 65 kflop; matmul n = 384:
+// 2.25 MiB for 113 Mflop, ~10 ms of compute vs 0.4 s / 1.2 s on the wire), so the links
+// decide the throughput and the LP's prediction rests on the calibrated bandwidths. The
+// largest input (2.25 MiB) sets the probe size: 8 × 2.25 MiB take ~3 s on the 48 Mbit/s
+// link and ~10 s on the 16 Mbit/s one. A run moves ~255 MiB: ~35 s.
+const char* const star = R"(
+[[node]]
+name = "master"
+cores = 0
+cpu_quota = 0.4
+[[node]]
+name = "w48"
+parent = "master"
+cores = 1
+bandwidth = "48Mbps"
+cpu_quota = 0.8
+cpuset = "0"
+[[node]]
+name = "w16"
+parent = "master"
+cores = 1
+bandwidth = "16Mbps"
+cpu_quota = 0.8
+cpuset = "1"
+[[app]]
+name = "ma"
+kernel = "matadd"
+n = 256
+tasks = 120
+[[app]]
+name = "mm"
+kernel = "matmul"
+n = 384
+tasks = 60
+[run]
+buffer = 4
+)";
+
+EmulateOptions options_for(const fs::path& out, const std::string& prefix) {
+  EmulateOptions o;
+  o.bin_dir = TREEFARM_BIN_DIR;
+  o.prefix = prefix;
+  o.launch.out_dir = out.string();
+  o.launch.timeout = 240;
+  o.launch.quiet = true;
+  o.launch.log_level = "warn";
+  return o;
+}
+
+}  // namespace
+
+TEST(EmulateCalibrate, MeasuresEachShapedLinkWithinTenPercentOfItsRate) {
+  SKIP_UNLESS_EMULATION();
+  TempDir dir;
+  const auto file = (dir.path() / "star.toml").string();
+  std::ofstream(file) << star;
+  const auto ex = treefarm::model::load_experiment(file);
+  const auto prefix = fresh_prefix();
+  auto options = options_for(dir.path() / "out", prefix);
+  options.calibration_out = (dir.path() / "calibration.json").string();
+  std::atomic<bool> interrupted{false};
+  const int rc = emulate_command(file, "calibrate", options, interrupted);
+  EXPECT_EQ(leftovers(prefix), std::vector<std::string>{}) << "after emulate calibrate";
+  ASSERT_EQ(rc, 0) << "logs in " << dir.path() / "out" / "logs";
+
+  const auto cal = treefarm::model::load_calibration(options.calibration_out);
+  for (const char* name : {"w48", "w16"}) {
+    SCOPED_TRACE(name);
+    const auto it = cal.nodes.find(name);
+    ASSERT_NE(it, cal.nodes.end());
+    const auto& node = it->second;
+    double rate = 0;
+    for (const auto& n : ex.nodes)
+      if (n.name == name) rate = *n.bandwidth;  // bytes/s, the tbf rate
+    ASSERT_TRUE(node.link_bandwidth.has_value()) << "the link to " << name << " was not measured";
+    const double measured = *node.link_bandwidth;
+    std::printf("calibrated link to %s: tbf %.3f MB/s, measured %.3f MB/s (%.1f%%)\n", name, rate / 1e6, measured / 1e6,
+                100 * measured / rate);
+    RecordProperty(std::string(name) + "_link_bandwidth", std::to_string(measured));
+    EXPECT_NEAR(measured / rate, 1.0, 0.10);
+    EXPECT_EQ(node.cores, 1u);
+    EXPECT_GT(node.task_seconds.at("ma"), 0.0);
+    EXPECT_GT(node.task_seconds.at("mm"), 0.0);
+  }
+  EXPECT_FALSE(cal.nodes.at("master").link_bandwidth.has_value());
+}
+
+TEST(EmulateCompare, LpPolicyReachesItsPredictionWithinTwentyPercent) {
+  SKIP_UNLESS_EMULATION();
+  TempDir dir;
+  const auto file = (dir.path() / "star.toml").string();
+  std::ofstream(file) << star;
+  const auto prefix = fresh_prefix();
+  auto options = options_for(dir.path() / "out", prefix);
+  options.policies = {"lp"};
+  std::atomic<bool> interrupted{false};
+  const int rc = emulate_command(file, "compare", options, interrupted);  // calibrates in place first
+  EXPECT_EQ(leftovers(prefix), std::vector<std::string>{}) << "after emulate compare";
+  ASSERT_EQ(rc, 0) << "logs in " << dir.path() / "out";
+
+  std::ifstream f(dir.path() / "out" / "compare.json");
+  ASSERT_TRUE(f) << "no compare.json";
+  const auto cmp = nlohmann::json::parse(f);
+  ASSERT_EQ(cmp.at("policies").size(), 1u);
+  const auto& lp = cmp.at("policies")[0];
+  EXPECT_EQ(lp.at("name"), "lp");
+  EXPECT_TRUE(lp.at("ok").get<bool>());
+  ASSERT_FALSE(lp.at("fair_ratio").is_null()) << "no prediction: was the platform calibrated?";
+  const double ratio = lp.at("fair_ratio").get<double>();
+  std::printf("lp on the emulated star: %.4f tasks/s measured, %.4f predicted, ratio %.3f\n",
+              lp.at("fair_throughput").get<double>(), lp.at("predicted_fair_throughput").get<double>(), ratio);
+  RecordProperty("fair_ratio", std::to_string(ratio));
+  EXPECT_GE(ratio, 0.8);
+  EXPECT_LE(ratio, 1.2);
+  EXPECT_TRUE(fs::exists(dir.path() / "out" / "calibration.json"));
+}
