@@ -43,10 +43,48 @@ double zmq_one_way_rate(std::uint64_t count, std::size_t bytes) {
 
 }  // namespace
 
-int bench_dispatch(std::ostream& out, std::uint64_t tasks, std::uint64_t payload_bytes, std::uint32_t buffer, bool json) {
-  char tmpl[] = "/tmp/treefarm-bench-XXXXXX";
-  if (!mkdtemp(tmpl)) throw std::runtime_error("cannot create a temporary directory");
-  const std::filesystem::path dir = tmpl;
+namespace {
+
+struct RunFigures {
+  int rc = 0;
+  double duration = 0;         ///< seconds
+  std::uint64_t tasks = 0, completed = 0, lost = 0, duplicates = 0, wrong = 0;
+  double rate() const { return duration > 0 ? static_cast<double>(completed) / duration : 0; }
+};
+
+RunFigures run_once(const std::filesystem::path& exp, const std::filesystem::path& out, LaunchOptions lo) {
+  const auto ex = model::load_experiment(exp.string());
+  lo.out_dir = out.string();
+  lo.quiet = true;
+  lo.log_level = "warn";
+  std::atomic<bool> never{false};
+  RunFigures f;
+  f.rc = launch_tree(ex, lo, never);
+  std::ifstream rf(out / "results.json");
+  if (!rf) return f;
+  const auto j = nlohmann::json::parse(rf);
+  f.duration = j.at("duration").get<double>();
+  f.lost = j.value("lost", std::uint64_t{0});
+  f.duplicates = j.value("duplicates", std::uint64_t{0});
+  for (const auto& a : j.at("apps")) {
+    f.tasks += a.at("tasks").get<std::uint64_t>();
+    f.completed += a.at("completed").get<std::uint64_t>();
+    f.wrong += a.at("wrong").get<std::uint64_t>() + a.value("failed", std::uint64_t{0});
+  }
+  return f;
+}
+
+std::filesystem::path temp_dir(const char* what) {
+  std::string tmpl = std::string("/tmp/treefarm-") + what + "-XXXXXX";
+  if (!mkdtemp(tmpl.data())) throw std::runtime_error("cannot create a temporary directory");
+  return tmpl;
+}
+
+}  // namespace
+
+int bench_dispatch(std::ostream& out, std::uint64_t tasks, std::uint64_t payload_bytes, std::uint32_t buffer, bool json,
+                   bool encryption) {
+  const auto dir = temp_dir("bench");
   const auto exp_path = dir / "dispatch.toml";
   {
     std::ofstream f(exp_path);
@@ -54,41 +92,117 @@ int bench_dispatch(std::ostream& out, std::uint64_t tasks, std::uint64_t payload
       << "[[app]]\nname = \"noop\"\nkernel = \"noop\"\nbytes = " << payload_bytes << "\ntasks = " << tasks
       << "\n\n[run]\nbuffer = " << buffer << "\n";
   }
-  const double raw = zmq_one_way_rate(1000000, 16);
-  const auto ex = model::load_experiment(exp_path.string());
-  LaunchOptions lo;
-  lo.out_dir = (dir / "out").string();
-  lo.quiet = true;
-  lo.log_level = "warn";
-  std::atomic<bool> never{false};
-  const int rc = launch_tree(ex, lo, never);
-  if (rc != 0) {
-    out << "bench dispatch: the run failed with code " << rc << "\n";
-    return rc;
+  const double raw_before = zmq_one_way_rate(1000000, 16);
+  LaunchOptions plain, curve;
+  curve.encrypt = true;
+  std::vector<double> plain_rates, curve_rates;
+  const int rounds = encryption ? 2 : 1;
+  for (int r = 0; r < rounds; ++r) {
+    const auto p = run_once(exp_path, dir / ("plain" + std::to_string(r)), plain);
+    if (p.rc != 0) {
+      out << "bench dispatch: the run failed with code " << p.rc << "\n";
+      return p.rc;
+    }
+    plain_rates.push_back(p.rate());
+    if (!encryption) continue;
+    const auto c = run_once(exp_path, dir / ("curve" + std::to_string(r)), curve);
+    if (c.rc != 0) {
+      out << "bench dispatch: the CURVE run failed with code " << c.rc << "\n";
+      return c.rc;
+    }
+    curve_rates.push_back(c.rate());
   }
-  std::ifstream rf(dir / "out" / "results.json");
-  const auto results = nlohmann::json::parse(rf);
-  const double duration = results.at("duration").get<double>();
-  const double rate = static_cast<double>(tasks) / duration;
   const double raw_after = zmq_one_way_rate(1000000, 16);
-  const double raw_mean = (raw + raw_after) / 2;
+  const double raw = (raw_before + raw_after) / 2;
+  const auto mean = [](const std::vector<double>& v) {
+    double s = 0;
+    for (double x : v) s += x;
+    return v.empty() ? 0.0 : s / static_cast<double>(v.size());
+  };
+  const double rate = mean(plain_rates), curve_rate = mean(curve_rates);
   if (json) {
-    out << nlohmann::json{{"tasks", tasks}, {"payload_bytes", payload_bytes}, {"buffer", buffer},
-                          {"dispatch_tasks_per_s", rate}, {"zmq_one_way_msgs_per_s", raw_mean},
-                          {"ratio", rate / raw_mean}}.dump(1)
-        << "\n";
+    nlohmann::json j{{"tasks", tasks}, {"payload_bytes", payload_bytes}, {"buffer", buffer},
+                     {"dispatch_tasks_per_s", rate}, {"zmq_one_way_msgs_per_s", raw}, {"ratio", rate / raw}};
+    if (encryption) {
+      j["curve_dispatch_tasks_per_s"] = curve_rate;
+      j["curve_over_plain"] = rate > 0 ? curve_rate / rate : 0.0;
+    }
+    out << j.dump(1) << "\n";
   } else {
-    char line[256];
+    char line[512];
     std::snprintf(line, sizeof line,
                   "no-op dispatch, master -> 1 worker, %llu tasks of %llu bytes, buffer %u:  %.0f tasks/s\n"
                   "raw ZeroMQ one-way, 16-byte messages, TCP loopback (mean before/after): %.0f msgs/s\n"
                   "ratio dispatch / raw: %.4f\n",
                   static_cast<unsigned long long>(tasks), static_cast<unsigned long long>(payload_bytes), buffer, rate,
-                  raw_mean, rate / raw_mean);
+                  raw, rate / raw);
     out << line;
+    if (encryption) {
+      std::snprintf(line, sizeof line, "with CURVE on every link: %.0f tasks/s; CURVE / plain: %.3f (runs alternated)\n",
+                    curve_rate, rate > 0 ? curve_rate / rate : 0.0);
+      out << line;
+    }
   }
   std::filesystem::remove_all(dir);
   return 0;
+}
+
+int bench_chaos(std::ostream& out, double minutes, double kill_interval, std::uint64_t seed, bool json) {
+  const auto dir = temp_dir("chaos");
+  const auto write_exp = [&](std::uint64_t mm_tasks) {
+    const auto path = dir / ("chaos-" + std::to_string(mm_tasks) + ".toml");
+    std::ofstream f(path);
+    f << "[[node]]\nname = \"master\"\ncores = 0\n";
+    for (const auto& [name, parent] : std::vector<std::pair<std::string, std::string>>{
+             {"w1", "master"}, {"w2", "master"}, {"w1a", "w1"}, {"w1b", "w1"}, {"w2a", "w2"}})
+      f << "[[node]]\nname = \"" << name << "\"\nparent = \"" << parent << "\"\ncores = 1\n";
+    f << "[[app]]\nname = \"mm\"\nkernel = \"matmul\"\nn = 256\ntasks = " << mm_tasks
+      << "\n[[app]]\nname = \"ma\"\nkernel = \"matadd\"\nn = 256\nweight = 2\ntasks = " << 2 * mm_tasks
+      << "\n[run]\nbuffer = 10\n";
+    return path;
+  };
+  LaunchOptions lo;
+  for (auto* args : {&lo.master_args, &lo.worker_args})
+    args->insert(args->end(), {"--heartbeat-interval", "0.3", "--heartbeat-timeout", "2"});
+  lo.worker_args.insert(lo.worker_args.end(), {"--rejoin-timeout", "600"});
+  // Pilot run: how many tasks make `minutes` minutes here.
+  const auto pilot = run_once(write_exp(1000), dir / "pilot", lo);
+  if (pilot.rc != 0) {
+    out << "bench chaos: the pilot run failed with code " << pilot.rc << "\n";
+    return pilot.rc;
+  }
+  const auto mm_tasks = static_cast<std::uint64_t>(std::max(1000.0, pilot.rate() * minutes * 60 / 3));
+  const auto exp = write_exp(mm_tasks);
+  const auto calm = run_once(exp, dir / "calm", lo);
+  LaunchOptions::ChaosStats stats;
+  auto chaotic_lo = lo;
+  chaotic_lo.chaos_interval = kill_interval;
+  chaotic_lo.chaos_seed = seed;
+  chaotic_lo.chaos_stats = &stats;
+  const auto chaos = run_once(exp, dir / "chaos", chaotic_lo);
+  const double ratio = calm.rate() > 0 ? chaos.rate() / calm.rate() : 0;
+  if (json) {
+    out << nlohmann::json{{"tasks", chaos.tasks}, {"kills", stats.kills}, {"restarts", stats.restarts},
+                          {"lost", chaos.lost}, {"duplicates_dropped", chaos.duplicates}, {"wrong", chaos.wrong},
+                          {"chaos_tasks_per_s", chaos.rate()}, {"calm_tasks_per_s", calm.rate()},
+                          {"throughput_ratio", ratio}, {"exit_code", chaos.rc}}
+               .dump(1)
+        << "\n";
+  } else {
+    char line[512];
+    std::snprintf(line, sizeof line,
+                  "chaos: %llu tasks on 6 nodes, a worker killed (SIGKILL) every %.1f s on average and restarted 1 s later\n"
+                  "  kills %llu, restarts %llu\n"
+                  "  tasks lost %llu (must be 0), duplicates dropped %llu, wrong or failed %llu (must be 0), exit code %d\n"
+                  "  throughput %.1f tasks/s with chaos, %.1f tasks/s without (same run, same machine): ratio %.3f\n",
+                  static_cast<unsigned long long>(chaos.tasks), kill_interval,
+                  static_cast<unsigned long long>(stats.kills), static_cast<unsigned long long>(stats.restarts),
+                  static_cast<unsigned long long>(chaos.lost), static_cast<unsigned long long>(chaos.duplicates),
+                  static_cast<unsigned long long>(chaos.wrong), chaos.rc, chaos.rate(), calm.rate(), ratio);
+    out << line;
+  }
+  std::filesystem::remove_all(dir);
+  return chaos.lost == 0 && chaos.wrong == 0 && chaos.completed == chaos.tasks ? 0 : 4;
 }
 
 }  // namespace treefarm::tools

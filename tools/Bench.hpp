@@ -8,6 +8,15 @@ namespace treefarm::tools {
 
 /// No-op tasks from the master through one worker on loopback (tasks/s), beside the raw
 /// ZeroMQ one-way message rate (messages/s) over TCP loopback, measured in the same run.
-int bench_dispatch(std::ostream& out, std::uint64_t tasks, std::uint64_t payload_bytes, std::uint32_t buffer, bool json);
+/// With `encryption`, the dispatch rate is also measured with CURVE on both links, side
+/// by side (plain, CURVE, plain, CURVE), and the ratio printed.
+int bench_dispatch(std::ostream& out, std::uint64_t tasks, std::uint64_t payload_bytes, std::uint32_t buffer, bool json,
+                   bool encryption = false);
+
+/// Random kills (SIGKILL) and restarts of workers during a run of about `minutes`
+/// minutes on a 6-node tree, beside the same run without chaos: tasks lost (must be 0),
+/// duplicates dropped, wrong results (must be 0), throughput ratio. Returns 0 when no task
+/// was lost or wrong.
+int bench_chaos(std::ostream& out, double minutes, double kill_interval, std::uint64_t seed, bool json);
 
 }  // namespace treefarm::tools

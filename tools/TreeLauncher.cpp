@@ -1,10 +1,12 @@
 #include "tools/TreeLauncher.hpp"
 
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <thread>
 
 #include "runtime/net/Curve.hpp"
@@ -117,6 +119,12 @@ int launch_tree(const model::Experiment& ex, const LaunchOptions& options, const
 
   // Start workers breadth-first (nodes are stored so), each once its parent listens.
   std::size_t next = 1;
+  std::vector<std::vector<std::string>> argv_of(ex.nodes.size());
+  std::mt19937_64 chaos_rng(options.chaos_seed);
+  std::exponential_distribution<double> chaos_gap(options.chaos_interval > 0 ? 1.0 / options.chaos_interval : 1.0);
+  double next_kill = -1;
+  std::vector<double> restart_at(ex.nodes.size(), -1);
+  std::vector<bool> killed_by_chaos(ex.nodes.size(), false);
   for (;;) {
     if (interrupted) return fail("interrupted; every process stopped", 130);
     if (options.timeout > 0 && elapsed() > options.timeout) return fail("timeout; every process stopped", 124);
@@ -143,11 +151,41 @@ int launch_tree(const model::Experiment& ex, const LaunchOptions& options, const
       }
       for (const auto& a : options.worker_args) args.push_back(a);
       key_args(next, args);
+      argv_of[next] = args;
       proc_of[next] = procs.spawn(node.name, wrapped(next, args), (logs / (node.name + ".log")).string());
       ++next;
     }
+    if (options.chaos_interval > 0 && next == ex.nodes.size() && ex.nodes.size() > 1) {
+      if (next_kill < 0) next_kill = elapsed() + chaos_gap(chaos_rng);
+      if (elapsed() >= next_kill) {
+        next_kill = elapsed() + chaos_gap(chaos_rng);
+        const std::size_t victim = 1 + chaos_rng() % (ex.nodes.size() - 1);
+        if (procs.running(proc_of[victim]) && restart_at[victim] < 0) {
+          procs.signal(proc_of[victim], SIGKILL);
+          killed_by_chaos[victim] = true;
+          restart_at[victim] = elapsed() + options.chaos_restart_delay;
+          if (options.chaos_stats) ++options.chaos_stats->kills;
+        }
+      }
+      for (std::size_t i = 1; i < ex.nodes.size(); ++i) {
+        if (restart_at[i] < 0 || elapsed() < restart_at[i] || procs.running(proc_of[i])) continue;
+        restart_at[i] = -1;
+        // Same name, and the endpoint it had, so that its children find it again.
+        auto args = argv_of[i];
+        const auto bound = read_endpoint(ready(i));
+        for (std::size_t a = 0; a + 1 < args.size(); ++a)
+          if (args[a] == "--listen" && !bound.empty()) args[a + 1] = bound;
+        proc_of[i] = procs.spawn(ex.nodes[i].name, wrapped(i, args), (logs / (ex.nodes[i].name + ".log")).string());
+        if (options.chaos_stats) ++options.chaos_stats->restarts;
+      }
+    }
     for (auto i : procs.reap()) {
       const auto& p = procs.at(i);
+      const auto node_of = std::find(proc_of.begin(), proc_of.end(), i);
+      if (node_of != proc_of.end() && killed_by_chaos[static_cast<std::size_t>(node_of - proc_of.begin())]) {
+        killed_by_chaos[static_cast<std::size_t>(node_of - proc_of.begin())] = false;
+        continue;  // killed on purpose; restarted above
+      }
       if (i == proc_of[0]) {
         // The master is done: give the workers a moment to take its Shutdown, then end them.
         for (std::size_t w = 1; w < procs.size(); ++w) procs.wait(w, 5.0);

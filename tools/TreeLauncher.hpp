@@ -27,6 +27,16 @@ struct LaunchOptions {
   /// every node admits the tree's keys only.
   bool encrypt = false;
 
+  /// Chaos (treefarm bench chaos): once the tree is up, every `chaos_interval` seconds on
+  /// average (exponential), SIGKILL a random worker and restart it `chaos_restart_delay`
+  /// seconds later under the same name and endpoint. 0 = no chaos.
+  double chaos_interval = 0;
+  double chaos_restart_delay = 1.0;
+  std::uint64_t chaos_seed = 1;
+  /// Filled in when chaos is on: workers killed and restarted.
+  struct ChaosStats { std::uint64_t kills = 0, restarts = 0; };
+  ChaosStats* chaos_stats = nullptr;
+
   // Hooks for running the tree elsewhere than plain loopback (treefarm emulate).
   /// Command prefix for node i (e.g. {"ip", "netns", "exec", "tf-w1"}); empty = none.
   std::function<std::vector<std::string>(std::size_t node)> wrap;

@@ -14,6 +14,7 @@
 #include "tools/Compare.hpp"
 #include "tools/bench/ExecutorBench.hpp"
 #include "tools/emulate/Emulate.hpp"
+#include "tools/sim/Campaign.hpp"
 #include "tools/sim/GenPlatform.hpp"
 #include "tools/sim/SimBench.hpp"
 #include "tools/sim/SimulateCommand.hpp"
@@ -130,6 +131,16 @@ int main(int argc, char** argv) {
   emu->add_flag("--encrypt", eo.launch.encrypt, "CURVE on every link");
   emu->add_flag("--quiet", eo.launch.quiet, "No progress lines");
 
+  // experiment paper
+  auto* experiment_cmd = app.add_subcommand("experiment", "Reproduce a published experiment in simulation");
+  experiment_cmd->require_subcommand(1);
+  auto* paper = experiment_cmd->add_subcommand("paper", "papers/beaumont2006 section 5: 150 random trees x 5 policies, histograms and report");
+  treefarm::tools::CampaignOptions camp;
+  paper->add_option("--out", camp.out_dir, "Output directory (paper-campaign.md, campaign.json, PNGs)")->capture_default_str();
+  paper->add_option("--jobs", camp.jobs, "Simulations in parallel (0 = number of cores)")->capture_default_str();
+  paper->add_flag("--quick", camp.quick, "A small subset, for a smoke run");
+  paper->add_option("--seed", camp.seed, "Seed of the platforms")->capture_default_str();
+
   // hwdetect
   auto* hw = app.add_subcommand("hwdetect", "Print the cores, caches and memory a worker here would use");
   bool hw_json = false;
@@ -146,6 +157,15 @@ int main(int argc, char** argv) {
   dispatch->add_option("--bytes", bench_bytes, "Payload bytes per task")->capture_default_str();
   dispatch->add_option("--buffer", bench_buffer, "Buffer bound B")->capture_default_str();
   dispatch->add_flag("--json", bench_json, "JSON output");
+  bool bench_encryption = false;
+  dispatch->add_flag("--encryption", bench_encryption, "Also measure with CURVE on every link, side by side");
+  auto* chaos = bench->add_subcommand("chaos", "Random kills and restarts of workers during a run, beside the same run without");
+  double chaos_minutes = 1, chaos_interval = 3;
+  std::uint64_t chaos_seed = 1;
+  chaos->add_option("--minutes", chaos_minutes, "Approximate length of each run")->capture_default_str();
+  chaos->add_option("--kill-interval", chaos_interval, "Mean seconds between kills")->capture_default_str();
+  chaos->add_option("--seed", chaos_seed, "Seed of the kills")->capture_default_str();
+  chaos->add_flag("--json", bench_json, "JSON output");
   auto* bench_sim = bench->add_subcommand("simulate", "Wall time and peak memory of simulating 1,000- and 10,000-node trees");
   auto* bench_bf = bench->add_subcommand("backfill", "Mixed 1-core/2-core workload on one 2-core executor: backfilling against strict FIFO");
   treefarm::tools::BackfillBenchOptions bfo;
@@ -226,6 +246,11 @@ int main(int argc, char** argv) {
       if (emu_policies != "all") eo.policies = CLI::detail::split(emu_policies, ',');
       return treefarm::emulate::emulate_command(emu_experiment, emu_mode, eo, interrupted);
     }
+    if (*paper) {
+      camp.command = "treefarm experiment paper --out " + camp.out_dir + " --jobs " + std::to_string(camp.jobs) +
+                     (camp.quick ? " --quick" : "");
+      return treefarm::tools::paper_campaign(camp.quick ? treefarm::tools::quick_subset(camp) : camp, std::cout);
+    }
     if (*bench_sim) {
       treefarm::tools::bench_simulate(std::cout);
       return 0;
@@ -238,7 +263,9 @@ int main(int argc, char** argv) {
       else std::cout << treefarm::worker::to_text(topo);
       return 0;
     }
-    if (*dispatch) return treefarm::tools::bench_dispatch(std::cout, bench_tasks, bench_bytes, bench_buffer, bench_json);
+    if (*dispatch)
+      return treefarm::tools::bench_dispatch(std::cout, bench_tasks, bench_bytes, bench_buffer, bench_json, bench_encryption);
+    if (*chaos) return treefarm::tools::bench_chaos(std::cout, chaos_minutes, chaos_interval, chaos_seed, bench_json);
   } catch (const std::exception& e) {
     std::cerr << "treefarm: " << e.what() << "\n";
     return 1;
