@@ -244,6 +244,7 @@ struct NodeRuntime::Impl {
     if (auto* r = std::get_if<core::event::ResultArrived>(&e)) return r->child;
     if (auto* r = std::get_if<core::event::ChildJoined>(&e)) return r->child;
     if (auto* r = std::get_if<core::event::PolicyMessage>(&e); r && !r->from_parent) return r->child;
+    if (auto* r = std::get_if<core::event::ChildLeft>(&e)) return r->child;  // already gone: nothing to drop
     return std::nullopt;
   }
 
@@ -324,7 +325,7 @@ struct NodeRuntime::Impl {
     }
     const bool sent = c != children.end() && net::send(*down, net::msg::Task{task.id.value}, &c->second.identity, &payload);
     events.push_back(core::event::SendDone{child});
-    if (!sent) events.push_back(core::event::ChildLeft{child});
+    if (!sent) drop_child(child, "unreachable (its connection is gone)");
   }
 
   void start_local(core::TaskRef task) {
