@@ -1,5 +1,6 @@
 #include "tools/Compare.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -144,12 +145,22 @@ std::vector<double> link_bytes_per_second(const model::Experiment& ex, const nlo
 void print_link_usage(std::ostream& out, const model::Experiment& ex, const std::string& compare_dir,
                       const std::function<double(std::size_t)>& rate) {
   out << "\nlink usage (bytes/s carried over the run / shaped rate):\n";
-  for (const auto& entry : fs::directory_iterator(compare_dir)) {
-    const auto file = entry.path() / "results.json";
-    if (!entry.is_directory() || !fs::exists(file) || entry.path().filename() == "calibration") continue;
+  // The policies of this comparison, in the order they ran (compare.json); a directory
+  // left by an earlier comparison in the same DIR is not one of them.
+  std::vector<std::string> names;
+  if (std::ifstream cj(fs::path(compare_dir) / "compare.json"); cj) {
+    for (const auto& p : nlohmann::json::parse(cj).at("policies")) names.push_back(p.at("name").get<std::string>());
+  } else {
+    for (const auto& entry : fs::directory_iterator(compare_dir))
+      if (entry.is_directory() && entry.path().filename() != "calibration") names.push_back(entry.path().filename().string());
+    std::sort(names.begin(), names.end());
+  }
+  for (const auto& name : names) {
+    const auto file = fs::path(compare_dir) / name / "results.json";
+    if (!fs::exists(file)) continue;
     std::ifstream f(file);
     const auto usage = link_bytes_per_second(ex, nlohmann::json::parse(f));
-    out << "  " << entry.path().filename().string() << ":";
+    out << "  " << name << ":";
     for (std::size_t i = 1; i < ex.nodes.size(); ++i) {
       char buf[128];
       const double r = rate(i);

@@ -102,7 +102,19 @@ struct NodeRuntime::Impl {
     std::vector<double> small, big;   // round trips (small), ack times (big), seconds
   };
   static constexpr int small_probes = 3, big_probes = 8;
-  std::map<std::uint32_t, Probe> probes;                          // by child id
+  std::map<std::uint32_t, Probe> probes;                          // by child id (at most one)
+  std::deque<std::uint32_t> probe_queue;                          // children waiting for their probe
+
+  void next_probe() {
+    while (!probe_queue.empty()) {
+      const auto child = probe_queue.front();
+      probe_queue.pop_front();
+      if (!children.contains(child)) continue;
+      probes[child] = Probe{};
+      send_probe(child);
+      return;
+    }
+  }
   std::shared_ptr<const std::vector<std::byte>> probe_small, probe_big;
 
   std::unique_ptr<core::NodeScheduler> sched;
@@ -400,7 +412,13 @@ struct NodeRuntime::Impl {
   std::vector<bool> calib_reported;
   std::size_t calib_in_flight = 0;
 
+  /// Kernel runs start this long after joining, so that the link probes (done as
+  /// children join) run on quiet cores and measure the links, not the CPU contention.
+  static constexpr double calibrate_kernels_after = 2.0;
+  double calib_start_at = -1;
+
   void start_calibration() {
+    calib_start_at = -1;
     if (!exec) return;
     calib_samples.assign(apps.size(), {});
     calib_total.assign(apps.size(), 0.0);
@@ -509,6 +527,7 @@ struct NodeRuntime::Impl {
     spdlog::info("{}: link to '{}' carries {:.3g} bytes/s", opt.name, children[child].name, bw);
     report(net::msg::Measure{children[child].name, "", net::msg::Measure::What::link_bandwidth, bw});
     probes.erase(p);
+    next_probe();
   }
 
   // ---- children ------------------------------------------------------------------
@@ -519,6 +538,7 @@ struct NodeRuntime::Impl {
     dropped.insert(it->second.identity);
     by_identity.erase(it->second.identity);
     children.erase(it);
+    if (probes.erase(child.value)) next_probe();
     post(core::event::ChildLeft{child});
   }
 
@@ -574,8 +594,10 @@ struct NodeRuntime::Impl {
           probe_small = std::make_shared<const std::vector<std::byte>>(1);
           probe_big = std::make_shared<const std::vector<std::byte>>(std::max<std::uint64_t>(welcome.probe_bytes, 2));
         }
-        probes[id.value] = Probe{};
-        send_probe(id.value);
+        // One probe at a time: concurrent probes would share this node's output and each
+        // measure a fraction of its link.
+        probe_queue.push_back(id.value);
+        if (probes.empty()) next_probe();
       }
       return;
     }
@@ -713,7 +735,7 @@ struct NodeRuntime::Impl {
         bind_children_socket();
         if (calibrating) {
           dispatching = true;  // nothing is dispatched; events go straight to the core
-          start_calibration();
+          calib_start_at = now() + calibrate_kernels_after;
         } else if (root->wait_for_nodes == 0) {
           start_dispatching();
         }
@@ -722,7 +744,7 @@ struct NodeRuntime::Impl {
         if (finished) return 0;
         bind_children_socket();
         if (calibrating) {
-          start_calibration();
+          calib_start_at = now() + calibrate_kernels_after;
         } else {
           for (auto& a : sched->start(now())) carry_out(a);
           top_up_local();
@@ -760,6 +782,7 @@ struct NodeRuntime::Impl {
           }
         }
         heartbeats();
+        if (calib_start_at >= 0 && now() >= calib_start_at) start_calibration();
         if (is_root() && dispatching && !calibrating) {
           if (!children.empty() || exec) orphan_since = now();
           else if (now() - orphan_since > opt.orphan_timeout)
