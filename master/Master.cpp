@@ -163,6 +163,11 @@ int run_master(const MasterOptions& options) {
         if (cores > 0 && app.cores_per_task <= cores) ++expected_measures;
     }
     spdlog::info("master: calibration run, {} measurements expected", expected_measures);
+    // Record the cores each node advertises when it joins (what it really has).
+    root.on_joined = [&, listed = root.on_joined](const net::msg::NodeJoined& j) {
+      listed(j);
+      if (auto it = calibration.nodes.find(j.name); it != calibration.nodes.end()) it->second.cores = j.cores;
+    };
     root.on_measure = [&](const net::msg::Measure& m) {
       auto it = calibration.nodes.find(m.node);
       if (it == calibration.nodes.end()) {
@@ -193,13 +198,7 @@ int run_master(const MasterOptions& options) {
   // Prediction from a calibration file (papers/beaumont2006 §3.1, LP (3)).
   if (!options.calibration.empty()) {
     const auto cal = model::load_calibration(options.calibration);
-    lp::MeasuredSeconds seconds;
-    lp::MeasuredBandwidth bandwidth;
-    for (const auto& [name, nc] : cal.nodes) {
-      seconds[name] = nc.task_seconds;
-      if (nc.link_bandwidth && *nc.link_bandwidth > 0) bandwidth[name] = *nc.link_bandwidth;
-    }
-    const auto platform = lp::model_from_experiment(ex, &seconds, &bandwidth);
+    const auto platform = lp::model_from_calibration(ex, cal);
     const auto solution = lp::solve(platform);
     results.predicted_fair_throughput = solution.fair_throughput;
     // Tell every node what the calibration and the LP say about it (policies use it).

@@ -9,17 +9,9 @@ namespace treefarm::tools {
 
 int predict_command(const std::string& experiment, const PredictOptions& options, std::ostream& out) {
   const auto ex = model::load_experiment(experiment);
-  lp::MeasuredSeconds seconds;
-  lp::MeasuredBandwidth bandwidth;
-  const bool calibrated = !options.calibration.empty();
-  if (calibrated) {
-    const auto cal = model::load_calibration(options.calibration);
-    for (const auto& [name, nc] : cal.nodes) {
-      seconds[name] = nc.task_seconds;
-      if (nc.link_bandwidth && *nc.link_bandwidth > 0) bandwidth[name] = *nc.link_bandwidth;
-    }
-  }
-  const auto platform = lp::model_from_experiment(ex, calibrated ? &seconds : nullptr, calibrated ? &bandwidth : nullptr);
+  const auto platform = options.calibration.empty()
+                            ? lp::model_from_experiment(ex)
+                            : lp::model_from_calibration(ex, model::load_calibration(options.calibration));
   const auto solution = lp::solve(platform);
   if (options.json) {
     auto j = lp::to_json(platform, solution);

@@ -182,3 +182,21 @@ PlatformModel model_from_experiment(const model::Experiment& experiment,
 }
 
 }  // namespace treefarm::lp
+
+namespace treefarm::lp {
+
+PlatformModel model_from_calibration(model::Experiment experiment, const model::Calibration& calibration) {
+  MeasuredSeconds seconds;
+  MeasuredBandwidth bandwidth;
+  for (const auto& [name, nc] : calibration.nodes) {
+    seconds[name] = nc.task_seconds;
+    if (nc.link_bandwidth && *nc.link_bandwidth > 0) bandwidth[name] = *nc.link_bandwidth;
+  }
+  for (auto& node : experiment.nodes) {
+    const auto it = calibration.nodes.find(node.name);
+    if (it != calibration.nodes.end() && it->second.cores > 0) node.cores = it->second.cores;
+  }
+  return model_from_experiment(experiment, &seconds, &bandwidth);
+}
+
+}  // namespace treefarm::lp

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/model/Calibration.hpp"
 #include "runtime/model/Experiment.hpp"
 
 namespace treefarm::lp {
@@ -70,6 +71,12 @@ using MeasuredBandwidth = std::map<std::string, double>;
 PlatformModel model_from_experiment(const model::Experiment& experiment,
                                     const MeasuredSeconds* measured_seconds = nullptr,
                                     const MeasuredBandwidth* measured_bandwidth = nullptr);
+
+/// The model of a calibrated platform: task durations and link bandwidths from the
+/// calibration (a link recorded without bandwidth, faster than the probe resolves, is
+/// unconstrained), and each node's cores as the node advertised them when it joined
+/// (calibration `cores` > 0), else the experiment's.
+PlatformModel model_from_calibration(model::Experiment experiment, const model::Calibration& calibration);
 
 /// Checks the invariants documented on PlatformModel (tree order, positive bandwidths and
 /// weights, cores_per_task >= 1, one task duration per application, every application

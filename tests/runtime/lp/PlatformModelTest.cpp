@@ -85,6 +85,21 @@ TEST(ModelFromExperiment, MeasuresOverrideSpeedAndBandwidth) {
   EXPECT_EQ(m.nodes[0].max_out_bandwidth, 5e6);
 }
 
+TEST(ModelFromCalibration, UsesMeasuresAndTheAdvertisedCores) {
+  model::Calibration cal;
+  cal.nodes["w1"].cores = 4;  // advertised when it joined, though the file says 2
+  cal.nodes["w1"].task_seconds = {{"mm", 0.5}};
+  cal.nodes["w1"].link_bandwidth = 2e6;
+  cal.nodes["w2"].cores = 0;                          // unknown: keep the experiment's
+  cal.nodes["w2"].link_bandwidth = std::nullopt;      // faster than the probe: unconstrained
+  const PlatformModel m = model_from_calibration(experiment(), cal);
+  EXPECT_EQ(m.nodes[1].cores, 4u);
+  EXPECT_EQ(m.nodes[2].cores, 1u);
+  EXPECT_EQ(m.nodes[1].task_seconds[0], 0.5);
+  EXPECT_EQ(m.nodes[1].link_bandwidth, 2e6);
+  EXPECT_TRUE(std::isinf(m.nodes[2].link_bandwidth));
+}
+
 TEST(ModelFromExperiment, ForwardOnlyNodeNeedsNoSpeed) {
   model::Experiment e = experiment();
   e.nodes[0].cores = 0;
