@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <set>
 
 #include <spdlog/spdlog.h>
 
@@ -146,6 +147,7 @@ int run_master(const MasterOptions& options) {
   const bool calibrating = !options.calibrate_out.empty();
   model::Calibration calibration;
   std::size_t expected_measures = 0, got_measures = 0;
+  std::set<std::string> measured;
   worker::NodeRuntime* self = nullptr;
   if (calibrating) {
     root.welcome.calibrate_reps = std::max<std::uint32_t>(1, options.calibrate_reps);
@@ -158,6 +160,7 @@ int run_master(const MasterOptions& options) {
       const auto& n = ex.nodes[i];
       calibration.nodes[n.name].cores = n.cores;
       if (i > 0) ++expected_measures;  // the link from its parent
+      if (ex.children(i).size() >= 2) ++expected_measures;  // its aggregate output
       const std::uint32_t cores = i == 0 ? static_cast<std::uint32_t>(node.cores.size()) : n.cores;
       for (const auto& app : ex.apps)
         if (cores > 0 && app.cores_per_task <= cores) ++expected_measures;
@@ -174,12 +177,16 @@ int run_master(const MasterOptions& options) {
         spdlog::warn("master: measurement for unknown node '{}' ignored", m.node);
         return;
       }
-      if (m.what == net::msg::Measure::What::task_seconds) {
+      using What = net::msg::Measure::What;
+      if (m.what == What::task_seconds) {
         it->second.task_seconds[m.app] = m.value;
       } else if (m.value > 0) {
-        it->second.link_bandwidth = m.value;
+        (m.what == What::link_bandwidth ? it->second.link_bandwidth : it->second.out_bandwidth) = m.value;
       }
-      if (++got_measures >= expected_measures && self) self->finish();
+      // A node measures its aggregate output again when another child joins: count keys once.
+      measured.insert(m.node + "/" + m.app + "/" + std::to_string(static_cast<int>(m.what)));
+      got_measures = measured.size();
+      if (got_measures >= expected_measures && self) self->finish();
     };
     root.on_tick = [&](double now) {
       if (options.progress)
@@ -241,6 +248,7 @@ int run_master(const MasterOptions& options) {
       for (const auto& [app, s] : nc.task_seconds) std::printf("  %s %.6f s/task", app.c_str(), s);
       if (nc.link_bandwidth) std::printf("  link %.3g bytes/s", *nc.link_bandwidth);
       else if (name != ex.nodes[0].name) std::printf("  link: faster than the probe resolves (loopback)");
+      if (nc.out_bandwidth) std::printf("  out (all children) %.3g bytes/s", *nc.out_bandwidth);
       std::printf("\n");
     }
     return rc;

@@ -105,7 +105,41 @@ struct NodeRuntime::Impl {
   std::map<std::uint32_t, Probe> probes;                          // by child id (at most one)
   std::deque<std::uint32_t> probe_queue;                          // children waiting for their probe
 
+  // After the children's links one by one, all of them at once: the node's aggregate
+  // output (the bounded multi-port model's cap, bertin2008 §2.1), for 2+ children.
+  static constexpr std::uint32_t fanout_seq = 0x80000000u;
+  struct Fanout {
+    double sent_at = 0;
+    std::size_t expected = 0, received = 0;
+  };
+  std::optional<Fanout> fanout;
+  double probe_overhead = 0;  // seconds, smallest round trip seen
+  std::size_t fanout_children = 0;  // children covered by the last fan-out
+
+  void start_fanout() {
+    if (!calibrating || !probe_big || children.size() < 2 || children.size() == fanout_children) return;
+    fanout = Fanout{now(), children.size() * big_probes, 0};
+    fanout_children = children.size();
+    for (auto& [id, c] : children)
+      for (int i = 0; i < big_probes; ++i) {
+        zmq::message_t payload = net::share_bytes(probe_big);
+        net::send(*down, net::msg::Probe{fanout_seq | static_cast<std::uint32_t>(i)}, &c.identity, &payload);
+      }
+  }
+
+  void on_fanout_ack() {
+    if (!fanout || ++fanout->received < fanout->expected) return;
+    const double transfer = now() - fanout->sent_at - probe_overhead;
+    const double bytes = static_cast<double>(probe_big->size()) * static_cast<double>(fanout->expected);
+    const double bw = transfer > 0 ? bytes / transfer : 0;
+    spdlog::info("{}: sends {:.3g} bytes/s to its {} children together", opt.name, bw, fanout_children);
+    report(net::msg::Measure{opt.name, "", net::msg::Measure::What::out_bandwidth, bw});
+    fanout.reset();
+    next_probe();
+  }
+
   void next_probe() {
+    if (!calibrating || fanout) return;  // the fan-out probe finishes first
     while (!probe_queue.empty()) {
       const auto child = probe_queue.front();
       probe_queue.pop_front();
@@ -114,6 +148,7 @@ struct NodeRuntime::Impl {
       send_probe(child);
       return;
     }
+    start_fanout();
   }
   std::shared_ptr<const std::vector<std::byte>> probe_small, probe_big;
 
@@ -509,6 +544,10 @@ struct NodeRuntime::Impl {
   }
 
   void on_probe_ack(std::uint32_t child, const net::msg::ProbeAck& ack) {
+    if (ack.seq & fanout_seq) {
+      on_fanout_ack();
+      return;
+    }
     auto p = probes.find(child);
     if (p == probes.end()) return;
     auto& st = p->second;
@@ -521,6 +560,7 @@ struct NodeRuntime::Impl {
     st.big.push_back(now());
     if (ack.seq != st.seq) return;  // wait for the last of the stream
     const double overhead = *std::min_element(st.small.begin(), st.small.end());
+    probe_overhead = probe_overhead > 0 ? std::min(probe_overhead, overhead) : overhead;
     const double transfer = now() - st.sent_at - overhead;
     const double bytes = static_cast<double>(probe_big->size()) * big_probes;
     const double bw = transfer > 0 ? bytes / transfer : 0;
@@ -538,7 +578,11 @@ struct NodeRuntime::Impl {
     dropped.insert(it->second.identity);
     by_identity.erase(it->second.identity);
     children.erase(it);
-    if (probes.erase(child.value)) next_probe();
+    if (fanout) {  // its acks will not come: measure without it
+      fanout.reset();
+      fanout_children = 0;
+    }
+    if (probes.erase(child.value) || !fanout) next_probe();
     post(core::event::ChildLeft{child});
   }
 

@@ -196,7 +196,13 @@ PlatformModel model_from_calibration(model::Experiment experiment, const model::
     const auto it = calibration.nodes.find(node.name);
     if (it != calibration.nodes.end() && it->second.cores > 0) node.cores = it->second.cores;
   }
-  return model_from_experiment(experiment, &seconds, &bandwidth);
+  auto model = model_from_experiment(experiment, &seconds, &bandwidth);
+  for (std::size_t i = 0; i < model.nodes.size(); ++i) {
+    const auto it = calibration.nodes.find(model.nodes[i].name);
+    if (it != calibration.nodes.end() && it->second.out_bandwidth && *it->second.out_bandwidth > 0)
+      model.nodes[i].max_out_bandwidth = std::min(model.nodes[i].max_out_bandwidth, *it->second.out_bandwidth);
+  }
+  return model;
 }
 
 }  // namespace treefarm::lp

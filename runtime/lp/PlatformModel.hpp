@@ -74,8 +74,9 @@ PlatformModel model_from_experiment(const model::Experiment& experiment,
 
 /// The model of a calibrated platform: task durations and link bandwidths from the
 /// calibration (a link recorded without bandwidth, faster than the probe resolves, is
-/// unconstrained), and each node's cores as the node advertised them when it joined
-/// (calibration `cores` > 0), else the experiment's.
+/// unconstrained), each node's cores as the node advertised them when it joined
+/// (calibration `cores` > 0), else the experiment's, and its measured aggregate output
+/// (`out_bandwidth`) as its max_out_bandwidth (used by the multi-port model).
 PlatformModel model_from_calibration(model::Experiment experiment, const model::Calibration& calibration);
 
 /// Checks the invariants documented on PlatformModel (tree order, positive bandwidths and

@@ -110,7 +110,7 @@ Calibration parse_calibration(const std::string& text, const std::string& path) 
     const Json& node = nodes[i];
     if (!node.is_object())
       c.fail("nodes[" + std::to_string(i) + "]", std::string("expected an object, got ") + node.type_name());
-    c.check_keys(node, prefix, {"name", "cores", "link_bandwidth", "task_seconds"});
+    c.check_keys(node, prefix, {"name", "cores", "link_bandwidth", "out_bandwidth", "task_seconds"});
     const Json& name = c.member(node, "name", prefix);
     if (!name.is_string() || name.get<std::string>().empty())
       c.fail(prefix + "name", "expected a non-empty string, got " + name.dump());
@@ -122,6 +122,8 @@ Calibration parse_calibration(const std::string& text, const std::string& path) 
     nc.cores = static_cast<std::uint32_t>(cores.get<std::int64_t>());
     if (const auto it = node.find("link_bandwidth"); it != node.end() && !it->is_null())
       nc.link_bandwidth = c.positive(*it, prefix + "link_bandwidth", "bytes/s");
+    if (const auto it = node.find("out_bandwidth"); it != node.end() && !it->is_null())
+      nc.out_bandwidth = c.positive(*it, prefix + "out_bandwidth", "bytes/s");
     if (const auto it = node.find("task_seconds"); it != node.end()) {
       if (!it->is_object())
         c.fail(prefix + "task_seconds",
@@ -148,6 +150,7 @@ std::string to_json(const Calibration& calibration) {
   for (const auto& [name, nc] : calibration.nodes) {
     Json node = {{"name", name}, {"cores", nc.cores}};
     if (nc.link_bandwidth) node["link_bandwidth"] = *nc.link_bandwidth;
+    if (nc.out_bandwidth) node["out_bandwidth"] = *nc.out_bandwidth;
     node["task_seconds"] = Json::object();
     for (const auto& [app, seconds] : nc.task_seconds) node["task_seconds"][app] = seconds;
     nodes.push_back(std::move(node));

@@ -18,6 +18,9 @@ struct NodeCalibration {
   /// bytes/s of the link from the parent, measured (absent for the master or if not
   /// measured). > 0.
   std::optional<double> link_bandwidth;
+  /// bytes/s this node sends to all its children together, measured by probing them at
+  /// once (nodes with two or more children): the cap of the bounded multi-port model.
+  std::optional<double> out_bandwidth;
   /// Cores the node really computes with.
   std::uint32_t cores = 0;
 

@@ -99,8 +99,8 @@ struct Probe { std::uint32_t seq = 0; };
 struct ProbeAck { std::uint32_t seq = 0; };
 /// Child → parent, travelling up to the master: a calibration measurement.
 struct Measure {
-  enum class What : std::uint8_t { task_seconds = 0, link_bandwidth = 1 };
-  std::string node;               ///< Node measured (for a link: the child end).
+  enum class What : std::uint8_t { task_seconds = 0, link_bandwidth = 1, out_bandwidth = 2 };
+  std::string node;               ///< Node measured (link: the child end; out_bandwidth: the sender).
   std::string app;                ///< Application (task_seconds only).
   What what = What::task_seconds;
   double value = 0;               ///< seconds, or bytes/s (0 = too fast to resolve)

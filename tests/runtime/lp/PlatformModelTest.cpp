@@ -90,6 +90,7 @@ TEST(ModelFromCalibration, UsesMeasuresAndTheAdvertisedCores) {
   cal.nodes["w1"].cores = 4;  // advertised when it joined, though the file says 2
   cal.nodes["w1"].task_seconds = {{"mm", 0.5}};
   cal.nodes["w1"].link_bandwidth = 2e6;
+  cal.nodes["master"].out_bandwidth = 3e6;
   cal.nodes["w2"].cores = 0;                          // unknown: keep the experiment's
   cal.nodes["w2"].link_bandwidth = std::nullopt;      // faster than the probe: unconstrained
   const PlatformModel m = model_from_calibration(experiment(), cal);
@@ -98,6 +99,8 @@ TEST(ModelFromCalibration, UsesMeasuresAndTheAdvertisedCores) {
   EXPECT_EQ(m.nodes[1].task_seconds[0], 0.5);
   EXPECT_EQ(m.nodes[1].link_bandwidth, 2e6);
   EXPECT_TRUE(std::isinf(m.nodes[2].link_bandwidth));
+  EXPECT_EQ(m.nodes[0].max_out_bandwidth, 3e6);
+  EXPECT_TRUE(std::isinf(m.nodes[1].max_out_bandwidth));
 }
 
 TEST(ModelFromExperiment, ForwardOnlyNodeNeedsNoSpeed) {
