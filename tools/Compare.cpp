@@ -149,7 +149,8 @@ void print_link_usage(std::ostream& out, const model::Experiment& ex, const std:
   // left by an earlier comparison in the same DIR is not one of them.
   std::vector<std::string> names;
   if (std::ifstream cj(fs::path(compare_dir) / "compare.json"); cj) {
-    for (const auto& p : nlohmann::json::parse(cj).at("policies")) names.push_back(p.at("name").get<std::string>());
+    const auto compare = nlohmann::json::parse(cj);  // named: a range-for over a temporary's member dangles
+    for (const auto& p : compare.at("policies")) names.push_back(p.at("name").get<std::string>());
   } else {
     for (const auto& entry : fs::directory_iterator(compare_dir))
       if (entry.is_directory() && entry.path().filename() != "calibration") names.push_back(entry.path().filename().string());

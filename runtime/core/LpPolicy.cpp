@@ -2,6 +2,9 @@
 
 #include "runtime/core/FcfsPolicy.hpp"
 
+#include <algorithm>
+#include <string>
+
 namespace treefarm::core {
 
 void LpPolicy::start(const NodeState& state) {
@@ -10,8 +13,24 @@ void LpPolicy::start(const NodeState& state) {
   plan_mix_ = LoadBalancer1D(follower_.totals(state.config.apps.size()));
 }
 
-// §4.1: the root draws types in proportion to the plan's α(k).
+// §4.1: the root draws types in proportion to the plan's α(k): what it computes itself
+// plus what the LP sends into each of its children. Only the children that are there
+// count (a plan may also list deeper nodes, whose tasks already pass through them).
 std::optional<AppId> LpPolicy::next_source_app(const NodeState& state) {
+  std::vector<std::string> present;
+  for (const auto& [id, c] : state.children) present.push_back(c.info.name);
+  if (present != mix_children_) {
+    mix_children_ = std::move(present);
+    const std::size_t apps = state.config.apps.size();
+    std::vector<double> t(apps, 0.0);
+    if (const auto& plan = state.config.plan) {
+      for (std::size_t a = 0; a < apps && a < plan->local.size(); ++a) t[a] += std::max(0.0, plan->local[a]);
+      for (const auto& name : *mix_children_)
+        if (const auto it = plan->children.find(name); it != plan->children.end())
+          for (std::size_t a = 0; a < apps && a < it->second.size(); ++a) t[a] += std::max(0.0, it->second[a]);
+    }
+    plan_mix_.set_frequencies(std::move(t));
+  }
   auto k = plan_mix_.next([&](std::size_t i) {
     return state.source_remaining(AppId{static_cast<std::uint32_t>(i)}) > 0;
   });

@@ -1,6 +1,6 @@
 // DATA-CENTRIC (papers/beaumont2006 §4.5): the trading on a view (DataCentricPlanner),
-// and the policy that assembles the view from reports, plans at the root and follows the
-// plan everywhere.
+// and the decentralized policy: O(K) summaries up, per-child rates down, each node
+// planning on its local star from its children's summaries.
 #include "runtime/core/DataCentricPolicy.hpp"
 
 #include <algorithm>
@@ -99,14 +99,151 @@ TEST(DataCentricPolicy, RejectsMalformedOrMisdirectedMessages) {
   EXPECT_THROW(node->handle(event::PolicyMessage{false, ChildId{1}, {9, 9}}, 1), ProtocolError);
   EXPECT_THROW(node->handle(event::PolicyMessage{false, ChildId{1}, {1, 1, 0, 0, 0}}, 1), ProtocolError);
   EXPECT_THROW(node->handle(event::PolicyMessage{false, ChildId{7}, {}}, 1), ProtocolError);
-  // A plan (kind 2) for 1 app and 0 nodes is fine from the parent, not from a child.
-  const std::vector<std::uint8_t> empty_plan{2, 1, 0, 0, 0, 0, 0, 0, 0};
-  EXPECT_THROW(node->handle(event::PolicyMessage{false, ChildId{1}, empty_plan}, 1), ProtocolError);
-  EXPECT_NO_THROW(node->handle(event::PolicyMessage{true, ChildId{}, empty_plan}, 1));
+  // Rates (kind 2) for 1 app are fine from the parent, not from a child.
+  const auto rates = DataCentricPolicy::encode_rates({0.5});
+  ASSERT_EQ(rates.size(), 13u);
+  EXPECT_THROW(node->handle(event::PolicyMessage{false, ChildId{1}, rates}, 1), ProtocolError);
+  EXPECT_NO_THROW(node->handle(event::PolicyMessage{true, ChildId{}, rates}, 1));
+  // A summary (kind 1) is fine from a child, not from the parent; a negative rate, an
+  // efficiency outside (0, 1], unknown flags or a wrong K are rejected.
+  SubtreeSummary s{{2}, {1}, {0.5}, 1, false, false};
+  EXPECT_NO_THROW(node->handle(event::PolicyMessage{false, ChildId{1}, DataCentricPolicy::encode_summary(s)}, 2));
+  EXPECT_THROW(node->handle(event::PolicyMessage{true, ChildId{}, DataCentricPolicy::encode_summary(s)}, 2), ProtocolError);
+  auto bad = s;
+  bad.capacity = {-1};
+  EXPECT_THROW(node->handle(event::PolicyMessage{false, ChildId{1}, DataCentricPolicy::encode_summary(bad)}, 2), ProtocolError);
+  bad = s;
+  bad.efficiency = 0;
+  EXPECT_THROW(node->handle(event::PolicyMessage{false, ChildId{1}, DataCentricPolicy::encode_summary(bad)}, 2), ProtocolError);
+  auto trailing = DataCentricPolicy::encode_summary(s);
+  trailing.push_back(0);
+  EXPECT_THROW(node->handle(event::PolicyMessage{false, ChildId{1}, trailing}, 2), ProtocolError);
+  auto flags = DataCentricPolicy::encode_summary(s);
+  flags.back() = 7;
+  EXPECT_THROW(node->handle(event::PolicyMessage{false, ChildId{1}, flags}, 2), ProtocolError);
+  bad = SubtreeSummary{{2, 2}, {1, 1}, {0, 0}, 1, false, false};
+  EXPECT_THROW(node->handle(event::PolicyMessage{false, ChildId{1}, DataCentricPolicy::encode_summary(bad)}, 2), ProtocolError);
 }
 
-// End to end on the star above, calibrated (§5.1.4): the children report, the root plans
-// and sends the rates down; the fast child is told to compute only A, the slowest only B.
+// Propagation: a node knows its grandchildren only through its child's summary, and bounds
+// it by its own link. Here the child claims 10 tasks/s, but the link to it carries 2 tasks/s:
+// the node's summary says 2, and asked for 5 it gives the child 2 and says it cannot keep up.
+TEST(DataCentricPolicy, SummaryIsTheChildSummaryBoundedByTheLink) {
+  auto apps = std::vector<AppParams>{app("a", 1, 10)};
+  apps[0].bytes = 1;
+  apps[0].flops = 1;
+  auto config = node_config(false, 4, apps);
+  config.name = "mid";
+  auto node = make_node(config, "data-centric");
+  node->start(0);
+  node->handle(event::ChildJoined{ChildId{1}, ChildInfo{"c", 1, 2.0}}, 0);
+  const SubtreeSummary child{{10}, {10}, {0}, 1, true, false};
+  auto out = node->handle(event::PolicyMessage{false, ChildId{1}, DataCentricPolicy::encode_summary(child)}, 1);
+  const auto& policy = dynamic_cast<const DataCentricPolicy&>(node->policy());
+  EXPECT_NEAR(policy.summary().capacity[0], 2.0, 1e-9);
+  EXPECT_NEAR(policy.summary().absorbable[0], 2.0, 1e-9);
+  EXPECT_TRUE(policy.summary().under_utilized);
+  const action::SendPolicyMessage* up = nullptr;
+  for (const auto& a : out)
+    if (const auto* m = std::get_if<action::SendPolicyMessage>(&a); m && m->to_parent) up = m;
+  ASSERT_NE(up, nullptr) << "the changed summary goes to the parent";
+  EXPECT_EQ(up->payload, DataCentricPolicy::encode_summary(policy.summary()));
+
+  out = node->handle(event::PolicyMessage{true, ChildId{}, DataCentricPolicy::encode_rates({5.0})}, 2);
+  ASSERT_TRUE(policy.follower().plan().has_value());
+  EXPECT_NEAR(policy.follower().plan()->children.at("c")[0], 2.0, 1e-9);
+  EXPECT_NEAR(policy.follower().plan()->local[0], 0.0, 1e-9);
+  EXPECT_TRUE(policy.summary().cannot_keep_up);
+  EXPECT_NEAR(policy.summary().load[0], 2.0, 1e-9);
+  EXPECT_NEAR(policy.summary().absorbable[0], 0.0, 1e-9) << "the link is full";
+  bool down = false;
+  for (const auto& a : out)
+    if (const auto* m = std::get_if<action::SendPolicyMessage>(&a); m && !m->to_parent) {
+      EXPECT_EQ(m->child, ChildId{1});
+      EXPECT_EQ(m->payload, DataCentricPolicy::encode_rates({2.0}));
+      down = true;
+    }
+  EXPECT_TRUE(down) << "the child is told its rates";
+}
+
+TreeSpec calibrated_spec(std::uint64_t tasks) {
+  TreeSpec spec;
+  spec.policy = "data-centric";
+  spec.calibrated = true;
+  spec.apps = {app("A", 1, tasks), app("B", 1, tasks)};
+  spec.apps[0].bytes = 10;
+  spec.apps[0].flops = 1;
+  spec.apps[1].bytes = 1;
+  spec.apps[1].flops = 1;
+  return spec;
+}
+
+// End to end, root -> mid (fast link, relays only) -> leaf (slow link, fast CPU): the root
+// learns the leaf's capacity only through mid's summary, bounded by the slow link below mid.
+TEST(DataCentricPolicy, SlowGrandchildLinkLimitsTheSummaryTheRootSees) {
+  auto spec = calibrated_spec(100);
+  spec.nodes.resize(3);
+  spec.nodes[0].cores = 0;
+  spec.nodes[1].cores = 0;
+  spec.nodes[1].link_bandwidth = 1000;
+  spec.nodes[2].parent = 1;
+  spec.nodes[2].link_bandwidth = 20;          // 2 tasks/s of A, 20 of B
+  spec.nodes[2].task_seconds = {0.1};         // 10 tasks/s of either
+  TreeHarness h(spec);
+  h.start();
+  h.run();
+  ASSERT_TRUE(h.emptiness_check());
+  const auto& root = dynamic_cast<const DataCentricPolicy&>(h.node(0).policy());
+  const auto& leaf = dynamic_cast<const DataCentricPolicy&>(h.node(2).policy());
+  EXPECT_NEAR(leaf.summary().capacity[0], 10.0, 1e-6);
+  const auto* mid = root.child_summary(ChildId{1});
+  ASSERT_NE(mid, nullptr);
+  EXPECT_NEAR(mid->capacity[0], 2.0, 1e-6) << "A: bounded by the grandchild's link";
+  EXPECT_NEAR(mid->capacity[1], 10.0, 1e-6) << "B: bounded by the grandchild's CPU";
+  ASSERT_EQ(root.view().size(), 2u) << "the root plans on itself and its child only";
+  ASSERT_TRUE(root.last_result().has_value());
+  EXPECT_LE(root.last_result()->sent[1][0], 2.0 + 1e-6);
+}
+
+// Messages are O(K): on a deep chain and on a wide star, every payload is a Summary
+// (14 + 24K bytes) or Rates (5 + 8K bytes), whatever the subtree below.
+std::size_t largest_policy_message(const TreeHarness& h, std::size_t& count) {
+  std::size_t largest = 0;
+  count = 0;
+  for (const auto& r : h.log())
+    if (const auto* a = std::get_if<Action>(&r.what))
+      if (const auto* m = std::get_if<action::SendPolicyMessage>(a)) {
+        largest = std::max(largest, m->payload.size());
+        ++count;
+      }
+  return largest;
+}
+
+TEST(DataCentricPolicy, MessageSizeDoesNotGrowWithTheSubtree) {
+  const std::size_t k = 2;
+  auto chain = calibrated_spec(60);
+  chain.nodes.resize(12);
+  for (std::size_t v = 1; v < chain.nodes.size(); ++v) {
+    chain.nodes[v].parent = v - 1;
+    chain.nodes[v].link_bandwidth = 100.0 / static_cast<double>(v);
+  }
+  auto wide = calibrated_spec(60);
+  wide.nodes.resize(24);
+  for (std::size_t v = 1; v < wide.nodes.size(); ++v) wide.nodes[v].link_bandwidth = 5.0 * static_cast<double>(v);
+  for (const auto* spec : {&chain, &wide}) {
+    TreeHarness h(*spec);
+    h.start();
+    h.run();
+    ASSERT_TRUE(h.emptiness_check());
+    std::size_t count = 0;
+    const auto largest = largest_policy_message(h, count);
+    EXPECT_GE(count, spec->nodes.size() - 1) << "every worker reports at least once";
+    EXPECT_EQ(largest, 14 + 24 * k);
+  }
+}
+
+// End to end on the star above, calibrated (§5.1.4): the children send summaries, the root
+// plans and sends the rates down; the fast child is told to compute only A, the slowest only B.
 TEST(DataCentricPolicy, StarGetsTheSlicePlanThroughReportsAndComputesAccordingly) {
   TreeSpec spec;
   spec.policy = "data-centric";

@@ -121,5 +121,45 @@ TEST(LpPolicy, RootDrawsTypesInProportionToThePlannedThroughputs) {
   EXPECT_EQ(n, 120u);
 }
 
+// A plan that lists every node of the tree (as the runtime passes it down) must not count
+// a grandchild's tasks twice at the root: they already pass through its child.
+TEST(LpPolicy, RootMixCountsOnlyItsOwnChildrenNotDeeperNodesOfThePlan) {
+  TreeSpec spec;
+  spec.policy = "lp";
+  spec.apps = {app("a", 1, 60), app("b", 1, 60)};
+  spec.nodes.resize(3);
+  spec.nodes[0].cores = 0;
+  spec.nodes[0].buffer = 2;
+  spec.nodes[1].cores = 0;  // n1 forwards to n2
+  spec.nodes[2].cores = 2;
+  spec.nodes[2].parent = 1;
+  NodePlan root;
+  root.local = {0, 0};
+  root.children[node_name(1)] = {1, 1};  // α = (1, 1): equal mix
+  root.children[node_name(2)] = {1, 1};  // deeper: must not be added again...
+  root.children["elsewhere"] = {5, 0};   // ...nor a node that is not a child at all
+  NodePlan mid, leaf;
+  mid.children[node_name(2)] = {1, 1};
+  leaf.local = {1, 1};
+  spec.plans = {root, mid, leaf};
+  TreeHarness h(spec);
+  h.start();
+  h.run();
+  ASSERT_TRUE(h.emptiness_check());
+  std::uint64_t a = 0, n = 0;
+  for (const auto& r : h.log()) {
+    if (r.node != 0) continue;
+    if (const auto* x = std::get_if<Action>(&r.what))
+      if (const auto* s = std::get_if<action::SendTask>(x)) {
+        ++n;
+        a += s->task.app().value == 0;
+        if (n <= 100) {
+          ASSERT_LE(std::abs(static_cast<double>(a) - 0.5 * static_cast<double>(n)), 3.0) << n;
+        }
+      }
+  }
+  EXPECT_EQ(n, 120u);
+}
+
 }  // namespace
 }  // namespace treefarm::core::testing
