@@ -111,6 +111,8 @@ struct NodeRuntime::Impl {
   struct Fanout {
     double sent_at = 0;
     std::size_t expected = 0, received = 0;
+    std::map<std::uint32_t, int> acks;  // per child
+    bool reported = false;
   };
   std::optional<Fanout> fanout;
   double probe_overhead = 0;  // seconds, smallest round trip seen
@@ -118,7 +120,7 @@ struct NodeRuntime::Impl {
 
   void start_fanout() {
     if (!calibrating || !probe_big || children.size() < 2 || children.size() == fanout_children) return;
-    fanout = Fanout{now(), children.size() * big_probes, 0};
+    fanout = Fanout{now(), children.size() * big_probes, 0, {}, false};
     fanout_children = children.size();
     for (auto& [id, c] : children)
       for (int i = 0; i < big_probes; ++i) {
@@ -127,13 +129,20 @@ struct NodeRuntime::Impl {
       }
   }
 
-  void on_fanout_ack() {
-    if (!fanout || ++fanout->received < fanout->expected) return;
-    const double transfer = now() - fanout->sent_at - probe_overhead;
-    const double bytes = static_cast<double>(probe_big->size()) * static_cast<double>(fanout->expected);
-    const double bw = transfer > 0 ? bytes / transfer : 0;
-    spdlog::info("{}: sends {:.3g} bytes/s to its {} children together", opt.name, bw, fanout_children);
-    report(net::msg::Measure{opt.name, "", net::msg::Measure::What::out_bandwidth, bw});
+  /// The aggregate is taken when the first child has all its probes — while every link
+  /// was still busy: later, only the slower links would be sending.
+  void on_fanout_ack(std::uint32_t child) {
+    if (!fanout) return;
+    ++fanout->received;
+    if (++fanout->acks[child] == big_probes && !fanout->reported) {
+      fanout->reported = true;
+      const double transfer = now() - fanout->sent_at - probe_overhead;
+      const double bytes = static_cast<double>(probe_big->size()) * static_cast<double>(fanout->received);
+      const double bw = transfer > 0 ? bytes / transfer : 0;
+      spdlog::info("{}: sends {:.3g} bytes/s to its {} children together", opt.name, bw, fanout_children);
+      report(net::msg::Measure{opt.name, "", net::msg::Measure::What::out_bandwidth, bw});
+    }
+    if (fanout->received < fanout->expected) return;
     fanout.reset();
     next_probe();
   }
@@ -545,7 +554,7 @@ struct NodeRuntime::Impl {
 
   void on_probe_ack(std::uint32_t child, const net::msg::ProbeAck& ack) {
     if (ack.seq & fanout_seq) {
-      on_fanout_ack();
+      on_fanout_ack(child);
       return;
     }
     auto p = probes.find(child);
