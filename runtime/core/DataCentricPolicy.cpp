@@ -340,9 +340,23 @@ void DataCentricPolicy::recompute(const NodeState& state) {
   }
 }
 
+// The time scale of this node: its slowest task or transfer (seconds). Recomputing more
+// often than every few of those changes nothing but costs planner runs (in a simulation
+// of a platform whose tasks take minutes, 0.25 s would mean a recomputation per event).
+Seconds DataCentricPolicy::effective_interval(const NodeState& state) const {
+  Seconds scale = 0;
+  for (std::size_t k = 0; k < state.config.apps.size(); ++k) {
+    if (k < state.local_seconds.size()) scale = std::max(scale, state.local_seconds[k]);
+    for (const auto& [id, c] : state.children)
+      if (c.bandwidth > 0) scale = std::max(scale, state.config.apps[k].bytes / c.bandwidth);
+  }
+  return std::max(interval_, 2 * scale);
+}
+
 void DataCentricPolicy::take_messages(const NodeState& state, std::vector<Action>& out) {
   // §4.5: "these frequencies are continuously recomputed": at most once per interval.
-  if (checked_ && state.now < last_check_ + interval_) {
+  last_interval_ = effective_interval(state);
+  if (checked_ && state.now < last_check_ + last_interval_) {
     waiting_ = true;
   } else {
     checked_ = true;
@@ -356,7 +370,7 @@ void DataCentricPolicy::take_messages(const NodeState& state, std::vector<Action
 
 std::optional<Seconds> DataCentricPolicy::next_deadline(const NodeState&) const {
   if (!waiting_) return std::nullopt;
-  return last_check_ + interval_;
+  return last_check_ + last_interval_;
 }
 
 }  // namespace treefarm::core

@@ -23,7 +23,8 @@
 /// runs the same planner with the weights w(k) (task trading on the root included) to the
 /// 5% balance, and draws types in proportion to the planned α(k).
 ///
-/// Rates are recomputed at most once per `report_interval` (a Tick through
+/// Rates are recomputed at most once per max(`report_interval`, twice the node's slowest
+/// task or transfer time) (a Tick through
 /// next_deadline()), and a message goes out only when it changed by more than 5%.
 /// Before a node has rates, and whenever no planned choice is feasible, it schedules
 /// bandwidth-centric (the executor, then the fastest link).
@@ -107,6 +108,8 @@ class DataCentricPolicy final : public Policy {
   void adopt(const NodeState& state, NodePlan plan);
 
   Seconds interval_;
+  Seconds last_interval_ = 0;  ///< effective_interval() at the last check
+  Seconds effective_interval(const NodeState& state) const;
   PlanFollower follower_;
   LoadBalancer1D plan_mix_;
   std::uint32_t cores_ = 0;            ///< Executor slots seen (requests + running).
