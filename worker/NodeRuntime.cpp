@@ -461,8 +461,11 @@ struct NodeRuntime::Impl {
   static constexpr double calibrate_kernels_after = 2.0;
   double calib_start_at = -1;
 
+  double calib_started = 0;
+
   void start_calibration() {
     calib_start_at = -1;
+    calib_started = now();
     if (!exec) return;
     calib_samples.assign(apps.size(), {});
     calib_total.assign(apps.size(), 0.0);
@@ -513,7 +516,11 @@ struct NodeRuntime::Impl {
     auto& samples = calib_samples[k];
     samples.push_back(done.run_seconds);
     calib_total[k] += done.run_seconds;
-    if (!calib_reported[k] && samples.size() >= welcome.calibrate_reps && calib_total[k] >= calibrate_seconds) {
+    // Enough: reps runs and a second of kernel time — or, for tiny kernels (noop), a
+    // thousand runs or three seconds of trying.
+    const bool enough = calib_total[k] >= calibrate_seconds || samples.size() >= 1000 ||
+                        now() - calib_started >= 3 * calibrate_seconds;
+    if (!calib_reported[k] && samples.size() >= welcome.calibrate_reps && enough) {
       calib_reported[k] = true;
       std::sort(samples.begin(), samples.end());
       const double median = samples[samples.size() / 2];

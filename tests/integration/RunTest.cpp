@@ -141,3 +141,28 @@ TEST(RunTest, InterruptEndsEveryProcessItStarted) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   EXPECT_TRUE(processes_mentioning(prefix).empty());
 }
+
+TEST(RunTest, EveryPolicyCompletesARealRunExactlyOnce) {
+  TempDir dir;
+  const auto exp = write_file(dir.path() / "policies.toml", deep_tree("pol", 200));
+  const auto out = dir.path() / "cmp";
+  const auto r = run_command(treefarm_bin + " compare " + exp + " --out " + out.string() + " --quiet --timeout 120");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto j = nlohmann::json::parse(read_file(out / "compare.json"));
+  std::set<std::string> seen;
+  for (const auto& p : j.at("policies")) {
+    const auto name = p.at("name").get<std::string>();
+    seen.insert(name);
+    EXPECT_TRUE(p.at("ok").get<bool>()) << name;
+    EXPECT_GT(p.at("fair_throughput").get<double>(), 0.0) << name;
+    EXPECT_FALSE(p.at("predicted_fair_throughput").is_null()) << name;
+    // Every task exactly once in that policy's own results.
+    const auto res = nlohmann::json::parse(read_file(out / name / "results.json"));
+    std::set<std::pair<std::string, std::uint64_t>> tasks;
+    for (const auto& t : res.at("tasks"))
+      EXPECT_TRUE(tasks.insert({t.at("app").get<std::string>(), t.at("id").get<std::uint64_t>()}).second) << name;
+    EXPECT_EQ(tasks.size(), 700u) << name;
+    for (const auto& a : res.at("apps")) EXPECT_EQ(a.at("wrong").get<std::uint64_t>(), 0u) << name;
+  }
+  EXPECT_EQ(seen, (std::set<std::string>{"fcfs", "cgbc", "pbc", "lp", "data-centric"}));
+}
