@@ -1,5 +1,7 @@
 #include "runtime/sim/Simulation.hpp"
 
+#include "runtime/sim/ChildProcess.hpp"
+
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -143,15 +145,6 @@ SimulationOutcome outcome_from_json(const nlohmann::json& j) {
   return o;
 }
 
-void write_all(int fd, const std::string& text) {
-  std::size_t done = 0;
-  while (done < text.size()) {
-    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;
-    done += static_cast<std::size_t>(n);
-  }
-}
 
 }  // namespace
 
@@ -186,6 +179,7 @@ SimulationOutcome simulate(const SimPlatform& platform, const SimulationOptions&
     throw std::runtime_error(std::string("simulation: fork: ") + std::strerror(errno));
   }
   if (pid == 0) {  // the child: simulate, report, and leave without running the parent's atexit code
+    die_with_parent();
     ::close(fds[0]);
     nlohmann::json j;
     try {

@@ -1,5 +1,7 @@
 #include "tools/sim/Campaign.hpp"
 
+#include "runtime/sim/ChildProcess.hpp"
+
 #include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -228,15 +230,6 @@ nlohmann::json summary_of(const sim::SimulationOutcome& o) {
   return j;
 }
 
-void write_all(int fd, const std::string& s) {
-  std::size_t done = 0;
-  while (done < s.size()) {
-    const ssize_t n = ::write(fd, s.data() + done, s.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;
-    done += static_cast<std::size_t>(n);
-  }
-}
 
 /// Runs every job, at most `jobs` forked simulations at once. Each child runs SimGrid
 /// once (sim::simulate_in_this_process: it solves the LP for the lp policy's plan and the
@@ -323,6 +316,7 @@ std::vector<RunResult> run_jobs(const std::vector<Platform>& platforms, const st
         throw std::runtime_error(std::string("campaign: fork: ") + std::strerror(errno));
       }
       if (pid == 0) {
+        sim::die_with_parent();
         ::close(fds[0]);
         for (const auto& a : active) ::close(a.fd);
         nlohmann::json j;
@@ -333,7 +327,7 @@ std::vector<RunResult> run_jobs(const std::vector<Platform>& platforms, const st
         } catch (...) {
           j = {{"exception", "unknown exception"}};
         }
-        write_all(fds[1], j.dump());
+        sim::write_all(fds[1], j.dump());
         ::close(fds[1]);
         ::_exit(0);
       }
