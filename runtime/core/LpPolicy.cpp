@@ -17,16 +17,14 @@ void LpPolicy::start(const NodeState& state) {
 // plus what the LP sends into each of its children. Only the children that are there
 // count (a plan may also list deeper nodes, whose tasks already pass through them).
 std::optional<AppId> LpPolicy::next_source_app(const NodeState& state) {
-  std::vector<std::string> present;
-  for (const auto& [id, c] : state.children) present.push_back(c.info.name);
-  if (present != mix_children_) {
-    mix_children_ = std::move(present);
+  if (!mix_children_ || !same_children(state.children, *mix_children_)) {
+    mix_children_ = child_ids(state.children);
     const std::size_t apps = state.config.apps.size();
     std::vector<double> t(apps, 0.0);
     if (const auto& plan = state.config.plan) {
       for (std::size_t a = 0; a < apps && a < plan->local.size(); ++a) t[a] += std::max(0.0, plan->local[a]);
-      for (const auto& name : *mix_children_)
-        if (const auto it = plan->children.find(name); it != plan->children.end())
+      for (const auto& [id, c] : state.children)
+        if (const auto it = plan->children.find(c.info.name); it != plan->children.end())
           for (std::size_t a = 0; a < apps && a < it->second.size(); ++a) t[a] += std::max(0.0, it->second[a]);
     }
     plan_mix_.set_frequencies(std::move(t));

@@ -35,7 +35,7 @@ class LpPolicy final : public Policy {
  private:
   PlanFollower follower_;
   LoadBalancer1D plan_mix_;
-  std::optional<std::vector<std::string>> mix_children_;  ///< Children the mix was computed for.
+  std::optional<std::vector<ChildId>> mix_children_;  ///< Children the mix was computed for.
 };
 
 }  // namespace treefarm::core

@@ -109,6 +109,24 @@ struct NodeState {
   }
 };
 
+/// True when `seen` lists exactly the ids of `children`, in order — without allocating:
+/// policies call it on the per-task path to notice that children joined or left.
+inline bool same_children(const std::map<ChildId, ChildState>& children, const std::vector<ChildId>& seen) {
+  if (children.size() != seen.size()) return false;
+  auto it = seen.begin();
+  for (const auto& [id, c] : children)
+    if (id != *it++) return false;
+  return true;
+}
+
+/// The ids of `children`, in order.
+inline std::vector<ChildId> child_ids(const std::map<ChildId, ChildState>& children) {
+  std::vector<ChildId> ids;
+  ids.reserve(children.size());
+  for (const auto& [id, c] : children) ids.push_back(id);
+  return ids;
+}
+
 /// A choice of a policy: request requests[request] gets buffer[task].
 struct Assignment {
   std::size_t request = 0;

@@ -10,12 +10,9 @@ void PlanFollower::set_plan(std::optional<NodePlan> plan) {
 }
 
 void PlanFollower::sync(const NodeState& state) {
-  std::vector<ChildId> ids;
-  ids.reserve(state.children.size());
-  for (const auto& [id, c] : state.children) ids.push_back(id);
-  if (!dirty_ && ids == children_seen_) return;
+  if (!dirty_ && same_children(state.children, children_seen_)) return;
   dirty_ = false;
-  children_seen_ = std::move(ids);
+  children_seen_ = child_ids(state.children);
   choices_.clear();
   std::vector<double> f;
   const std::size_t k = state.config.apps.size();
