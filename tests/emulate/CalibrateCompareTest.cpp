@@ -22,19 +22,6 @@ using namespace treefarm::emulate::testing;
 
 namespace {
 
-class TempDir {
- public:
-  TempDir() {
-    char tmpl[] = "/tmp/treefarm-emucal-XXXXXX";
-    path_ = mkdtemp(tmpl);
-  }
-  ~TempDir() { fs::remove_all(path_); }
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
-
 // Two workers behind links three times apart (48 and 16 Mbit/s), one core each. Both
 // applications are communication-bound (matadd: 1 MiB for 65 kflop; matmul n = 384:
 // 2.25 MiB for 113 Mflop, ~10 ms of compute vs 0.4 s / 1.2 s on the wire), so the links

@@ -19,19 +19,6 @@ using namespace treefarm::emulate::testing;
 
 namespace {
 
-class TempDir {
- public:
-  TempDir() {
-    char tmpl[] = "/tmp/treefarm-emutest-XXXXXX";
-    path_ = mkdtemp(tmpl);
-  }
-  ~TempDir() { fs::remove_all(path_); }
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
-
 // Two workers behind links five times apart in rate; the tasks are communication-bound
 // (matadd 256 KiB, matmul 576 KiB of input per task), so the fast link must win more.
 const char* const star = R"(

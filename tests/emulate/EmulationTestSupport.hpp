@@ -3,6 +3,7 @@
 // for anything left behind.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,17 @@ std::vector<std::string> leftovers(const std::string& prefix);
 
 /// Parses an experiment from text.
 model::Experiment experiment(const std::string& toml);
+
+/// A temporary directory under /tmp, removed with everything in it.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+};
 
 /// Contents of a file, trailing whitespace removed.
 std::string read_text(const std::string& path);
