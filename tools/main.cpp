@@ -20,7 +20,7 @@
 #include "tools/sim/SimulateCommand.hpp"
 #include "tools/Predict.hpp"
 #include "tools/TreeLauncher.hpp"
-#include "worker/Topology.hpp"
+#include "runtime/exec/Topology.hpp"
 
 namespace {
 std::atomic<bool> interrupted{false};
@@ -258,9 +258,9 @@ int main(int argc, char** argv) {
     if (*bench_bf) return treefarm::tools::bench_backfill(std::cout, bfo);
     if (*bench_k) return treefarm::tools::bench_kernel(std::cout, kbo);
     if (*hw) {
-      const auto topo = treefarm::worker::discover_topology();
-      if (hw_json) std::cout << treefarm::worker::to_json(topo).dump(1) << "\n";
-      else std::cout << treefarm::worker::to_text(topo);
+      const auto topo = treefarm::exec::discover_topology();
+      if (hw_json) std::cout << treefarm::exec::to_json(topo).dump(1) << "\n";
+      else std::cout << treefarm::exec::to_text(topo);
       return 0;
     }
     if (*dispatch)
