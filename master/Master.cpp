@@ -45,18 +45,7 @@ int run_master(const MasterOptions& options) {
   for (std::size_t k = 0; k < ex.apps.size(); ++k)
     pools.emplace_back(ex.apps[k], ex.run.seed, static_cast<std::uint32_t>(k));
 
-  metrics::RunResults results;
-  results.experiment = ex.path;
-  results.policy = ex.run.policy;
-  results.epsilon = ex.run.epsilon;
-  for (const auto& app : ex.apps) {
-    metrics::AppResult a;
-    a.name = app.name;
-    a.kernel = std::string(model::to_string(app.kernel));
-    a.weight = app.weight;
-    a.tasks = app.tasks;
-    results.apps.push_back(a);
-  }
+  metrics::RunResults results = metrics::empty_results(ex);
 
   node::NodeOptions node_options;
   node_options.name = master_node.name;

@@ -312,10 +312,8 @@ void NodeDriver::send_task(core::ChildId child, core::TaskRef task, double now) 
   const PeerId peer = peer_of_core_.at(child.value);
   const double bytes = payload ? static_cast<double>(payload->size()) : 0.0;
   c->sends[task.id.value] = SendRecord{now, bytes, c->sends.empty()};
-  if (!transport_.send_child(peer, net::msg::Task{task.id.value}, payload)) {
-    drop_child(peer, "unreachable (its connection is gone)", false, now);
-    events_.push_back(core::event::SendDone{child});
-  }
+  if (!transport_.send_child(peer, net::msg::Task{task.id.value}, payload))
+    drop_child(peer, "unreachable (its connection is gone)", false, now);  // ends its transfers too
 }
 
 /// A transfer to a child ended (its acknowledgement, or the transport's own report):

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -105,7 +106,16 @@ struct ZmqNode::Impl final : node::Transport {
       if (!zap) zap = std::make_unique<net::ZapHandler>(ctx, endpoints.curve.authorized, options.name);
       net::apply_curve_server(*down, endpoints.curve);
     }
-    down->bind(where);
+    // After a restart the old listener may still be closing in ZeroMQ's I/O thread.
+    for (int attempt = 0;; ++attempt) {
+      try {
+        down->bind(where);
+        break;
+      } catch (const zmq::error_t& e) {
+        if (e.num() != EADDRINUSE || attempt >= 40) throw;
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      }
+    }
     bound = down->get(zmq::sockopt::last_endpoint);
   }
 
@@ -139,6 +149,10 @@ struct ZmqNode::Impl final : node::Transport {
     dropped.clear();
     if (down) {
       down->set(zmq::sockopt::linger, 0);
+      try {
+        down->unbind(bound);
+      } catch (const zmq::error_t&) {
+      }
       down.reset();
       open_children(bound);  // same endpoint: the children find this node again
     }

@@ -152,6 +152,24 @@ TEST(NodeDriver, ADeadChildsUnacknowledgedTransferFreesThePort) {
   EXPECT_EQ(t.take<net::msg::Task>(PeerId{2}).size(), 1u) << "the port stayed busy with a dead child's transfer";
 }
 
+TEST(NodeDriver, AnUnreachableChildFreesThePortOnce) {
+  RecordingTransport t;
+  std::vector<net::msg::Result> results;
+  NodeDriver d(options("root"), t, nullptr, root_setup(10, true, &results));
+  d.start(0);
+  join(d, t, PeerId{1}, "gone", 0.0);
+  join(d, t, PeerId{2}, "lives", 0.0);
+  t.gone.insert(PeerId{1});
+  d.on_child_message(PeerId{1}, net::msg::Request{1}, {}, 0.1);  // the send fails: dropped
+  EXPECT_TRUE(t.dropped.contains(PeerId{1}));
+  EXPECT_NO_THROW(d.on_child_message(PeerId{2}, net::msg::Request{2}, {}, 0.2));
+  auto sent = t.take<net::msg::Task>(PeerId{2});
+  ASSERT_EQ(sent.size(), 1u);
+  EXPECT_NO_THROW(d.on_child_message(PeerId{2}, net::msg::Received{{sent[0].first.task_id}}, {}, 0.3));
+  EXPECT_EQ(t.take<net::msg::Task>(PeerId{2}).size(), 1u);
+  EXPECT_FALSE(d.finished());
+}
+
 TEST(NodeDriver, MultiPortSendsWithoutWaiting) {
   RecordingTransport t;
   std::vector<net::msg::Result> results;
