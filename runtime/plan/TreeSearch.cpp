@@ -112,12 +112,20 @@ SearchResult rmshc(TreeEvaluator& ev, const PlanTree& initial, const RmshcOption
     ++best.trees_seen;
     ++best.starts;
     // Step (2c): steepest ascent until no neighbour is better.
+    // A large neighbourhood (~1.5·n² trees) is sampled, never built: max_neighbours
+    // random moves per step; a step is declared a local optimum only after
+    // `sample_patience` samples in a row found nothing better.
+    const std::size_t n = current.parent.size();
+    const bool sampled = (n - 1) * (n - 1) + n * (n - 1) / 2 > o.max_neighbours;
+    std::size_t failed_samples = 0;
     bool stuck = false;
     while (!stuck && !out_of_budget()) {
-      auto all = neighbours(current);
-      if (all.size() > o.max_neighbours) {
-        std::shuffle(all.begin(), all.end(), rng);
-        all.resize(o.max_neighbours);
+      std::vector<PlanTree> all;
+      if (sampled) {
+        all.reserve(o.max_neighbours);
+        for (std::size_t i = 0; i < o.max_neighbours; ++i) all.push_back(random_neighbour(current, rng));
+      } else {
+        all = neighbours(current);
       }
       std::size_t arg = all.size();
       double top = value;
@@ -129,10 +137,12 @@ SearchResult rmshc(TreeEvaluator& ev, const PlanTree& initial, const RmshcOption
           arg = i;
         }
       }
-      if (arg == all.size()) stuck = !out_of_budget();
-      else {
+      if (arg == all.size()) {
+        stuck = !out_of_budget() && (!sampled || ++failed_samples >= o.sample_patience);
+      } else {
         current = std::move(all[arg]);
         value = top;
+        failed_samples = 0;
       }
     }
     if (stuck) ++best.local_optima;

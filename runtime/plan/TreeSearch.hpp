@@ -32,8 +32,11 @@ struct RmshcOptions {
   std::size_t max_evaluations = 50'000;   ///< Budget in LP solves (0 = none).
   double max_seconds = 30.0;              ///< Budget in seconds (0 = none).
   /// Neighbours evaluated per climbing step: the whole neighbourhood when it has at most
-  /// this many trees, else this many random moves (sampled steepest ascent).
+  /// this many trees, else this many random moves (sampled steepest ascent; the large
+  /// neighbourhood is never built).
   std::size_t max_neighbours = 256;
+  /// Sampled steps: a climb stops after this many samples in a row without a better tree.
+  std::size_t sample_patience = 3;
   std::uint64_t seed = 1;
 };
 

@@ -81,7 +81,7 @@ int plan_study(const PlanStudyOptions& o, std::ostream& out) {
   nlohmann::json rows = nlohmann::json::array();
   std::ostringstream md;
   md << "# Planning study\n\nCommand: `" << o.command << "`\n\n"
-     << "Applications: mm (matmul n=2048: 32 MiB in, 17.2 Gflop) and add (matadd n=512: 4 MiB in, 0.26 Mflop), "
+     << "Applications: mm (matmul n=2048: 64 MiB in, 17.2 Gflop) and add (matadd n=512: 4 MiB in, 0.26 Mflop), "
         "weight 1 each. Sets from `treefarm gen-machines` defaults (1-8 cores, 1-4 Gflop/s per core, LANs "
         "100 Mbit/s-1 Gbit/s, inter-LAN links 1-100 Mbit/s). Objective: LP max-min fair throughput, one-port.\n\n";
 
