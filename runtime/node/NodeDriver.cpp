@@ -62,6 +62,7 @@ struct NodeDriver::Child {
   std::string name;
   double last_seen = 0;
   bool closing = false;                              ///< sent Shutdown, waiting for Bye
+  std::uint64_t requested = 0;                       ///< tasks it asked for, not yet sent
   std::unordered_map<std::uint64_t, SendRecord> sends;  ///< task transfers not yet acknowledged
 };
 
@@ -310,6 +311,7 @@ void NodeDriver::send_task(core::ChildId child, core::TaskRef task, double now) 
     return;
   }
   const PeerId peer = peer_of_core_.at(child.value);
+  if (c->requested > 0) --c->requested;
   const double bytes = payload ? static_cast<double>(payload->size()) : 0.0;
   c->sends[task.id.value] = SendRecord{now, bytes, c->sends.empty()};
   if (!transport_.send_child(peer, net::msg::Task{task.id.value}, payload))
@@ -547,6 +549,12 @@ void NodeDriver::handle_child(Child& child, PeerId peer, net::Message& message, 
   (void)payload;
   std::visit(Overloaded{
       [&](net::msg::Request& q) {
+        // A child asks only while its buffer has room (papers/beaumont2006 §4, Figure 1):
+        // never for more than B tasks not yet sent. More would black-hole the bag.
+        child.requested += q.count;
+        if (child.requested > welcome_.buffer)
+          return drop_child(peer, "asked for " + std::to_string(child.requested) + " tasks, more than its buffer of " +
+                                      std::to_string(welcome_.buffer), true, now);
         post(core::event::WorkRequested{core::Target::to_child(child.id), q.count});
         drain(now);
       },

@@ -8,6 +8,8 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include <sys/resource.h>
+
 #include <spdlog/spdlog.h>
 #include <zmq.hpp>
 
@@ -69,6 +71,7 @@ struct ZmqNode::Impl final : node::Transport {
   std::unordered_map<std::string, node::PeerId> by_identity;
   std::unordered_map<std::uint32_t, std::string> identity_of;
   std::unordered_set<std::string> dropped;
+  static constexpr std::size_t max_dropped = 65536;
   std::uint32_t next_peer = 0;
 
   double now() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); }
@@ -101,6 +104,9 @@ struct ZmqNode::Impl final : node::Transport {
     down.emplace(ctx, zmq::socket_type::router);
     net::configure_socket(*down, true);
     down->set(zmq::sockopt::router_handover, true);  // a rejoining worker takes over its name
+    // A connection that does not complete the ZMTP (and CURVE) handshake in 5 s is closed:
+    // idle or garbage TCP peers cannot pile up.
+    down->set(zmq::sockopt::handshake_ivl, 5000);
     set_transport_heartbeats(*down);
     if (endpoints.curve.enabled) {
       if (!zap) zap = std::make_unique<net::ZapHandler>(ctx, endpoints.curve.authorized, options.name);
@@ -136,6 +142,7 @@ struct ZmqNode::Impl final : node::Transport {
   void drop_child(node::PeerId peer) override {
     auto it = identity_of.find(peer.value);
     if (it == identity_of.end()) return;
+    if (dropped.size() >= max_dropped) dropped.clear();  // bounded: a flood of identities cannot grow it
     dropped.insert(it->second);
     by_identity.erase(it->second);
     identity_of.erase(it);
@@ -194,7 +201,7 @@ struct ZmqNode::Impl final : node::Transport {
       if (auto* bad = std::get_if<net::BadMessage>(&*got)) {
         if (auto it = by_identity.find(bad->identity); it != by_identity.end()) {
           driver->on_child_failed(it->second, "malformed message: " + bad->reason, now());
-        } else if (dropped.insert(bad->identity).second) {
+        } else if (dropped.size() < max_dropped && dropped.insert(bad->identity).second) {
           spdlog::warn("{}: dropping unknown peer: malformed message: {}", options.name, bad->reason);
         }
         continue;
@@ -292,6 +299,11 @@ ZmqNode::~ZmqNode() = default;
 int ZmqNode::run() {
   Impl& m = *impl_;
   int rc = node::exit_error;
+  // Every child is a connection (a file descriptor): allow as many as the system does.
+  if (rlimit lim{}; getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur < lim.rlim_max) {
+    lim.rlim_cur = lim.rlim_max;
+    (void)setrlimit(RLIMIT_NOFILE, &lim);
+  }
   try {
     m.open_children(m.endpoints.listen);
     if (!m.bound.empty()) {

@@ -103,8 +103,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"unknown key", HEAD "[{\"name\": \"a\", \"cores\": 1, \"core\": 2}]}", 0,
                 "nodes[0].core", "unknown key"},
         BadCase{"not an object", "[1, 2]", 0, "", "expected a JSON object"}),
-    [](const ::testing::TestParamInfo<BadCase>& info) {
-      std::string name = info.param.label;
+    [](const ::testing::TestParamInfo<BadCase>& param_info) {
+      std::string name = param_info.param.label;
       for (char& ch : name)
         if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
       return name;

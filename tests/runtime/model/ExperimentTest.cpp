@@ -321,8 +321,8 @@ INSTANTIATE_TEST_SUITE_P(
                 "app[0].run", "unknown key 'run'"},
         BadCase{"node not array", s("[node]\nname = \"m\"\n") + app, 1, "node",
                 "expected an array of tables"}),
-    [](const ::testing::TestParamInfo<BadCase>& info) {
-      std::string name = info.param.label;
+    [](const ::testing::TestParamInfo<BadCase>& param_info) {
+      std::string name = param_info.param.label;
       for (char& ch : name)
         if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
       return name;

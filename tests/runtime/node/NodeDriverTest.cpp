@@ -46,9 +46,9 @@ Payload bytes(std::size_t n = task_bytes) { return std::make_shared<SizeOnly>(n)
 
 /// A root over a bag of `tasks` noop tasks, each payload shared from one buffer.
 RootSetup root_setup(std::uint64_t tasks, bool one_port, std::vector<net::msg::Result>* results,
-                     std::size_t wait_for = 0) {
+                     std::size_t wait_for = 0, std::uint32_t buffer = 2) {
   RootSetup r;
-  r.welcome = welcome(2, one_port, tasks);
+  r.welcome = welcome(buffer, one_port, tasks);
   r.apps = {noop_app(tasks)};
   auto shared = bytes();
   r.payload = [shared](core::TaskId) { return shared; };
@@ -170,6 +170,22 @@ TEST(NodeDriver, AnUnreachableChildFreesThePortOnce) {
   EXPECT_FALSE(d.finished());
 }
 
+TEST(NodeDriver, AChildAskingForMoreThanItsBufferIsDropped) {
+  RecordingTransport t;
+  std::vector<net::msg::Result> results;
+  NodeDriver d(options("root"), t, nullptr, root_setup(100, false, &results));  // buffer 2
+  d.start(0);
+  join(d, t, PeerId{1}, "greedy", 0.0);
+  join(d, t, PeerId{2}, "fair", 0.0);
+  d.on_child_message(PeerId{1}, net::msg::Request{1u << 20}, {}, 0.1);
+  EXPECT_TRUE(t.dropped.contains(PeerId{1}));
+  EXPECT_TRUE(t.take<net::msg::Task>(PeerId{1}).empty());
+  d.on_child_message(PeerId{2}, net::msg::Request{2}, {}, 0.2);
+  EXPECT_EQ(t.take<net::msg::Task>(PeerId{2}).size(), 2u);
+  d.on_child_message(PeerId{2}, net::msg::Request{1}, {}, 0.3);  // its buffer emptied: allowed again
+  EXPECT_FALSE(t.dropped.contains(PeerId{2}));
+}
+
 TEST(NodeDriver, MultiPortSendsWithoutWaiting) {
   RecordingTransport t;
   std::vector<net::msg::Result> results;
@@ -185,7 +201,7 @@ TEST(NodeDriver, MultiPortSendsWithoutWaiting) {
 TEST(NodeDriver, RootRecordsResultsExactlyOnceAndEndsWithShutdownAndBye) {
   RecordingTransport t;
   std::vector<net::msg::Result> results;
-  NodeDriver d(options("root"), t, nullptr, root_setup(3, false, &results));
+  NodeDriver d(options("root"), t, nullptr, root_setup(3, false, &results, 0, 4));
   d.start(0);
   join(d, t, PeerId{7}, "a", 0.0);
   d.on_child_message(PeerId{7}, net::msg::Request{3}, {}, 0.1);
@@ -195,7 +211,6 @@ TEST(NodeDriver, RootRecordsResultsExactlyOnceAndEndsWithShutdownAndBye) {
     EXPECT_EQ(p->size(), task_bytes);
     d.on_child_message(PeerId{7}, net::msg::Result{m.task_id, "a", 0.1, 0, 1.0, false, ""}, {}, 0.2);
   }
-  d.on_child_message(PeerId{7}, net::msg::Result{tasks[0].first.task_id, "a", 0.1, 0, 1.0, false, ""}, {}, 0.25);
   EXPECT_EQ(results.size(), 3u);
   ASSERT_EQ(t.take<net::msg::Shutdown>(PeerId{7}).size(), 1u) << "run complete but the child was not told";
   EXPECT_FALSE(d.finished()) << "ended before the child said goodbye";

@@ -133,8 +133,8 @@ TEST_P(EveryPolicy, CompletesRandomTreesWithEveryTaskOnce) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Sim, EveryPolicy, testing::ValuesIn(core::policy_names()),
-                         [](const testing::TestParamInfo<std::string>& info) {
-                           std::string name = info.param;
+                         [](const testing::TestParamInfo<std::string>& param_info) {
+                           std::string name = param_info.param;
                            for (auto& c : name)
                              if (c == '-') c = '_';
                            return name;
