@@ -3,11 +3,11 @@
 #include <stdexcept>
 #include <string>
 
-#include "runtime/core/CgbcPolicy.hpp"
-#include "runtime/core/DataCentricPolicy.hpp"
-#include "runtime/core/FcfsPolicy.hpp"
-#include "runtime/core/LpPolicy.hpp"
-#include "runtime/core/PbcPolicy.hpp"
+#include "runtime/core/policies/CgbcPolicy.hpp"
+#include "runtime/core/policies/DataCentricPolicy.hpp"
+#include "runtime/core/policies/FcfsPolicy.hpp"
+#include "runtime/core/policies/LpPolicy.hpp"
+#include "runtime/core/policies/PbcPolicy.hpp"
 
 namespace treefarm::core {
 

@@ -45,18 +45,7 @@ std::vector<core::NodePlan> plans_from(const SimPlatform& p, const lp::Solution&
 }
 
 metrics::RunResults empty_results(const SimPlatform& p) {
-  metrics::RunResults r;
-  r.experiment = p.experiment.path;
-  r.policy = p.experiment.run.policy;
-  r.epsilon = p.experiment.run.epsilon;
-  for (const auto& app : p.experiment.apps) {
-    metrics::AppResult a;
-    a.name = app.name;
-    a.kernel = std::string(model::to_string(app.kernel));
-    a.weight = app.weight;
-    a.tasks = app.tasks;
-    r.apps.push_back(a);
-  }
+  metrics::RunResults r = metrics::empty_results(p.experiment);
   for (const auto& n : p.nodes)
     r.nodes.push_back(metrics::NodeResult{n.name, n.parent < 0 ? "" : p.nodes[static_cast<std::size_t>(n.parent)].name,
                                           n.cores, 0});
