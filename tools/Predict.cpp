@@ -1,5 +1,8 @@
 #include "tools/Predict.hpp"
 
+#include <stdexcept>
+
+#include "runtime/lp/FairnessOptimum.hpp"
 #include "runtime/lp/PeriodicSchedule.hpp"
 #include "runtime/lp/SteadyState.hpp"
 #include "runtime/model/Calibration.hpp"
@@ -12,6 +15,17 @@ int predict_command(const std::string& experiment, const PredictOptions& options
   const auto platform = options.calibration.empty()
                             ? lp::model_from_experiment(ex)
                             : lp::model_from_calibration(ex, model::load_calibration(options.calibration));
+  const auto objective = lp::FairnessObjective::parse(options.objective);
+  if (objective.kind != lp::FairnessObjective::Kind::max_min) {
+    if (options.schedule) throw std::invalid_argument("--schedule needs --objective maxmin");
+    const auto fair = lp::solve_fairness(platform, objective);
+    if (options.json) {
+      out << lp::to_json(platform, fair).dump(1) << "\n";
+    } else {
+      lp::print_report(out, platform, fair);
+    }
+    return 0;
+  }
   const auto solution = lp::solve(platform);
   if (options.json) {
     auto j = lp::to_json(platform, solution);

@@ -11,6 +11,8 @@ struct PredictOptions {
   std::string calibration;   ///< Calibration file ("" = model values: speed, bandwidth).
   bool json = false;
   bool schedule = false;     ///< Also print the periodic schedule (§3.2).
+  /// "maxmin" (the LP, default), "proportional" or "alpha:A" (bertin2008 §2.4, Ipopt).
+  std::string objective = "maxmin";
 };
 
 int predict_command(const std::string& experiment, const PredictOptions& options, std::ostream& out);

@@ -9,7 +9,7 @@ PACKAGES=(
   build-essential cmake ninja-build pkg-config
   libtbb-dev libzmq3-dev cppzmq-dev libhwloc-dev hwloc libcli11-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  coinor-libclp-dev libopenblas-dev libopenblas0-serial
+  coinor-libclp-dev coinor-libipopt-dev libopenblas-dev libopenblas0-serial
   nlohmann-json3-dev libtomlplusplus-dev libspdlog-dev libfmt-dev
   libsimgrid-dev gnuplot-nox iproute2 util-linux procps
 )

@@ -77,6 +77,10 @@ int main(int argc, char** argv) {
   pred->add_option("--calibration", po.calibration, "Calibration file (default: the model values speed/bandwidth)")->check(CLI::ExistingFile);
   pred->add_flag("--json", po.json, "JSON output");
   pred->add_flag("--schedule", po.schedule, "Also print the periodic schedule (section 3.2)");
+  pred->add_option("--objective", po.objective,
+                   "maxmin (steady-state LP) | proportional (max sum w*log rate) | alpha:A "
+                   "(max sum w*rate^(1-A)/(1-A)), bertin2008 section 2.4, solved with Ipopt")
+      ->capture_default_str();
   run->add_option("--log-level", lo.log_level, "trace|debug|info|warn|error|off")->capture_default_str();
 
   // compare

@@ -10,23 +10,18 @@
 namespace treefarm::lp {
 namespace {
 
-constexpr std::size_t none = std::numeric_limits<std::size_t>::max();
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-/// Column indices of the LP variables of beaumont2006 §3.1, LP (3).
-struct Variables {
-  std::size_t fair = none;                     ///< T = min_k α(k)/w(k).
-  std::vector<std::vector<std::size_t>> alpha; ///< α_u^(k); `none` if u cannot run k.
-  std::vector<std::vector<std::size_t>> sent;  ///< sent_{p(u)→u}^(k); `none` if useless.
-};
-
 /// The LP of beaumont2006 §3.1 (3), with the objective in max-min form: maximize T under
 /// α(k) >= w(k)·T. Variables that are 0 in every solution are not created: α_u^(k) when
 /// u cannot run k, sent_u^(k) when no node of u's subtree can run k.
-LpProblem build(const PlatformModel& m, Variables& var) {
+}  // namespace
+
+LpProblem build_steady_state_lp(const PlatformModel& m, SteadyStateVariables& var) {
+  constexpr std::size_t none = SteadyStateVariables::none;
   const std::size_t n = m.nodes.size();
   const std::size_t kk = m.apps.size();
   std::vector<std::vector<std::size_t>> children(n);
@@ -155,6 +150,8 @@ LpProblem build(const PlatformModel& m, Variables& var) {
   return lp;
 }
 
+namespace {
+constexpr std::size_t none = SteadyStateVariables::none;
 }  // namespace
 
 std::string_view to_string(Resource resource) {
@@ -178,8 +175,8 @@ Solution solve(const PlatformModel& m, LpSolver& solver, const SolveOptions& opt
     case Objective::max_min: break;  // the only objective so far; see SolveOptions
   }
   const auto t0 = std::chrono::steady_clock::now();
-  Variables var;
-  const LpProblem lp = build(m, var);
+  SteadyStateVariables var;
+  const LpProblem lp = build_steady_state_lp(m, var);
   Solution s;
   s.objective = options.objective;
   s.build_seconds = seconds_since(t0);

@@ -78,6 +78,21 @@ struct Solution {
   std::size_t lp_rows = 0;
 };
 
+/// Column indices of the LP variables of beaumont2006 §3.1, LP (3).
+struct SteadyStateVariables {
+  static constexpr std::size_t none = static_cast<std::size_t>(-1);  ///< No such column.
+  std::size_t fair = none;                     ///< T = min_k α(k)/w(k), tasks/s per weight.
+  std::vector<std::vector<std::size_t>> alpha; ///< α_u^(k), [node][app]; `none` if u cannot run k.
+  std::vector<std::vector<std::size_t>> sent;  ///< sent_{p(u)→u}^(k), [node][app]; `none` if useless.
+};
+
+/// The constraints of LP (3) (beaumont2006 §3.1; bounded multi-port of bertin2008 §2.1
+/// when model.comm_model says so) with the max-min objective: maximize T under
+/// α(k) >= w(k)·T. Fills `variables` with the column of every variable. Used by solve()
+/// and, with another objective, by the fairness optima (FairnessOptimum.hpp). Does not
+/// validate the model.
+LpProblem build_steady_state_lp(const PlatformModel& model, SteadyStateVariables& variables);
+
 /// Solves the steady-state LP with the default solver (Clp). Throws std::invalid_argument
 /// for an invalid model (see validate()) and std::runtime_error if the solver fails.
 Solution solve(const PlatformModel& model, const SolveOptions& options = {});

@@ -65,7 +65,8 @@ void print_table(std::ostream& out, const std::vector<std::vector<std::string>>&
 nlohmann::json to_json(const PlatformModel& m, const Solution& s) {
   nlohmann::json j;
   j["comm_model"] = m.comm_model == model::CommModel::one_port ? "one_port" : "multi_port";
-  j["objective"] = "max_min";
+  j["fairness"] = "maxmin";
+  j["objective"] = s.fair_throughput;  // min_k α(k)/w(k), tasks/s
   j["fair_throughput"] = s.fair_throughput;
   j["apps"] = nlohmann::json::array();
   for (std::size_t k = 0; k < m.apps.size(); ++k) {
