@@ -3,14 +3,13 @@
 #include <algorithm>
 #include <string>
 
+#include "runtime/core/Overloaded.hpp"
+
 namespace treefarm::core {
 
 namespace {
 constexpr std::uint64_t max_pending_requests = std::uint64_t{1} << 20;
 constexpr double bandwidth_smoothing = 0.2;  // weight of a new observation (EWMA)
-
-template <class... Ts>
-struct Overloaded : Ts... { using Ts::operator()...; };
 
 // Something below this node has asked for work: a pending request, a task started on the
 // executor, or a connected child that was sent a task.
