@@ -1,5 +1,6 @@
 #include "tools/peers/PeersBench.hpp"
 
+#include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -56,7 +57,18 @@ double treefarm_rate(const fs::path& dir, const std::string& name, const std::st
   lo.log_level = "warn";
   lo.timeout = o.timeout;
   std::atomic<bool> interrupted{false};
-  if (launch_tree(ex, lo, interrupted) != 0)
+  // The master prints its results table on stdout; ours carries only the benchmark's.
+  std::fflush(stdout);
+  const int saved_stdout = dup(STDOUT_FILENO);
+  const int null = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
+  if (null >= 0) dup2(null, STDOUT_FILENO);
+  const int rc = launch_tree(ex, lo, interrupted);
+  if (saved_stdout >= 0) {
+    dup2(saved_stdout, STDOUT_FILENO);
+    close(saved_stdout);
+  }
+  if (null >= 0) close(null);
+  if (rc != 0)
     throw std::runtime_error("treefarm run of the " + name + " bag failed (logs in " + lo.out_dir + ")");
   const auto results = nlohmann::json::parse(std::ifstream(fs::path(lo.out_dir) / "results.json"));
   const double duration = results.at("duration").get<double>();
