@@ -4,11 +4,13 @@
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
+#include "tasks/BlasKernel.hpp"
 #include "master/Master.hpp"
 #include "runtime/model/Experiment.hpp"
 #include "runtime/exec/CpuList.hpp"
 
 int main(int argc, char** argv) {
+  treefarm::tasks::select_blas_kernel(argv);  // before anything loads BLAS kernels (issue 14)
   CLI::App app{"treefarm-master: the root of a treefarm tree. It holds the experiment's applications, waits for\n"
                "its workers (treefarm-worker --parent ENDPOINT), dispatches tasks, checks every result and\n"
                "writes results.json.\n"

@@ -7,6 +7,9 @@
 
 #include <CLI/CLI.hpp>
 
+#include "tasks/BlasKernel.hpp"
+#include "tools/peers/PeersBench.hpp"
+#include "tasks/CpuPeak.hpp"
 #include "runtime/model/Experiment.hpp"
 #include "runtime/lp/LpBench.hpp"
 #include "runtime/net/Curve.hpp"
@@ -29,6 +32,7 @@ void on_signal(int) { interrupted = true; }
 }  // namespace
 
 int main(int argc, char** argv) {
+  treefarm::tasks::select_blas_kernel(argv);  // before anything loads BLAS kernels (issue 14)
   CLI::App app{"treefarm: a task farm for multicore workstations on a LAN. A master and workers form a tree\n"
                "over ZeroMQ; bags of real matrix tasks flow down it; treefarm measures the throughput it\n"
                "achieves. See README.md and docs/commands.md."};
@@ -190,6 +194,17 @@ int main(int argc, char** argv) {
   bench_k->add_option("--n", kbo.n, "Matrix order")->capture_default_str();
   bench_k->add_option("--tasks", kbo.tasks, "Tasks per measurement")->capture_default_str();
   bench_k->add_flag("--json", kbo.json, "JSON output");
+  auto* bench_peers = bench->add_subcommand("peers", "No-op and matmul bags on treefarm beside Dask distributed and Work Queue, same worker count");
+  treefarm::tools::PeersBenchOptions pbo;
+  bench_peers->add_option("--workers", pbo.workers, "Worker processes, 1 core each, for everyone")->capture_default_str();
+  bench_peers->add_option("--peers", pbo.peers, "Comma-separated: dask, workqueue")->capture_default_str();
+  bench_peers->add_option("--treefarm-noop-tasks", pbo.treefarm_noop_tasks, "No-op tasks run by treefarm")->capture_default_str();
+  bench_peers->add_option("--peer-noop-tasks", pbo.peer_noop_tasks, "No-op tasks run by each peer")->capture_default_str();
+  bench_peers->add_option("--matmul-n", pbo.matmul_n, "Matrix order of the matmul tasks")->capture_default_str();
+  bench_peers->add_option("--treefarm-matmul-tasks", pbo.treefarm_matmul_tasks, "matmul tasks run by treefarm")->capture_default_str();
+  bench_peers->add_option("--peer-matmul-tasks", pbo.peer_matmul_tasks, "matmul tasks run by each peer")->capture_default_str();
+  bench_peers->add_option("--timeout", pbo.timeout, "seconds per run")->capture_default_str();
+  bench_peers->add_flag("--json", pbo.json, "JSON output");
   auto* bench_lp = bench->add_subcommand("lp", "LP build + solve time for random trees of 100, 1,000 and 10,000 nodes, 10 applications");
 
   CLI11_PARSE(app, argc, argv);
@@ -270,10 +285,31 @@ int main(int argc, char** argv) {
     }
     if (*bench_bf) return treefarm::tools::bench_backfill(std::cout, bfo);
     if (*bench_k) return treefarm::tools::bench_kernel(std::cout, kbo);
+    if (*bench_peers) return treefarm::tools::bench_peers(std::cout, pbo);
     if (*hw) {
       const auto topo = treefarm::exec::discover_topology();
-      if (hw_json) std::cout << treefarm::exec::to_json(topo).dump(1) << "\n";
-      else std::cout << treefarm::exec::to_text(topo);
+      const auto blas = treefarm::tasks::blas_info();
+      const auto cpu = treefarm::tasks::detect_cpu_features();
+      const auto peak = treefarm::tasks::measure_cpu_peak();
+      if (hw_json) {
+        auto j = treefarm::exec::to_json(topo);
+        j["blas"] = treefarm::tasks::to_json(blas);
+        j["blas"]["allowed_kernels"] = treefarm::tasks::allowed_kernels(cpu);
+        j["cpu"] = {{"vendor", cpu.vendor}, {"family", cpu.family}, {"model", cpu.model}, {"brand", cpu.brand},
+                    {"avx", cpu.avx}, {"avx2_fma", cpu.avx2_fma}, {"avx512", cpu.avx512},
+                    {"avx512_bf16", cpu.avx512_bf16}};
+        j["peak"] = treefarm::tasks::to_json(peak);
+        std::cout << j.dump(1) << "\n";
+      } else {
+        std::cout << treefarm::exec::to_text(topo);
+        std::cout << "cpu: " << cpu.brand << " (" << cpu.vendor << " family " << cpu.family << " model "
+                  << cpu.model << ")" << (cpu.avx512 ? ", AVX-512" : cpu.avx2_fma ? ", AVX2+FMA" : "") << "\n";
+        std::cout << "blas: " << blas.library << ", kernel " << blas.kernel << " (chosen by " << blas.selected_by
+                  << "; cache " << treefarm::tasks::blas_cache_path() << ")\n";
+        std::cout << "peak: " << peak.peak_gflops << " GFLOP/s per core = " << peak.ghz << " GHz x "
+                  << peak.flop_per_cycle << " flop/cycle (" << peak.vector_isa << " FMA; clock from a dependent-add loop, "
+                  << "/proc/cpuinfo says " << peak.cpuinfo_mhz << " MHz)\n";
+      }
       return 0;
     }
     if (*dispatch)

@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
+#include "tasks/BlasKernel.hpp"
 #include "runtime/exec/CpuList.hpp"
 #include "runtime/zmq/ZmqNode.hpp"
 #include "runtime/exec/Topology.hpp"
@@ -20,6 +21,7 @@ void on_signal(int sig) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  treefarm::tasks::select_blas_kernel(argv);  // before anything loads BLAS kernels (issue 14)
   CLI::App app{"treefarm-worker: a node of a treefarm tree. It connects to its parent, computes tasks on its\n"
                "cores and forwards tasks to the workers that connect to it.\n"
                "Example: treefarm-worker --parent tcp://master-host:5555 --listen tcp://*:5556"};

@@ -1,3 +1,5 @@
+#include "tasks/BlasKernel.hpp"
+#include "tasks/CpuPeak.hpp"
 #include "tools/bench/ExecutorBench.hpp"
 
 #include <poll.h>
@@ -448,6 +450,9 @@ int bench_kernel(std::ostream& out, const KernelBenchOptions& o) {
   if (cores.empty()) return 0;
   const double load_before = load_average();
   tasks::init_blas();
+  // The reference for the kernel: this core's FMA peak, measured (tasks/CpuPeak.hpp).
+  const tasks::CpuPeak peak = tasks::measure_cpu_peak();
+  const tasks::BlasInfo blas = tasks::blas_info();
 
   // 1-core efficiency: executor vs standalone on the same core, alternating.
   const tasks::InputPool pool(matrix_app("matmul", model::Kernel::matmul, o.n, 1), 1, 0, 1);
@@ -544,7 +549,14 @@ int bench_kernel(std::ostream& out, const KernelBenchOptions& o) {
                        {"ratio", efficiency},
                        {"target", 0.95},
                        {"meets_target", efficiency >= 0.95}}},
-                     {"speedup", sp}};
+                     {"speedup", sp},
+                     {"blas", tasks::to_json(blas)},
+                     {"peak", tasks::to_json(peak)},
+                     {"of_peak",
+                      {{"standalone_fraction", standalone_median / peak.peak_gflops},
+                       {"executor_fraction", executor_median / peak.peak_gflops},
+                       {"target", 0.75},
+                       {"meets_target", standalone_median / peak.peak_gflops >= 0.75}}}};
     out << j.dump(2) << "\n";
     return 0;
   }
@@ -553,6 +565,15 @@ int bench_kernel(std::ostream& out, const KernelBenchOptions& o) {
       << (tasks::blas_is_serial() ? "serial" : "threaded (forced to 1 thread)")
       << "; load average (1 min): " << fixed(load_before, 2) << " before, "
       << fixed(load_after, 2) << " after\n";
+  const double of_peak = standalone_median / peak.peak_gflops;
+  out << "BLAS " << blas.library << ", kernel " << blas.kernel << " (chosen by " << blas.selected_by << ")\n"
+      << "per-core FMA peak " << fixed(peak.peak_gflops, 2) << " GFLOP/s = " << fixed(peak.ghz, 3) << " GHz x "
+      << peak.flop_per_cycle << " flop/cycle (" << peak.vector_isa << "; measured "
+      << fixed(peak.measured_flop_per_cycle, 2) << "; /proc/cpuinfo says " << fixed(peak.cpuinfo_mhz, 0)
+      << " MHz)\n"
+      << "  standalone dgemm / peak       " << fixed(of_peak, 3)
+      << (of_peak >= 0.75 ? "  (target >= 0.75: met)\n" : "  (target >= 0.75: NOT met)\n")
+      << "  executor dgemm / peak         " << fixed(executor_median / peak.peak_gflops, 3) << "\n";
   out << "1-core matmul n=" << o.n << ", " << o.tasks << " tasks x " << o.rounds
       << " rounds (medians), core " << cores.front() << ":\n"
       << "  standalone cblas_dgemm loop   " << fixed(standalone_median, 2)
