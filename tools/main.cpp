@@ -8,7 +8,7 @@
 #include <CLI/CLI.hpp>
 
 #include "runtime/model/Experiment.hpp"
-#include "runtime/lp/LpBench.hpp"
+#include "tools/bench/LpBench.hpp"
 #include "runtime/net/Curve.hpp"
 #include "tools/Bench.hpp"
 #include "tools/Compare.hpp"
@@ -228,7 +228,7 @@ int main(int argc, char** argv) {
     }
     if (*pred) return treefarm::tools::predict_command(pred_experiment, po, std::cout);
     if (*bench_lp) {
-      treefarm::lp::bench_lp(std::cout);
+      treefarm::tools::bench_lp(std::cout);
       return 0;
     }
     if (*cmp) {

@@ -564,13 +564,17 @@ Experiment parse_experiment(const std::string& text, const std::string& path) {
   return exp;
 }
 
-Experiment load_experiment(const std::string& path) {
+std::string read_input_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw FileError(path, 0, "", std::string("cannot open: ") + std::strerror(errno));
   std::ostringstream text;
   text << in.rdbuf();
   if (in.bad()) throw FileError(path, 0, "", std::string("cannot read: ") + std::strerror(errno));
-  Experiment exp = parse_experiment(text.str(), path);
+  return text.str();
+}
+
+Experiment load_experiment(const std::string& path) {
+  Experiment exp = parse_experiment(read_input_file(path), path);
   exp.path = path;
   return exp;
 }
