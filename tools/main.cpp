@@ -19,6 +19,7 @@
 #include "tools/sim/SimBench.hpp"
 #include "tools/sim/SimulateCommand.hpp"
 #include "tools/Predict.hpp"
+#include "tools/plan/PlanCommands.hpp"
 #include "tools/TreeLauncher.hpp"
 #include "runtime/exec/Topology.hpp"
 
@@ -141,6 +142,9 @@ int main(int argc, char** argv) {
   paper->add_flag("--quick", camp.quick, "A small subset, for a smoke run");
   paper->add_option("--seed", camp.seed, "Seed of the platforms")->capture_default_str();
 
+  // plan, gen-machines, experiment plan (tools/plan/)
+  treefarm::tools::PlanCommands plan_commands(app, *experiment_cmd);
+
   // hwdetect
   auto* hw = app.add_subcommand("hwdetect", "Print the cores, caches and memory a worker here would use");
   bool hw_json = false;
@@ -189,6 +193,7 @@ int main(int argc, char** argv) {
   std::signal(SIGTERM, on_signal);
   std::signal(SIGPIPE, SIG_IGN);
   try {
+    if (auto rc = plan_commands.run(std::cout, std::cerr)) return *rc;
     if (*run) {
       const auto ex = treefarm::model::load_experiment(experiment);
       if (run_calibrate) {

@@ -12,7 +12,7 @@
 namespace treefarm::net {
 
 constexpr std::uint32_t wire_magic = 0x4D524654;  // "TFRM" little-endian
-constexpr std::uint16_t wire_version = 1;
+constexpr std::uint16_t wire_version = 2;  ///< 2: Received (transfer acknowledgements)
 constexpr std::size_t header_bytes = 16;
 constexpr std::size_t max_body_bytes = 64 * 1024;        ///< bytes, header frame body
 constexpr std::size_t max_name_bytes = 128;               ///< bytes, node/app names, strings

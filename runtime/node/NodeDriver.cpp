@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 #include <stdexcept>
+#include <unordered_set>
 
 #include <spdlog/spdlog.h>
 
@@ -63,6 +64,7 @@ struct NodeDriver::Child {
   double last_seen = 0;
   bool closing = false;                              ///< sent Shutdown, waiting for Bye
   std::uint64_t requested = 0;                       ///< tasks it asked for, not yet sent
+  std::unordered_set<std::string> subtree;           ///< names it reported joined below it, and its own
   std::unordered_map<std::uint64_t, SendRecord> sends;  ///< task transfers not yet acknowledged
 };
 
@@ -532,6 +534,7 @@ void NodeDriver::admit(PeerId peer, const net::msg::Hello& hello, double now) {
   auto child = std::make_unique<Child>();
   child->id = core::ChildId{next_core_child_++};
   child->name = hello.name;
+  child->subtree.insert(hello.name);
   child->last_seen = now;
   peer_of_core_[child->id.value] = peer;
   const core::ChildId id = child->id;
@@ -570,7 +573,13 @@ void NodeDriver::handle_child(Child& child, PeerId peer, net::Message& message, 
         for (auto id : r.task_ids) transfer_done(child, id, now);
         drain(now);
       },
-      [&](net::msg::NodeJoined& j) { node_joined(j, now); },
+      [&](net::msg::NodeJoined& j) {
+        // A child reports joins in its own subtree only: under itself or a node it reported.
+        if (!child.subtree.contains(j.parent))
+          return drop_child(peer, "reported '" + j.name + "' joined under '" + j.parent + "', outside its subtree", true, now);
+        child.subtree.insert(j.name);
+        node_joined(j, now);
+      },
       [&](net::msg::ProbeAck& a) {
         if (prober_) prober_->on_ack(peer, a.seq, now);
       },

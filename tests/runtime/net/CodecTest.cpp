@@ -361,7 +361,8 @@ TEST(CodecRejects, WrongMagic) {
 }
 
 TEST(CodecRejects, WrongVersion) {
-  for (std::uint16_t v : {std::uint16_t{0}, std::uint16_t{2}, std::uint16_t{0xFFFF}}) {
+  for (std::uint16_t v : {std::uint16_t{0}, std::uint16_t(wire_version - 1), std::uint16_t(wire_version + 1),
+                          std::uint16_t{0xFFFF}}) {
     Bytes f = encode(msg::Hello{"w", 1, 1});
     poke<std::uint16_t>(f, off_version, v);
     expect_rejected(f, 0, "protocol version " + std::to_string(v));

@@ -186,6 +186,24 @@ TEST(NodeDriver, AChildAskingForMoreThanItsBufferIsDropped) {
   EXPECT_FALSE(t.dropped.contains(PeerId{2}));
 }
 
+TEST(NodeDriver, JoinsAreAcceptedOnlyFromTheSubtreeTheyHappenIn) {
+  RecordingTransport t;
+  std::vector<net::msg::Result> results;
+  std::vector<std::string> joined;
+  auto setup = root_setup(4, false, &results);
+  setup.on_joined = [&](const net::msg::NodeJoined& j) { joined.push_back(j.name + "<" + j.parent); };
+  NodeDriver d(options("root"), t, nullptr, std::move(setup));
+  d.start(0);
+  join(d, t, PeerId{1}, "a", 0);
+  join(d, t, PeerId{2}, "b", 0);
+  d.on_child_message(PeerId{1}, net::msg::NodeJoined{"a1", "a", 1, 0}, {}, 0.1);
+  d.on_child_message(PeerId{1}, net::msg::NodeJoined{"a11", "a1", 1, 0}, {}, 0.2);
+  EXPECT_EQ(joined, (std::vector<std::string>{"a<root", "b<root", "a1<a", "a11<a1"}));
+  d.on_child_message(PeerId{2}, net::msg::NodeJoined{"ghost", "a1", 1, 0}, {}, 0.3);  // spoofed by b
+  EXPECT_TRUE(t.dropped.contains(PeerId{2}));
+  EXPECT_EQ(joined.size(), 4u);
+}
+
 TEST(NodeDriver, MultiPortSendsWithoutWaiting) {
   RecordingTransport t;
   std::vector<net::msg::Result> results;
