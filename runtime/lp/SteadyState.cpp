@@ -82,6 +82,21 @@ LpProblem build(const PlatformModel& m, Variables& var) {
                                           m.nodes[u].cores});
     }
     if (!row.empty()) lp.add_row(row, -lp_infinity, 1.0);
+    // Integer packing (docs/lp.md, "Computation"): the executor runs whole tasks, so at
+    // most floor(cores_u / cores_per_task(k)) tasks of k at once,
+    //   α_u^(k) · task_seconds_u^(k) <= floor(cores_u / cores_per_task(k)).
+    // Needed only where cores_per_task(k) does not divide cores_u (otherwise the row
+    // above implies it). With several applications this is a relaxation of the integer
+    // packing (the convex hull of the feasible task mixes can be smaller), exact for one.
+    for (std::size_t k = 0; k < kk; ++k) {
+      if (var.alpha[u][k] == none) continue;
+      const std::uint32_t cpt = std::max<std::uint32_t>(m.apps[k].cores_per_task, 1);
+      const std::uint32_t slots = m.nodes[u].cores / cpt;
+      if (slots == 0 || slots * cpt == m.nodes[u].cores) continue;
+      row.clear();
+      row.push_back({var.alpha[u][k], m.nodes[u].task_seconds[k] / static_cast<double>(slots)});
+      lp.add_row(row, -lp_infinity, 1.0);
+    }
   }
   // Communication limits.
   for (std::size_t u = 0; u < n; ++u) {
@@ -210,6 +225,14 @@ Solution solve(const PlatformModel& m, LpSolver& solver, const SolveOptions& opt
       bytes += s.sent[u][k] * m.apps[k].bytes;
     }
     if (node.cores > 0) s.cpu_utilisation[u] = busy / node.cores;
+    // Integer packing: a node whose task slots are all busy is saturated even with
+    // cores left over (3 cores, tasks of 2: one slot, 2/3 of the cores).
+    for (std::size_t k = 0; k < kk; ++k) {
+      const std::uint32_t cpt = std::max<std::uint32_t>(m.apps[k].cores_per_task, 1);
+      const std::uint32_t slots = node.cores / cpt;
+      if (slots == 0 || !(s.alpha[u][k] > 0.0)) continue;
+      s.cpu_utilisation[u] = std::max(s.cpu_utilisation[u], s.alpha[u][k] * node.task_seconds[k] / slots);
+    }
     if (u > 0) {
       if (!std::isinf(node.link_bandwidth)) s.link_utilisation[u] = bytes / node.link_bandwidth;
       out_rate[node.parent] += bytes;

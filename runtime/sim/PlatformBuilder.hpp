@@ -8,7 +8,7 @@
 /// (bandwidth and latency of v's link; tasks go DOWN, requests and results UP). So
 /// u -> v crosses exactly the edge's link, whatever the depth, and the routing data is
 /// O(nodes): no N² table (a full or Floyd zone of 10,000 hosts would need 10^8 entries).
-/// A node with a max_out_bandwidth gets one more shared link on all its sends.
+/// A node with a port (port_bandwidth > 0) gets one more shared link on all its sends.
 
 #include <vector>
 
@@ -17,6 +17,15 @@
 #include "runtime/sim/SimPlatform.hpp"
 
 namespace treefarm::sim {
+
+/// Bandwidth (bytes/s) of node u's sending port, shared by all its concurrent sends; 0:
+/// none. Bounded multi-port: max_out_bandwidth. One-port: the fastest child link (capped
+/// by max_out_bandwidth if set), so that policies sending several tasks at once ("pbc",
+/// beaumont2006 §4.4) share the port rather than add up their links. With children of
+/// equal bandwidth this is exactly the one-port bound; with unequal ones, concurrent
+/// sends can still use the port better than one-at-a-time sends (the paper's "unfair
+/// advantage"): the bound is then the bounded multi-port LP with max_out = this value.
+double port_bandwidth(const SimPlatform& platform, std::size_t u);
 
 /// Creates the zones, hosts and links in the current SimGrid engine (which must exist
 /// and have no platform yet). Returns the host of each node, in node order.

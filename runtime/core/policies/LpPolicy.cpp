@@ -10,6 +10,7 @@ namespace treefarm::core {
 void LpPolicy::start(const NodeState& state) {
   Policy::start(state);
   follower_.set_plan(state.config.plan);
+  fallbacks_ = 0;
   plan_mix_ = LoadBalancer1D(follower_.totals(state.config.apps.size()));
 }
 
@@ -39,7 +40,9 @@ std::optional<AppId> LpPolicy::next_source_app(const NodeState& state) {
 // §4.1: 1D load balancing over (requester, type); FCFS when no planned choice is feasible.
 std::optional<Assignment> LpPolicy::select(const NodeState& state) {
   if (auto a = follower_.select(state)) return a;
-  return FcfsPolicy{}.select(state);
+  auto a = FcfsPolicy{}.select(state);
+  if (a) ++fallbacks_;
+  return a;
 }
 
 void LpPolicy::assigned(const NodeState& state, const Target& to, TaskRef task) {

@@ -16,6 +16,8 @@
 /// Without a plan (or a node missing from it): FCFS (§4.2), weights at the root.
 /// Needs: the plan (computed off-line from calibrated b_u, c_u); child names.
 
+#include <cstdint>
+
 #include "runtime/core/policies/PlanFollower.hpp"
 #include "runtime/core/Policy.hpp"
 
@@ -29,6 +31,10 @@ class LpPolicy final : public Policy {
   std::optional<Assignment> select(const NodeState& state) override;
   void assigned(const NodeState& state, const Target& to, TaskRef task) override;
 
+  /// Choices made by the FCFS fallback because no planned choice was feasible, since
+  /// start (issue 21: every fallback is counted; the adapters are to report it).
+  std::uint64_t fallbacks() const { return fallbacks_; }
+
   PlanFollower& follower() { return follower_; }
   const PlanFollower& follower() const { return follower_; }
 
@@ -36,6 +42,7 @@ class LpPolicy final : public Policy {
   PlanFollower follower_;
   LoadBalancer1D plan_mix_;
   std::optional<std::vector<ChildId>> mix_children_;  ///< Children the mix was computed for.
+  std::uint64_t fallbacks_ = 0;                       ///< FCFS choices (no planned one feasible).
 };
 
 }  // namespace treefarm::core

@@ -75,14 +75,17 @@ TEST(LpPolicy, WithoutAFeasiblePlannedChoiceItServesFirstComeFirstServed) {
   s.requests.push_back(PendingRequest{child(2), 0, 0});
   s.requests.push_back(PendingRequest{Target::executor(), 0, 1});
   s.buffer.push_back(task(1, 0));  // only b: nobody planned for it
+  EXPECT_EQ(p.fallbacks(), 0u);
   auto a = p.select(s);
   ASSERT_TRUE(a.has_value());
   EXPECT_EQ(a->request, 0u);
+  EXPECT_EQ(p.fallbacks(), 1u) << "the FCFS choice is counted";
   s.buffer.push_back(task(0, 1));
   a = p.select(s);
   ASSERT_TRUE(a.has_value());
   EXPECT_EQ(a->request, 1u) << "the executor's planned a";
   EXPECT_EQ(a->task, 1u);
+  EXPECT_EQ(p.fallbacks(), 1u) << "a planned choice is not a fallback";
 }
 
 TEST(LpPolicy, RootDrawsTypesInProportionToThePlannedThroughputs) {

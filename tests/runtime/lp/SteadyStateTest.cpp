@@ -39,6 +39,29 @@ TEST(SteadyState, OneNode) {
   EXPECT_TRUE(is_saturated(s, 0, Resource::cpu));
 }
 
+TEST(SteadyState, MultiCoreTasksPackInWholeSlots) {
+  // 3 cores, tasks of 2 cores taking 1 s: one task at a time (the executor runs whole
+  // tasks), so 1 task/s, as the simulation; fractional packing would give 3/2 = 1.5.
+  Builder b;
+  b.app("a", 10, 1.0, 2);
+  b.node("root", -1, 3, inf, {1.0});
+  const Solution s = solve(b.m);
+  expect_rel(s.fair_throughput, 1.0);
+  expect_rel(s.cpu_utilisation[0], 1.0);  // its one slot is busy
+  EXPECT_TRUE(is_saturated(s, 0, Resource::cpu));
+  // 4 cores: 2 cores per task divide them, 2 tasks/s.
+  Builder d;
+  d.app("a", 10, 1.0, 2);
+  d.node("root", -1, 4, inf, {1.0});
+  expect_rel(solve(d.m).fair_throughput, 2.0);
+  // Two applications on 3 cores, A of 2 cores, B of 1, 1 s each, equal weights: A ≤ 1
+  // slot, 2·α_A + α_B ≤ 3, α_A = α_B = T  =>  T = 1 (one A beside one B).
+  Builder e;
+  e.app("A", 10, 1.0, 2).app("B", 10, 1.0, 1);
+  e.node("root", -1, 3, inf, {1.0, 1.0});
+  expect_rel(solve(e.m).fair_throughput, 1.0);
+}
+
 TEST(SteadyState, WeightsOneToThree) {
   // 6 cores; X takes 2 s (w = 1), Y 1 s (w = 3). α_X = T, α_Y = 3T,
   // 2·T + 1·3T <= 6  =>  T = 1.2, α_X = 1.2, α_Y = 3.6.
