@@ -11,7 +11,7 @@
 #include "tools/peers/PeersBench.hpp"
 #include "tasks/CpuPeak.hpp"
 #include "runtime/model/Experiment.hpp"
-#include "runtime/lp/LpBench.hpp"
+#include "tools/bench/LpBench.hpp"
 #include "runtime/net/Curve.hpp"
 #include "tools/Bench.hpp"
 #include "tools/Compare.hpp"
@@ -252,7 +252,7 @@ int main(int argc, char** argv) {
     }
     if (*pred) return treefarm::tools::predict_command(pred_experiment, po, std::cout);
     if (*bench_lp) {
-      treefarm::lp::bench_lp(std::cout);
+      treefarm::tools::bench_lp(std::cout);
       return 0;
     }
     if (*cmp) {

@@ -138,11 +138,7 @@ Calibration parse_calibration(const std::string& text, const std::string& path) 
 }
 
 Calibration load_calibration(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw FileError(path, 0, "", std::string("cannot open: ") + std::strerror(errno));
-  std::ostringstream text;
-  text << in.rdbuf();
-  return parse_calibration(text.str(), path);
+  return parse_calibration(read_input_file(path), path);
 }
 
 std::string to_json(const Calibration& calibration) {

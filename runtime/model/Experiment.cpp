@@ -13,6 +13,7 @@
 #include <toml++/toml.h>
 
 #include "runtime/core/Policy.hpp"
+#include "runtime/model/TomlReader.hpp"
 #include "runtime/model/Units.hpp"
 
 namespace treefarm::model {
@@ -71,6 +72,7 @@ std::uint64_t Experiment::total_tasks() const {
 namespace {
 
 using Table = toml::table;
+using Reader = TomlReader;
 
 constexpr std::int64_t max_cores = 1 << 16;
 constexpr std::int64_t max_matrix_order = 16384;
@@ -79,30 +81,6 @@ constexpr std::int64_t max_buffer = 1'000'000;
 constexpr std::uint64_t max_task_bytes = 1ull << 40;    // 1 TiB per task payload
 constexpr std::uint64_t max_task_memory = 1ull << 50;   // 1 PiB
 constexpr double max_weight = 1e9;
-
-std::string type_name(toml::node_type type) {
-  switch (type) {
-    case toml::node_type::none: return "nothing";
-    case toml::node_type::table: return "a table";
-    case toml::node_type::array: return "an array";
-    case toml::node_type::string: return "a string";
-    case toml::node_type::integer: return "an integer";
-    case toml::node_type::floating_point: return "a float";
-    case toml::node_type::boolean: return "a boolean";
-    case toml::node_type::date: return "a date";
-    case toml::node_type::time: return "a time";
-    case toml::node_type::date_time: return "a date-time";
-  }
-  return "?";
-}
-
-int line_of(const toml::node& node) { return static_cast<int>(node.source().begin.line); }
-
-std::string join(std::initializer_list<std::string_view> words) {
-  std::string out;
-  for (auto w : words) out += (out.empty() ? "" : ", ") + std::string(w);
-  return out;
-}
 
 bool valid_name(std::string_view name) {
   if (name.empty() || name.size() > 64) return false;
@@ -136,156 +114,6 @@ bool valid_cpuset(std::string_view s) {
     ++pos;
   }
 }
-
-/// Typed access to the tables of one file; every error names file, line and field.
-class Reader {
- public:
-  explicit Reader(const std::string& path) : path_(path) {}
-
-  [[noreturn]] void fail(int line, const std::string& field, const std::string& message) const {
-    throw FileError(path_, line, field, message);
-  }
-
-  /// Rejects keys not in `allowed` (typo protection); reports the first one in the file.
-  void check_keys(const Table& table, const std::string& prefix,
-                  std::initializer_list<std::string_view> allowed, std::string_view where) const {
-    const toml::key* bad = nullptr;
-    for (auto&& [key, value] : table) {
-      if (std::find(allowed.begin(), allowed.end(), key.str()) != allowed.end()) continue;
-      if (!bad || key.source().begin.line < bad->source().begin.line) bad = &key;
-    }
-    if (bad)
-      fail(static_cast<int>(bad->source().begin.line), prefix + std::string(bad->str()),
-           "unknown key '" + std::string(bad->str()) + "' in " + std::string(where) +
-               "; expected one of: " + join(allowed));
-  }
-
-  [[noreturn]] void wrong_type(const toml::node& node, const std::string& field,
-                               std::string_view expected) const {
-    fail(line_of(node), field,
-         "expected " + std::string(expected) + ", got " + type_name(node.type()));
-  }
-
-  /// Fails on `table.key` (which must exist) unless `ok`.
-  void require(bool ok, const Table& table, std::string_view key, const std::string& prefix,
-               const std::string& message) const {
-    if (!ok) fail(line_of(*table.get(key)), prefix + std::string(key), message);
-  }
-
-  void require_present(const Table& table, std::string_view key, const std::string& prefix,
-                       std::string_view what) const {
-    if (!table.contains(key))
-      fail(line_of(table), prefix + std::string(key),
-           "missing required key '" + std::string(key) + "' (" + std::string(what) + ")");
-  }
-
-  std::optional<std::string> string_of(const Table& table, std::string_view key,
-                                       const std::string& prefix) const {
-    const toml::node* node = table.get(key);
-    if (!node) return std::nullopt;
-    if (const auto* s = node->as_string()) return s->get();
-    wrong_type(*node, prefix + std::string(key), "a string");
-  }
-
-  std::optional<std::int64_t> integer_of(const Table& table, std::string_view key,
-                                         const std::string& prefix, std::int64_t min,
-                                         std::int64_t max) const {
-    const toml::node* node = table.get(key);
-    if (!node) return std::nullopt;
-    const auto* i = node->as_integer();
-    if (!i) wrong_type(*node, prefix + std::string(key), "an integer");
-    const std::int64_t v = i->get();
-    if (v < min || v > max)
-      fail(line_of(*node), prefix + std::string(key),
-           "must be between " + std::to_string(min) + " and " + std::to_string(max) + ", got " +
-               std::to_string(v));
-    return v;
-  }
-
-  /// An integer or a float, finite.
-  std::optional<double> number_of(const Table& table, std::string_view key,
-                                  const std::string& prefix) const {
-    const toml::node* node = table.get(key);
-    if (!node) return std::nullopt;
-    double v = 0;
-    if (const auto* i = node->as_integer())
-      v = static_cast<double>(i->get());
-    else if (const auto* f = node->as_floating_point())
-      v = f->get();
-    else
-      wrong_type(*node, prefix + std::string(key), "a number");
-    if (!std::isfinite(v)) fail(line_of(*node), prefix + std::string(key), "must be finite");
-    return v;
-  }
-
-  /// A number in base units or a string with a unit, parsed by `parse`; must be >= 0.
-  template <typename Parse>
-  std::optional<double> quantity_of(const Table& table, std::string_view key,
-                                    const std::string& prefix, Parse parse,
-                                    std::string_view expected) const {
-    const toml::node* node = table.get(key);
-    if (!node) return std::nullopt;
-    double v = 0;
-    if (const auto* s = node->as_string()) {
-      try {
-        v = static_cast<double>(parse(s->get()));
-      } catch (const std::invalid_argument& e) {
-        fail(line_of(*node), prefix + std::string(key), e.what());
-      }
-    } else if (node->is_integer() || node->is_floating_point()) {
-      v = *number_of(table, key, prefix);
-    } else {
-      wrong_type(*node, prefix + std::string(key), expected);
-    }
-    if (v < 0) fail(line_of(*node), prefix + std::string(key), "must be >= 0");
-    return v;
-  }
-
-  /// An integer of bytes or a size string ("512MiB"), at most `max`.
-  std::optional<std::uint64_t> bytes_of(const Table& table, std::string_view key,
-                                        const std::string& prefix, std::uint64_t max) const {
-    const toml::node* node = table.get(key);
-    if (!node) return std::nullopt;
-    std::uint64_t v = 0;
-    if (const auto* s = node->as_string()) {
-      try {
-        v = parse_size(s->get());
-      } catch (const std::invalid_argument& e) {
-        fail(line_of(*node), prefix + std::string(key), e.what());
-      }
-    } else if (const auto* i = node->as_integer()) {
-      if (i->get() < 0) fail(line_of(*node), prefix + std::string(key), "must be >= 0");
-      v = static_cast<std::uint64_t>(i->get());
-    } else {
-      wrong_type(*node, prefix + std::string(key), "an integer (bytes) or a size like '512MiB'");
-    }
-    if (v > max)
-      fail(line_of(*node), prefix + std::string(key),
-           "too large: " + std::to_string(v) + " bytes, at most " + std::to_string(max));
-    return v;
-  }
-
-  /// The array of tables `key` of the root (each element must be a table).
-  std::vector<const Table*> tables_of(const Table& root, std::string_view key) const {
-    std::vector<const Table*> out;
-    const toml::node* node = root.get(key);
-    if (!node) return out;
-    const auto* array = node->as_array();
-    if (!array)
-      wrong_type(*node, std::string(key),
-                 "an array of tables ([[" + std::string(key) + "]] entries)");
-    for (const auto& element : *array) {
-      const auto* table = element.as_table();
-      if (!table)
-        wrong_type(element, std::string(key), "tables ([[" + std::string(key) + "]] entries)");
-      out.push_back(table);
-    }
-    return out;
-  }
-
- private:
-  const std::string& path_;
-};
 
 std::string index_prefix(std::string_view what, std::size_t i) {
   return std::string(what) + "[" + std::to_string(i) + "].";
@@ -564,13 +392,17 @@ Experiment parse_experiment(const std::string& text, const std::string& path) {
   return exp;
 }
 
-Experiment load_experiment(const std::string& path) {
+std::string read_input_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw FileError(path, 0, "", std::string("cannot open: ") + std::strerror(errno));
   std::ostringstream text;
   text << in.rdbuf();
   if (in.bad()) throw FileError(path, 0, "", std::string("cannot read: ") + std::strerror(errno));
-  Experiment exp = parse_experiment(text.str(), path);
+  return text.str();
+}
+
+Experiment load_experiment(const std::string& path) {
+  Experiment exp = parse_experiment(read_input_file(path), path);
   exp.path = path;
   return exp;
 }

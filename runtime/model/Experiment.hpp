@@ -75,6 +75,10 @@ class FileError : public std::runtime_error {
   std::string field_;
 };
 
+/// The whole content of an input file (experiment, calibration); a FileError naming the
+/// file (line 0) if it cannot be opened or read.
+std::string read_input_file(const std::string& path);
+
 /// Reads and validates an experiment file. Throws FileError.
 Experiment load_experiment(const std::string& path);
 /// Parses experiment text; `path` is used in error messages. Throws FileError.

@@ -73,25 +73,21 @@ double find_factor(std::string_view unit, const Prefix (&prefixes)[NP], const Un
                               std::string(accepted) + " (units are case-sensitive)");
 }
 
+/// A number of flop (or flop/s: SimGrid writes both "f"): `what` names it in errors.
+double parse_flop_quantity(std::string_view text, std::string_view what) {
+  const auto [value, unit] = split(text, what, "2Gf");
+  static constexpr Unit units[] = {{"f", 1.0}, {"flops", 1.0}};
+  const double factor = find_factor(unit, decimal_prefixes, units);
+  if (factor == 0.0)
+    unknown_unit(text, unit, "f or flops with an optional prefix k, M, G, T, P, E (e.g. 'Gf')");
+  return value * factor;
+}
+
 }  // namespace
 
-double parse_speed(std::string_view text) {
-  const auto [value, unit] = split(text, "speed", "2Gf");
-  static constexpr Unit units[] = {{"f", 1.0}, {"flops", 1.0}};
-  const double factor = find_factor(unit, decimal_prefixes, units);
-  if (factor == 0.0)
-    unknown_unit(text, unit, "f or flops with an optional prefix k, M, G, T, P, E (e.g. 'Gf')");
-  return value * factor;
-}
+double parse_speed(std::string_view text) { return parse_flop_quantity(text, "speed"); }
 
-double parse_flops(std::string_view text) {
-  const auto [value, unit] = split(text, "flop amount", "2Gf");
-  static constexpr Unit units[] = {{"f", 1.0}, {"flops", 1.0}};
-  const double factor = find_factor(unit, decimal_prefixes, units);
-  if (factor == 0.0)
-    unknown_unit(text, unit, "f or flops with an optional prefix k, M, G, T, P, E (e.g. 'Gf')");
-  return value * factor;
-}
+double parse_flops(std::string_view text) { return parse_flop_quantity(text, "flop amount"); }
 
 double parse_bandwidth(std::string_view text) {
   const auto [value, unit] = split(text, "bandwidth", "125MBps");

@@ -3,7 +3,7 @@
 
 #include <sstream>
 
-#include "runtime/lp/LpBench.hpp"
+#include "runtime/lp/RandomTree.hpp"
 #include "runtime/lp/PeriodicSchedule.hpp"
 #include "TestPlatforms.hpp"
 

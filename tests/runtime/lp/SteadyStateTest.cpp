@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <sstream>
 
-#include "runtime/lp/LpBench.hpp"
+#include "runtime/lp/RandomTree.hpp"
 #include "runtime/lp/SteadyState.hpp"
 #include "TestPlatforms.hpp"
 

@@ -1,14 +1,11 @@
-#include "runtime/lp/LpBench.hpp"
+#include "runtime/lp/RandomTree.hpp"
 
-#include <chrono>
+#include <algorithm>
 #include <cmath>
-#include <iomanip>
 #include <limits>
-#include <ostream>
 #include <random>
 #include <string>
-
-#include "runtime/lp/SteadyState.hpp"
+#include <vector>
 
 namespace treefarm::lp {
 namespace {
@@ -54,27 +51,6 @@ PlatformModel random_tree(std::size_t nodes, std::size_t apps, std::uint64_t see
   // Make sure every application is runnable somewhere: the root has at least 2 cores.
   if (nodes > 0) m.nodes[0].cores = std::max<std::uint32_t>(m.nodes[0].cores, 2);
   return m;
-}
-
-void bench_lp(std::ostream& out) {
-  out << std::left << std::setw(8) << "nodes" << std::setw(6) << "apps" << std::setw(12) << "comm"
-      << std::setw(11) << "variables" << std::setw(9) << "rows" << std::setw(12) << "generate_s"
-      << std::setw(10) << "build_s" << std::setw(10) << "solve_s" << "fair_throughput\n";
-  for (const model::CommModel comm : {model::CommModel::one_port, model::CommModel::multi_port}) {
-    for (const std::size_t nodes : {100u, 1000u, 10000u}) {
-      const auto t0 = std::chrono::steady_clock::now();
-      const PlatformModel m = random_tree(nodes, 10, 42 + nodes, comm);
-      const double generate =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      const Solution s = solve(m);
-      out << std::setw(8) << nodes << std::setw(6) << m.apps.size() << std::setw(12)
-          << (comm == model::CommModel::one_port ? "one-port" : "multi-port") << std::setw(11)
-          << s.lp_variables << std::setw(9) << s.lp_rows << std::setw(12) << std::setprecision(3)
-          << generate << std::setw(10) << s.build_seconds << std::setw(10) << s.solve_seconds
-          << std::setprecision(6) << s.fair_throughput << '\n'
-          << std::flush;
-    }
-  }
 }
 
 }  // namespace treefarm::lp

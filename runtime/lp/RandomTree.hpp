@@ -1,11 +1,9 @@
 #pragma once
-/// @file LpBench.hpp
-/// `treefarm bench lp`: how long building and solving the steady-state LP takes on
-/// random trees of 100, 1000 and 10000 nodes with 10 applications.
+/// @file RandomTree.hpp
+/// Random platform trees for the LP's tests and `treefarm bench lp`.
 
 #include <cstddef>
 #include <cstdint>
-#include <iosfwd>
 
 #include "runtime/lp/PlatformModel.hpp"
 
@@ -20,9 +18,5 @@ namespace treefarm::lp {
 /// Same seed, same platform.
 PlatformModel random_tree(std::size_t nodes, std::size_t apps, std::uint64_t seed,
                           model::CommModel comm_model = model::CommModel::one_port);
-
-/// Prints, for random trees of 100, 1000 and 10000 nodes with 10 applications in the
-/// one-port and the multi-port model, the LP size, build time and solve time (seconds).
-void bench_lp(std::ostream& out);
 
 }  // namespace treefarm::lp

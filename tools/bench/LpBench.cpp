@@ -1,0 +1,33 @@
+#include "tools/bench/LpBench.hpp"
+
+#include <chrono>
+#include <iomanip>
+#include <ostream>
+
+#include "runtime/lp/RandomTree.hpp"
+#include "runtime/lp/SteadyState.hpp"
+
+namespace treefarm::tools {
+
+void bench_lp(std::ostream& out) {
+  out << std::left << std::setw(8) << "nodes" << std::setw(6) << "apps" << std::setw(12) << "comm"
+      << std::setw(11) << "variables" << std::setw(9) << "rows" << std::setw(12) << "generate_s"
+      << std::setw(10) << "build_s" << std::setw(10) << "solve_s" << "fair_throughput\n";
+  for (const model::CommModel comm : {model::CommModel::one_port, model::CommModel::multi_port}) {
+    for (const std::size_t nodes : {100u, 1000u, 10000u}) {
+      const auto t0 = std::chrono::steady_clock::now();
+      const lp::PlatformModel m = lp::random_tree(nodes, 10, 42 + nodes, comm);
+      const double generate =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      const lp::Solution s = lp::solve(m);
+      out << std::setw(8) << nodes << std::setw(6) << m.apps.size() << std::setw(12)
+          << (comm == model::CommModel::one_port ? "one-port" : "multi-port") << std::setw(11)
+          << s.lp_variables << std::setw(9) << s.lp_rows << std::setw(12) << std::setprecision(3)
+          << generate << std::setw(10) << s.build_seconds << std::setw(10) << s.solve_seconds
+          << std::setprecision(6) << s.fair_throughput << '\n'
+          << std::flush;
+    }
+  }
+}
+
+}  // namespace treefarm::tools
