@@ -54,6 +54,15 @@ int launch_tree(const model::Experiment& ex, const LaunchOptions& options, const
   if (!mkdtemp(tmpl)) throw std::runtime_error("cannot create a temporary directory");
   const fs::path tmp = tmpl;
   const fs::path out = options.out_dir.empty() ? tmp : fs::path(options.out_dir);
+  // The endpoint files and the run's CURVE keys live in `tmp`: removed when the run ends
+  // (kept only when the results went there too, for want of --out).
+  struct RemoveAtEnd {
+    fs::path dir;
+    ~RemoveAtEnd() {
+      std::error_code ec;
+      if (!dir.empty()) fs::remove_all(dir, ec);
+    }
+  } cleanup{options.out_dir.empty() ? fs::path() : tmp};
   const fs::path logs = out / "logs";
   fs::create_directories(logs);
 
@@ -187,8 +196,13 @@ int launch_tree(const model::Experiment& ex, const LaunchOptions& options, const
         continue;  // killed on purpose; restarted above
       }
       if (i == proc_of[0]) {
-        // The master is done: give the workers a moment to take its Shutdown, then end them.
-        for (std::size_t w = 1; w < procs.size(); ++w) procs.wait(w, 5.0);
+        // The master is done; the workers said Bye before it exited (docs/protocol.md) and
+        // are exiting too. One shared deadline for all of them, then whoever is left is ended.
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+        for (std::size_t w = 1; w < procs.size(); ++w) {
+          const double left = std::chrono::duration<double>(deadline - std::chrono::steady_clock::now()).count();
+          procs.wait(w, std::max(0.0, left));
+        }
         procs.end_all();
         return *p.exit_code;
       }
