@@ -1,0 +1,22 @@
+// treefarm hwdetect (docs/commands.md).
+#include <iostream>
+#include <memory>
+
+#include "tools/cli/Command.hpp"
+#include "worker/Topology.hpp"
+
+namespace treefarm::cli {
+
+void add_hwdetect_command(CLI::App& app, Commands& out) {
+  auto json = std::make_shared<bool>(false);
+  auto* hw = app.add_subcommand("hwdetect", "Print the cores, caches and memory a worker here would use");
+  hw->add_flag("--json", *json, "JSON output");
+  out.push_back({hw, [json] {
+                   const auto topo = worker::discover_topology();
+                   if (*json) std::cout << worker::to_json(topo).dump(1) << "\n";
+                   else std::cout << worker::to_text(topo);
+                   return 0;
+                 }});
+}
+
+}  // namespace treefarm::cli
