@@ -25,7 +25,7 @@ int main(int argc, char** argv) {
   std::signal(SIGPIPE, SIG_IGN);
   try {
     for (const auto& c : commands)
-      if (c.app->parsed()) return c.run();
+      if (c.chosen ? c.chosen() : c.app->parsed()) return c.run();
   } catch (const std::exception& e) {
     std::cerr << "treefarm: " << e.what() << "\n";
     return 1;

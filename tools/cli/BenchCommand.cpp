@@ -15,6 +15,7 @@ struct BenchCli {
   std::uint64_t tasks = 200000, bytes = 16;
   std::uint32_t buffer = 100;
   bool json = false, encryption = false;
+  std::string comm_model = "multi-port";
   double chaos_minutes = 1, chaos_interval = 3;
   std::uint64_t chaos_seed = 1;
   tools::BackfillBenchOptions bfo;
@@ -32,9 +33,13 @@ void add_bench_command(CLI::App& app, Commands& out) {
   dispatch->add_option("--bytes", o->bytes, "Payload bytes per task")->capture_default_str();
   dispatch->add_option("--buffer", o->buffer, "Buffer bound B")->capture_default_str();
   dispatch->add_flag("--json", o->json, "JSON output");
+  dispatch->add_option("--comm-model", o->comm_model,
+                       "multi-port (the runtime's own cost per task) or one-port (each transfer also waits for the worker's acknowledgement: one loopback round trip per task)")
+      ->capture_default_str();
   dispatch->add_flag("--encryption", o->encryption, "Also measure with CURVE on every link, side by side");
   out.push_back({dispatch, [o] {
-                   return tools::bench_dispatch(std::cout, o->tasks, o->bytes, o->buffer, o->json, o->encryption);
+                   return tools::bench_dispatch(std::cout, o->tasks, o->bytes, o->buffer, o->json, o->encryption,
+                                                 o->comm_model);
                  }});
 
   auto* chaos = bench->add_subcommand("chaos", "Random kills and restarts of workers during a run, beside the same run without");

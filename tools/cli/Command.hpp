@@ -13,6 +13,8 @@ namespace treefarm::cli {
 struct Command {
   CLI::App* app = nullptr;
   std::function<int()> run;
+  /// When set, decides whether this entry was chosen (instead of `app->parsed()`).
+  std::function<bool()> chosen = {};
 };
 
 /// Every subcommand, in registration order.
@@ -31,6 +33,8 @@ void add_simulate_command(CLI::App& app, Commands& out);
 void add_gen_platform_command(CLI::App& app, Commands& out);
 void add_emulate_command(CLI::App& app, Commands& out);
 void add_experiment_command(CLI::App& app, Commands& out);
+/// `plan`, `gen-machines` and `experiment plan` (tools/plan/); after add_experiment_command.
+void add_plan_command(CLI::App& app, Commands& out);
 void add_hwdetect_command(CLI::App& app, Commands& out);
 void add_bench_command(CLI::App& app, Commands& out);
 

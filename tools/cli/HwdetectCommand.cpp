@@ -3,7 +3,7 @@
 #include <memory>
 
 #include "tools/cli/Command.hpp"
-#include "worker/Topology.hpp"
+#include "runtime/exec/Topology.hpp"
 
 namespace treefarm::cli {
 
@@ -12,9 +12,9 @@ void add_hwdetect_command(CLI::App& app, Commands& out) {
   auto* hw = app.add_subcommand("hwdetect", "Print the cores, caches and memory a worker here would use");
   hw->add_flag("--json", *json, "JSON output");
   out.push_back({hw, [json] {
-                   const auto topo = worker::discover_topology();
-                   if (*json) std::cout << worker::to_json(topo).dump(1) << "\n";
-                   else std::cout << worker::to_text(topo);
+                   const auto topo = exec::discover_topology();
+                   if (*json) std::cout << exec::to_json(topo).dump(1) << "\n";
+                   else std::cout << exec::to_text(topo);
                    return 0;
                  }});
 }
