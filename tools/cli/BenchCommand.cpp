@@ -1,0 +1,94 @@
+// treefarm bench dispatch|chaos|simulate|backfill|kernel|lp (docs/commands.md, docs/benchmarks.md).
+#include <iostream>
+#include <memory>
+
+#include "tools/bench/LpBench.hpp"
+#include "tools/peers/PeersBench.hpp"
+#include "tools/Bench.hpp"
+#include "tools/bench/ExecutorBench.hpp"
+#include "tools/cli/Command.hpp"
+#include "tools/sim/SimBench.hpp"
+
+namespace treefarm::cli {
+
+namespace {
+struct BenchCli {
+  std::uint64_t tasks = 200000, bytes = 16;
+  std::uint32_t buffer = 100;
+  bool json = false, encryption = false;
+  std::string comm_model = "multi-port";
+  double chaos_minutes = 1, chaos_interval = 3;
+  std::uint64_t chaos_seed = 1;
+  tools::BackfillBenchOptions bfo;
+  tools::KernelBenchOptions kbo;
+};
+}  // namespace
+
+void add_bench_command(CLI::App& app, Commands& out) {
+  auto o = std::make_shared<BenchCli>();
+  auto* bench = app.add_subcommand("bench", "Benchmarks (figures measured side by side in one run)");
+  bench->require_subcommand(1);
+
+  auto* dispatch = bench->add_subcommand("dispatch", "No-op tasks master -> one worker on loopback, beside raw ZeroMQ");
+  dispatch->add_option("--tasks", o->tasks, "Number of no-op tasks")->capture_default_str();
+  dispatch->add_option("--bytes", o->bytes, "Payload bytes per task")->capture_default_str();
+  dispatch->add_option("--buffer", o->buffer, "Buffer bound B")->capture_default_str();
+  dispatch->add_flag("--json", o->json, "JSON output");
+  dispatch->add_option("--comm-model", o->comm_model,
+                       "multi-port (the runtime's own cost per task) or one-port (each transfer also waits for the worker's acknowledgement: one loopback round trip per task)")
+      ->capture_default_str();
+  dispatch->add_flag("--encryption", o->encryption, "Also measure with CURVE on every link, side by side");
+  out.push_back({dispatch, [o] {
+                   return tools::bench_dispatch(std::cout, o->tasks, o->bytes, o->buffer, o->json, o->encryption,
+                                                 o->comm_model);
+                 }});
+
+  auto* chaos = bench->add_subcommand("chaos", "Random kills and restarts of workers during a run, beside the same run without");
+  chaos->add_option("--minutes", o->chaos_minutes, "Approximate length of each run")->capture_default_str();
+  chaos->add_option("--kill-interval", o->chaos_interval, "Mean seconds between kills")->capture_default_str();
+  chaos->add_option("--seed", o->chaos_seed, "Seed of the kills")->capture_default_str();
+  chaos->add_flag("--json", o->json, "JSON output");
+  out.push_back({chaos, [o] {
+                   return tools::bench_chaos(std::cout, o->chaos_minutes, o->chaos_interval, o->chaos_seed, o->json);
+                 }});
+
+  auto* bench_sim = bench->add_subcommand("simulate", "Wall time and peak memory of simulating 1,000- and 10,000-node trees");
+  out.push_back({bench_sim, [] {
+                   tools::bench_simulate(std::cout);
+                   return 0;
+                 }});
+
+  auto* bench_bf = bench->add_subcommand("backfill", "Mixed 1-core/2-core workload on one 2-core executor: backfilling against strict FIFO");
+  bench_bf->add_option("--rounds", o->bfo.rounds, "Repetitions of the task pattern")->capture_default_str();
+  bench_bf->add_option("--matmul-n", o->bfo.matmul_n, "Order of the 2-core matmul tasks")->capture_default_str();
+  bench_bf->add_option("--matadd-n", o->bfo.matadd_n, "Order of the 1-core matadd tasks")->capture_default_str();
+  bench_bf->add_flag("--json", o->bfo.json, "JSON output");
+  out.push_back({bench_bf, [o] { return tools::bench_backfill(std::cout, o->bfo); }});
+
+  auto* bench_k = bench->add_subcommand("kernel", "Kernel efficiency in the executor against standalone dgemm; 2-core speed-up");
+  bench_k->add_option("--n", o->kbo.n, "Matrix order")->capture_default_str();
+  bench_k->add_option("--tasks", o->kbo.tasks, "Tasks per measurement")->capture_default_str();
+  bench_k->add_flag("--json", o->kbo.json, "JSON output");
+  out.push_back({bench_k, [o] { return tools::bench_kernel(std::cout, o->kbo); }});
+
+  auto* bench_peers = bench->add_subcommand("peers", "No-op and matmul bags on treefarm beside Dask distributed and Work Queue, same worker count");
+  auto pbo = std::make_shared<tools::PeersBenchOptions>();
+  bench_peers->add_option("--workers", pbo->workers, "Worker processes, 1 core each, for everyone")->capture_default_str();
+  bench_peers->add_option("--peers", pbo->peers, "Comma-separated: dask, workqueue")->capture_default_str();
+  bench_peers->add_option("--treefarm-noop-tasks", pbo->treefarm_noop_tasks, "No-op tasks run by treefarm")->capture_default_str();
+  bench_peers->add_option("--peer-noop-tasks", pbo->peer_noop_tasks, "No-op tasks run by each peer")->capture_default_str();
+  bench_peers->add_option("--matmul-n", pbo->matmul_n, "Matrix order of the matmul tasks")->capture_default_str();
+  bench_peers->add_option("--treefarm-matmul-tasks", pbo->treefarm_matmul_tasks, "matmul tasks run by treefarm")->capture_default_str();
+  bench_peers->add_option("--peer-matmul-tasks", pbo->peer_matmul_tasks, "matmul tasks run by each peer")->capture_default_str();
+  bench_peers->add_option("--timeout", pbo->timeout, "seconds per run")->capture_default_str();
+  bench_peers->add_flag("--json", pbo->json, "JSON output");
+  out.push_back({bench_peers, [pbo] { return tools::bench_peers(std::cout, *pbo); }});
+
+  auto* bench_lp = bench->add_subcommand("lp", "LP build + solve time for random trees of 100, 1,000 and 10,000 nodes, 10 applications");
+  out.push_back({bench_lp, [] {
+                   tools::bench_lp(std::cout);
+                   return 0;
+                 }});
+}
+
+}  // namespace treefarm::cli

@@ -1,0 +1,25 @@
+#include "tools/cli/Command.hpp"
+
+namespace treefarm::cli {
+
+std::atomic<bool>& interrupted() {
+  static std::atomic<bool> flag{false};
+  return flag;
+}
+
+void add_all_commands(CLI::App& app, Commands& out) {
+  add_run_command(app, out);
+  add_keygen_command(app, out);
+  add_calibrate_command(app, out);
+  add_predict_command(app, out);
+  add_compare_command(app, out);
+  add_simulate_command(app, out);
+  add_gen_platform_command(app, out);
+  add_emulate_command(app, out);
+  add_experiment_command(app, out);
+  add_plan_command(app, out);
+  add_hwdetect_command(app, out);
+  add_bench_command(app, out);
+}
+
+}  // namespace treefarm::cli

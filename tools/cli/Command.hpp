@@ -1,0 +1,44 @@
+// tools/cli: the `treefarm` subcommands, one file each (docs/commands.md).
+#pragma once
+#include <atomic>
+#include <functional>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+namespace treefarm::cli {
+
+/// One registered subcommand: the CLI11 app it parsed into and what to do when it was chosen.
+/// `run` returns the process exit code.
+struct Command {
+  CLI::App* app = nullptr;
+  std::function<int()> run;
+  /// When set, decides whether this entry was chosen (instead of `app->parsed()`).
+  std::function<bool()> chosen = {};
+};
+
+/// Every subcommand, in registration order.
+using Commands = std::vector<Command>;
+
+/// Set by SIGINT/SIGTERM; long-running commands poll it.
+std::atomic<bool>& interrupted();
+
+// Each adds its subcommand(s) to `app` and its entry to `out` (one file per subcommand).
+void add_run_command(CLI::App& app, Commands& out);
+void add_keygen_command(CLI::App& app, Commands& out);
+void add_calibrate_command(CLI::App& app, Commands& out);
+void add_predict_command(CLI::App& app, Commands& out);
+void add_compare_command(CLI::App& app, Commands& out);
+void add_simulate_command(CLI::App& app, Commands& out);
+void add_gen_platform_command(CLI::App& app, Commands& out);
+void add_emulate_command(CLI::App& app, Commands& out);
+void add_experiment_command(CLI::App& app, Commands& out);
+/// `plan`, `gen-machines` and `experiment plan` (tools/plan/); after add_experiment_command.
+void add_plan_command(CLI::App& app, Commands& out);
+void add_hwdetect_command(CLI::App& app, Commands& out);
+void add_bench_command(CLI::App& app, Commands& out);
+
+/// Registers every subcommand above, in the order `treefarm --help` lists them.
+void add_all_commands(CLI::App& app, Commands& out);
+
+}  // namespace treefarm::cli

@@ -1,0 +1,47 @@
+// treefarm emulate (docs/commands.md).
+#include <iostream>
+#include <memory>
+#include <stdexcept>
+
+#include "tools/cli/Command.hpp"
+#include "tools/emulate/Emulate.hpp"
+
+namespace treefarm::cli {
+
+namespace {
+struct EmulateCli {
+  std::string experiment, mode, policies = "all";
+  bool cleanup = false;
+  emulate::EmulateOptions eo;
+};
+
+int run_emulate(EmulateCli o) {
+  if (o.cleanup) return emulate::emulate_cleanup(std::cout);
+  if (o.experiment.empty() || o.mode.empty())
+    throw std::invalid_argument("usage: treefarm emulate EXPERIMENT.toml run|calibrate|compare [options], or --cleanup");
+  if (o.policies != "all") o.eo.policies = CLI::detail::split(o.policies, ',');
+  return emulate::emulate_command(o.experiment, o.mode, o.eo, interrupted());
+}
+}  // namespace
+
+void add_emulate_command(CLI::App& app, Commands& out) {
+  auto o = std::make_shared<EmulateCli>();
+  auto* emu = app.add_subcommand("emulate", "Run on an emulated heterogeneous LAN: namespaces, tbf-shaped links, CPU quotas (root)");
+  emu->add_option("experiment", o->experiment, "Experiment file (bandwidth, cpu_quota, cpuset per node)");
+  emu->add_option("mode", o->mode, "run | calibrate | compare");
+  emu->add_flag("--cleanup", o->cleanup, "Remove what a crashed emulation left behind, and exit");
+  emu->add_option("--out", o->eo.launch.out_dir, "Output directory (results, logs, compare.json)");
+  emu->add_option("--policy", o->eo.launch.policy, "run: scheduling policy");
+  emu->add_option("--policies", o->policies, "compare: all, or a comma-separated list")->capture_default_str();
+  emu->add_option("--calibration", o->eo.launch.calibration, "run/compare: calibration file")->check(CLI::ExistingFile);
+  emu->add_option("--calibration-out", o->eo.calibration_out, "calibrate: file to write")->capture_default_str();
+  emu->add_option("--buffer", o->eo.launch.buffer, "Buffer bound B in tasks");
+  emu->add_option("--timeout", o->eo.launch.timeout, "seconds per run (0 = none)");
+  emu->add_option("--prefix", o->eo.prefix, "Name prefix of what is created (default tf + 4 random hex digits)");
+  emu->add_flag("--probe-links", o->eo.probe_links, "Measure every shaped link before the run");
+  emu->add_flag("--encrypt", o->eo.launch.encrypt, "CURVE on every link");
+  emu->add_flag("--quiet", o->eo.launch.quiet, "No progress lines");
+  out.push_back({emu, [o] { return run_emulate(*o); }});
+}
+
+}  // namespace treefarm::cli

@@ -1,0 +1,61 @@
+// treefarm run (docs/commands.md).
+#include <filesystem>
+#include <iostream>
+#include <memory>
+
+#include "runtime/model/Experiment.hpp"
+#include "tools/TreeLauncher.hpp"
+#include "tools/cli/Command.hpp"
+
+namespace treefarm::cli {
+
+namespace {
+struct RunOptions {
+  std::string experiment;
+  tools::LaunchOptions lo;
+  std::string calibration;
+  bool calibrate = false;
+  double hb_interval = 0, hb_timeout = 0;
+};
+
+int run_run(RunOptions o) {
+  const auto ex = model::load_experiment(o.experiment);
+  auto& lo = o.lo;
+  if (o.calibrate) {
+    if (lo.out_dir.empty()) lo.out_dir = "out/" + std::filesystem::path(o.experiment).stem().string();
+    const std::string file = lo.out_dir + "/calibration.json";
+    auto clo = lo;
+    clo.master_args = {"--calibrate-out", file};
+    std::cerr << "treefarm run: calibrating first (" << file << ")\n";
+    const int rc = tools::launch_tree(ex, clo, interrupted());
+    if (rc != 0) return rc;
+    o.calibration = file;
+  }
+  lo.calibration = o.calibration;
+  for (auto* args : {&lo.master_args, &lo.worker_args}) {
+    if (o.hb_interval > 0) args->insert(args->end(), {"--heartbeat-interval", std::to_string(o.hb_interval)});
+    if (o.hb_timeout > 0) args->insert(args->end(), {"--heartbeat-timeout", std::to_string(o.hb_timeout)});
+  }
+  return tools::launch_tree(ex, lo, interrupted());
+}
+}  // namespace
+
+void add_run_command(CLI::App& app, Commands& out) {
+  auto o = std::make_shared<RunOptions>();
+  auto* run = app.add_subcommand("run", "Run an experiment: master and workers as local processes on loopback");
+  run->add_option("experiment", o->experiment, "Experiment file (TOML, docs/experiment-file.md)")->required()->check(CLI::ExistingFile);
+  run->add_option("--out", o->lo.out_dir, "Write DIR/results.json and DIR/logs/ (default: a temporary directory)");
+  run->add_option("--policy", o->lo.policy, "Scheduling policy (overrides [run] policy)");
+  run->add_option("--buffer", o->lo.buffer, "Buffer bound B in tasks (overrides [run] buffer)");
+  run->add_option("--timeout", o->lo.timeout, "Give up after this many seconds (0 = never)")->capture_default_str();
+  run->add_option("--calibration", o->calibration, "Calibration file: print the LP prediction beside the measurements")->check(CLI::ExistingFile);
+  run->add_flag("--calibrate", o->calibrate, "Calibrate in place first (OUT/calibration.json), then run and compare with the LP");
+  run->add_flag("--quiet", o->lo.quiet, "No progress lines");
+  run->add_option("--heartbeat-interval", o->hb_interval, "seconds between heartbeats (default 1)");
+  run->add_option("--heartbeat-timeout", o->hb_timeout, "seconds of silence after which a node is declared dead (default 6)");
+  run->add_flag("--encrypt", o->lo.encrypt, "CURVE-encrypt and authenticate every link, loopback included (keys made for the run)");
+  run->add_option("--log-level", o->lo.log_level, "trace|debug|info|warn|error|off")->capture_default_str();
+  out.push_back({run, [o] { return run_run(*o); }});
+}
+
+}  // namespace treefarm::cli

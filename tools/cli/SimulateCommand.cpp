@@ -1,0 +1,29 @@
+// treefarm simulate (docs/commands.md).
+#include <iostream>
+#include <memory>
+
+#include "tools/cli/Command.hpp"
+#include "tools/sim/SimulateCommand.hpp"
+
+namespace treefarm::cli {
+
+namespace {
+struct SimulateCli {
+  std::string experiment;
+  tools::SimulateOptions so;
+};
+}  // namespace
+
+void add_simulate_command(CLI::App& app, Commands& out) {
+  auto o = std::make_shared<SimulateCli>();
+  auto* simc = app.add_subcommand("simulate", "Simulate the experiment with SimGrid, running the same scheduler core");
+  simc->add_option("experiment", o->experiment, "Experiment file (speed/bandwidth/latency per node)")->required()->check(CLI::ExistingFile);
+  simc->add_option("--policy", o->so.policy, "Scheduling policy (overrides [run] policy)");
+  simc->add_option("--buffer", o->so.buffer, "Buffer bound B in tasks (overrides [run] buffer)");
+  simc->add_option("--out", o->so.out_dir, "Write DIR/results.json");
+  simc->add_option("--calibration", o->so.calibration, "Simulate the calibrated platform")->check(CLI::ExistingFile);
+  simc->add_flag("--quiet", o->so.quiet, "No table");
+  out.push_back({simc, [o] { return tools::simulate_command(o->experiment, o->so, std::cout); }});
+}
+
+}  // namespace treefarm::cli
