@@ -29,8 +29,12 @@ TEST(BlasKernel, CpuFeaturesAreConsistent) {
   const CpuFeatures c = treefarm::tasks::detect_cpu_features();
   EXPECT_FALSE(c.vendor.empty());
   EXPECT_GT(c.family, 0);
-  if (c.avx512) EXPECT_TRUE(c.avx2_fma);
-  if (c.avx2_fma) EXPECT_TRUE(c.avx);
+  if (c.avx512) {
+    EXPECT_TRUE(c.avx2_fma);
+  }
+  if (c.avx2_fma) {
+    EXPECT_TRUE(c.avx);
+  }
 }
 
 TEST(BlasKernel, LoadedOpenBlasNamesItselfAndAnAllowedKernel) {
@@ -42,7 +46,9 @@ TEST(BlasKernel, LoadedOpenBlasNamesItselfAndAnAllowedKernel) {
   bool found = false;
   for (const auto& k : allowed) found = found || k == info.kernel;
   // Kernels outside our list (e.g. Zen) are allowed by the library's own table.
-  if (!found) EXPECT_EQ(info.selected_by, "library") << info.kernel;
+  if (!found) {
+    EXPECT_EQ(info.selected_by, "library") << info.kernel;
+  }
   const auto j = treefarm::tasks::to_json(info);
   EXPECT_TRUE(j.contains("library") && j.contains("kernel"));
 }

@@ -63,7 +63,9 @@ TEST(BlasSelect, MeasuresOnceCachesAndReusesTheChoice) {
   EXPECT_EQ(entry.at("kernel"), best_kernel);
   const auto second = blas_of(env);
   EXPECT_EQ(second.at("kernel"), first.at("kernel"));
-  if (second.at("kernel") != entry.at("library_kernel")) EXPECT_EQ(second.at("selected_by"), "cached");
+  if (second.at("kernel") != entry.at("library_kernel")) {
+    EXPECT_EQ(second.at("selected_by"), "cached");
+  }
 }
 
 TEST(BlasSelect, OpenblasCoretypeFromTheCallerWins) {
