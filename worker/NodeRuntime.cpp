@@ -224,6 +224,7 @@ struct NodeRuntime::Impl {
     }
     config.name = opt.name;
     config.max_task_losses = opt.max_task_losses;
+    if (is_root()) config.done_before = root->done_before;
     for (const auto& h : w.hints) {
       if (h.name == opt.name) {
         config.local_seconds = h.task_seconds;

@@ -68,6 +68,8 @@ struct RootSetup {
   std::function<void(double now)> on_start;
   /// Calibration runs: a measurement reached the root (from anywhere in the tree).
   std::function<void(const net::msg::Measure&)> on_measure;
+  /// Resumed runs: per application, tasks already completed (core::NodeConfig::done_before).
+  std::vector<std::vector<bool>> done_before;
 };
 
 class NodeRuntime {

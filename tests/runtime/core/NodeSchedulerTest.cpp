@@ -226,6 +226,41 @@ TEST(NodeScheduler, RootRecordsEachTaskOnceAndCountsLateResultsAsDuplicates) {
   EXPECT_EQ(root->in_flight(), 0u);
 }
 
+TEST(NodeScheduler, ResumedRootNeverDrawsTasksDoneBefore) {
+  // Master --resume: tasks 0, 2 and 3 of a 5-task bag were journaled; only 1 and 4 are sent.
+  auto config = node_config(true, 1, {app("a", 1, 5)}, /*one_port=*/false);
+  config.done_before = {{true, false, true, true, false}};
+  auto root = make_node(config);
+  EXPECT_EQ(root->completed(), 3u);
+  EXPECT_EQ(root->state().source_remaining(AppId{0}), 2u);
+  root->start(0);
+  root->handle(event::ChildJoined{ChildId{1}, {}}, 0);
+  EXPECT_EQ(names(root->handle(event::WorkRequested{child(1), 5}, 1)),
+            (Strings{"SendTask child 1 0:1", "SendTask child 1 0:4"}));
+  EXPECT_EQ(root->state().source_remaining(AppId{0}), 0u);
+  // A late result for a journaled task is a duplicate, not a second completion.
+  EXPECT_EQ(names(root->handle(event::ResultArrived{ChildId{1}, task(0, 2)}, 2)),
+            Strings{"TaskCompleted 0:2 (duplicate)"});
+  EXPECT_EQ(names(root->handle(event::ResultArrived{ChildId{1}, task(0, 1)}, 3)), Strings{"TaskCompleted 0:1"});
+  EXPECT_EQ(names(root->handle(event::ResultArrived{ChildId{1}, task(0, 4)}, 3)),
+            (Strings{"TaskCompleted 0:4", "RunComplete"}));
+  EXPECT_EQ(root->completed(), 5u);
+}
+
+TEST(NodeScheduler, ResumedRootWithEverythingDoneCompletesAtStart) {
+  auto config = node_config(true, 1, {app("a", 1, 2)});
+  config.done_before = {{true, true}};
+  auto root = make_node(config);
+  EXPECT_EQ(names(root->start(0)), Strings{"RunComplete"});
+  EXPECT_TRUE(root->run_complete());
+}
+
+TEST(NodeScheduler, DoneBeforeOfTheWrongSizeIsRefused) {
+  auto config = node_config(true, 1, {app("a", 1, 3)});
+  config.done_before = {{true}};
+  EXPECT_THROW(make_node(config), std::invalid_argument);
+}
+
 TEST(NodeScheduler, LateResultOfARequeuedTaskStillBufferedCountsOnce) {
   // The late result arrives while the re-queued task still waits in the root's buffer:
   // it is recorded (first time) and taken out of the buffer, so it is not sent again.
