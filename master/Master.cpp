@@ -10,7 +10,9 @@
 
 #include <spdlog/spdlog.h>
 
+#include "master/Journal.hpp"
 #include "runtime/lp/SteadyState.hpp"
+#include "runtime/metrics/AtomicFile.hpp"
 #include "runtime/metrics/Results.hpp"
 #include "runtime/net/Codec.hpp"
 #include "runtime/model/Calibration.hpp"
@@ -31,6 +33,9 @@ void stop_master() {
 }
 
 int run_master(const MasterOptions& options) {
+  std::unique_ptr<Journal> journal;
+  std::vector<std::vector<bool>> resumed;  // per app: done in an earlier run
+  double time_offset = 0;                  // seconds: resumed completions continue the journal's timeline
   model::Experiment ex = model::load_experiment(options.experiment);
   if (!options.policy.empty()) ex.run.policy = options.policy;
   if (options.buffer) ex.run.buffer = *options.buffer;
@@ -39,6 +44,12 @@ int run_master(const MasterOptions& options) {
       throw std::invalid_argument(ex.path + ":" + std::to_string(app.line) + ": application '" + app.name +
                                   "' is abstract (bytes and flops only): it can be predicted and simulated, not run");
   const auto& master_node = ex.nodes.at(0);
+  const bool calibrating = !options.calibrate_out.empty();
+  // Refuse an unwritable --out before anything starts (issue 13, hole 9).
+  if (!options.out_dir.empty()) metrics::check_writable_directory(options.out_dir);
+  if (options.resume && options.out_dir.empty())
+    throw std::invalid_argument("--resume continues the journal in the --out directory: give --out DIR");
+  if (options.resume && calibrating) throw std::invalid_argument("--resume does not apply to a calibration run");
 
   spdlog::info("master: preparing inputs for {} applications", ex.apps.size());
   std::vector<tasks::InputPool> pools;
@@ -56,6 +67,39 @@ int run_master(const MasterOptions& options) {
     a.weight = app.weight;
     a.tasks = app.tasks;
     results.apps.push_back(a);
+  }
+
+  // Journal and resume (issue 13, hole 8; docs/fault-tolerance.md).
+  std::vector<std::uint64_t> app_tasks;
+  {
+    std::vector<std::string> names, kernels;
+    for (const auto& app : ex.apps) {
+      names.push_back(app.name);
+      kernels.emplace_back(model::to_string(app.kernel));
+      app_tasks.push_back(app.tasks);
+    }
+    const auto fingerprint = journal_fingerprint(ex.run.seed, names, kernels, app_tasks);
+    std::unique_ptr<Journal> opened;
+    if (!options.out_dir.empty() && !calibrating) {
+      const auto path = std::filesystem::path(options.out_dir) / "journal.tsv";
+      const bool have = options.resume && std::filesystem::exists(path);
+      std::vector<JournalEntry> before;
+      if (have) before = load_journal(path, fingerprint, app_tasks);
+      else if (options.resume) spdlog::warn("master: --resume: no journal at {}, starting from scratch", path.string());
+      opened = std::make_unique<Journal>(path, fingerprint, have);
+      if (!before.empty()) {
+        resumed.assign(ex.apps.size(), {});
+        for (std::size_t k = 0; k < ex.apps.size(); ++k) resumed[k].assign(ex.apps[k].tasks, false);
+        for (const auto& e : before) {
+          resumed[e.app][e.index] = true;
+          results.tasks.push_back(metrics::TaskRecord{e.app, e.index, e.node, e.completed_at, e.compute_seconds});
+          time_offset = std::max(time_offset, e.completed_at);
+        }
+        spdlog::info("master: resuming {}: {} of {} tasks already done", path.string(), before.size(),
+                     ex.total_tasks());
+      }
+    }
+    journal = std::move(opened);
   }
 
   worker::NodeOptions node;
@@ -82,14 +126,17 @@ int run_master(const MasterOptions& options) {
   root.apps = ex.apps;
   root.wait_for_nodes = options.wait_for_nodes.value_or(ex.nodes.size() - 1);
   root.wait_timeout = options.wait_timeout;
+  root.done_before = resumed;
   root.payload = [&](core::TaskId id) {
     const auto& pool = pools.at(id.app().value);
     return pool.input(pool.input_for(id.index()));
   };
   double start = 0;
-  std::uint64_t done = 0;
+  std::uint64_t done = results.tasks.size();
   const std::uint64_t total = ex.total_tasks();
   std::vector<std::uint64_t> per_app(ex.apps.size(), 0), per_app_last(ex.apps.size(), 0);
+  for (const auto& t : results.tasks) ++per_app[t.app];
+  per_app_last = per_app;
   double last_tick = 0;
   root.on_start = [&](double now) {
     start = now;
@@ -111,8 +158,11 @@ int run_master(const MasterOptions& options) {
     } else if (!tasks::checksum_matches(pool.expected_checksum(pool.input_for(id.index())), r.checksum, ex.apps[k])) {
       ++app.wrong;
       spdlog::error("master: WRONG result for task {} of '{}' from node '{}'", id.index(), app.name, r.node);
+    } else if (journal) {
+      journal->add(JournalEntry{k, id.index(), time_offset + now - start, r.compute_seconds, r.node});
     }
-    results.tasks.push_back(metrics::TaskRecord{k, id.index(), r.node, now - start, r.compute_seconds});
+    results.tasks.push_back(
+        metrics::TaskRecord{k, id.index(), r.node, time_offset + now - start, r.compute_seconds});
     ++per_app[k];
     ++done;
   };
@@ -127,6 +177,7 @@ int run_master(const MasterOptions& options) {
     results.nodes.push_back(metrics::NodeResult{j.name, j.parent, j.cores, 0});
   };
   root.on_tick = [&](double now) {
+    if (journal) journal->flush();  // at most ~1 s of results is lost to a crash
     if (!options.progress || (start == 0 && done == 0)) return;
     std::string line = "[" + std::to_string(static_cast<int>(now - start)) + " s] " + std::to_string(done) + "/" +
                        std::to_string(total);
@@ -144,7 +195,6 @@ int run_master(const MasterOptions& options) {
   };
 
   // Calibration run: every node measures in place; the master gathers the figures.
-  const bool calibrating = !options.calibrate_out.empty();
   model::Calibration calibration;
   std::size_t expected_measures = 0, got_measures = 0;
   std::set<std::string> measured;
@@ -235,6 +285,7 @@ int run_master(const MasterOptions& options) {
   running = &runtime;
   const int rc = runtime.run();
   running = nullptr;
+  if (journal) journal->flush();
 
   if (calibrating) {
     if (got_measures < expected_measures) {
@@ -256,10 +307,8 @@ int run_master(const MasterOptions& options) {
 
   results.compute();
   if (!options.out_dir.empty()) {
-    std::filesystem::create_directories(options.out_dir);
     const auto path = std::filesystem::path(options.out_dir) / "results.json";
-    std::ofstream f(path);
-    f << metrics::to_json(results).dump(1) << "\n";
+    metrics::write_file_atomically(path, metrics::to_json(results).dump(1) + "\n");
     spdlog::info("master: wrote {}", path.string());
   }
   if (options.table) metrics::print_table(std::cout, results);

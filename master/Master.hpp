@@ -36,11 +36,14 @@ struct MasterOptions {
   double heartbeat_interval = 1.0;             ///< seconds
   double heartbeat_timeout = 6.0;              ///< seconds
   std::uint32_t max_task_losses = 3;           ///< A task lost with this many dead workers fails.
+  /// Continue the run journaled in out_dir/journal.tsv: tasks it records are not redone.
+  bool resume = false;
 };
 
 /// Runs a whole experiment as its master. Returns the exit code: 0 when every task was
 /// completed exactly once with the right result, 4 if some were lost, wrong or failed,
-/// 1 on error, 130 when interrupted.
+/// 1 on error, 130 when interrupted. Every verified result is journaled to
+/// out_dir/journal.tsv (Journal.hpp); results.json is written atomically.
 int run_master(const MasterOptions& options);
 
 /// Stops a run_master in progress (async-signal-safe).

@@ -12,6 +12,7 @@ PACKAGES=(
   coinor-libclp-dev libopenblas-dev libopenblas0-serial
   nlohmann-json3-dev libtomlplusplus-dev libspdlog-dev libfmt-dev
   libsimgrid-dev gnuplot-nox iproute2 util-linux procps
+  clang libclang-rt-14-dev
 )
 
 missing=()
@@ -31,5 +32,6 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 JOBS="${TREEFARM_JOBS:-$(nproc)}"
-cmake -S "$TREEFARM_ROOT" -B "$TREEFARM_ROOT/build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake -S "$TREEFARM_ROOT" -B "$TREEFARM_ROOT/build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DTREEFARM_FUZZ="${TREEFARM_FUZZ:-ON}" >/dev/null
 cmake --build "$TREEFARM_ROOT/build" -j "$JOBS"

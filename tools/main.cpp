@@ -7,6 +7,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "runtime/metrics/AtomicFile.hpp"
+
 #include "runtime/model/Experiment.hpp"
 #include "runtime/lp/LpBench.hpp"
 #include "runtime/net/Curve.hpp"
@@ -41,7 +43,9 @@ int main(int argc, char** argv) {
   run->add_option("experiment", experiment, "Experiment file (TOML, docs/experiment-file.md)")->required()->check(CLI::ExistingFile);
   run->add_option("--out", lo.out_dir, "Write DIR/results.json and DIR/logs/ (default: a temporary directory)");
   run->add_option("--policy", lo.policy, "Scheduling policy (overrides [run] policy)");
-  run->add_option("--buffer", lo.buffer, "Buffer bound B in tasks (overrides [run] buffer)");
+  run->add_option("--buffer", lo.buffer, "Buffer bound B in tasks (overrides [run] buffer)")->check(CLI::Range(1u, 1'000'000u));
+  bool run_resume = false;
+  run->add_flag("--resume", run_resume, "Continue the run journaled in OUT/journal.tsv (needs --out): only tasks it lacks are done");
   run->add_option("--timeout", lo.timeout, "Give up after this many seconds (0 = never)")->capture_default_str();
   std::string run_calibration;
   bool run_calibrate = false;
@@ -187,6 +191,9 @@ int main(int argc, char** argv) {
   try {
     if (*run) {
       const auto ex = treefarm::model::load_experiment(experiment);
+      if (run_resume && lo.out_dir.empty()) throw std::invalid_argument("--resume continues the journal in OUT: give --out DIR");
+      if (!lo.out_dir.empty()) treefarm::metrics::check_writable_directory(lo.out_dir);
+      treefarm::tools::check_fits_this_machine(ex, lo.buffer);
       if (run_calibrate) {
         if (lo.out_dir.empty()) lo.out_dir = "out/" + std::filesystem::path(experiment).stem().string();
         const std::string file = lo.out_dir + "/calibration.json";
@@ -198,6 +205,7 @@ int main(int argc, char** argv) {
         run_calibration = file;
       }
       lo.calibration = run_calibration;
+      if (run_resume) lo.master_args.push_back("--resume");
       for (auto* args : {&lo.master_args, &lo.worker_args}) {
         if (hb_interval > 0) args->insert(args->end(), {"--heartbeat-interval", std::to_string(hb_interval)});
         if (hb_timeout > 0) args->insert(args->end(), {"--heartbeat-timeout", std::to_string(hb_timeout)});
