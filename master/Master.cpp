@@ -19,13 +19,13 @@
 #include "runtime/model/Experiment.hpp"
 #include "tasks/Checksum.hpp"
 #include "tasks/Payload.hpp"
-#include "worker/NodeRuntime.hpp"
-#include "worker/Topology.hpp"
+#include "runtime/zmq/ZmqNode.hpp"
+#include "runtime/exec/Topology.hpp"
 
 namespace treefarm::master {
 
 namespace {
-std::atomic<worker::NodeRuntime*> running{nullptr};
+std::atomic<zmq_node::ZmqNode*> running{nullptr};
 }
 
 void stop_master() {
@@ -56,18 +56,7 @@ int run_master(const MasterOptions& options) {
   for (std::size_t k = 0; k < ex.apps.size(); ++k)
     pools.emplace_back(ex.apps[k], ex.run.seed, static_cast<std::uint32_t>(k));
 
-  metrics::RunResults results;
-  results.experiment = ex.path;
-  results.policy = ex.run.policy;
-  results.epsilon = ex.run.epsilon;
-  for (const auto& app : ex.apps) {
-    metrics::AppResult a;
-    a.name = app.name;
-    a.kernel = std::string(model::to_string(app.kernel));
-    a.weight = app.weight;
-    a.tasks = app.tasks;
-    results.apps.push_back(a);
-  }
+  metrics::RunResults results = metrics::empty_results(ex);
 
   // Journal and resume (issue 13, hole 8; docs/fault-tolerance.md).
   std::vector<std::uint64_t> app_tasks;
@@ -102,34 +91,41 @@ int run_master(const MasterOptions& options) {
     journal = std::move(opened);
   }
 
-  worker::NodeOptions node;
-  node.name = master_node.name;
-  node.listen = options.listen;
-  node.ready_file = options.ready_file;
-  node.curve = options.curve;
-  node.insecure = options.insecure;
-  node.heartbeat_interval = options.heartbeat_interval;
-  node.heartbeat_timeout = options.heartbeat_timeout;
-  node.max_task_losses = options.max_task_losses;
+  node::NodeOptions node_options;
+  node_options.name = master_node.name;
+  node_options.heartbeat_interval = options.heartbeat_interval;
+  node_options.heartbeat_timeout = options.heartbeat_timeout;
+  node_options.max_task_losses = options.max_task_losses;
+  zmq_node::Endpoints endpoints;
+  endpoints.listen = options.listen;
+  endpoints.ready_file = options.ready_file;
+  endpoints.curve = options.curve;
+  endpoints.insecure = options.insecure;
+  zmq_node::Compute compute;
   if (options.cores) {
-    node.cores = *options.cores;
+    compute.cores = *options.cores;
   } else if (master_node.cores > 0) {
-    node.cores = worker::restrict_cores(worker::discover_topology(), master_node.cores);
+    compute.cores = exec::restrict_cores(exec::discover_topology(), master_node.cores);
   }
-  results.nodes.push_back(metrics::NodeResult{master_node.name, "", static_cast<std::uint32_t>(node.cores.size()), 0});
+  results.nodes.push_back(metrics::NodeResult{master_node.name, "", static_cast<std::uint32_t>(compute.cores.size()), 0});
 
-  worker::RootSetup root;
+  node::RootSetup root;
   root.welcome.buffer = ex.run.buffer;
   root.welcome.policy = ex.run.policy;
   root.welcome.one_port = ex.run.comm_model == model::CommModel::one_port;
-  for (const auto& app : ex.apps) root.welcome.apps.push_back(worker::app_to_wire(app));
+  for (const auto& app : ex.apps) root.welcome.apps.push_back(node::app_to_wire(app));
   root.apps = ex.apps;
   root.wait_for_nodes = options.wait_for_nodes.value_or(ex.nodes.size() - 1);
   root.wait_timeout = options.wait_timeout;
   root.done_before = resumed;
+  // Each pooled input wrapped once: a task's payload is a shared reference, no copy and
+  // no allocation per task.
+  std::vector<std::vector<node::Payload>> inputs(pools.size());
+  for (std::size_t k = 0; k < pools.size(); ++k)
+    for (std::size_t i = 0; i < pools[k].size(); ++i) inputs[k].push_back(node::share(pools[k].input(i)));
   root.payload = [&](core::TaskId id) {
-    const auto& pool = pools.at(id.app().value);
-    return pool.input(pool.input_for(id.index()));
+    const auto k = id.app().value;
+    return inputs.at(k).at(pools[k].input_for(id.index()));
   };
   double start = 0;
   std::uint64_t done = results.tasks.size();
@@ -198,7 +194,7 @@ int run_master(const MasterOptions& options) {
   model::Calibration calibration;
   std::size_t expected_measures = 0, got_measures = 0;
   std::set<std::string> measured;
-  worker::NodeRuntime* self = nullptr;
+  zmq_node::ZmqNode* self = nullptr;
   if (calibrating) {
     root.welcome.calibrate_reps = std::max<std::uint32_t>(1, options.calibrate_reps);
     std::uint64_t probe = 1 << 20;
@@ -211,7 +207,7 @@ int run_master(const MasterOptions& options) {
       calibration.nodes[n.name].cores = n.cores;
       if (i > 0) ++expected_measures;  // the link from its parent
       if (ex.children(i).size() >= 2) ++expected_measures;  // its aggregate output
-      const std::uint32_t cores = i == 0 ? static_cast<std::uint32_t>(node.cores.size()) : n.cores;
+      const std::uint32_t cores = i == 0 ? static_cast<std::uint32_t>(compute.cores.size()) : n.cores;
       for (const auto& app : ex.apps)
         if (cores > 0 && app.cores_per_task <= cores) ++expected_measures;
     }
@@ -280,7 +276,7 @@ int run_master(const MasterOptions& options) {
     spdlog::info("master: LP optimum fair throughput {:.4f} tasks/s", solution.fair_throughput);
   }
 
-  worker::NodeRuntime runtime(node, std::move(root));
+  zmq_node::ZmqNode runtime(node_options, endpoints, compute, std::move(root));
   self = &runtime;
   running = &runtime;
   const int rc = runtime.run();

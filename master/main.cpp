@@ -6,7 +6,7 @@
 
 #include "master/Master.hpp"
 #include "runtime/model/Experiment.hpp"
-#include "worker/CpuList.hpp"
+#include "runtime/exec/CpuList.hpp"
 
 int main(int argc, char** argv) {
   CLI::App app{"treefarm-master: the root of a treefarm tree. It holds the experiment's applications, waits for\n"
@@ -49,7 +49,7 @@ int main(int argc, char** argv) {
   std::signal(SIGINT, [](int) { treefarm::master::stop_master(); });
   std::signal(SIGTERM, [](int) { treefarm::master::stop_master(); });
   try {
-    if (!cpus.empty()) opt.cores = treefarm::worker::parse_cpu_list(cpus);
+    if (!cpus.empty()) opt.cores = treefarm::exec::parse_cpu_list(cpus);
     if (!curve_secret.empty()) {
       if (authorized.empty()) throw std::invalid_argument("--curve-secret needs --authorized-keys");
       opt.curve.enabled = true;

@@ -83,14 +83,16 @@ std::filesystem::path temp_dir(const char* what) {
 }  // namespace
 
 int bench_dispatch(std::ostream& out, std::uint64_t tasks, std::uint64_t payload_bytes, std::uint32_t buffer, bool json,
-                   bool encryption) {
+                   bool encryption, const std::string& comm_model) {
+  if (comm_model != "one-port" && comm_model != "multi-port")
+    throw std::invalid_argument("--comm-model must be one-port or multi-port, not '" + comm_model + "'");
   const auto dir = temp_dir("bench");
   const auto exp_path = dir / "dispatch.toml";
   {
     std::ofstream f(exp_path);
     f << "[[node]]\nname = \"master\"\ncores = 0\n\n[[node]]\nname = \"w1\"\nparent = \"master\"\ncores = 1\n\n"
       << "[[app]]\nname = \"noop\"\nkernel = \"noop\"\nbytes = " << payload_bytes << "\ntasks = " << tasks
-      << "\n\n[run]\nbuffer = " << buffer << "\n";
+      << "\n\n[run]\nbuffer = " << buffer << "\ncomm_model = \"" << comm_model << "\"\n";
   }
   const double raw_before = zmq_one_way_rate(1000000, 16);
   LaunchOptions plain, curve;
@@ -121,7 +123,7 @@ int bench_dispatch(std::ostream& out, std::uint64_t tasks, std::uint64_t payload
   };
   const double rate = mean(plain_rates), curve_rate = mean(curve_rates);
   if (json) {
-    nlohmann::json j{{"tasks", tasks}, {"payload_bytes", payload_bytes}, {"buffer", buffer},
+    nlohmann::json j{{"tasks", tasks}, {"payload_bytes", payload_bytes}, {"buffer", buffer}, {"comm_model", comm_model},
                      {"dispatch_tasks_per_s", rate}, {"zmq_one_way_msgs_per_s", raw}, {"ratio", rate / raw}};
     if (encryption) {
       j["curve_dispatch_tasks_per_s"] = curve_rate;
@@ -131,10 +133,10 @@ int bench_dispatch(std::ostream& out, std::uint64_t tasks, std::uint64_t payload
   } else {
     char line[512];
     std::snprintf(line, sizeof line,
-                  "no-op dispatch, master -> 1 worker, %llu tasks of %llu bytes, buffer %u:  %.0f tasks/s\n"
+                  "no-op dispatch, master -> 1 worker, %llu tasks of %llu bytes, buffer %u, %s:  %.0f tasks/s\n"
                   "raw ZeroMQ one-way, 16-byte messages, TCP loopback (mean before/after): %.0f msgs/s\n"
                   "ratio dispatch / raw: %.4f\n",
-                  static_cast<unsigned long long>(tasks), static_cast<unsigned long long>(payload_bytes), buffer, rate,
+                  static_cast<unsigned long long>(tasks), static_cast<unsigned long long>(payload_bytes), buffer, comm_model.c_str(), rate,
                   raw, rate / raw);
     out << line;
     if (encryption) {

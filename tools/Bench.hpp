@@ -3,6 +3,7 @@
 /// `treefarm bench ...`: figures measured side by side in one run.
 
 #include <ostream>
+#include <string>
 
 namespace treefarm::tools {
 
@@ -10,8 +11,11 @@ namespace treefarm::tools {
 /// ZeroMQ one-way message rate (messages/s) over TCP loopback, measured in the same run.
 /// With `encryption`, the dispatch rate is also measured with CURVE on both links, side
 /// by side (plain, CURVE, plain, CURVE), and the ratio printed.
+/// `comm_model`: "multi-port" (default: measures the runtime's per-task cost) or
+/// "one-port" (each transfer ends with the worker's acknowledgement, so every task also
+/// pays a loopback round trip).
 int bench_dispatch(std::ostream& out, std::uint64_t tasks, std::uint64_t payload_bytes, std::uint32_t buffer, bool json,
-                   bool encryption = false);
+                   bool encryption = false, const std::string& comm_model = "multi-port");
 
 /// Random kills (SIGKILL) and restarts of workers during a run of about `minutes`
 /// minutes on a 6-node tree, beside the same run without chaos: tasks lost (must be 0),

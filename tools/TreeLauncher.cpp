@@ -15,8 +15,8 @@
 
 #include "runtime/net/Curve.hpp"
 #include "tools/Process.hpp"
-#include "worker/CpuList.hpp"
-#include "worker/Topology.hpp"
+#include "runtime/exec/CpuList.hpp"
+#include "runtime/exec/Topology.hpp"
 
 namespace treefarm::tools {
 
@@ -38,7 +38,7 @@ std::vector<std::string> assign_cpus(const model::Experiment& ex, const std::vec
     for (std::uint32_t c = 0; c < node.cores && c < usable.size(); ++c) mine.push_back(usable[cursor++ % usable.size()]);
     std::sort(mine.begin(), mine.end());
     mine.erase(std::unique(mine.begin(), mine.end()), mine.end());
-    out.push_back(worker::format_cpu_list(mine));
+    out.push_back(exec::format_cpu_list(mine));
   }
   return out;
 }
@@ -85,7 +85,7 @@ int launch_tree(const model::Experiment& ex, const LaunchOptions& options, const
   const fs::path logs = out / "logs";
   fs::create_directories(logs);
 
-  const auto topo = worker::discover_topology();
+  const auto topo = exec::discover_topology();
   auto cpus = assign_cpus(ex, topo.cores);
   if (options.cpus)
     for (std::size_t i = 0; i < cpus.size(); ++i) cpus[i] = options.cpus(i);

@@ -32,6 +32,11 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 JOBS="${TREEFARM_JOBS:-$(nproc)}"
-cmake -S "$TREEFARM_ROOT" -B "$TREEFARM_ROOT/build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+# Warnings are errors when TREEFARM_WERROR=ON, or when CI is set and TREEFARM_WERROR is not
+# (passed explicitly: CMake keeps an option's first value in an existing build/ cache).
+werror=()
+if [ -n "${TREEFARM_WERROR:-}" ]; then werror=("-DTREEFARM_WERROR=${TREEFARM_WERROR}")
+elif [ -n "${CI:-}" ]; then werror=("-DTREEFARM_WERROR=ON"); fi
+cmake -S "$TREEFARM_ROOT" -B "$TREEFARM_ROOT/build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "${werror[@]}" \
   -DTREEFARM_FUZZ="${TREEFARM_FUZZ:-ON}" >/dev/null
 cmake --build "$TREEFARM_ROOT/build" -j "$JOBS"

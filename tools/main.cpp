@@ -21,8 +21,9 @@
 #include "tools/sim/SimBench.hpp"
 #include "tools/sim/SimulateCommand.hpp"
 #include "tools/Predict.hpp"
+#include "tools/plan/PlanCommands.hpp"
 #include "tools/TreeLauncher.hpp"
-#include "worker/Topology.hpp"
+#include "runtime/exec/Topology.hpp"
 
 namespace {
 std::atomic<bool> interrupted{false};
@@ -145,6 +146,9 @@ int main(int argc, char** argv) {
   paper->add_flag("--quick", camp.quick, "A small subset, for a smoke run");
   paper->add_option("--seed", camp.seed, "Seed of the platforms")->capture_default_str();
 
+  // plan, gen-machines, experiment plan (tools/plan/)
+  treefarm::tools::PlanCommands plan_commands(app, *experiment_cmd);
+
   // hwdetect
   auto* hw = app.add_subcommand("hwdetect", "Print the cores, caches and memory a worker here would use");
   bool hw_json = false;
@@ -161,6 +165,10 @@ int main(int argc, char** argv) {
   dispatch->add_option("--bytes", bench_bytes, "Payload bytes per task")->capture_default_str();
   dispatch->add_option("--buffer", bench_buffer, "Buffer bound B")->capture_default_str();
   dispatch->add_flag("--json", bench_json, "JSON output");
+  std::string bench_comm_model = "multi-port";
+  dispatch->add_option("--comm-model", bench_comm_model,
+                       "multi-port (the runtime's own cost per task) or one-port (each transfer also waits for the worker's acknowledgement: one loopback round trip per task)")
+      ->capture_default_str();
   bool bench_encryption = false;
   dispatch->add_flag("--encryption", bench_encryption, "Also measure with CURVE on every link, side by side");
   auto* chaos = bench->add_subcommand("chaos", "Random kills and restarts of workers during a run, beside the same run without");
@@ -189,6 +197,7 @@ int main(int argc, char** argv) {
   std::signal(SIGTERM, on_signal);
   std::signal(SIGPIPE, SIG_IGN);
   try {
+    if (auto rc = plan_commands.run(std::cout, std::cerr)) return *rc;
     if (*run) {
       const auto ex = treefarm::model::load_experiment(experiment);
       if (run_resume && lo.out_dir.empty()) throw std::invalid_argument("--resume continues the journal in OUT: give --out DIR");
@@ -266,13 +275,14 @@ int main(int argc, char** argv) {
     if (*bench_bf) return treefarm::tools::bench_backfill(std::cout, bfo);
     if (*bench_k) return treefarm::tools::bench_kernel(std::cout, kbo);
     if (*hw) {
-      const auto topo = treefarm::worker::discover_topology();
-      if (hw_json) std::cout << treefarm::worker::to_json(topo).dump(1) << "\n";
-      else std::cout << treefarm::worker::to_text(topo);
+      const auto topo = treefarm::exec::discover_topology();
+      if (hw_json) std::cout << treefarm::exec::to_json(topo).dump(1) << "\n";
+      else std::cout << treefarm::exec::to_text(topo);
       return 0;
     }
     if (*dispatch)
-      return treefarm::tools::bench_dispatch(std::cout, bench_tasks, bench_bytes, bench_buffer, bench_json, bench_encryption);
+      return treefarm::tools::bench_dispatch(std::cout, bench_tasks, bench_bytes, bench_buffer, bench_json, bench_encryption,
+                                                 bench_comm_model);
     if (*chaos) return treefarm::tools::bench_chaos(std::cout, chaos_minutes, chaos_interval, chaos_seed, bench_json);
   } catch (const std::exception& e) {
     std::cerr << "treefarm: " << e.what() << "\n";

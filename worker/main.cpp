@@ -6,14 +6,16 @@
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
-#include "worker/CpuList.hpp"
-#include "worker/NodeRuntime.hpp"
-#include "worker/Topology.hpp"
+#include "runtime/exec/CpuList.hpp"
+#include "runtime/zmq/ZmqNode.hpp"
+#include "runtime/exec/Topology.hpp"
 
 namespace {
-treefarm::worker::NodeRuntime* running = nullptr;
-void on_signal(int) {
-  if (running) running->stop();
+treefarm::zmq_node::ZmqNode* running = nullptr;
+// SIGTERM is a requested stop (exit 0); SIGINT an interruption (130). Either way the
+// children are told and the parent gets Bye, so it re-queues this subtree's tasks at once.
+void on_signal(int sig) {
+  if (running) running->stop(sig == SIGTERM ? treefarm::node::exit_ok : treefarm::node::exit_interrupted);
 }
 }  // namespace
 
@@ -21,7 +23,9 @@ int main(int argc, char** argv) {
   CLI::App app{"treefarm-worker: a node of a treefarm tree. It connects to its parent, computes tasks on its\n"
                "cores and forwards tasks to the workers that connect to it.\n"
                "Example: treefarm-worker --parent tcp://master-host:5555 --listen tcp://*:5556"};
-  treefarm::worker::NodeOptions opt;
+  treefarm::node::NodeOptions opt;
+  treefarm::zmq_node::Endpoints endpoints;
+  treefarm::zmq_node::Compute compute;
   int cores = -1;
   std::string cpus;
   bool no_backfill = false;
@@ -29,20 +33,20 @@ int main(int argc, char** argv) {
   char host[256] = "worker";
   gethostname(host, sizeof host - 1);
   opt.name = std::string(host) + "-" + std::to_string(getpid());
-  app.add_option("--parent", opt.parent, "Endpoint of the parent (master or worker), tcp://HOST:PORT")->required();
-  app.add_option("--listen", opt.listen, "Endpoint for this worker's own children (\"\" = none)")->capture_default_str();
+  app.add_option("--parent", endpoints.parent, "Endpoint of the parent (master or worker), tcp://HOST:PORT")->required();
+  app.add_option("--listen", endpoints.listen, "Endpoint for this worker's own children (\"\" = none)")->capture_default_str();
   app.add_option("--name", opt.name, "Unique node name (default HOSTNAME-PID)")->capture_default_str();
   app.add_option("--cores", cores, "Compute on this many cores (default: all usable; 0 = only forward)");
   app.add_option("--cpus", cpus, "Compute on these CPUs, e.g. 0-1,3 (default: the affinity mask)");
   app.add_flag("--no-backfill", no_backfill, "Strict FIFO executor queue (no backfilling)");
-  app.add_option("--ready-file", opt.ready_file, "Write the bound endpoint to this file once listening");
+  app.add_option("--ready-file", endpoints.ready_file, "Write the bound endpoint to this file once listening");
   app.add_option("--join-timeout", opt.join_timeout, "seconds to wait for the parent's Welcome")->capture_default_str();
   app.add_option("--rejoin-timeout", opt.rejoin_timeout, "seconds to keep rejoining a lost parent, with back-off 0.5-8 s (0 = exit at once)")->capture_default_str();
   std::string curve_secret, authorized, parent_key;
   app.add_option("--curve-secret", curve_secret, "This worker's CURVE secret key file (treefarm keygen): encrypts and authenticates its links")->check(CLI::ExistingFile);
   app.add_option("--parent-key", parent_key, "The parent's CURVE public key file (NAME.key)")->check(CLI::ExistingFile);
   app.add_option("--authorized-keys", authorized, "Public keys of the workers admitted as children (authorized_keys file)")->check(CLI::ExistingFile);
-  app.add_flag("--insecure", opt.insecure, "Allow unencrypted links on non-loopback addresses");
+  app.add_flag("--insecure", endpoints.insecure, "Allow unencrypted links on non-loopback addresses");
   app.add_option("--max-task-losses", opt.max_task_losses, "A task lost with this many dead children is reported failed")->capture_default_str();
   app.add_option("--heartbeat-interval", opt.heartbeat_interval, "seconds between heartbeats")->capture_default_str();
   app.add_option("--heartbeat-timeout", opt.heartbeat_timeout, "seconds of silence after which a peer is declared dead")->capture_default_str();
@@ -52,34 +56,34 @@ int main(int argc, char** argv) {
   spdlog::set_level(spdlog::level::from_str(log_level));
   spdlog::set_pattern("[%H:%M:%S.%e] [%^%l%$] %v");
   try {
-    const auto topo = treefarm::worker::discover_topology();
+    const auto topo = treefarm::exec::discover_topology();
     std::vector<int> usable = topo.cores;
     if (!cpus.empty()) {
-      usable = treefarm::worker::parse_cpu_list(cpus);
+      usable = treefarm::exec::parse_cpu_list(cpus);
       for (int c : usable)
         if (std::find(topo.pus.begin(), topo.pus.end(), c) == topo.pus.end())
           throw std::invalid_argument("--cpus: CPU " + std::to_string(c) + " is not usable by this process (usable: " +
-                                      treefarm::worker::format_cpu_list(topo.pus) + ")");
+                                      treefarm::exec::format_cpu_list(topo.pus) + ")");
     }
     if (cores >= 0) {
       if (static_cast<std::size_t>(cores) > usable.size())
         throw std::invalid_argument("--cores " + std::to_string(cores) + ": only " + std::to_string(usable.size()) + " usable");
       usable.resize(static_cast<std::size_t>(cores));
     }
-    opt.cores = usable;
-    opt.memory = topo.memory_bytes;
-    opt.backfill = !no_backfill;
+    compute.cores = usable;
+    compute.memory = topo.memory_bytes;
+    compute.backfill = !no_backfill;
     if (!curve_secret.empty()) {
       if (parent_key.empty()) throw std::invalid_argument("--curve-secret needs --parent-key (the parent's public key file)");
-      opt.curve.enabled = true;
-      opt.curve.own = treefarm::net::load_secret_key_file(curve_secret);
-      opt.curve.parent_public_key = treefarm::net::load_public_key_file(parent_key);
-      if (!authorized.empty()) opt.curve.authorized = treefarm::net::load_authorized_keys(authorized);
-      else opt.listen = "";  // nobody could be admitted: serve no children
+      endpoints.curve.enabled = true;
+      endpoints.curve.own = treefarm::net::load_secret_key_file(curve_secret);
+      endpoints.curve.parent_public_key = treefarm::net::load_public_key_file(parent_key);
+      if (!authorized.empty()) endpoints.curve.authorized = treefarm::net::load_authorized_keys(authorized);
+      else endpoints.listen = "";  // nobody could be admitted: serve no children
     } else if (!parent_key.empty() || !authorized.empty()) {
       throw std::invalid_argument("--parent-key and --authorized-keys need --curve-secret");
     }
-    treefarm::worker::NodeRuntime node(opt);
+    treefarm::zmq_node::ZmqNode node(opt, endpoints, compute);
     running = &node;
     std::signal(SIGINT, on_signal);
     std::signal(SIGTERM, on_signal);

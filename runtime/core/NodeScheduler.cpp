@@ -3,14 +3,13 @@
 #include <algorithm>
 #include <string>
 
+#include "runtime/core/Overloaded.hpp"
+
 namespace treefarm::core {
 
 namespace {
 constexpr std::uint64_t max_pending_requests = std::uint64_t{1} << 20;
 constexpr double bandwidth_smoothing = 0.2;  // weight of a new observation (EWMA)
-
-template <class... Ts>
-struct Overloaded : Ts... { using Ts::operator()...; };
 
 // Something below this node has asked for work: a pending request, a task started on the
 // executor, or a connected child that was sent a task.
@@ -183,13 +182,15 @@ void NodeScheduler::apply(const Event& event, std::vector<Action>& out) {
         try { check_task(e.task, "result"); } catch (const ProtocolError& err) { reject(event, err.what()); }
         if (state_.config.is_root && e.task.id.index() >= state_.drawn[e.task.app().value])
           reject(event, "result for a task never sent");
+        // A result is accepted only from the child that holds the task: a late result
+        // from a child that left (its tasks were re-queued), or a forged one for a task
+        // sent elsewhere, is a protocol error and that child is dropped.
         auto it = in_flight_.find(e.task.id);
-        if (it != in_flight_.end() && it->second == Target::to_child(e.child)) {
-          in_flight_.erase(it);
-          --child->second.in_flight;
-        } else if (auto b = std::find(state_.buffer.begin(), state_.buffer.end(), e.task); b != state_.buffer.end()) {
-          state_.buffer.erase(b);  // re-queued after a failure, but done after all
-        }
+        if (it == in_flight_.end() || !(it->second == Target::to_child(e.child)))
+          reject(event, "result for task " + std::to_string(e.task.id.app().value) + ":" +
+                            std::to_string(e.task.id.index()) + ", which this child does not hold");
+        in_flight_.erase(it);
+        --child->second.in_flight;
         task_done(e.task, out);
       },
       [&](const event::ChildJoined& e) {

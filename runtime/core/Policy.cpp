@@ -3,11 +3,11 @@
 #include <stdexcept>
 #include <string>
 
-#include "runtime/core/CgbcPolicy.hpp"
-#include "runtime/core/DataCentricPolicy.hpp"
-#include "runtime/core/FcfsPolicy.hpp"
-#include "runtime/core/LpPolicy.hpp"
-#include "runtime/core/PbcPolicy.hpp"
+#include "runtime/core/policies/CgbcPolicy.hpp"
+#include "runtime/core/policies/DataCentricPolicy.hpp"
+#include "runtime/core/policies/FcfsPolicy.hpp"
+#include "runtime/core/policies/LpPolicy.hpp"
+#include "runtime/core/policies/PbcPolicy.hpp"
 
 namespace treefarm::core {
 
@@ -31,14 +31,44 @@ std::optional<std::string> Policy::check_message(const NodeState&, const event::
 void Policy::take_messages(const NodeState&, std::vector<Action>&) {}
 std::optional<Seconds> Policy::next_deadline(const NodeState&) const { return std::nullopt; }
 
-std::vector<std::string> policy_names() { return {"fcfs", "cgbc", "pbc", "lp", "data-centric"}; }
+namespace {
+
+template <class P>
+std::unique_ptr<Policy> create() {
+  return std::make_unique<P>();
+}
+
+/// The one list of policies (papers/beaumont2006 §4, in the paper's order): the experiment
+/// parser, the tools and make_policy all read it.
+struct RegistryEntry {
+  std::string_view name;
+  std::unique_ptr<Policy> (*create)();
+};
+constexpr RegistryEntry registry[] = {
+    {"fcfs", &create<FcfsPolicy>},
+    {"cgbc", &create<CgbcPolicy>},
+    {"pbc", &create<PbcPolicy>},
+    {"lp", &create<LpPolicy>},
+    {"data-centric", &create<DataCentricPolicy>},
+};
+
+}  // namespace
+
+std::vector<std::string> policy_names() {
+  std::vector<std::string> names;
+  for (const auto& entry : registry) names.emplace_back(entry.name);
+  return names;
+}
+
+bool is_policy_name(std::string_view name) {
+  for (const auto& entry : registry)
+    if (entry.name == name) return true;
+  return false;
+}
 
 std::unique_ptr<Policy> make_policy(std::string_view name) {
-  if (name == "fcfs") return std::make_unique<FcfsPolicy>();
-  if (name == "cgbc") return std::make_unique<CgbcPolicy>();
-  if (name == "pbc") return std::make_unique<PbcPolicy>();
-  if (name == "lp") return std::make_unique<LpPolicy>();
-  if (name == "data-centric") return std::make_unique<DataCentricPolicy>();
+  for (const auto& entry : registry)
+    if (entry.name == name) return entry.create();
   std::string known;
   for (const auto& n : policy_names()) known += (known.empty() ? "" : ", ") + n;
   throw std::invalid_argument("unknown policy '" + std::string(name) + "' (known: " + known + ")");

@@ -61,8 +61,12 @@ class Policy {
   LoadBalancer1D root_mix_;  ///< Used by the default next_source_app.
 };
 
-/// Names accepted by make_policy, in the order of the paper.
+/// Names accepted by make_policy, in the order of the paper: the one list of policy names
+/// (the experiment parser and the tools use it).
 std::vector<std::string> policy_names();
+
+/// True if `name` is one of policy_names().
+bool is_policy_name(std::string_view name);
 
 /// Creates a policy by name; throws std::invalid_argument for an unknown name, listing
 /// the known ones.

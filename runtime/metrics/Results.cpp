@@ -1,5 +1,7 @@
 #include "runtime/metrics/Results.hpp"
 
+#include "runtime/model/Experiment.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -68,6 +70,22 @@ bool RunResults::ok() const {
   for (const auto& a : apps)
     if (a.wrong != 0 || a.failed != 0 || a.completed != a.tasks) return false;
   return true;
+}
+
+RunResults empty_results(const model::Experiment& experiment) {
+  RunResults r;
+  r.experiment = experiment.path;
+  r.policy = experiment.run.policy;
+  r.epsilon = experiment.run.epsilon;
+  for (const auto& app : experiment.apps) {
+    AppResult a;
+    a.name = app.name;
+    a.kernel = std::string(model::to_string(app.kernel));
+    a.weight = app.weight;
+    a.tasks = app.tasks;
+    r.apps.push_back(a);
+  }
+  return r;
 }
 
 nlohmann::json to_json(const RunResults& r) {

@@ -12,6 +12,8 @@
 
 #include <nlohmann/json.hpp>
 
+namespace treefarm::model { struct Experiment; }
+
 namespace treefarm::metrics {
 
 /// One completed task, recorded once at the master.
@@ -70,6 +72,10 @@ struct RunResults {
 std::pair<std::vector<double>, double> steady_throughput(
     const std::vector<std::vector<double>>& completions, const std::vector<std::uint64_t>& totals,
     double epsilon);
+
+/// Results of a run of `experiment` before anything is recorded: its applications (name,
+/// kernel, weight, tasks), policy, ε and path. Nodes are added as they join.
+RunResults empty_results(const model::Experiment& experiment);
 
 nlohmann::json to_json(const RunResults& r);
 RunResults results_from_json(const nlohmann::json& j);

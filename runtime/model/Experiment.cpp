@@ -12,6 +12,7 @@
 #include <string_view>
 #include <toml++/toml.h>
 
+#include "runtime/core/Policy.hpp"
 #include "runtime/model/Units.hpp"
 
 namespace treefarm::model {
@@ -78,8 +79,6 @@ constexpr std::int64_t max_buffer = 1'000'000;
 constexpr std::uint64_t max_task_bytes = 1ull << 40;    // 1 TiB per task payload
 constexpr std::uint64_t max_task_memory = 1ull << 50;   // 1 PiB
 constexpr double max_weight = 1e9;
-
-const char* const policies[] = {"fcfs", "cgbc", "pbc", "lp", "data-centric"};
 
 std::string type_name(toml::node_type type) {
   switch (type) {
@@ -415,9 +414,12 @@ RunSpec read_run(const Reader& r, const Table& t) {
   run.buffer = static_cast<std::uint32_t>(
       r.integer_of(t, "buffer", prefix, 1, max_buffer).value_or(run.buffer));
   if (auto policy = r.string_of(t, "policy", prefix)) {
-    r.require(std::find(std::begin(policies), std::end(policies), *policy) != std::end(policies),
-              t, "policy", prefix,
-              "unknown policy '" + *policy + "'; expected one of: fcfs, cgbc, pbc, lp, data-centric");
+    if (!core::is_policy_name(*policy)) {
+      std::string known;
+      for (const auto& name : core::policy_names()) known += (known.empty() ? "" : ", ") + name;
+      r.fail(line_of(*t.get("policy")), prefix + "policy",
+             "unknown policy '" + *policy + "'; expected one of: " + known);
+    }
     run.policy = std::move(*policy);
   }
   if (const auto e = r.number_of(t, "epsilon", prefix)) {

@@ -96,7 +96,8 @@ Kind kind_of(const Message& m) {
       [](const msg::Probe&) { return Kind::probe; },
       [](const msg::ProbeAck&) { return Kind::probe_ack; },
       [](const msg::Measure&) { return Kind::measure; },
-      [](const msg::Policy&) { return Kind::policy; }},
+      [](const msg::Policy&) { return Kind::policy; },
+      [](const msg::Received&) { return Kind::received; }},
       m);
 }
 
@@ -115,6 +116,7 @@ const char* kind_name(Kind k) {
     case Kind::probe_ack: return "ProbeAck";
     case Kind::measure: return "Measure";
     case Kind::policy: return "Policy";
+    case Kind::received: return "Received";
   }
   return "?";
 }
@@ -190,6 +192,12 @@ std::vector<std::byte> encode(const Message& m) {
         if (p.payload.size() > max_policy_bytes) throw std::invalid_argument("policy message too large to send");
         body.put<std::uint32_t>(static_cast<std::uint32_t>(p.payload.size()));
         body.put_bytes(p.payload);
+      },
+      [&](const msg::Received& x) {
+        if (x.task_ids.empty() || x.task_ids.size() > max_received_ids)
+          throw std::invalid_argument("Received with " + std::to_string(x.task_ids.size()) + " task ids");
+        body.put<std::uint32_t>(static_cast<std::uint32_t>(x.task_ids.size()));
+        for (auto id : x.task_ids) body.put(id);
       }},
       m);
   if (body.bytes().size() > max_body_bytes) throw std::invalid_argument("message body too large to send");
@@ -215,7 +223,7 @@ Message decode(std::span<const std::byte> header_frame, std::size_t payload_fram
   if (version != wire_version)
     throw DecodeError("protocol version " + std::to_string(version) + ", this node speaks " + std::to_string(wire_version));
   const auto raw_kind = head.get<std::uint16_t>("kind");
-  if (raw_kind < static_cast<std::uint16_t>(Kind::hello) || raw_kind > static_cast<std::uint16_t>(Kind::policy))
+  if (raw_kind < static_cast<std::uint16_t>(Kind::hello) || raw_kind > static_cast<std::uint16_t>(Kind::received))
     throw DecodeError("unknown message kind " + std::to_string(raw_kind));
   const auto kind = static_cast<Kind>(raw_kind);
   const auto body_len = head.get<std::uint32_t>("body_length");
@@ -339,6 +347,16 @@ Message decode(std::span<const std::byte> header_frame, std::size_t payload_fram
       const auto n = r.get<std::uint32_t>("payload_length");
       if (n > max_policy_bytes) throw DecodeError("Policy message of " + std::to_string(n) + " bytes, limit " + std::to_string(max_policy_bytes));
       m = msg::Policy{r.get_bytes(n, "payload")};
+      break;
+    }
+    case Kind::received: {
+      const auto n = r.get<std::uint32_t>("count");
+      if (n == 0 || n > max_received_ids)
+        throw DecodeError("Received with " + std::to_string(n) + " task ids, expected 1 to " + std::to_string(max_received_ids));
+      msg::Received x;
+      x.task_ids.reserve(n);
+      for (std::uint32_t i = 0; i < n; ++i) x.task_ids.push_back(r.get<std::uint64_t>("task_id"));
+      m = std::move(x);
       break;
     }
   }

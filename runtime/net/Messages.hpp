@@ -12,17 +12,18 @@
 namespace treefarm::net {
 
 constexpr std::uint32_t wire_magic = 0x4D524654;  // "TFRM" little-endian
-constexpr std::uint16_t wire_version = 1;
+constexpr std::uint16_t wire_version = 2;  ///< 2: Received (transfer acknowledgements)
 constexpr std::size_t header_bytes = 16;
 constexpr std::size_t max_body_bytes = 64 * 1024;        ///< bytes, header frame body
 constexpr std::size_t max_name_bytes = 128;               ///< bytes, node/app names, strings
 constexpr std::size_t max_apps = 1024;
 constexpr std::size_t max_policy_bytes = 60 * 1024;      ///< bytes, one policy message
+constexpr std::size_t max_received_ids = 4096;           ///< task ids in one Received
 constexpr std::uint64_t max_payload_bytes = 2ull << 30;   ///< bytes, one task's input
 
 enum class Kind : std::uint16_t {
   hello = 1, welcome = 2, request = 3, task = 4, result = 5, node_joined = 6,
-  heartbeat = 7, shutdown = 8, bye = 9, probe = 10, probe_ack = 11, measure = 12, policy = 13,
+  heartbeat = 7, shutdown = 8, bye = 9, probe = 10, probe_ack = 11, measure = 12, policy = 13, received = 14,
 };
 
 namespace msg {
@@ -108,11 +109,15 @@ struct Measure {
 /// Between a parent and a child: a scheduling policy's own message (opaque to the
 /// transport; the policy checks it). docs/policies.md.
 struct Policy { std::vector<std::uint8_t> payload; };
+/// Child → parent: these tasks arrived whole (the acknowledgement that ends a transfer:
+/// under the one-port model the parent's port is busy until it comes, and the time from
+/// send to acknowledgement is the transfer time the policies learn from).
+struct Received { std::vector<std::uint64_t> task_ids; };
 }  // namespace msg
 
 using Message = std::variant<msg::Hello, msg::Welcome, msg::Request, msg::Task, msg::Result,
                              msg::NodeJoined, msg::Heartbeat, msg::Shutdown, msg::Bye, msg::Probe,
-                             msg::ProbeAck, msg::Measure, msg::Policy>;
+                             msg::ProbeAck, msg::Measure, msg::Policy, msg::Received>;
 
 Kind kind_of(const Message& m);
 const char* kind_name(Kind k);

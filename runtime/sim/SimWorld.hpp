@@ -12,23 +12,21 @@
 #include <simgrid/s4u/Mailbox.hpp>
 
 #include "runtime/core/NodeState.hpp"
+#include "runtime/net/Messages.hpp"
+#include "runtime/node/Payload.hpp"
 #include "runtime/metrics/Results.hpp"
 #include "runtime/sim/SimPlatform.hpp"
 #include "runtime/sim/Simulation.hpp"
 
 namespace treefarm::sim {
 
-/// What travels on a mailbox. Tasks carry their input bytes as the comm's simulated size;
-/// requests and results are SimulationOptions::control_bytes; a policy message is its
-/// payload plus control_bytes.
+/// What travels on a mailbox: a protocol message as the node driver sent it (never
+/// encoded: a simulation trusts its own nodes) and its payload, whose size is what the
+/// comm carries. Requests, results and other control messages weigh
+/// SimulationOptions::control_bytes (plus a policy message's own bytes).
 struct SimMessage {
-  enum class Kind { task, request, result, policy };
-  Kind kind = Kind::task;
-  std::uint64_t task = 0;          ///< core::TaskId value (task, result)
-  std::uint32_t count = 0;         ///< tasks asked for (request)
-  std::uint32_t node = 0;          ///< node that computed the task (result)
-  double compute_seconds = 0;      ///< simulated seconds of its execution (result)
-  std::vector<std::uint8_t> payload;  ///< policy message
+  net::Message message;
+  node::Payload payload;
 };
 
 struct SimWorld {
@@ -44,7 +42,7 @@ struct SimWorld {
   metrics::RunResults results;                       ///< Filled by the root actor.
   bool completed = false;
   std::string error;                                 ///< First error of any actor.
-  std::uint64_t events = 0;
+  std::uint64_t events = 0;                          ///< messages and completions handled
 };
 
 }  // namespace treefarm::sim

@@ -45,18 +45,7 @@ std::vector<core::NodePlan> plans_from(const SimPlatform& p, const lp::Solution&
 }
 
 metrics::RunResults empty_results(const SimPlatform& p) {
-  metrics::RunResults r;
-  r.experiment = p.experiment.path;
-  r.policy = p.experiment.run.policy;
-  r.epsilon = p.experiment.run.epsilon;
-  for (const auto& app : p.experiment.apps) {
-    metrics::AppResult a;
-    a.name = app.name;
-    a.kernel = std::string(model::to_string(app.kernel));
-    a.weight = app.weight;
-    a.tasks = app.tasks;
-    r.apps.push_back(a);
-  }
+  metrics::RunResults r = metrics::empty_results(p.experiment);
   for (const auto& n : p.nodes)
     r.nodes.push_back(metrics::NodeResult{n.name, n.parent < 0 ? "" : p.nodes[static_cast<std::size_t>(n.parent)].name,
                                           n.cores, 0});
@@ -167,46 +156,10 @@ SimulationOutcome simulate(const SimPlatform& platform, const SimulationOptions&
   // optimum goes beside the measurements.
   const auto solution = lp::solve(platform.model);
 
-  int fds[2];
-  if (::pipe(fds) != 0) throw std::runtime_error(std::string("simulation: pipe: ") + std::strerror(errno));
-  std::cout.flush();
-  std::cerr.flush();
-  std::fflush(nullptr);
-  const pid_t pid = ::fork();
-  if (pid < 0) {
-    ::close(fds[0]);
-    ::close(fds[1]);
-    throw std::runtime_error(std::string("simulation: fork: ") + std::strerror(errno));
-  }
-  if (pid == 0) {  // the child: simulate, report, and leave without running the parent's atexit code
-    die_with_parent();
-    ::close(fds[0]);
-    nlohmann::json j;
-    try {
-      j = outcome_to_json(run_engine(platform, options, &solution));
-    } catch (const std::exception& e) {
-      j = {{"exception", e.what()}};
-    } catch (...) {
-      j = {{"exception", "unknown exception"}};
-    }
-    write_all(fds[1], j.dump());
-    ::close(fds[1]);
-    std::fflush(nullptr);
-    ::_exit(0);
-  }
-  ::close(fds[1]);
-  std::string text;
-  char buf[1 << 16];
-  for (;;) {
-    const ssize_t n = ::read(fds[0], buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    text.append(buf, static_cast<std::size_t>(n));
-  }
-  ::close(fds[0]);
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
+  const ReportingChild child = fork_reporting_child(
+      [&] { return outcome_to_json(run_engine(platform, options, &solution)).dump(); }, "simulation");
+  const std::string text = read_to_end(child.fd);
+  const int status = wait_for(child.pid);
   if (WIFSIGNALED(status))
     throw std::runtime_error("simulation process killed by signal " + std::to_string(WTERMSIG(status)) +
                              " (" + strsignal(WTERMSIG(status)) + "); SimGrid's message, if any, is above");

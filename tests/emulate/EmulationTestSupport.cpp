@@ -65,11 +65,4 @@ std::string read_text(const std::string& path) {
   return t;
 }
 
-TempDir::TempDir() {
-  char tmpl[] = "/tmp/treefarm-emutest-XXXXXX";
-  path_ = mkdtemp(tmpl);
-}
-
-TempDir::~TempDir() { std::filesystem::remove_all(path_); }
-
 }  // namespace treefarm::emulate::testing

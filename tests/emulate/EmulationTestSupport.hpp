@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "runtime/model/Experiment.hpp"
+#include "tests/support/TempDir.hpp"
 
 namespace treefarm::emulate::testing {
 
@@ -24,16 +25,7 @@ std::vector<std::string> leftovers(const std::string& prefix);
 /// Parses an experiment from text.
 model::Experiment experiment(const std::string& toml);
 
-/// A temporary directory under /tmp, removed with everything in it.
-class TempDir {
- public:
-  TempDir();
-  ~TempDir();
-  const std::filesystem::path& path() const { return path_; }
-
- private:
-  std::filesystem::path path_;
-};
+using test_support::TempDir;
 
 /// Contents of a file, trailing whitespace removed.
 std::string read_text(const std::string& path);

@@ -10,8 +10,8 @@ import os
 import struct
 import sys
 
-MAGIC, VERSION = 0x4D524654, 1
-HELLO, WELCOME, REQUEST, TASK, RESULT, NODE_JOINED, HEARTBEAT, SHUTDOWN, BYE, PROBE, PROBE_ACK, MEASURE = range(1, 13)
+MAGIC, VERSION = 0x4D524654, 2
+HELLO, WELCOME, REQUEST, TASK, RESULT, NODE_JOINED, HEARTBEAT, SHUTDOWN, BYE, PROBE, PROBE_ACK, MEASURE, POLICY, RECEIVED = range(1, 15)
 
 
 def s(text):
@@ -66,14 +66,17 @@ SEEDS = {
     "valid-probe-ack": (0, frame(PROBE_ACK, struct.pack("<I", 3))),
     "valid-measure-task": (0, frame(MEASURE, s("w1") + s("mm") + struct.pack("<Bd", 0, 0.125))),
     "valid-measure-link": (0, frame(MEASURE, s("w2") + s("") + struct.pack("<Bd", 1, 1.1e9))),
+    "valid-received": (0, frame(RECEIVED, struct.pack("<IQQ", 2, 7, 1 << 41))),
     # edge cases that must be rejected
     "bad-empty-frame": (0, b""),
     "bad-truncated-header": (0, frame(HELLO, hello())[:11]),
     "bad-magic": (0, frame(HELLO, hello(), magic=0x12345678)),
-    "bad-version": (0, frame(HELLO, hello(), version=2)),
+    "bad-version": (0, frame(HELLO, hello(), version=1)),
     "bad-kind-0": (0, frame(0, b"")),
     "bad-kind-999": (0, frame(999, b"")),
-    "bad-kind-14": (0, frame(14, b"")),
+    "bad-kind-15": (0, frame(15, b"")),
+    "bad-received-empty": (0, frame(RECEIVED, struct.pack("<I", 0))),
+    "bad-received-count-beyond-body": (0, frame(RECEIVED, struct.pack("<IQ", 3, 7))),
     "bad-policy-empty": (0, frame(13, b"")),
     "bad-reserved": (0, frame(HEARTBEAT, b"", reserved=1)),
     "bad-body-length-mismatch": (0, frame(REQUEST, struct.pack("<I", 7), body_length=5)),

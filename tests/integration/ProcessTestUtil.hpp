@@ -15,6 +15,8 @@
 #include <unistd.h>
 #include <vector>
 
+#include "tests/support/TempDir.hpp"
+
 namespace treefarm::testing {
 
 namespace fs = std::filesystem;
@@ -39,18 +41,7 @@ inline CommandResult run_command(const std::string& cmd) {
   return r;
 }
 
-class TempDir {
- public:
-  TempDir() {
-    char tmpl[] = "/tmp/treefarm-itest-XXXXXX";
-    path_ = mkdtemp(tmpl);
-  }
-  ~TempDir() { fs::remove_all(path_); }
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
+using test_support::TempDir;
 
 inline std::string write_file(const fs::path& path, const std::string& text) {
   std::ofstream(path) << text;

@@ -101,7 +101,9 @@ TEST(RunTest, BadExperimentFileNamesFileLineAndField) {
   const auto r = run_command(treefarm_bin + " run " + exp);
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.output.find("bad.toml:7"), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("n"), std::string::npos) << r.output;
+  // The message names the field and the accepted range, not just any "n".
+  EXPECT_NE(r.output.find("field 'app[0].n'"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("must be between 1 and 16384, got -3"), std::string::npos) << r.output;
 }
 
 TEST(RunTest, AbstractApplicationIsRefusedByRun) {

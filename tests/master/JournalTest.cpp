@@ -8,26 +8,21 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/support/TempDir.hpp"
+
 namespace treefarm::master {
 namespace {
 
 namespace fs = std::filesystem;
 
-struct Dir {
-  Dir() {
-    char tmpl[] = "/tmp/treefarm-journal-XXXXXX";
-    path = ::mkdtemp(tmpl);
-  }
-  ~Dir() { fs::remove_all(path); }
-  fs::path path;
-};
+using Dir = test_support::TempDir;
 
 const std::vector<std::uint64_t> tasks = {4, 3};
 const std::string fp = journal_fingerprint(7, {"mm", "nop"}, {"matmul", "noop"}, tasks);
 
 TEST(Journal, EntriesWrittenAreReadBackOnceEach) {
-  Dir d;
-  const auto p = d.path / "journal.tsv";
+  Dir d("journal");
+  const auto p = d.path() / "journal.tsv";
   {
     Journal j(p, fp, false);
     j.add({0, 3, 1.5, 0.25, "w1"});
@@ -44,8 +39,8 @@ TEST(Journal, EntriesWrittenAreReadBackOnceEach) {
 }
 
 TEST(Journal, ATornLastLineIsIgnoredAndAppendingAfterItWorks) {
-  Dir d;
-  const auto p = d.path / "journal.tsv";
+  Dir d("journal");
+  const auto p = d.path() / "journal.tsv";
   { Journal j(p, fp, false); j.add({0, 1, 1.0, 0.1, "a"}); }
   { std::ofstream(p, std::ios::app) << "0\t2\t1.2"; }  // cut by kill -9
   EXPECT_EQ(load_journal(p, fp, tasks).size(), 1u);
@@ -57,8 +52,8 @@ TEST(Journal, ATornLastLineIsIgnoredAndAppendingAfterItWorks) {
 }
 
 TEST(Journal, BadLinesNameFileLineAndField) {
-  Dir d;
-  const auto p = d.path / "journal.tsv";
+  Dir d("journal");
+  const auto p = d.path() / "journal.tsv";
   auto expect_error = [&](const std::string& body, const std::string& what) {
     std::ofstream(p) << body;
     try {
@@ -78,8 +73,8 @@ TEST(Journal, BadLinesNameFileLineAndField) {
 }
 
 TEST(Journal, AFreshJournalTruncatesTheOldOne) {
-  Dir d;
-  const auto p = d.path / "journal.tsv";
+  Dir d("journal");
+  const auto p = d.path() / "journal.tsv";
   { Journal j(p, fp, false); j.add({0, 1, 1.0, 0.1, "a"}); }
   { Journal j(p, fp, false); }
   EXPECT_TRUE(load_journal(p, fp, tasks).empty());

@@ -88,8 +88,15 @@ TEST(MatmulTest, NotTransposed) {
 }
 
 TEST(MatmulTest, OrderZeroDoesNothing) {
+  // n = 0: no element may be read or written (the buffers are sentinels, not matrices).
   tbb::task_arena arena(2);
-  matmul(nullptr, nullptr, nullptr, 0);
+  const std::vector<double> a{1.0}, b{2.0};
+  std::vector<double> c{7.0};
+  matmul(a.data(), b.data(), c.data(), 0);
+  EXPECT_EQ(c[0], 7.0);
+  matmul_blocked(a.data(), b.data(), c.data(), 0, arena);
+  EXPECT_EQ(c[0], 7.0);
+  matmul(nullptr, nullptr, nullptr, 0);  // and null pointers are fine
   matmul_blocked(nullptr, nullptr, nullptr, 0, arena);
 }
 

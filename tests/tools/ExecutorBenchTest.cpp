@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -56,9 +57,16 @@ void expect_run(const nlohmann::json& r, std::uint64_t matadd, std::uint64_t mat
   EXPECT_EQ(r.at("matadd_tasks").get<std::uint64_t>(), matadd);
   EXPECT_EQ(r.at("matmul_tasks").get<std::uint64_t>(), matmul);
   EXPECT_EQ(r.at("tasks").get<std::uint64_t>(), matadd + matmul);
-  EXPECT_GT(r.at("tasks_per_second").get<double>(), 0);
-  EXPECT_GT(r.at("matadd_per_second").get<double>(), 0);
-  EXPECT_GT(r.at("matmul_per_second").get<double>(), 0);
+  // The rates are the counts over the wall time, the utilisation the busy time over the two
+  // cores' wall time: a figure computed from the wrong numbers fails here.
+  const double wall = r.at("wall_seconds").get<double>();
+  EXPECT_NEAR(r.at("tasks_per_second").get<double>(), static_cast<double>(matadd + matmul) / wall,
+              1e-9 * static_cast<double>(matadd + matmul) / wall);
+  EXPECT_NEAR(r.at("matadd_per_second").get<double>(), static_cast<double>(matadd) / wall,
+              1e-9 * static_cast<double>(matadd) / wall);
+  EXPECT_NEAR(r.at("matmul_per_second").get<double>(), static_cast<double>(matmul) / wall,
+              1e-9 * static_cast<double>(matmul) / wall);
+  EXPECT_NEAR(u, r.at("busy_core_seconds").get<double>() / (2 * wall), 1e-9);
   EXPECT_GE(r.at("max_matmul_bypass").get<int>(), 0);
 }
 
@@ -123,8 +131,10 @@ TEST(ExecutorBench, BackfillJsonIsWellFormed) {
   expect_run(j.at("fifo"), 36, 12);
   // Strict FIFO never lets a task overtake a matmul task.
   EXPECT_EQ(j.at("fifo").at("max_matmul_bypass").get<int>(), 0);
+  // Each ratio is backfill's figure over FIFO's, both taken from this run's JSON.
   for (const char* k : {"utilisation", "tasks_per_second", "matadd_per_second", "matmul_per_second"}) {
-    EXPECT_GT(j.at("ratios").at(k).get<double>(), 0) << k;
+    const double expected = j.at("backfill").at(k).get<double>() / j.at("fifo").at(k).get<double>();
+    EXPECT_NEAR(j.at("ratios").at(k).get<double>(), expected, 1e-9 * expected) << k;
   }
 }
 
@@ -154,7 +164,13 @@ TEST(ExecutorBench, KernelJsonIsWellFormed) {
   EXPECT_GT(e.at("standalone_gflops").get<double>(), 0);
   EXPECT_GT(e.at("executor_gflops").get<double>(), 0);
   EXPECT_GT(e.at("executor_tasks_per_second").get<double>(), 0);
-  EXPECT_GT(e.at("ratio").get<double>(), 0);
+  // The ratio is the executor's rate over the standalone loop's; the task rate is the
+  // executor's flop rate over one n = 64 matmul (2 n^3 flop).
+  const double standalone = e.at("standalone_gflops").get<double>();
+  const double executor = e.at("executor_gflops").get<double>();
+  EXPECT_NEAR(e.at("ratio").get<double>(), executor / standalone, 1e-9 * executor / standalone);
+  EXPECT_NEAR(e.at("executor_tasks_per_second").get<double>(), executor * 1e9 / (2.0 * 64 * 64 * 64),
+              1e-6 * executor * 1e9 / (2.0 * 64 * 64 * 64));
   EXPECT_GT(e.at("standalone_cpu_share").get<double>(), 0);
   EXPECT_GT(e.at("executor_cpu_share").get<double>(), 0);
   EXPECT_EQ(e.at("standalone_gflops_rounds").size(), 2u);
@@ -168,6 +184,13 @@ TEST(ExecutorBench, KernelJsonIsWellFormed) {
                           "two_core_cpu_share"}) {
       EXPECT_GT(s.at(k).get<double>(), 0) << k;
     }
+    // speed-up = 1-core time / 2-core time; GFLOP/s = 2 n^3 / time.
+    const double t1 = s.at("one_core_seconds").get<double>();
+    const double t2 = s.at("two_core_seconds").get<double>();
+    const double flop = 2.0 * std::pow(s.at("n").get<double>(), 3);
+    EXPECT_NEAR(s.at("speedup").get<double>(), t1 / t2, 1e-9 * t1 / t2);
+    EXPECT_NEAR(s.at("one_core_gflops").get<double>(), flop / t1 / 1e9, 1e-9 * flop / t1 / 1e9);
+    EXPECT_NEAR(s.at("two_core_gflops").get<double>(), flop / t2 / 1e9, 1e-9 * flop / t2 / 1e9);
   }
 }
 

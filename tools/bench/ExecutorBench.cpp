@@ -24,19 +24,19 @@
 #include "tasks/Kernels.hpp"
 #include "tasks/Payload.hpp"
 #include "tasks/TaskRunner.hpp"
-#include "worker/Executor.hpp"
-#include "worker/Topology.hpp"
+#include "runtime/exec/Executor.hpp"
+#include "runtime/exec/Topology.hpp"
 
 namespace treefarm::tools {
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
-using worker::ExecDone;
-using worker::Executor;
-using worker::ExecutorConfig;
-using worker::ExecTask;
-using worker::TaskContext;
+using exec::ExecDone;
+using exec::Executor;
+using exec::ExecutorConfig;
+using exec::ExecTask;
+using exec::TaskContext;
 
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
@@ -74,8 +74,8 @@ void require_positive(std::uint64_t value, const char* what) {
 /// The first two usable cores, or an empty vector (and a message in `out`) if there are
 /// fewer than two.
 std::vector<int> two_cores_or_skip(std::ostream& out, const char* benchmark, bool json) {
-  const worker::Topology topo = worker::discover_topology();
-  if (topo.cores.size() >= 2) return worker::restrict_cores(topo, 2);
+  const exec::Topology topo = exec::discover_topology();
+  if (topo.cores.size() >= 2) return exec::restrict_cores(topo, 2);
   const std::string reason = "needs 2 usable cores, this process may use " +
                              std::to_string(topo.cores.size()) +
                              " (check taskset / the cpuset cgroup)";

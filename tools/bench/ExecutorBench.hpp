@@ -1,7 +1,7 @@
 #pragma once
 /// @file ExecutorBench.hpp
 /// `treefarm bench backfill` and `treefarm bench kernel`: benchmarks of the worker's
-/// executor (worker/Executor.hpp) with the real kernels, every compared pair measured
+/// executor (runtime/exec/Executor.hpp) with the real kernels, every compared pair measured
 /// side by side in one process and one run, so the ratios hold even on a loaded machine.
 ///
 /// Both use the first two usable cores (hwloc, restricted to the process binding). With

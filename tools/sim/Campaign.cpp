@@ -29,8 +29,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "runtime/core/CgbcPolicy.hpp"
-#include "runtime/core/DataCentricPlanner.hpp"
+#include "runtime/core/policies/CgbcPolicy.hpp"
+#include "runtime/core/policies/DataCentricPlanner.hpp"
 #include "runtime/core/Policy.hpp"
 #include "runtime/lp/SteadyState.hpp"
 #include "runtime/model/Experiment.hpp"

@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include "runtime/core/Policy.hpp"
+
 namespace treefarm::tools {
 
 struct CampaignOptions {
@@ -42,7 +44,7 @@ struct CampaignOptions {
   double ccr_max_high = 4.6;      ///< bytes/flop, upper end of the CCR_max draw.
   bool ccr_log_uniform = true;    ///< CCR_max log-uniform (true) or uniform in the range.
   /// Policies of the main runs; must contain "lp" (the reference of §5.2.2).
-  std::vector<std::string> policies = {"fcfs", "cgbc", "pbc", "lp", "data-centric"};
+  std::vector<std::string> policies = core::policy_names();
   /// Policies of the big-buffer runs: those with a theoretical throughput (§5.2.1).
   std::vector<std::string> big_policies = {"lp", "cgbc", "data-centric"};
   std::uint64_t seed = 2006;      ///< Seeds every platform and CCR_max draw.

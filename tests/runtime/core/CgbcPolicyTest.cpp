@@ -1,6 +1,6 @@
 // CGBC (papers/beaumont2006 §4.3): macro-tasks of m(k) tasks of each type, scheduled
 // bandwidth-centric (the executor first, then the children by link bandwidth).
-#include "runtime/core/CgbcPolicy.hpp"
+#include "runtime/core/policies/CgbcPolicy.hpp"
 
 #include <gtest/gtest.h>
 

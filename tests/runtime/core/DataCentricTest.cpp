@@ -1,7 +1,7 @@
 // DATA-CENTRIC (papers/beaumont2006 §4.5): the trading on a view (DataCentricPlanner),
 // and the decentralized policy: O(K) summaries up, per-child rates down, each node
 // planning on its local star from its children's summaries.
-#include "runtime/core/DataCentricPolicy.hpp"
+#include "runtime/core/policies/DataCentricPolicy.hpp"
 
 #include <algorithm>
 #include <array>

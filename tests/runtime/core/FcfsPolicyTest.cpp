@@ -1,7 +1,7 @@
 // FCFS (papers/beaumont2006 §4.2): requests served in arrival order, with the tasks in
 // the order they came from the parent; the root mixes task types with the 1D mechanism
 // (§4.1) and the weights.
-#include "runtime/core/FcfsPolicy.hpp"
+#include "runtime/core/policies/FcfsPolicy.hpp"
 
 #include <cmath>
 #include <numeric>

@@ -111,7 +111,7 @@ TEST(LoadBalancer1D, AllowedFilterRestrictsTheChoice) {
   EXPECT_FALSE(lb.next([](std::size_t) { return false; }).has_value());
   EXPECT_EQ(lb.count(0) + lb.count(1), 1u) << "a refused choice must not be recorded";
   // Once 0 is no longer allowed, 1 takes every turn and catches up.
-  for (int i = 0; i < 5; ++i) EXPECT_EQ(lb.next([](std::size_t i) { return i == 1; }), std::optional<std::size_t>(1));
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(lb.next([](std::size_t k) { return k == 1; }), std::optional<std::size_t>(1));
 }
 
 TEST(LoadBalancer1D, PeekDoesNotRecord) {

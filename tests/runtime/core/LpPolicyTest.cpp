@@ -1,6 +1,6 @@
 // LP (papers/beaumont2006 §4.1): each node follows the LP rates with the 1D mechanism
 // over (requester, application); the root draws types in proportion to α(k).
-#include "runtime/core/LpPolicy.hpp"
+#include "runtime/core/policies/LpPolicy.hpp"
 
 #include <cmath>
 #include <numeric>

@@ -206,11 +206,10 @@ TEST(NodeScheduler, RootRecordsEachTaskOnceAndCountsLateResultsAsDuplicates) {
   EXPECT_EQ(root->state().buffer.front(), task(0, 0));
   EXPECT_EQ(names(root->handle(event::WorkRequested{child(2), 1}, 3)), Strings{"SendTask child 2 0:0"});
   EXPECT_EQ(names(root->handle(event::ResultArrived{ChildId{2}, task(0, 0)}, 4)), Strings{"TaskCompleted 0:0"});
-  // Child 1 comes back and reports 0:0 late: recorded as a duplicate, dropped.
+  // Child 1 comes back and reports 0:0 late: it does not hold it any more, refused.
   root->handle(event::ChildJoined{ChildId{1}, {}}, 5);
-  EXPECT_EQ(names(root->handle(event::ResultArrived{ChildId{1}, task(0, 0)}, 5)),
-            Strings{"TaskCompleted 0:0 (duplicate)"});
-  EXPECT_EQ(root->duplicates(), 1u);
+  EXPECT_THROW(root->handle(event::ResultArrived{ChildId{1}, task(0, 0)}, 5), ProtocolError);
+  EXPECT_EQ(root->duplicates(), 0u);
   EXPECT_EQ(root->completed(), 1u);
   // The rest of the run completes with each task once, and RunComplete once.
   EXPECT_EQ(names(root->handle(event::WorkRequested{child(1), 2}, 6)),
@@ -218,11 +217,11 @@ TEST(NodeScheduler, RootRecordsEachTaskOnceAndCountsLateResultsAsDuplicates) {
   EXPECT_EQ(names(root->handle(event::ResultArrived{ChildId{1}, task(0, 1)}, 7)), Strings{"TaskCompleted 0:1"});
   EXPECT_EQ(names(root->handle(event::ResultArrived{ChildId{1}, task(0, 2)}, 7)),
             (Strings{"TaskCompleted 0:2", "RunComplete"}));
-  EXPECT_EQ(names(root->handle(event::ResultArrived{ChildId{1}, task(0, 2)}, 8)),
-            Strings{"TaskCompleted 0:2 (duplicate)"}) << "no second RunComplete";
+  EXPECT_THROW(root->handle(event::ResultArrived{ChildId{1}, task(0, 2)}, 8), ProtocolError)
+      << "a second result for a recorded task";
   EXPECT_TRUE(root->run_complete());
   EXPECT_EQ(root->completed(), 3u);
-  EXPECT_EQ(root->duplicates(), 2u);
+  EXPECT_EQ(root->duplicates(), 0u);
   EXPECT_EQ(root->in_flight(), 0u);
 }
 
@@ -238,9 +237,9 @@ TEST(NodeScheduler, ResumedRootNeverDrawsTasksDoneBefore) {
   EXPECT_EQ(names(root->handle(event::WorkRequested{child(1), 5}, 1)),
             (Strings{"SendTask child 1 0:1", "SendTask child 1 0:4"}));
   EXPECT_EQ(root->state().source_remaining(AppId{0}), 0u);
-  // A late result for a journaled task is a duplicate, not a second completion.
-  EXPECT_EQ(names(root->handle(event::ResultArrived{ChildId{1}, task(0, 2)}, 2)),
-            Strings{"TaskCompleted 0:2 (duplicate)"});
+  // A result for a journaled task (never sent in this run) is refused, not a second completion.
+  EXPECT_THROW(root->handle(event::ResultArrived{ChildId{1}, task(0, 2)}, 2), ProtocolError);
+  EXPECT_EQ(root->completed(), 3u);
   EXPECT_EQ(names(root->handle(event::ResultArrived{ChildId{1}, task(0, 1)}, 3)), Strings{"TaskCompleted 0:1"});
   EXPECT_EQ(names(root->handle(event::ResultArrived{ChildId{1}, task(0, 4)}, 3)),
             (Strings{"TaskCompleted 0:4", "RunComplete"}));
@@ -265,15 +264,20 @@ TEST(NodeScheduler, LateResultOfARequeuedTaskStillBufferedCountsOnce) {
   // The late result arrives while the re-queued task still waits in the root's buffer:
   // it is recorded (first time) and taken out of the buffer, so it is not sent again.
   auto root = make_node(node_config(true, 1, {app("a", 1, 2)}));
+TEST(NodeScheduler, OnlyTheChildThatHoldsATaskMayReportIt) {
+  // A late result of a re-queued task, and a forged result for a task sent to another
+  // child, are refused (the adapter drops the sender); the holder's result counts.
+  auto root = make_node(node_config(true, 2, {app("a", 1, 2)}, /*one_port=*/false));
   root->start(0);
   root->handle(event::ChildJoined{ChildId{1}, {}}, 0);
+  root->handle(event::ChildJoined{ChildId{2}, {}}, 0);
   root->handle(event::WorkRequested{child(1), 1}, 0);  // 0:0 to child 1
-  root->handle(event::SendDone{ChildId{1}}, 1);
+  EXPECT_THROW(root->handle(event::ResultArrived{ChildId{2}, task(0, 0)}, 1), ProtocolError) << "forged by child 2";
   root->handle(event::ChildLeft{ChildId{1}}, 2);
-  root->handle(event::ChildJoined{ChildId{1}, {}}, 3);
-  EXPECT_EQ(names(root->handle(event::ResultArrived{ChildId{1}, task(0, 0)}, 4)), Strings{"TaskCompleted 0:0"});
-  const std::vector<TaskRef> buffer(root->state().buffer.begin(), root->state().buffer.end());
-  EXPECT_EQ(buffer, std::vector<TaskRef>{task(0, 1)});
+  root->handle(event::ChildJoined{ChildId{3}, {}}, 3);
+  EXPECT_THROW(root->handle(event::ResultArrived{ChildId{3}, task(0, 0)}, 4), ProtocolError) << "never sent to child 3";
+  EXPECT_EQ(names(root->handle(event::WorkRequested{child(3), 1}, 5)), Strings{"SendTask child 3 0:0"});
+  EXPECT_EQ(names(root->handle(event::ResultArrived{ChildId{3}, task(0, 0)}, 6)), Strings{"TaskCompleted 0:0"});
   EXPECT_EQ(root->duplicates(), 0u);
 }
 

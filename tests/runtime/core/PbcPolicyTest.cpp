@@ -1,7 +1,7 @@
 // PBC (papers/beaumont2006 §4.4): one bandwidth-centric scheduler per application; the
 // root feeds them in the ratio of the weights; one send at a time per application (and
 // per child) instead of one in all.
-#include "runtime/core/PbcPolicy.hpp"
+#include "runtime/core/policies/PbcPolicy.hpp"
 
 #include <cmath>
 

@@ -4,11 +4,11 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "runtime/core/Overloaded.hpp"
+
 namespace treefarm::core::testing {
 
 namespace {
-template <class... Ts>
-struct Overloaded : Ts... { using Ts::operator()...; };
 
 std::string task_name(TaskRef t) {
   return std::to_string(t.app().value) + ":" + std::to_string(t.id.index());

@@ -276,8 +276,8 @@ TEST_P(TreeRun, RandomTreesSurviveAChildLeaving) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Policies, TreeRun, ::testing::ValuesIn(policy_names()),
-                         [](const ::testing::TestParamInfo<std::string>& info) {
-                           std::string n = info.param;  // gtest names: letters, digits, '_'
+                         [](const ::testing::TestParamInfo<std::string>& param_info) {
+                           std::string n = param_info.param;  // gtest names: letters, digits, '_'
                            for (char& c : n)
                              if (c == '-') c = '_';
                            return n;

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "runtime/model/Experiment.hpp"
+#include "tests/support/TempDir.hpp"
 
 namespace treefarm::model {
 namespace {
@@ -25,12 +26,11 @@ Calibration sample() {
 }
 
 TEST(Calibration, RoundTripThroughAFile) {
-  const auto path = std::filesystem::temp_directory_path() /
-                    ("treefarm-calibration-test-" + std::to_string(::getpid()) + ".json");
+  const test_support::TempDir dir("calibration-test");
+  const auto path = dir.path() / "calibration.json";
   const Calibration c = sample();
   save_calibration(c, path.string());
   const Calibration back = load_calibration(path.string());
-  std::filesystem::remove(path);
   EXPECT_EQ(back, c);  // doubles survive exactly
   EXPECT_FALSE(back.nodes.at("master").link_bandwidth);
   EXPECT_DOUBLE_EQ(back.nodes.at("w1").task_seconds.at("mm"), 0.1234567890123);
@@ -103,8 +103,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"unknown key", HEAD "[{\"name\": \"a\", \"cores\": 1, \"core\": 2}]}", 0,
                 "nodes[0].core", "unknown key"},
         BadCase{"not an object", "[1, 2]", 0, "", "expected a JSON object"}),
-    [](const ::testing::TestParamInfo<BadCase>& info) {
-      std::string name = info.param.label;
+    [](const ::testing::TestParamInfo<BadCase>& param_info) {
+      std::string name = param_info.param.label;
       for (char& ch : name)
         if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
       return name;

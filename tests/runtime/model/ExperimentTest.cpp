@@ -10,6 +10,8 @@
 #include <string>
 #include <unistd.h>
 
+#include "tests/support/TempDir.hpp"
+
 namespace treefarm::model {
 namespace {
 
@@ -162,11 +164,10 @@ TEST(Experiment, RunDefaults) {
 }
 
 TEST(Experiment, LoadsFromFileAndRecordsPath) {
-  const auto path = std::filesystem::temp_directory_path() /
-                    ("treefarm-model-test-" + std::to_string(::getpid()) + ".toml");
+  const test_support::TempDir dir("model-test");
+  const auto path = dir.path() / "experiment.toml";
   { std::ofstream(path) << good; }
   const Experiment e = load_experiment(path.string());
-  std::filesystem::remove(path);
   EXPECT_EQ(e.path, path.string());
   EXPECT_EQ(e.nodes.size(), 4u);
 }
@@ -321,8 +322,8 @@ INSTANTIATE_TEST_SUITE_P(
                 "app[0].run", "unknown key 'run'"},
         BadCase{"node not array", s("[node]\nname = \"m\"\n") + app, 1, "node",
                 "expected an array of tables"}),
-    [](const ::testing::TestParamInfo<BadCase>& info) {
-      std::string name = info.param.label;
+    [](const ::testing::TestParamInfo<BadCase>& param_info) {
+      std::string name = param_info.param.label;
       for (char& ch : name)
         if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
       return name;

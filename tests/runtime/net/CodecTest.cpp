@@ -142,6 +142,7 @@ std::vector<Message> sample_messages() {
       msg::ProbeAck{42},
       msg::Measure{"w3", "matmul-1536", msg::Measure::What::link_bandwidth, 1.25e9},
       msg::Policy{{1, 2, 3, 250, 0, 7}},
+      msg::Received{{1, 0xFEDCBA9876543210ull, 42}},
   };
 }
 
@@ -165,6 +166,13 @@ auto fields(const msg::AppInfo& a) {
 }
 
 // ---- round trips --------------------------------------------------------------------
+
+TEST(Codec, ReceivedRoundTripsAndIsBounded) {
+  const auto back = round_trip(msg::Received{{7, 1ull << 45, 9}});
+  EXPECT_EQ(back.task_ids, (std::vector<std::uint64_t>{7, 1ull << 45, 9}));
+  EXPECT_THROW(encode(Message{msg::Received{}}), std::invalid_argument);
+  EXPECT_THROW(encode(Message{msg::Received{std::vector<std::uint64_t>(max_received_ids + 1, 1)}}), std::invalid_argument);
+}
 
 TEST(Codec, HelloRoundTrips) {
   const msg::Hello in{"worker-α", 96, 512ull << 30};
@@ -353,7 +361,8 @@ TEST(CodecRejects, WrongMagic) {
 }
 
 TEST(CodecRejects, WrongVersion) {
-  for (std::uint16_t v : {std::uint16_t{0}, std::uint16_t{2}, std::uint16_t{0xFFFF}}) {
+  for (std::uint16_t v : {std::uint16_t{0}, std::uint16_t(wire_version - 1), std::uint16_t(wire_version + 1),
+                          std::uint16_t{0xFFFF}}) {
     Bytes f = encode(msg::Hello{"w", 1, 1});
     poke<std::uint16_t>(f, off_version, v);
     expect_rejected(f, 0, "protocol version " + std::to_string(v));

@@ -190,7 +190,7 @@ TEST_P(WireTest, GarbageFromTheParentIsBadWithoutIdentity) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Transports, WireTest, ::testing::Values("inproc", "tcp"),
-                         [](const auto& info) { return info.param; });
+                         [](const auto& param_info) { return param_info.param; });
 
 TEST(Wire, LoopbackEndpoints) {
   for (const char* e : {"tcp://127.0.0.1:41234", "tcp://127.0.0.1", "tcp://127.1.2.3:5555", "tcp://[::1]:5555",

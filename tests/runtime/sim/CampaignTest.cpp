@@ -17,21 +17,14 @@
 #include <nlohmann/json.hpp>
 
 #include "tools/sim/Campaign.hpp"
+#include "tests/support/TempDir.hpp"
 
 namespace treefarm::tools {
 namespace {
 
 namespace fs = std::filesystem;
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    static int n = 0;
-    path = fs::temp_directory_path() / ("treefarm-campaign-test-" + std::to_string(::getpid()) + "-" + std::to_string(n++));
-    fs::create_directories(path);
-  }
-  ~TempDir() { fs::remove_all(path); }
-};
+using test_support::TempDir;
 
 std::string slurp(const fs::path& p) {
   std::ifstream f(p);
@@ -60,15 +53,15 @@ TEST(CampaignTest, QuickSubsetIsSmall) {
 }
 
 TEST(CampaignTest, QuickRunWritesReportSummaryAndHistograms) {
-  TempDir dir;
+  TempDir dir("campaign-test");
   CampaignOptions o;
-  o.out_dir = dir.path.string();
+  o.out_dir = dir.path().string();
   o.quick = true;
   o.jobs = 2;
   std::ostringstream progress;
   ASSERT_EQ(paper_campaign(o, progress), 0) << progress.str();
 
-  const auto j = summary(dir.path);
+  const auto j = summary(dir.path());
   EXPECT_EQ(j["platforms"].size(), 4u);  // 2 sizes × 2 degrees × 1 tree
   EXPECT_EQ(j["simulations"].get<int>(), 4 * (5 + 3 + 3));  // main, big buffer, big buffer without latency
   EXPECT_EQ(j["incomplete"].get<int>(), 0);
@@ -116,7 +109,7 @@ TEST(CampaignTest, QuickRunWritesReportSummaryAndHistograms) {
   // Without latencies, with big buffers, the LP policy reaches its optimum closely.
   EXPECT_LT(j["deviation"]["lp"]["big_buffer_no_latency_runs"]["mean_abs"].get<double>(), 0.05);
 
-  const auto md = slurp(dir.path / "paper-campaign.md");
+  const auto md = slurp(dir.path() / "paper-campaign.md");
   EXPECT_THAT(md, ::testing::HasSubstr("§5.2.2"));
   EXPECT_THAT(md, ::testing::HasSubstr("§5.2.1"));
   EXPECT_THAT(md, ::testing::HasSubstr("--quick"));
@@ -124,8 +117,8 @@ TEST(CampaignTest, QuickRunWritesReportSummaryAndHistograms) {
   EXPECT_THAT(md, ::testing::HasSubstr("1.564"));  // the paper's FCFS figure beside ours
   EXPECT_THAT(md, ::testing::HasSubstr("wall time"));
   if (have_gnuplot()) {
-    EXPECT_GT(fs::file_size(dir.path / "ln-ratio.png"), 1000u);
-    EXPECT_GT(fs::file_size(dir.path / "deviation.png"), 1000u);
+    EXPECT_GT(fs::file_size(dir.path() / "ln-ratio.png"), 1000u);
+    EXPECT_GT(fs::file_size(dir.path() / "deviation.png"), 1000u);
     EXPECT_THAT(md, ::testing::HasSubstr("![ln(LP / policy) histograms](ln-ratio.png)"));
   }
 }
@@ -140,12 +133,12 @@ TEST(CampaignTest, ResultsDoNotDependOnTheNumberOfJobs) {
   o.policies = {"lp", "fcfs"};
   std::vector<nlohmann::json> runs;
   for (const std::uint32_t jobs : {1u, 3u}) {
-    TempDir dir;
-    o.out_dir = dir.path.string();
+    TempDir dir("campaign-test");
+    o.out_dir = dir.path().string();
     o.jobs = jobs;
     std::ostringstream progress;
     ASSERT_EQ(paper_campaign(o, progress), 0) << progress.str();
-    const auto j = summary(dir.path);
+    const auto j = summary(dir.path());
     ASSERT_EQ(j["platforms"].size(), 3u);
     nlohmann::json fair;
     for (const auto& p : j["platforms"])

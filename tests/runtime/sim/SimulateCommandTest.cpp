@@ -15,25 +15,14 @@
 #include "tools/sim/GenPlatform.hpp"
 #include "tools/sim/SimBench.hpp"
 #include "tools/sim/SimulateCommand.hpp"
+#include "tests/support/TempDir.hpp"
 
 namespace treefarm::tools {
 namespace {
 
 namespace fs = std::filesystem;
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    path = fs::temp_directory_path() / ("treefarm-sim-test-" + std::to_string(::getpid()) + "-" +
-                                        std::to_string(counter()++));
-    fs::create_directories(path);
-  }
-  ~TempDir() { fs::remove_all(path); }
-  static int& counter() {
-    static int n = 0;
-    return n;
-  }
-};
+using test_support::TempDir;
 
 std::set<std::string> keys(const nlohmann::json& j) {
   std::set<std::string> out;
@@ -61,22 +50,22 @@ nlohmann::json reference_results() {
 }
 
 TEST(SimulateCommand, WritesResultsJsonWithTheKeysOfARealRun) {
-  TempDir dir;
+  TempDir dir("sim-test");
   GenOptions g;
   g.nodes = 6;
   g.apps = 2;
   g.tasks = 20;
   g.ccr_max = 0.01;
-  const auto exp = dir.path / "exp.toml";
+  const auto exp = dir.path() / "exp.toml";
   std::ofstream(exp) << generate_platform(g);
   SimulateOptions o;
-  o.out_dir = (dir.path / "out").string();
+  o.out_dir = (dir.path() / "out").string();
   std::ostringstream text;
   ASSERT_EQ(simulate_command(exp.string(), o, text), 0) << text.str();
   EXPECT_THAT(text.str(), testing::HasSubstr("fair throughput"));
   EXPECT_THAT(text.str(), testing::HasSubstr("simulated 6 nodes, 40 tasks"));
 
-  std::ifstream f(dir.path / "out" / "results.json");
+  std::ifstream f(dir.path() / "out" / "results.json");
   ASSERT_TRUE(f.good());
   const auto j = nlohmann::json::parse(f);
   const auto ref = reference_results();
@@ -93,13 +82,13 @@ TEST(SimulateCommand, WritesResultsJsonWithTheKeysOfARealRun) {
 }
 
 TEST(SimulateCommand, PolicyOverrideAndUnknownPolicy) {
-  TempDir dir;
+  TempDir dir("sim-test");
   GenOptions g;
   g.nodes = 4;
   g.apps = 1;
   g.tasks = 10;
   g.ccr_max = 0.01;
-  const auto exp = dir.path / "exp.toml";
+  const auto exp = dir.path() / "exp.toml";
   std::ofstream(exp) << generate_platform(g);
   SimulateOptions o;
   o.policy = "no-such-policy";
@@ -133,8 +122,8 @@ TEST_P(EveryPolicy, CompletesRandomTreesWithEveryTaskOnce) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Sim, EveryPolicy, testing::ValuesIn(core::policy_names()),
-                         [](const testing::TestParamInfo<std::string>& info) {
-                           std::string name = info.param;
+                         [](const testing::TestParamInfo<std::string>& param_info) {
+                           std::string name = param_info.param;
                            for (auto& c : name)
                              if (c == '-') c = '_';
                            return name;

@@ -1,0 +1,13 @@
+#include "runtime/core/policies/FcfsPolicy.hpp"
+
+namespace treefarm::core {
+
+std::optional<Assignment> FcfsPolicy::select(const NodeState& state) {
+  if (state.buffer.empty()) return std::nullopt;
+  for (std::size_t r = 0; r < state.requests.size(); ++r) {
+    if (state.can_serve(state.requests[r].from)) return Assignment{r, 0};
+  }
+  return std::nullopt;
+}
+
+}  // namespace treefarm::core

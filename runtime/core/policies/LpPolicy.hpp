@@ -1,0 +1,41 @@
+#pragma once
+/// @file LpPolicy.hpp
+/// Centralized LP-based (papers/beaumont2006 §4.1): each node follows the rates of the LP
+/// solution (NodeConfig::plan: tasks/s per application computed locally and sent to each
+/// child, by child name) with the 1D load-balancing mechanism over the choices (requester,
+/// application) — PlanFollower. The root draws types in proportion to the plan's total
+/// α(k) = local + Σ sent (1D rule).
+///
+/// Where the paper is silent: it waits when the chosen (requester, type) has no match
+/// (Figure 1, line 9). With finite bags and bounded buffers that can deadlock (a buffer
+/// full of a type the plan gives to nobody who asks), so this node is work-conserving:
+/// it makes the feasible choice the 1D rule prefers, and when no planned choice is
+/// feasible it serves the oldest request with the oldest task (FCFS), a choice that is
+/// counted too. At the root, once the planned applications' bags are empty, the others
+/// are drawn by weight.
+/// Without a plan (or a node missing from it): FCFS (§4.2), weights at the root.
+/// Needs: the plan (computed off-line from calibrated b_u, c_u); child names.
+
+#include "runtime/core/policies/PlanFollower.hpp"
+#include "runtime/core/Policy.hpp"
+
+namespace treefarm::core {
+
+class LpPolicy final : public Policy {
+ public:
+  std::string_view name() const override { return "lp"; }
+  void start(const NodeState& state) override;
+  std::optional<AppId> next_source_app(const NodeState& state) override;
+  std::optional<Assignment> select(const NodeState& state) override;
+  void assigned(const NodeState& state, const Target& to, TaskRef task) override;
+
+  PlanFollower& follower() { return follower_; }
+  const PlanFollower& follower() const { return follower_; }
+
+ private:
+  PlanFollower follower_;
+  LoadBalancer1D plan_mix_;
+  std::optional<std::vector<ChildId>> mix_children_;  ///< Children the mix was computed for.
+};
+
+}  // namespace treefarm::core

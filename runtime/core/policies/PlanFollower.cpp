@@ -1,0 +1,90 @@
+#include "runtime/core/policies/PlanFollower.hpp"
+
+#include <algorithm>
+
+namespace treefarm::core {
+
+void PlanFollower::set_plan(std::optional<NodePlan> plan) {
+  plan_ = std::move(plan);
+  dirty_ = true;
+}
+
+void PlanFollower::sync(const NodeState& state) {
+  if (!dirty_ && same_children(state.children, children_seen_)) return;
+  dirty_ = false;
+  children_seen_ = child_ids(state.children);
+  choices_.clear();
+  std::vector<double> f;
+  const std::size_t k = state.config.apps.size();
+  if (plan_) {
+    for (std::size_t a = 0; a < k; ++a) {
+      choices_.push_back(Choice{Target::executor(), AppId{static_cast<std::uint32_t>(a)}});
+      f.push_back(a < plan_->local.size() ? std::max(0.0, plan_->local[a]) : 0.0);
+    }
+    for (const auto& [id, c] : state.children) {
+      auto it = plan_->children.find(c.info.name);
+      for (std::size_t a = 0; a < k; ++a) {
+        choices_.push_back(Choice{Target::to_child(id), AppId{static_cast<std::uint32_t>(a)}});
+        f.push_back(it != plan_->children.end() && a < it->second.size() ? std::max(0.0, it->second[a]) : 0.0);
+      }
+    }
+  }
+  balancer_ = LoadBalancer1D(std::move(f));
+}
+
+const std::vector<PlanFollower::Choice>& PlanFollower::choices(const NodeState& state) {
+  sync(state);
+  return choices_;
+}
+
+std::optional<Assignment> PlanFollower::select(const NodeState& state) {
+  sync(state);
+  if (!plan_ || state.buffer.empty() || state.requests.empty()) return std::nullopt;
+  const std::size_t k = state.config.apps.size();
+  std::vector<std::optional<std::size_t>> oldest_task(k);
+  for (std::size_t t = 0; t < state.buffer.size(); ++t) {
+    const auto a = state.buffer[t].app().value;
+    if (a < k && !oldest_task[a]) oldest_task[a] = t;
+  }
+  // The oldest request of each requester (the executor at index 0, children by choice).
+  auto oldest_request = [&](const Target& to) -> std::optional<std::size_t> {
+    for (std::size_t r = 0; r < state.requests.size(); ++r)
+      if (state.requests[r].from == to) return r;
+    return std::nullopt;
+  };
+  std::vector<std::optional<std::size_t>> request_of(choices_.size());
+  for (std::size_t i = 0; i < choices_.size(); ++i) {
+    if (i % k == 0) {
+      request_of[i] = oldest_request(choices_[i].to);
+    } else {
+      request_of[i] = request_of[i - i % k];
+    }
+  }
+  auto feasible = [&](std::size_t i) {
+    const auto& task = oldest_task[choices_[i].app.value];
+    return request_of[i] && task && state.can_assign(choices_[i].to, state.buffer[*task]);
+  };
+  auto i = balancer_.peek(feasible);
+  if (!i) return std::nullopt;
+  return Assignment{*request_of[*i], *oldest_task[choices_[*i].app.value]};
+}
+
+void PlanFollower::assigned(const NodeState& state, const Target& to, TaskRef task) {
+  sync(state);
+  for (std::size_t i = 0; i < choices_.size(); ++i)
+    if (choices_[i].to == to && choices_[i].app == task.app()) {
+      balancer_.record(i);
+      return;
+    }
+}
+
+std::vector<double> PlanFollower::totals(std::size_t apps) const {
+  std::vector<double> t(apps, 0.0);
+  if (!plan_) return t;
+  for (std::size_t a = 0; a < apps && a < plan_->local.size(); ++a) t[a] += std::max(0.0, plan_->local[a]);
+  for (const auto& [name, rates] : plan_->children)
+    for (std::size_t a = 0; a < apps && a < rates.size(); ++a) t[a] += std::max(0.0, rates[a]);
+  return t;
+}
+
+}  // namespace treefarm::core

@@ -1,0 +1,39 @@
+#pragma once
+/// @file ExecutorRunner.hpp
+/// The node driver's LocalRunner on real cores: each job runs the application's kernel
+/// (tasks/TaskRunner) on the Executor, in a pinned oneTBB arena of the task's cores. The
+/// event loop waits on notify_fd() and calls collect() to hand finished jobs to the
+/// driver.
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "runtime/exec/Executor.hpp"
+#include "runtime/node/LocalRunner.hpp"
+
+namespace treefarm::exec {
+
+class ExecutorRunner final : public node::LocalRunner {
+ public:
+  explicit ExecutorRunner(ExecutorConfig config);
+  ~ExecutorRunner() override;
+
+  std::uint32_t cores() const override;
+  void start(std::uint64_t job, const model::AppSpec& app, const node::Payload& input) override;
+  node::Payload calibration_input(const model::AppSpec& app, std::uint64_t seed, std::uint32_t k) override;
+
+  /// Readable while finished jobs wait in collect().
+  int notify_fd() const;
+  /// Hands every finished job to `done` (job id, outcome).
+  void collect(const std::function<void(std::uint64_t, node::JobOutcome)>& done);
+
+ private:
+  struct Run;
+  Executor exec_;
+  std::unordered_map<std::uint64_t, std::shared_ptr<Run>> runs_;  ///< by executor id
+};
+
+}  // namespace treefarm::exec

@@ -1,0 +1,38 @@
+#pragma once
+/// @file LocalRunner.hpp
+/// What the node driver needs to compute on its own cores: start a job (a task, or a
+/// calibration run of an application's kernel) and hear when it ended. The ZeroMQ side
+/// runs the real kernels on the executor (runtime/exec), the simulation executes the
+/// task's flops on its host, tests use a fake.
+
+#include <cstdint>
+#include <string>
+
+#include "runtime/model/Application.hpp"
+#include "runtime/node/Payload.hpp"
+
+namespace treefarm::node {
+
+/// How a job ended.
+struct JobOutcome {
+  double run_seconds = 0;      ///< seconds the kernel ran
+  double queued_seconds = 0;   ///< seconds it waited for cores
+  double checksum = 0;         ///< the kernel's result checksum (tasks/Checksum.hpp)
+  bool failed = false;
+  std::string error;           ///< why, when failed
+};
+
+class LocalRunner {
+ public:
+  virtual ~LocalRunner() = default;
+  /// Cores this node computes on (0: it only forwards).
+  virtual std::uint32_t cores() const = 0;
+  /// Starts job `job` of application `app` on `input`. The runner keeps `input` alive
+  /// until the job ended and reports the end through NodeDriver::on_job_done.
+  virtual void start(std::uint64_t job, const model::AppSpec& app, const Payload& input) = 0;
+  /// The input a calibration run of application number `k` computes on (inputs are
+  /// generated from the run's seed, as the master's are).
+  virtual Payload calibration_input(const model::AppSpec& app, std::uint64_t seed, std::uint32_t k) = 0;
+};
+
+}  // namespace treefarm::node

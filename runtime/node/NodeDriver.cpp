@@ -1,0 +1,879 @@
+#include "runtime/node/NodeDriver.hpp"
+
+#include <algorithm>
+#include <limits>
+#include <stdexcept>
+#include <unordered_set>
+
+#include <spdlog/spdlog.h>
+
+#include "runtime/core/NodeScheduler.hpp"
+#include "runtime/core/Overloaded.hpp"
+
+namespace treefarm::node {
+
+using core::Overloaded;
+
+namespace {
+/// Calibration: kernel runs start this long after joining, so that the link probes
+/// (made as children join) run on quiet cores and measure the links, not CPU contention.
+constexpr double calibrate_kernels_after = 2.0;
+/// Calibration: an application is measured for at least this many seconds of kernel time.
+constexpr double calibrate_seconds = 1.0;
+
+double earliest(double a, double b) {
+  if (a < 0) return b;
+  if (b < 0) return a;
+  return std::min(a, b);
+}
+}  // namespace
+
+model::AppSpec app_from_wire(const net::msg::AppInfo& info) {
+  model::AppSpec a;
+  a.name = info.name;
+  a.kernel = static_cast<model::Kernel>(info.kernel);
+  a.n = info.n;
+  a.bytes = info.bytes;
+  a.flops = info.flops;
+  a.weight = info.weight;
+  a.tasks = info.tasks;
+  a.cores_per_task = info.cores_per_task;
+  a.memory_per_task = info.memory_per_task;
+  if (a.kernel == model::Kernel::matmul || a.kernel == model::Kernel::matadd) a.bytes = 0;
+  return a;
+}
+
+net::msg::AppInfo app_to_wire(const model::AppSpec& app) {
+  net::msg::AppInfo info;
+  info.name = app.name;
+  info.kernel = static_cast<std::uint8_t>(app.kernel);
+  info.n = app.n;
+  info.bytes = app.input_bytes();
+  info.flops = app.task_flops();
+  info.weight = app.weight;
+  info.tasks = app.tasks;
+  info.cores_per_task = app.cores_per_task;
+  info.memory_per_task = app.memory_per_task;
+  return info;
+}
+
+/// A child of this node, from its Hello on.
+struct NodeDriver::Child {
+  core::ChildId id;
+  std::string name;
+  double last_seen = 0;
+  bool closing = false;                              ///< sent Shutdown, waiting for Bye
+  std::uint64_t requested = 0;                       ///< tasks it asked for, not yet sent
+  std::unordered_set<std::string> subtree;           ///< names it reported joined below it, and its own
+  std::unordered_map<std::uint64_t, SendRecord> sends;  ///< task transfers not yet acknowledged
+};
+
+/// A job on the local runner: a task, or a calibration run of application `app`.
+struct NodeDriver::Job {
+  std::optional<core::TaskRef> task;
+  std::uint64_t epoch = 0;   ///< NodeDriver::epoch_ when started
+  std::size_t app = 0;
+  std::uint32_t cores = 1;
+};
+
+NodeDriver::NodeDriver(NodeOptions options, Transport& transport, LocalRunner* runner, std::optional<RootSetup> root)
+    : opt_(std::move(options)), transport_(transport), runner_(runner), root_(std::move(root)) {
+  if (opt_.name.empty()) throw std::invalid_argument("a node needs a name");
+  if (opt_.heartbeat_interval < 0 || opt_.heartbeat_timeout <= 0)
+    throw std::invalid_argument("heartbeat interval must be >= 0 and timeout > 0 seconds");
+  if (opt_.heartbeat_interval > 0 && opt_.heartbeat_timeout <= opt_.heartbeat_interval)
+    throw std::invalid_argument("the heartbeat timeout must be longer than the heartbeat interval");
+  if (runner_ && runner_->cores() == 0) runner_ = nullptr;
+}
+
+NodeDriver::~NodeDriver() = default;
+
+std::size_t NodeDriver::child_count() const { return children_.size(); }
+std::uint64_t NodeDriver::completed() const { return sched_ ? sched_->completed() : 0; }
+
+// ---- start, configuration --------------------------------------------------------
+
+void NodeDriver::start(double now) {
+  orphan_since_ = now;
+  if (opt_.heartbeat_interval > 0) next_heartbeat_ = now + opt_.heartbeat_interval;
+  if (is_root()) {
+    configure(root_->welcome, now);
+    next_tick_ = now + root_->tick_interval;
+    begin_running(now);
+    return;
+  }
+  phase_ = Phase::joining;
+  transport_.send_parent(net::msg::Hello{opt_.name, runner_ ? runner_->cores() : 0, opt_.memory});
+  join_deadline_ = now + opt_.join_timeout;
+}
+
+void NodeDriver::configure(const net::msg::Welcome& w, double now) {
+  welcome_ = w;
+  apps_.clear();
+  core::NodeConfig config;
+  config.is_root = is_root();
+  config.buffer = w.buffer;
+  config.one_port = w.one_port;
+  config.name = opt_.name;
+  config.max_task_losses = opt_.max_task_losses;
+  if (is_root()) config.done_before = root_->done_before;
+  min_cores_per_task_ = std::numeric_limits<std::uint32_t>::max();
+  for (const auto& info : w.apps) {
+    apps_.push_back(is_root() ? root_->apps.at(apps_.size()) : app_from_wire(info));
+    core::AppParams p;
+    p.name = info.name;
+    p.weight = info.weight;
+    p.tasks = info.tasks;
+    p.bytes = static_cast<double>(info.bytes);
+    p.flops = info.flops;
+    p.cores_per_task = info.cores_per_task;
+    config.apps.push_back(p);
+    min_cores_per_task_ = std::min(min_cores_per_task_, info.cores_per_task);
+  }
+  hint_bandwidth_.clear();
+  std::vector<const net::msg::NodeHint*> hints;
+  for (const auto& h : w.hints) hints.push_back(&h);
+  for (const auto& h : opt_.known_hints) hints.push_back(&h);
+  for (const auto* h : hints) {
+    if (h->name == opt_.name) {
+      config.local_seconds = h->task_seconds;
+      if (!h->alpha.empty()) {  // the LP's rates (papers/beaumont2006 §4.1)
+        core::NodePlan plan;
+        plan.local = h->alpha;
+        for (const auto* c : hints)
+          if (c->name != opt_.name) plan.children[c->name] = c->received;
+        config.plan = std::move(plan);
+      }
+    }
+    hint_bandwidth_[h->name] = h->link_bandwidth;
+  }
+  sched_ = std::make_unique<core::NodeScheduler>(std::move(config), core::make_policy(w.policy));
+  configured_ = true;
+  calibrating_ = w.calibrate_reps > 0;
+  if (calibrating_) {
+    calib_start_at_ = now + calibrate_kernels_after;
+    const std::uint64_t probe_bytes = std::max<std::uint64_t>(w.probe_bytes, 2);
+    prober_ = std::make_unique<LinkProber>(
+        opt_.name, transport_.probe_payload(1), transport_.probe_payload(probe_bytes),
+        [this](PeerId peer, std::uint32_t seq, const Payload& p) { transport_.send_child(peer, net::msg::Probe{seq}, p); },
+        [this](const net::msg::Measure& m) {
+          spdlog::info("{}: {} {:.3g} bytes/s", opt_.name,
+                       m.what == net::msg::Measure::What::link_bandwidth ? "link to '" + m.node + "' carries"
+                                                                          : "sends to all its children together",
+                       m.value);
+          report(m);
+        });
+  }
+}
+
+void NodeDriver::begin_running(double now) {
+  phase_ = Phase::running;
+  join_deadline_ = -1;
+  lost_at_ = -1;
+  backoff_ = 0.5;
+  if (is_root()) {
+    if (calibrating_) {
+      dispatching_ = true;  // nothing is dispatched; events go straight to the core
+    } else if (root_->wait_for_nodes == 0) {
+      start_dispatching(now);
+    } else {
+      wait_deadline_ = now + root_->wait_timeout;
+    }
+  } else if (!calibrating_) {
+    for (auto& a : sched_->start(now)) carry_out(a, now);
+    top_up_local();
+    drain(now);
+  }
+  // Children that said Hello before this node was configured.
+  auto waiting = std::move(waiting_hellos_);
+  waiting_hellos_.clear();
+  for (auto& [peer, hello] : waiting) admit(peer, hello, now);
+}
+
+void NodeDriver::start_dispatching(double now) {
+  dispatching_ = true;
+  wait_deadline_ = -1;
+  if (root_->on_start) root_->on_start(now);
+  for (auto& a : sched_->start(now)) carry_out(a, now);
+  for (auto& e : deferred_) events_.push_back(std::move(e));
+  deferred_.clear();
+  top_up_local();
+  drain(now);
+}
+
+// ---- the core --------------------------------------------------------------------
+
+void NodeDriver::post(core::Event e) {
+  if (is_root() && !dispatching_) {
+    deferred_.push_back(std::move(e));
+    return;
+  }
+  events_.push_back(std::move(e));
+}
+
+/// Feeds queued events to the core and carries out its actions. An event the core
+/// rejects drops the child that caused it; from the parent it means a broken parent.
+void NodeDriver::drain(double now) {
+  if (draining_ || !sched_ || phase_ == Phase::done) return;
+  draining_ = true;
+  while (!events_.empty() && phase_ != Phase::done) {
+    core::Event e = std::move(events_.front());
+    events_.pop_front();
+    std::vector<core::Action> actions;
+    try {
+      actions = sched_->handle(e, now);
+    } catch (const core::ProtocolError& err) {
+      std::optional<core::ChildId> culprit;
+      if (auto* r = std::get_if<core::event::WorkRequested>(&e); r && !r->from.local) culprit = r->from.child;
+      if (auto* r = std::get_if<core::event::ResultArrived>(&e)) culprit = r->child;
+      if (auto* r = std::get_if<core::event::PolicyMessage>(&e); r && !r->from_parent) culprit = r->child;
+      if (culprit) {
+        if (child_by_core(*culprit)) drop_child(peer_of_core_.at(culprit->value), err.what(), true, now);
+        continue;
+      }
+      if (!is_root() && (std::holds_alternative<core::event::TaskArrived>(e) ||
+                         std::holds_alternative<core::event::PolicyMessage>(e))) {
+        draining_ = false;
+        parent_lost(err.what(), now);
+        return;
+      }
+      draining_ = false;
+      throw;
+    }
+    for (auto& a : actions) carry_out(a, now);
+    top_up_local();
+  }
+  draining_ = false;
+}
+
+/// Asks the core for local work while the runner has cores nobody has claimed yet (so
+/// tasks are requested only when they could start).
+void NodeDriver::top_up_local() {
+  if (!runner_ || !sched_ || calibrating_ || phase_ != Phase::running || (is_root() && !dispatching_)) return;
+  if (min_cores_per_task_ == 0 || min_cores_per_task_ == std::numeric_limits<std::uint32_t>::max()) return;
+  const std::uint64_t claimed = committed_cores_ + std::uint64_t{local_pending_} * min_cores_per_task_;
+  if (claimed >= runner_->cores()) return;
+  const auto n = static_cast<std::uint32_t>((runner_->cores() - claimed) / min_cores_per_task_);
+  if (n == 0) return;
+  local_pending_ += n;
+  events_.push_back(core::event::WorkRequested{core::Target::executor(), n});
+}
+
+void NodeDriver::carry_out(core::Action& action, double now) {
+  std::visit(Overloaded{
+      [&](core::action::RequestWork& a) { transport_.send_parent(net::msg::Request{a.count}); },
+      [&](core::action::SendTask& a) { send_task(a.child, a.task, now); },
+      [&](core::action::StartTask& a) { start_local(a.task); },
+      [&](core::action::ForwardResult& a) {
+        if (auto it = results_.find(a.task.id); it != results_.end()) {
+          transport_.send_parent(it->second);
+          results_.erase(it);
+        }
+        payloads_.erase(a.task.id);
+      },
+      [&](core::action::TaskCompleted& a) {
+        if (auto it = results_.find(a.task.id); it != results_.end()) {
+          if (root_->on_result) root_->on_result(it->second, a.duplicate, now);
+          results_.erase(it);
+        }
+      },
+      [&](core::action::TaskAbandoned& a) {
+        net::msg::Result r;
+        r.task_id = a.task.id.value;
+        r.node = opt_.name;
+        r.failed = true;
+        r.error = "lost with " + std::to_string(a.losses) + " dead workers: given up";
+        spdlog::error("{}: task {} of '{}' {}", opt_.name, a.task.id.index(), apps_.at(a.task.app().value).name, r.error);
+        results_[a.task.id] = std::move(r);
+      },
+      [&](core::action::SendPolicyMessage& a) {
+        net::msg::Policy m{std::move(a.payload)};
+        if (a.to_parent) {
+          if (!is_root()) transport_.send_parent(m);
+        } else if (auto p = peer_of_core_.find(a.child.value); p != peer_of_core_.end()) {
+          transport_.send_child(p->second, m);
+        }
+      },
+      [&](core::action::RunComplete&) {
+        spdlog::info("{}: all tasks done", opt_.name);
+        begin_closing("run complete", now);
+      }},
+      action);
+}
+
+void NodeDriver::send_task(core::ChildId child, core::TaskRef task, double now) {
+  Payload payload;
+  if (is_root()) {
+    payload = root_->payload(task.id);
+  } else if (auto it = payloads_.find(task.id); it != payloads_.end()) {
+    payload = it->second;  // shared: ours is kept for re-queueing
+  }
+  Child* c = child_by_core(child);
+  if (!c) {  // left meanwhile: the core re-queues on ChildLeft (already posted)
+    events_.push_back(core::event::SendDone{child});
+    return;
+  }
+  const PeerId peer = peer_of_core_.at(child.value);
+  if (c->requested > 0) --c->requested;
+  const double bytes = payload ? static_cast<double>(payload->size()) : 0.0;
+  c->sends[task.id.value] = SendRecord{now, bytes, c->sends.empty()};
+  if (!transport_.send_child(peer, net::msg::Task{task.id.value}, payload))
+    drop_child(peer, "unreachable (its connection is gone)", false, now);  // ends its transfers too
+}
+
+/// A transfer to a child ended (its acknowledgement, or the transport's own report):
+/// the one-port is free again, and the transfer time is what the policies learn the
+/// link from (papers/beaumont2006 §5.1.4). Only transfers that had the link to
+/// themselves are observed: one that queued behind another would under-measure it.
+void NodeDriver::transfer_done(Child& child, std::uint64_t task_id, double now) {
+  auto it = child.sends.find(task_id);
+  if (it == child.sends.end()) return;  // not ours to end (a duplicate or late acknowledgement)
+  const SendRecord s = it->second;
+  child.sends.erase(it);
+  post(core::event::SendDone{child.id});
+  if (s.alone && s.bytes > 0 && now > s.sent_at)
+    post(core::event::TransferObserved{child.id, s.bytes, now - s.sent_at});
+}
+
+void NodeDriver::start_local(core::TaskRef task) {
+  if (local_pending_ > 0) --local_pending_;
+  Payload input;
+  if (is_root()) {
+    input = root_->payload(task.id);
+  } else if (auto it = payloads_.find(task.id); it != payloads_.end()) {
+    input = it->second;
+  }
+  const model::AppSpec& app = apps_.at(task.app().value);
+  const std::uint64_t id = next_job_++;
+  auto job = std::make_unique<Job>();
+  job->task = task;
+  job->epoch = epoch_;
+  job->app = task.app().value;
+  job->cores = app.cores_per_task;
+  committed_cores_ += app.cores_per_task;
+  jobs_.emplace(id, std::move(job));
+  runner_->start(id, app, input);
+}
+
+void NodeDriver::on_job_done(std::uint64_t id, JobOutcome outcome, double now) {
+  auto it = jobs_.find(id);
+  if (it == jobs_.end()) return;
+  const Job job = *it->second;
+  jobs_.erase(it);
+  if (!job.task) {
+    calibration_done(job.app, outcome, now);
+    return;
+  }
+  committed_cores_ -= job.cores;
+  if (job.epoch != epoch_ || phase_ == Phase::done) {  // from before the parent was lost: its cores are free
+    top_up_local();
+    drain(now);
+    return;
+  }
+  const core::TaskRef task = *job.task;
+  net::msg::Result r;
+  r.task_id = task.id.value;
+  r.node = opt_.name;
+  r.compute_seconds = outcome.run_seconds;
+  r.queued_seconds = outcome.queued_seconds;
+  r.checksum = outcome.checksum;
+  if (outcome.failed) {
+    r.failed = true;
+    r.error = outcome.error;
+    spdlog::error("{}: task {} of '{}' failed: {}", opt_.name, task.id.index(), apps_.at(job.app).name, r.error);
+  }
+  results_[task.id] = std::move(r);
+  post(core::event::LocalTaskFinished{task, outcome.run_seconds});
+  drain(now);
+}
+
+// ---- parent ----------------------------------------------------------------------
+
+void NodeDriver::on_parent_message(net::Message message, Payload payload, double now) {
+  if (is_root() || phase_ == Phase::done || phase_ == Phase::rejoin_wait) return;
+  if (phase_ == Phase::joining) {
+    if (auto* w = std::get_if<net::msg::Welcome>(&message)) {
+      try {
+        configure(*w, now);
+      } catch (const std::exception& e) {
+        parent_lost(std::string("unusable Welcome: ") + e.what(), now);
+        return;
+      }
+      spdlog::info("{}: joined (policy {}, buffer {})", opt_.name, w->policy, w->buffer);
+      begin_running(now);
+      return;
+    }
+    if (std::holds_alternative<net::msg::Shutdown>(message)) {
+      end(exit_ok);
+      return;
+    }
+    if (std::holds_alternative<net::msg::Heartbeat>(message)) return;
+    parent_lost(std::string("expected Welcome, got ") + net::kind_name(net::kind_of(message)), now);
+    return;
+  }
+  std::visit(Overloaded{
+      [&](net::msg::Task& t) {
+        const core::TaskId id{t.task_id};
+        if (id.app().value >= apps_.size()) return parent_lost("task of an unknown application", now);
+        if (!payload || payload->size() != apps_[id.app().value].input_bytes())
+          return parent_lost("task payload of the wrong size", now);
+        if (payloads_.contains(id)) return parent_lost("task " + std::to_string(t.task_id) + " sent twice", now);
+        payloads_.emplace(id, std::move(payload));
+        if (!transport_.reports_transfers()) acks_.push_back(t.task_id);
+        post(core::event::TaskArrived{core::TaskRef{id}});
+        drain(now);
+      },
+      [&](net::msg::Shutdown& s) {
+        spdlog::info("{}: shutdown from parent ({})", opt_.name, s.reason);
+        closing_from_parent_ = true;
+        begin_closing(s.reason, now);
+      },
+      [&](net::msg::Heartbeat&) {},
+      [&](net::msg::Probe& p) { transport_.send_parent(net::msg::ProbeAck{p.seq}); },
+      [&](net::msg::Policy& p) {
+        post(core::event::PolicyMessage{true, core::ChildId{}, std::move(p.payload)});
+        drain(now);
+      },
+      [&](net::msg::Welcome&) { spdlog::warn("{}: ignoring a second Welcome", opt_.name); },
+      [&](auto& other) {
+        parent_lost(std::string("unexpected ") + net::kind_name(net::kind_of(net::Message{other})) + " from the parent", now);
+      }},
+      message);
+}
+
+void NodeDriver::on_parent_lost(const std::string& why, double now) {
+  if (is_root() || phase_ == Phase::done || phase_ == Phase::rejoin_wait) return;
+  if (phase_ == Phase::closing && closing_from_parent_) return;  // it said Shutdown and left: expected
+  parent_lost(why, now);
+}
+
+/// The parent misbehaved or vanished. This node starts afresh (its parent re-queues
+/// everything it sent here): it forgets its tasks, closes its children's connections
+/// (they rejoin it once it is back), and rejoins with back-off for rejoin_timeout
+/// seconds counted from now.
+void NodeDriver::parent_lost(const std::string& why, double now) {
+  spdlog::error("{}: lost the parent: {}", opt_.name, why);
+  if (opt_.rejoin_timeout <= 0) {
+    for (auto& [peer, c] : children_) transport_.send_child(peer, net::msg::Shutdown{"parent lost"});
+    end(exit_parent_lost);
+    return;
+  }
+  if (lost_at_ < 0) lost_at_ = now;
+  if (now - lost_at_ > opt_.rejoin_timeout) {
+    spdlog::error("{}: could not rejoin within {} s; giving up", opt_.name, opt_.rejoin_timeout);
+    end(exit_parent_lost);
+    return;
+  }
+  // Forget everything of the old tree; jobs still running are ignored when they end.
+  for (auto& [peer, c] : children_) transport_.drop_child(peer);
+  children_.clear();
+  peer_of_core_.clear();
+  waiting_hellos_.clear();
+  events_.clear();
+  payloads_.clear();
+  results_.clear();
+  acks_.clear();
+  local_pending_ = 0;
+  for (auto it = jobs_.begin(); it != jobs_.end();)
+    it = it->second->task ? std::next(it) : jobs_.erase(it);  // calibration runs: forgotten
+  sched_.reset();
+  prober_.reset();
+  ++epoch_;
+  configured_ = false;
+  calibrating_ = false;
+  calib_start_at_ = -1;
+  phase_ = Phase::rejoin_wait;
+  rejoin_at_ = now + backoff_;
+  spdlog::info("{}: rejoining in {:.1f} s", opt_.name, backoff_);
+  backoff_ = std::min(backoff_ * 2, 8.0);
+}
+
+// ---- children --------------------------------------------------------------------
+
+void NodeDriver::on_child_message(PeerId peer, net::Message message, Payload payload, double now) {
+  if (phase_ == Phase::done) return;
+  auto it = children_.find(peer);
+  if (it == children_.end()) {
+    auto* hello = std::get_if<net::msg::Hello>(&message);
+    if (!hello) {
+      spdlog::warn("{}: dropping unknown peer: first message is {}, not Hello", opt_.name,
+                   net::kind_name(net::kind_of(message)));
+      transport_.drop_child(peer);
+      return;
+    }
+    if (phase_ == Phase::closing) {
+      transport_.send_child(peer, net::msg::Shutdown{"run complete"});
+      return;
+    }
+    if (!configured_ || phase_ != Phase::running) {
+      waiting_hellos_.emplace_back(peer, std::move(*hello));
+      return;
+    }
+    admit(peer, *hello, now);
+    return;
+  }
+  Child& child = *it->second;
+  child.last_seen = now;
+  if (std::holds_alternative<net::msg::Hello>(message)) {
+    // The same connection joins again (restarted or reconnected): a new child.
+    const auto hello = std::get<net::msg::Hello>(message);
+    drop_child(peer, "it joined again (restarted or reconnected)", false, now);
+    admit(peer, hello, now);
+    return;
+  }
+  handle_child(child, peer, message, payload, now);
+  drain(now);
+}
+
+void NodeDriver::admit(PeerId peer, const net::msg::Hello& hello, double now) {
+  for (const auto& [p, c] : children_)
+    if (c->name == hello.name) {
+      // A node of that name is already a child here: the older connection is stale.
+      drop_child(p, "replaced by a new connection under the same name", false, now);
+      break;
+    }
+  auto child = std::make_unique<Child>();
+  child->id = core::ChildId{next_core_child_++};
+  child->name = hello.name;
+  child->subtree.insert(hello.name);
+  child->last_seen = now;
+  peer_of_core_[child->id.value] = peer;
+  const core::ChildId id = child->id;
+  children_.emplace(peer, std::move(child));
+  transport_.send_child(peer, welcome_);
+  spdlog::info("{}: child '{}' joined ({} cores)", opt_.name, hello.name, hello.cores);
+  node_joined(net::msg::NodeJoined{hello.name, opt_.name, hello.cores, hello.memory}, now);
+  const auto bw = hint_bandwidth_.find(hello.name);
+  post(core::event::ChildJoined{id, core::ChildInfo{hello.name, hello.cores, bw == hint_bandwidth_.end() ? 0.0 : bw->second}});
+  if (prober_) prober_->child_joined(peer, hello.name, now);
+  drain(now);
+}
+
+void NodeDriver::handle_child(Child& child, PeerId peer, net::Message& message, Payload& payload, double now) {
+  (void)payload;
+  std::visit(Overloaded{
+      [&](net::msg::Request& q) {
+        // A child asks only while its buffer has room (papers/beaumont2006 §4, Figure 1):
+        // never for more than B tasks not yet sent. More would black-hole the bag.
+        child.requested += q.count;
+        if (child.requested > welcome_.buffer)
+          return drop_child(peer, "asked for " + std::to_string(child.requested) + " tasks, more than its buffer of " +
+                                      std::to_string(welcome_.buffer), true, now);
+        post(core::event::WorkRequested{core::Target::to_child(child.id), q.count});
+        drain(now);
+      },
+      [&](net::msg::Result& s) {
+        const core::TaskId id{s.task_id};
+        if (id.app().value >= apps_.size()) return drop_child(peer, "result for an unknown application", true, now);
+        results_[id] = std::move(s);
+        post(core::event::ResultArrived{child.id, core::TaskRef{id}});
+        drain(now);
+      },
+      [&](net::msg::Received& r) {
+        if (transport_.reports_transfers()) return;
+        for (auto id : r.task_ids) transfer_done(child, id, now);
+        drain(now);
+      },
+      [&](net::msg::NodeJoined& j) {
+        // A child reports joins in its own subtree only: under itself or a node it reported.
+        if (!child.subtree.contains(j.parent))
+          return drop_child(peer, "reported '" + j.name + "' joined under '" + j.parent + "', outside its subtree", true, now);
+        child.subtree.insert(j.name);
+        node_joined(j, now);
+      },
+      [&](net::msg::ProbeAck& a) {
+        if (prober_) prober_->on_ack(peer, a.seq, now);
+      },
+      [&](net::msg::Policy& p) {
+        post(core::event::PolicyMessage{false, child.id, std::move(p.payload)});
+        drain(now);
+      },
+      [&](net::msg::Measure& m) { report(m); },
+      [&](net::msg::Heartbeat&) {},
+      [&](net::msg::Bye&) {
+        drop_child(peer, "said goodbye", false, now);
+        maybe_closed(now);
+      },
+      [&](auto& other) {
+        drop_child(peer, std::string("unexpected ") + net::kind_name(net::kind_of(net::Message{other})) + " from a child", true, now);
+      }},
+      message);
+}
+
+void NodeDriver::on_child_failed(PeerId peer, const std::string& why, double now) {
+  if (children_.contains(peer)) {
+    drop_child(peer, why, false, now);
+    maybe_closed(now);
+    drain(now);
+  } else {
+    spdlog::warn("{}: dropping unknown peer: {}", opt_.name, why);
+    transport_.drop_child(peer);
+  }
+}
+
+void NodeDriver::on_transfer_done(PeerId peer, std::uint64_t task_id, double now) {
+  auto it = children_.find(peer);
+  if (it == children_.end()) return;
+  transfer_done(*it->second, task_id, now);
+  drain(now);
+}
+
+/// Drops a child: the core re-queues what it held. `tell`: it misbehaved and is told so
+/// (it may still be alive); a gone or departing child is not.
+void NodeDriver::drop_child(PeerId peer, const std::string& why, bool tell, double now) {
+  auto it = children_.find(peer);
+  if (it == children_.end()) return;
+  const bool quiet = phase_ == Phase::closing && why == "said goodbye";
+  if (!quiet) spdlog::warn("{}: dropping child '{}': {}", opt_.name, it->second->name, why);
+  if (tell) transport_.send_child(peer, net::msg::Shutdown{"dropped by its parent: " + why});
+  const core::ChildId id = it->second->id;
+  // Its unacknowledged transfers are over: the port they held is free again.
+  if (sched_)
+    for (std::size_t i = 0; i < it->second->sends.size(); ++i) post(core::event::SendDone{id});
+  peer_of_core_.erase(id.value);
+  children_.erase(it);
+  transport_.drop_child(peer);
+  if (prober_) prober_->child_left(peer, now);
+  if (sched_) post(core::event::ChildLeft{id});
+}
+
+void NodeDriver::node_joined(const net::msg::NodeJoined& j, double now) {
+  ++joined_nodes_;
+  if (is_root()) {
+    if (root_->on_joined) root_->on_joined(j);
+    if (!dispatching_ && phase_ == Phase::running && joined_nodes_ >= root_->wait_for_nodes) start_dispatching(now);
+  } else {
+    transport_.send_parent(j);
+  }
+}
+
+void NodeDriver::report(const net::msg::Measure& m) {
+  if (is_root()) {
+    if (root_->on_measure) root_->on_measure(m);
+  } else {
+    transport_.send_parent(m);
+  }
+}
+
+NodeDriver::Child* NodeDriver::child_by_core(core::ChildId id) {
+  auto p = peer_of_core_.find(id.value);
+  if (p == peer_of_core_.end()) return nullptr;
+  auto c = children_.find(p->second);
+  return c == children_.end() ? nullptr : c->second.get();
+}
+
+// ---- ending ----------------------------------------------------------------------
+
+/// Shutdown goes down the tree; each node waits (at most shutdown_grace) for its
+/// children's Bye, then says Bye to its parent and ends — so no worker mistakes the
+/// end of the run for a lost parent.
+void NodeDriver::begin_closing(const std::string& reason, double now) {
+  if (phase_ == Phase::closing || phase_ == Phase::done) return;
+  phase_ = Phase::closing;
+  closing_code_ = exit_ok;
+  for (auto& [peer, c] : children_) {
+    c->closing = true;
+    transport_.send_child(peer, net::msg::Shutdown{reason});
+  }
+  closing_deadline_ = now + opt_.shutdown_grace;
+  maybe_closed(now);
+}
+
+void NodeDriver::maybe_closed(double now) {
+  if (phase_ != Phase::closing) return;
+  if (!children_.empty() && now < closing_deadline_) return;
+  if (!children_.empty() && opt_.shutdown_grace > 0)
+    spdlog::warn("{}: {} children did not say goodbye within {} s", opt_.name, children_.size(), opt_.shutdown_grace);
+  if (!is_root()) transport_.send_parent(net::msg::Bye{});
+  end(closing_code_);
+}
+
+void NodeDriver::finish(double now) {
+  if (is_root()) begin_closing("run complete", now);
+}
+
+void NodeDriver::interrupt(double now, int code) {
+  if (phase_ == Phase::done) return;
+  if (phase_ == Phase::closing) {
+    closing_code_ = code;
+    return;
+  }
+  begin_closing("interrupted", now);
+  closing_code_ = code;
+  // An interrupted node does not wait for its children: it tells them and leaves.
+  closing_deadline_ = now;
+  maybe_closed(now);
+}
+
+void NodeDriver::end(int code) {
+  phase_ = Phase::done;
+  exit_code_ = code;
+}
+
+// ---- time ------------------------------------------------------------------------
+
+std::optional<double> NodeDriver::next_deadline() const {
+  if (phase_ == Phase::done) return std::nullopt;
+  double t = -1;
+  t = earliest(t, join_deadline_);
+  t = earliest(t, rejoin_at_);
+  t = earliest(t, next_heartbeat_);
+  if (phase_ == Phase::closing) t = earliest(t, closing_deadline_);
+  t = earliest(t, next_tick_);
+  t = earliest(t, wait_deadline_);
+  t = earliest(t, calib_start_at_);
+  if (is_root() && dispatching_ && !calibrating_ && phase_ == Phase::running)
+    t = earliest(t, orphan_since_ + opt_.orphan_timeout);
+  if (sched_ && phase_ == Phase::running && !calibrating_ && (!is_root() || dispatching_))
+    if (auto due = sched_->next_deadline()) t = earliest(t, *due);
+  if (t < 0) return std::nullopt;
+  return t;
+}
+
+void NodeDriver::on_timer(double now) {
+  if (phase_ == Phase::done) return;
+  if (phase_ == Phase::joining && join_deadline_ >= 0 && now >= join_deadline_) {
+    join_deadline_ = -1;
+    parent_lost("no Welcome within " + std::to_string(opt_.join_timeout) + " s", now);
+    return;
+  }
+  if (phase_ == Phase::rejoin_wait && now >= rejoin_at_) {
+    rejoin_at_ = -1;
+    if (now - lost_at_ > opt_.rejoin_timeout) {
+      spdlog::error("{}: could not rejoin within {} s; giving up", opt_.name, opt_.rejoin_timeout);
+      end(exit_parent_lost);
+      return;
+    }
+    transport_.restart();
+    phase_ = Phase::joining;
+    transport_.send_parent(net::msg::Hello{opt_.name, runner_ ? runner_->cores() : 0, opt_.memory});
+    join_deadline_ = now + std::min(opt_.join_timeout, 5.0);
+    return;
+  }
+  if (next_heartbeat_ >= 0 && now >= next_heartbeat_) heartbeats(now);
+  if (phase_ == Phase::closing) {
+    maybe_closed(now);
+    return;
+  }
+  if (is_root() && wait_deadline_ >= 0 && !dispatching_ &&
+      (joined_nodes_ >= root_->wait_for_nodes || now >= wait_deadline_)) {
+    if (joined_nodes_ < root_->wait_for_nodes)
+      spdlog::warn("{}: only {} of {} nodes joined within {} s; starting anyway", opt_.name, joined_nodes_,
+                   root_->wait_for_nodes, root_->wait_timeout);
+    start_dispatching(now);
+  }
+  if (calib_start_at_ >= 0 && now >= calib_start_at_) start_calibration(now);
+  if (is_root() && dispatching_ && !calibrating_ && phase_ == Phase::running) {
+    if (!children_.empty() || runner_) {
+      orphan_since_ = now;
+    } else if (now - orphan_since_ >= opt_.orphan_timeout) {
+      spdlog::error("{}: no node can compute: no worker for {} s", opt_.name, opt_.orphan_timeout);
+      end(exit_error);
+      return;
+    }
+  }
+  if (sched_ && phase_ == Phase::running && !calibrating_ && (!is_root() || dispatching_)) {
+    if (auto due = sched_->next_deadline(); due && now >= *due) events_.push_back(core::event::Tick{});
+    drain(now);
+  }
+  if (is_root() && next_tick_ >= 0 && now >= next_tick_) {
+    if (root_->on_tick) root_->on_tick(now);
+    next_tick_ = now + root_->tick_interval;
+  }
+}
+
+void NodeDriver::flush(double now) {
+  (void)now;
+  if (acks_.empty() || is_root()) return;
+  for (std::size_t i = 0; i < acks_.size(); i += net::max_received_ids) {
+    const auto end_i = std::min(acks_.size(), i + net::max_received_ids);
+    transport_.send_parent(net::msg::Received{std::vector<std::uint64_t>(acks_.begin() + static_cast<std::ptrdiff_t>(i),
+                                                                          acks_.begin() + static_cast<std::ptrdiff_t>(end_i))});
+  }
+  acks_.clear();
+}
+
+/// Heartbeats both ways (docs/fault-tolerance.md): every node sends one to its parent
+/// and to each child every interval; a child silent for the timeout is dead. The parent
+/// is judged by its connection (the adapter calls on_parent_lost), because heartbeats
+/// queue behind task payloads on slow links.
+void NodeDriver::heartbeats(double now) {
+  next_heartbeat_ = now + opt_.heartbeat_interval;
+  if (!is_root() && phase_ != Phase::rejoin_wait) transport_.send_parent(net::msg::Heartbeat{});
+  std::vector<PeerId> silent;
+  for (auto& [peer, c] : children_) {
+    transport_.send_child(peer, net::msg::Heartbeat{});
+    if (now - c->last_seen > opt_.heartbeat_timeout) silent.push_back(peer);
+  }
+  for (auto peer : silent)
+    drop_child(peer, "no message for " + std::to_string(opt_.heartbeat_timeout) + " s: declared dead", false, now);
+  if (!silent.empty()) {
+    drain(now);
+    maybe_closed(now);
+  }
+}
+
+// ---- calibration -----------------------------------------------------------------
+
+/// Keeps every core busy with the applications' kernels, interleaved, until each has run
+/// calibrate_reps times and for at least calibrate_seconds in all: all nodes measure at
+/// the same time, so on shared cores the durations include the sharing, as in a run
+/// (docs/calibration.md). Reports the median per application.
+void NodeDriver::start_calibration(double now) {
+  calib_start_at_ = -1;
+  calib_started_ = now;
+  if (!runner_) return;
+  calib_samples_.assign(apps_.size(), {});
+  calib_total_.assign(apps_.size(), 0.0);
+  calib_reported_.assign(apps_.size(), true);
+  calib_inputs_.assign(apps_.size(), nullptr);
+  for (std::size_t k = 0; k < apps_.size(); ++k) {
+    const auto& app = apps_[k];
+    if (app.cores_per_task > runner_->cores() || app.kernel == model::Kernel::abstract) continue;
+    calib_inputs_[k] = runner_->calibration_input(app, welcome_.seed, static_cast<std::uint32_t>(k));
+    calib_reported_[k] = false;
+  }
+  for (std::uint32_t c = 0; c < runner_->cores(); ++c) submit_calibration();
+}
+
+/// Submits one more calibration run: the application furthest from done.
+void NodeDriver::submit_calibration() {
+  std::optional<std::size_t> best;
+  for (std::size_t k = 0; k < apps_.size(); ++k) {
+    if (calib_reported_[k]) continue;
+    if (!best || calib_total_[k] < calib_total_[*best]) best = k;
+  }
+  if (!best) return;
+  const std::uint64_t id = next_job_++;
+  auto job = std::make_unique<Job>();
+  job->app = *best;
+  job->cores = apps_[*best].cores_per_task;
+  jobs_.emplace(id, std::move(job));
+  runner_->start(id, apps_[*best], calib_inputs_[*best]);
+}
+
+void NodeDriver::calibration_done(std::size_t k, const JobOutcome& done, double now) {
+  if (!calibrating_ || k >= calib_reported_.size()) return;
+  if (done.failed) {
+    spdlog::error("{}: calibration of '{}' failed: {}", opt_.name, apps_[k].name, done.error);
+    calib_reported_[k] = true;
+    return;
+  }
+  auto& samples = calib_samples_[k];
+  samples.push_back(done.run_seconds);
+  calib_total_[k] += done.run_seconds;
+  // Enough: reps runs and a second of kernel time — or, for tiny kernels (noop), a
+  // thousand runs or three seconds of trying.
+  const bool enough = calib_total_[k] >= calibrate_seconds || samples.size() >= 1000 ||
+                      now - calib_started_ >= 3 * calibrate_seconds;
+  if (!calib_reported_[k] && samples.size() >= welcome_.calibrate_reps && enough) {
+    calib_reported_[k] = true;
+    std::sort(samples.begin(), samples.end());
+    const double median = samples[samples.size() / 2];
+    spdlog::info("{}: '{}' takes {:.6f} s per task here ({} runs)", opt_.name, apps_[k].name, median, samples.size());
+    report(net::msg::Measure{opt_.name, apps_[k].name, net::msg::Measure::What::task_seconds, median});
+  }
+  submit_calibration();
+}
+
+}  // namespace treefarm::node

@@ -1,0 +1,250 @@
+#pragma once
+/// @file NodeDriver.hpp
+/// The node driver: everything a node of the tree does besides scheduling, without any
+/// I/O of its own. It joins its parent (Hello / Welcome), admits children, keeps them
+/// and its parent alive (heartbeats, rejoin with back-off), stores the payloads of the
+/// tasks it holds and the results it forwards, measures transfers (one-port for real:
+/// a send to a child ends when the child acknowledges it), runs the calibration (kernel
+/// runs, link probes), ends the run cleanly (Shutdown down the tree, Bye back up), and
+/// feeds the pure scheduler core (runtime/core) with events and carries out its actions.
+///
+/// It is driven like the core: every entry point takes the time (`now`, seconds on the
+/// adapter's clock: steady_clock in the ZeroMQ adapter, simulated time in SimGrid), and
+/// next_deadline() says when to call on_timer(). Its outputs go through a Transport and
+/// a LocalRunner (runtime/node/Transport.hpp, LocalRunner.hpp). The ZeroMQ adapter
+/// (runtime/zmq) and the SimGrid adapter (runtime/sim) are thin: they turn sockets,
+/// mailboxes, executors and clocks into these calls.
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "runtime/core/Events.hpp"
+#include "runtime/model/Application.hpp"
+#include "runtime/net/Messages.hpp"
+#include "runtime/node/LinkProber.hpp"
+#include "runtime/node/LocalRunner.hpp"
+#include "runtime/node/Payload.hpp"
+#include "runtime/node/Transport.hpp"
+
+namespace treefarm::core { class NodeScheduler; }
+
+namespace treefarm::node {
+
+/// Exit codes of a node (the process's exit code).
+enum ExitCode : int {
+  exit_ok = 0,
+  exit_error = 1,
+  exit_parent_lost = 3,
+  exit_interrupted = 130,
+};
+
+/// How a node behaves; time values in seconds.
+struct NodeOptions {
+  std::string name;                 ///< Unique node name.
+  std::uint64_t memory = 0;         ///< bytes advertised in Hello (0: not accounted).
+  double join_timeout = 30;         ///< seconds to wait for the parent's Welcome.
+  /// seconds between heartbeats to the parent and the children (0: none — simulations,
+  /// where nothing fails, do without them).
+  double heartbeat_interval = 1.0;
+  double heartbeat_timeout = 6.0;   ///< seconds of silence after which a child is dead.
+  /// A worker that loses its parent rejoins it with back-off 0.5 → 8 s for up to this
+  /// many seconds counted from the loss (0: exit at once).
+  double rejoin_timeout = 60;
+  /// A task lost with this many dead children of this node is reported failed.
+  std::uint32_t max_task_losses = 3;
+  /// Root: give up when no node can compute (no child, no local cores) for this long.
+  double orphan_timeout = 30;
+  /// seconds to wait for the children's Bye after a Shutdown before ending anyway.
+  double shutdown_grace = 2.0;
+  /// What this node knows of itself and its children without the Welcome's hints (a
+  /// simulation knows its platform): link bandwidths, task durations, LP rates.
+  std::vector<net::msg::NodeHint> known_hints;
+};
+
+/// What only the root has: the run configuration and the bag of tasks.
+struct RootSetup {
+  net::msg::Welcome welcome;        ///< Sent to every child; also configures the root.
+  std::vector<model::AppSpec> apps;
+  /// The input of a task (shared, never copied).
+  std::function<Payload(core::TaskId)> payload;
+  /// A result reached the root; `duplicate` if the task was already recorded.
+  std::function<void(const net::msg::Result&, bool duplicate, double now)> on_result;
+  /// A node joined somewhere in the tree.
+  std::function<void(const net::msg::NodeJoined&)> on_joined;
+  /// Called about every `tick_interval` seconds (progress lines).
+  std::function<void(double now)> on_tick;
+  double tick_interval = 1.0;
+  /// Dispatching starts when this many nodes (besides the root) have joined, or after
+  /// `wait_timeout` seconds, whichever comes first.
+  std::size_t wait_for_nodes = 0;
+  double wait_timeout = 60;
+  /// Called once when dispatching starts: the time origin of the run.
+  std::function<void(double now)> on_start;
+  /// Calibration runs: a measurement reached the root (from anywhere in the tree).
+  std::function<void(const net::msg::Measure&)> on_measure;
+  /// Resumed runs (master --resume): per application, tasks already completed in an
+  /// earlier run (core::NodeConfig::done_before; empty = none).
+  std::vector<std::vector<bool>> done_before;
+};
+
+/// model::AppSpec from the wire description of an application, and back.
+model::AppSpec app_from_wire(const net::msg::AppInfo& info);
+net::msg::AppInfo app_to_wire(const model::AppSpec& app);
+
+class NodeDriver {
+ public:
+  /// A worker (no root setup) or the root. `runner` may be null (a node that only
+  /// forwards). Throws std::invalid_argument for bad options.
+  NodeDriver(NodeOptions options, Transport& transport, LocalRunner* runner, std::optional<RootSetup> root);
+  ~NodeDriver();
+  NodeDriver(const NodeDriver&) = delete;
+  NodeDriver& operator=(const NodeDriver&) = delete;
+
+  /// Starts the node: the root configures itself (and may start dispatching), a worker
+  /// sends Hello to its parent.
+  void start(double now);
+
+  /// A message (with its payload frame, if any) from the parent.
+  void on_parent_message(net::Message message, Payload payload, double now);
+  /// The parent sent something undecodable, or its connection closed.
+  void on_parent_lost(const std::string& why, double now);
+  /// A message from a child (or a peer that wants to become one).
+  void on_child_message(PeerId peer, net::Message message, Payload payload, double now);
+  /// A child's message could not be decoded, or its connection is gone: it is dropped.
+  void on_child_failed(PeerId peer, const std::string& why, double now);
+  /// The local runner finished job `job`.
+  void on_job_done(std::uint64_t job, JobOutcome outcome, double now);
+  /// The transport saw the transfer of task `task_id` to `peer` end
+  /// (Transport::reports_transfers()).
+  void on_transfer_done(PeerId peer, std::uint64_t task_id, double now);
+  /// Due work: call when now >= next_deadline() (early or late calls are harmless).
+  void on_timer(double now);
+  /// Sends what was batched while handling a burst of messages (acknowledgements);
+  /// adapters call it after each burst.
+  void flush(double now);
+  /// When on_timer() wants to be called; nullopt: only when a message arrives.
+  std::optional<double> next_deadline() const;
+
+  /// Root: ends the run normally (calibration runs end when every measurement is in).
+  void finish(double now);
+  /// A requested stop (signal): children are told, the parent is left with Bye; the node
+  /// ends with `exit_code`.
+  void interrupt(double now, int exit_code);
+
+  bool finished() const { return phase_ == Phase::done; }
+  int exit_code() const { return exit_code_; }
+  /// A worker gave up (parent lost for good) and wants a fresh start: the adapter
+  /// restarts its transport through the driver; exposed for logs.
+  const std::string& name() const { return opt_.name; }
+  /// Children currently joined.
+  std::size_t child_count() const;
+  /// Root: tasks recorded done so far.
+  std::uint64_t completed() const;
+
+ private:
+  enum class Phase { joining, running, rejoin_wait, closing, done };
+  struct Child;
+  struct Job;
+  struct SendRecord {
+    double sent_at = 0;
+    double bytes = 0;
+    bool alone = true;  ///< no other transfer to the same child was in flight at start
+  };
+
+  bool is_root() const { return root_.has_value(); }
+  void configure(const net::msg::Welcome& welcome, double now);
+  void begin_running(double now);
+  void start_dispatching(double now);
+  void post(core::Event event);
+  void drain(double now);
+  void carry_out(core::Action& action, double now);
+  void top_up_local();
+  void send_task(core::ChildId child, core::TaskRef task, double now);
+  void start_local(core::TaskRef task);
+  void transfer_done(Child& child, std::uint64_t task_id, double now);
+  void admit(PeerId peer, const net::msg::Hello& hello, double now);
+  void handle_child(Child& child, PeerId peer, net::Message& message, Payload& payload, double now);
+  void drop_child(PeerId peer, const std::string& why, bool tell, double now);
+  void node_joined(const net::msg::NodeJoined& joined, double now);
+  void report(const net::msg::Measure& measure);
+  void parent_lost(const std::string& why, double now);
+  void begin_closing(const std::string& reason, double now);
+  void maybe_closed(double now);
+  void end(int code);
+  void heartbeats(double now);
+  void start_calibration(double now);
+  void submit_calibration();
+  void calibration_done(std::size_t app, const JobOutcome& outcome, double now);
+  Child* child_by_core(core::ChildId id);
+
+  NodeOptions opt_;
+  Transport& transport_;
+  LocalRunner* runner_;
+  std::optional<RootSetup> root_;
+
+  Phase phase_ = Phase::joining;
+  int exit_code_ = exit_ok;
+  std::unique_ptr<core::NodeScheduler> sched_;
+  net::msg::Welcome welcome_;
+  bool configured_ = false;
+  std::vector<model::AppSpec> apps_;
+  std::map<std::string, double> hint_bandwidth_;  ///< node -> bytes/s of its link (calibration)
+  std::deque<core::Event> events_;
+  bool draining_ = false;
+
+  // Tasks held here and results on their way up (payloads shared, never copied).
+  std::unordered_map<core::TaskId, Payload> payloads_;
+  std::unordered_map<core::TaskId, net::msg::Result> results_;
+  std::vector<std::uint64_t> acks_;  ///< tasks received, acknowledged at the next flush
+
+  // Local execution.
+  std::unordered_map<std::uint64_t, std::unique_ptr<Job>> jobs_;
+  std::uint64_t next_job_ = 1;
+  std::uint32_t min_cores_per_task_ = 1;
+  std::uint64_t committed_cores_ = 0;
+  std::uint32_t local_pending_ = 0;
+  std::uint64_t epoch_ = 0;  ///< bumped when the parent is lost: older jobs are ignored
+
+  // Children, by transport peer; core ids are never reused.
+  std::map<PeerId, std::unique_ptr<Child>> children_;
+  std::unordered_map<std::uint32_t, PeerId> peer_of_core_;
+  std::vector<std::pair<PeerId, net::msg::Hello>> waiting_hellos_;  ///< before this node is configured
+  std::uint32_t next_core_child_ = 0;
+
+  // Time-driven state (absolute times on the adapter's clock; < 0: not armed).
+  double join_deadline_ = -1;
+  double rejoin_at_ = -1;
+  double lost_at_ = -1;
+  double backoff_ = 0.5;
+  double next_heartbeat_ = -1;
+  double closing_deadline_ = -1;
+  double next_tick_ = -1;
+  double wait_deadline_ = -1;
+  double orphan_since_ = 0;
+  bool closing_from_parent_ = false;
+  int closing_code_ = exit_ok;
+
+  // Root.
+  bool dispatching_ = false;
+  std::vector<core::Event> deferred_;
+  std::size_t joined_nodes_ = 0;
+
+  // Calibration (Welcome.calibrate_reps > 0): kernels, then links.
+  bool calibrating_ = false;
+  double calib_start_at_ = -1;
+  double calib_started_ = 0;
+  std::vector<std::vector<double>> calib_samples_;   ///< per app, seconds
+  std::vector<double> calib_total_;                  ///< per app, seconds
+  std::vector<bool> calib_reported_;
+  std::vector<Payload> calib_inputs_;
+  std::unique_ptr<LinkProber> prober_;
+};
+
+}  // namespace treefarm::node

@@ -1,0 +1,54 @@
+#pragma once
+/// @file Transport.hpp
+/// What the node driver needs from the world to talk to its parent and its children.
+/// The ZeroMQ adapter (runtime/zmq) implements it over a DEALER and a ROUTER socket, the
+/// SimGrid adapter (runtime/sim) over mailboxes, the unit tests with a recording fake.
+/// Every call returns at once: messages are queued, never waited for.
+
+#include <cstdint>
+
+#include "runtime/net/Messages.hpp"
+#include "runtime/node/Payload.hpp"
+
+namespace treefarm::node {
+
+/// A connection from a child (or a would-be child), numbered by the transport. A peer
+/// the driver dropped is never delivered again under the same id.
+struct PeerId {
+  std::uint32_t value = 0;
+  bool operator==(const PeerId&) const = default;
+  auto operator<=>(const PeerId&) const = default;
+};
+
+class Transport {
+ public:
+  virtual ~Transport() = default;
+
+  /// Sends to the parent (never called at the root). `payload` only with a Task/Probe.
+  virtual void send_parent(const net::Message& message, const Payload& payload = {}) = 0;
+
+  /// Sends to a child. Returns false when the peer is known to be gone (the driver then
+  /// drops it).
+  virtual bool send_child(PeerId peer, const net::Message& message, const Payload& payload = {}) = 0;
+
+  /// Forget a peer: its connection is closed or ignored from now on.
+  virtual void drop_child(PeerId peer) = 0;
+
+  /// After the parent was lost, before a new Hello: closes every connection — the
+  /// children's too, so that they notice and rejoin this node — and opens a new one to
+  /// the parent.
+  virtual void restart() = 0;
+
+  /// True if the transport itself reports when a task transfer to a child ended
+  /// (NodeDriver::on_transfer_done; a simulation knows). Otherwise the driver relies on
+  /// the child's msg::Received acknowledgement, and every node acknowledges the tasks it
+  /// receives.
+  virtual bool reports_transfers() const { return false; }
+
+  /// A payload of `bytes` bytes for link probes (zeros; a simulation needs only the size).
+  virtual Payload probe_payload(std::size_t bytes) {
+    return share(std::make_shared<const std::vector<std::byte>>(bytes));
+  }
+};
+
+}  // namespace treefarm::node

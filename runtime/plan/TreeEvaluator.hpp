@@ -1,0 +1,70 @@
+#pragma once
+/// @file TreeEvaluator.hpp
+/// The objective of the planner: the steady-state LP's max-min fair throughput
+/// (papers/beaumont2006 §3.1, runtime/lp/SteadyState.hpp) of a candidate tree over a
+/// machine set. Caches values by tree and counts LP solves (the planning budget).
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "runtime/lp/PlatformModel.hpp"
+#include "runtime/lp/SteadyState.hpp"
+#include "runtime/model/Experiment.hpp"
+#include "runtime/plan/MachineSet.hpp"
+#include "runtime/plan/PlanTree.hpp"
+
+namespace treefarm::lp {
+class LpSolver;
+}
+
+namespace treefarm::plan {
+
+class TreeEvaluator {
+ public:
+  /// `apps` must have work (flop > 0: matmul, matadd or abstract kernels); `run` gives
+  /// the communication model and max_out_bandwidth. Throws std::invalid_argument for an
+  /// application with no work or one that no machine can run (cores_per_task).
+  TreeEvaluator(MachineSet machines, std::vector<model::AppSpec> apps, model::RunSpec run);
+  ~TreeEvaluator();
+  TreeEvaluator(const TreeEvaluator&) = delete;
+  TreeEvaluator& operator=(const TreeEvaluator&) = delete;
+
+  /// The LP's view of `tree`: its used machines breadth-first (node i is machine
+  /// order[i]), link bandwidth of a node = MachineSet::bandwidth(parent, node) bytes/s,
+  /// task seconds = flop / (cores_per_task · speed).
+  lp::PlatformModel model(const PlanTree& tree, std::vector<std::size_t>* order = nullptr) const;
+  /// Full LP solution of `tree` (one solve, not cached).
+  lp::Solution solve(const PlanTree& tree) const;
+  /// Fair throughput of `tree` (tasks/s per unit of weight), cached by tree.
+  double fair_throughput(const PlanTree& tree);
+  /// Same without the cache (exhaustive enumeration never meets a tree twice).
+  double fair_throughput_uncached(const PlanTree& tree);
+
+  /// LP solves done so far.
+  std::size_t evaluations() const { return evaluations_; }
+  /// fair_throughput() calls answered from the cache.
+  std::size_t cache_hits() const { return cache_hits_; }
+  const MachineSet& machines() const { return machines_; }
+  const std::vector<model::AppSpec>& apps() const { return apps_; }
+  const model::RunSpec& run() const { return run_; }
+  /// seconds of one task of app k on machine i (+inf if it cannot run it).
+  double task_seconds(std::size_t machine, std::size_t app) const { return task_seconds_[machine][app]; }
+
+ private:
+  struct Hash {
+    std::size_t operator()(const std::vector<int>& v) const noexcept;
+  };
+  MachineSet machines_;
+  std::vector<model::AppSpec> apps_;
+  model::RunSpec run_;
+  std::vector<std::vector<double>> task_seconds_;
+  std::unique_ptr<lp::LpSolver> solver_;
+  std::unordered_map<std::vector<int>, double, Hash> cache_;
+  std::size_t evaluations_ = 0;
+  std::size_t cache_hits_ = 0;
+};
+
+}  // namespace treefarm::plan

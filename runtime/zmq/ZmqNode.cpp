@@ -1,0 +1,330 @@
+#include "runtime/zmq/ZmqNode.hpp"
+
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+#include <unordered_map>
+#include <unordered_set>
+
+#include <sys/resource.h>
+
+#include <spdlog/spdlog.h>
+#include <zmq.hpp>
+
+#include "runtime/exec/ExecutorRunner.hpp"
+#include "runtime/net/Wire.hpp"
+
+namespace treefarm::zmq_node {
+
+namespace {
+/// A received frame as a node payload: shared, never copied.
+class FrameBytes final : public node::Bytes {
+ public:
+  explicit FrameBytes(zmq::message_t frame) : frame_(std::move(frame)) {}
+  const std::byte* data() const override { return static_cast<const std::byte*>(frame_.data()); }
+  std::size_t size() const override { return frame_.size(); }
+
+ private:
+  zmq::message_t frame_;
+};
+
+/// A frame over a node payload, without copying: ZeroMQ holds a reference until sent.
+zmq::message_t frame_of(const node::Payload& payload) {
+  if (!payload || payload->size() == 0) return zmq::message_t();
+  auto* holder = new node::Payload(payload);
+  auto* data = const_cast<std::byte*>((*holder)->data());
+  return zmq::message_t(data, (*holder)->size(), [](void*, void* hint) { delete static_cast<node::Payload*>(hint); },
+                        holder);
+}
+
+void write_ready_file(const std::string& path, const std::string& endpoint) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream f(tmp);
+    f << endpoint << "\n";
+    if (!f) throw std::runtime_error("cannot write the ready file " + tmp);
+  }
+  std::filesystem::rename(tmp, path);
+}
+
+/// Messages read from one socket per loop turn at most, so that no socket starves the
+/// others (or the executor).
+constexpr int burst = 256;
+}  // namespace
+
+struct ZmqNode::Impl final : node::Transport {
+  node::NodeOptions options;
+  Endpoints endpoints;
+  zmq::context_t ctx{1};
+  std::optional<zmq::socket_t> up, down, up_monitor;
+  std::unique_ptr<net::ZapHandler> zap;
+  std::unique_ptr<exec::ExecutorRunner> runner;
+  std::unique_ptr<node::NodeDriver> driver;
+  std::string bound;
+  int monitor_count = 0;
+  const std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now();
+
+  // Children: routing identity <-> peer id. Dropped identities are ignored until they
+  // say Hello again (a restarted worker under the same name).
+  std::unordered_map<std::string, node::PeerId> by_identity;
+  std::unordered_map<std::uint32_t, std::string> identity_of;
+  std::unordered_set<std::string> dropped;
+  static constexpr std::size_t max_dropped = 65536;
+  std::uint32_t next_peer = 0;
+
+  double now() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); }
+
+  void set_transport_heartbeats(zmq::socket_t& s) const {
+    s.set(zmq::sockopt::heartbeat_ivl, static_cast<int>(options.heartbeat_interval * 1000));
+    s.set(zmq::sockopt::heartbeat_timeout, static_cast<int>(options.heartbeat_timeout * 1000));
+    s.set(zmq::sockopt::heartbeat_ttl, static_cast<int>(options.heartbeat_timeout * 1000));
+  }
+
+  void open_parent() {
+    up.emplace(ctx, zmq::socket_type::dealer);
+    net::configure_socket(*up, false);
+    up->set(zmq::sockopt::routing_id, options.name);
+    set_transport_heartbeats(*up);
+    net::apply_curve_client(*up, endpoints.curve);
+    // The parent is lost when its connection closes: the process died (the kernel closes
+    // it at once) or ZMTP heartbeats went unanswered for heartbeat_timeout. Any message
+    // counts as an answer, so a slow link busy with big tasks is not mistaken for death.
+    const std::string monitor = "inproc://parent-monitor-" + std::to_string(monitor_count++);
+    if (zmq_socket_monitor(static_cast<void*>(*up), monitor.c_str(), ZMQ_EVENT_DISCONNECTED) != 0)
+      throw std::runtime_error("cannot monitor the parent socket");
+    up_monitor.emplace(ctx, zmq::socket_type::pair);
+    up_monitor->connect(monitor);
+    up->connect(endpoints.parent);
+  }
+
+  void open_children(const std::string& where) {
+    if (where.empty()) return;
+    down.emplace(ctx, zmq::socket_type::router);
+    net::configure_socket(*down, true);
+    down->set(zmq::sockopt::router_handover, true);  // a rejoining worker takes over its name
+    // A connection that does not complete the ZMTP (and CURVE) handshake in 5 s is closed:
+    // idle or garbage TCP peers cannot pile up.
+    down->set(zmq::sockopt::handshake_ivl, 5000);
+    set_transport_heartbeats(*down);
+    if (endpoints.curve.enabled) {
+      if (!zap) zap = std::make_unique<net::ZapHandler>(ctx, endpoints.curve.authorized, options.name);
+      net::apply_curve_server(*down, endpoints.curve);
+    }
+    // After a restart the old listener may still be closing in ZeroMQ's I/O thread.
+    for (int attempt = 0;; ++attempt) {
+      try {
+        down->bind(where);
+        break;
+      } catch (const zmq::error_t& e) {
+        if (e.num() != EADDRINUSE || attempt >= 40) throw;
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      }
+    }
+    bound = down->get(zmq::sockopt::last_endpoint);
+  }
+
+  // ---- node::Transport -----------------------------------------------------------
+  void send_parent(const net::Message& message, const node::Payload& payload) override {
+    if (!up) return;
+    zmq::message_t frame = frame_of(payload);
+    net::send(*up, message, nullptr, &frame);
+  }
+
+  bool send_child(node::PeerId peer, const net::Message& message, const node::Payload& payload) override {
+    auto it = identity_of.find(peer.value);
+    if (it == identity_of.end() || !down) return false;
+    zmq::message_t frame = frame_of(payload);
+    return net::send(*down, message, &it->second, &frame);
+  }
+
+  void drop_child(node::PeerId peer) override {
+    auto it = identity_of.find(peer.value);
+    if (it == identity_of.end()) return;
+    if (dropped.size() >= max_dropped) dropped.clear();  // bounded: a flood of identities cannot grow it
+    dropped.insert(it->second);
+    by_identity.erase(it->second);
+    identity_of.erase(it);
+  }
+
+  void restart() override {
+    up_monitor.reset();
+    up.reset();
+    by_identity.clear();
+    identity_of.clear();
+    dropped.clear();
+    if (down) {
+      down->set(zmq::sockopt::linger, 0);
+      try {
+        down->unbind(bound);
+      } catch (const zmq::error_t&) {
+      }
+      down.reset();
+      open_children(bound);  // same endpoint: the children find this node again
+    }
+    open_parent();
+  }
+
+  // ---- the loop ------------------------------------------------------------------
+  std::optional<node::PeerId> peer_for(const std::string& identity, bool hello) {
+    if (auto it = by_identity.find(identity); it != by_identity.end()) return it->second;
+    if (dropped.contains(identity)) {
+      if (!hello) return std::nullopt;
+      dropped.erase(identity);
+    }
+    const node::PeerId peer{next_peer++};
+    by_identity.emplace(identity, peer);
+    identity_of.emplace(peer.value, identity);
+    return peer;
+  }
+
+  void read_parent() {
+    for (int k = 0; k < burst && up && !driver->finished(); ++k) {
+      auto got = net::try_receive(*up, false);
+      if (!got) return;
+      if (auto* bad = std::get_if<net::BadMessage>(&*got)) {
+        driver->on_parent_lost("bad message from the parent: " + bad->reason, now());
+        return;
+      }
+      auto& r = std::get<net::Received>(*got);
+      node::Payload payload;
+      if (r.payload) payload = std::make_shared<FrameBytes>(std::move(*r.payload));
+      driver->on_parent_message(std::move(r.message), std::move(payload), now());
+    }
+  }
+
+  void read_children() {
+    for (int k = 0; k < burst && down && !driver->finished(); ++k) {
+      auto got = net::try_receive(*down, true);
+      if (!got) return;
+      if (auto* bad = std::get_if<net::BadMessage>(&*got)) {
+        if (auto it = by_identity.find(bad->identity); it != by_identity.end()) {
+          driver->on_child_failed(it->second, "malformed message: " + bad->reason, now());
+        } else if (dropped.size() < max_dropped && dropped.insert(bad->identity).second) {
+          spdlog::warn("{}: dropping unknown peer: malformed message: {}", options.name, bad->reason);
+        }
+        continue;
+      }
+      auto& r = std::get<net::Received>(*got);
+      const auto peer = peer_for(r.identity, std::holds_alternative<net::msg::Hello>(r.message));
+      if (!peer) continue;
+      node::Payload payload;
+      if (r.payload) payload = std::make_shared<FrameBytes>(std::move(*r.payload));
+      driver->on_child_message(*peer, std::move(r.message), std::move(payload), now());
+    }
+  }
+
+  void check_parent_connection() {
+    if (!up_monitor) return;
+    zmq::message_t event;
+    while (up_monitor && up_monitor->recv(event, zmq::recv_flags::dontwait)) {
+      std::uint16_t id = 0;
+      if (event.size() >= 2) std::memcpy(&id, event.data(), 2);
+      while (event.more()) (void)up_monitor->recv(event, zmq::recv_flags::none);
+      if (id == ZMQ_EVENT_DISCONNECTED) {
+        driver->on_parent_lost("the connection to the parent closed", now());
+        return;
+      }
+    }
+  }
+
+  int loop(const std::atomic<int>& stop_code, std::atomic<bool>& finish_requested) {
+    driver->start(now());
+    bool stopped = false;
+    while (!driver->finished()) {
+      if (const int code = stop_code.load(); code >= 0 && !stopped) {
+        stopped = true;
+        driver->interrupt(now(), code);
+        continue;
+      }
+      if (finish_requested.exchange(false)) driver->finish(now());
+      zmq::pollitem_t items[4];
+      int n = 0;
+      int i_down = -1, i_up = -1, i_exec = -1, i_mon = -1;
+      if (down) { items[n] = {static_cast<void*>(*down), 0, ZMQ_POLLIN, 0}; i_down = n++; }
+      if (up) { items[n] = {static_cast<void*>(*up), 0, ZMQ_POLLIN, 0}; i_up = n++; }
+      if (runner) { items[n] = {nullptr, runner->notify_fd(), ZMQ_POLLIN, 0}; i_exec = n++; }
+      if (up_monitor) { items[n] = {static_cast<void*>(*up_monitor), 0, ZMQ_POLLIN, 0}; i_mon = n++; }
+      // Sleep until a socket or the executor has something, or the driver's next
+      // deadline; at most a second, so that a stop request is seen.
+      double wait = 1.0;
+      if (auto due = driver->next_deadline()) wait = std::clamp(*due - now(), 0.0, 1.0);
+      try {
+        zmq::poll(items, static_cast<std::size_t>(n), std::chrono::milliseconds(static_cast<long>(std::ceil(wait * 1000))));
+      } catch (const zmq::error_t& e) {
+        if (e.num() == EINTR) continue;  // a signal: the stop flag is checked above
+        throw;
+      }
+      if (i_exec >= 0 && (items[i_exec].revents & ZMQ_POLLIN))
+        runner->collect([&](std::uint64_t job, node::JobOutcome o) { driver->on_job_done(job, std::move(o), now()); });
+      if (i_up >= 0 && (items[i_up].revents & ZMQ_POLLIN)) read_parent();
+      if (i_down >= 0 && (items[i_down].revents & ZMQ_POLLIN)) read_children();
+      if (i_mon >= 0 && (items[i_mon].revents & ZMQ_POLLIN)) check_parent_connection();
+      driver->flush(now());
+      if (auto due = driver->next_deadline(); due && now() >= *due) driver->on_timer(now());
+    }
+    return driver->exit_code();
+  }
+};
+
+ZmqNode::ZmqNode(node::NodeOptions options, Endpoints endpoints, Compute compute, std::optional<node::RootSetup> root)
+    : impl_(std::make_unique<Impl>()) {
+  const bool is_root = root.has_value();
+  if (!is_root && endpoints.parent.empty())
+    throw std::invalid_argument("a worker needs a parent endpoint (--parent tcp://HOST:PORT)");
+  const bool exposed = (!endpoints.listen.empty() && !net::is_loopback_endpoint(endpoints.listen)) ||
+                       (!endpoints.parent.empty() && !net::is_loopback_endpoint(endpoints.parent));
+  if (exposed && !endpoints.curve.enabled && !endpoints.insecure)
+    throw std::invalid_argument(
+        "refusing unencrypted links on a non-loopback address: give CURVE keys (--curve-secret, --authorized-keys, "
+        "--parent-key; see `treefarm keygen`) or --insecure");
+  if (endpoints.curve.enabled && !endpoints.listen.empty() && endpoints.curve.authorized.empty())
+    throw std::invalid_argument("CURVE is on but no authorized keys are given (--authorized-keys): no child could join");
+  if (!compute.cores.empty()) {
+    exec::ExecutorConfig ec;
+    ec.cores = compute.cores;
+    ec.memory = compute.memory;
+    ec.backfill = compute.backfill;
+    impl_->runner = std::make_unique<exec::ExecutorRunner>(std::move(ec));
+  }
+  if (options.memory == 0) options.memory = compute.memory;
+  impl_->options = options;
+  impl_->endpoints = std::move(endpoints);
+  impl_->driver = std::make_unique<node::NodeDriver>(std::move(options), *impl_, impl_->runner.get(), std::move(root));
+}
+
+ZmqNode::~ZmqNode() = default;
+
+int ZmqNode::run() {
+  Impl& m = *impl_;
+  int rc = node::exit_error;
+  // Every child is a connection (a file descriptor): allow as many as the system does.
+  if (rlimit lim{}; getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur < lim.rlim_max) {
+    lim.rlim_cur = lim.rlim_max;
+    (void)setrlimit(RLIMIT_NOFILE, &lim);
+  }
+  try {
+    m.open_children(m.endpoints.listen);
+    if (!m.bound.empty()) {
+      spdlog::info("{}: listening on {}", m.options.name, m.bound);
+      if (!m.endpoints.ready_file.empty()) write_ready_file(m.endpoints.ready_file, m.bound);
+    }
+    if (!m.endpoints.parent.empty()) m.open_parent();
+    rc = m.loop(stop_code_, finish_requested_);
+  } catch (const zmq::error_t& e) {
+    spdlog::error("{}: ZeroMQ error: {}", m.options.name, e.what());
+    rc = 2;
+  } catch (const std::exception& e) {
+    spdlog::error("{}: {}", m.options.name, e.what());
+    rc = node::exit_error;
+  }
+  m.runner.reset();  // waits for running tasks
+  return rc;
+}
+
+void ZmqNode::stop(int exit_code) { stop_code_ = exit_code; }
+void ZmqNode::finish() { finish_requested_ = true; }
+std::string ZmqNode::endpoint() const { return impl_->bound; }
+
+}  // namespace treefarm::zmq_node

@@ -1,0 +1,64 @@
+#pragma once
+/// @file ZmqNode.hpp
+/// The ZeroMQ adapter: runs one node driver (runtime/node) on real sockets and real
+/// cores. A DEALER connects to the parent (absent at the root), a ROUTER serves the
+/// children, the executor's completions wake the loop through an eventfd; the loop
+/// sleeps in zmq::poll until a socket is readable or the driver's next deadline. Task
+/// payloads travel without copying: a received frame is shared by the executor, the
+/// store and the sends to children until its last reader lets go.
+///
+/// Used by treefarm-master (the root) and treefarm-worker alike.
+
+#include <atomic>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "runtime/net/Curve.hpp"
+#include "runtime/node/NodeDriver.hpp"
+
+namespace treefarm::zmq_node {
+
+/// Where a node connects and listens, and how its links are secured.
+struct Endpoints {
+  std::string parent;                        ///< tcp://HOST:PORT of the parent; empty at the root.
+  std::string listen = "tcp://127.0.0.1:*";  ///< Where children connect ("" = no children).
+  std::string ready_file;                    ///< If set, the bound endpoint is written here.
+  net::CurveConfig curve;                    ///< CURVE encryption and authentication.
+  bool insecure = false;                     ///< Allow unencrypted non-loopback links.
+};
+
+/// The cores a node computes on.
+struct Compute {
+  std::vector<int> cores;     ///< OS indices (empty: only forward).
+  std::uint64_t memory = 0;   ///< bytes handed to tasks (0: not accounted).
+  bool backfill = true;
+};
+
+class ZmqNode {
+ public:
+  /// Throws std::invalid_argument for unsafe or inconsistent settings.
+  ZmqNode(node::NodeOptions options, Endpoints endpoints, Compute compute,
+          std::optional<node::RootSetup> root = std::nullopt);
+  ~ZmqNode();
+  ZmqNode(const ZmqNode&) = delete;
+  ZmqNode& operator=(const ZmqNode&) = delete;
+
+  /// Runs until the node ends; returns its exit code (node::ExitCode).
+  int run();
+  /// Asks run() to end soon, with `exit_code` (async-signal-safe: sets a flag).
+  void stop(int exit_code = node::exit_interrupted);
+  /// Root: ends the run normally at the next loop turn (calibration runs).
+  void finish();
+  /// The endpoint children connect to, once run() has bound it.
+  std::string endpoint() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  std::atomic<int> stop_code_{-1};
+  std::atomic<bool> finish_requested_{false};
+};
+
+}  // namespace treefarm::zmq_node

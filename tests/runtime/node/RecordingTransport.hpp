@@ -1,0 +1,83 @@
+#pragma once
+// A node::Transport that records what the driver sends (HyperQueue's TestComm idea):
+// tests assert on the messages and take them out as they check them.
+
+#include <deque>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "runtime/net/Codec.hpp"
+#include "runtime/node/LocalRunner.hpp"
+#include "runtime/node/Transport.hpp"
+
+namespace treefarm::node::testing {
+
+struct Sent {
+  std::optional<PeerId> to;  ///< nullopt: to the parent
+  net::Message message;
+  Payload payload;
+};
+
+class RecordingTransport final : public Transport {
+ public:
+  void send_parent(const net::Message& m, const Payload& p) override { sent.push_back({std::nullopt, m, p}); }
+  bool send_child(PeerId peer, const net::Message& m, const Payload& p) override {
+    if (gone.contains(peer)) return false;
+    sent.push_back({peer, m, p});
+    return true;
+  }
+  void drop_child(PeerId peer) override { dropped.insert(peer); }
+  void restart() override { ++restarts; }
+  bool reports_transfers() const override { return transport_reports; }
+  Payload probe_payload(std::size_t bytes) override { return std::make_shared<SizeOnly>(bytes); }
+
+  /// Removes and returns every message of type M sent to `to` (nullopt: the parent).
+  template <class M>
+  std::vector<std::pair<M, Payload>> take(std::optional<PeerId> to) {
+    std::vector<std::pair<M, Payload>> out;
+    for (auto it = sent.begin(); it != sent.end();) {
+      if (it->to == to && std::holds_alternative<M>(it->message)) {
+        out.emplace_back(std::get<M>(it->message), it->payload);
+        it = sent.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    return out;
+  }
+  /// Drops heartbeats, which every test would otherwise have to take.
+  void forget_heartbeats() {
+    std::erase_if(sent, [](const Sent& s) { return std::holds_alternative<net::msg::Heartbeat>(s.message); });
+  }
+
+  std::deque<Sent> sent;
+  std::set<PeerId> dropped, gone;
+  int restarts = 0;
+  bool transport_reports = false;
+};
+
+class FakeRunner final : public LocalRunner {
+ public:
+  explicit FakeRunner(std::uint32_t n) : n_(n) {}
+  std::uint32_t cores() const override { return n_; }
+  void start(std::uint64_t job, const model::AppSpec& app, const Payload& input) override {
+    started.push_back({job, app.name, input});
+  }
+  Payload calibration_input(const model::AppSpec& app, std::uint64_t, std::uint32_t) override {
+    return std::make_shared<SizeOnly>(app.input_bytes());
+  }
+  struct Start {
+    std::uint64_t job;
+    std::string app;
+    Payload input;
+  };
+  std::vector<Start> started;
+
+ private:
+  std::uint32_t n_;
+};
+
+}  // namespace treefarm::node::testing
