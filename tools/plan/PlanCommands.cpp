@@ -1,5 +1,6 @@
 #include "tools/plan/PlanCommands.hpp"
 
+#include <csignal>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -136,6 +137,12 @@ PlanCommands::~PlanCommands() = default;
 
 std::optional<int> PlanCommands::run(std::ostream& out, std::ostream& err) {
   auto& s = *state_;
+  if ((s.plan && *s.plan) || (s.study && *s.study)) {
+    // main() turns SIGINT/SIGTERM into a flag for the launchers; a search or a study has
+    // nothing to clean up, so Ctrl-C ends it at once.
+    std::signal(SIGINT, SIG_DFL);
+    std::signal(SIGTERM, SIG_DFL);
+  }
   if (s.gen && *s.gen) {
     auto& g = s.gen_options;
     if (!s.cores.empty()) {
