@@ -21,6 +21,18 @@ constexpr double calibrate_kernels_after = 2.0;
 /// Calibration: an application is measured for at least this many seconds of kernel time.
 constexpr double calibrate_seconds = 1.0;
 
+/// A reason as the wire carries it: at most net::max_name_bytes bytes (a longer string
+/// would make the encoder refuse the whole message).
+std::string wire_text(std::string text) {
+  if (text.size() > net::max_name_bytes) {
+    text.resize(net::max_name_bytes - 3);
+    while (!text.empty() && (static_cast<unsigned char>(text.back()) & 0xC0) == 0x80) text.pop_back();  // no split UTF-8
+    if (!text.empty() && (static_cast<unsigned char>(text.back()) & 0x80)) text.pop_back();
+    text += "...";
+  }
+  return text;
+}
+
 double earliest(double a, double b) {
   if (a < 0) return b;
   if (b < 0) return a;
@@ -378,7 +390,7 @@ void NodeDriver::on_job_done(std::uint64_t id, JobOutcome outcome, double now) {
   r.checksum = outcome.checksum;
   if (outcome.failed) {
     r.failed = true;
-    r.error = outcome.error;
+    r.error = wire_text(outcome.error);
     spdlog::error("{}: task {} of '{}' failed: {}", opt_.name, task.id.index(), apps_.at(job.app).name, r.error);
   }
   results_[task.id] = std::move(r);
@@ -624,7 +636,7 @@ void NodeDriver::drop_child(PeerId peer, const std::string& why, bool tell, doub
   if (it == children_.end()) return;
   const bool quiet = phase_ == Phase::closing && why == "said goodbye";
   if (!quiet) spdlog::warn("{}: dropping child '{}': {}", opt_.name, it->second->name, why);
-  if (tell) transport_.send_child(peer, net::msg::Shutdown{"dropped by its parent: " + why});
+  if (tell) transport_.send_child(peer, net::msg::Shutdown{wire_text("dropped by its parent: " + why)});
   const core::ChildId id = it->second->id;
   // Its unacknowledged transfers are over: the port they held is free again.
   if (sched_)
@@ -672,7 +684,7 @@ void NodeDriver::begin_closing(const std::string& reason, double now) {
   closing_code_ = exit_ok;
   for (auto& [peer, c] : children_) {
     c->closing = true;
-    transport_.send_child(peer, net::msg::Shutdown{reason});
+    transport_.send_child(peer, net::msg::Shutdown{wire_text(reason)});
   }
   closing_deadline_ = now + opt_.shutdown_grace;
   maybe_closed(now);

@@ -204,6 +204,21 @@ TEST(NodeDriver, JoinsAreAcceptedOnlyFromTheSubtreeTheyHappenIn) {
   EXPECT_EQ(joined.size(), 4u);
 }
 
+TEST(NodeDriver, TheReasonGivenToADroppedChildFitsOnTheWire) {
+  // A ProtocolError's text can be long; the Shutdown that tells the child must still encode
+  // (an oversized string made the encoder throw and ended the whole run).
+  RecordingTransport t;
+  std::vector<net::msg::Result> results;
+  NodeDriver d(options("root"), t, nullptr, root_setup(4, false, &results));
+  d.start(0);
+  join(d, t, PeerId{1}, std::string(120, 'x'), 0);
+  d.on_child_message(PeerId{1}, net::msg::NodeJoined{std::string(120, 'g'), std::string(120, 'p'), 1, 0}, {}, 0.1);
+  auto told = t.take<net::msg::Shutdown>(PeerId{1});
+  ASSERT_EQ(told.size(), 1u);
+  EXPECT_LE(told[0].first.reason.size(), net::max_name_bytes);
+  EXPECT_NO_THROW(net::encode(net::Message{told[0].first}));
+}
+
 TEST(NodeDriver, MultiPortSendsWithoutWaiting) {
   RecordingTransport t;
   std::vector<net::msg::Result> results;
