@@ -1,22 +1,31 @@
 #include "master/Master.hpp"
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <unordered_map>
+#include <unordered_set>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <memory>
 #include <set>
 
 #include <spdlog/spdlog.h>
 
+#include "master/Journal.hpp"
 #include "runtime/lp/SteadyState.hpp"
+#include "runtime/metrics/AtomicFile.hpp"
 #include "runtime/metrics/Results.hpp"
 #include "runtime/net/Codec.hpp"
 #include "runtime/model/Calibration.hpp"
 #include "runtime/model/Experiment.hpp"
 #include "tasks/Checksum.hpp"
 #include "tasks/Payload.hpp"
+#include "tasks/RunSecret.hpp"
+#include "tasks/TaskRunner.hpp"
 #include "runtime/zmq/ZmqNode.hpp"
 #include "runtime/exec/Topology.hpp"
 
@@ -31,6 +40,9 @@ void stop_master() {
 }
 
 int run_master(const MasterOptions& options) {
+  std::unique_ptr<Journal> journal;
+  std::vector<std::vector<bool>> resumed;  // per app: done in an earlier run
+  double time_offset = 0;                  // seconds: resumed completions continue the journal's timeline
   model::Experiment ex = model::load_experiment(options.experiment);
   if (!options.policy.empty()) ex.run.policy = options.policy;
   if (options.buffer) ex.run.buffer = *options.buffer;
@@ -39,13 +51,64 @@ int run_master(const MasterOptions& options) {
       throw std::invalid_argument(ex.path + ":" + std::to_string(app.line) + ": application '" + app.name +
                                   "' is abstract (bytes and flops only): it can be predicted and simulated, not run");
   const auto& master_node = ex.nodes.at(0);
+  const bool calibrating = !options.calibrate_out.empty();
+  // Refuse an unwritable --out before anything starts (issue 13, hole 9).
+  if (!options.out_dir.empty()) metrics::check_writable_directory(options.out_dir);
+  if (options.resume && options.out_dir.empty())
+    throw std::invalid_argument("--resume continues the journal in the --out directory: give --out DIR");
+  if (options.resume && calibrating) throw std::invalid_argument("--resume does not apply to a calibration run");
 
-  spdlog::info("master: preparing inputs for {} applications", ex.apps.size());
-  std::vector<tasks::InputPool> pools;
-  for (std::size_t k = 0; k < ex.apps.size(); ++k)
-    pools.emplace_back(ex.apps[k], ex.run.seed, static_cast<std::uint32_t>(k));
+  if (!(options.spot_check >= 0 && options.spot_check <= 1))
+    throw std::invalid_argument("--spot-check " + std::to_string(options.spot_check) + ": expected a fraction in [0, 1]");
+  // Unforgeable results (issue 13, hole 4; docs/security.md): every task's input comes from
+  // a per-run secret the workers never see, and a secret fraction of results is recomputed.
+  const tasks::RunSecret secret = tasks::RunSecret::random();
+  std::uint64_t generated = 0;
+  double generate_seconds = 0;
+  const auto task_input = [&](core::TaskId id) {
+    const auto t0 = std::chrono::steady_clock::now();
+    auto bytes = std::make_shared<std::vector<std::byte>>();
+    tasks::fill_input(ex.apps.at(id.app().value), secret.input_seed(id.app().value, id.index()), id.app().value, 0,
+                      *bytes);
+    ++generated;
+    generate_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return std::shared_ptr<const std::vector<std::byte>>(std::move(bytes));
+  };
 
   metrics::RunResults results = metrics::empty_results(ex);
+
+  // Journal and resume (issue 13, hole 8; docs/fault-tolerance.md).
+  std::vector<std::uint64_t> app_tasks;
+  {
+    std::vector<std::string> names, kernels;
+    for (const auto& app : ex.apps) {
+      names.push_back(app.name);
+      kernels.emplace_back(model::to_string(app.kernel));
+      app_tasks.push_back(app.tasks);
+    }
+    const auto fingerprint = journal_fingerprint(ex.run.seed, names, kernels, app_tasks);
+    std::unique_ptr<Journal> opened;
+    if (!options.out_dir.empty() && !calibrating) {
+      const auto path = std::filesystem::path(options.out_dir) / "journal.tsv";
+      const bool have = options.resume && std::filesystem::exists(path);
+      std::vector<JournalEntry> before;
+      if (have) before = load_journal(path, fingerprint, app_tasks);
+      else if (options.resume) spdlog::warn("master: --resume: no journal at {}, starting from scratch", path.string());
+      opened = std::make_unique<Journal>(path, fingerprint, have);
+      if (!before.empty()) {
+        resumed.assign(ex.apps.size(), {});
+        for (std::size_t k = 0; k < ex.apps.size(); ++k) resumed[k].assign(ex.apps[k].tasks, false);
+        for (const auto& e : before) {
+          resumed[e.app][e.index] = true;
+          results.tasks.push_back(metrics::TaskRecord{e.app, e.index, e.node, e.completed_at, e.compute_seconds});
+          time_offset = std::max(time_offset, e.completed_at);
+        }
+        spdlog::info("master: resuming {}: {} of {} tasks already done", path.string(), before.size(),
+                     ex.total_tasks());
+      }
+    }
+    journal = std::move(opened);
+  }
 
   node::NodeOptions node_options;
   node_options.name = master_node.name;
@@ -73,19 +136,15 @@ int run_master(const MasterOptions& options) {
   root.apps = ex.apps;
   root.wait_for_nodes = options.wait_for_nodes.value_or(ex.nodes.size() - 1);
   root.wait_timeout = options.wait_timeout;
-  // Each pooled input wrapped once: a task's payload is a shared reference, no copy and
-  // no allocation per task.
-  std::vector<std::vector<node::Payload>> inputs(pools.size());
-  for (std::size_t k = 0; k < pools.size(); ++k)
-    for (std::size_t i = 0; i < pools[k].size(); ++i) inputs[k].push_back(node::share(pools[k].input(i)));
-  root.payload = [&](core::TaskId id) {
-    const auto k = id.app().value;
-    return inputs.at(k).at(pools[k].input_for(id.index()));
-  };
+  root.done_before = resumed;
+  // Generated when sent (and again if re-sent): one buffer per task in flight, shared.
+  root.payload = [&](core::TaskId id) { return node::share(task_input(id)); };
   double start = 0;
-  std::uint64_t done = 0;
+  std::uint64_t done = results.tasks.size();
   const std::uint64_t total = ex.total_tasks();
   std::vector<std::uint64_t> per_app(ex.apps.size(), 0), per_app_last(ex.apps.size(), 0);
+  for (const auto& t : results.tasks) ++per_app[t.app];
+  per_app_last = per_app;
   double last_tick = 0;
   root.on_start = [&](double now) {
     start = now;
@@ -93,7 +152,54 @@ int run_master(const MasterOptions& options) {
     spdlog::info("master: starting {} tasks with policy {} ({} nodes joined)", total, ex.run.policy,
                  results.nodes.size() - 1);
   };
+  // Spot checks: a secret fraction of the children's results recomputed here. A wrong one
+  // convicts the child it came through: everything recorded from it is redone.
+  std::unordered_map<std::uint64_t, std::string> arriving_via;            // task -> child, until recorded
+  std::unordered_map<std::string, std::vector<std::uint64_t>> recorded_via;  // child -> tasks recorded
+  std::uint64_t checked = 0, from_children = 0, convicted = 0, redone = 0;
+  double check_seconds = 0;
+  root.check_result = [&](const net::msg::Result& r, const std::string& via) {
+    node::ResultVerdict verdict;
+    const core::TaskId id{r.task_id};
+    const std::uint32_t k = id.app().value;
+    ++from_children;
+    if (!r.failed && secret.spot_checked(k, id.index(), options.spot_check)) {
+      const auto t0 = std::chrono::steady_clock::now();
+      const auto input = task_input(id);
+      const double expected = tasks::run_task(ex.apps[k], *input, nullptr);
+      check_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      ++checked;
+      if (!tasks::checksum_matches(expected, r.checksum, ex.apps[k])) {
+        verdict.forged = true;
+        ++convicted;
+        auto& mine = recorded_via[via];
+        const std::unordered_set<std::uint64_t> redo_set(mine.begin(), mine.end());
+        for (auto t : mine) verdict.redo.push_back(core::TaskRef{core::TaskId{t}});
+        mine.clear();
+        redone += verdict.redo.size();
+        std::erase_if(results.tasks, [&](const metrics::TaskRecord& rec) {
+          const auto key = core::TaskId::make(core::AppId{rec.app}, rec.id).value;
+          if (!redo_set.contains(key)) return false;
+          --per_app[rec.app];
+          --done;
+          if (journal) journal->revoke(rec.app, rec.id);
+          return true;
+        });
+        spdlog::error("master: spot check caught child '{}' (result of task {} of '{}', node '{}', checksum {} "
+                      "instead of {}): disconnected, {} of its results redone",
+                      via, id.index(), ex.apps[k].name, r.node, r.checksum, expected, verdict.redo.size());
+        return verdict;
+      }
+    }
+    arriving_via[r.task_id] = via;
+    return verdict;
+  };
   root.on_result = [&](const net::msg::Result& r, bool duplicate, double now) {
+    std::string via;
+    if (auto it = arriving_via.find(r.task_id); it != arriving_via.end()) {
+      via = std::move(it->second);
+      arriving_via.erase(it);
+    }
     if (duplicate) {
       ++results.duplicates;
       return;
@@ -101,14 +207,14 @@ int run_master(const MasterOptions& options) {
     const core::TaskId id{r.task_id};
     const std::uint32_t k = id.app().value;
     auto& app = results.apps.at(k);
-    const auto& pool = pools.at(k);
+    if (!via.empty()) recorded_via[via].push_back(r.task_id);
     if (r.failed) {
       ++app.failed;
-    } else if (!tasks::checksum_matches(pool.expected_checksum(pool.input_for(id.index())), r.checksum, ex.apps[k])) {
-      ++app.wrong;
-      spdlog::error("master: WRONG result for task {} of '{}' from node '{}'", id.index(), app.name, r.node);
+    } else if (journal) {
+      journal->add(JournalEntry{k, id.index(), time_offset + now - start, r.compute_seconds, r.node});
     }
-    results.tasks.push_back(metrics::TaskRecord{k, id.index(), r.node, now - start, r.compute_seconds});
+    results.tasks.push_back(
+        metrics::TaskRecord{k, id.index(), r.node, time_offset + now - start, r.compute_seconds});
     ++per_app[k];
     ++done;
   };
@@ -123,6 +229,7 @@ int run_master(const MasterOptions& options) {
     results.nodes.push_back(metrics::NodeResult{j.name, j.parent, j.cores, 0});
   };
   root.on_tick = [&](double now) {
+    if (journal) journal->flush();  // at most ~1 s of results is lost to a crash
     if (!options.progress || (start == 0 && done == 0)) return;
     std::string line = "[" + std::to_string(static_cast<int>(now - start)) + " s] " + std::to_string(done) + "/" +
                        std::to_string(total);
@@ -131,7 +238,7 @@ int run_master(const MasterOptions& options) {
       char buf[160];
       std::snprintf(buf, sizeof buf, "  %s %llu/%llu (%.1f/s)", ex.apps[k].name.c_str(),
                     static_cast<unsigned long long>(per_app[k]), static_cast<unsigned long long>(ex.apps[k].tasks),
-                    static_cast<double>(per_app[k] - per_app_last[k]) / dt);
+                    static_cast<double>(per_app[k] - std::min(per_app[k], per_app_last[k])) / dt);
       line += buf;
       per_app_last[k] = per_app[k];
     }
@@ -140,7 +247,6 @@ int run_master(const MasterOptions& options) {
   };
 
   // Calibration run: every node measures in place; the master gathers the figures.
-  const bool calibrating = !options.calibrate_out.empty();
   model::Calibration calibration;
   std::size_t expected_measures = 0, got_measures = 0;
   std::set<std::string> measured;
@@ -231,6 +337,13 @@ int run_master(const MasterOptions& options) {
   running = &runtime;
   const int rc = runtime.run();
   running = nullptr;
+  if (journal) journal->flush();
+  if (!calibrating)
+    spdlog::info("master: spot checks: {} of {} results from children recomputed ({:.2f} %, {:.3f} s), {} "
+                 "children caught forging, {} results redone; {} task inputs generated ({:.3f} s)",
+                 checked, from_children,
+                 from_children ? 100.0 * static_cast<double>(checked) / static_cast<double>(from_children) : 0.0,
+                 check_seconds, convicted, redone, generated, generate_seconds);
 
   if (calibrating) {
     if (got_measures < expected_measures) {
@@ -252,10 +365,8 @@ int run_master(const MasterOptions& options) {
 
   results.compute();
   if (!options.out_dir.empty()) {
-    std::filesystem::create_directories(options.out_dir);
     const auto path = std::filesystem::path(options.out_dir) / "results.json";
-    std::ofstream f(path);
-    f << metrics::to_json(results).dump(1) << "\n";
+    metrics::write_file_atomically(path, metrics::to_json(results).dump(1) + "\n");
     spdlog::info("master: wrote {}", path.string());
   }
   if (options.table) metrics::print_table(std::cout, results);

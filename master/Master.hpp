@@ -1,9 +1,9 @@
 #pragma once
 /// @file Master.hpp
 /// The master: the root node of the tree. It holds the applications' bags of tasks and
-/// their input pools, runs the root node scheduler over ZeroMQ, checks every result's
-/// checksum against the known answer, records each task exactly once, and writes
-/// results.json.
+/// generates each task's input from a per-run secret, runs the root node scheduler over
+/// ZeroMQ, spot-checks a secret fraction of results by recomputing them, records each task
+/// exactly once, and writes results.json.
 
 #include <cstddef>
 #include <optional>
@@ -36,11 +36,18 @@ struct MasterOptions {
   double heartbeat_interval = 1.0;             ///< seconds
   double heartbeat_timeout = 6.0;              ///< seconds
   std::uint32_t max_task_losses = 3;           ///< A task lost with this many dead workers fails.
+  /// Continue the run journaled in out_dir/journal.tsv: tasks it records are not redone.
+  bool resume = false;
+  /// Fraction in [0, 1] of the children's results the master recomputes (spot checks,
+  /// chosen secretly per task; docs/security.md). A wrong one disconnects the child it came
+  /// through and redoes everything recorded from it.
+  double spot_check = 0.01;
 };
 
 /// Runs a whole experiment as its master. Returns the exit code: 0 when every task was
 /// completed exactly once with the right result, 4 if some were lost, wrong or failed,
-/// 1 on error, 130 when interrupted.
+/// 1 on error, 130 when interrupted. Every verified result is journaled to
+/// out_dir/journal.tsv (Journal.hpp); results.json is written atomically.
 int run_master(const MasterOptions& options);
 
 /// Stops a run_master in progress (async-signal-safe).

@@ -24,7 +24,7 @@ int main(int argc, char** argv) {
   app.add_option("--listen", opt.listen, "Endpoint workers connect to")->capture_default_str();
   app.add_option("--out", opt.out_dir, "Write DIR/results.json");
   app.add_option("--policy", opt.policy, "Scheduling policy (overrides [run] policy)");
-  app.add_option("--buffer", buffer, "Buffer bound B in tasks (overrides [run] buffer)");
+  app.add_option("--buffer", buffer, "Buffer bound B in tasks (overrides [run] buffer)")->check(CLI::Range(1u, 1'000'000u));
   auto* wait_opt = app.add_option("--wait-workers", wait, "Start dispatching once this many nodes joined (default: all nodes of the experiment)");
   app.add_option("--wait-timeout", opt.wait_timeout, "seconds to wait for them before starting anyway")->capture_default_str();
   app.add_option("--cpus", cpus, "CPUs the master computes on (default: the master node's `cores`)");
@@ -39,6 +39,9 @@ int main(int argc, char** argv) {
   app.add_option("--max-task-losses", opt.max_task_losses, "A task lost with this many dead workers is reported failed")->capture_default_str();
   app.add_option("--heartbeat-interval", opt.heartbeat_interval, "seconds between heartbeats")->capture_default_str();
   app.add_option("--heartbeat-timeout", opt.heartbeat_timeout, "seconds of silence after which a worker is declared dead")->capture_default_str();
+  app.add_option("--spot-check", opt.spot_check, "Fraction of results recomputed by the master; a child caught forging is disconnected and its results redone (docs/security.md)")
+      ->check(CLI::Range(0.0, 1.0))->capture_default_str();
+  app.add_flag("--resume", opt.resume, "Continue the run journaled in OUT/journal.tsv (needs --out): only tasks it lacks are done");
   app.add_flag("--quiet", quiet, "No progress lines");
   app.add_option("--log-level", log_level, "trace|debug|info|warn|error|off")->capture_default_str();
   CLI11_PARSE(app, argc, argv);

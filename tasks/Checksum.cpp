@@ -60,6 +60,33 @@ double checksum_matrix(const double* c, std::uint32_t n) {
   return total;
 }
 
+double checksum_product(const double* c, std::uint32_t n) {
+  constexpr std::uint64_t element_salt = 0xa4093822299f31d0ull;
+  constexpr std::uint32_t cached_up_to = 1024;
+  const auto element_weight = [](std::uint64_t e) {
+    return 0.5 + static_cast<double>(mix64(e ^ element_salt) >> 11) * 0x1.0p-53;
+  };
+  const std::size_t count = static_cast<std::size_t>(n) * n;
+  double acc[4] = {0, 0, 0, 0};
+  if (n <= cached_up_to) {
+    thread_local std::vector<double> weights;
+    thread_local std::uint32_t weights_n = 0;
+    if (weights_n != n) {
+      weights.resize(count);
+      for (std::size_t e = 0; e < count; ++e) weights[e] = element_weight(e);
+      weights_n = n;
+    }
+    const double* w = weights.data();
+    std::size_t e = 0;
+    for (; e + 4 <= count; e += 4)
+      for (int k = 0; k < 4; ++k) acc[k] += c[e + static_cast<std::size_t>(k)] * w[e + static_cast<std::size_t>(k)];
+    for (; e < count; ++e) acc[0] += c[e] * w[e];
+  } else {
+    for (std::size_t e = 0; e < count; ++e) acc[e % 4] += c[e] * element_weight(e);
+  }
+  return (acc[0] + acc[1]) + (acc[2] + acc[3]);
+}
+
 double checksum_bytes(std::span<const std::byte> payload) {
   std::uint64_t a = 0;
   std::uint64_t b = 0;

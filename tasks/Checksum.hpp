@@ -22,12 +22,22 @@ namespace treefarm::tasks {
 /// 1e-9·n²·(mean element), e.g. ~0.03 at n = 512 for matmul (elements ≈ n/4).
 inline constexpr double checksum_relative_tolerance = 1e-9;
 
-/// Σ_ij C_ij·w_ij over an n×n row-major matrix, with deterministic weights
+/// Σ_ij C_ij·w_ij over an n×n row-major matrix (matadd results: forging it from A and B
+/// costs as much as the addition itself), with deterministic weights
 /// w_ij = r_i + s_j ∈ [0.5, 1.5), r and s two different hash sequences in [0.25, 0.75).
 /// Because r ≠ s, a transposed result (C^T) gives another value; every weight is ≥ 0.5,
 /// so a changed element changes the sum. The summation order is fixed by the code (not
 /// by threads), so the same C always gives the same bits.
 double checksum_matrix(const double* c, std::uint32_t n);
+
+/// Checksum of a matrix product C = A·B: Σ_ij C_ij·W_ij with a public, deterministic
+/// weight W_ij = 0.5 + h(i, j) ∈ [0.5, 1.5) for each element, h a 64-bit hash (splitmix64).
+/// Unlike checksum_matrix's rank-2 weights (whose sum equals r·A(B·1) + (1·A)(B·s), O(n²)
+/// to compute without C), W has full rank with overwhelming probability, so the sum is
+/// Σ_ik A_ik (W·Bᵀ)_ik and computing it from A and B without C costs another n×n×n
+/// product: forging it is not cheaper than doing the task (issue 13, hole 4). Weights
+/// are cached per thread for n ≤ 1024 (8 MiB), hashed on the fly above.
+double checksum_product(const double* c, std::uint32_t n);
 
 /// Checksum of a noop payload: a Fletcher-style sum of its 64-bit words (read with
 /// memcpy, native byte order) mixed with its size in bytes, returned as an integer

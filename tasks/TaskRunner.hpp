@@ -20,7 +20,7 @@ namespace treefarm::tasks {
 ///               payload (`bytes` bytes). Any alignment (a misaligned buffer is copied).
 /// @param arena  cores of a multi-core task; null or max_concurrency() == 1 runs on the
 ///               calling thread. Only matmul uses several threads (matmul_blocked).
-/// @return checksum_matrix(C, n) for matmul and matadd; checksum_bytes(input) for noop.
+/// @return checksum_product(C, n) for matmul, checksum_matrix(C, n) for matadd; checksum_bytes(input) for noop.
 ///         Compare it with checksum_matches.
 /// @throws std::invalid_argument if input.size() != app.input_bytes() or the kernel is
 ///         abstract.

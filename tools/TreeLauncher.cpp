@@ -1,5 +1,6 @@
 #include "tools/TreeLauncher.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -7,7 +8,10 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <stdexcept>
 #include <thread>
+
+#include <unistd.h>
 
 #include "runtime/net/Curve.hpp"
 #include "tools/Process.hpp"
@@ -47,6 +51,30 @@ std::string read_endpoint(const fs::path& file) {
   return ep;
 }
 }  // namespace
+
+void check_fits_this_machine(const model::Experiment& ex, std::uint32_t buffer_override) {
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page <= 0) return;
+  const double memory = static_cast<double>(pages) * static_cast<double>(page);
+  double largest_input = 0;
+  for (const auto& app : ex.apps) {
+    if (static_cast<double>(app.memory_per_task) > memory)
+      throw std::invalid_argument(ex.path + ":" + std::to_string(app.line) + ": application '" + app.name +
+                                  "': memory_per_task " + std::to_string(app.memory_per_task) +
+                                  " bytes is more than this machine's memory (" +
+                                  std::to_string(static_cast<std::uint64_t>(memory)) + " bytes)");
+    largest_input = std::max(largest_input, static_cast<double>(app.input_bytes()));
+  }
+  const std::uint32_t buffer = buffer_override > 0 ? buffer_override : ex.run.buffer;
+  const double held = static_cast<double>(buffer) * largest_input * static_cast<double>(ex.nodes.size());
+  if (held > memory)
+    throw std::invalid_argument("buffer " + std::to_string(buffer) + " tasks: " + std::to_string(ex.nodes.size()) +
+                                " nodes each holding up to " + std::to_string(buffer) + " inputs of " +
+                                std::to_string(static_cast<std::uint64_t>(largest_input)) +
+                                " bytes need more than this machine's memory (" +
+                                std::to_string(static_cast<std::uint64_t>(memory)) + " bytes): lower --buffer or [run] buffer in " +
+                                ex.path);
+}
 
 int launch_tree(const model::Experiment& ex, const LaunchOptions& options, const std::atomic<bool>& interrupted) {
   const std::string bin = self_dir();

@@ -58,4 +58,11 @@ std::vector<std::string> assign_cpus(const model::Experiment& ex, const std::vec
 /// timeout, 130 if interrupted through `interrupted`).
 int launch_tree(const model::Experiment& ex, const LaunchOptions& options, const std::atomic<bool>& interrupted);
 
+/// Refuses, before anything starts, settings a tree on this one machine cannot hold
+/// (issue 13, hole 10): an application's memory_per_task (bytes) above this machine's
+/// physical memory, or buffers (B tasks per node, `buffer_override` or [run] buffer, times
+/// the largest input in bytes, times the nodes) above it.
+/// @throws std::invalid_argument naming the file, line and setting.
+void check_fits_this_machine(const model::Experiment& ex, std::uint32_t buffer_override);
+
 }  // namespace treefarm::tools

@@ -12,6 +12,7 @@ PACKAGES=(
   coinor-libclp-dev coinor-libipopt-dev libopenblas-dev libopenblas0-serial
   nlohmann-json3-dev libtomlplusplus-dev libspdlog-dev libfmt-dev
   libsimgrid-dev gnuplot-nox iproute2 util-linux procps
+  clang libclang-rt-14-dev libsodium-dev
 )
 
 missing=()
@@ -36,5 +37,6 @@ JOBS="${TREEFARM_JOBS:-$(nproc)}"
 werror=()
 if [ -n "${TREEFARM_WERROR:-}" ]; then werror=("-DTREEFARM_WERROR=${TREEFARM_WERROR}")
 elif [ -n "${CI:-}" ]; then werror=("-DTREEFARM_WERROR=ON"); fi
-cmake -S "$TREEFARM_ROOT" -B "$TREEFARM_ROOT/build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "${werror[@]}" >/dev/null
+cmake -S "$TREEFARM_ROOT" -B "$TREEFARM_ROOT/build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "${werror[@]}" \
+  -DTREEFARM_FUZZ="${TREEFARM_FUZZ:-ON}" >/dev/null
 cmake --build "$TREEFARM_ROOT/build" -j "$JOBS"

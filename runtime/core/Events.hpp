@@ -58,12 +58,16 @@ struct PolicyMessage {
   ChildId child{};                      ///< Sender when !from_parent.
   std::vector<std::uint8_t> payload;
 };
+/// Root only: tasks recorded done whose results turned out forged (the master caught
+/// their node cheating, issue 13 hole 4) are done again: each is marked not done and put
+/// back at the front of the buffer. Tasks not done, or already in flight, are ignored.
+struct TasksReopened { std::vector<TaskRef> tasks; };
 }  // namespace event
 
 using Event = std::variant<event::TaskArrived, event::WorkRequested, event::SendDone,
                            event::LocalTaskFinished, event::ResultArrived, event::ChildJoined,
                            event::ChildLeft, event::TransferObserved, event::Tick,
-                           event::PolicyMessage>;
+                           event::PolicyMessage, event::TasksReopened>;
 
 /// Name of the event's kind, for error messages.
 std::string_view event_name(const Event& e);

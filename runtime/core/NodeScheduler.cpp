@@ -34,13 +34,14 @@ std::string_view event_name(const Event& e) {
       [](const event::ChildLeft&) { return std::string_view("ChildLeft"); },
       [](const event::TransferObserved&) { return std::string_view("TransferObserved"); },
       [](const event::Tick&) { return std::string_view("Tick"); },
-      [](const event::PolicyMessage&) { return std::string_view("PolicyMessage"); }},
+      [](const event::PolicyMessage&) { return std::string_view("PolicyMessage"); },
+      [](const event::TasksReopened&) { return std::string_view("TasksReopened"); }},
       e);
 }
 
 std::uint64_t NodeState::source_remaining(AppId k) const {
   if (!config.is_root || k.value >= config.apps.size()) return 0;
-  return config.apps[k.value].tasks - drawn[k.value];
+  return config.apps[k.value].tasks - drawn[k.value] - done_ahead[k.value];
 }
 
 NodeScheduler::NodeScheduler(NodeConfig config, std::unique_ptr<Policy> policy)
@@ -55,6 +56,7 @@ NodeScheduler::NodeScheduler(NodeConfig config, std::unique_ptr<Policy> policy)
   const std::size_t k = config.apps.size();
   state_.config = std::move(config);
   state_.drawn.assign(k, 0);
+  state_.done_ahead.assign(k, 0);
   state_.started_local.assign(k, 0);
   state_.local_seconds.assign(k, 0.0);
   // Calibrated durations (§5.1.4) seed the learnt means.
@@ -69,6 +71,23 @@ NodeScheduler::NodeScheduler(NodeConfig config, std::unique_ptr<Policy> policy)
       done_[i].assign(state_.config.apps[i].tasks, false);
       total_tasks_ += state_.config.apps[i].tasks;
     }
+    const auto& before = state_.config.done_before;
+    if (!before.empty()) {
+      if (before.size() != k) throw std::invalid_argument("NodeScheduler: done_before needs one entry per application");
+      for (std::size_t i = 0; i < k; ++i) {
+        if (before[i].empty()) continue;
+        if (before[i].size() != state_.config.apps[i].tasks)
+          throw std::invalid_argument("NodeScheduler: done_before of application '" + state_.config.apps[i].name +
+                                      "' has " + std::to_string(before[i].size()) + " entries, expected " +
+                                      std::to_string(state_.config.apps[i].tasks));
+        done_[i] = before[i];
+        const auto n = static_cast<std::uint64_t>(std::count(before[i].begin(), before[i].end(), true));
+        completed_count_ += n;
+        state_.done_ahead[i] = n;
+        skip_done_before(i);
+      }
+      state_.config.done_before.clear();  // done_ holds it now
+    }
   }
   policy_->start(state_);
 }
@@ -76,6 +95,10 @@ NodeScheduler::NodeScheduler(NodeConfig config, std::unique_ptr<Policy> policy)
 std::vector<Action> NodeScheduler::start(Seconds now) {
   state_.now = std::max(state_.now, now);
   std::vector<Action> out;
+  if (state_.config.is_root && total_tasks_ > 0 && completed_count_ == total_tasks_ && !complete_announced_) {
+    complete_announced_ = true;  // resumed with everything already done
+    out.push_back(action::RunComplete{});
+  }
   pump(out);
   policy_->take_messages(state_, out);
   return out;
@@ -225,6 +248,21 @@ void NodeScheduler::apply(const Event& event, std::vector<Action>& out) {
         if (!e.from_parent && !state_.children.contains(e.child))
           reject(event, "message from unknown child " + std::to_string(e.child.value));
         if (auto why = policy_->check_message(state_, e)) reject(event, *why);
+      },
+      [&](const event::TasksReopened& e) {
+        if (!state_.config.is_root) reject(event, "only the root reopens tasks");
+        std::vector<TaskRef> again;
+        for (const TaskRef t : e.tasks) {
+          check_task(t, "reopened task");
+          auto slot = done_[t.app().value][t.id.index()];
+          // Only tasks drawn in this run (not those a resumed run found done before).
+          if (!slot || in_flight_.contains(t.id) || t.id.index() >= state_.drawn[t.app().value]) continue;
+          slot = false;
+          --completed_count_;
+          again.push_back(t);
+        }
+        std::sort(again.begin(), again.end(), [](TaskRef a, TaskRef b) { return a.id < b.id; });
+        state_.buffer.insert(state_.buffer.begin(), again.begin(), again.end());
       }},
       event);
 }
@@ -249,6 +287,16 @@ void NodeScheduler::task_done(TaskRef task, std::vector<Action>& out) {
   }
 }
 
+void NodeScheduler::skip_done_before(std::size_t k) {
+  auto& cursor = state_.drawn[k];
+  const auto tasks = state_.config.apps[k].tasks;
+  // Past the cursor, only tasks done in an earlier run are marked done.
+  while (cursor < tasks && state_.done_ahead[k] > 0 && done_[k][cursor]) {
+    ++cursor;
+    --state_.done_ahead[k];
+  }
+}
+
 void NodeScheduler::pump(std::vector<Action>& out) {
   const bool root = state_.config.is_root;
   const std::size_t capacity = state_.config.buffer;
@@ -260,6 +308,7 @@ void NodeScheduler::pump(std::vector<Action>& out) {
         if (k->value >= state_.config.apps.size() || state_.source_remaining(*k) == 0)
           throw std::logic_error("policy drew from an empty or unknown application");
         state_.buffer.push_back(TaskRef{TaskId::make(*k, state_.drawn[k->value]++)});
+        skip_done_before(k->value);
       }
     }
     bool progressed = false;

@@ -69,6 +69,7 @@ class NodeScheduler {
   void apply(const Event& event, std::vector<Action>& out);
   void pump(std::vector<Action>& out);
   void task_done(TaskRef task, std::vector<Action>& out);
+  void skip_done_before(std::size_t k);
   void check_task(TaskRef task, const char* what) const;
   [[noreturn]] void reject(const Event& event, const std::string& why) const;
 

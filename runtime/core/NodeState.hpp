@@ -47,6 +47,11 @@ struct NodeConfig {
   /// A task lost with this many dead children of this node is not re-queued again but
   /// reported failed (action::TaskAbandoned), instead of taking down worker after worker.
   std::uint32_t max_task_losses = 3;
+  /// Root, resumed runs (master --resume): per application, the tasks already completed in
+  /// an earlier run (from the master's journal). Empty = none; otherwise one vector per
+  /// application, each of its `tasks` size. These tasks are never drawn from the bag and
+  /// count as completed from the start; a late result for one is a duplicate.
+  std::vector<std::vector<bool>> done_before;
 };
 
 /// How sends to children share the out-port.
@@ -82,11 +87,12 @@ struct NodeState {
   bool port_busy = false;                     ///< A send to a child is in progress.
   std::map<ChildId, AppId> sending;           ///< one_port_per_app: sends in progress.
   std::uint64_t requested_from_parent = 0;    ///< Requested, not yet arrived.
-  std::vector<std::uint64_t> drawn;           ///< Root: tasks drawn from the bag per app.
+  std::vector<std::uint64_t> drawn;           ///< Root: cursor of the bag per app (next index considered).
+  std::vector<std::uint64_t> done_ahead;      ///< Root: tasks at or past the cursor done in an earlier run.
   std::vector<std::uint64_t> started_local;   ///< Tasks started locally, per app.
   std::vector<double> local_seconds;          ///< Mean local task duration per app (0: none yet).
 
-  /// Root: tasks of app k still in the bag (not yet drawn).
+  /// Root: tasks of app k still in the bag (not yet drawn, not done in an earlier run).
   std::uint64_t source_remaining(AppId k) const;
   /// A request from this target could be served now (the port is free for children).
   bool can_serve(const Target& t) const {

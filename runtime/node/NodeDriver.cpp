@@ -128,6 +128,7 @@ void NodeDriver::configure(const net::msg::Welcome& w, double now) {
   config.one_port = w.one_port;
   config.name = opt_.name;
   config.max_task_losses = opt_.max_task_losses;
+  if (is_root()) config.done_before = root_->done_before;
   min_cores_per_task_ = std::numeric_limits<std::uint32_t>::max();
   for (const auto& info : w.apps) {
     apps_.push_back(is_root() ? root_->apps.at(apps_.size()) : app_from_wire(info));
@@ -537,6 +538,12 @@ void NodeDriver::on_child_message(PeerId peer, net::Message message, Payload pay
 }
 
 void NodeDriver::admit(PeerId peer, const net::msg::Hello& hello, double now) {
+  if (std::find(convicted_.begin(), convicted_.end(), hello.name) != convicted_.end()) {
+    spdlog::warn("{}: refusing '{}': caught forging a result earlier in this run", opt_.name, hello.name);
+    transport_.send_child(peer, net::msg::Shutdown{"refused: caught forging a result"});
+    transport_.drop_child(peer);
+    return;
+  }
   for (const auto& [p, c] : children_)
     if (c->name == hello.name) {
       // A node of that name is already a child here: the older connection is stale.
@@ -576,6 +583,18 @@ void NodeDriver::handle_child(Child& child, PeerId peer, net::Message& message, 
       [&](net::msg::Result& s) {
         const core::TaskId id{s.task_id};
         if (id.app().value >= apps_.size()) return drop_child(peer, "result for an unknown application", true, now);
+        if (is_root() && root_->check_result) {
+          auto verdict = root_->check_result(s, child.name);
+          if (verdict.forged) {
+            convicted_.push_back(child.name);
+            drop_child(peer, "forged the result of task " + std::to_string(id.index()) + " of '" +
+                                       apps_.at(id.app().value).name + "'; " + std::to_string(verdict.redo.size()) +
+                                       " of its results are redone", true, now);
+            post(core::event::TasksReopened{std::move(verdict.redo)});
+            drain(now);
+            return;
+          }
+        }
         results_[id] = std::move(s);
         post(core::event::ResultArrived{child.id, core::TaskRef{id}});
         drain(now);

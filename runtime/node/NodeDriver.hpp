@@ -68,12 +68,23 @@ struct NodeOptions {
   std::vector<net::msg::NodeHint> known_hints;
 };
 
+/// The root's verdict on a child's result before it is recorded (issue 13, hole 4).
+struct ResultVerdict {
+  /// The result is proven wrong: the child it came through is dropped (told why), its name
+  /// refused from then on, the tasks it held re-queued, and the tasks in `redo` done again.
+  bool forged = false;
+  std::vector<core::TaskRef> redo;  ///< Tasks already recorded from that child.
+};
+
 /// What only the root has: the run configuration and the bag of tasks.
 struct RootSetup {
   net::msg::Welcome welcome;        ///< Sent to every child; also configures the root.
   std::vector<model::AppSpec> apps;
   /// The input of a task (shared, never copied).
   std::function<Payload(core::TaskId)> payload;
+  /// Called for each result a child sends the root, before the core sees it; `via` is the
+  /// name of the child it came through (the one held responsible). Unset = accept all.
+  std::function<ResultVerdict(const net::msg::Result&, const std::string& via)> check_result;
   /// A result reached the root; `duplicate` if the task was already recorded.
   std::function<void(const net::msg::Result&, bool duplicate, double now)> on_result;
   /// A node joined somewhere in the tree.
@@ -89,6 +100,9 @@ struct RootSetup {
   std::function<void(double now)> on_start;
   /// Calibration runs: a measurement reached the root (from anywhere in the tree).
   std::function<void(const net::msg::Measure&)> on_measure;
+  /// Resumed runs (master --resume): per application, tasks already completed in an
+  /// earlier run (core::NodeConfig::done_before; empty = none).
+  std::vector<std::vector<bool>> done_before;
 };
 
 /// model::AppSpec from the wire description of an application, and back.
@@ -213,6 +227,7 @@ class NodeDriver {
   std::map<PeerId, std::unique_ptr<Child>> children_;
   std::unordered_map<std::uint32_t, PeerId> peer_of_core_;
   std::vector<std::pair<PeerId, net::msg::Hello>> waiting_hellos_;  ///< before this node is configured
+  std::vector<std::string> convicted_;  ///< root: children caught forging, refused if they join again
   std::uint32_t next_core_child_ = 0;
 
   // Time-driven state (absolute times on the adapter's clock; < 0: not armed).

@@ -36,7 +36,7 @@ TEST(ChecksumTest, RunTaskIsChecksumOfTheProduct) {
   const auto app = make_app(model::Kernel::matmul, 48);
   const InputPool pool(app, 3, 0);
   const auto c = product_of(pool, 0);
-  EXPECT_EQ(run_task(app, *pool.input(0), nullptr), checksum_matrix(c.data(), 48));
+  EXPECT_EQ(run_task(app, *pool.input(0), nullptr), checksum_product(c.data(), 48));
 }
 
 TEST(ChecksumTest, DetectsASingleWrongElement) {
@@ -44,14 +44,14 @@ TEST(ChecksumTest, DetectsASingleWrongElement) {
   const auto app = make_app(model::Kernel::matmul, n);
   const InputPool pool(app, 3, 0);
   const auto c = product_of(pool, 0);
-  const double expected = checksum_matrix(c.data(), n);
+  const double expected = checksum_product(c.data(), n);
   // Elements are ≈ n/4 = 16; an error of 1e-3 (6e-5 relative to the element) is caught.
   for (std::size_t index : {std::size_t{0}, std::size_t{n - 1}, std::size_t{n * 17 + 5},
                             std::size_t{n * n - 1}}) {
     for (double delta : {1e-3, -1e-3, 1.0}) {
       auto wrong = c;
       wrong[index] += delta;
-      EXPECT_FALSE(checksum_matches(expected, checksum_matrix(wrong.data(), n), app))
+      EXPECT_FALSE(checksum_matches(expected, checksum_product(wrong.data(), n), app))
           << "index " << index << " delta " << delta;
     }
   }
@@ -66,8 +66,8 @@ TEST(ChecksumTest, DetectsATransposedResult) {
     for (std::uint32_t i = 0; i < n; ++i) {
       for (std::uint32_t j = 0; j < n; ++j) transposed[j * n + i] = c[i * n + j];
     }
-    EXPECT_FALSE(checksum_matches(checksum_matrix(c.data(), n),
-                                  checksum_matrix(transposed.data(), n), app))
+    EXPECT_FALSE(checksum_matches(checksum_product(c.data(), n),
+                                  checksum_product(transposed.data(), n), app))
         << n;
   }
 }
@@ -77,13 +77,13 @@ TEST(ChecksumTest, DetectsSwappedRowsAndAPartialResult) {
   const auto app = make_app(model::Kernel::matmul, n);
   const InputPool pool(app, 8, 0);
   const auto c = product_of(pool, 0);
-  const double expected = checksum_matrix(c.data(), n);
+  const double expected = checksum_product(c.data(), n);
   auto swapped = c;
   std::swap_ranges(swapped.begin(), swapped.begin() + n, swapped.begin() + n);
-  EXPECT_FALSE(checksum_matches(expected, checksum_matrix(swapped.data(), n), app));
+  EXPECT_FALSE(checksum_matches(expected, checksum_product(swapped.data(), n), app));
   auto partial = c;
   std::fill(partial.begin() + n * n / 2, partial.end(), 0.0);  // last half never written
-  EXPECT_FALSE(checksum_matches(expected, checksum_matrix(partial.data(), n), app));
+  EXPECT_FALSE(checksum_matches(expected, checksum_product(partial.data(), n), app));
 }
 
 TEST(ChecksumTest, MatchesWithinRelativeToleranceOnly) {

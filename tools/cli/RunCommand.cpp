@@ -2,7 +2,9 @@
 #include <filesystem>
 #include <iostream>
 #include <memory>
+#include <stdexcept>
 
+#include "runtime/metrics/AtomicFile.hpp"
 #include "runtime/model/Experiment.hpp"
 #include "tools/TreeLauncher.hpp"
 #include "tools/cli/Command.hpp"
@@ -15,12 +17,18 @@ struct RunOptions {
   tools::LaunchOptions lo;
   std::string calibration;
   bool calibrate = false;
+  bool resume = false;
+  std::string spot_check;
   double hb_interval = 0, hb_timeout = 0;
 };
 
 int run_run(RunOptions o) {
   const auto ex = model::load_experiment(o.experiment);
   auto& lo = o.lo;
+  // Issue 13: refuse what cannot work before anything starts (holes 8-10).
+  if (o.resume && lo.out_dir.empty()) throw std::invalid_argument("--resume continues the journal in OUT: give --out DIR");
+  if (!lo.out_dir.empty()) metrics::check_writable_directory(lo.out_dir);
+  tools::check_fits_this_machine(ex, lo.buffer);
   if (o.calibrate) {
     if (lo.out_dir.empty()) lo.out_dir = "out/" + std::filesystem::path(o.experiment).stem().string();
     const std::string file = lo.out_dir + "/calibration.json";
@@ -32,6 +40,8 @@ int run_run(RunOptions o) {
     o.calibration = file;
   }
   lo.calibration = o.calibration;
+  if (o.resume) lo.master_args.push_back("--resume");
+  if (!o.spot_check.empty()) lo.master_args.insert(lo.master_args.end(), {"--spot-check", o.spot_check});
   for (auto* args : {&lo.master_args, &lo.worker_args}) {
     if (o.hb_interval > 0) args->insert(args->end(), {"--heartbeat-interval", std::to_string(o.hb_interval)});
     if (o.hb_timeout > 0) args->insert(args->end(), {"--heartbeat-timeout", std::to_string(o.hb_timeout)});
@@ -46,7 +56,10 @@ void add_run_command(CLI::App& app, Commands& out) {
   run->add_option("experiment", o->experiment, "Experiment file (TOML, docs/experiment-file.md)")->required()->check(CLI::ExistingFile);
   run->add_option("--out", o->lo.out_dir, "Write DIR/results.json and DIR/logs/ (default: a temporary directory)");
   run->add_option("--policy", o->lo.policy, "Scheduling policy (overrides [run] policy)");
-  run->add_option("--buffer", o->lo.buffer, "Buffer bound B in tasks (overrides [run] buffer)");
+  run->add_option("--buffer", o->lo.buffer, "Buffer bound B in tasks (overrides [run] buffer)")->check(CLI::Range(1u, 1'000'000u));
+  run->add_flag("--resume", o->resume, "Continue the run journaled in OUT/journal.tsv (needs --out): only tasks it lacks are done");
+  run->add_option("--spot-check", o->spot_check, "Fraction of results the master recomputes (default 0.01; docs/security.md)")
+      ->check(CLI::Range(0.0, 1.0));
   run->add_option("--timeout", o->lo.timeout, "Give up after this many seconds (0 = never)")->capture_default_str();
   run->add_option("--calibration", o->calibration, "Calibration file: print the LP prediction beside the measurements")->check(CLI::ExistingFile);
   run->add_flag("--calibrate", o->calibrate, "Calibrate in place first (OUT/calibration.json), then run and compare with the LP");

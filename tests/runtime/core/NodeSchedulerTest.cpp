@@ -225,6 +225,41 @@ TEST(NodeScheduler, RootRecordsEachTaskOnceAndCountsLateResultsAsDuplicates) {
   EXPECT_EQ(root->in_flight(), 0u);
 }
 
+TEST(NodeScheduler, ResumedRootNeverDrawsTasksDoneBefore) {
+  // Master --resume: tasks 0, 2 and 3 of a 5-task bag were journaled; only 1 and 4 are sent.
+  auto config = node_config(true, 1, {app("a", 1, 5)}, /*one_port=*/false);
+  config.done_before = {{true, false, true, true, false}};
+  auto root = make_node(config);
+  EXPECT_EQ(root->completed(), 3u);
+  EXPECT_EQ(root->state().source_remaining(AppId{0}), 2u);
+  root->start(0);
+  root->handle(event::ChildJoined{ChildId{1}, {}}, 0);
+  EXPECT_EQ(names(root->handle(event::WorkRequested{child(1), 5}, 1)),
+            (Strings{"SendTask child 1 0:1", "SendTask child 1 0:4"}));
+  EXPECT_EQ(root->state().source_remaining(AppId{0}), 0u);
+  // A result for a journaled task (never sent in this run) is refused, not a second completion.
+  EXPECT_THROW(root->handle(event::ResultArrived{ChildId{1}, task(0, 2)}, 2), ProtocolError);
+  EXPECT_EQ(root->completed(), 3u);
+  EXPECT_EQ(names(root->handle(event::ResultArrived{ChildId{1}, task(0, 1)}, 3)), Strings{"TaskCompleted 0:1"});
+  EXPECT_EQ(names(root->handle(event::ResultArrived{ChildId{1}, task(0, 4)}, 3)),
+            (Strings{"TaskCompleted 0:4", "RunComplete"}));
+  EXPECT_EQ(root->completed(), 5u);
+}
+
+TEST(NodeScheduler, ResumedRootWithEverythingDoneCompletesAtStart) {
+  auto config = node_config(true, 1, {app("a", 1, 2)});
+  config.done_before = {{true, true}};
+  auto root = make_node(config);
+  EXPECT_EQ(names(root->start(0)), Strings{"RunComplete"});
+  EXPECT_TRUE(root->run_complete());
+}
+
+TEST(NodeScheduler, DoneBeforeOfTheWrongSizeIsRefused) {
+  auto config = node_config(true, 1, {app("a", 1, 3)});
+  config.done_before = {{true}};
+  EXPECT_THROW(make_node(config), std::invalid_argument);
+}
+
 TEST(NodeScheduler, OnlyTheChildThatHoldsATaskMayReportIt) {
   // A late result of a re-queued task, and a forged result for a task sent to another
   // child, are refused (the adapter drops the sender); the holder's result counts.
@@ -240,6 +275,32 @@ TEST(NodeScheduler, OnlyTheChildThatHoldsATaskMayReportIt) {
   EXPECT_EQ(names(root->handle(event::WorkRequested{child(3), 1}, 5)), Strings{"SendTask child 3 0:0"});
   EXPECT_EQ(names(root->handle(event::ResultArrived{ChildId{3}, task(0, 0)}, 6)), Strings{"TaskCompleted 0:0"});
   EXPECT_EQ(root->duplicates(), 0u);
+}
+
+TEST(NodeScheduler, ReopenedTasksAreDoneAgainFirstAndCountedOnce) {
+  // Issue 13, hole 4: the master caught child 1 forging; 0:0 and 0:1, recorded from it, are
+  // done again; a task not done (0:3) or never drawn is ignored.
+  auto root = make_node(node_config(true, 2, {app("a", 1, 4)}, /*one_port=*/false));
+  root->start(0);
+  root->handle(event::ChildJoined{ChildId{1}, {}}, 0);
+  root->handle(event::ChildJoined{ChildId{2}, {}}, 0);
+  root->handle(event::WorkRequested{child(1), 2}, 0);  // 0:0, 0:1
+  root->handle(event::ResultArrived{ChildId{1}, task(0, 0)}, 1);
+  root->handle(event::ResultArrived{ChildId{1}, task(0, 1)}, 1);
+  EXPECT_EQ(root->completed(), 2u);
+  root->handle(event::ChildLeft{ChildId{1}}, 2);
+  EXPECT_EQ(names(root->handle(event::TasksReopened{{task(0, 1), task(0, 0), task(0, 3)}}, 2)), Strings{});
+  EXPECT_EQ(root->completed(), 0u);
+  EXPECT_EQ(names(root->handle(event::WorkRequested{child(2), 4}, 3)),
+            (Strings{"SendTask child 2 0:0", "SendTask child 2 0:1", "SendTask child 2 0:2", "SendTask child 2 0:3"}));
+  for (std::uint64_t i = 0; i < 3; ++i) root->handle(event::ResultArrived{ChildId{2}, task(0, i)}, 4);
+  EXPECT_EQ(names(root->handle(event::ResultArrived{ChildId{2}, task(0, 3)}, 4)),
+            (Strings{"TaskCompleted 0:3", "RunComplete"}));
+  EXPECT_EQ(root->completed(), 4u);
+  EXPECT_EQ(root->duplicates(), 0u);
+  // Only the root reopens.
+  auto inner = make_node(node_config(false, 2, {app("a", 1, 4)}));
+  EXPECT_THROW(inner->handle(event::TasksReopened{{task(0, 0)}}, 0), ProtocolError);
 }
 
 TEST(NodeScheduler, OnePortServesTheExecutorWhileASendIsInProgress) {

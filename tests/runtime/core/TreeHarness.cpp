@@ -31,6 +31,7 @@ std::string describe(const Event& e) {
       [](const event::ChildLeft& x) { return "ChildLeft " + std::to_string(x.child.value); },
       [](const event::TransferObserved& x) { return "TransferObserved " + std::to_string(x.child.value); },
       [](const event::Tick&) { return std::string("Tick"); },
+      [](const event::TasksReopened&) { return std::string("TasksReopened"); },
       [](const event::PolicyMessage& x) {
         return "PolicyMessage from " + (x.from_parent ? std::string("parent") : "child " + std::to_string(x.child.value)) +
                " (" + std::to_string(x.payload.size()) + " bytes)";

@@ -1,0 +1,175 @@
+#include "master/Journal.hpp"
+
+#include <cerrno>
+#include <charconv>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+namespace treefarm::master {
+
+namespace {
+
+constexpr const char* magic = "treefarm-journal 1 ";
+
+[[noreturn]] void fail(const std::string& what, const std::filesystem::path& path, int err) {
+  throw std::runtime_error("journal: cannot " + what + " " + path.string() + ": " + std::strerror(err));
+}
+
+std::string clean(const std::string& s) {
+  std::string out = s;
+  for (char& c : out)
+    if (c == '\t' || c == '\n' || c == '\r') c = '_';
+  return out;
+}
+
+}  // namespace
+
+std::string journal_fingerprint(std::uint64_t seed, const std::vector<std::string>& app_names,
+                                const std::vector<std::string>& kernels, const std::vector<std::uint64_t>& tasks) {
+  std::string s = "seed=" + std::to_string(seed);
+  for (std::size_t k = 0; k < app_names.size(); ++k)
+    s += " " + clean(app_names[k]) + ":" + kernels.at(k) + ":" + std::to_string(tasks.at(k));
+  for (char& c : s)
+    if (c == '\t' || c == '\n') c = '_';
+  return s;
+}
+
+Journal::Journal(std::filesystem::path path, const std::string& fingerprint, bool append) : path_(std::move(path)) {
+  const bool exists = std::filesystem::exists(path_);
+  fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | (append ? O_APPEND : O_TRUNC), 0644);
+  if (fd_ < 0) fail("open", path_, errno);
+  if (!append || !exists || std::filesystem::file_size(path_) == 0) {
+    pending_ = std::string(magic) + fingerprint + "\n";
+    flush();
+  } else {
+    // A torn last line from a crash: end it with a marker the loader skips, so that the
+    // next entry starts on its own line.
+    std::ifstream in(path_, std::ios::binary);
+    in.seekg(-1, std::ios::end);
+    char last = '\n';
+    if (in.get(last) && last != '\n') {
+      pending_ = "#torn\n";
+      flush();
+    }
+  }
+}
+
+Journal::~Journal() {
+  try {
+    flush();
+  } catch (...) {
+  }
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void Journal::add(const JournalEntry& e) {
+  char buf[96];
+  const int n = std::snprintf(buf, sizeof buf, "%u\t%llu\t%.9g\t%.9g\t", e.app,
+                              static_cast<unsigned long long>(e.index), e.completed_at, e.compute_seconds);
+  pending_.append(buf, static_cast<std::size_t>(n));
+  pending_ += clean(e.node);
+  pending_ += '\n';
+  if (++pending_count_ >= batch_size) flush();
+}
+
+void Journal::revoke(std::uint32_t app, std::uint64_t index) {
+  pending_ += "-\t" + std::to_string(app) + "\t" + std::to_string(index) + "\n";
+  if (++pending_count_ >= batch_size) flush();
+}
+
+void Journal::flush() {
+  if (pending_.empty()) return;
+  std::string_view data = pending_;
+  while (!data.empty()) {
+    const ssize_t n = ::write(fd_, data.data(), data.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      fail("write", path_, errno);
+    }
+    data.remove_prefix(static_cast<std::size_t>(n));
+  }
+  if (::fsync(fd_) != 0) fail("fsync", path_, errno);
+  pending_.clear();
+  pending_count_ = 0;
+}
+
+std::vector<JournalEntry> load_journal(const std::filesystem::path& path, const std::string& fingerprint,
+                                       const std::vector<std::uint64_t>& tasks) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error("journal: cannot read " + path.string());
+  std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::vector<JournalEntry> out;
+  std::vector<std::vector<bool>> seen(tasks.size());
+  for (std::size_t k = 0; k < tasks.size(); ++k) seen[k].assign(tasks[k], false);
+  std::size_t pos = 0, line_no = 0;
+  auto bad = [&](const std::string& field, const std::string& why) {
+    throw std::runtime_error(path.string() + ":" + std::to_string(line_no) + ": field '" + field + "': " + why);
+  };
+  while (pos < all.size()) {
+    const auto end = all.find('\n', pos);
+    ++line_no;
+    if (end == std::string::npos) break;  // torn last line: the crash cut it
+    const std::string line = all.substr(pos, end - pos);
+    pos = end + 1;
+    if (line_no == 1) {
+      if (line.rfind(magic, 0) != 0) bad("header", "not a treefarm journal");
+      const auto got = line.substr(std::strlen(magic));
+      if (got != fingerprint)
+        bad("header", "journal of another experiment (" + got + "), this one is " + fingerprint +
+                          ": remove the journal or run without --resume");
+      continue;
+    }
+    if (line.empty() || line[0] == '#') continue;
+    if (line.size() >= 5 && line.compare(line.size() - 5, 5, "#torn") == 0) continue;  // cut by a crash
+    std::istringstream fields(line);
+    std::string f_app, f_index, f_at, f_compute, node;
+    if (line.rfind("-\t", 0) == 0) {  // revocation: "-<TAB>app<TAB>index"
+      std::string dash;
+      std::uint32_t app = 0;
+      std::uint64_t index = 0;
+      if (!std::getline(fields, dash, '\t') || !std::getline(fields, f_app, '\t') || !std::getline(fields, f_index))
+        bad("line", "a revocation needs 3 tab-separated fields (-, app, index)");
+      const auto parse = [&](const std::string& text, auto& v, const char* name) {
+        const auto r = std::from_chars(text.data(), text.data() + text.size(), v);
+        if (r.ec != std::errc() || r.ptr != text.data() + text.size()) bad(name, "'" + text + "' is not a number");
+      };
+      parse(f_app, app, "app");
+      parse(f_index, index, "index");
+      if (app >= tasks.size()) bad("app", std::to_string(app) + " out of range");
+      if (index >= tasks[app]) bad("index", std::to_string(index) + " out of range");
+      if (seen[app][index]) {
+        seen[app][index] = false;
+        std::erase_if(out, [&](const JournalEntry& e) { return e.app == app && e.index == index; });
+      }
+      continue;
+    }
+    if (!std::getline(fields, f_app, '\t') || !std::getline(fields, f_index, '\t') ||
+        !std::getline(fields, f_at, '\t') || !std::getline(fields, f_compute, '\t') || !std::getline(fields, node))
+      bad("line", "expected 5 tab-separated fields (app, index, completed_at, compute_seconds, node)");
+    JournalEntry e;
+    auto num = [&](const std::string& s, auto& v, const char* name) {
+      const auto r = std::from_chars(s.data(), s.data() + s.size(), v);
+      if (r.ec != std::errc() || r.ptr != s.data() + s.size()) bad(name, "'" + s + "' is not a number");
+    };
+    num(f_app, e.app, "app");
+    num(f_index, e.index, "index");
+    num(f_at, e.completed_at, "completed_at");
+    num(f_compute, e.compute_seconds, "compute_seconds");
+    e.node = node;
+    if (e.app >= tasks.size()) bad("app", std::to_string(e.app) + " out of range");
+    if (e.index >= tasks[e.app]) bad("index", std::to_string(e.index) + " out of range");
+    if (seen[e.app][e.index]) continue;
+    seen[e.app][e.index] = true;
+    out.push_back(std::move(e));
+  }
+  if (line_no == 0) throw std::runtime_error(path.string() + ": empty journal (no header)");
+  return out;
+}
+
+}  // namespace treefarm::master

@@ -1,0 +1,270 @@
+// The adversarial suite (issue 13): a scripted malicious peer speaking the wire protocol
+// (runtime/net Codec/Wire) against a real master and worker on loopback. Each test asserts
+// that the run completes with every task exactly once, 0 wrong, and no process crashed.
+// Tests that need the node driver's fixes (issue 13 holes named in each) are DISABLED_.
+#include <gtest/gtest.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <set>
+#include <sys/socket.h>
+
+#include <nlohmann/json.hpp>
+#include <zmq.hpp>
+
+#include "runtime/net/Wire.hpp"
+#include "tests/integration/ProcessTestUtil.hpp"
+
+using namespace treefarm::testing;
+namespace net = treefarm::net;
+
+namespace {
+
+const std::string master_bin = bin_dir + "/treefarm-master";
+const std::string worker_bin = bin_dir + "/treefarm-worker";
+
+/// A peer that joins like a worker and then does what the test scripts.
+class MaliciousPeer {
+ public:
+  MaliciousPeer(zmq::context_t& ctx, const std::string& endpoint, const std::string& name)
+      : socket_(ctx, zmq::socket_type::dealer) {
+    net::configure_socket(socket_, false);
+    socket_.connect(endpoint);
+    net::send(socket_, net::msg::Hello{name, 1, 1ull << 30});
+  }
+  void send(const net::Message& m) { net::send(socket_, m); }
+  /// Waits up to `seconds` for a message of kind K (others are discarded).
+  template <class K>
+  std::optional<net::Received> wait_for(double seconds) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+    while (std::chrono::steady_clock::now() < deadline) {
+      zmq_pollitem_t item{static_cast<void*>(socket_), 0, ZMQ_POLLIN, 0};
+      zmq::poll(&item, 1, std::chrono::milliseconds(50));
+      while (auto got = net::try_receive(socket_, false)) {
+        if (auto* r = std::get_if<net::Received>(&*got); r && std::holds_alternative<K>(r->message))
+          return std::move(*r);
+      }
+    }
+    return std::nullopt;
+  }
+
+ private:
+  zmq::socket_t socket_;
+};
+
+std::string experiment(const std::string& worker, std::uint64_t tasks) {
+  return "[[node]]\nname = \"m\"\ncores = 0\n[[node]]\nname = \"" + worker +
+         "\"\nparent = \"m\"\ncores = 1\n[[app]]\nname = \"mm\"\nkernel = \"matmul\"\nn = 96\ntasks = " +
+         std::to_string(tasks) + "\n[[app]]\nname = \"nop\"\nkernel = \"noop\"\nbytes = 4096\ntasks = " +
+         std::to_string(tasks) + "\n[run]\nbuffer = 4\n";
+}
+
+/// A master and one honest worker; the test's peer attacks while they run.
+class Tree {
+ public:
+  Tree(const std::string& label, std::uint64_t tasks, const std::vector<std::string>& master_extra = {})
+      : dir_(label), tasks_(tasks) {
+    worker_name_ = label + std::to_string(getpid());
+    exp_ = write_file(dir_.path() / "adv.toml", experiment(worker_name_, tasks));
+    std::vector<std::string> args{master_bin, exp_, "--ready-file", (dir_.path() / "m.ep").string(),
+                                  "--out", (dir_.path() / "out").string(), "--wait-workers", "1",
+                                  "--heartbeat-timeout", "3", "--quiet"};
+    args.insert(args.end(), master_extra.begin(), master_extra.end());
+    master_.emplace(args, dir_.path() / "master.log");
+    endpoint_ = wait_for_line(dir_.path() / "m.ep");
+  }
+  void start_worker() {
+    worker_.emplace(std::vector<std::string>{worker_bin, "--parent", endpoint_, "--name", worker_name_, "--cores", "1"},
+                    dir_.path() / "worker.log");
+  }
+  const std::string& endpoint() const { return endpoint_; }
+  const std::string& worker_name() const { return worker_name_; }
+  std::string master_log() const { return read_file(dir_.path() / "master.log"); }
+  nlohmann::json results() const { return nlohmann::json::parse(read_file(dir_.path() / "out" / "results.json")); }
+
+  /// The run completes: master exit 0, worker exit 0, every task once, none wrong.
+  void expect_clean_completion() {
+    const auto rc = master_->wait(120);
+    ASSERT_TRUE(rc.has_value()) << master_->output();
+    EXPECT_EQ(*rc, 0) << master_->output();
+    const auto wrc = worker_->wait(30);
+    ASSERT_TRUE(wrc.has_value()) << worker_->output();
+    EXPECT_EQ(*wrc, 0) << "the honest worker crashed or failed: " << worker_->output();
+    const auto j = nlohmann::json::parse(read_file(dir_.path() / "out" / "results.json"));
+    std::set<std::pair<std::string, std::uint64_t>> seen;
+    for (const auto& t : j.at("tasks")) {
+      EXPECT_TRUE(seen.insert({t.at("app").get<std::string>(), t.at("id").get<std::uint64_t>()}).second);
+    }
+    EXPECT_EQ(seen.size(), 2 * tasks_);
+    for (const auto& a : j.at("apps")) EXPECT_EQ(a.at("wrong").get<std::uint64_t>(), 0u);
+    EXPECT_TRUE(j.at("ok").get<bool>());
+  }
+
+ private:
+  treefarm::test_support::TempDir dir_;
+  std::uint64_t tasks_;
+  std::string worker_name_, exp_, endpoint_;
+  std::optional<Child> master_, worker_;
+};
+
+}  // namespace
+
+// Hole 2: a result for a task the peer was never sent. The core refuses it and the peer is
+// dropped (the driver cuts the reason it sends to what the wire carries).
+TEST(Adversarial, ForeignResultsAreRefusedAndTheRunCompletes) {
+  Tree tree("advforeign", 300);
+  zmq::context_t ctx(1);
+  MaliciousPeer peer(ctx, tree.endpoint(), "mallory");
+  ASSERT_TRUE(peer.wait_for<net::msg::Welcome>(20).has_value());
+  tree.start_worker();
+  for (std::uint64_t i = 0; i < 20; ++i) {
+    net::msg::Result r;
+    r.task_id = i;  // app 0, index i: held by the honest worker, or not sent yet
+    r.node = "mallory";
+    r.checksum = 0;
+    peer.send(r);
+  }
+  tree.expect_clean_completion();
+}
+
+// Garbage after a valid join: the peer is dropped, the run goes on.
+TEST(Adversarial, GarbageAfterJoiningDropsThePeer) {
+  Tree tree("advgarbage", 300);
+  zmq::context_t ctx(1);
+  zmq::socket_t s(ctx, zmq::socket_type::dealer);
+  net::configure_socket(s, false);
+  s.connect(tree.endpoint());
+  net::send(s, net::msg::Hello{"garbage", 1, 1ull << 30});
+  tree.start_worker();
+  for (int i = 0; i < 50; ++i) {
+    std::string junk(64 + i, static_cast<char>(i * 37));
+    s.send(zmq::buffer(junk), zmq::send_flags::dontwait);
+  }
+  tree.expect_clean_completion();
+}
+
+// Hole 5: one Request(2^20) must not black-hole every task (a request beyond the child's
+// allotment drops that child, then its tasks are re-queued).
+TEST(Adversarial, AHugeRequestDoesNotBlackHoleTheTasks) {
+  Tree tree("advhuge", 300);
+  zmq::context_t ctx(1);
+  MaliciousPeer peer(ctx, tree.endpoint(), "hoarder");
+  ASSERT_TRUE(peer.wait_for<net::msg::Welcome>(20).has_value());
+  peer.send(net::msg::Request{1u << 20});
+  tree.start_worker();
+  tree.expect_clean_completion();
+}
+
+// Hole 3 (ghost nodes): a NodeJoined for a node outside the sender's subtree.
+TEST(Adversarial, SpoofedNodeJoinedIsRefused) {
+  Tree tree("advspoof", 300);
+  zmq::context_t ctx(1);
+  MaliciousPeer peer(ctx, tree.endpoint(), "spoofer");
+  ASSERT_TRUE(peer.wait_for<net::msg::Welcome>(20).has_value());
+  peer.send(net::msg::NodeJoined{"ghost", "m", 64, 1ull << 30});
+  tree.start_worker();
+  tree.expect_clean_completion();
+}
+
+// Hole 6: 200 idle TCP connections (no ZMTP greeting) must not stall the run.
+TEST(Adversarial, AnIdleConnectionFloodDoesNotStallTheRun) {
+  Tree tree("advflood", 300);
+  const auto port = std::stoi(tree.endpoint().substr(tree.endpoint().rfind(':') + 1));
+  std::vector<int> fds;
+  for (int i = 0; i < 200; ++i) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<std::uint16_t>(port));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0) fds.push_back(fd);
+    else ::close(fd);
+  }
+  EXPECT_GT(fds.size(), 150u);
+  tree.start_worker();
+  tree.expect_clean_completion();
+  for (int fd : fds) ::close(fd);
+}
+
+// Hole 4: a peer that answers its tasks with made-up checksums. With --spot-check 1 every
+// result of a child is recomputed: the first forged one convicts the peer, it is
+// disconnected and refused when it joins again, the tasks it held are redone by the honest
+// worker, and results.json has every task once and 0 wrong.
+TEST(Adversarial, ForgedChecksumsAreCaughtAndRedone) {
+  Tree tree("advforge", 300, {"--spot-check", "1"});
+  zmq::context_t ctx(1);
+  MaliciousPeer peer(ctx, tree.endpoint(), "forger");
+  ASSERT_TRUE(peer.wait_for<net::msg::Welcome>(20).has_value());
+  tree.start_worker();
+  peer.send(net::msg::Request{2});
+  int forged = 0;
+  for (int i = 0; i < 2; ++i) {
+    auto t = peer.wait_for<net::msg::Task>(20);
+    if (!t) break;
+    const auto id = std::get<net::msg::Task>(t->message).task_id;
+    peer.send(net::msg::Received{{id}});
+    net::msg::Result r;
+    r.task_id = id;
+    r.node = "forger";
+    r.checksum = 12345.0;
+    peer.send(r);
+    ++forged;
+  }
+  ASSERT_GT(forged, 0) << "the forger was never sent a task";
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (tree.master_log().find("spot check caught child 'forger'") == std::string::npos &&
+         std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  // Caught, it is refused when it joins again under the same name.
+  MaliciousPeer again(ctx, tree.endpoint(), "forger");
+  EXPECT_TRUE(again.wait_for<net::msg::Shutdown>(20).has_value());
+  tree.expect_clean_completion();
+  EXPECT_NE(tree.master_log().find("spot check caught child 'forger'"), std::string::npos) << tree.master_log();
+  EXPECT_NE(tree.master_log().find("refusing 'forger'"), std::string::npos) << tree.master_log();
+}
+
+// Hole 4, a fraction: a peer forging every result it gets is caught by a secret 5 % spot
+// check (it escapes k forged results with probability 0.95^k: 6e-3 for k = 100), and the
+// results it got recorded before that are redone: 0 wrong in results.json.
+TEST(Adversarial, ASteadyForgerIsCaughtBySpotChecksAndItsResultsRedone) {
+  Tree tree("advforge2", 1000, {"--spot-check", "0.05"});
+  zmq::context_t ctx(1);
+  MaliciousPeer peer(ctx, tree.endpoint(), "forger");
+  ASSERT_TRUE(peer.wait_for<net::msg::Welcome>(20).has_value());
+  tree.start_worker();
+  peer.send(net::msg::Request{4});
+  int forged = 0;
+  bool caught = false;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (!caught && std::chrono::steady_clock::now() < deadline) {
+    auto t = peer.wait_for<net::msg::Task>(5);
+    if (!t) break;  // dropped: nothing more comes
+    const auto id = std::get<net::msg::Task>(t->message).task_id;
+    peer.send(net::msg::Received{{id}});
+    net::msg::Result r;
+    r.task_id = id;
+    r.node = "forger";
+    r.checksum = 1.0 + static_cast<double>(id % 1000);
+    peer.send(r);
+    peer.send(net::msg::Request{1});
+    ++forged;
+    caught = tree.master_log().find("spot check caught child 'forger'") != std::string::npos;
+  }
+  tree.expect_clean_completion();
+  EXPECT_NE(tree.master_log().find("spot check caught child 'forger'"), std::string::npos)
+      << "forged " << forged << " results, never caught:\n" << tree.master_log();
+  // Every result it got recorded before it was caught was done again by the honest worker.
+  for (const auto& t : tree.results().at("tasks")) EXPECT_NE(t.at("node").get<std::string>(), "forger");
+}
+
+// Hole 3 (names bound to keys): a second connection under the honest worker's name must
+// not take over its identity.
+TEST(Adversarial, DISABLED_NameTakeoverIsRefused) {
+  Tree tree("advtakeover", 300);
+  tree.start_worker();
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  zmq::context_t ctx(1);
+  MaliciousPeer peer(ctx, tree.endpoint(), tree.worker_name());
+  peer.send(net::msg::Request{4});
+  tree.expect_clean_completion();
+}

@@ -1,0 +1,111 @@
+// The master's journal: what a crash leaves behind is read back, each task once.
+#include "master/Journal.hpp"
+
+#include <cstdlib>
+#include <fstream>
+#include <stdexcept>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "tests/support/TempDir.hpp"
+
+namespace treefarm::master {
+namespace {
+
+namespace fs = std::filesystem;
+
+using Dir = test_support::TempDir;
+
+const std::vector<std::uint64_t> tasks = {4, 3};
+const std::string fp = journal_fingerprint(7, {"mm", "nop"}, {"matmul", "noop"}, tasks);
+
+TEST(Journal, EntriesWrittenAreReadBackOnceEach) {
+  Dir d("journal");
+  const auto p = d.path() / "journal.tsv";
+  {
+    Journal j(p, fp, false);
+    j.add({0, 3, 1.5, 0.25, "w1"});
+    j.add({1, 0, 2.0, 0.0, "w\t2"});  // a tab in a name cannot break the line
+    j.add({0, 3, 2.5, 0.25, "w3"});   // a second copy is dropped at load
+  }
+  const auto e = load_journal(p, fp, tasks);
+  ASSERT_EQ(e.size(), 2u);
+  EXPECT_EQ(e[0].app, 0u);
+  EXPECT_EQ(e[0].index, 3u);
+  EXPECT_DOUBLE_EQ(e[0].completed_at, 1.5);
+  EXPECT_EQ(e[0].node, "w1");
+  EXPECT_EQ(e[1].node, "w_2");
+}
+
+TEST(Journal, ARevocationDropsTheEntryAndALaterOneCounts) {
+  Dir d("journal");
+  const auto p = d.path() / "journal.tsv";
+  {
+    Journal j(p, fp, false);
+    j.add({0, 1, 1.0, 0.1, "forger"});
+    j.add({0, 2, 1.1, 0.1, "forger"});
+    j.add({1, 0, 1.2, 0.1, "honest"});
+    j.revoke(0, 1);  // forger caught: both its tasks are redone
+    j.revoke(0, 2);
+    j.add({0, 1, 2.0, 0.1, "honest"});
+  }
+  const auto e = load_journal(p, fp, tasks);
+  ASSERT_EQ(e.size(), 2u);
+  EXPECT_EQ(e[0].app, 1u);
+  EXPECT_EQ(e[1].index, 1u);
+  EXPECT_EQ(e[1].node, "honest");
+  // A bad revocation names the line and the field.
+  { std::ofstream(p, std::ios::app) << "-\t0\t9\n"; }
+  try {
+    load_journal(p, fp, tasks);
+    ADD_FAILURE() << "out-of-range revocation accepted";
+  } catch (const std::runtime_error& err) {
+    EXPECT_NE(std::string(err.what()).find(":8: field 'index'"), std::string::npos) << err.what();
+  }
+}
+
+TEST(Journal, ATornLastLineIsIgnoredAndAppendingAfterItWorks) {
+  Dir d("journal");
+  const auto p = d.path() / "journal.tsv";
+  { Journal j(p, fp, false); j.add({0, 1, 1.0, 0.1, "a"}); }
+  { std::ofstream(p, std::ios::app) << "0\t2\t1.2"; }  // cut by kill -9
+  EXPECT_EQ(load_journal(p, fp, tasks).size(), 1u);
+  { Journal j(p, fp, true); j.add({0, 2, 3.0, 0.1, "b"}); }
+  const auto e = load_journal(p, fp, tasks);
+  ASSERT_EQ(e.size(), 2u);
+  EXPECT_EQ(e[1].index, 2u);
+  EXPECT_EQ(e[1].node, "b");
+}
+
+TEST(Journal, BadLinesNameFileLineAndField) {
+  Dir d("journal");
+  const auto p = d.path() / "journal.tsv";
+  auto expect_error = [&](const std::string& body, const std::string& what) {
+    std::ofstream(p) << body;
+    try {
+      load_journal(p, fp, tasks);
+      ADD_FAILURE() << "accepted: " << body;
+    } catch (const std::runtime_error& e) {
+      EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
+    }
+  };
+  const std::string head = "treefarm-journal 1 " + fp + "\n";
+  expect_error(head + "0\t9\t1\t1\tw\n", "journal.tsv:2: field 'index'");
+  expect_error(head + "5\t0\t1\t1\tw\n", "journal.tsv:2: field 'app'");
+  expect_error(head + "0\t1\tsoon\t1\tw\n", "journal.tsv:2: field 'completed_at'");
+  expect_error(head + "0\t1\n", "journal.tsv:2: field 'line'");
+  expect_error("treefarm-journal 1 seed=8 mm:matmul:4 nop:noop:3\n", "journal.tsv:1: field 'header'");
+  expect_error("hello\n", "not a treefarm journal");
+}
+
+TEST(Journal, AFreshJournalTruncatesTheOldOne) {
+  Dir d("journal");
+  const auto p = d.path() / "journal.tsv";
+  { Journal j(p, fp, false); j.add({0, 1, 1.0, 0.1, "a"}); }
+  { Journal j(p, fp, false); }
+  EXPECT_TRUE(load_journal(p, fp, tasks).empty());
+}
+
+}  // namespace
+}  // namespace treefarm::master
