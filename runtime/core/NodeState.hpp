@@ -47,6 +47,16 @@ struct NodeConfig {
   /// A task lost with this many dead children of this node is not re-queued again but
   /// reported failed (action::TaskAbandoned), instead of taking down worker after worker.
   std::uint32_t max_task_losses = 3;
+  /// Task deadlines (docs/fault-tolerance.md, "Task deadlines"): a task sent to a child is
+  /// re-issued elsewhere when the child still holds it at
+  ///   sent + max(deadline_floor, deadline_factor x max(t x q, turnaround)),
+  /// t = seconds per task of its application (local_seconds: calibrated or learnt here),
+  /// q = tasks the child's subtree holds counting this one (the tasks queued ahead of it),
+  /// turnaround = the child's mean seconds from send to result so far. 0 disables.
+  double deadline_factor = 0;
+  double deadline_floor = 60;     ///< seconds; the least time a child is given for a task.
+  /// A task is re-issued at most this many times (then its holders are waited for).
+  std::uint32_t max_reissues = 2;
 };
 
 /// How sends to children share the out-port.
@@ -69,6 +79,8 @@ struct ChildState {
   double bandwidth = 0;           ///< bytes/s: from info, or learnt from TransferObserved.
   std::uint64_t in_flight = 0;    ///< Tasks sent into its subtree, not yet reported done.
   std::uint64_t sent = 0;         ///< Tasks sent to it so far.
+  /// seconds: mean time from sending a task to its result (EWMA; 0 = no result yet).
+  Seconds turnaround = 0;
 };
 
 /// Everything a policy may base its choice on.
