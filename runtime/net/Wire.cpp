@@ -43,7 +43,9 @@ std::optional<std::variant<Received, BadMessage>> try_receive(zmq::socket_t& soc
     const auto& head = frames[first];
     const std::size_t payloads = frames.size() - first - 1;
     Message m = decode(std::span<const std::byte>(static_cast<const std::byte*>(head.data()), head.size()), payloads);
-    Received r{identity, std::move(m), std::nullopt};
+    Received r{identity, std::move(m), std::nullopt, {}};
+    // const_cast: zmq_msg_gets reads the message's metadata and changes nothing.
+    if (const char* user = zmq_msg_gets(const_cast<zmq_msg_t*>(head.handle()), "User-Id")) r.user_id = user;
     if (payloads == 1) r.payload = std::move(frames[first + 1]);
     return r;
   } catch (const DecodeError& e) {

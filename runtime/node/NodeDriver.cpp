@@ -317,6 +317,9 @@ void NodeDriver::carry_out(core::Action& action, double now) {
       },
       [&](core::action::RunComplete&) {
         spdlog::info("{}: all tasks done", opt_.name);
+        if (sched_->reissued() > 0)
+          spdlog::info("{}: {} tasks re-issued after their deadline, {} late results dropped as duplicates", opt_.name,
+                       sched_->reissued(), sched_->late_duplicates());
         begin_closing("run complete", now);
       }},
       action);
@@ -548,10 +551,14 @@ void NodeDriver::on_child_message(PeerId peer, net::Message message, Payload pay
 
 void NodeDriver::admit(PeerId peer, const net::msg::Hello& hello, double now) {
   for (const auto& [p, c] : children_)
-    if (c->name == hello.name) {
-      // A node of that name is already a child here: the older connection is stale.
-      drop_child(p, "replaced by a new connection under the same name", false, now);
-      break;
+    if (c->name == hello.name && p != peer) {
+      // A node of that name is already a child here, on another connection: a takeover
+      // (or a duplicate name) is refused and logged, and the live node keeps its place
+      // (issue 13, hole 3). The newcomer is not told: a restarted node whose old
+      // connection is not yet declared dead retries its Hello until it is.
+      spdlog::warn("{}: refused a second connection claiming the name '{}' of a live child", opt_.name, hello.name);
+      transport_.drop_child(peer);
+      return;
     }
   auto child = std::make_unique<Child>();
   child->id = core::ChildId{next_core_child_++};
