@@ -115,6 +115,9 @@ int run_master(const MasterOptions& options) {
   node_options.heartbeat_interval = options.heartbeat_interval;
   node_options.heartbeat_timeout = options.heartbeat_timeout;
   node_options.max_task_losses = options.max_task_losses;
+  node_options.task_deadline_factor = options.task_deadline_factor;
+  node_options.task_deadline_floor = options.task_deadline_floor;
+  node_options.ack_timeout = options.ack_timeout;
   zmq_node::Endpoints endpoints;
   endpoints.listen = options.listen;
   endpoints.ready_file = options.ready_file;

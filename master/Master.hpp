@@ -35,6 +35,9 @@ struct MasterOptions {
   bool insecure = false;                       ///< Allow unencrypted non-loopback links.
   double heartbeat_interval = 1.0;             ///< seconds
   double heartbeat_timeout = 6.0;              ///< seconds
+  double task_deadline_factor = 4;             ///< node::NodeOptions::task_deadline_factor
+  double task_deadline_floor = 60;             ///< seconds (node::NodeOptions::task_deadline_floor)
+  double ack_timeout = 60;                     ///< seconds (node::NodeOptions::ack_timeout)
   std::uint32_t max_task_losses = 3;           ///< A task lost with this many dead workers fails.
   /// Continue the run journaled in out_dir/journal.tsv: tasks it records are not redone.
   bool resume = false;

@@ -52,6 +52,9 @@ int main(int argc, char** argv) {
   app.add_option("--max-task-losses", opt.max_task_losses, "A task lost with this many dead children is reported failed")->capture_default_str();
   app.add_option("--heartbeat-interval", opt.heartbeat_interval, "seconds between heartbeats")->capture_default_str();
   app.add_option("--heartbeat-timeout", opt.heartbeat_timeout, "seconds of silence after which a peer is declared dead")->capture_default_str();
+  app.add_option("--task-deadline-factor", opt.task_deadline_factor, "A task a child holds past max(floor, FACTOR x expected seconds) is re-issued elsewhere (0 = never)")->capture_default_str()->check(CLI::NonNegativeNumber);
+  app.add_option("--task-deadline-floor", opt.task_deadline_floor, "seconds: the least time a child is given for a task before it is re-issued")->capture_default_str()->check(CLI::NonNegativeNumber);
+  app.add_option("--ack-timeout", opt.ack_timeout, "seconds a child may take to acknowledge a task transfer before it is dropped (0 = never)")->capture_default_str()->check(CLI::NonNegativeNumber);
   app.add_option("--log-level", log_level, "trace|debug|info|warn|error|off")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
@@ -80,7 +83,7 @@ int main(int argc, char** argv) {
       endpoints.curve.enabled = true;
       endpoints.curve.own = treefarm::net::load_secret_key_file(curve_secret);
       endpoints.curve.parent_public_key = treefarm::net::load_public_key_file(parent_key);
-      if (!authorized.empty()) endpoints.curve.authorized = treefarm::net::load_authorized_keys(authorized);
+      if (!authorized.empty()) endpoints.curve.authorized = treefarm::net::load_authorized_keys(authorized, &endpoints.curve.key_names);
       else endpoints.listen = "";  // nobody could be admitted: serve no children
     } else if (!parent_key.empty() || !authorized.empty()) {
       throw std::invalid_argument("--parent-key and --authorized-keys need --curve-secret");

@@ -89,6 +89,11 @@ struct RunComplete {};
 /// Not at the root, the adapter reports it up as a failed result (the parent then sees a
 /// ResultArrived); at the root it is followed by TaskCompleted and counts as failed.
 struct TaskAbandoned { TaskRef task; std::uint32_t losses = 0; };
+/// Not at the root: a late copy's result of a re-issued task (task deadlines) came after
+/// the first copy's result was forwarded: it is dropped as a duplicate (the adapter
+/// forgets what it stored for it). The sender is not at fault: it was only slow.
+/// At the root the same case is a TaskCompleted with duplicate = true.
+struct LateResultDropped { TaskRef task; Target from; };
 /// Send a policy's message to the parent (`to_parent`, never at the root) or to child
 /// `child`; the receiver gets it as event::PolicyMessage. Small (tens to a few thousand
 /// bytes), not ordered with tasks; losing one only delays the policy's adaptation.
@@ -101,7 +106,7 @@ struct SendPolicyMessage {
 
 using Action = std::variant<action::RequestWork, action::SendTask, action::StartTask,
                             action::ForwardResult, action::TaskCompleted, action::RunComplete,
-                            action::TaskAbandoned,
+                            action::TaskAbandoned, action::LateResultDropped,
                             action::SendPolicyMessage>;
 
 }  // namespace treefarm::core

@@ -10,6 +10,7 @@ namespace treefarm::core {
 namespace {
 constexpr std::uint64_t max_pending_requests = std::uint64_t{1} << 20;
 constexpr double bandwidth_smoothing = 0.2;  // weight of a new observation (EWMA)
+constexpr double turnaround_smoothing = 0.2;  // the same for a child's send-to-result time
 
 // Something below this node has asked for work: a pending request, a task started on the
 // executor, or a connected child that was sent a task.
@@ -53,6 +54,8 @@ NodeScheduler::NodeScheduler(NodeConfig config, std::unique_ptr<Policy> policy)
     if (!(app.weight > 0)) throw std::invalid_argument("NodeScheduler: application '" + app.name + "' needs weight > 0");
     if (app.tasks > TaskId::max_index) throw std::invalid_argument("NodeScheduler: application '" + app.name + "' has too many tasks");
   }
+  if (!(config.deadline_factor >= 0) || !(config.deadline_floor >= 0))
+    throw std::invalid_argument("NodeScheduler: task deadline factor and floor must be >= 0");
   const std::size_t k = config.apps.size();
   state_.config = std::move(config);
   state_.drawn.assign(k, 0);
@@ -104,6 +107,18 @@ std::vector<Action> NodeScheduler::start(Seconds now) {
   return out;
 }
 
+std::optional<Seconds> NodeScheduler::next_deadline() const {
+  auto due = policy_->next_deadline(state_);
+  if (!deadlines_.empty() && (!due || deadlines_.begin()->first < *due)) due = deadlines_.begin()->first;
+  return due;
+}
+
+std::optional<Seconds> NodeScheduler::deadline_of(TaskId task) const {
+  auto it = held_.find(task);
+  if (it == held_.end()) return std::nullopt;
+  return it->second.deadline;
+}
+
 std::vector<Action> NodeScheduler::handle(const Event& event, Seconds now) {
   const Seconds before = state_.now;
   state_.now = std::max(state_.now, now);
@@ -115,6 +130,7 @@ std::vector<Action> NodeScheduler::handle(const Event& event, Seconds now) {
     throw;
   }
   policy_->observe(state_, event);
+  expire_deadlines(out);
   pump(out);
   policy_->take_messages(state_, out);
   return out;
@@ -145,7 +161,8 @@ void NodeScheduler::apply(const Event& event, std::vector<Action>& out) {
         if (state_.requested_from_parent == 0) reject(event, "no task was requested");
         try { check_task(e.task, "task"); } catch (const ProtocolError& err) { reject(event, err.what()); }
         if (in_flight_.contains(e.task.id) ||
-            std::find(state_.buffer.begin(), state_.buffer.end(), e.task) != state_.buffer.end())
+            std::find(state_.buffer.begin(), state_.buffer.end(), e.task) != state_.buffer.end() ||
+            std::find(reissue_.begin(), reissue_.end(), e.task) != reissue_.end())
           reject(event, "task " + std::to_string(e.task.id.value) + " is already here");
         --state_.requested_from_parent;
         state_.buffer.push_back(e.task);
@@ -171,10 +188,13 @@ void NodeScheduler::apply(const Event& event, std::vector<Action>& out) {
       },
       [&](const event::LocalTaskFinished& e) {
         auto it = in_flight_.find(e.task.id);
-        if (it == in_flight_.end() || !it->second.local) reject(event, "the executor was not running this task");
-        in_flight_.erase(it);
+        const bool live = it != in_flight_.end() && it->second.local;
+        if (!live && !holds_late_copy(e.task.id, Target::executor()))
+          reject(event, "the executor was not running this task");
         auto& mean = state_.local_seconds[e.task.app().value];
         mean = mean == 0 ? e.compute_seconds : 0.8 * mean + 0.2 * e.compute_seconds;
+        if (!live) return late_copy_done(e.task, Target::executor(), out);
+        in_flight_.erase(it);
         task_done(e.task, out);
       },
       [&](const event::ResultArrived& e) {
@@ -186,12 +206,22 @@ void NodeScheduler::apply(const Event& event, std::vector<Action>& out) {
         // A result is accepted only from the child that holds the task: a late result
         // from a child that left (its tasks were re-queued), or a forged one for a task
         // sent elsewhere, is a protocol error and that child is dropped.
+        // A re-issued task's earlier holder (task deadlines) may still report it.
         auto it = in_flight_.find(e.task.id);
-        if (it == in_flight_.end() || !(it->second == Target::to_child(e.child)))
+        if (it == in_flight_.end() || !(it->second == Target::to_child(e.child))) {
+          if (holds_late_copy(e.task.id, Target::to_child(e.child)))
+            return late_copy_done(e.task, Target::to_child(e.child), out);
           reject(event, "result for task " + std::to_string(e.task.id.app().value) + ":" +
                             std::to_string(e.task.id.index()) + ", which this child does not hold");
+        }
         in_flight_.erase(it);
         --child->second.in_flight;
+        if (auto h = held_.find(e.task.id); h != held_.end()) {
+          const Seconds took = state_.now - h->second.sent;
+          auto& mean = child->second.turnaround;
+          mean = mean == 0 ? took : (1 - turnaround_smoothing) * mean + turnaround_smoothing * took;
+        }
+        disarm_deadline(e.task.id);
         task_done(e.task, out);
       },
       [&](const event::ChildJoined& e) {
@@ -208,13 +238,20 @@ void NodeScheduler::apply(const Event& event, std::vector<Action>& out) {
         for (auto it = in_flight_.begin(); it != in_flight_.end();) {
           if (it->second == gone) {
             lost.push_back(TaskRef{it->first});
+            disarm_deadline(it->first);
             it = in_flight_.erase(it);
           } else {
             ++it;
           }
         }
+        // Its late copies of re-issued tasks are gone with it.
+        for (auto it = late_copies_.begin(); it != late_copies_.end();) {
+          std::erase(it->second, gone);
+          it = it->second.empty() ? late_copies_.erase(it) : std::next(it);
+        }
         // Re-queue at the front, in task order, so they are done first and deterministically;
-        // a task lost too often is given up instead.
+        // a task lost too often is given up instead. A task another child still holds a
+        // late copy of must not go back to that child: it waits for another consumer.
         std::sort(lost.begin(), lost.end(), [](TaskRef a, TaskRef b) { return a.id < b.id; });
         std::vector<TaskRef> requeue;
         for (const TaskRef t : lost) {
@@ -223,6 +260,8 @@ void NodeScheduler::apply(const Event& event, std::vector<Action>& out) {
             losses_.erase(t.id);
             out.push_back(action::TaskAbandoned{t, n});
             task_done(t, out);
+          } else if (late_copies_.contains(t.id)) {
+            reissue_.push_back(t);
           } else {
             requeue.push_back(t);
           }
@@ -268,6 +307,8 @@ void NodeScheduler::apply(const Event& event, std::vector<Action>& out) {
 }
 
 void NodeScheduler::task_done(TaskRef task, std::vector<Action>& out) {
+  reissues_.erase(task.id);
+  losses_.erase(task.id);
   if (!state_.config.is_root) {
     out.push_back(action::ForwardResult{task});
     return;
@@ -312,30 +353,15 @@ void NodeScheduler::pump(std::vector<Action>& out) {
       }
     }
     bool progressed = false;
+    serve_reissues(out);
     while (auto choice = policy_->select(state_)) {
       if (choice->request >= state_.requests.size() || choice->task >= state_.buffer.size())
         throw std::logic_error("policy chose a request or task that does not exist");
-      const PendingRequest request = state_.requests[choice->request];
       const TaskRef task = state_.buffer[choice->task];
-      if (!state_.can_assign(request.from, task)) throw std::logic_error("policy chose a request it cannot serve now");
-      state_.requests.erase(state_.requests.begin() + static_cast<std::ptrdiff_t>(choice->request));
+      if (!state_.can_assign(state_.requests[choice->request].from, task))
+        throw std::logic_error("policy chose a request it cannot serve now");
       state_.buffer.erase(state_.buffer.begin() + static_cast<std::ptrdiff_t>(choice->task));
-      in_flight_[task.id] = request.from;
-      if (request.from.local) {
-        ++state_.started_local[task.app().value];
-        out.push_back(action::StartTask{task});
-      } else {
-        auto& child = state_.children.at(request.from.child);
-        ++child.in_flight;
-        ++child.sent;
-        if (state_.port == PortModel::one_port) state_.port_busy = true;
-        if (state_.port == PortModel::one_port_per_app) {
-          state_.sending[request.from.child] = task.app();
-          state_.port_busy = true;
-        }
-        out.push_back(action::SendTask{request.from.child, task});
-      }
-      policy_->assigned(state_, request.from, task);
+      assign(choice->request, task, out);
       progressed = true;
     }
     if (!root || !progressed) break;
@@ -349,6 +375,144 @@ void NodeScheduler::pump(std::vector<Action>& out) {
       state_.requested_from_parent += room;
       out.push_back(action::RequestWork{room});
     }
+  }
+}
+
+}  // namespace treefarm::core
+
+namespace treefarm::core {
+
+void NodeScheduler::assign(std::size_t index, TaskRef task, std::vector<Action>& out) {
+  const PendingRequest request = state_.requests[index];
+  state_.requests.erase(state_.requests.begin() + static_cast<std::ptrdiff_t>(index));
+  in_flight_[task.id] = request.from;
+  if (request.from.local) {
+    ++state_.started_local[task.app().value];
+    out.push_back(action::StartTask{task});
+  } else {
+    auto& child = state_.children.at(request.from.child);
+    ++child.in_flight;
+    ++child.sent;
+    if (state_.port == PortModel::one_port) state_.port_busy = true;
+    if (state_.port == PortModel::one_port_per_app) {
+      state_.sending[request.from.child] = task.app();
+      state_.port_busy = true;
+    }
+    arm_deadline(request.from.child, task);
+    out.push_back(action::SendTask{request.from.child, task});
+  }
+  policy_->assigned(state_, request.from, task);
+}
+
+// ---- task deadlines (docs/fault-tolerance.md, "Task deadlines") ------------------
+// Not in the papers: beaumont2006 §4 assumes that every node returns what it is sent.
+// A child that keeps a task (hung, hostile, or far slower than its peers) would stall
+// the end of the run; its task is given to another consumer, and the first result wins.
+
+void NodeScheduler::arm_deadline(ChildId child, TaskRef task) {
+  const NodeConfig& cfg = state_.config;
+  if (!(cfg.deadline_factor > 0)) return;
+  const ChildState& c = state_.children.at(child);
+  // Expected seconds until the result: the tasks its subtree holds (this one included),
+  // each taking what one takes here (calibrated or learnt; an overestimate for a subtree
+  // with more cores, which is the generous side), or the child's own mean turnaround.
+  const double per_task = state_.local_seconds[task.app().value];
+  const double expected = std::max(per_task * static_cast<double>(c.in_flight), c.turnaround);
+  const Seconds deadline = state_.now + std::max(cfg.deadline_floor, cfg.deadline_factor * expected);
+  disarm_deadline(task.id);
+  held_[task.id] = Held{state_.now, deadline};
+  deadlines_.emplace(deadline, task.id);
+}
+
+void NodeScheduler::disarm_deadline(TaskId task) {
+  auto it = held_.find(task);
+  if (it == held_.end()) return;
+  deadlines_.erase({it->second.deadline, task});
+  held_.erase(it);
+}
+
+void NodeScheduler::expire_deadlines(std::vector<Action>& out) {
+  (void)out;
+  while (!deadlines_.empty() && deadlines_.begin()->first <= state_.now) {
+    const TaskId id = deadlines_.begin()->second;
+    deadlines_.erase(deadlines_.begin());
+    held_.erase(id);
+    auto it = in_flight_.find(id);
+    if (it == in_flight_.end() || it->second.local) continue;
+    auto& times = reissues_[id];
+    if (times >= state_.config.max_reissues) continue;  // its holders are waited for now
+    ++times;
+    const Target holder = it->second;
+    in_flight_.erase(it);
+    if (auto c = state_.children.find(holder.child); c != state_.children.end() && c->second.in_flight > 0)
+      --c->second.in_flight;
+    late_copies_[id].push_back(holder);
+    reissue_.push_back(TaskRef{id});
+    ++reissued_count_;
+  }
+}
+
+/// Re-issued tasks go to the oldest request that can take them from a consumer that
+/// holds no copy (a second copy at the same child would be a protocol error there).
+void NodeScheduler::serve_reissues(std::vector<Action>& out) {
+  for (auto it = reissue_.begin(); it != reissue_.end();) {
+    const TaskRef task = *it;
+    std::optional<std::size_t> pick;
+    for (std::size_t i = 0; i < state_.requests.size(); ++i) {
+      const Target& from = state_.requests[i].from;
+      if (holds_late_copy(task.id, from) || !state_.can_assign(from, task)) continue;
+      pick = i;
+      break;
+    }
+    if (!pick) {
+      ++it;
+      continue;
+    }
+    it = reissue_.erase(it);
+    assign(*pick, task, out);
+  }
+}
+
+bool NodeScheduler::holds_late_copy(TaskId task, const Target& t) const {
+  auto it = late_copies_.find(task);
+  return it != late_copies_.end() && std::find(it->second.begin(), it->second.end(), t) != it->second.end();
+}
+
+/// A late copy's holder reported the task: the first result wins. If the task is still
+/// pending here (held by its new holder, or waiting), this result completes it and the
+/// other copy becomes the late one; otherwise it is a duplicate, dropped.
+void NodeScheduler::late_copy_done(TaskRef task, const Target& from, std::vector<Action>& out) {
+  if (auto it = late_copies_.find(task.id); it != late_copies_.end()) {
+    std::erase(it->second, from);
+    if (it->second.empty()) late_copies_.erase(it);
+  }
+  bool pending = false;
+  if (auto it = in_flight_.find(task.id); it != in_flight_.end()) {
+    const Target live = it->second;
+    in_flight_.erase(it);
+    if (!live.local)
+      if (auto c = state_.children.find(live.child); c != state_.children.end() && c->second.in_flight > 0)
+        --c->second.in_flight;
+    disarm_deadline(task.id);
+    late_copies_[task.id].push_back(live);
+    pending = true;
+  } else if (auto r = std::find(reissue_.begin(), reissue_.end(), task); r != reissue_.end()) {
+    reissue_.erase(r);
+    pending = true;
+  } else if (auto b = std::find(state_.buffer.begin(), state_.buffer.end(), task); b != state_.buffer.end()) {
+    state_.buffer.erase(b);
+    pending = true;
+  }
+  if (pending) {
+    task_done(task, out);
+    return;
+  }
+  ++late_duplicate_count_;
+  if (state_.config.is_root) {
+    ++duplicate_count_;
+    out.push_back(action::TaskCompleted{task, true});
+  } else {
+    out.push_back(action::LateResultDropped{task, from});
   }
 }
 

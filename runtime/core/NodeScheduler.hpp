@@ -12,11 +12,18 @@
 ///    outstanding request is served (Figure 1, line 2), from the first request of the
 ///    executor or a child on (a subtree without cores never asks, so never hoards tasks);
 ///  - every task assigned to the executor or a child is remembered until its result
-///    comes back, and re-queued if that child leaves.
+///    comes back, and re-queued if that child leaves;
+///  - task deadlines (NodeConfig::deadline_factor > 0): a task a child holds past its
+///    deadline is re-issued to another consumer (never back to a holder); the holder keeps
+///    a "late copy" whose result is still accepted if it comes first; whichever result
+///    comes second is dropped as a duplicate and its sender is not blamed. Each node
+///    forwards at most one result per task it received.
 
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <optional>
+#include <set>
 #include <stdexcept>
 #include <unordered_map>
 #include <vector>
@@ -51,7 +58,8 @@ class NodeScheduler {
 
   /// When the core wants a Tick (policies that recompute periodically, e.g. the reports
   /// of "data-centric"); nullopt: never. A Tick delivered early or late is harmless.
-  std::optional<Seconds> next_deadline() const { return policy_->next_deadline(state_); }
+  /// Also when the earliest task deadline expires (NodeConfig::deadline_factor).
+  std::optional<Seconds> next_deadline() const;
 
   const NodeState& state() const { return state_; }
   const Policy& policy() const { return *policy_; }
@@ -65,12 +73,27 @@ class NodeScheduler {
   /// Tasks assigned (to the executor or a child) and not yet reported done.
   std::size_t in_flight() const { return in_flight_.size(); }
 
+  /// Task deadlines: tasks re-issued after a deadline so far, results of late copies
+  /// dropped as duplicates, tasks waiting for a consumer that does not hold them.
+  std::uint64_t reissued() const { return reissued_count_; }
+  std::uint64_t late_duplicates() const { return late_duplicate_count_; }
+  std::size_t reissue_pending() const { return reissue_.size(); }
+  /// The deadline of a task a child holds (seconds on the caller's clock), if armed.
+  std::optional<Seconds> deadline_of(TaskId task) const;
+
  private:
   void apply(const Event& event, std::vector<Action>& out);
   void pump(std::vector<Action>& out);
   void task_done(TaskRef task, std::vector<Action>& out);
   void skip_done_before(std::size_t k);
   void check_task(TaskRef task, const char* what) const;
+  void assign(std::size_t request, TaskRef task, std::vector<Action>& out);
+  void arm_deadline(ChildId child, TaskRef task);
+  void disarm_deadline(TaskId task);
+  void expire_deadlines(std::vector<Action>& out);
+  void serve_reissues(std::vector<Action>& out);
+  bool holds_late_copy(TaskId task, const Target& t) const;
+  void late_copy_done(TaskRef task, const Target& from, std::vector<Action>& out);
   [[noreturn]] void reject(const Event& event, const std::string& why) const;
 
   NodeState state_;
@@ -78,6 +101,18 @@ class NodeScheduler {
   std::unordered_map<TaskId, Target> in_flight_;
   std::unordered_map<TaskId, std::uint32_t> losses_;  ///< Times a task was lost with a dead child.
   std::uint64_t next_seq_ = 0;
+  // Task deadlines.
+  struct Held {
+    Seconds sent = 0;
+    Seconds deadline = 0;
+  };
+  std::unordered_map<TaskId, Held> held_;               ///< child-held tasks with a deadline
+  std::set<std::pair<Seconds, TaskId>> deadlines_;      ///< the same, by deadline
+  std::unordered_map<TaskId, std::vector<Target>> late_copies_;  ///< earlier holders of re-issued tasks
+  std::unordered_map<TaskId, std::uint32_t> reissues_;  ///< times each task was re-issued
+  std::deque<TaskRef> reissue_;                         ///< re-issued, waiting for a consumer
+  std::uint64_t reissued_count_ = 0;
+  std::uint64_t late_duplicate_count_ = 0;
   // Root bookkeeping: exactly-once recording of results.
   std::vector<std::vector<bool>> done_;
   std::uint64_t completed_count_ = 0;

@@ -52,6 +52,16 @@ struct NodeConfig {
   /// application, each of its `tasks` size. These tasks are never drawn from the bag and
   /// count as completed from the start; a late result for one is a duplicate.
   std::vector<std::vector<bool>> done_before;
+  /// Task deadlines (docs/fault-tolerance.md, "Task deadlines"): a task sent to a child is
+  /// re-issued elsewhere when the child still holds it at
+  ///   sent + max(deadline_floor, deadline_factor x max(t x q, turnaround)),
+  /// t = seconds per task of its application (local_seconds: calibrated or learnt here),
+  /// q = tasks the child's subtree holds counting this one (the tasks queued ahead of it),
+  /// turnaround = the child's mean seconds from send to result so far. 0 disables.
+  double deadline_factor = 0;
+  double deadline_floor = 60;     ///< seconds; the least time a child is given for a task.
+  /// A task is re-issued at most this many times (then its holders are waited for).
+  std::uint32_t max_reissues = 2;
 };
 
 /// How sends to children share the out-port.
@@ -74,6 +84,8 @@ struct ChildState {
   double bandwidth = 0;           ///< bytes/s: from info, or learnt from TransferObserved.
   std::uint64_t in_flight = 0;    ///< Tasks sent into its subtree, not yet reported done.
   std::uint64_t sent = 0;         ///< Tasks sent to it so far.
+  /// seconds: mean time from sending a task to its result (EWMA; 0 = no result yet).
+  Seconds turnaround = 0;
 };
 
 /// Everything a policy may base its choice on.

@@ -53,7 +53,7 @@ KeyPair load_secret_key_file(const std::string& path) {
 
 std::string load_public_key_file(const std::string& path) { return read_field(path, "public-key"); }
 
-std::set<std::string> load_authorized_keys(const std::string& path) {
+std::set<std::string> load_authorized_keys(const std::string& path, std::map<std::string, std::string>* names) {
   std::ifstream f(path);
   if (!f) throw std::runtime_error("cannot read authorized keys file " + path);
   std::set<std::string> keys;
@@ -66,9 +66,22 @@ std::set<std::string> load_authorized_keys(const std::string& path) {
     line.erase(0, line.find_first_not_of(" \t"));
     line.erase(line.find_last_not_of(" \t\r") + 1);
     if (line.empty() || line[0] == '#') continue;
-    const std::string key = line.substr(0, line.find_first_of(" \t"));
-    if (key.size() != 40) throw std::runtime_error(path + ":" + std::to_string(n) + ": not a 40-character Z85 public key");
-    keys.insert(key);
+    const std::string where = path + ":" + std::to_string(n) + ": ";
+    const auto cut = line.find_first_of(" \t");
+    const std::string first = line.substr(0, cut);
+    std::string second;
+    if (cut != std::string::npos) {
+      const auto rest = line.find_first_not_of(" \t", cut);
+      second = line.substr(rest, line.find_first_of(" \t", rest) - rest);
+    }
+    // `NAME PUBKEY`: the key is bound to NAME; `PUBKEY [comment]`: the older, unbound form.
+    const bool named = second.size() == 40 && first.size() != 40;
+    const std::string key = named ? second : first;
+    if (key.size() != 40)
+      throw std::runtime_error(where + "expected `NAME PUBKEY` or `PUBKEY`, with a 40-character Z85 public key");
+    if (named && first.size() > 128) throw std::runtime_error(where + "node name longer than 128 bytes");
+    if (!keys.insert(key).second) throw std::runtime_error(where + "public key listed twice");
+    if (named && names) (*names)[key] = first;
   }
   return keys;
 }

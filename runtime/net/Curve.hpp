@@ -6,10 +6,12 @@
 /// Key files (written by `treefarm keygen`, docs/security.md):
 ///   NAME.key         public-key = "<40 Z85 characters>"
 ///   NAME.key_secret  public-key = "..." and secret-key = "..." (mode 0600)
-///   authorized_keys  one Z85 public key per line (text after whitespace is a comment;
-///                    so is a line starting with '#')
+///   authorized_keys  one admitted key per line, either `NAME PUBKEY` (the key may join
+///                    only as node NAME: names bound to keys, docs/security.md) or, the
+///                    older form, `PUBKEY [comment]` (any name); '#' starts a comment line
 
 #include <atomic>
+#include <map>
 #include <memory>
 #include <set>
 #include <string>
@@ -32,8 +34,10 @@ void write_keypair(const std::string& dir, const std::string& name, const KeyPai
 KeyPair load_secret_key_file(const std::string& path);
 /// Reads the public key of a NAME.key (or NAME.key_secret) file.
 std::string load_public_key_file(const std::string& path);
-/// Reads an authorized_keys file.
-std::set<std::string> load_authorized_keys(const std::string& path);
+/// Reads an authorized_keys file: the admitted public keys, and in `names` (if given) the
+/// node name each `NAME PUBKEY` line binds its key to. Throws std::runtime_error naming
+/// the file and line of a bad entry or of a key listed twice.
+std::set<std::string> load_authorized_keys(const std::string& path, std::map<std::string, std::string>* names = nullptr);
 
 /// Security settings of one node.
 struct CurveConfig {
@@ -41,6 +45,9 @@ struct CurveConfig {
   KeyPair own;                          ///< This node's keys.
   std::string parent_public_key;        ///< To connect to the parent (workers).
   std::set<std::string> authorized;     ///< Public keys of admitted children.
+  /// Public key -> the only node name it may join as (authorized_keys `NAME PUBKEY`
+  /// lines); a key absent here may join under any name.
+  std::map<std::string, std::string> key_names;
 };
 
 /// Makes `socket` a CURVE server (ROUTER for children) or client (DEALER to the parent).

@@ -53,11 +53,15 @@ std::optional<std::variant<Received, BadMessage, ReceivedBatch>> try_receive_any
     if (is_batch_frame(head_bytes)) {
       if (frames.size() != first + 1) return BadMessage{identity, "a batch frame followed by other frames"};
       auto entries = decode_batch(head_bytes);
-      return ReceivedBatch{identity, std::move(frames[first]), std::move(entries)};
+      ReceivedBatch b{identity, std::move(frames[first]), std::move(entries), {}};
+      if (const char* user = zmq_msg_gets(const_cast<zmq_msg_t*>(b.frame.handle()), "User-Id")) b.user_id = user;
+      return b;
     }
     const std::size_t payloads = frames.size() - first - 1;
     Message m = decode(std::span<const std::byte>(static_cast<const std::byte*>(head.data()), head.size()), payloads);
-    Received r{identity, std::move(m), std::nullopt};
+    Received r{identity, std::move(m), std::nullopt, {}};
+    // const_cast: zmq_msg_gets reads the message's metadata and changes nothing.
+    if (const char* user = zmq_msg_gets(const_cast<zmq_msg_t*>(head.handle()), "User-Id")) r.user_id = user;
     if (payloads == 1) r.payload = std::move(frames[first + 1]);
     return r;
   } catch (const DecodeError& e) {

@@ -23,6 +23,9 @@ struct Received {
   std::string identity;               ///< ROUTER: the peer's routing id; DEALER: empty.
   Message message;
   std::optional<zmq::message_t> payload;
+  /// The connection's authenticated user id (ZAP "User-Id" metadata: on CURVE links the
+  /// peer's Z85 public key, docs/security.md); empty without authentication.
+  std::string user_id;
 };
 
 /// A message that could not be decoded; `identity` says which peer sent it.
@@ -36,6 +39,7 @@ struct ReceivedBatch {
   std::string identity;               ///< ROUTER: the peer's routing id; DEALER: empty.
   zmq::message_t frame;
   std::vector<BatchEntry> entries;
+  std::string user_id;                ///< As Received::user_id.
 };
 
 /// Receives one whole multipart message without blocking. Returns nullopt if none is

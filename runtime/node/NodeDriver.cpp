@@ -95,6 +95,8 @@ NodeDriver::NodeDriver(NodeOptions options, Transport& transport, LocalRunner* r
     throw std::invalid_argument("heartbeat interval must be >= 0 and timeout > 0 seconds");
   if (opt_.heartbeat_interval > 0 && opt_.heartbeat_timeout <= opt_.heartbeat_interval)
     throw std::invalid_argument("the heartbeat timeout must be longer than the heartbeat interval");
+  if (!(opt_.task_deadline_factor >= 0) || !(opt_.task_deadline_floor >= 0) || !(opt_.ack_timeout >= 0))
+    throw std::invalid_argument("task deadline factor, task deadline floor and ack timeout must be >= 0");
   if (runner_ && runner_->cores() == 0) runner_ = nullptr;
 }
 
@@ -129,6 +131,8 @@ void NodeDriver::configure(const net::msg::Welcome& w, double now) {
   config.name = opt_.name;
   config.max_task_losses = opt_.max_task_losses;
   if (is_root()) config.done_before = root_->done_before;
+  config.deadline_factor = opt_.task_deadline_factor;
+  config.deadline_floor = opt_.task_deadline_floor;
   min_cores_per_task_ = std::numeric_limits<std::uint32_t>::max();
   for (const auto& info : w.apps) {
     apps_.push_back(is_root() ? root_->apps.at(apps_.size()) : app_from_wire(info));
@@ -298,6 +302,12 @@ void NodeDriver::carry_out(core::Action& action, double now) {
         spdlog::error("{}: task {} of '{}' {}", opt_.name, a.task.id.index(), apps_.at(a.task.app().value).name, r.error);
         results_[a.task.id] = std::move(r);
       },
+      [&](core::action::LateResultDropped& a) {
+        // A re-issued task's second result (task deadlines): the first went up already.
+        spdlog::info("{}: task {} of '{}': late copy's result dropped as a duplicate", opt_.name, a.task.id.index(),
+                     apps_.at(a.task.app().value).name);
+        results_.erase(a.task.id);
+      },
       [&](core::action::SendPolicyMessage& a) {
         net::msg::Policy m{std::move(a.payload)};
         if (a.to_parent) {
@@ -308,6 +318,9 @@ void NodeDriver::carry_out(core::Action& action, double now) {
       },
       [&](core::action::RunComplete&) {
         spdlog::info("{}: all tasks done", opt_.name);
+        if (sched_->reissued() > 0)
+          spdlog::info("{}: {} tasks re-issued after their deadline, {} late results dropped as duplicates", opt_.name,
+                       sched_->reissued(), sched_->late_duplicates());
         begin_closing("run complete", now);
       }},
       action);
@@ -545,10 +558,14 @@ void NodeDriver::admit(PeerId peer, const net::msg::Hello& hello, double now) {
     return;
   }
   for (const auto& [p, c] : children_)
-    if (c->name == hello.name) {
-      // A node of that name is already a child here: the older connection is stale.
-      drop_child(p, "replaced by a new connection under the same name", false, now);
-      break;
+    if (c->name == hello.name && p != peer) {
+      // A node of that name is already a child here, on another connection: a takeover
+      // (or a duplicate name) is refused and logged, and the live node keeps its place
+      // (issue 13, hole 3). The newcomer is not told: a restarted node whose old
+      // connection is not yet declared dead retries its Hello until it is.
+      spdlog::warn("{}: refused a second connection claiming the name '{}' of a live child", opt_.name, hello.name);
+      transport_.drop_child(peer);
+      return;
     }
   auto child = std::make_unique<Child>();
   child->id = core::ChildId{next_core_child_++};
@@ -838,6 +855,34 @@ void NodeDriver::heartbeats(double now) {
   for (auto peer : silent)
     drop_child(peer, "no message for " + std::to_string(opt_.heartbeat_timeout) + " s: declared dead", false, now);
   if (!silent.empty()) {
+    drain(now);
+    maybe_closed(now);
+  }
+  check_acknowledgements(now);
+}
+
+/// A child alive (it sends heartbeats) but that never acknowledges a transfer would hold
+/// the one-port forever: past ack_timeout (plus four times the expected transfer time of
+/// what it has not acknowledged, at the link's known bandwidth) it is dropped and told.
+void NodeDriver::check_acknowledgements(double now) {
+  if (!(opt_.ack_timeout > 0) || transport_.reports_transfers() || !sched_ || phase_ != Phase::running) return;
+  std::vector<std::pair<PeerId, std::string>> late;
+  for (auto& [peer, c] : children_) {
+    if (c->sends.empty()) continue;
+    double oldest = now, bytes = 0;
+    for (const auto& [id, s] : c->sends) {
+      oldest = std::min(oldest, s.sent_at);
+      bytes += s.bytes;
+    }
+    double bandwidth = 0;
+    if (auto st = sched_->state().children.find(c->id); st != sched_->state().children.end())
+      bandwidth = st->second.bandwidth;
+    const double limit = opt_.ack_timeout + (bandwidth > 0 ? 4 * bytes / bandwidth : 0.0);
+    if (now - oldest > limit)
+      late.emplace_back(peer, "did not acknowledge a task transfer within " + std::to_string(static_cast<long>(limit)) + " s");
+  }
+  for (const auto& [peer, why] : late) drop_child(peer, why, true, now);
+  if (!late.empty()) {
     drain(now);
     maybe_closed(now);
   }

@@ -63,6 +63,16 @@ struct NodeOptions {
   double orphan_timeout = 30;
   /// seconds to wait for the children's Bye after a Shutdown before ending anyway.
   double shutdown_grace = 2.0;
+  /// Task deadlines (core::NodeConfig, docs/fault-tolerance.md): a task a child holds
+  /// past max(task_deadline_floor, task_deadline_factor x expected seconds) is re-issued
+  /// to another child or the local executor; the first result wins. Factor 0: off.
+  double task_deadline_factor = 4;
+  double task_deadline_floor = 60;   ///< seconds
+  /// seconds a child may take to acknowledge a task transfer (msg::Received), plus four
+  /// times the transfer's expected time at the link's known bandwidth. A child that does
+  /// not acknowledge in time holds the one-port for nothing: it is dropped and told.
+  /// Checked at each heartbeat; 0: never.
+  double ack_timeout = 60;
   /// What this node knows of itself and its children without the Welcome's hints (a
   /// simulation knows its platform): link bandwidths, task durations, LP rates.
   std::vector<net::msg::NodeHint> known_hints;
@@ -190,6 +200,7 @@ class NodeDriver {
   void maybe_closed(double now);
   void end(int code);
   void heartbeats(double now);
+  void check_acknowledgements(double now);
   void start_calibration(double now);
   void submit_calibration();
   void calibration_done(std::size_t app, const JobOutcome& outcome, double now);

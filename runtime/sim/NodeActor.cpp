@@ -98,6 +98,7 @@ void NodeActor::operator()() {
     node::NodeOptions options;
     options.name = spec_.name;
     options.heartbeat_interval = 0;  // nothing fails in a simulation
+    options.task_deadline_factor = 0;  // nor is any node slower than the platform says
     options.rejoin_timeout = 0;
     options.join_timeout = std::numeric_limits<double>::infinity();
     options.orphan_timeout = std::numeric_limits<double>::infinity();

@@ -90,6 +90,8 @@ struct ZmqNode::Impl final : node::Transport {
   std::unordered_map<std::uint32_t, std::string> identity_of;
   std::unordered_set<std::string> dropped;
   static constexpr std::size_t max_dropped = 65536;
+  /// CURVE: the public key each routing identity said Hello with (names bound to keys).
+  std::unordered_map<std::string, std::string> key_of_identity;
   std::uint32_t next_peer = 0;
 
   // Batching (runtime/net/Batch.hpp): small messages to a peer that announced
@@ -136,7 +138,11 @@ struct ZmqNode::Impl final : node::Transport {
     if (where.empty()) return;
     down.emplace(ctx, zmq::socket_type::router);
     net::configure_socket(*down, true);
-    down->set(zmq::sockopt::router_handover, true);  // a rejoining worker takes over its name
+    // A rejoining worker takes over its name (its old connection may not be closed yet).
+    // Not under CURVE: there a second connection under a live node's routing identity is
+    // refused by ZeroMQ itself, so that no key can push another node off (names are bound
+    // to keys, docs/security.md); a rejoining worker retries until the old one is gone.
+    down->set(zmq::sockopt::router_handover, !endpoints.curve.enabled);
     // A connection that does not complete the ZMTP (and CURVE) handshake in 5 s is closed:
     // idle or garbage TCP peers cannot pile up.
     down->set(zmq::sockopt::handshake_ivl, 5000);
@@ -243,6 +249,7 @@ struct ZmqNode::Impl final : node::Transport {
     if (it == identity_of.end()) return;
     if (dropped.size() >= max_dropped) dropped.clear();  // bounded: a flood of identities cannot grow it
     dropped.insert(it->second);
+    key_of_identity.erase(it->second);
     by_identity.erase(it->second);
     identity_of.erase(it);
     child_out.erase(peer.value);
@@ -254,6 +261,7 @@ struct ZmqNode::Impl final : node::Transport {
     by_identity.clear();
     identity_of.clear();
     dropped.clear();
+    key_of_identity.clear();
     child_out.clear();
     parent_batches = false;
     parent_out = net::BatchWriter();
@@ -280,6 +288,37 @@ struct ZmqNode::Impl final : node::Transport {
     by_identity.emplace(identity, peer);
     identity_of.emplace(peer.value, identity);
     return peer;
+  }
+
+  /// CURVE: names bound to keys (docs/security.md, issue 13 hole 3). A Hello must name the
+  /// node its key is bound to (authorized_keys `NAME PUBKEY`); every later message on that
+  /// routing identity must come with the same key. Refusals are logged; the peer is
+  /// ignored (not told: a legitimate node whose old connection lingers simply retries).
+  bool authenticated(const net::Received& r) {
+    if (!endpoints.curve.enabled) return true;
+    const auto* hello = std::get_if<net::msg::Hello>(&r.message);
+    if (hello) {
+      if (auto owner = endpoints.curve.key_names.find(r.user_id);
+          owner != endpoints.curve.key_names.end() && owner->second != hello->name) {
+        spdlog::warn("{}: refused a Hello as '{}' from public key {}: that key is bound to '{}'", options.name,
+                     hello->name, r.user_id, owner->second);
+        return false;
+      }
+      if (auto known = key_of_identity.find(r.identity); known != key_of_identity.end() && known->second != r.user_id) {
+        spdlog::warn("{}: refused a Hello as '{}' from public key {}: that node is connected with another key",
+                     options.name, hello->name, r.user_id);
+        return false;
+      }
+      key_of_identity[r.identity] = r.user_id;
+      return true;
+    }
+    auto known = key_of_identity.find(r.identity);
+    if (known != key_of_identity.end() && known->second != r.user_id) {
+      spdlog::warn("{}: refused a {} under the identity of '{}' from another public key ({})", options.name,
+                   net::kind_name(net::kind_of(r.message)), r.identity, r.user_id);
+      return false;
+    }
+    return true;
   }
 
   static std::shared_ptr<zmq::message_t> share_frame(net::ReceivedBatch& b) {
@@ -340,6 +379,14 @@ struct ZmqNode::Impl final : node::Transport {
         // Batches come only from children that announced them in their Hello.
         auto known = by_identity.find(batch->identity);
         if (known == by_identity.end() || !child_out.contains(known->second.value)) continue;
+        if (endpoints.curve.enabled) {  // names bound to keys: the same key as its Hello
+          auto key = key_of_identity.find(batch->identity);
+          if (key == key_of_identity.end() || key->second != batch->user_id) {
+            spdlog::warn("{}: refused a batch under the identity of '{}' from another public key ({})", options.name,
+                         batch->identity, batch->user_id);
+            continue;
+          }
+        }
         const node::PeerId peer = known->second;
         const auto frame = share_frame(*batch);
         for (auto& e : batch->entries) {
@@ -351,6 +398,7 @@ struct ZmqNode::Impl final : node::Transport {
         continue;
       }
       auto& r = std::get<net::Received>(*got);
+      if (!authenticated(r)) continue;
       const auto peer = peer_for(r.identity, std::holds_alternative<net::msg::Hello>(r.message));
       if (!peer) continue;
       node::Payload payload;

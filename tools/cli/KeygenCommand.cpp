@@ -21,7 +21,7 @@ int run_keygen(const KeygenOptions& o) {
   for (const auto& name : o.names) {
     const auto pair = net::generate_keypair();
     net::write_keypair(o.dir, name, pair);
-    authorized << pair.public_key << "  # " << name << "\n";
+    authorized << name << " " << pair.public_key << "\n";  // the key may join only as NAME
     std::cout << "wrote " << o.dir << "/" << name << ".key and " << name << ".key_secret (keep it private)\n";
   }
   std::cout << "public keys appended to " << o.dir << "/authorized_keys\n";

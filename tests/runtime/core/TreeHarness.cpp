@@ -54,6 +54,10 @@ std::string describe(const Action& a) {
       [](const action::TaskAbandoned& x) {
         return "TaskAbandoned " + task_name(x.task) + " after " + std::to_string(x.losses) + " losses";
       },
+      [](const action::LateResultDropped& x) {
+        return "LateResultDropped " + task_name(x.task) +
+               (x.from.local ? std::string(" from the executor") : " from child " + std::to_string(x.from.child.value));
+      },
       [](const action::SendPolicyMessage& x) {
         return "SendPolicyMessage to " + (x.to_parent ? std::string("parent") : "child " + std::to_string(x.child.value)) +
                " (" + std::to_string(x.payload.size()) + " bytes)";
@@ -287,6 +291,7 @@ void TreeHarness::carry_out(std::size_t v, const std::vector<Action>& actions) {
         [&](const action::RunComplete&) { ++run_complete_count_; },
         // The ForwardResult / TaskCompleted that follows carries the task on.
         [&](const action::TaskAbandoned&) {},
+        [&](const action::LateResultDropped&) {},
         [&](const action::SendPolicyMessage& x) {
           if (x.to_parent) {
             if (v == 0) {

@@ -4,6 +4,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include <map>
+
 #include <gtest/gtest.h>
 
 #include "tests/support/TempDir.hpp"
@@ -40,6 +42,25 @@ TEST(Curve, AuthorizedKeysAcceptKeysContainingHashAndSkipComments) {
                                                  << "#commented-out key\n";
   const auto keys = load_authorized_keys((dir.path() / "authorized_keys").string());
   EXPECT_EQ(keys, (std::set<std::string>{with_hash}));
+}
+
+TEST(Curve, AuthorizedKeysBindNamesToKeysAndStillReadTheOldForm) {
+  TempDir dir("curve");
+  const std::string k1 = "0123456789#abcdefghij0123456789#abcdefgh";
+  const std::string k2 = "ABCDEFGHIJ0123456789ABCDEFGHIJ0123456789";
+  std::ofstream(dir.path() / "authorized_keys") << "w1 " << k1 << "\n" << k2 << "  # w2 (old form: any name)\n";
+  std::map<std::string, std::string> names;
+  const auto keys = load_authorized_keys((dir.path() / "authorized_keys").string(), &names);
+  EXPECT_EQ(keys, (std::set<std::string>{k1, k2}));
+  EXPECT_EQ(names, (std::map<std::string, std::string>{{k1, "w1"}}));
+  // A key listed twice (e.g. under two names) is an error naming the line.
+  std::ofstream(dir.path() / "twice") << "w1 " << k1 << "\nw2 " << k1 << "\n";
+  try {
+    load_authorized_keys((dir.path() / "twice").string(), &names);
+    FAIL() << "accepted one key under two names";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("twice:2"), std::string::npos) << e.what();
+  }
 }
 
 TEST(Curve, BadKeyFilesAreErrorsNamingTheFileAndLine) {

@@ -422,5 +422,25 @@ TEST(NodeDriver, RootWaitsForItsNodesBeforeDispatching) {
   EXPECT_EQ(t.take<net::msg::Task>(PeerId{1}).size(), 1u);
 }
 
+TEST(NodeDriver, ASecondConnectionClaimingALiveChildsNameIsRefused) {
+  RecordingTransport t;
+  std::vector<net::msg::Result> results;
+  NodeDriver d(options("root"), t, nullptr, root_setup(2, false, &results));
+  d.start(0);
+  join(d, t, PeerId{1}, "w1", 0);
+  d.on_child_message(PeerId{1}, net::msg::Request{1}, {}, 0.1);
+  ASSERT_EQ(t.take<net::msg::Task>(PeerId{1}).size(), 1u);
+  // Another connection says Hello as "w1": refused, not welcomed, not told; w1 keeps its place.
+  d.on_child_message(PeerId{2}, net::msg::Hello{"w1", 1, 0}, {}, 0.2);
+  EXPECT_TRUE(t.take<net::msg::Welcome>(PeerId{2}).empty()) << "the takeover was welcomed";
+  EXPECT_TRUE(t.dropped.contains(PeerId{2}));
+  EXPECT_FALSE(t.dropped.contains(PeerId{1})) << "the live node was pushed off by a newcomer";
+  EXPECT_EQ(d.child_count(), 1u);
+  // The live w1 still reports its task.
+  auto id = core::TaskId::make(core::AppId{0}, 0).value;
+  d.on_child_message(PeerId{1}, net::msg::Result{id, "w1", 0, 0, 0, false, ""}, {}, 0.3);
+  EXPECT_EQ(results.size(), 1u);
+}
+
 }  // namespace
 }  // namespace treefarm::node
