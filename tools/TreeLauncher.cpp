@@ -9,7 +9,7 @@
 #include <random>
 #include <thread>
 
-#include "runtime/net/Curve.hpp"
+#include "runtime/zmq/Curve.hpp"
 #include "tools/Process.hpp"
 #include "runtime/exec/CpuList.hpp"
 #include "runtime/exec/Topology.hpp"
