@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/net/Curve.hpp"
+#include "runtime/zmq/Curve.hpp"
 
 namespace treefarm::master {
 

@@ -13,7 +13,7 @@
 
 #include <unistd.h>
 
-#include "runtime/net/Curve.hpp"
+#include "runtime/zmq/Curve.hpp"
 #include "tools/Process.hpp"
 #include "runtime/exec/CpuList.hpp"
 #include "runtime/exec/Topology.hpp"

@@ -2,25 +2,22 @@
 
 #include <limits>
 
+#include "runtime/model/EnumNames.hpp"
+
 namespace treefarm::model {
 
-std::string_view to_string(Kernel kernel) {
-  switch (kernel) {
-    case Kernel::matmul: return "matmul";
-    case Kernel::matadd: return "matadd";
-    case Kernel::noop: return "noop";
-    case Kernel::abstract: return "abstract";
-  }
-  return "?";
-}
+namespace {
 
-std::optional<Kernel> kernel_from_string(std::string_view name) {
-  if (name == "matmul") return Kernel::matmul;
-  if (name == "matadd") return Kernel::matadd;
-  if (name == "noop") return Kernel::noop;
-  if (name == "abstract") return Kernel::abstract;
-  return std::nullopt;
-}
+constexpr EnumNames<Kernel, 4> kernel_names = {{{Kernel::matmul, "matmul"},
+                                                {Kernel::matadd, "matadd"},
+                                                {Kernel::noop, "noop"},
+                                                {Kernel::abstract, "abstract"}}};
+
+}  // namespace
+
+std::string_view to_string(Kernel kernel) { return name_of(kernel_names, kernel); }
+
+std::optional<Kernel> kernel_from_string(std::string_view name) { return value_of(kernel_names, name); }
 
 std::uint64_t AppSpec::input_bytes() const {
   switch (kernel) {

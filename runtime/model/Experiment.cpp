@@ -352,13 +352,7 @@ std::vector<NodeSpec> build_tree(const Reader& r, std::vector<NodeEntry> entries
 }  // namespace
 
 Experiment parse_experiment(const std::string& text, const std::string& path) {
-  toml::table root;
-  try {
-    root = toml::parse(text, std::string_view(path));
-  } catch (const toml::parse_error& e) {
-    throw FileError(path, static_cast<int>(e.source().begin.line), "",
-                    "TOML syntax error: " + std::string(e.description()));
-  }
+  const toml::table root = parse_toml(text, path);
   const Reader r(path);
   r.check_keys(root, "", {"node", "app", "run"}, "the top level");
 

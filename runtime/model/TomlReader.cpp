@@ -24,4 +24,13 @@ std::string join_words(std::initializer_list<std::string_view> words) {
   return out;
 }
 
+toml::table parse_toml(const std::string& text, const std::string& path) {
+  try {
+    return toml::parse(text, std::string_view(path));
+  } catch (const toml::parse_error& e) {
+    throw FileError(path, static_cast<int>(e.source().begin.line), "",
+                    "TOML syntax error: " + std::string(e.description()));
+  }
+}
+
 }  // namespace treefarm::model

@@ -32,6 +32,10 @@ std::string toml_type_name(toml::node_type type);
 /// "a, b, c".
 std::string join_words(std::initializer_list<std::string_view> words);
 
+/// The root table of the TOML document `text` read from `path`; a syntax error throws
+/// FileError("TOML syntax error: ...") with its line.
+toml::table parse_toml(const std::string& text, const std::string& path);
+
 /// Typed access to the tables of one file; every error names file, line and field.
 class TomlReader {
  public:

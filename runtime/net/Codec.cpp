@@ -1,5 +1,6 @@
 #include "runtime/net/Codec.hpp"
 
+#include <array>
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -24,6 +25,11 @@ class Writer {
     static_assert(std::is_trivially_copyable_v<T>);
     const auto* p = reinterpret_cast<const std::byte*>(&v);
     bytes_.insert(bytes_.end(), p, p + sizeof(T));
+  }
+  /// put() of each value, in order.
+  template <class... Ts>
+  void put_all(const Ts&... values) {
+    (put(values), ...);
   }
   void put_string(const std::string& s) {
     if (s.size() > max_name_bytes) throw std::invalid_argument("string too long for the wire: " + s.substr(0, 32) + "...");
@@ -82,43 +88,29 @@ class Reader {
 
 }  // namespace
 
-Kind kind_of(const Message& m) {
-  return std::visit(Overloaded{
-      [](const msg::Hello&) { return Kind::hello; },
-      [](const msg::Welcome&) { return Kind::welcome; },
-      [](const msg::Request&) { return Kind::request; },
-      [](const msg::Task&) { return Kind::task; },
-      [](const msg::Result&) { return Kind::result; },
-      [](const msg::NodeJoined&) { return Kind::node_joined; },
-      [](const msg::Heartbeat&) { return Kind::heartbeat; },
-      [](const msg::Shutdown&) { return Kind::shutdown; },
-      [](const msg::Bye&) { return Kind::bye; },
-      [](const msg::Probe&) { return Kind::probe; },
-      [](const msg::ProbeAck&) { return Kind::probe_ack; },
-      [](const msg::Measure&) { return Kind::measure; },
-      [](const msg::Policy&) { return Kind::policy; },
-      [](const msg::Received&) { return Kind::received; }},
-      m);
-}
+// The wire Kind of each alternative of Message is its index + 1: Messages.hpp lists the
+// kinds and the alternatives in the same order, which these assertions hold it to.
+template <Kind k, typename T>
+constexpr bool kind_is = std::is_same_v<std::variant_alternative_t<static_cast<std::size_t>(k) - 1, Message>, T>;
+static_assert(std::variant_size_v<Message> == static_cast<std::size_t>(Kind::received));
+static_assert(kind_is<Kind::hello, msg::Hello> && kind_is<Kind::welcome, msg::Welcome> &&
+              kind_is<Kind::request, msg::Request> && kind_is<Kind::task, msg::Task> &&
+              kind_is<Kind::result, msg::Result> && kind_is<Kind::node_joined, msg::NodeJoined> &&
+              kind_is<Kind::heartbeat, msg::Heartbeat> && kind_is<Kind::shutdown, msg::Shutdown> &&
+              kind_is<Kind::bye, msg::Bye> && kind_is<Kind::probe, msg::Probe> && kind_is<Kind::probe_ack, msg::ProbeAck> &&
+              kind_is<Kind::measure, msg::Measure> && kind_is<Kind::policy, msg::Policy> &&
+              kind_is<Kind::received, msg::Received>);
+
+/// The names of the kinds, in Kind order (those of the msg:: structs).
+constexpr std::array<const char*, std::variant_size_v<Message>> kind_names = {
+    "Hello", "Welcome", "Request", "Task", "Result", "NodeJoined", "Heartbeat",
+    "Shutdown", "Bye", "Probe", "ProbeAck", "Measure", "Policy", "Received"};
+
+Kind kind_of(const Message& m) { return static_cast<Kind>(m.index() + 1); }
 
 const char* kind_name(Kind k) {
-  switch (k) {
-    case Kind::hello: return "Hello";
-    case Kind::welcome: return "Welcome";
-    case Kind::request: return "Request";
-    case Kind::task: return "Task";
-    case Kind::result: return "Result";
-    case Kind::node_joined: return "NodeJoined";
-    case Kind::heartbeat: return "Heartbeat";
-    case Kind::shutdown: return "Shutdown";
-    case Kind::bye: return "Bye";
-    case Kind::probe: return "Probe";
-    case Kind::probe_ack: return "ProbeAck";
-    case Kind::measure: return "Measure";
-    case Kind::policy: return "Policy";
-    case Kind::received: return "Received";
-  }
-  return "?";
+  const auto i = static_cast<std::size_t>(k);
+  return i >= 1 && i <= kind_names.size() ? kind_names[i - 1] : "?";
 }
 
 std::size_t payload_frames_for(Kind k) { return k == Kind::task || k == Kind::probe ? 1 : 0; }
@@ -139,18 +131,9 @@ std::vector<std::byte> encode(const Message& m) {
         body.put<std::uint32_t>(static_cast<std::uint32_t>(w.apps.size()));
         for (const auto& a : w.apps) {
           body.put_string(a.name);
-          body.put(a.kernel);
-          body.put(a.n);
-          body.put(a.bytes);
-          body.put(a.flops);
-          body.put(a.weight);
-          body.put(a.tasks);
-          body.put(a.cores_per_task);
-          body.put(a.memory_per_task);
+          body.put_all(a.kernel, a.n, a.bytes, a.flops, a.weight, a.tasks, a.cores_per_task, a.memory_per_task);
         }
-        body.put(w.calibrate_reps);
-        body.put(w.probe_bytes);
-        body.put(w.seed);
+        body.put_all(w.calibrate_reps, w.probe_bytes, w.seed);
         body.put<std::uint32_t>(static_cast<std::uint32_t>(w.hints.size()));
         for (const auto& h : w.hints) {
           body.put_string(h.name);
@@ -167,9 +150,7 @@ std::vector<std::byte> encode(const Message& m) {
       [&](const msg::Result& r) {
         body.put(r.task_id);
         body.put_string(r.node);
-        body.put(r.compute_seconds);
-        body.put(r.queued_seconds);
-        body.put(r.checksum);
+        body.put_all(r.compute_seconds, r.queued_seconds, r.checksum);
         body.put<std::uint8_t>(r.failed ? 1 : 0);
         body.put_string(r.error.size() > max_name_bytes ? r.error.substr(0, max_name_bytes) : r.error);
       },
@@ -205,12 +186,9 @@ std::vector<std::byte> encode(const Message& m) {
   if (body.bytes().size() > max_body_bytes) throw std::invalid_argument("message body too large to send");
   const Kind kind = kind_of(m);
   Writer frame;
-  frame.put(wire_magic);
-  frame.put(wire_version);
-  frame.put(static_cast<std::uint16_t>(kind));
-  frame.put(static_cast<std::uint32_t>(body.bytes().size()));
-  frame.put(static_cast<std::uint16_t>(payload_frames_for(kind)));
-  frame.put<std::uint16_t>(0);
+  frame.put_all(wire_magic, wire_version, static_cast<std::uint16_t>(kind),
+                static_cast<std::uint32_t>(body.bytes().size()),
+                static_cast<std::uint16_t>(payload_frames_for(kind)), std::uint16_t{0});
   auto& out = frame.bytes();
   out.insert(out.end(), body.bytes().begin(), body.bytes().end());
   return out;

@@ -12,6 +12,7 @@
 #include <toml++/toml.h>
 
 #include "runtime/model/Experiment.hpp"
+#include "runtime/model/TomlReader.hpp"
 #include "runtime/model/Units.hpp"
 
 namespace treefarm::plan {
@@ -76,7 +77,7 @@ namespace {
 
 using model::FileError;
 
-int line_of(const toml::node& node) { return static_cast<int>(node.source().begin.line); }
+using model::line_of;
 
 class Reader {
  public:
@@ -149,6 +150,21 @@ class Reader {
       fail(line_of(*node), prefix + std::string(key), "expected an array of two names");
     return {(*arr)[0].as_string()->get(), (*arr)[1].as_string()->get()};
   }
+  /// `key` = [a, b]: two different names that `index_of` knows (a [[link]]'s LANs, a
+  /// [[pair]]'s machines; `what` is "LAN" or "machine"), as indices, with their names.
+  struct Ends {
+    std::size_t a, b;
+    std::string name_a, name_b;
+  };
+  Ends two_ends(const toml::table& t, std::string_view key, const std::string& prefix, std::string_view what,
+                const std::function<std::optional<std::size_t>(const std::string&)>& index_of) const {
+    auto [na, nb] = two_names(t, key, prefix);
+    const auto a = index_of(na), b = index_of(nb);
+    const std::string field = prefix + std::string(key);
+    if (!a || !b) fail(line_of(t), field, "unknown " + std::string(what) + " '" + (a ? nb : na) + "'");
+    if (*a == *b) fail(line_of(t), field, "the two " + std::string(what) + "s must be different");
+    return {*a, *b, std::move(na), std::move(nb)};
+  }
 
  private:
   std::string path_;
@@ -163,12 +179,7 @@ double parse_memory(std::string_view s) { return static_cast<double>(model::pars
 }  // namespace
 
 MachineSet parse_machines(const std::string& text, const std::string& path) {
-  toml::table root;
-  try {
-    root = toml::parse(text, std::string_view(path));
-  } catch (const toml::parse_error& e) {
-    throw FileError(path, static_cast<int>(e.source().begin.line), "", std::string(e.description()));
-  }
+  const toml::table root = model::parse_toml(text, path);
   Reader r(path);
   r.check_keys(root, "", {"network", "lan", "link", "machine", "pair"});
   MachineSet set;
@@ -206,16 +217,13 @@ MachineSet parse_machines(const std::string& text, const std::string& path) {
     const auto& t = *link_tables[i];
     const auto p = prefix_of("link", i);
     r.check_keys(t, p, {"lans", "bandwidth", "latency"});
-    const auto [na, nb] = r.two_names(t, "lans", p);
-    const auto a = set.lan_index(na), b = set.lan_index(nb);
-    if (!a || !b) r.fail(line_of(t), p + "lans", "unknown LAN '" + (a ? nb : na) + "'");
-    if (*a == *b) r.fail(line_of(t), p + "lans", "a link joins two different LANs");
-    if (given[*a][*b]) r.fail(line_of(t), p + "lans", "link " + na + "-" + nb + " is defined twice");
-    given[*a][*b] = given[*b][*a] = true;
+    const auto e = r.two_ends(t, "lans", p, "LAN", [&](const std::string& n) { return set.lan_index(n); });
+    if (given[e.a][e.b]) r.fail(line_of(t), p + "lans", "link " + e.name_a + "-" + e.name_b + " is defined twice");
+    given[e.a][e.b] = given[e.b][e.a] = true;
     const double bw = r.required(t, "bandwidth", p, model::parse_bandwidth, "bytes/s", true);
     const double lat = r.quantity(t, "latency", p, model::parse_time, "seconds", false).value_or(inter_lat.value_or(0.0));
-    set.lan_bandwidth[*a][*b] = set.lan_bandwidth[*b][*a] = bw;
-    set.lan_latency[*a][*b] = set.lan_latency[*b][*a] = lat;
+    set.lan_bandwidth[e.a][e.b] = set.lan_bandwidth[e.b][e.a] = bw;
+    set.lan_latency[e.a][e.b] = set.lan_latency[e.b][e.a] = lat;
   }
   for (std::size_t a = 0; a < l; ++a)
     for (std::size_t b = a + 1; b < l; ++b)
@@ -258,14 +266,11 @@ MachineSet parse_machines(const std::string& text, const std::string& path) {
     const auto& t = *pair_tables[i];
     const auto p = prefix_of("pair", i);
     r.check_keys(t, p, {"machines", "bandwidth", "latency"});
-    const auto [na, nb] = r.two_names(t, "machines", p);
-    const auto a = set.machine_index(na), b = set.machine_index(nb);
-    if (!a || !b) r.fail(line_of(t), p + "machines", "unknown machine '" + (a ? nb : na) + "'");
-    if (*a == *b) r.fail(line_of(t), p + "machines", "a pair is two different machines");
+    const auto e = r.two_ends(t, "machines", p, "machine", [&](const std::string& n) { return set.machine_index(n); });
     const double bw = r.required(t, "bandwidth", p, model::parse_bandwidth, "bytes/s", true);
-    set.pair_bandwidth[*a][*b] = set.pair_bandwidth[*b][*a] = bw;
+    set.pair_bandwidth[e.a][e.b] = set.pair_bandwidth[e.b][e.a] = bw;
     if (auto lat = r.quantity(t, "latency", p, model::parse_time, "seconds", false))
-      set.pair_latency[*a][*b] = set.pair_latency[*b][*a] = *lat;
+      set.pair_latency[e.a][e.b] = set.pair_latency[e.b][e.a] = *lat;
   }
   validate(set);
   return set;

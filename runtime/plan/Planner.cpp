@@ -13,24 +13,22 @@
 #include <toml++/toml.h>
 
 #include "runtime/lp/ClpSolver.hpp"
+#include "runtime/model/EnumNames.hpp"
 
 namespace treefarm::plan {
 
-std::string_view to_string(Method m) {
-  switch (m) {
-    case Method::qlse: return "qlse";
-    case Method::greedy: return "greedy";
-    case Method::rmshc: return "rmshc";
-    case Method::exhaustive: return "exhaustive";
-  }
-  return "?";
-}
+namespace {
 
-std::optional<Method> method_from_string(std::string_view name) {
-  for (Method m : {Method::qlse, Method::greedy, Method::rmshc, Method::exhaustive})
-    if (to_string(m) == name) return m;
-  return std::nullopt;
-}
+constexpr model::EnumNames<Method, 4> method_names = {{{Method::qlse, "qlse"},
+                                                       {Method::greedy, "greedy"},
+                                                       {Method::rmshc, "rmshc"},
+                                                       {Method::exhaustive, "exhaustive"}}};
+
+}  // namespace
+
+std::string_view to_string(Method m) { return model::name_of(method_names, m); }
+
+std::optional<Method> method_from_string(std::string_view name) { return model::value_of(method_names, name); }
 
 namespace {
 

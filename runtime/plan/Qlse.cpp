@@ -1,6 +1,7 @@
 #include "runtime/plan/Qlse.hpp"
 
 #include <algorithm>
+#include <functional>
 #include <numeric>
 #include <stdexcept>
 
@@ -98,13 +99,12 @@ TaskGraph build_task_graph(const MachineSet& s, const std::vector<model::AppSpec
   return g;
 }
 
-Mapping qlse_map(const MachineSet& s, const std::vector<model::AppSpec>& apps, const std::vector<double>& rates,
-                 const QlseOptions& o) {
-  Mapping out;
-  out.graph = build_task_graph(s, apps, rates, o);
+namespace {
+
+/// QLSE (papers/lee2010 slide 7): the placement of a non-empty task graph `out.graph`.
+void place_qlse(const MachineSet& s, const QlseOptions& o, Mapping& out) {
   const auto& g = out.graph;
   const std::size_t n = g.parent.size();
-  if (n == 0) return out;
   const double d = g.computational_request > 0 ? g.computational_request : 1.0;
   const double b = g.bandwidth_request > 0 ? g.bandwidth_request : 1.0;
 
@@ -229,19 +229,16 @@ Mapping qlse_map(const MachineSet& s, const std::vector<model::AppSpec>& apps, c
       out.graph.mbr = edge_mbr;
       fill_tree(s, out);
       fill_metrics(s, out);
-      return out;
+      return;
     }
   }
-  return out;
 }
 
-Mapping greedy_map(const MachineSet& s, const std::vector<model::AppSpec>& apps, const std::vector<double>& rates,
-                   const QlseOptions& o) {
-  Mapping out;
-  out.graph = build_task_graph(s, apps, rates, o);
+/// Greedy best fit (the baseline of papers/lee2010): tasks in tree order, each on the free
+/// host with the least power above the MCR.
+void place_greedy(const MachineSet& s, Mapping& out) {
   const auto& g = out.graph;
   const std::size_t n = g.parent.size();
-  if (n == 0) return out;
   // LANs by aggregate power, hosts of a LAN by power: the scan order; best fit picks the
   // free host with the least power above the MCR, the first in scan order on ties.
   std::vector<double> lan_power(s.lans.size(), 0.0);
@@ -262,7 +259,7 @@ Mapping greedy_map(const MachineSet& s, const std::vector<model::AppSpec>& apps,
       if (!res.free[h] || m.power() * (1 + slack) < g.mcr) continue;
       if (chosen == s.machines.size() || m.power() < s.machines[chosen].power()) chosen = h;
     }
-    if (chosen == s.machines.size()) return out;
+    if (chosen == s.machines.size()) return;
     out.host[t] = chosen;
     res.free[chosen] = false;
   }
@@ -280,7 +277,27 @@ Mapping greedy_map(const MachineSet& s, const std::vector<model::AppSpec>& apps,
   out.threshold = -1;
   fill_tree(s, out);
   fill_metrics(s, out);
+}
+
+/// The task graph of `apps` at `rates`, placed on `s` by `place` when it has a task.
+Mapping map_with(const MachineSet& s, const std::vector<model::AppSpec>& apps, const std::vector<double>& rates,
+                 const QlseOptions& o, const std::function<void(Mapping&)>& place) {
+  Mapping out;
+  out.graph = build_task_graph(s, apps, rates, o);
+  if (!out.graph.parent.empty()) place(out);
   return out;
+}
+
+}  // namespace
+
+Mapping qlse_map(const MachineSet& s, const std::vector<model::AppSpec>& apps, const std::vector<double>& rates,
+                 const QlseOptions& o) {
+  return map_with(s, apps, rates, o, [&](Mapping& out) { place_qlse(s, o, out); });
+}
+
+Mapping greedy_map(const MachineSet& s, const std::vector<model::AppSpec>& apps, const std::vector<double>& rates,
+                   const QlseOptions& o) {
+  return map_with(s, apps, rates, o, [&](Mapping& out) { place_greedy(s, out); });
 }
 
 }  // namespace treefarm::plan

@@ -14,7 +14,7 @@
 #include <zmq.hpp>
 
 #include "runtime/exec/ExecutorRunner.hpp"
-#include "runtime/net/Wire.hpp"
+#include "runtime/zmq/Wire.hpp"
 
 namespace treefarm::zmq_node {
 

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/net/Curve.hpp"
+#include "runtime/zmq/Curve.hpp"
 #include "runtime/node/NodeDriver.hpp"
 
 namespace treefarm::zmq_node {

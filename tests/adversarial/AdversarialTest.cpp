@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <zmq.hpp>
 
-#include "runtime/net/Wire.hpp"
+#include "runtime/zmq/Wire.hpp"
 #include "tests/integration/ProcessTestUtil.hpp"
 
 using namespace treefarm::testing;

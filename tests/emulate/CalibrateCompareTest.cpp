@@ -64,32 +64,18 @@ buffer = 4
 comm_model = "multi-port"
 )";
 
-EmulateOptions options_for(const fs::path& out, const std::string& prefix) {
-  EmulateOptions o;
-  o.bin_dir = TREEFARM_BIN_DIR;
-  o.prefix = prefix;
-  o.launch.out_dir = out.string();
-  o.launch.timeout = 240;
-  o.launch.quiet = true;
-  o.launch.log_level = "warn";
-  return o;
-}
-
 }  // namespace
 
 TEST(EmulateCalibrate, MeasuresEachShapedLinkWithinTenPercentOfItsRate) {
   SKIP_UNLESS_EMULATION();
-  TempDir dir;
-  const auto file = (dir.path() / "star.toml").string();
-  std::ofstream(file) << star;
-  const auto ex = treefarm::model::load_experiment(file);
-  const auto prefix = fresh_prefix();
-  auto options = options_for(dir.path() / "out", prefix);
-  options.calibration_out = (dir.path() / "calibration.json").string();
+  EmulationRun run(star, 240);
+  const auto ex = treefarm::model::load_experiment(run.file);
+  auto& options = run.options;
+  options.calibration_out = (run.dir.path() / "calibration.json").string();
   std::atomic<bool> interrupted{false};
-  const int rc = emulate_command(file, "calibrate", options, interrupted);
-  EXPECT_EQ(leftovers(prefix), std::vector<std::string>{}) << "after emulate calibrate";
-  ASSERT_EQ(rc, 0) << "logs in " << dir.path() / "out" / "logs";
+  const int rc = emulate_command(run.file, "calibrate", options, interrupted);
+  EXPECT_EQ(leftovers(run.prefix), std::vector<std::string>{}) << "after emulate calibrate";
+  ASSERT_EQ(rc, 0) << "logs in " << run.out() / "logs";
 
   const auto cal = treefarm::model::load_calibration(options.calibration_out);
   for (const char* name : {"w48", "w16"}) {
@@ -115,18 +101,14 @@ TEST(EmulateCalibrate, MeasuresEachShapedLinkWithinTenPercentOfItsRate) {
 
 TEST(EmulateCompare, LpPolicyReachesItsPredictionWithinTwentyPercent) {
   SKIP_UNLESS_EMULATION();
-  TempDir dir;
-  const auto file = (dir.path() / "star.toml").string();
-  std::ofstream(file) << star;
-  const auto prefix = fresh_prefix();
-  auto options = options_for(dir.path() / "out", prefix);
-  options.policies = {"lp"};
+  EmulationRun run(star, 240);
+  run.options.policies = {"lp"};
   std::atomic<bool> interrupted{false};
-  const int rc = emulate_command(file, "compare", options, interrupted);  // calibrates in place first
-  EXPECT_EQ(leftovers(prefix), std::vector<std::string>{}) << "after emulate compare";
-  ASSERT_EQ(rc, 0) << "logs in " << dir.path() / "out";
+  const int rc = emulate_command(run.file, "compare", run.options, interrupted);  // calibrates in place first
+  EXPECT_EQ(leftovers(run.prefix), std::vector<std::string>{}) << "after emulate compare";
+  ASSERT_EQ(rc, 0) << "logs in " << run.out();
 
-  std::ifstream f(dir.path() / "out" / "compare.json");
+  std::ifstream f(run.out() / "compare.json");
   ASSERT_TRUE(f) << "no compare.json";
   const auto cmp = nlohmann::json::parse(f);
   ASSERT_EQ(cmp.at("policies").size(), 1u);
@@ -140,5 +122,5 @@ TEST(EmulateCompare, LpPolicyReachesItsPredictionWithinTwentyPercent) {
   RecordProperty("fair_ratio", std::to_string(ratio));
   EXPECT_GE(ratio, 0.8);
   EXPECT_LE(ratio, 1.2);
-  EXPECT_TRUE(fs::exists(dir.path() / "out" / "calibration.json"));
+  EXPECT_TRUE(fs::exists(run.out() / "calibration.json"));
 }

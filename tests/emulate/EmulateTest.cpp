@@ -57,30 +57,16 @@ buffer = 4
 comm_model = "multi-port"
 )";
 
-EmulateOptions options_for(const fs::path& out, const std::string& prefix) {
-  EmulateOptions o;
-  o.bin_dir = TREEFARM_BIN_DIR;
-  o.prefix = prefix;
-  o.launch.out_dir = out.string();
-  o.launch.timeout = 300;
-  o.launch.quiet = true;
-  o.launch.log_level = "warn";
-  return o;
-}
-
 }  // namespace
 
 TEST(Emulate, StarRunsEveryTaskExactlyOnceAndLeavesNothing) {
   SKIP_UNLESS_EMULATION();
-  TempDir dir;
-  const auto file = (dir.path() / "star.toml").string();
-  std::ofstream(file) << star;
-  const auto prefix = fresh_prefix();
+  const EmulationRun run(star, 300);
   std::atomic<bool> interrupted{false};
-  const int rc = emulate_command(file, "run", options_for(dir.path() / "out", prefix), interrupted);
-  ASSERT_EQ(rc, 0) << "logs in " << dir.path() / "out" / "logs";
+  const int rc = emulate_command(run.file, "run", run.options, interrupted);
+  ASSERT_EQ(rc, 0) << "logs in " << run.out() / "logs";
 
-  std::ifstream f(dir.path() / "out" / "results.json");
+  std::ifstream f(run.out() / "results.json");
   const auto results = nlohmann::json::parse(f);
   EXPECT_TRUE(results.at("ok").get<bool>());
   EXPECT_EQ(results.at("lost").get<int>(), 0);
@@ -99,24 +85,19 @@ TEST(Emulate, StarRunsEveryTaskExactlyOnceAndLeavesNothing) {
   EXPECT_GT(computed["slow"], 0u);
   EXPECT_GT(computed["fast"], computed["slow"]) << "the 80 Mbit/s link should carry more tasks than the 16 Mbit/s one";
 
-  EXPECT_EQ(leftovers(prefix), std::vector<std::string>{});
+  EXPECT_EQ(leftovers(run.prefix), std::vector<std::string>{});
 }
 
 TEST(Emulate, InterruptedBeforeTheRunReturns130AndLeavesNothing) {
   SKIP_UNLESS_EMULATION();
-  TempDir dir;
-  const auto file = (dir.path() / "star.toml").string();
-  std::ofstream(file) << star;
-  const auto prefix = fresh_prefix();
+  const EmulationRun run(star, 300);
   std::atomic<bool> interrupted{true};
-  EXPECT_EQ(emulate_command(file, "run", options_for(dir.path() / "out", prefix), interrupted), 130);
-  EXPECT_EQ(leftovers(prefix), std::vector<std::string>{});
+  EXPECT_EQ(emulate_command(run.file, "run", run.options, interrupted), 130);
+  EXPECT_EQ(leftovers(run.prefix), std::vector<std::string>{});
 }
 
 TEST(Emulate, UnknownModesAreRefused) {
-  TempDir dir;
-  const auto file = (dir.path() / "star.toml").string();
-  std::ofstream(file) << star;
+  const EmulationRun run(star, 300);
   std::atomic<bool> interrupted{false};
-  EXPECT_THROW(emulate_command(file, "bogus", {}, interrupted), std::invalid_argument);
+  EXPECT_THROW(emulate_command(run.file, "bogus", {}, interrupted), std::invalid_argument);
 }

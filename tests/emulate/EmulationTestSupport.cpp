@@ -65,4 +65,15 @@ std::string read_text(const std::string& path) {
   return t;
 }
 
+EmulationRun::EmulationRun(const std::string& toml, double timeout)
+    : file((dir.path() / "star.toml").string()), prefix(fresh_prefix()) {
+  std::ofstream(file) << toml;
+  options.bin_dir = TREEFARM_BIN_DIR;
+  options.prefix = prefix;
+  options.launch.out_dir = out().string();
+  options.launch.timeout = timeout;
+  options.launch.quiet = true;
+  options.launch.log_level = "warn";
+}
+
 }  // namespace treefarm::emulate::testing

@@ -9,6 +9,7 @@
 
 #include "runtime/model/Experiment.hpp"
 #include "tests/support/TempDir.hpp"
+#include "tools/emulate/Emulate.hpp"
 
 namespace treefarm::emulate::testing {
 
@@ -29,6 +30,18 @@ using test_support::TempDir;
 
 /// Contents of a file, trailing whitespace removed.
 std::string read_text(const std::string& path);
+
+/// The setup of one `treefarm emulate` test: a temporary directory holding the experiment
+/// `toml` as star.toml, a fresh prefix, and emulate_command's options for them (the
+/// binaries of this build, output in DIR/out, `timeout` seconds, quiet, warn-level logs).
+struct EmulationRun {
+  EmulationRun(const std::string& toml, double timeout);
+  TempDir dir;
+  std::string file;    ///< DIR/star.toml
+  std::string prefix;  ///< fresh_prefix()
+  EmulateOptions options;
+  std::filesystem::path out() const { return dir.path() / "out"; }
+};
 
 }  // namespace treefarm::emulate::testing
 

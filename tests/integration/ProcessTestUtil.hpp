@@ -15,6 +15,7 @@
 #include <unistd.h>
 #include <vector>
 
+#include "tests/support/Shell.hpp"
 #include "tests/support/TempDir.hpp"
 
 namespace treefarm::testing {
@@ -30,15 +31,8 @@ struct CommandResult {
 
 /// Runs a shell command to completion.
 inline CommandResult run_command(const std::string& cmd) {
-  CommandResult r;
-  std::FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  if (!p) return r;
-  std::array<char, 4096> buf;
-  std::size_t n;
-  while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0) r.output.append(buf.data(), n);
-  const int status = pclose(p);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  return r;
+  auto r = test_support::run_shell(cmd + " 2>&1");
+  return {r.exit_code, std::move(r.output)};
 }
 
 using test_support::TempDir;

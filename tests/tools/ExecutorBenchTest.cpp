@@ -1,4 +1,5 @@
-#include "tools/bench/ExecutorBench.hpp"
+#include "tools/bench/BackfillBench.hpp"
+#include "tools/bench/KernelBench.hpp"
 
 #include <gtest/gtest.h>
 

@@ -16,31 +16,19 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/support/Affinity.hpp"
+#include "tests/support/Shell.hpp"
+
 namespace {
 
 const std::string treefarm = std::string(TREEFARM_BIN_DIR) + "/treefarm";
 
-std::vector<int> affinity_cpus() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  EXPECT_EQ(sched_getaffinity(0, sizeof set, &set), 0);
-  std::vector<int> cpus;
-  for (int i = 0; i < CPU_SETSIZE; ++i) {
-    if (CPU_ISSET(i, &set)) cpus.push_back(i);
-  }
-  return cpus;
-}
+using treefarm::test_support::affinity_cpus;
 
 /// Runs a shell command; returns its exit status and stdout.
 std::pair<int, std::string> run(const std::string& cmd) {
-  std::FILE* p = popen(cmd.c_str(), "r");
-  if (p == nullptr) return {-1, ""};
-  std::string out;
-  char buf[4096];
-  std::size_t got = 0;
-  while ((got = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, got);
-  const int status = pclose(p);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+  auto r = treefarm::test_support::run_shell(cmd);
+  return {r.exit_code, std::move(r.output)};
 }
 
 bool have_taskset() { return run("command -v taskset >/dev/null 2>&1").first == 0; }

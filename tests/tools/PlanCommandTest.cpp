@@ -16,20 +16,15 @@
 #include <nlohmann/json.hpp>
 
 #include "runtime/model/Experiment.hpp"
+#include "tests/support/Shell.hpp"
 
 namespace {
 
 const std::string treefarm = std::string(TREEFARM_BIN_DIR) + "/treefarm";
 
 std::pair<int, std::string> run(const std::string& cmd) {
-  std::FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  if (p == nullptr) return {-1, ""};
-  std::string out;
-  char buf[4096];
-  std::size_t got = 0;
-  while ((got = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, got);
-  const int status = pclose(p);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+  auto r = treefarm::test_support::run_shell(cmd + " 2>&1");
+  return {r.exit_code, std::move(r.output)};
 }
 
 class PlanCommand : public ::testing::Test {

@@ -1,11 +1,13 @@
-// treefarm bench dispatch|chaos|simulate|backfill|kernel|lp (docs/commands.md, docs/benchmarks.md).
+// treefarm bench dispatch|chaos|simulate|backfill|kernel|lp|codec (docs/commands.md, docs/benchmarks.md).
 #include <iostream>
 #include <memory>
 
 #include "tools/bench/LpBench.hpp"
 #include "tools/peers/PeersBench.hpp"
 #include "tools/Bench.hpp"
-#include "tools/bench/ExecutorBench.hpp"
+#include "tools/bench/BackfillBench.hpp"
+#include "tools/bench/CodecBench.hpp"
+#include "tools/bench/KernelBench.hpp"
 #include "tools/cli/Command.hpp"
 #include "tools/sim/SimBench.hpp"
 
@@ -83,6 +85,16 @@ void add_bench_command(CLI::App& app, Commands& out) {
   bench_peers->add_option("--timeout", pbo->timeout, "seconds per run")->capture_default_str();
   bench_peers->add_flag("--json", pbo->json, "JSON output");
   out.push_back({bench_peers, [pbo] { return tools::bench_peers(std::cout, *pbo); }});
+
+  auto* bench_codec = bench->add_subcommand(
+      "codec", "Wire codec: Task and Result header frames encoded and decoded by ours and by MessagePack, side by side");
+  auto cbo = std::make_shared<tools::CodecBenchOptions>();
+  bench_codec->add_option("--messages", cbo->messages, "Encodes and decodes per measurement")
+      ->capture_default_str()->check(CLI::PositiveNumber);
+  bench_codec->add_option("--rounds", cbo->rounds, "Measurements per figure (the median is printed)")
+      ->capture_default_str()->check(CLI::PositiveNumber);
+  bench_codec->add_flag("--json", cbo->json, "JSON output");
+  out.push_back({bench_codec, [cbo] { return tools::bench_codec(std::cout, *cbo); }});
 
   auto* bench_lp = bench->add_subcommand("lp", "LP build + solve time for random trees of 100, 1,000 and 10,000 nodes, 10 applications");
   out.push_back({bench_lp, [] {

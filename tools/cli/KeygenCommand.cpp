@@ -4,7 +4,7 @@
 #include <iostream>
 #include <memory>
 
-#include "runtime/net/Curve.hpp"
+#include "runtime/zmq/Curve.hpp"
 #include "tools/cli/Command.hpp"
 
 namespace treefarm::cli {

@@ -111,8 +111,8 @@ void DataCentricPolicy::start(const NodeState& state) {
 }
 
 const SubtreeSummary* DataCentricPolicy::child_summary(ChildId child) const {
-  auto it = summaries_.find(child);
-  return it == summaries_.end() ? nullptr : &it->second;
+  auto it = children_.find(child);
+  return it == children_.end() || !it->second.summary ? nullptr : &*it->second.summary;
 }
 
 std::vector<double> DataCentricPolicy::own_rates(const NodeState& state) const {
@@ -185,16 +185,13 @@ void DataCentricPolicy::observe(const NodeState& state, const Event& event) {
   for (const auto& r : state.requests) local_requests += r.from.local ? 1 : 0;
   if (const auto* f = std::get_if<event::LocalTaskFinished>(&event); f && local_running_ > 0) --local_running_;
   cores_ = std::max(cores_, local_requests + local_running_);
-  if (const auto* left = std::get_if<event::ChildLeft>(&event)) {
-    summaries_.erase(left->child);
-    rates_sent_.erase(left->child);
-  }
+  if (const auto* left = std::get_if<event::ChildLeft>(&event)) children_.erase(left->child);
   if (const auto* m = std::get_if<event::PolicyMessage>(&event)) {
     auto d = decode(m->payload, state.config.apps.size());  // checked by check_message
     if (m->from_parent) {
       demand_ = std::move(d.rates);
     } else if (state.children.contains(m->child)) {
-      summaries_[m->child] = std::move(d.summary);
+      children_[m->child].summary = std::move(d.summary);
     }
   }
 }
@@ -328,9 +325,9 @@ void DataCentricPolicy::recompute(const NodeState& state) {
     for (std::size_t i = 1; i < n; ++i) plan.children[view_[i].name] = alpha[i];
     adopt(state, std::move(plan));
     for (std::size_t i = 1; i < n; ++i) {
-      auto it = rates_sent_.find(ids[i - 1]);
-      if (it != rates_sent_.end() && close(it->second, alpha[i])) continue;
-      rates_sent_[ids[i - 1]] = alpha[i];
+      auto& sent = children_[ids[i - 1]].rates_sent;
+      if (sent && close(*sent, alpha[i])) continue;
+      sent = alpha[i];
       outbox_.push_back(action::SendPolicyMessage{false, ids[i - 1], encode_rates(alpha[i])});
     }
   }
@@ -355,22 +352,11 @@ Seconds DataCentricPolicy::effective_interval(const NodeState& state) const {
 
 void DataCentricPolicy::take_messages(const NodeState& state, std::vector<Action>& out) {
   // §4.5: "these frequencies are continuously recomputed": at most once per interval.
-  last_interval_ = effective_interval(state);
-  if (checked_ && state.now < last_check_ + last_interval_) {
-    waiting_ = true;
-  } else {
-    checked_ = true;
-    waiting_ = false;
-    last_check_ = state.now;
-    recompute(state);
-  }
+  if (gate_.pass(state.now, effective_interval(state))) recompute(state);
   for (auto& a : outbox_) out.push_back(std::move(a));
   outbox_.clear();
 }
 
-std::optional<Seconds> DataCentricPolicy::next_deadline(const NodeState&) const {
-  if (!waiting_) return std::nullopt;
-  return last_check_ + last_interval_;
-}
+std::optional<Seconds> DataCentricPolicy::next_deadline(const NodeState&) const { return gate_.due(); }
 
 }  // namespace treefarm::core

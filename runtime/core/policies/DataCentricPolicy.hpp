@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "runtime/core/policies/DataCentricPlanner.hpp"
+#include "runtime/core/policies/IntervalGate.hpp"
 #include "runtime/core/policies/PlanFollower.hpp"
 #include "runtime/core/Policy.hpp"
 
@@ -108,22 +109,23 @@ class DataCentricPolicy final : public Policy {
   void adopt(const NodeState& state, NodePlan plan);
 
   Seconds interval_;
-  Seconds last_interval_ = 0;  ///< effective_interval() at the last check
   Seconds effective_interval(const NodeState& state) const;
   PlanFollower follower_;
   LoadBalancer1D plan_mix_;
   std::uint32_t cores_ = 0;            ///< Executor slots seen (requests + running).
   std::uint32_t local_running_ = 0;
-  std::map<ChildId, SubtreeSummary> summaries_;
-  std::map<ChildId, std::vector<double>> rates_sent_;
+  /// What this node knows of a child: its last summary, the rates last sent to it.
+  struct ChildReport {
+    std::optional<SubtreeSummary> summary;
+    std::optional<std::vector<double>> rates_sent;  ///< tasks/s per application
+  };
+  std::map<ChildId, ChildReport> children_;
   std::optional<std::vector<double>> demand_;
   SubtreeSummary summary_;
   std::optional<SubtreeSummary> summary_sent_;
   std::vector<ViewNode> view_;
   std::optional<PlannerResult> result_;
-  Seconds last_check_ = 0;
-  bool checked_ = false;
-  bool waiting_ = false;
+  IntervalGate gate_;  ///< recompute() at most once per effective_interval()
   std::vector<Action> outbox_;
 };
 

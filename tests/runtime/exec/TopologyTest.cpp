@@ -12,24 +12,13 @@
 #include <stdexcept>
 #include <vector>
 
+#include "tests/support/Affinity.hpp"
+
 using treefarm::exec::Topology;
 using treefarm::exec::discover_topology;
 using treefarm::exec::restrict_cores;
 
-namespace {
-
-std::vector<int> affinity_cpus() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  EXPECT_EQ(sched_getaffinity(0, sizeof set, &set), 0);
-  std::vector<int> cpus;
-  for (int i = 0; i < CPU_SETSIZE; ++i) {
-    if (CPU_ISSET(i, &set)) cpus.push_back(i);
-  }
-  return cpus;
-}
-
-}  // namespace
+using treefarm::test_support::affinity_cpus;
 
 TEST(Topology, UsablePusAreTheAffinityMask) {
   Topology t = discover_topology();

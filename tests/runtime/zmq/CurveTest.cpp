@@ -1,5 +1,5 @@
 // CURVE key files and the authorized_keys format.
-#include "runtime/net/Curve.hpp"
+#include "runtime/zmq/Curve.hpp"
 
 #include <filesystem>
 #include <fstream>

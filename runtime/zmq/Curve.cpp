@@ -1,4 +1,4 @@
-#include "runtime/net/Curve.hpp"
+#include "runtime/zmq/Curve.hpp"
 
 #include <filesystem>
 #include <fstream>

@@ -1,4 +1,4 @@
-#include "runtime/net/Wire.hpp"
+#include "runtime/zmq/Wire.hpp"
 
 namespace treefarm::net {
 

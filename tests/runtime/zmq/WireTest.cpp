@@ -1,4 +1,4 @@
-/// Tests of runtime/net/Wire on real ZeroMQ sockets: a DEALER (the child) connected to a
+/// Tests of runtime/zmq/Wire on real ZeroMQ sockets: a DEALER (the child) connected to a
 /// ROUTER (the parent) over inproc and over tcp://127.0.0.1.
 
 #include <chrono>
@@ -12,7 +12,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "runtime/net/Wire.hpp"
+#include "runtime/zmq/Wire.hpp"
 
 namespace treefarm::net {
 namespace {
