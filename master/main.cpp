@@ -40,6 +40,7 @@ int main(int argc, char** argv) {
   app.add_option("--heartbeat-interval", opt.heartbeat_interval, "seconds between heartbeats")->capture_default_str();
   app.add_option("--heartbeat-timeout", opt.heartbeat_timeout, "seconds of silence after which a worker is declared dead")->capture_default_str();
   app.add_flag("--quiet", quiet, "No progress lines");
+  app.set_version_flag("--version", "treefarm-master " TREEFARM_VERSION);
   app.add_option("--log-level", log_level, "trace|debug|info|warn|error|off")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   spdlog::set_level(spdlog::level::from_str(log_level));

@@ -52,6 +52,7 @@ int main(int argc, char** argv) {
   app.add_option("--max-task-losses", opt.max_task_losses, "A task lost with this many dead children is reported failed")->capture_default_str();
   app.add_option("--heartbeat-interval", opt.heartbeat_interval, "seconds between heartbeats")->capture_default_str();
   app.add_option("--heartbeat-timeout", opt.heartbeat_timeout, "seconds of silence after which a peer is declared dead")->capture_default_str();
+  app.set_version_flag("--version", "treefarm-worker " TREEFARM_VERSION);
   app.add_option("--log-level", log_level, "trace|debug|info|warn|error|off")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
