@@ -12,7 +12,7 @@ PACKAGES=(
   coinor-libclp-dev coinor-libipopt-dev libopenblas-dev libopenblas0-serial
   nlohmann-json3-dev libtomlplusplus-dev libspdlog-dev libfmt-dev
   libsimgrid-dev gnuplot-nox iproute2 util-linux procps
-  dpkg-dev help2man openssh-client openssh-server
+  dpkg-dev help2man openssh-client openssh-server slurm-wlm munge
 )
 
 missing=()

@@ -96,6 +96,12 @@ std::vector<std::string> ssh_argv(const Host& host, const SshLaunchOptions& opti
 
 int launch_over_ssh(const model::Experiment& ex, const HostsFile& hf, const SshLaunchOptions& options,
                     const std::atomic<bool>& interrupted) {
+  const auto remote = [&](const Host& host, const std::string& command, double connect_timeout) {
+    if (options.remote) return options.remote(host, command);
+    auto o = options;
+    o.connect_timeout = connect_timeout;
+    return ssh_argv(host, o, command);
+  };
   if (options.out_dir.empty()) throw std::invalid_argument("treefarm launch: --out is required");
   const auto placement = place_nodes(ex, hf);
   const fs::path out = options.out_dir;
@@ -157,7 +163,7 @@ int launch_over_ssh(const model::Experiment& ex, const HostsFile& hf, const SshL
       }
     }
     script += "echo ready\n";
-    const auto argv = ssh_argv(host, options, "sh -s");
+    const auto argv = remote(host, "sh -s", options.connect_timeout);
     prep[h] = std::async(std::launch::async, [argv, script, &options] {
       return run_with_input(argv, script, options.connect_timeout + 20);
     });
@@ -171,7 +177,7 @@ int launch_over_ssh(const model::Experiment& ex, const HostsFile& hf, const SshL
     } else {
       failed.push_back(h);
       say("host '" + hf.hosts[h].name + "' (" + hf.hosts[h].address + ", " + hf.path + ":" +
-          std::to_string(hf.hosts[h].line) + ") cannot be prepared: ssh exited with code " + std::to_string(rc) + ": " +
+          std::to_string(hf.hosts[h].line) + ") cannot be prepared: " + options.transport + " exited with code " + std::to_string(rc) + ": " +
           last_lines(text, 3));
     }
   }
@@ -179,9 +185,8 @@ int launch_over_ssh(const model::Experiment& ex, const HostsFile& hf, const SshL
     if (options.keep_remote) return;
     std::vector<std::future<std::pair<int, std::string>>> jobs;
     for (auto h : which) {
-      auto o = options;
-      o.connect_timeout = std::min(options.connect_timeout, 3.0);
-      jobs.push_back(std::async(std::launch::async, [argv = ssh_argv(hf.hosts[h], o, "rm -rf " + shell_quote(run_dir(h)))] {
+      jobs.push_back(std::async(std::launch::async, [argv = remote(hf.hosts[h], "rm -rf " + shell_quote(run_dir(h)),
+                                                                  std::min(options.connect_timeout, 3.0))] {
         return run_with_input(argv, "", 10);
       }));
     }
@@ -239,7 +244,7 @@ int launch_over_ssh(const model::Experiment& ex, const HostsFile& hf, const SshL
     }
     std::string cmd = "exec sh " + shell_quote(dir + "/run.sh");
     for (const auto& a : args) cmd += " " + shell_quote(a);
-    return ssh_argv(host, options, cmd);
+    return remote(host, cmd, options.connect_timeout);
   };
   for (std::size_t i = 0; i < ex.nodes.size(); ++i) {
     nodes[i].log.open(logs / (ex.nodes[i].name + ".log"), std::ios::app);
@@ -291,6 +296,7 @@ int launch_over_ssh(const model::Experiment& ex, const HostsFile& hf, const SshL
     j["seconds"] = seconds_since(started);
     j["run_dir_name"] = "treefarm-launch-" + id;
     j["encrypted"] = !options.insecure;
+    j["transport"] = options.transport;
     for (std::size_t i = 0; i < ex.nodes.size(); ++i) {
       nlohmann::json n;
       n["name"] = ex.nodes[i].name;
@@ -307,7 +313,7 @@ int launch_over_ssh(const model::Experiment& ex, const HostsFile& hf, const SshL
   const auto fetch_results = [&]() {
     const std::size_t h = placement.host_of[0];
     const auto [rc, tarball] = run_with_input(
-        ssh_argv(hf.hosts[h], options, "cd " + shell_quote(run_dir(h) + "/out") + " && tar cf - ."), "", 60);
+        remote(hf.hosts[h], "cd " + shell_quote(run_dir(h) + "/out") + " && tar cf - .", options.connect_timeout), "", 60);
     if (rc != 0) {
       say("could not fetch the results from host '" + hf.hosts[h].name + "': " + last_lines(tarball, 3));
       return;
@@ -357,7 +363,7 @@ int launch_over_ssh(const model::Experiment& ex, const HostsFile& hf, const SshL
       nodes[i].lost = true;
       const auto& host = hf.hosts[placement.host_of[i]];
       say("node '" + ex.nodes[i].name + "' on host '" + host.name + "' " +
-          (*rc == 255 ? std::string("lost (ssh session broke: host or network down)") : "exited with code " + std::to_string(*rc)) +
+          (*rc == 255 && options.transport == "ssh" ? std::string("lost (ssh session broke: host or network down)") : "exited with code " + std::to_string(*rc)) +
           "; its parent re-queues its tasks. Its log ends with:\n" +
           last_lines(read_file(logs / (ex.nodes[i].name + ".log")), 5));
     }

@@ -7,6 +7,7 @@
 /// kernel's parent-death signal) if the launcher itself dies.
 
 #include <atomic>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,11 @@ struct SshLaunchOptions {
   std::vector<std::string> master_args;  ///< Extra arguments for treefarm-master.
   std::vector<std::string> worker_args;  ///< Extra arguments for every treefarm-worker.
   std::string ssh = "ssh";               ///< The ssh client program.
+  /// How to run one shell command line on a host, stdin forwarded (default: ssh_argv).
+  /// `treefarm launch --slurm` sets srun_argv (tools/deploy/SlurmHosts.hpp).
+  std::function<std::vector<std::string>(const Host&, const std::string& command)> remote;
+  /// Name of the transport in messages ("ssh" or "srun").
+  std::string transport = "ssh";
 };
 
 /// The ssh command line that runs `remote_command` (one shell command line) on `host`:
