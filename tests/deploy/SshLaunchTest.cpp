@@ -233,8 +233,11 @@ TEST(SshLaunch, QuickstartOnFourHostsCompletesAndLeavesNothingBehind) {
   const auto results = nlohmann::json::parse(slurp(out / "results.json"));
   expect_exactly_once(results);
   // Every node joined and computed on its own host.
-  for (const auto& n : results.at("nodes"))
-    if (n.at("name") != "master") EXPECT_GT(n.at("tasks_computed").get<int>(), 0) << n.dump();
+  for (const auto& n : results.at("nodes")) {
+    if (n.at("name") != "master") {
+      EXPECT_GT(n.at("tasks_computed").get<int>(), 0) << n.dump();
+    }
+  }
   const auto summary = nlohmann::json::parse(slurp(out / "launch.json"));
   EXPECT_EQ(summary.at("outcome"), "completed");
   EXPECT_TRUE(summary.at("encrypted").get<bool>());

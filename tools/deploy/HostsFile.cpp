@@ -2,7 +2,7 @@
 
 #include <limits>
 #include <map>
-#include <toml++/toml.hpp>
+#include <toml++/toml.h>
 
 namespace treefarm::deploy {
 
