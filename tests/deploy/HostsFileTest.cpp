@@ -59,7 +59,7 @@ nodes = ["w1"]
   EXPECT_EQ(hf.hosts[1].user, "bob");
   EXPECT_EQ(hf.hosts[1].port, 2222);
   EXPECT_EQ(hf.hosts[1].work_dir, "/scratch");
-  EXPECT_EQ(hf.hosts[1].line, 13);
+  EXPECT_EQ(hf.hosts[1].line, 11);  // the [[host]] header
 }
 
 void expect_error(const std::string& text, const std::string& where) {

@@ -21,16 +21,22 @@ namespace treefarm::deploy {
 namespace fs = std::filesystem;
 
 namespace {
-// Runs on the host as `sh RUN_DIR/run.sh PROGRAM ARGS...`: starts the node with stdin
-// from /dev/null and ends it (SIGTERM) when the ssh session's stdin reaches EOF — the
-// launcher closed it, ended its ssh client, or died. Exits with the node's exit code.
+// Runs on the host as `sh RUN_DIR/run.sh READY_FILE PROGRAM ARGS...`: starts the node
+// with stdin from /dev/null and ends it (SIGTERM) when the ssh session's stdin reaches
+// EOF — the launcher closed it, ended its ssh client, or died. Prints the ready marker
+// once the node wrote its --ready-file (it listens), so that the launcher starts its
+// children only then. Exits with the node's exit code.
 constexpr const char* run_script = R"(# treefarm launch: runs one node; ends it when this ssh session ends
+# usage: sh run.sh READY_FILE PROGRAM ARGS...
+r=$1; shift
 exec 3<&0
 "$@" </dev/null &
 p=$!
 { cat <&3 >/dev/null 2>&1; kill -TERM "$p" 2>/dev/null; } >/dev/null 2>&1 &
 w=$!
 exec 3<&-
+{ while kill -0 "$p" 2>/dev/null && [ ! -s "$r" ]; do sleep 0.1; done
+  [ -s "$r" ] && echo "@@treefarm-launch-ready@@"; } 2>/dev/null &
 trap 'kill -TERM "$p" 2>/dev/null' TERM HUP INT
 wait "$p"; rc=$?
 while kill -0 "$p" 2>/dev/null; do wait "$p"; rc=$?; done
@@ -242,20 +248,36 @@ int launch_over_ssh(const model::Experiment& ex, const HostsFile& hf, const SshL
                                dir + "/keys/authorized_keys"});
       if (i > 0) args.insert(args.end(), {"--parent-key", dir + "/keys/" + ex.nodes[*ex.parent_index(i)].name + ".key"});
     }
-    std::string cmd = "exec sh " + shell_quote(dir + "/run.sh");
+    const std::string ready = dir + "/" + spec.name + ".ready";
+    args.insert(args.end(), {"--ready-file", ready});
+    std::string cmd = "exec sh " + shell_quote(dir + "/run.sh") + " " + shell_quote(ready);
     for (const auto& a : args) cmd += " " + shell_quote(a);
     return remote(host, cmd, options.connect_timeout);
   };
-  for (std::size_t i = 0; i < ex.nodes.size(); ++i) {
+  std::vector<bool> ready(ex.nodes.size(), false), spawned(ex.nodes.size(), false);
+  const auto spawn = [&](std::size_t i) {
     nodes[i].log.open(logs / (ex.nodes[i].name + ".log"), std::ios::app);
     nodes[i].ssh = std::make_unique<ChildProcess>(node_argv(i));
+    spawned[i] = true;
     if (!options.quiet)
       say("started " + ex.nodes[i].name + " on " + hf.hosts[placement.host_of[i]].name + " (" + endpoint_of(i) + ")");
-  }
-
+  };
+  // Children start once their parent listens (a child that connects earlier may have its
+  // Hello lost: the same order as treefarm run).
+  const auto spawn_ready_children = [&] {
+    for (std::size_t i = 1; i < ex.nodes.size(); ++i)
+      if (!spawned[i] && ready[*ex.parent_index(i)]) spawn(i);
+  };
+  spawn(0);
   // 3. Stream output into the logs (the master's also to stdout), watch every session.
+  const std::string marker = "@@treefarm-launch-ready@@\n";
   const auto pump = [&](std::size_t i) {
-    const std::string got = nodes[i].ssh->read_output();
+    if (!nodes[i].ssh) return;
+    std::string got = nodes[i].ssh->read_output();
+    if (const auto at = got.find(marker); at != std::string::npos) {
+      got.erase(at, marker.size());
+      ready[i] = true;
+    }
     if (got.empty()) return;
     nodes[i].log << got;
     nodes[i].log.flush();
@@ -271,6 +293,7 @@ int launch_over_ssh(const model::Experiment& ex, const HostsFile& hf, const SshL
     const auto wait_all = [&](double seconds) {
       const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
       for (auto& n : nodes) {
+        if (!n.ssh) continue;
         const double left = std::chrono::duration<double>(deadline - std::chrono::steady_clock::now()).count();
         std::string rest;
         const auto rc = n.ssh->wait(std::max(0.0, left), &rest);
@@ -279,9 +302,11 @@ int launch_over_ssh(const model::Experiment& ex, const HostsFile& hf, const SshL
       }
     };
     wait_all(natural);
-    for (auto& n : nodes) n.ssh->close_stdin();
+    for (auto& n : nodes)
+      if (n.ssh) n.ssh->close_stdin();
     wait_all(grace);
     for (auto& n : nodes) {
+      if (!n.ssh) continue;
       const int rc = n.ssh->terminate(1.0);
       n.log << n.ssh->read_output();
       if (!n.exit_code) n.exit_code = rc;
@@ -305,6 +330,7 @@ int launch_over_ssh(const model::Experiment& ex, const HostsFile& hf, const SshL
       if (i > 0) n["parent"] = ex.nodes[*ex.parent_index(i)].name;
       if (nodes[i].exit_code) n["exit_code"] = *nodes[i].exit_code;
       n["lost"] = nodes[i].lost;
+      n["started"] = spawned[i];
       n["log"] = (logs / (ex.nodes[i].name + ".log")).string();
       j["nodes"].push_back(n);
     }
@@ -347,11 +373,12 @@ int launch_over_ssh(const model::Experiment& ex, const HostsFile& hf, const SshL
     }
     std::vector<pollfd> fds;
     for (auto& n : nodes)
-      if (n.ssh->output_fd() >= 0) fds.push_back({n.ssh->output_fd(), POLLIN, 0});
+      if (n.ssh && n.ssh->output_fd() >= 0) fds.push_back({n.ssh->output_fd(), POLLIN, 0});
     ::poll(fds.data(), fds.size(), 100);
     for (std::size_t i = 0; i < nodes.size(); ++i) pump(i);
+    spawn_ready_children();
     for (std::size_t i = 1; i < nodes.size(); ++i) {
-      if (nodes[i].exit_code) continue;
+      if (!nodes[i].ssh || nodes[i].exit_code) continue;
       const auto rc = nodes[i].ssh->poll_exit();
       if (!rc) continue;
       pump(i);
