@@ -17,7 +17,7 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 for page in treefarm treefarm-master treefarm-worker; do
   [ -f "$build/packaging/man/$page.1.gz" ] || fail "$build/packaging/man/$page.1.gz missing (build target treefarm_man)"
 done
-(cd "$build" && cpack -G DEB -B "$work/cpack" >"$work/cpack.log" 2>&1) || { cat "$work/cpack.log"; fail "cpack failed"; }
+(cd "$build" && cpack -G DEB -B "$work/cpack" -D CPACK_OUTPUT_FILE_PREFIX="$work/cpack" >"$work/cpack.log" 2>&1) || { cat "$work/cpack.log"; fail "cpack failed"; }
 deb="$work/cpack/treefarm_${version}_amd64.deb"
 [ -f "$deb" ] || { ls -R "$work/cpack"; fail "no $deb"; }
 echo "built $(basename "$deb"): $(du -k "$deb" | cut -f1) KiB"
@@ -31,9 +31,11 @@ depends="$(dpkg-deb -f "$deb" Depends)"
 for lib in libzmq5 libtbb12 libhwloc15 libc6 libstdc++6; do
   grep -q "$lib" <<<"$depends" || fail "Depends lacks $lib: $depends"
 done
-# Every declared dependency is a package installed here (so the run below is a real check).
+# Every declared dependency is a package installed here, or provided by one (virtual
+# packages such as libspdlog1.10-fmt9), so that the run below is a real check.
+provided="$(dpkg-query -W -f='${db:Status-Abbrev} ${Package} ${Provides}\n' | awk '$1 == "ii" {$1 = ""; print}' | tr ',' ' ')"
 for dep in $(tr ',' '\n' <<<"$depends" | sed 's/(.*//; s/|.*//' | tr -d ' '); do
-  dpkg-query -W -f='${Status}' "$dep" 2>/dev/null | grep -q "install ok installed" || fail "dependency $dep not installed here"
+  grep -qw -- "$dep" <<<"$provided" || fail "dependency $dep is neither installed nor provided here"
 done
 
 # 3. Install into a fresh root with dpkg (its own database; the libraries are this system's).
@@ -46,7 +48,7 @@ dpkg --root="$root" -s treefarm | grep -q "Status: install ok installed" || fail
 for f in usr/bin/treefarm usr/bin/treefarm-master usr/bin/treefarm-worker \
          usr/share/man/man1/treefarm.1.gz usr/share/man/man1/treefarm-master.1.gz usr/share/man/man1/treefarm-worker.1.gz \
          usr/share/bash-completion/completions/treefarm usr/share/bash-completion/completions/treefarm-worker \
-         lib/systemd/system/treefarm-worker@.service usr/share/doc/treefarm/examples/quickstart.toml \
+         usr/lib/systemd/system/treefarm-worker@.service usr/share/doc/treefarm/examples/quickstart.toml \
          usr/share/doc/treefarm/install.md; do
   [ -e "$root/$f" ] || fail "$f not installed"
 done
