@@ -156,6 +156,15 @@ class SshHosts {
     return out;
   }
 
+  /// Waits up to 5 s for the hosts to have no process but their sshd.
+  void wait_quiet(const std::vector<std::size_t>& which) const {
+    for (int k = 0; k < 50; ++k) {
+      bool quiet = true;
+      for (auto i : which) quiet = quiet && strays(i).empty();
+      if (quiet) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  }
   std::string address(std::size_t i) const { return platform_->address(i); }
   fs::path work_dir(std::size_t i) const { return dir_ / ("work" + std::to_string(i)); }
   /// argv run from the client namespace.
@@ -228,7 +237,7 @@ TEST(SshLaunch, QuickstartOnFourHostsCompletesAndLeavesNothingBehind) {
   const auto ex = write_experiment(dir.path(), 300, 600);
   const auto out = dir.path() / "out";
   const auto r = run_command(hosts.client({std::string(TREEFARM_BIN_DIR) + "/treefarm", "launch", ex.string(), "--hosts",
-                                           hf.string(), "--out", out.string(), "--timeout", "100"}));
+                                           hf.string(), "--out", out.string(), "--timeout", "200"}));
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   const auto results = nlohmann::json::parse(slurp(out / "results.json"));
   expect_exactly_once(results);
@@ -249,7 +258,7 @@ TEST(SshLaunch, QuickstartOnFourHostsCompletesAndLeavesNothingBehind) {
   // Workers logged through their ssh sessions; CURVE was on (the node says so in its log).
   EXPECT_FALSE(slurp(out / "logs" / "w1a.log").empty());
   // Nothing left: no process on any host but its sshd, no ssh client, no run directory.
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  hosts.wait_quiet({1, 2, 3, 4});
   for (std::size_t i = 1; i <= 4; ++i) {
     EXPECT_EQ(hosts.strays(i), std::vector<std::string>{}) << "host " << i;
     EXPECT_TRUE(fs::is_empty(hosts.work_dir(i))) << hosts.work_dir(i);
@@ -263,25 +272,27 @@ TEST(SshLaunch, AHostThatDiesMidRunHasItsTasksDoneElsewhere) {
   SshHosts hosts(4, dir.path());
   for (std::size_t i = 1; i <= 4; ++i) hosts.start_sshd(i);
   const auto hf = hosts.hosts_file({{"master"}, {"w1"}, {"w2"}, {"w1a", "w1b"}});
-  const auto ex = write_experiment(dir.path(), 1500, 3000);
+  const auto ex = write_experiment(dir.path(), 450, 900);
   const auto out = dir.path() / "out";
   ChildProcess launch(hosts.client({std::string(TREEFARM_BIN_DIR) + "/treefarm", "launch", ex.string(), "--hosts", hf.string(),
-                                    "--out", out.string(), "--timeout", "100"}));
+                                    "--out", out.string(), "--timeout", "200"}));
   launch.close_stdin();
   // Once w2 (alone on h3) has computed tasks, h3 dies.
   std::string output;
   const auto w2_log = out / "logs" / "w2.log";
-  for (int k = 0; k < 300 && !launch.poll_exit(); ++k) {
+  for (int k = 0; k < 1200 && !launch.poll_exit(); ++k) {
     output += launch.read_output();
-    // The master prints "[T s] done/total ..." once tasks complete.
-    if (output.find(" s] ") != std::string::npos && fs::exists(w2_log))
+    // The master prints "[T s] DONE/TOTAL ..." every second once dispatching started.
+    bool computing = false;
+    for (auto at = output.find(" s] "); at != std::string::npos && !computing; at = output.find(" s] ", at + 1))
+      computing = at + 4 < output.size() && output[at + 4] >= '1' && output[at + 4] <= '9';
+    if (computing)
       break;
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   ASSERT_FALSE(launch.poll_exit()) << "the run ended before host h3 could die: " << output;
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));
   hosts.kill_host(3);
-  const auto rc = launch.wait(100, &output);
+  const auto rc = launch.wait(200, &output);
   ASSERT_TRUE(rc.has_value()) << output;
   ASSERT_EQ(*rc, 0) << output;
   EXPECT_NE(output.find("node 'w2' on host 'h3' lost"), std::string::npos) << output;
@@ -289,7 +300,7 @@ TEST(SshLaunch, AHostThatDiesMidRunHasItsTasksDoneElsewhere) {
   expect_exactly_once(results);
   const auto summary = nlohmann::json::parse(slurp(out / "launch.json"));
   for (const auto& n : summary.at("nodes")) EXPECT_EQ(n.at("lost").get<bool>(), n.at("name") == "w2") << n.dump();
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  hosts.wait_quiet({1, 2, 4});
   for (std::size_t i : {1, 2, 4}) {
     EXPECT_EQ(hosts.strays(i), std::vector<std::string>{}) << "host " << i;
     EXPECT_TRUE(fs::is_empty(hosts.work_dir(i))) << hosts.work_dir(i);

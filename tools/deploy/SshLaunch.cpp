@@ -193,7 +193,7 @@ int launch_over_ssh(const model::Experiment& ex, const HostsFile& hf, const SshL
     for (auto h : which) {
       jobs.push_back(std::async(std::launch::async, [argv = remote(hf.hosts[h], "rm -rf " + shell_quote(run_dir(h)),
                                                                   std::min(options.connect_timeout, 3.0))] {
-        return run_with_input(argv, "", 10);
+        return run_with_input(argv, "", 60);
       }));
     }
     for (std::size_t k = 0; k < jobs.size(); ++k) {
