@@ -46,6 +46,7 @@ int main(int argc, char** argv) {
   app.add_option("--task-deadline-floor", opt.task_deadline_floor, "seconds: the least time a worker is given for a task before it is re-issued")->capture_default_str()->check(CLI::NonNegativeNumber);
   app.add_option("--ack-timeout", opt.ack_timeout, "seconds a worker may take to acknowledge a task transfer before it is dropped (0 = never)")->capture_default_str()->check(CLI::NonNegativeNumber);
   app.add_flag("--quiet", quiet, "No progress lines");
+  app.set_version_flag("--version", "treefarm-master " TREEFARM_VERSION);
   app.add_option("--log-level", log_level, "trace|debug|info|warn|error|off")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   spdlog::set_level(spdlog::level::from_str(log_level));
