@@ -13,7 +13,7 @@
 #include <sstream>
 #include <unistd.h>
 
-#include "runtime/net/Curve.hpp"
+#include "runtime/zmq/Curve.hpp"
 #include "tools/deploy/ChildProcess.hpp"
 
 namespace treefarm::deploy {
