@@ -299,7 +299,7 @@ Solution solve(const PlatformModel& m, LpSolver& solver, const SolveOptions& opt
   for (std::size_t u = 0; u < n; ++u) {
     const auto& node = m.nodes[u];
     for (std::size_t k = 0; k < kk; ++k) {
-      if (node.host >= 0)
+      if (node.host >= 0 && s.alpha[u][k] > 0.0)  // 0·inf is NaN: a node that cannot run k has t = inf
         s.host_utilisation[static_cast<std::size_t>(node.host)] +=
             s.alpha[u][k] * node.task_seconds[k] * node.cpu_share * m.apps[k].cores_per_task;
       if (u == 0) continue;

@@ -152,6 +152,9 @@ TEST(SteadyState, NodesOnOneHostShareItsCpus) {
   const Solution s = solve(b.m);
   expect_rel(s.fair_throughput, 4.0);
   ASSERT_EQ(s.host_utilisation.size(), 1u);
+  b.m.nodes[0].task_seconds = {inf};  // the forwarding root cannot compute: no NaN
+  ASSERT_EQ(solve(b.m).host_utilisation.size(), 1u);
+  expect_rel(solve(b.m).host_utilisation[0], 1.0);
   expect_rel(s.host_utilisation[0], 1.0);
   // Without the host (the model before issue 21): every node on its own CPU at the
   // measured 1 s per task: 4 tasks/s too, but for the wrong reason — make one worker
