@@ -195,6 +195,9 @@ TEST(RunTest, PolicyLpCalibratesFirstAndAForeignCalibrationIsRefused) {
   EXPECT_GT(cal.at("hosts").at(0).at("cores").get<double>(), 0.0);
   const auto res = nlohmann::json::parse(read_file(out / "results.json"));
   EXPECT_GT(res.at("predicted_fair_throughput").get<double>(), 0.0) << res.dump().substr(0, 400);
+  // Every node of the lp policy reported its fallbacks (issue 21), zero or not.
+  ASSERT_TRUE(res.contains("policy_fallbacks")) << res.dump().substr(0, 400);
+  EXPECT_EQ(res.at("policy_fallbacks").at("nodes").size(), 3u) << res.at("policy_fallbacks").dump();
 
   // The same calibration with a node renamed and a size changed: refused, both named.
   std::string other = tree;
