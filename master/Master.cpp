@@ -231,6 +231,10 @@ int run_master(const MasterOptions& options) {
       }
     results.nodes.push_back(metrics::NodeResult{j.name, j.parent, j.cores, 0});
   };
+  root.on_measure = [&](const net::msg::Measure& m) {  // issue 21: every fallback reported
+    if (m.what == net::msg::Measure::What::fallbacks)
+      results.policy_fallbacks[m.node] = static_cast<std::uint64_t>(m.value);
+  };
   root.on_tick = [&](double now) {
     if (journal) journal->flush();  // at most ~1 s of results is lost to a crash
     if (!options.progress || (start == 0 && done == 0)) return;
@@ -261,6 +265,7 @@ int run_master(const MasterOptions& options) {
     root.welcome.probe_bytes = probe;
     root.wait_for_nodes = 0;
     calibration.experiment = ex.path;
+    calibration.apps = model::app_signatures(ex);
     for (std::size_t i = 0; i < ex.nodes.size(); ++i) {
       const auto& n = ex.nodes[i];
       calibration.nodes[n.name].cores = n.cores;
@@ -283,6 +288,7 @@ int run_master(const MasterOptions& options) {
         return;
       }
       using What = net::msg::Measure::What;
+      if (m.what == What::fallbacks) return;
       if (m.what == What::task_seconds) {
         it->second.task_seconds[m.app] = m.value;
       } else if (m.value > 0) {
@@ -309,7 +315,7 @@ int run_master(const MasterOptions& options) {
                                 "--calibration FILE or use `treefarm run --calibrate`");
   // Prediction from a calibration file (papers/beaumont2006 §3.1, LP (3)).
   if (!options.calibration.empty()) {
-    const auto cal = model::load_calibration(options.calibration);
+    const auto cal = model::load_calibration_for(options.calibration, ex);
     const auto platform = lp::model_from_calibration(ex, cal);
     const auto solution = lp::solve(platform);
     results.predicted_fair_throughput = solution.fair_throughput;
@@ -367,6 +373,12 @@ int run_master(const MasterOptions& options) {
   }
 
   results.compute();
+  if (!results.policy_fallbacks.empty()) {
+    std::uint64_t total = 0;
+    for (const auto& [node, n] : results.policy_fallbacks) total += n;
+    spdlog::info("master: policy {} fell back {} times over {} nodes (no planned choice feasible)", ex.run.policy,
+                 total, results.policy_fallbacks.size());
+  }
   if (!options.out_dir.empty()) {
     const auto path = std::filesystem::path(options.out_dir) / "results.json";
     metrics::write_file_atomically(path, metrics::to_json(results).dump(1) + "\n");

@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "runtime/core/Policy.hpp"
+#include "tools/HostCalibration.hpp"
 #include "tools/Process.hpp"
 
 namespace treefarm::tools {
@@ -192,6 +193,8 @@ int compare_policies(const model::Experiment& ex, const CompareOptions& options,
       out << "compare: calibration failed (exit code " << rc << ")\n";
       return rc;
     }
+    // A tree started on this machine shares its CPUs (not an emulated LAN: its own hooks).
+    if (!lo.wrap && !lo.cpus && fs::exists(calibration)) calibrate_local_host(ex, calibration, lo.encrypt, out);
   }
   std::vector<std::pair<std::string, nlohmann::json>> results;
   int worst = 0;

@@ -14,7 +14,7 @@ int predict_command(const std::string& experiment, const PredictOptions& options
   const auto ex = model::load_experiment(experiment);
   const auto platform = options.calibration.empty()
                             ? lp::model_from_experiment(ex)
-                            : lp::model_from_calibration(ex, model::load_calibration(options.calibration));
+                            : lp::model_from_calibration(ex, model::load_calibration_for(options.calibration, ex));
   const auto objective = lp::FairnessObjective::parse(options.objective);
   if (objective.kind != lp::FairnessObjective::Kind::max_min) {
     if (options.schedule) throw std::invalid_argument("--schedule needs --objective maxmin");

@@ -66,6 +66,8 @@ bool is_policy_name(std::string_view name) {
   return false;
 }
 
+bool policy_needs_calibration(std::string_view name) { return make_policy(name)->needs_calibration(); }
+
 std::unique_ptr<Policy> make_policy(std::string_view name) {
   for (const auto& entry : registry)
     if (entry.name == name) return entry.create();

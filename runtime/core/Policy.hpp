@@ -6,6 +6,7 @@
 /// and keeps only its own bookkeeping, so every policy of the paper plugs into the same
 /// core.
 
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -57,6 +58,14 @@ class Policy {
   /// When the policy wants a Tick; nullopt: never. Default: never.
   virtual std::optional<Seconds> next_deadline(const NodeState& state) const;
 
+  /// True if the policy follows a plan computed from a calibration (the tools calibrate
+  /// first when none is given). Default: false (the policy learns what it needs).
+  virtual bool needs_calibration() const { return false; }
+
+  /// Choices the policy made outside its own rule because its rule had none feasible
+  /// (the lp policy's FCFS fallbacks), since start. Default: 0.
+  virtual std::uint64_t fallbacks() const { return 0; }
+
  protected:
   LoadBalancer1D root_mix_;  ///< Used by the default next_source_app.
 };
@@ -67,6 +76,10 @@ std::vector<std::string> policy_names();
 
 /// True if `name` is one of policy_names().
 bool is_policy_name(std::string_view name);
+
+/// True if the policy called `name` needs a calibration (Policy::needs_calibration);
+/// throws std::invalid_argument for an unknown name.
+bool policy_needs_calibration(std::string_view name);
 
 /// Creates a policy by name; throws std::invalid_argument for an unknown name, listing
 /// the known ones.

@@ -61,6 +61,10 @@ void validate(const PlatformModel& model) {
                  "must be the index of an earlier node, got " + std::to_string(node.parent));
     }
     if (u > 0) check_positive(node.name, "bandwidth", node.link_bandwidth, "bytes/s");
+    if (node.host < -1 || node.host >= static_cast<int>(model.hosts.size()))
+      node_error(node.name, "host", "must be -1 or the index of a host, got " + std::to_string(node.host));
+    if (!(node.cpu_share > 0.0 && node.cpu_share <= 1.0))
+      node_error(node.name, "cpu_share", "must be in (0, 1], got " + fmt(node.cpu_share));
     check_positive(node.name, "max_out_bandwidth", node.max_out_bandwidth, "bytes/s");
     if (node.task_seconds.size() != model.apps.size()) {
       node_error(node.name, "task_seconds",
@@ -74,6 +78,14 @@ void validate(const PlatformModel& model) {
                        fmt(node.task_seconds[k]));
       }
     }
+  }
+  for (const auto& host : model.hosts) {
+    if (!(host.cores > 0.0) || !std::isfinite(host.cores))
+      throw std::invalid_argument("host '" + host.name + "': field 'cores': must be a finite number > 0, got " +
+                                  fmt(host.cores));
+    if (!(host.comm_cpu_seconds_per_byte >= 0.0) || !std::isfinite(host.comm_cpu_seconds_per_byte))
+      throw std::invalid_argument("host '" + host.name + "': field 'comm_cpu_seconds_per_byte': must be a finite "
+                                  "number >= 0, got " + fmt(host.comm_cpu_seconds_per_byte));
   }
   for (std::size_t k = 0; k < model.apps.size(); ++k) {
     bool runnable = false;
@@ -197,11 +209,27 @@ PlatformModel model_from_calibration(model::Experiment experiment, const model::
     if (it != calibration.nodes.end() && it->second.cores > 0) node.cores = it->second.cores;
   }
   auto model = model_from_experiment(experiment, &seconds, &bandwidth);
+  std::map<std::string, int> host_index;
+  for (const auto& [name, h] : calibration.hosts) {
+    host_index[name] = static_cast<int>(model.hosts.size());
+    model.hosts.push_back(PlatformModel::Host{name, h.cores, h.comm_cpu_seconds_per_byte});
+  }
   for (std::size_t i = 0; i < model.nodes.size(); ++i) {
     const auto it = calibration.nodes.find(model.nodes[i].name);
-    if (it != calibration.nodes.end() && it->second.out_bandwidth && *it->second.out_bandwidth > 0)
-      model.nodes[i].max_out_bandwidth = std::min(model.nodes[i].max_out_bandwidth, *it->second.out_bandwidth);
+    if (it == calibration.nodes.end()) continue;
+    const auto& nc = it->second;
+    if (nc.out_bandwidth && *nc.out_bandwidth > 0)
+      model.nodes[i].max_out_bandwidth = std::min(model.nodes[i].max_out_bandwidth, *nc.out_bandwidth);
+    if (!nc.host.empty()) {
+      const auto h = host_index.find(nc.host);
+      if (h == host_index.end())
+        node_error(model.nodes[i].name, "host", "'" + nc.host + "' is not one of the calibration's hosts");
+      model.nodes[i].host = h->second;
+    }
+    model.nodes[i].cpu_share = nc.cpu_share;
+    model.nodes[i].cpus = nc.cpus;
   }
+  validate(model);
   return model;
 }
 

@@ -30,6 +30,26 @@ struct PlatformModel {
     /// bytes/s bound on the node's total outgoing rate (bounded multi-port,
     /// papers/bertin2008 §2.1); +inf = no bound. Ignored in the one-port model.
     double max_out_bandwidth = 0.0;
+    /// Index in `hosts` of the machine the node runs on; -1 = a machine of its own,
+    /// shared with no other node (no host row).
+    int host = -1;
+    /// Fraction of its CPUs' time the node had while its task_seconds were measured (in
+    /// (0, 1]; 1 = it had them alone). A task of k costs task_seconds·cpu_share·
+    /// cores_per_task CPU-seconds of its host (docs/lp.md, "Hosts").
+    double cpu_share = 1.0;
+    /// CPUs the node's executor is pinned to (empty = unknown): nodes of one host with
+    /// the same set share those CPUs (one LP row per set).
+    std::vector<int> cpus{};
+  };
+  /// A machine several nodes share (on `treefarm run`, every node is on this machine).
+  struct Host {
+    std::string name;
+    /// CPUs of the machine its nodes use: their tasks and their transfers (> 0).
+    double cores = 0.0;
+    /// CPU seconds one byte costs to move from one node to another of this host (send
+    /// and receive together, over the transport in use), measured; a transfer to or from
+    /// another host costs half of it here. 0 = not measured (free).
+    double comm_cpu_seconds_per_byte = 0.0;
   };
   struct App {
     std::string name;
@@ -39,6 +59,7 @@ struct PlatformModel {
   };
   std::vector<Node> nodes;  ///< Every parent before its children; node 0 is the root.
   std::vector<App> apps;
+  std::vector<Host> hosts;  ///< Machines nodes share (empty: every node alone).
   model::CommModel comm_model = model::CommModel::one_port;
 
   /// True if node u can run application k (cores >= cores_per_task, finite positive
@@ -76,7 +97,9 @@ PlatformModel model_from_experiment(const model::Experiment& experiment,
 /// calibration (a link recorded without bandwidth, faster than the probe resolves, is
 /// unconstrained), each node's cores as the node advertised them when it joined
 /// (calibration `cores` > 0), else the experiment's, and its measured aggregate output
-/// (`out_bandwidth`) as its max_out_bandwidth (used by the multi-port model).
+/// (`out_bandwidth`) as its max_out_bandwidth (used by the multi-port model), and the
+/// calibration's hosts: which nodes share a machine, their CPU shares and pinned CPUs,
+/// the machine's cores and its measured CPU cost per byte moved.
 PlatformModel model_from_calibration(model::Experiment experiment, const model::Calibration& calibration);
 
 /// Checks the invariants documented on PlatformModel (tree order, positive bandwidths and

@@ -69,11 +69,13 @@ LpProblem build_steady_state_lp(const PlatformModel& m, SteadyStateVariables& va
   // cores_per_task(k) cores for task_seconds_u^(k) seconds, so
   //   Σ_k α_u^(k) · task_seconds_u^(k) · cores_per_task(k) <= cores_u,
   // written divided by cores_u (rows of order 1 condition the simplex better).
+  // With hosts known, task_seconds were measured on a share of the node's CPUs: alone
+  // it needs task_seconds·cpu_share (docs/lp.md, "Hosts").
   for (std::size_t u = 0; u < n; ++u) {
     row.clear();
     for (std::size_t k = 0; k < kk; ++k) {
       if (var.alpha[u][k] == none) continue;
-      row.push_back({var.alpha[u][k], m.nodes[u].task_seconds[k] * m.apps[k].cores_per_task /
+      row.push_back({var.alpha[u][k], m.nodes[u].task_seconds[k] * m.nodes[u].cpu_share * m.apps[k].cores_per_task /
                                           m.nodes[u].cores});
     }
     if (!row.empty()) lp.add_row(row, -lp_infinity, 1.0);
@@ -89,8 +91,54 @@ LpProblem build_steady_state_lp(const PlatformModel& m, SteadyStateVariables& va
       const std::uint32_t slots = m.nodes[u].cores / cpt;
       if (slots == 0 || slots * cpt == m.nodes[u].cores) continue;
       row.clear();
-      row.push_back({var.alpha[u][k], m.nodes[u].task_seconds[k] / static_cast<double>(slots)});
+      row.push_back({var.alpha[u][k], m.nodes[u].task_seconds[k] * m.nodes[u].cpu_share / static_cast<double>(slots)});
       lp.add_row(row, -lp_infinity, 1.0);
+    }
+  }
+  // Hosts (issue 21, docs/lp.md "Hosts"): nodes on one machine share its CPUs. Per host h,
+  //   Σ_{u on h} Σ_k α_u^(k)·t_u^(k)·share_u·cpt(k)
+  //     + γ_h · Σ_{transfers v touching h} Σ_k sent_v^(k)·b(k)·(1 or ½) <= cores_h,
+  // γ_h the CPU seconds a byte costs to move between two processes of h (a transfer
+  // inside h costs γ_h there, one to or from another host γ_h/2 on each side). And per
+  // set of CPUs that several nodes of h are pinned to: Σ_{u pinned there} ... <= |set|.
+  for (std::size_t h = 0; h < m.hosts.size(); ++h) {
+    const double cap = m.hosts[h].cores;
+    const double gamma = m.hosts[h].comm_cpu_seconds_per_byte;
+    row.clear();
+    for (std::size_t u = 0; u < n; ++u) {
+      const bool here = m.nodes[u].host == static_cast<int>(h);
+      if (here) {
+        for (std::size_t k = 0; k < kk; ++k)
+          if (var.alpha[u][k] != none)
+            row.push_back({var.alpha[u][k],
+                           m.nodes[u].task_seconds[k] * m.nodes[u].cpu_share * m.apps[k].cores_per_task / cap});
+      }
+      if (u == 0 || gamma <= 0.0) continue;
+      const bool parent_here = m.nodes[static_cast<std::size_t>(m.nodes[u].parent)].host == static_cast<int>(h);
+      const double sides = (here ? 0.5 : 0.0) + (parent_here ? 0.5 : 0.0);
+      if (sides == 0.0) continue;
+      for (std::size_t k = 0; k < kk; ++k)
+        if (var.sent[u][k] != none && m.apps[k].bytes > 0.0)
+          row.push_back({var.sent[u][k], gamma * sides * m.apps[k].bytes / cap});
+    }
+    if (!row.empty()) lp.add_row(row, -lp_infinity, 1.0);
+    // CPU sets shared by two or more nodes of this host.
+    std::vector<char> done(n, 0);
+    for (std::size_t u = 0; u < n; ++u) {
+      if (done[u] || m.nodes[u].host != static_cast<int>(h) || m.nodes[u].cpus.empty()) continue;
+      std::vector<std::size_t> group;
+      for (std::size_t v = u; v < n; ++v)
+        if (m.nodes[v].host == static_cast<int>(h) && m.nodes[v].cpus == m.nodes[u].cpus) group.push_back(v);
+      for (std::size_t v : group) done[v] = 1;
+      if (group.size() < 2) continue;
+      const double set = static_cast<double>(m.nodes[u].cpus.size());
+      row.clear();
+      for (std::size_t v : group)
+        for (std::size_t k = 0; k < kk; ++k)
+          if (var.alpha[v][k] != none)
+            row.push_back({var.alpha[v][k],
+                           m.nodes[v].task_seconds[k] * m.nodes[v].cpu_share * m.apps[k].cores_per_task / set});
+      if (!row.empty()) lp.add_row(row, -lp_infinity, 1.0);
     }
   }
   // Communication limits.
@@ -218,7 +266,7 @@ Solution solve(const PlatformModel& m, LpSolver& solver, const SolveOptions& opt
     const auto& node = m.nodes[u];
     double busy = 0.0, bytes = 0.0;
     for (std::size_t k = 0; k < kk; ++k) {
-      if (s.alpha[u][k] > 0.0) busy += s.alpha[u][k] * node.task_seconds[k] * m.apps[k].cores_per_task;
+      if (s.alpha[u][k] > 0.0) busy += s.alpha[u][k] * node.task_seconds[k] * node.cpu_share * m.apps[k].cores_per_task;
       bytes += s.sent[u][k] * m.apps[k].bytes;
     }
     if (node.cores > 0) s.cpu_utilisation[u] = busy / node.cores;
@@ -228,7 +276,7 @@ Solution solve(const PlatformModel& m, LpSolver& solver, const SolveOptions& opt
       const std::uint32_t cpt = std::max<std::uint32_t>(m.apps[k].cores_per_task, 1);
       const std::uint32_t slots = node.cores / cpt;
       if (slots == 0 || !(s.alpha[u][k] > 0.0)) continue;
-      s.cpu_utilisation[u] = std::max(s.cpu_utilisation[u], s.alpha[u][k] * node.task_seconds[k] / slots);
+      s.cpu_utilisation[u] = std::max(s.cpu_utilisation[u], s.alpha[u][k] * node.task_seconds[k] * node.cpu_share / slots);
     }
     if (u > 0) {
       if (!std::isinf(node.link_bandwidth)) s.link_utilisation[u] = bytes / node.link_bandwidth;
@@ -247,6 +295,21 @@ Solution solve(const PlatformModel& m, LpSolver& solver, const SolveOptions& opt
       }
     }
   }
+  s.host_utilisation.assign(m.hosts.size(), 0.0);
+  for (std::size_t u = 0; u < n; ++u) {
+    const auto& node = m.nodes[u];
+    for (std::size_t k = 0; k < kk; ++k) {
+      if (node.host >= 0 && s.alpha[u][k] > 0.0)  // 0·inf is NaN: a node that cannot run k has t = inf
+        s.host_utilisation[static_cast<std::size_t>(node.host)] +=
+            s.alpha[u][k] * node.task_seconds[k] * node.cpu_share * m.apps[k].cores_per_task;
+      if (u == 0) continue;
+      const int here = node.host, parent = m.nodes[static_cast<std::size_t>(node.parent)].host;
+      const double bytes = s.sent[u][k] * m.apps[k].bytes;
+      if (here >= 0) s.host_utilisation[static_cast<std::size_t>(here)] += 0.5 * bytes * m.hosts[static_cast<std::size_t>(here)].comm_cpu_seconds_per_byte;
+      if (parent >= 0) s.host_utilisation[static_cast<std::size_t>(parent)] += 0.5 * bytes * m.hosts[static_cast<std::size_t>(parent)].comm_cpu_seconds_per_byte;
+    }
+  }
+  for (std::size_t h = 0; h < m.hosts.size(); ++h) s.host_utilisation[h] /= m.hosts[h].cores;
   const double th = options.saturation_threshold;
   for (std::size_t u = 0; u < n; ++u) {
     if (s.cpu_utilisation[u] >= th) s.saturated.push_back({u, Resource::cpu, s.cpu_utilisation[u]});

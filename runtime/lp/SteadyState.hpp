@@ -70,6 +70,9 @@ struct Solution {
   /// Per node: one-port, Σ_{v child} link_utilisation_v (busy fraction of u's out-port);
   /// multi-port, total outgoing bytes/s / max_out_bandwidth_u (0 when unbounded).
   std::vector<double> port_utilisation;
+  /// Per host of PlatformModel::hosts: CPU-seconds per second its nodes' tasks and
+  /// transfers use, over its cores (docs/lp.md, "Hosts").
+  std::vector<double> host_utilisation;
   /// Tight resources, ordered by node then resource.
   std::vector<Saturation> saturated;
   double build_seconds = 0.0;   ///< Wall time building the LP.

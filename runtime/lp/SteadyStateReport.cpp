@@ -74,6 +74,14 @@ nlohmann::json to_json(const PlatformModel& m, const Solution& s) {
                          {"weight", m.apps[k].weight},
                          {"throughput", s.app_throughput[k]}});
   }
+  if (!m.hosts.empty()) {
+    j["hosts"] = nlohmann::json::array();
+    for (std::size_t h = 0; h < m.hosts.size(); ++h)
+      j["hosts"].push_back({{"name", m.hosts[h].name},
+                            {"cores", m.hosts[h].cores},
+                            {"comm_cpu_seconds_per_byte", m.hosts[h].comm_cpu_seconds_per_byte},
+                            {"cpu_utilisation", s.host_utilisation[h]}});
+  }
   j["nodes"] = nlohmann::json::array();
   for (std::size_t u = 0; u < m.nodes.size(); ++u) {
     nlohmann::json apps = nlohmann::json::object();
@@ -129,6 +137,10 @@ void print_report(std::ostream& out, const PlatformModel& m, const Solution& s) 
     nodes.push_back(std::move(r));
   }
   print_table(out, nodes);
+  for (std::size_t h = 0; h < m.hosts.size(); ++h)
+    out << "host " << m.hosts[h].name << ": " << num(m.hosts[h].cores) << " CPUs shared by its nodes' tasks and "
+        << "transfers (" << num(m.hosts[h].comm_cpu_seconds_per_byte * 1e9) << " CPU-ns per byte moved), "
+        << percent(s.host_utilisation[h]) << " busy\n";
   out << "\ncpu: busy fraction of the node's cores; link: of the link from its parent ('-': "
          "none or loopback); "
       << (one_port ? "port: of its one-port output (all sends to children)"

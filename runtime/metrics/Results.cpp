@@ -102,6 +102,11 @@ nlohmann::json to_json(const RunResults& r) {
   }
   j["duplicates"] = r.duplicates;
   j["lost"] = r.lost;
+  if (!r.policy_fallbacks.empty()) {
+    std::uint64_t total = 0;
+    for (const auto& [node, n] : r.policy_fallbacks) total += n;
+    j["policy_fallbacks"] = {{"total", total}, {"nodes", r.policy_fallbacks}};
+  }
   j["ok"] = r.ok();
   j["apps"] = nlohmann::json::array();
   for (const auto& a : r.apps) {
@@ -131,6 +136,8 @@ RunResults results_from_json(const nlohmann::json& j) {
   r.policy = j.value("policy", "");
   r.epsilon = j.value("epsilon", 0.1);
   r.duplicates = j.value("duplicates", std::uint64_t{0});
+  if (const auto it = j.find("policy_fallbacks"); it != j.end() && it->contains("nodes"))
+    for (const auto& [node, n] : it->at("nodes").items()) r.policy_fallbacks[node] = n.get<std::uint64_t>();
   std::map<std::string, std::uint32_t> app_index;
   for (const auto& ja : j.at("apps")) {
     AppResult a;
@@ -199,6 +206,16 @@ void print_table(std::ostream& out, const RunResults& r) {
   out << "nodes:";
   for (const auto& n : r.nodes) out << " " << n.name << "=" << n.tasks_computed;
   out << "\n";
+  if (!r.policy_fallbacks.empty()) {
+    std::uint64_t total = 0;
+    std::string per;
+    for (const auto& [node, n] : r.policy_fallbacks) {
+      total += n;
+      if (n > 0) per += " " + node + "=" + std::to_string(n);
+    }
+    out << "policy " << r.policy << " fell back " << total << " times (no planned choice feasible)"
+        << (per.empty() ? "" : ":" + per) << "\n";
+  }
 }
 
 }  // namespace treefarm::metrics

@@ -5,6 +5,7 @@
 /// results.json format (docs/results-format.md).
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <ostream>
 #include <string>
@@ -57,6 +58,10 @@ struct RunResults {
   std::uint64_t lost = 0;               ///< Tasks never completed.
   double fair_throughput = 0;           ///< min_k ρ_k / w_k
   std::optional<double> predicted_fair_throughput;
+  /// By node name: choices its policy made outside its own rule (the lp policy's FCFS
+  /// fallbacks when no planned choice was feasible), as the nodes reported them at the
+  /// end of the run; empty when the policy reports none.
+  std::map<std::string, std::uint64_t> policy_fallbacks;
 
   /// Fills apps[].completed/throughput, steady_end, duration, lost, fair_throughput and
   /// nodes[].tasks_computed from `tasks`.

@@ -81,7 +81,7 @@ Calibration parse_calibration(const std::string& text, const std::string& path) 
   }
   const Checker c(path);
   if (!doc.is_object()) c.fail("", std::string("expected a JSON object, got ") + doc.type_name());
-  c.check_keys(doc, "", {"format", "version", "experiment", "measured_at", "nodes"});
+  c.check_keys(doc, "", {"format", "version", "experiment", "measured_at", "nodes", "apps", "hosts"});
 
   const Json& format = c.member(doc, "format", "");
   if (!format.is_string() || format.get<std::string>() != format_name)
@@ -110,7 +110,8 @@ Calibration parse_calibration(const std::string& text, const std::string& path) 
     const Json& node = nodes[i];
     if (!node.is_object())
       c.fail("nodes[" + std::to_string(i) + "]", std::string("expected an object, got ") + node.type_name());
-    c.check_keys(node, prefix, {"name", "cores", "link_bandwidth", "out_bandwidth", "task_seconds"});
+    c.check_keys(node, prefix, {"name", "cores", "link_bandwidth", "out_bandwidth", "task_seconds", "host", "cpus",
+                                "cpu_share"});
     const Json& name = c.member(node, "name", prefix);
     if (!name.is_string() || name.get<std::string>().empty())
       c.fail(prefix + "name", "expected a non-empty string, got " + name.dump());
@@ -131,14 +132,162 @@ Calibration parse_calibration(const std::string& text, const std::string& path) 
       for (const auto& [app, seconds] : it->items())
         nc.task_seconds[app] = c.positive(seconds, prefix + "task_seconds." + app, "seconds");
     }
+    if (const auto it = node.find("host"); it != node.end()) {
+      if (!it->is_string()) c.fail(prefix + "host", std::string("expected a string, got ") + it->type_name());
+      nc.host = it->get<std::string>();
+    }
+    if (const auto it = node.find("cpus"); it != node.end()) {
+      if (!it->is_array()) c.fail(prefix + "cpus", std::string("expected an array of CPU numbers, got ") + it->type_name());
+      for (const auto& cpu : *it) {
+        if (!cpu.is_number_integer() || cpu.get<std::int64_t>() < 0 || cpu.get<std::int64_t>() > (1 << 16))
+          c.fail(prefix + "cpus", "expected CPU numbers between 0 and 65536, got " + cpu.dump());
+        nc.cpus.push_back(static_cast<int>(cpu.get<std::int64_t>()));
+      }
+    }
+    if (const auto it = node.find("cpu_share"); it != node.end()) {
+      nc.cpu_share = c.positive(*it, prefix + "cpu_share", "fraction of its CPUs' time");
+      if (nc.cpu_share > 1.0) c.fail(prefix + "cpu_share", "must be in (0, 1], got " + it->dump());
+    }
     if (!cal.nodes.emplace(name.get<std::string>(), std::move(nc)).second)
       c.fail(prefix + "name", "duplicate node name '" + name.get<std::string>() + "'");
+  }
+  if (const auto it = doc.find("hosts"); it != doc.end()) {
+    if (!it->is_array()) c.fail("hosts", std::string("expected an array, got ") + it->type_name());
+    for (std::size_t i = 0; i < it->size(); ++i) {
+      const std::string prefix = "hosts[" + std::to_string(i) + "].";
+      const Json& h = (*it)[i];
+      if (!h.is_object())
+        c.fail("hosts[" + std::to_string(i) + "]", std::string("expected an object, got ") + h.type_name());
+      c.check_keys(h, prefix, {"name", "cores", "comm_cpu_seconds_per_byte", "comm_cpu_spread"});
+      const Json& name = c.member(h, "name", prefix);
+      if (!name.is_string() || name.get<std::string>().empty())
+        c.fail(prefix + "name", "expected a non-empty string, got " + name.dump());
+      HostCalibration hc;
+      hc.cores = c.positive(c.member(h, "cores", prefix), prefix + "cores", "CPUs");
+      auto non_negative = [&](const char* key) {
+        const auto m = h.find(key);
+        if (m == h.end()) return 0.0;
+        if (!m->is_number() || !std::isfinite(m->get<double>()) || m->get<double>() < 0)
+          c.fail(prefix + key, "expected a finite number >= 0, got " + m->dump());
+        return m->get<double>();
+      };
+      hc.comm_cpu_seconds_per_byte = non_negative("comm_cpu_seconds_per_byte");
+      hc.comm_cpu_spread = non_negative("comm_cpu_spread");
+      if (!cal.hosts.emplace(name.get<std::string>(), hc).second)
+        c.fail(prefix + "name", "duplicate host name '" + name.get<std::string>() + "'");
+    }
+    for (const auto& [node, nc] : cal.nodes)
+      if (!nc.host.empty() && !cal.hosts.count(nc.host))
+        c.fail("nodes", "node '" + node + "': host '" + nc.host + "' is not listed in hosts");
+  }
+  if (const auto it = doc.find("apps"); it != doc.end()) {
+    if (!it->is_array()) c.fail("apps", std::string("expected an array, got ") + it->type_name());
+    for (std::size_t i = 0; i < it->size(); ++i) {
+      const std::string prefix = "apps[" + std::to_string(i) + "].";
+      const Json& a = (*it)[i];
+      if (!a.is_object())
+        c.fail("apps[" + std::to_string(i) + "]", std::string("expected an object, got ") + a.type_name());
+      c.check_keys(a, prefix, {"name", "kernel", "n", "bytes", "cores_per_task"});
+      const Json& name = c.member(a, "name", prefix);
+      if (!name.is_string() || name.get<std::string>().empty())
+        c.fail(prefix + "name", "expected a non-empty string, got " + name.dump());
+      AppSignature sig;
+      const Json& kernel = c.member(a, "kernel", prefix);
+      if (!kernel.is_string() || !kernel_from_string(kernel.get<std::string>()))
+        c.fail(prefix + "kernel", "expected matmul, matadd, noop or abstract, got " + kernel.dump());
+      sig.kernel = kernel.get<std::string>();
+      auto count = [&](const char* key, std::uint64_t max) -> std::uint64_t {
+        const Json& v = c.member(a, key, prefix);
+        if (!v.is_number_integer() || v.get<std::int64_t>() < 0 || static_cast<std::uint64_t>(v.get<std::int64_t>()) > max)
+          c.fail(prefix + key, "expected an integer between 0 and " + std::to_string(max) + ", got " + v.dump());
+        return static_cast<std::uint64_t>(v.get<std::int64_t>());
+      };
+      sig.n = static_cast<std::uint32_t>(count("n", 0xffffffffu));
+      sig.bytes = count("bytes", std::uint64_t{1} << 62);
+      sig.cores_per_task = static_cast<std::uint32_t>(count("cores_per_task", 1u << 16));
+      if (!cal.apps.emplace(name.get<std::string>(), sig).second)
+        c.fail(prefix + "name", "duplicate application name '" + name.get<std::string>() + "'");
+    }
   }
   return cal;
 }
 
+AppSignature signature_of(const AppSpec& app) {
+  return AppSignature{std::string(to_string(app.kernel)), app.n, app.input_bytes(), app.cores_per_task};
+}
+
+std::map<std::string, AppSignature> app_signatures(const Experiment& experiment) {
+  std::map<std::string, AppSignature> out;
+  for (const auto& app : experiment.apps) out.emplace(app.name, signature_of(app));
+  return out;
+}
+
+std::vector<std::string> calibration_differences(const Calibration& calibration, const Experiment& experiment) {
+  std::vector<std::string> out;
+  std::set<std::string> names;
+  for (const auto& node : experiment.nodes) {
+    names.insert(node.name);
+    if (!calibration.nodes.count(node.name))
+      out.push_back("node '" + node.name + "' is in the experiment, not in the calibration");
+  }
+  for (const auto& [name, nc] : calibration.nodes)
+    if (!names.count(name)) out.push_back("node '" + name + "' is in the calibration, not in the experiment");
+
+  std::set<std::string> apps, measured;
+  for (const auto& [node, nc] : calibration.nodes)
+    for (const auto& [app, seconds] : nc.task_seconds) measured.insert(app);
+  for (const auto& app : experiment.apps) {
+    apps.insert(app.name);
+    const auto it = calibration.apps.find(app.name);
+    if (it == calibration.apps.end()) {
+      if (!calibration.apps.empty())
+        out.push_back("application '" + app.name + "' is in the experiment, not in the calibration");
+      else if (!measured.count(app.name) && app.kernel != Kernel::abstract)
+        out.push_back("application '" + app.name + "' is in the experiment, measured on no node of the calibration");
+      continue;
+    }
+    const AppSignature want = signature_of(app);
+    const AppSignature& got = it->second;
+    const std::string prefix = "application '" + app.name + "': ";
+    if (want.kernel != got.kernel)
+      out.push_back(prefix + "kernel is " + want.kernel + " in the experiment, " + got.kernel + " in the calibration");
+    if (want.n != got.n)
+      out.push_back(prefix + "n is " + std::to_string(want.n) + " in the experiment, " + std::to_string(got.n) +
+                    " in the calibration");
+    else if (want.bytes != got.bytes)
+      out.push_back(prefix + "bytes per task are " + std::to_string(want.bytes) + " in the experiment, " +
+                    std::to_string(got.bytes) + " in the calibration");
+    if (want.cores_per_task != got.cores_per_task)
+      out.push_back(prefix + "cores_per_task is " + std::to_string(want.cores_per_task) + " in the experiment, " +
+                    std::to_string(got.cores_per_task) + " in the calibration");
+  }
+  for (const auto& [name, sig] : calibration.apps)
+    if (!apps.count(name)) out.push_back("application '" + name + "' is in the calibration, not in the experiment");
+  if (calibration.apps.empty())
+    for (const auto& name : measured)
+      if (!apps.count(name)) out.push_back("application '" + name + "' is in the calibration, not in the experiment");
+  return out;
+}
+
+void check_calibration_matches(const Calibration& calibration, const Experiment& experiment,
+                               const std::string& source) {
+  const auto diffs = calibration_differences(calibration, experiment);
+  if (diffs.empty()) return;
+  std::string what = source + ": this calibration (measured for '" + calibration.experiment +
+                     "') does not match the experiment '" + experiment.path + "'; recalibrate (`treefarm calibrate " +
+                     experiment.path + "` or `treefarm run --calibrate`). Differences:";
+  for (const auto& d : diffs) what += "\n  " + d;
+  throw CalibrationMismatch(what);
+}
+
 Calibration load_calibration(const std::string& path) {
   return parse_calibration(read_input_file(path), path);
+}
+
+Calibration load_calibration_for(const std::string& path, const Experiment& experiment) {
+  Calibration cal = load_calibration(path);
+  check_calibration_matches(cal, experiment, path);
+  return cal;
 }
 
 std::string to_json(const Calibration& calibration) {
@@ -147,15 +296,32 @@ std::string to_json(const Calibration& calibration) {
     Json node = {{"name", name}, {"cores", nc.cores}};
     if (nc.link_bandwidth) node["link_bandwidth"] = *nc.link_bandwidth;
     if (nc.out_bandwidth) node["out_bandwidth"] = *nc.out_bandwidth;
+    if (!nc.host.empty()) node["host"] = nc.host;
+    if (!nc.cpus.empty()) node["cpus"] = nc.cpus;
+    if (nc.cpu_share != 1.0) node["cpu_share"] = nc.cpu_share;
     node["task_seconds"] = Json::object();
     for (const auto& [app, seconds] : nc.task_seconds) node["task_seconds"][app] = seconds;
     nodes.push_back(std::move(node));
   }
-  const Json doc = {{"format", format_name},
-                    {"version", format_version},
-                    {"experiment", calibration.experiment},
-                    {"measured_at", calibration.measured_at},
-                    {"nodes", std::move(nodes)}};
+  Json doc = {{"format", format_name},
+              {"version", format_version},
+              {"experiment", calibration.experiment},
+              {"measured_at", calibration.measured_at},
+              {"nodes", std::move(nodes)}};
+  if (!calibration.hosts.empty()) {
+    Json hosts = Json::array();
+    for (const auto& [name, h] : calibration.hosts)
+      hosts.push_back({{"name", name}, {"cores", h.cores}, {"comm_cpu_seconds_per_byte", h.comm_cpu_seconds_per_byte},
+                       {"comm_cpu_spread", h.comm_cpu_spread}});
+    doc["hosts"] = std::move(hosts);
+  }
+  if (!calibration.apps.empty()) {
+    Json apps = Json::array();
+    for (const auto& [name, sig] : calibration.apps)
+      apps.push_back({{"name", name}, {"kernel", sig.kernel}, {"n", sig.n}, {"bytes", sig.bytes},
+                      {"cores_per_task", sig.cores_per_task}});
+    doc["apps"] = std::move(apps);
+  }
   return doc.dump(2) + "\n";
 }
 

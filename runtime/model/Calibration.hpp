@@ -6,9 +6,15 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <stdexcept>
 #include <string>
+#include <vector>
+
+#include "runtime/model/Application.hpp"
 
 namespace treefarm::model {
+
+struct Experiment;
 
 /// What was measured on one node.
 struct NodeCalibration {
@@ -23,8 +29,42 @@ struct NodeCalibration {
   std::optional<double> out_bandwidth;
   /// Cores the node really computes with.
   std::uint32_t cores = 0;
+  /// Name of the host (in Calibration::hosts) the node ran on; "" = unknown.
+  std::string host{};
+  /// CPUs its executor was pinned to (empty = unknown).
+  std::vector<int> cpus{};
+  /// Fraction of those CPUs' time the node had while task_seconds was measured (all
+  /// nodes measure at once; on shared CPUs each gets a share), in (0, 1].
+  double cpu_share = 1.0;
 
   bool operator==(const NodeCalibration&) const = default;
+};
+
+/// What an application was when it was calibrated: a duration measured for one kernel
+/// and size says nothing about another.
+struct AppSignature {
+  std::string kernel;                ///< "matmul", "matadd", "noop", "abstract".
+  std::uint32_t n = 0;               ///< Matrix order (matmul, matadd).
+  std::uint64_t bytes = 0;           ///< bytes sent down the tree per task.
+  std::uint32_t cores_per_task = 1;  ///< Cores a task held while it was measured.
+
+  bool operator==(const AppSignature&) const = default;
+};
+
+/// The signature of an application of an experiment.
+AppSignature signature_of(const AppSpec& app);
+
+/// A machine that several nodes of the tree share.
+struct HostCalibration {
+  double cores = 0;  ///< CPUs the nodes on it may use (> 0).
+  /// CPU seconds (sender and receiver together) one byte costs to move between two
+  /// processes of this host over the tree's transport (loopback TCP, CURVE when
+  /// encrypted), measured; >= 0.
+  double comm_cpu_seconds_per_byte = 0;
+  /// Spread of that figure over the repetitions of its measurement: (max - min) / median.
+  double comm_cpu_spread = 0;
+
+  bool operator==(const HostCalibration&) const = default;
 };
 
 /// A calibration of a whole experiment.
@@ -35,9 +75,42 @@ struct Calibration {
   double measured_at = 0.0;
   /// By node name.
   std::map<std::string, NodeCalibration> nodes;
+  /// By application name: what was measured (files written before this field existed
+  /// have none; then only the application names are checked).
+  std::map<std::string, AppSignature> apps;
+  /// By host name: the machines nodes share (empty: unknown, every node alone).
+  std::map<std::string, HostCalibration> hosts;
 
   bool operator==(const Calibration&) const = default;
 };
+
+/// A calibration that belongs to another experiment (other nodes, applications, kernels
+/// or sizes). what() names every difference.
+class CalibrationMismatch : public std::invalid_argument {
+ public:
+  using std::invalid_argument::invalid_argument;
+};
+
+/// The differences between what `calibration` measured and what `experiment` declares,
+/// one line each ("node 'w3' is in the experiment, not in the calibration",
+/// "application 'mm': n is 384 in the experiment, 256 in the calibration", ...); empty
+/// if it matches. Nodes are compared by name (both ways); applications by name, and by
+/// kernel, n, bytes and cores_per_task when the calibration records them; an
+/// application of the experiment must have a measured duration on some node.
+std::vector<std::string> calibration_differences(const Calibration& calibration, const Experiment& experiment);
+
+/// Throws CalibrationMismatch, naming `source` (the calibration file), the experiment it
+/// was measured for and every difference, unless calibration_differences() is empty.
+void check_calibration_matches(const Calibration& calibration, const Experiment& experiment,
+                               const std::string& source);
+
+/// load_calibration() then check_calibration_matches(): what every command that uses a
+/// calibration for an experiment calls. Throws FileError or CalibrationMismatch.
+Calibration load_calibration_for(const std::string& path, const Experiment& experiment);
+
+/// The signatures of every application of `experiment`, by name (what a calibration of
+/// it records).
+std::map<std::string, AppSignature> app_signatures(const Experiment& experiment);
 
 /// Reads and validates a calibration file. Throws FileError (see Experiment.hpp): the
 /// line is known for JSON syntax errors, 0 for errors found after parsing.

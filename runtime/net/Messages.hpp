@@ -104,7 +104,9 @@ struct Probe { std::uint32_t seq = 0; };
 struct ProbeAck { std::uint32_t seq = 0; };
 /// Child → parent, travelling up to the master: a calibration measurement.
 struct Measure {
-  enum class What : std::uint8_t { task_seconds = 0, link_bandwidth = 1, out_bandwidth = 2 };
+  /// fallbacks: choices the node's policy made outside its own rule (Policy::fallbacks),
+  /// sent once at the end of a run, before Bye (issue 21).
+  enum class What : std::uint8_t { task_seconds = 0, link_bandwidth = 1, out_bandwidth = 2, fallbacks = 3 };
   std::string node;               ///< Node measured (link: the child end; out_bandwidth: the sender).
   std::string app;                ///< Application (task_seconds only).
   What what = What::task_seconds;

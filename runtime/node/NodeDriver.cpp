@@ -731,6 +731,12 @@ void NodeDriver::maybe_closed(double now) {
   if (!children_.empty() && now < closing_deadline_) return;
   if (!children_.empty() && opt_.shutdown_grace > 0)
     spdlog::warn("{}: {} children did not say goodbye within {} s", opt_.name, children_.size(), opt_.shutdown_grace);
+  // Issue 21: a policy's fallbacks (lp: FCFS choices) reach the master before Bye.
+  if (sched_ && (sched_->policy().needs_calibration() || sched_->policy().fallbacks() > 0)) {
+    const auto n = sched_->policy().fallbacks();
+    spdlog::info("{}: policy {} fell back {} times", opt_.name, sched_->policy().name(), n);
+    report(net::msg::Measure{opt_.name, "", net::msg::Measure::What::fallbacks, static_cast<double>(n)});
+  }
   if (!is_root()) transport_.send_parent(net::msg::Bye{});
   end(closing_code_);
 }

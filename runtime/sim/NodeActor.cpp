@@ -74,6 +74,10 @@ node::RootSetup NodeActor::root_setup() {
   root.wait_timeout = std::numeric_limits<double>::infinity();
   root.tick_interval = std::numeric_limits<double>::infinity();
   root.on_start = [this](double t) { start_ = t; };
+  root.on_measure = [this](const net::msg::Measure& m) {  // issue 21: policy fallbacks
+    if (m.what == net::msg::Measure::What::fallbacks)
+      world_.results.policy_fallbacks[m.node] = static_cast<std::uint64_t>(m.value);
+  };
   root.on_result = [this](const net::msg::Result& r, bool duplicate, double t) {
     if (duplicate) {
       ++world_.results.duplicates;

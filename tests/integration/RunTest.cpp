@@ -168,3 +168,47 @@ TEST(RunTest, EveryPolicyCompletesARealRunExactlyOnce) {
   }
   EXPECT_EQ(seen, (std::set<std::string>{"fcfs", "cgbc", "pbc", "lp", "data-centric"}));
 }
+
+// Issue 21: a policy that follows the LP calibrates when it has no calibration, and says
+// so; a calibration of another experiment is refused naming what differs.
+TEST(RunTest, PolicyLpCalibratesFirstAndAForeignCalibrationIsRefused) {
+  TempDir dir;
+  const std::string tree =
+      "[[node]]\nname = \"cm\"\ncores = 0\n"
+      "[[node]]\nname = \"ca\"\nparent = \"cm\"\ncores = 1\n"
+      "[[node]]\nname = \"cb\"\nparent = \"cm\"\ncores = 1\n"
+      "[[app]]\nname = \"mm\"\nkernel = \"matmul\"\nn = 32\ntasks = 150\n"
+      "[[app]]\nname = \"ma\"\nkernel = \"matadd\"\nn = 64\nweight = 2\ntasks = 300\n"
+      "[run]\nbuffer = 4\n";
+  const auto exp = write_file(dir.path() / "cal.toml", tree);
+  const auto out = dir.path() / "out";
+  const auto r = run_command(treefarm_bin + " run " + exp + " --policy lp --out " + out.string() + " --quiet --timeout 120");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("policy 'lp' follows the LP over a measured platform and no --calibration was given: "
+                          "calibrating first"),
+            std::string::npos)
+      << r.output;
+  ASSERT_TRUE(fs::exists(out / "calibration.json"));
+  const auto cal = nlohmann::json::parse(read_file(out / "calibration.json"));
+  ASSERT_TRUE(cal.contains("apps")) << cal.dump();
+  ASSERT_TRUE(cal.contains("hosts")) << cal.dump();
+  EXPECT_GT(cal.at("hosts").at(0).at("cores").get<double>(), 0.0);
+  const auto res = nlohmann::json::parse(read_file(out / "results.json"));
+  EXPECT_GT(res.at("predicted_fair_throughput").get<double>(), 0.0) << res.dump().substr(0, 400);
+  // Every node of the lp policy reported its fallbacks (issue 21), zero or not.
+  ASSERT_TRUE(res.contains("policy_fallbacks")) << res.dump().substr(0, 400);
+  EXPECT_EQ(res.at("policy_fallbacks").at("nodes").size(), 3u) << res.at("policy_fallbacks").dump();
+
+  // The same calibration with a node renamed and a size changed: refused, both named.
+  std::string other = tree;
+  other.replace(other.find("n = 64"), 6, "n = 96");
+  for (std::size_t at; (at = other.find("\"cb\"")) != std::string::npos;) other.replace(at, 4, "\"cz\"");
+  const auto exp2 = write_file(dir.path() / "other.toml", other);
+  const auto bad = run_command(treefarm_bin + " run " + exp2 + " --calibration " + (out / "calibration.json").string() +
+                               " --out " + (dir.path() / "out2").string() + " --quiet --timeout 60");
+  EXPECT_NE(bad.exit_code, 0) << bad.output;
+  EXPECT_NE(bad.output.find("does not match the experiment"), std::string::npos) << bad.output;
+  EXPECT_NE(bad.output.find("node 'cz' is in the experiment, not in the calibration"), std::string::npos) << bad.output;
+  EXPECT_NE(bad.output.find("application 'ma': n is 96 in the experiment, 64 in the calibration"), std::string::npos)
+      << bad.output;
+}

@@ -1,8 +1,10 @@
 // treefarm calibrate (docs/commands.md).
 #include <filesystem>
+#include <iostream>
 #include <memory>
 
 #include "runtime/model/Experiment.hpp"
+#include "tools/HostCalibration.hpp"
 #include "tools/TreeLauncher.hpp"
 #include "tools/cli/Command.hpp"
 
@@ -17,8 +19,12 @@ struct CalibrateOptions {
 int run_calibrate(const CalibrateOptions& o) {
   const auto ex = model::load_experiment(o.experiment);
   tools::LaunchOptions clo;
-  clo.master_args = {"--calibrate-out", std::filesystem::absolute(o.out).string(), "--calibrate-reps", std::to_string(o.reps)};
-  return tools::launch_tree(ex, clo, interrupted());
+  const std::string file = std::filesystem::absolute(o.out).string();
+  clo.master_args = {"--calibrate-out", file, "--calibrate-reps", std::to_string(o.reps)};
+  const int rc = tools::launch_tree(ex, clo, interrupted());
+  if (rc != 0) return rc;
+  tools::calibrate_local_host(ex, file, false, std::cout);  // every node ran on this machine
+  return 0;
 }
 }  // namespace
 

@@ -14,6 +14,7 @@ void add_all_commands(CLI::App& app, Commands& out) {
   add_calibrate_command(app, out);
   add_predict_command(app, out);
   add_compare_command(app, out);
+  add_sweep_command(app, out);
   add_simulate_command(app, out);
   add_gen_platform_command(app, out);
   add_emulate_command(app, out);

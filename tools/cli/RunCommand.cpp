@@ -5,7 +5,10 @@
 #include <stdexcept>
 
 #include "runtime/metrics/AtomicFile.hpp"
+#include "runtime/core/Policy.hpp"
+#include "runtime/model/Calibration.hpp"
 #include "runtime/model/Experiment.hpp"
+#include "tools/HostCalibration.hpp"
 #include "tools/TreeLauncher.hpp"
 #include "tools/cli/Command.hpp"
 
@@ -29,6 +32,14 @@ int run_run(RunOptions o) {
   if (o.resume && lo.out_dir.empty()) throw std::invalid_argument("--resume continues the journal in OUT: give --out DIR");
   if (!lo.out_dir.empty()) metrics::check_writable_directory(lo.out_dir);
   tools::check_fits_this_machine(ex, lo.buffer);
+  // A policy that follows the LP's plan needs the platform measured: with no
+  // calibration given, measure it first and say so (issue 21).
+  const std::string policy = lo.policy.empty() ? ex.run.policy : lo.policy;
+  if (!o.calibrate && o.calibration.empty() && core::policy_needs_calibration(policy)) {
+    std::cerr << "treefarm run: policy '" << policy << "' follows the LP over a measured platform and no "
+              << "--calibration was given: calibrating first\n";
+    o.calibrate = true;
+  }
   if (o.calibrate) {
     if (lo.out_dir.empty()) lo.out_dir = "out/" + std::filesystem::path(o.experiment).stem().string();
     const std::string file = lo.out_dir + "/calibration.json";
@@ -37,8 +48,11 @@ int run_run(RunOptions o) {
     std::cerr << "treefarm run: calibrating first (" << file << ")\n";
     const int rc = tools::launch_tree(ex, clo, interrupted());
     if (rc != 0) return rc;
+    tools::calibrate_local_host(ex, file, lo.encrypt, std::cerr);  // the tree shares this machine
     o.calibration = file;
   }
+  // Refuse a calibration of another experiment before starting anything (issue 21).
+  if (!o.calibration.empty()) (void)model::load_calibration_for(o.calibration, ex);
   lo.calibration = o.calibration;
   if (o.resume) lo.master_args.push_back("--resume");
   if (!o.spot_check.empty()) lo.master_args.insert(lo.master_args.end(), {"--spot-check", o.spot_check});

@@ -32,7 +32,7 @@ void print_simulation_summary(std::ostream& out, const sim::SimulationOutcome& o
 int simulate_command(const std::string& experiment, const SimulateOptions& options, std::ostream& out) {
   const auto ex = load_for_simulation(experiment, options);
   std::optional<model::Calibration> calibration;
-  if (!options.calibration.empty()) calibration = model::load_calibration(options.calibration);
+  if (!options.calibration.empty()) calibration = model::load_calibration_for(options.calibration, ex);
   const auto platform = sim::make_sim_platform(ex, calibration ? &*calibration : nullptr);
 
   sim::SimulationOptions so;

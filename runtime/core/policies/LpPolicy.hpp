@@ -33,7 +33,9 @@ class LpPolicy final : public Policy {
 
   /// Choices made by the FCFS fallback because no planned choice was feasible, since
   /// start (issue 21: every fallback is counted; the adapters are to report it).
-  std::uint64_t fallbacks() const { return fallbacks_; }
+  std::uint64_t fallbacks() const override { return fallbacks_; }
+  /// The plan comes from the LP over a calibrated platform.
+  bool needs_calibration() const override { return true; }
 
   PlanFollower& follower() { return follower_; }
   const PlanFollower& follower() const { return follower_; }

@@ -124,6 +124,78 @@ TEST(SteadyState, TwoWorkerStarMultiPortWithMaxOut) {
   EXPECT_TRUE(is_saturated(s, 0, Resource::out_bandwidth));
 }
 
+// ---- hosts (issue 21, docs/lp.md "Hosts") ------------------------------------------
+
+/// The quickstart's shape: a forwarding root and four 1-core workers, all on one 2-CPU
+/// host, each pair of workers pinned to one CPU; 1 s per task measured at half a CPU.
+Builder quickstart_on_one_host(double gamma) {
+  Builder b;
+  b.app("a", 100);
+  b.node("root", -1, 0, inf, {0.0});
+  for (const char* w : {"w1", "w2"}) b.node(w, 0, 1, inf, {1.0});
+  b.node("w1a", 1, 1, inf, {1.0});
+  b.node("w1b", 1, 1, inf, {1.0});
+  b.m.hosts.push_back(PlatformModel::Host{"here", 2.0, gamma});
+  for (auto& n : b.m.nodes) n.host = 0;
+  const std::vector<std::vector<int>> cpus{{}, {0}, {1}, {0}, {1}};
+  for (std::size_t u = 0; u < 5; ++u) {
+    b.m.nodes[u].cpus = cpus[u];
+    b.m.nodes[u].cpu_share = u == 0 ? 1.0 : 0.5;
+  }
+  return b;
+}
+
+TEST(SteadyState, NodesOnOneHostShareItsCpus) {
+  // Alone, each worker would do 1/(1·0.5) = 2 tasks/s (8 in all), but the host has
+  // 2 CPUs of which a task takes 0.5 s: 4 tasks/s.
+  Builder b = quickstart_on_one_host(0.0);
+  const Solution s = solve(b.m);
+  expect_rel(s.fair_throughput, 4.0);
+  ASSERT_EQ(s.host_utilisation.size(), 1u);
+  b.m.nodes[0].task_seconds = {inf};  // the forwarding root cannot compute: no NaN
+  ASSERT_EQ(solve(b.m).host_utilisation.size(), 1u);
+  expect_rel(solve(b.m).host_utilisation[0], 1.0);
+  expect_rel(s.host_utilisation[0], 1.0);
+  // Without the host (the model before issue 21): every node on its own CPU at the
+  // measured 1 s per task: 4 tasks/s too, but for the wrong reason — make one worker
+  // unable to compute and the host row lets its CPU-mate take the whole CPU.
+  Builder c = quickstart_on_one_host(0.0);
+  c.m.nodes[3].cores = 0;  // w1a forwards only: w1 has CPU 0 alone
+  expect_rel(solve(c.m).fair_throughput, 4.0);
+  for (auto& n : c.m.nodes) n.host = -1;
+  c.m.hosts.clear();
+  expect_rel(solve(c.m).fair_throughput, 6.0);  // 3 workers at 2 tasks/s: more than 2 CPUs give
+}
+
+TEST(SteadyState, HostChargesTheCpuOfEveryTransfer) {
+  // gamma = 1 ms per byte of 100-byte tasks: a hop costs 0.1 CPU-s. Tasks to w1 and w2 take
+  // one hop, to w1a and w1b two. With T tasks/s spread as the LP likes: computing costs
+  // 0.5 CPU-s per task, so at best (only one-hop tasks) 0.6 CPU-s per task: T = 2/0.6.
+  Builder b = quickstart_on_one_host(1e-3);
+  const Solution s = solve(b.m);
+  expect_rel(s.fair_throughput, 2.0 / 0.6);
+  expect_rel(s.alpha[3][0] + s.alpha[4][0], 0.0);  // two hops cost more: the leaves idle
+  expect_rel(s.host_utilisation[0], 1.0);
+}
+
+TEST(SteadyState, CpuSetSharedByTwoNodesIsOneRow) {
+  // Two workers pinned to the same CPU of a 2-CPU host, measured at half of it (1 s per
+  // task, 0.5 CPU-s): together they do at most 1/0.5 = 2 tasks/s, though the host has
+  // another CPU.
+  Builder b;
+  b.app("a", 100);
+  b.node("root", -1, 0, inf, {0.0});
+  b.node("w1", 0, 1, inf, {1.0});
+  b.node("w2", 0, 1, inf, {1.0});
+  b.m.hosts.push_back(PlatformModel::Host{"here", 2.0, 0.0});
+  for (auto& n : b.m.nodes) n.host = 0;
+  b.m.nodes[1].cpus = b.m.nodes[2].cpus = {0};
+  b.m.nodes[1].cpu_share = b.m.nodes[2].cpu_share = 0.5;
+  expect_rel(solve(b.m).fair_throughput, 2.0);
+  b.m.nodes[2].cpus = {1};  // on the other CPU: 2 + 2
+  expect_rel(solve(b.m).fair_throughput, 4.0);
+}
+
 TEST(SteadyState, ChainOfThree) {
   // root (0 cores) -> A (100 B/s, 1 core) -> B (10 B/s, 2 cores), 1 s/task, 10 B/task.
   // A computes 1/s (cpu-bound); B receives at most 10/10 = 1/s (link-bound, 2 cores).

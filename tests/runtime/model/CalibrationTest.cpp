@@ -114,5 +114,103 @@ TEST(Calibration, MissingFileIsAFileError) {
   EXPECT_THROW(load_calibration("/nonexistent/cal.json"), FileError);
 }
 
+// ---- a calibration must belong to the experiment it is used with (issue 21) ----------
+
+Experiment two_app_experiment() {
+  return parse_experiment(
+      "[[node]]\nname = \"master\"\ncores = 0\n"
+      "[[node]]\nname = \"w1\"\nparent = \"master\"\ncores = 1\n"
+      "[[app]]\nname = \"mm\"\nkernel = \"matmul\"\nn = 384\ntasks = 10\n"
+      "[[app]]\nname = \"ma\"\nkernel = \"matadd\"\nn = 512\ntasks = 10\n",
+      "exp.toml");
+}
+
+Calibration calibration_of(const Experiment& ex) {
+  Calibration c;
+  c.experiment = ex.path;
+  c.apps = app_signatures(ex);
+  for (const auto& n : ex.nodes) {
+    c.nodes[n.name].cores = n.cores;
+    if (n.cores > 0)
+      for (const auto& a : ex.apps) c.nodes[n.name].task_seconds[a.name] = 0.01;
+  }
+  return c;
+}
+
+TEST(CalibrationMatch, ItsOwnExperimentMatches) {
+  const auto ex = two_app_experiment();
+  EXPECT_TRUE(calibration_differences(calibration_of(ex), ex).empty());
+  EXPECT_NO_THROW(check_calibration_matches(calibration_of(ex), ex, "cal.json"));
+}
+
+TEST(CalibrationMatch, AppSignaturesSurviveTheFile) {
+  const auto c = calibration_of(two_app_experiment());
+  const auto back = parse_calibration(to_json(c), "cal.json");
+  EXPECT_EQ(back, c);
+  EXPECT_EQ(back.apps.at("mm").kernel, "matmul");
+  EXPECT_EQ(back.apps.at("ma").bytes, 2u * 512 * 512 * 8);
+}
+
+TEST(CalibrationMatch, OtherNodesAreNamedBothWays) {
+  const auto ex = two_app_experiment();
+  auto c = calibration_of(ex);
+  c.nodes["root"] = c.nodes.at("master");
+  c.nodes.erase("master");
+  try {
+    check_calibration_matches(c, ex, "cal.json");
+    FAIL() << "accepted a calibration of other nodes";
+  } catch (const CalibrationMismatch& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("cal.json"), std::string::npos) << what;
+    EXPECT_NE(what.find("node 'master' is in the experiment, not in the calibration"), std::string::npos) << what;
+    EXPECT_NE(what.find("node 'root' is in the calibration, not in the experiment"), std::string::npos) << what;
+  }
+}
+
+TEST(CalibrationMatch, OtherSizesAndKernelsAreNamed) {
+  const auto ex = two_app_experiment();
+  auto other = ex;
+  other.apps[0].n = 256;
+  other.apps[1].kernel = Kernel::matmul;
+  const auto diffs = calibration_differences(calibration_of(other), ex);
+  ASSERT_EQ(diffs.size(), 2u);
+  EXPECT_EQ(diffs[0], "application 'mm': n is 384 in the experiment, 256 in the calibration");
+  EXPECT_EQ(diffs[1], "application 'ma': kernel is matadd in the experiment, matmul in the calibration");
+}
+
+TEST(CalibrationMatch, OtherApplicationNamesAreNamed) {
+  const auto ex = two_app_experiment();
+  auto other = ex;
+  other.apps[1].name = "add";
+  const auto diffs = calibration_differences(calibration_of(other), ex);
+  ASSERT_EQ(diffs.size(), 2u);
+  EXPECT_EQ(diffs[0], "application 'ma' is in the experiment, not in the calibration");
+  EXPECT_EQ(diffs[1], "application 'add' is in the calibration, not in the experiment");
+}
+
+TEST(CalibrationMatch, OldFilesWithoutSignaturesAreCheckedByMeasuredNames) {
+  const auto ex = two_app_experiment();
+  auto c = calibration_of(ex);
+  c.apps.clear();
+  EXPECT_TRUE(calibration_differences(c, ex).empty());
+  c.nodes.at("w1").task_seconds.erase("ma");
+  c.nodes.at("w1").task_seconds["add"] = 0.5;
+  const auto diffs = calibration_differences(c, ex);
+  ASSERT_EQ(diffs.size(), 2u);
+  EXPECT_EQ(diffs[0], "application 'ma' is in the experiment, measured on no node of the calibration");
+  EXPECT_EQ(diffs[1], "application 'add' is in the calibration, not in the experiment");
+}
+
+TEST(CalibrationMatch, LoadForAnExperimentRefusesAnother) {
+  const test_support::TempDir dir("calibration-match");
+  const auto path = (dir.path() / "calibration.json").string();
+  auto other = two_app_experiment();
+  other.nodes[1].name = "w9";
+  save_calibration(calibration_of(other), path);
+  EXPECT_THROW(load_calibration_for(path, two_app_experiment()), CalibrationMismatch);
+  save_calibration(calibration_of(two_app_experiment()), path);
+  EXPECT_NO_THROW(load_calibration_for(path, two_app_experiment()));
+}
+
 }  // namespace
 }  // namespace treefarm::model

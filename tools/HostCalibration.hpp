@@ -1,0 +1,38 @@
+#pragma once
+/// @file HostCalibration.hpp
+/// What the nodes of a tree started on one machine share (issue 21, docs/lp.md "Hosts"):
+/// the machine's CPUs, each node's pinned CPUs and the share of them it had while all
+/// nodes measured their task durations at once, and the CPU cost of a byte moved between
+/// two of its processes. `treefarm calibrate` and `treefarm run --calibrate` add it to the
+/// calibration file; the LP then has one CPU row per host and per shared CPU set.
+
+#include <string>
+#include <vector>
+
+#include "runtime/model/Calibration.hpp"
+#include "runtime/model/Experiment.hpp"
+#include "tools/CommCost.hpp"
+
+namespace treefarm::tools {
+
+/// Share of its CPUs' time each node had while every node kept all its cores busy at
+/// once (a calibration run): node u runs cores_u threads spread over its CPU set C_u; a
+/// CPU c carries n_c = Σ_{v: c ∈ C_v} cores_v / |C_v| busy threads, and
+/// share_u = mean_{c ∈ C_u} min(1, 1/n_c). `cores[u]` is node u's cores, `cpus[u]` its
+/// CPU set (empty: it computes nothing, share 1).
+std::vector<double> cpu_shares(const std::vector<std::uint32_t>& cores, const std::vector<std::vector<int>>& cpus);
+
+/// Records in `calibration` one host `host_name` with `host_cores` CPUs and the
+/// communication cost `cost`, every node of `experiment` on it with its CPU set
+/// (`node_cpus`, CPU lists as TreeLauncher assigns them) and its cpu_shares() share.
+void add_local_host(model::Calibration& calibration, const model::Experiment& experiment,
+                    const std::vector<std::string>& node_cpus, double host_cores, const std::string& host_name,
+                    const CommCost& cost);
+
+/// After a calibration run of `experiment` on this machine, written to `file`: measures
+/// the communication cost (payload-sized messages, CURVE if `encrypt`), adds this host
+/// (CPU sets as launch_tree assigns them) and rewrites the file. Prints one line to `log`.
+void calibrate_local_host(const model::Experiment& experiment, const std::string& file, bool encrypt,
+                          std::ostream& log);
+
+}  // namespace treefarm::tools

@@ -1,0 +1,51 @@
+#pragma once
+/// @file Sweep.hpp
+/// `treefarm sweep`: the real tree run once per kernel size of one application, each
+/// size calibrated first, measured beside the LP's prediction against the CCR
+/// b(k)/c(k) (issue 21): where the prediction holds, and where the platform turns from
+/// link-bound to CPU-bound.
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "runtime/model/Experiment.hpp"
+#include "tools/TreeLauncher.hpp"
+
+namespace treefarm::tools {
+
+struct SweepOptions {
+  std::string app;                      ///< Application whose matrix order varies.
+  std::vector<std::uint32_t> sizes;     ///< Matrix orders n, each >= 1.
+  std::optional<std::uint64_t> tasks;   ///< Tasks of every application (default: the file's).
+  std::string out_dir;                  ///< DIR/sweep.json, DIR/sweep.png, DIR/n-N/ (default out/sweep-NAME).
+  LaunchOptions launch;                 ///< Base options of every run.
+};
+
+/// The experiment file text `toml_text` (read from `path`) with application `app`'s `n`
+/// set to `n` and, if given, every application's `tasks` set to `tasks`. Throws
+/// std::invalid_argument if the text does not parse or has no application `app` with a
+/// matrix kernel (matmul, matadd).
+std::string experiment_with_size(const std::string& toml_text, const std::string& path, const std::string& app,
+                                 std::uint32_t n, std::optional<std::uint64_t> tasks);
+
+/// Runs one tree with the given experiment and options (launch_tree).
+using SweepRunner = std::function<int(const model::Experiment&, const LaunchOptions&)>;
+
+/// For each size: writes DIR/n-N/experiment.toml, calibrates it (DIR/n-N/calibration.json,
+/// with the host record), runs it with that calibration (DIR/n-N/results.json), then
+/// writes DIR/sweep.json, prints the table and plots DIR/sweep.png (gnuplot). Returns 0
+/// if every run was OK, else the first non-zero exit code (the sweep goes on).
+int sweep(const std::string& experiment_path, const SweepOptions& options, const SweepRunner& runner,
+          std::ostream& out);
+
+/// The sweep.json document from per-size points (each {"n", "ccr", "measured",
+/// "predicted", "ratio", "exit_code", ...}).
+void print_sweep_table(std::ostream& out, const nlohmann::json& sweep);
+
+}  // namespace treefarm::tools
