@@ -6,6 +6,7 @@
 /// and keeps only its own bookkeeping, so every policy of the paper plugs into the same
 /// core.
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -16,6 +17,9 @@
 #include "runtime/core/NodeState.hpp"
 
 namespace treefarm::core {
+
+/// A policy's settings from the experiment file's `[policy.NAME]` table: key -> value.
+using PolicyOptions = std::map<std::string, double>;
 
 class Policy {
  public:
@@ -68,8 +72,12 @@ std::vector<std::string> policy_names();
 /// True if `name` is one of policy_names().
 bool is_policy_name(std::string_view name);
 
-/// Creates a policy by name; throws std::invalid_argument for an unknown name, listing
-/// the known ones.
-std::unique_ptr<Policy> make_policy(std::string_view name);
+/// Creates a policy by name with its `[policy.NAME]` options; throws
+/// std::invalid_argument for an unknown name (listing the known ones), an unknown option
+/// or a value out of range (naming it). Policies without options accept none.
+std::unique_ptr<Policy> make_policy(std::string_view name, const PolicyOptions& options = {});
+
+/// The option keys `[policy.NAME]` accepts (empty for a policy without options).
+std::vector<std::string> policy_option_keys(std::string_view name);
 
 }  // namespace treefarm::core
