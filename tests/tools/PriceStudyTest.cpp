@@ -17,19 +17,20 @@ model::Experiment paper_platform() {
 }
 
 // Regression: on the paper's 5-node platform the scaled algorithm with Table 1's steps
-// gets the feasible allocation to >= 95% of the Ipopt proportional optimum and keeps it.
+// (in the example's rate_unit) gets the feasible allocation to >= 95% of the Ipopt
+// proportional optimum and keeps it (docs/results/price.md: settled at 375, 99% at 486).
 TEST(PriceStudy, PaperPlatformReachesTheIpoptOptimum) {
   const auto ex = paper_platform();
   const auto model = lp::model_from_experiment(ex);
-  const auto trace = run_price_trace(model, ex, {}, 300);
-  ASSERT_EQ(trace.rows.size(), 300u);
+  const auto trace = run_price_trace(model, ex, ex.run.policy_options.at("price"), 600, true);
+  ASSERT_EQ(trace.rows.size(), 600u);
   const auto at = trace.settled_at(0.95);
   ASSERT_TRUE(at.has_value()) << "last efficiency " << trace.rows.back().efficiency;
-  EXPECT_LE(*at, 150u);
+  EXPECT_LE(*at, 450u);
   EXPECT_GE(trace.rows.back().efficiency, 0.95);
   EXPECT_LE(trace.rows.back().efficiency, 1.0 + 1e-9) << "a feasible allocation cannot beat the optimum";
   for (std::size_t k = 0; k < model.apps.size(); ++k)
-    EXPECT_NEAR(trace.rows.back().rates[k], trace.optimum.app_throughput[k], 0.2 * trace.optimum.app_throughput[k]) << k;
+    EXPECT_NEAR(trace.rows.back().rates[k], trace.optimum.app_throughput[k], 0.05 * trace.optimum.app_throughput[k]) << k;
 }
 
 TEST(PriceStudy, TraceCsvHasTheHeaderAndOneRowPerIteration) {

@@ -28,6 +28,9 @@ void add_simulate_command(CLI::App& app, Commands& out) {
                    "beside the Ipopt optimum) and a PNG plot next to it");
   simc->add_option("--iterations", o->so.trace_iterations, "Iterations of the --trace")->capture_default_str();
   simc->add_flag("--trace-only", o->so.trace_only, "Write the --trace and stop (no SimGrid run)");
+  simc->add_flag("--trace-cascade", o->so.trace_cascade,
+                 "In the --trace, deliver in the same iteration what a message makes a node send (prices reach the "
+                 "leaves in one iteration, as in the paper's synchronous prototype); default: one hop per iteration");
   out.push_back({simc, [o] { return tools::simulate_command(o->experiment, o->so, std::cout); }});
 }
 

@@ -70,9 +70,23 @@ void PriceNetwork::step() {
     auto actions = nodes_[u]->handle(core::event::Tick{}, now);
     collect(u, actions, mail);
   }
-  for (auto& d : mail) {
-    auto actions = nodes_[d.to]->handle(d.message, now);
-    collect(d.to, actions, carry_);
+  if (!cascade_) {
+    for (auto& d : mail) {
+      auto actions = nodes_[d.to]->handle(d.message, now);
+      collect(d.to, actions, carry_);
+    }
+    return;
+  }
+  // Cascade: what a delivery makes a node send is delivered in the same round (a node
+  // still updates at most once per round), so prices travel down the whole tree in one
+  // round, as in the paper's synchronous prototype (bertin2008 §5.1.1).
+  while (!mail.empty()) {
+    std::vector<Delivery> next;
+    for (auto& d : mail) {
+      auto actions = nodes_[d.to]->handle(d.message, now);
+      collect(d.to, actions, next);
+    }
+    mail = std::move(next);
   }
 }
 

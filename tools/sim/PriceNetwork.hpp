@@ -31,6 +31,10 @@ class PriceNetwork {
 
   /// One round (see above).
   void step();
+  /// Deliver in the same round what a delivery makes a node send (prices reach the leaves
+  /// in one round, σ climbs one level per round): closer to the paper's synchronous
+  /// prototype. Default: off (one hop per round).
+  void set_cascade(bool on) { cascade_ = on; }
   /// Rounds made so far.
   std::uint64_t rounds() const { return rounds_; }
 
@@ -61,6 +65,7 @@ class PriceNetwork {
   std::vector<std::vector<std::size_t>> children_;
   std::uint64_t rounds_ = 0;
   double period_ = 0.1;
+  bool cascade_ = false;
 };
 
 }  // namespace treefarm::tools

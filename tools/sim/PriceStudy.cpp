@@ -60,7 +60,7 @@ std::optional<std::uint64_t> PriceTrace::first_at(double fraction) const {
 }
 
 PriceTrace run_price_trace(const lp::PlatformModel& model, const model::Experiment& experiment,
-                           const core::PolicyOptions& options, std::uint64_t iterations) {
+                           const core::PolicyOptions& options, std::uint64_t iterations, bool cascade) {
   PriceTrace trace;
   const auto objective = objective_of(options);
   trace.optimum = lp::solve_fairness(model, objective);
@@ -69,6 +69,7 @@ PriceTrace run_price_trace(const lp::PlatformModel& model, const model::Experime
   for (const auto& a : model.apps) weights += a.weight;
 
   PriceNetwork net(model, experiment, options);
+  net.set_cascade(cascade);
   trace.price_names = net.price_names();
   for (std::uint64_t t = 1; t <= iterations; ++t) {
     net.step();

@@ -58,7 +58,7 @@ struct PriceTrace {
 /// options: proportional for 1). Throws std::invalid_argument for bad options,
 /// std::runtime_error if Ipopt fails.
 PriceTrace run_price_trace(const lp::PlatformModel& model, const model::Experiment& experiment,
-                           const core::PolicyOptions& options, std::uint64_t iterations);
+                           const core::PolicyOptions& options, std::uint64_t iterations, bool cascade = false);
 
 /// The CSV: a header `iteration,utility,feasible_utility,efficiency,overload,rho:APP...,
 /// PRICE...`, one row per iteration, then no footer; the optimum goes into a comment line

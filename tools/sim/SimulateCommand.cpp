@@ -44,7 +44,7 @@ int simulate_command(const std::string& experiment, const SimulateOptions& optio
                                   ex.run.policy + "')");
     const auto it = ex.run.policy_options.find("price");
     const auto trace = run_price_trace(platform.model, ex, it == ex.run.policy_options.end() ? core::PolicyOptions{} : it->second,
-                                       options.trace_iterations);
+                                       options.trace_iterations, options.trace_cascade);
     {
       const auto parent = std::filesystem::path(options.trace).parent_path();
       if (!parent.empty()) std::filesystem::create_directories(parent);

@@ -26,6 +26,7 @@ struct SimulateOptions {
   std::string trace;
   std::uint64_t trace_iterations = 500;  ///< Iterations of the trace.
   bool trace_only = false;   ///< Write the trace and stop (no SimGrid run).
+  bool trace_cascade = false;  ///< PriceNetwork::set_cascade for the trace.
 };
 
 /// Loads the experiment (and calibration), applies the overrides, simulates it (in a

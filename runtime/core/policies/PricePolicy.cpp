@@ -210,6 +210,7 @@ void PricePolicy::observe(const NodeState& state, const Event& event) {
   if (const auto* m = std::get_if<event::PolicyMessage>(&event)) {
     auto d = decode(m->payload, state.config.apps.size());  // checked by check_message
     if (m->from_parent) {
+      fresh_ = true;
       params_ = d.params;
       eta_ = std::move(d.first);
       rho_global_ = std::move(d.second);
@@ -285,7 +286,8 @@ void PricePolicy::update(const NodeState& state) {
     }
   if (state.config.is_root) rho_global_ = sigma_;  // eq. 13
 
-  // Algorithm 4, the executor: eq. 17 (scaled) or eq. 14.
+  // Algorithm 4, the executor: eq. 17 (scaled) or eq. 14. With every ϱ_k = 0 eq. 17 is
+  // undefined: the price is kept (the rates restart through γ_ϱ^(2)·1).
   double usage = 0, denom = 0;
   bool known = false;
   for (std::size_t k = 0; k < kk; ++k)
@@ -377,18 +379,35 @@ void PricePolicy::assigned(const NodeState& state, const Target& to, TaskRef tas
   if (to.local) ++local_running_;
 }
 
+// The root iterates while the run has work (tasks to draw, buffered or in flight); the
+// others while their parent keeps sending: so a finished run goes quiet (no Tick), and a
+// harness or simulation without sockets ends.
+bool PricePolicy::wants_update(const NodeState& state) const {
+  if (!active_) return false;
+  if (!state.config.is_root) return fresh_;
+  if (!state.buffer.empty() || local_running_ > 0) return true;
+  for (std::size_t k = 0; k < state.config.apps.size(); ++k)
+    if (state.source_remaining(AppId{static_cast<std::uint32_t>(k)}) > 0) return true;
+  for (const auto& [id, c] : state.children)
+    if (c.in_flight > 0) return true;
+  return false;
+}
+
 void PricePolicy::take_messages(const NodeState& state, std::vector<Action>& out) {
-  if (active_ && (!updated_once_ || state.now >= last_update_ + params_.period * (1 - 1e-9))) {
+  busy_ = wants_update(state);
+  if (busy_ && (!updated_once_ || state.now >= last_update_ + params_.period * (1 - 1e-9))) {
     updated_once_ = true;
     last_update_ = state.now;
+    fresh_ = false;
     update(state);
+    busy_ = wants_update(state);
   }
   for (auto& a : outbox_) out.push_back(std::move(a));
   outbox_.clear();
 }
 
 std::optional<Seconds> PricePolicy::next_deadline(const NodeState&) const {
-  if (!active_) return std::nullopt;
+  if (!busy_) return std::nullopt;
   return updated_once_ ? last_update_ + params_.period : Seconds{0};
 }
 

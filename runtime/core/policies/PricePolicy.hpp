@@ -18,7 +18,9 @@
 /// λ_init, μ_init are per unit of capacity too (the paper does not give its units).
 ///
 /// Every `period` seconds a node makes one update (asynchronous: with the latest values
-/// its neighbours sent, no global round):
+/// its neighbours sent, no global round) — the root while the run has work, the others
+/// when their parent sent something since their last update (so a finished run goes
+/// quiet):
 ///  - eq. 10: p_k^i = η_k^i + a_{i,k}·λ_i (η_k^i: price per task of the path from the
 ///    root, received from the parent; 0 at the root);
 ///  - eq. 11 and 16: ϱ̃ and ϱ_{i,k}, with U_k(ϱ) = w_k·U(ϱ/w_k) (U = log, or the
@@ -125,6 +127,7 @@ class PricePolicy final : public Policy {
   void update(const NodeState& state);
   std::vector<double> compute_cost(const NodeState& state) const;  ///< a_{i,k}; 0 = unknown or cannot
   void adopt_plan(const NodeState& state);
+  bool wants_update(const NodeState& state) const;
 
   PriceParams params_;
   bool active_ = false;
@@ -139,6 +142,8 @@ class PricePolicy final : public Policy {
   std::uint32_t local_running_ = 0;
   Seconds last_update_ = 0;
   bool updated_once_ = false;
+  bool fresh_ = false;               ///< non-root: a message from the parent since the last update
+  bool busy_ = false;                ///< wants a Tick (next_deadline)
   PlanFollower follower_;
   LoadBalancer1D plan_mix_;
   std::vector<double> mix_;          ///< root: ϱ_k the draws follow
