@@ -38,16 +38,22 @@ void add_experiment_command(CLI::App& app, Commands& out) {
   price->add_option("--comm-model", pc->comm_model, "multi-port or one-port")
       ->check(CLI::IsMember({"multi-port", "one-port"}))->capture_default_str();
   price->add_option("--scaled", *scaled, "1: eq. 17-18 (default), 0: eq. 14-15")->capture_default_str();
+  auto unit = std::make_shared<double>(0.0);
+  price->add_option("--rate-unit", *unit, "rate_unit of every tree (0 = per tree, auto_rate_unit: docs/results/price.md)")
+      ->capture_default_str();
+  price->add_flag("--cascade", pc->cascade, "Deliver in the same iteration what a message makes a node send");
   price->add_option("--out", pc->out_dir, "Output directory (price-campaign.md, price-campaign.csv)")->capture_default_str();
-  out.push_back({price, [pc, scaled] {
+  out.push_back({price, [pc, scaled, unit] {
                    auto c = *pc;
                    c.options["scaled"] = *scaled;
+                   if (*unit > 0) c.options["rate_unit"] = *unit;
                    c.command = "treefarm experiment price --trees " + std::to_string(c.trees) + " --min-nodes " +
                                std::to_string(c.min_nodes) + " --max-nodes " + std::to_string(c.max_nodes) +
                                " --max-degree " + std::to_string(c.max_degree) + " --apps " + std::to_string(c.apps) +
                                " --iterations " + std::to_string(c.iterations) + " --seed " + std::to_string(c.seed) +
                                " --comm-model " + c.comm_model + " --scaled " + std::to_string(static_cast<int>(*scaled)) +
-                               " --out " + c.out_dir;
+                               (*unit > 0 ? " --rate-unit " + std::to_string(*unit) : std::string()) +
+                               (c.cascade ? " --cascade" : "") + " --out " + c.out_dir;
                    return tools::price_campaign(c, std::cout);
                  }});
 }

@@ -147,6 +147,21 @@ std::string plot_price_trace(const std::string& csv_path, const PriceTrace& trac
   return "";
 }
 
+double auto_rate_unit(const lp::PlatformModel& model) {
+  double sum = 0;
+  std::size_t n = 0;
+  for (std::size_t u = 0; u < model.nodes.size(); ++u)
+    for (std::size_t k = 0; k < model.apps.size(); ++k) {
+      if (!model.can_run(u, k)) continue;
+      double r = model.nodes[u].cores / model.apps[k].cores_per_task / model.nodes[u].task_seconds[k];
+      if (std::isfinite(model.nodes[u].link_bandwidth) && model.apps[k].bytes > 0)
+        r = std::min(r, model.nodes[u].link_bandwidth / model.apps[k].bytes);
+      sum += r;
+      ++n;
+    }
+  return n > 0 && sum > 0 ? sum / static_cast<double>(n) / 5000.0 : 1.0;
+}
+
 int price_campaign(const PriceCampaignOptions& o, std::ostream& progress) {
   namespace fs = std::filesystem;
   if (o.trees == 0 || o.min_nodes < 2 || o.max_nodes < o.min_nodes || o.iterations == 0)
@@ -174,7 +189,9 @@ int price_campaign(const PriceCampaignOptions& o, std::ostream& progress) {
     const auto model = lp::model_from_experiment(ex);
     PriceTrace trace;
     try {
-      trace = run_price_trace(model, ex, o.options, o.iterations);
+      auto options = o.options;
+      if (!options.contains("rate_unit")) options["rate_unit"] = auto_rate_unit(model);
+      trace = run_price_trace(model, ex, options, o.iterations, o.cascade);
     } catch (const std::runtime_error& e) {
       progress << "tree " << t << " (" << g.nodes << " nodes, seed " << g.seed << "): skipped: " << e.what() << "\n";
       ++failed;
@@ -208,7 +225,7 @@ int price_campaign(const PriceCampaignOptions& o, std::ostream& progress) {
   md << "| " << rows.size() << " | " << count_within(0.95) << " | " << count_within(0.99) << " | " << count_within(0.995)
      << " | " << median_settled(&Row::s95) << " | " << median_settled(&Row::s99) << " | " << median_settled(&Row::s995)
      << " |\n\n";
-  md << "Efficiency after " << o.iterations << " iterations (see tools/sim/PriceStudy.hpp); " << failed
+  md << "Efficiency of the feasible allocation after " << o.iterations << " iterations (see tools/sim/PriceStudy.hpp); " << failed
      << " trees skipped (Ipopt failed). Per tree: price-campaign.csv.\n";
   progress << rows.size() << " trees: " << count_within(0.99) << " within 1% of the optimum after " << o.iterations
            << " iterations, " << count_within(0.95) << " within 5%\n";

@@ -80,9 +80,17 @@ struct PriceCampaignOptions {
   std::uint64_t seed = 2008;
   std::string comm_model = "multi-port";         ///< of the generated platforms
   core::PolicyOptions options;                   ///< [policy.price] of every tree
+  /// Without `rate_unit` in `options`: per tree, auto_rate_unit() of its platform.
+  bool cascade = false;                          ///< PriceNetwork::set_cascade
   std::string out_dir = "out/price-campaign";
   std::string command;                           ///< written into the report
 };
+
+/// A rate unit for Table 1's steps on `model` without knowing its optimum: the mean over
+/// the computing nodes and applications of min(compute rate, rate the link from the
+/// parent carries), tasks/s, divided by 5000 (on examples/bertin2008.toml: ≈ 0.001, the
+/// value that works there). A heuristic of this study, not of the paper.
+double auto_rate_unit(const lp::PlatformModel& model);
 
 /// Runs the campaign; writes OUT/price-campaign.md (table) and OUT/price-campaign.csv
 /// (one row per tree). Returns 0 (a tree whose optimum Ipopt cannot compute is reported
