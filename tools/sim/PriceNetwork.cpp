@@ -63,7 +63,8 @@ void PriceNetwork::collect(std::size_t u, std::vector<core::Action>& actions, st
 
 void PriceNetwork::step() {
   ++rounds_;
-  const double now = static_cast<double>(rounds_) * period_;
+  // Far enough apart that every node is due in every round, whatever its effective period.
+  const double now = static_cast<double>(rounds_) * std::max(period_, 1e6);
   std::vector<Delivery> mail = std::move(carry_);
   carry_.clear();
   for (std::size_t u = 0; u < nodes_.size(); ++u) {

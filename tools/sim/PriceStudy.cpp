@@ -183,7 +183,7 @@ int price_campaign(const PriceCampaignOptions& o, std::ostream& progress) {
     g.nodes = size(rng);
     g.max_degree = o.max_degree;
     g.apps = o.apps;
-    g.seed = rng();
+    g.seed = rng() % 1000000007ULL;  // the [run] seed of the file must fit a TOML integer
     auto ex = model::parse_experiment(generate_platform(g), "gen-platform");
     ex.run.comm_model = o.comm_model == "one-port" ? model::CommModel::one_port : model::CommModel::multi_port;
     const auto model = lp::model_from_experiment(ex);

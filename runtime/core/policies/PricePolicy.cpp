@@ -393,9 +393,22 @@ bool PricePolicy::wants_update(const NodeState& state) const {
   return false;
 }
 
+// `period`, or half the node's slowest task or transfer if longer: rates cannot be followed
+// faster than tasks move, and updating more often only costs messages.
+Seconds PricePolicy::effective_period(const NodeState& state) const {
+  Seconds scale = 0;
+  for (std::size_t k = 0; k < state.config.apps.size(); ++k) {
+    if (k < state.local_seconds.size() && std::isfinite(state.local_seconds[k])) scale = std::max(scale, state.local_seconds[k]);
+    for (const auto& [id, c] : state.children)
+      if (c.bandwidth > 0) scale = std::max(scale, state.config.apps[k].bytes / c.bandwidth);
+  }
+  return std::max(params_.period, scale / 2);
+}
+
 void PricePolicy::take_messages(const NodeState& state, std::vector<Action>& out) {
   busy_ = wants_update(state);
-  if (busy_ && (!updated_once_ || state.now >= last_update_ + params_.period * (1 - 1e-9))) {
+  period_ = effective_period(state);
+  if (busy_ && (!updated_once_ || state.now >= last_update_ + period_ * (1 - 1e-9))) {
     updated_once_ = true;
     last_update_ = state.now;
     fresh_ = false;
@@ -408,7 +421,7 @@ void PricePolicy::take_messages(const NodeState& state, std::vector<Action>& out
 
 std::optional<Seconds> PricePolicy::next_deadline(const NodeState&) const {
   if (!busy_) return std::nullopt;
-  return updated_once_ ? last_update_ + params_.period : Seconds{0};
+  return updated_once_ ? last_update_ + period_ : Seconds{0};
 }
 
 }  // namespace treefarm::core

@@ -17,7 +17,8 @@
 /// eq. 14–15 are applied to the normalised resources (capacity 1), and the initial prices
 /// λ_init, μ_init are per unit of capacity too (the paper does not give its units).
 ///
-/// Every `period` seconds a node makes one update (asynchronous: with the latest values
+/// Every `period` seconds (or half its slowest task or transfer time, if longer) a node
+/// makes one update (asynchronous: with the latest values
 /// its neighbours sent, no global round) — the root while the run has work, the others
 /// when their parent sent something since their last update (so a finished run goes
 /// quiet):
@@ -60,7 +61,7 @@ struct PriceParams {
   double mu_init = 2e-2;          ///< μ_init, price of a whole link (per unit of capacity)
   double scaled = 1;              ///< 1: eq. 17–18 (default); 0: eq. 14–15
   double alpha = 1;               ///< Utility: 1 = proportional (log), else α-fair (α >= 0)
-  double period = 0.1;            ///< seconds between two updates of a node
+  double period = 0.1;            ///< seconds between two updates of a node (at least)
   /// tasks/s: the unit of rate the other values are written in (Table 1's are for the
   /// paper's platform). The steps are not unit-free: with rates c times larger the same
   /// iterates need γ_ϱ^(2) and ϱ_init × c and γ_λ, γ_μ, λ_init, μ_init / c, which is what
@@ -128,6 +129,7 @@ class PricePolicy final : public Policy {
   std::vector<double> compute_cost(const NodeState& state) const;  ///< a_{i,k}; 0 = unknown or cannot
   void adopt_plan(const NodeState& state);
   bool wants_update(const NodeState& state) const;
+  Seconds effective_period(const NodeState& state) const;
 
   PriceParams params_;
   bool active_ = false;
@@ -144,6 +146,7 @@ class PricePolicy final : public Policy {
   bool updated_once_ = false;
   bool fresh_ = false;               ///< non-root: a message from the parent since the last update
   bool busy_ = false;                ///< wants a Tick (next_deadline)
+  Seconds period_ = 0.1;             ///< effective_period() at the last check
   PlanFollower follower_;
   LoadBalancer1D plan_mix_;
   std::vector<double> mix_;          ///< root: ϱ_k the draws follow
