@@ -134,6 +134,8 @@ int run_master(const MasterOptions& options) {
   node::RootSetup root;
   root.welcome.buffer = ex.run.buffer;
   root.welcome.policy = ex.run.policy;
+  if (auto it = ex.run.policy_options.find(ex.run.policy); it != ex.run.policy_options.end())
+    root.policy_options = it->second;
   root.welcome.one_port = ex.run.comm_model == model::CommModel::one_port;
   for (const auto& app : ex.apps) root.welcome.apps.push_back(node::app_to_wire(app));
   root.apps = ex.apps;

@@ -42,6 +42,9 @@ struct NodeConfig {
   bool one_port = true;
   /// LP rates for this node, when the run has them (policy "lp"; others may use them).
   std::optional<NodePlan> plan;
+  /// Cores the local executor computes with (0 = unknown: policies learn it from the
+  /// executor's requests, or the node only forwards).
+  std::uint32_t cores = 0;
   /// Calibrated seconds of one task of each app on this node (0 = unknown: learn it).
   std::vector<double> local_seconds;
   /// A task lost with this many dead children of this node is not re-queued again but

@@ -8,6 +8,7 @@
 #include "runtime/core/policies/FcfsPolicy.hpp"
 #include "runtime/core/policies/LpPolicy.hpp"
 #include "runtime/core/policies/PbcPolicy.hpp"
+#include "runtime/core/policies/PricePolicy.hpp"
 
 namespace treefarm::core {
 
@@ -34,22 +35,31 @@ std::optional<Seconds> Policy::next_deadline(const NodeState&) const { return st
 namespace {
 
 template <class P>
-std::unique_ptr<Policy> create() {
+std::unique_ptr<Policy> create(std::string_view name, const PolicyOptions& options) {
+  if (!options.empty())
+    throw std::invalid_argument("policy '" + std::string(name) + "' takes no options, got '" + options.begin()->first + "'");
   return std::make_unique<P>();
 }
+
+std::unique_ptr<Policy> create_price(std::string_view, const PolicyOptions& options) {
+  return std::make_unique<PricePolicy>(PriceParams::from_options(options));
+}
+std::vector<std::string> no_keys() { return {}; }
 
 /// The one list of policies (papers/beaumont2006 §4, in the paper's order): the experiment
 /// parser, the tools and make_policy all read it.
 struct RegistryEntry {
   std::string_view name;
-  std::unique_ptr<Policy> (*create)();
+  std::unique_ptr<Policy> (*create)(std::string_view, const PolicyOptions&);
+  std::vector<std::string> (*keys)();
 };
 constexpr RegistryEntry registry[] = {
-    {"fcfs", &create<FcfsPolicy>},
-    {"cgbc", &create<CgbcPolicy>},
-    {"pbc", &create<PbcPolicy>},
-    {"lp", &create<LpPolicy>},
-    {"data-centric", &create<DataCentricPolicy>},
+    {"fcfs", &create<FcfsPolicy>, &no_keys},
+    {"cgbc", &create<CgbcPolicy>, &no_keys},
+    {"pbc", &create<PbcPolicy>, &no_keys},
+    {"lp", &create<LpPolicy>, &no_keys},
+    {"data-centric", &create<DataCentricPolicy>, &no_keys},
+    {"price", &create_price, &PriceParams::keys},  // papers/bertin2008 §4
 };
 
 }  // namespace
@@ -68,9 +78,15 @@ bool is_policy_name(std::string_view name) {
 
 bool policy_needs_calibration(std::string_view name) { return make_policy(name)->needs_calibration(); }
 
-std::unique_ptr<Policy> make_policy(std::string_view name) {
+std::vector<std::string> policy_option_keys(std::string_view name) {
   for (const auto& entry : registry)
-    if (entry.name == name) return entry.create();
+    if (entry.name == name) return entry.keys();
+  return {};
+}
+
+std::unique_ptr<Policy> make_policy(std::string_view name, const PolicyOptions& options) {
+  for (const auto& entry : registry)
+    if (entry.name == name) return entry.create(name, options);
   std::string known;
   for (const auto& n : policy_names()) known += (known.empty() ? "" : ", ") + n;
   throw std::invalid_argument("unknown policy '" + std::string(name) + "' (known: " + known + ")");

@@ -7,6 +7,7 @@
 /// core.
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -17,6 +18,9 @@
 #include "runtime/core/NodeState.hpp"
 
 namespace treefarm::core {
+
+/// A policy's settings from the experiment file's `[policy.NAME]` table: key -> value.
+using PolicyOptions = std::map<std::string, double>;
 
 class Policy {
  public:
@@ -81,8 +85,12 @@ bool is_policy_name(std::string_view name);
 /// throws std::invalid_argument for an unknown name.
 bool policy_needs_calibration(std::string_view name);
 
-/// Creates a policy by name; throws std::invalid_argument for an unknown name, listing
-/// the known ones.
-std::unique_ptr<Policy> make_policy(std::string_view name);
+/// Creates a policy by name with its `[policy.NAME]` options; throws
+/// std::invalid_argument for an unknown name (listing the known ones), an unknown option
+/// or a value out of range (naming it). Policies without options accept none.
+std::unique_ptr<Policy> make_policy(std::string_view name, const PolicyOptions& options = {});
+
+/// The option keys `[policy.NAME]` accepts (empty for a policy without options).
+std::vector<std::string> policy_option_keys(std::string_view name);
 
 }  // namespace treefarm::core

@@ -274,6 +274,42 @@ RunSpec read_run(const Reader& r, const Table& t) {
   return run;
 }
 
+/// `[policy.NAME]` tables: numeric options of a known policy, each checked by creating
+/// the policy with them (an unknown key or a value out of range names the field).
+std::map<std::string, std::map<std::string, double>> read_policy_options(const Reader& r, const Table& t) {
+  std::map<std::string, std::map<std::string, double>> out;
+  for (const auto& [name, node] : t) {
+    const std::string policy(name.str());
+    const std::string prefix = "policy." + policy + ".";
+    if (!core::is_policy_name(policy)) {
+      std::string known;
+      for (const auto& n : core::policy_names()) known += (known.empty() ? "" : ", ") + n;
+      r.fail(line_of(node), "policy." + policy, "unknown policy '" + policy + "'; expected one of: " + known);
+    }
+    const auto* table = node.as_table();
+    if (!table) r.wrong_type(node, "policy." + policy, "a table ([policy." + policy + "])");
+    const auto keys = core::policy_option_keys(policy);
+    for (auto&& [key, value] : *table)
+      if (std::find(keys.begin(), keys.end(), key.str()) == keys.end()) {
+        std::string known;
+        for (const auto& k : keys) known += (known.empty() ? "" : ", ") + k;
+        r.fail(static_cast<int>(key.source().begin.line), prefix + std::string(key.str()),
+               "unknown key '" + std::string(key.str()) + "' in [policy." + policy + "]; expected one of: " +
+                   (known.empty() ? "nothing (this policy takes no options)" : known));
+      }
+    auto& options = out[policy];
+    for (const auto& key : keys)
+      if (const auto v = r.number_of(*table, key, prefix)) options[key] = *v;
+    try {
+      (void)core::make_policy(policy, options);
+    } catch (const std::invalid_argument& e) {
+      r.fail(line_of(node), "policy." + policy, e.what());
+    }
+
+  }
+  return out;
+}
+
 /// Checks the tree (unique names, one master, known parents, no cycle) and returns the
 /// nodes breadth-first from the master, siblings in file order.
 std::vector<NodeSpec> build_tree(const Reader& r, std::vector<NodeEntry> entries, int file_line) {
@@ -354,7 +390,7 @@ std::vector<NodeSpec> build_tree(const Reader& r, std::vector<NodeEntry> entries
 Experiment parse_experiment(const std::string& text, const std::string& path) {
   const toml::table root = parse_toml(text, path);
   const Reader r(path);
-  r.check_keys(root, "", {"node", "app", "run"}, "the top level");
+  r.check_keys(root, "", {"node", "app", "run", "policy"}, "the top level");
 
   std::vector<NodeEntry> entries;
   const auto node_tables = r.tables_of(root, "node");
@@ -378,6 +414,12 @@ Experiment parse_experiment(const std::string& text, const std::string& path) {
     const auto* table = run->as_table();
     if (!table) r.wrong_type(*run, "run", "a table ([run])");
     exp.run = read_run(r, *table);
+  }
+
+  if (const toml::node* policies = root.get("policy")) {
+    const auto* table = policies->as_table();
+    if (!table) r.wrong_type(*policies, "policy", "a table ([policy.NAME])");
+    exp.run.policy_options = read_policy_options(r, *table);
   }
 
   exp.nodes = build_tree(r, std::move(entries), 1);

@@ -4,6 +4,7 @@
 /// from an experiment file (TOML, documented in docs/experiment-file.md).
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -38,6 +39,9 @@ struct RunSpec {
   std::uint64_t seed = 1;           ///< Seed of the input matrices.
   CommModel comm_model = CommModel::one_port;
   std::optional<double> max_out_bandwidth;  ///< bytes/s cap per node (multi-port).
+  /// `[policy.NAME]` tables: per policy name, its numeric options (e.g. the step sizes of
+  /// "price", papers/bertin2008 Table 1). Only the one of `policy` is used.
+  std::map<std::string, std::map<std::string, double>> policy_options;
 };
 
 /// A whole experiment. Node 0 is always the master (the parser reorders so that every

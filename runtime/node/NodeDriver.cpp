@@ -133,6 +133,7 @@ void NodeDriver::configure(const net::msg::Welcome& w, double now) {
   if (is_root()) config.done_before = root_->done_before;
   config.deadline_factor = opt_.task_deadline_factor;
   config.deadline_floor = opt_.task_deadline_floor;
+  config.cores = runner_ ? runner_->cores() : 0;
   min_cores_per_task_ = std::numeric_limits<std::uint32_t>::max();
   for (const auto& info : w.apps) {
     apps_.push_back(is_root() ? root_->apps.at(apps_.size()) : app_from_wire(info));
@@ -163,7 +164,7 @@ void NodeDriver::configure(const net::msg::Welcome& w, double now) {
     }
     hint_bandwidth_[h->name] = h->link_bandwidth;
   }
-  sched_ = std::make_unique<core::NodeScheduler>(std::move(config), core::make_policy(w.policy));
+  sched_ = std::make_unique<core::NodeScheduler>(std::move(config), core::make_policy(w.policy, is_root() ? root_->policy_options : core::PolicyOptions{}));
   configured_ = true;
   calibrating_ = w.calibrate_reps > 0;
   if (calibrating_) {

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "runtime/core/Events.hpp"
+#include "runtime/core/Policy.hpp"
 #include "runtime/model/Application.hpp"
 #include "runtime/net/Messages.hpp"
 #include "runtime/node/LinkProber.hpp"
@@ -89,6 +90,9 @@ struct ResultVerdict {
 /// What only the root has: the run configuration and the bag of tasks.
 struct RootSetup {
   net::msg::Welcome welcome;        ///< Sent to every child; also configures the root.
+  /// The root's `[policy.NAME]` options for welcome.policy (the other nodes get what they
+  /// need from their parent's policy messages: "price" sends its parameters down).
+  core::PolicyOptions policy_options;
   std::vector<model::AppSpec> apps;
   /// The input of a task (shared, never copied).
   std::function<Payload(core::TaskId)> payload;

@@ -63,6 +63,8 @@ node::RootSetup NodeActor::root_setup() {
   node::RootSetup root;
   root.welcome.buffer = ex.run.buffer;
   root.welcome.policy = ex.run.policy;
+  if (auto it = ex.run.policy_options.find(ex.run.policy); it != ex.run.policy_options.end())
+    root.policy_options = it->second;
   root.welcome.one_port = ex.run.comm_model == model::CommModel::one_port;
   root.welcome.seed = ex.run.seed;
   for (const auto& app : ex.apps) root.welcome.apps.push_back(node::app_to_wire(app));

@@ -27,7 +27,7 @@ void add_compare_command(CLI::App& app, Commands& out) {
   auto o = std::make_shared<CompareCli>();
   auto* cmp = app.add_subcommand("compare", "Run the experiment once per policy and set each beside the LP optimum");
   cmp->add_option("experiment", o->experiment, "Experiment file")->required()->check(CLI::ExistingFile);
-  cmp->add_option("--policies", o->policies, "all, or a comma-separated list (fcfs,cgbc,pbc,lp,data-centric)")->capture_default_str();
+  cmp->add_option("--policies", o->policies, "all, or a comma-separated list (fcfs,cgbc,pbc,lp,data-centric,price)")->capture_default_str();
   cmp->add_option("--calibration", o->co.calibration, "Calibration file (default: calibrate in place first)")->check(CLI::ExistingFile);
   cmp->add_flag("--no-calibrate", o->co.no_calibrate, "No calibration: no LP prediction, policy lp skipped");
   cmp->add_option("--out", o->co.out_dir, "Write DIR/compare.json, DIR/compare.png and DIR/POLICY/ (default out/compare-NAME)");

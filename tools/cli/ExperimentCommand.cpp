@@ -4,6 +4,7 @@
 
 #include "tools/cli/Command.hpp"
 #include "tools/sim/Campaign.hpp"
+#include "tools/sim/PriceStudy.hpp"
 
 namespace treefarm::cli {
 
@@ -21,6 +22,39 @@ void add_experiment_command(CLI::App& app, Commands& out) {
                    c.command = "treefarm experiment paper --out " + c.out_dir + " --jobs " + std::to_string(c.jobs) +
                                (c.quick ? " --quick" : "");
                    return tools::paper_campaign(c.quick ? tools::quick_subset(c) : c, std::cout);
+                 }});
+
+  auto pc = std::make_shared<tools::PriceCampaignOptions>();
+  auto scaled = std::make_shared<double>(1.0);
+  auto* price = experiment_cmd->add_subcommand(
+      "price", "papers/bertin2008: the price policy's agents on random trees from gen-platform, beside the Ipopt optimum");
+  price->add_option("--trees", pc->trees, "Random trees")->capture_default_str();
+  price->add_option("--min-nodes", pc->min_nodes, "Fewest nodes of a tree")->capture_default_str();
+  price->add_option("--max-nodes", pc->max_nodes, "Most nodes of a tree")->capture_default_str();
+  price->add_option("--max-degree", pc->max_degree, "Most children of a node")->capture_default_str();
+  price->add_option("--apps", pc->apps, "Applications")->capture_default_str();
+  price->add_option("--iterations", pc->iterations, "Iteration budget per tree")->capture_default_str();
+  price->add_option("--seed", pc->seed, "Seed of the trees")->capture_default_str();
+  price->add_option("--comm-model", pc->comm_model, "multi-port or one-port")
+      ->check(CLI::IsMember({"multi-port", "one-port"}))->capture_default_str();
+  price->add_option("--scaled", *scaled, "1: eq. 17-18 (default), 0: eq. 14-15")->capture_default_str();
+  auto unit = std::make_shared<double>(0.0);
+  price->add_option("--rate-unit", *unit, "rate_unit of every tree (0 = per tree, auto_rate_unit: docs/results/price.md)")
+      ->capture_default_str();
+  price->add_flag("--cascade", pc->cascade, "Deliver in the same iteration what a message makes a node send");
+  price->add_option("--out", pc->out_dir, "Output directory (price-campaign.md, price-campaign.csv)")->capture_default_str();
+  out.push_back({price, [pc, scaled, unit] {
+                   auto c = *pc;
+                   c.options["scaled"] = *scaled;
+                   if (*unit > 0) c.options["rate_unit"] = *unit;
+                   c.command = "treefarm experiment price --trees " + std::to_string(c.trees) + " --min-nodes " +
+                               std::to_string(c.min_nodes) + " --max-nodes " + std::to_string(c.max_nodes) +
+                               " --max-degree " + std::to_string(c.max_degree) + " --apps " + std::to_string(c.apps) +
+                               " --iterations " + std::to_string(c.iterations) + " --seed " + std::to_string(c.seed) +
+                               " --comm-model " + c.comm_model + " --scaled " + std::to_string(static_cast<int>(*scaled)) +
+                               (*unit > 0 ? " --rate-unit " + std::to_string(*unit) : std::string()) +
+                               (c.cascade ? " --cascade" : "") + " --out " + c.out_dir;
+                   return tools::price_campaign(c, std::cout);
                  }});
 }
 

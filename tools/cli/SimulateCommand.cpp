@@ -23,6 +23,14 @@ void add_simulate_command(CLI::App& app, Commands& out) {
   simc->add_option("--out", o->so.out_dir, "Write DIR/results.json");
   simc->add_option("--calibration", o->so.calibration, "Simulate the calibrated platform")->check(CLI::ExistingFile);
   simc->add_flag("--quiet", o->so.quiet, "No table");
+  simc->add_option("--trace", o->so.trace,
+                   "Policy price: write the convergence trace of its agents (CSV: iteration, utility, rates, prices; "
+                   "beside the Ipopt optimum) and a PNG plot next to it");
+  simc->add_option("--iterations", o->so.trace_iterations, "Iterations of the --trace")->capture_default_str();
+  simc->add_flag("--trace-only", o->so.trace_only, "Write the --trace and stop (no SimGrid run)");
+  simc->add_flag("--trace-cascade", o->so.trace_cascade,
+                 "In the --trace, deliver in the same iteration what a message makes a node send (prices reach the "
+                 "leaves in one iteration, as in the paper's synchronous prototype); default: one hop per iteration");
   out.push_back({simc, [o] { return tools::simulate_command(o->experiment, o->so, std::cout); }});
 }
 

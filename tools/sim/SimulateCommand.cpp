@@ -8,6 +8,7 @@
 
 #include "runtime/core/Policy.hpp"
 #include "runtime/model/Calibration.hpp"
+#include "tools/sim/PriceStudy.hpp"
 
 namespace treefarm::tools {
 
@@ -15,7 +16,9 @@ model::Experiment load_for_simulation(const std::string& experiment, const Simul
   auto ex = model::load_experiment(experiment);
   if (!options.policy.empty()) ex.run.policy = options.policy;
   if (options.buffer > 0) ex.run.buffer = options.buffer;
-  (void)core::make_policy(ex.run.policy);  // unknown name: std::invalid_argument listing the known ones
+  const auto it = ex.run.policy_options.find(ex.run.policy);
+  // Unknown name or option: std::invalid_argument listing the known ones.
+  (void)core::make_policy(ex.run.policy, it == ex.run.policy_options.end() ? core::PolicyOptions{} : it->second);
   return ex;
 }
 
@@ -34,6 +37,32 @@ int simulate_command(const std::string& experiment, const SimulateOptions& optio
   std::optional<model::Calibration> calibration;
   if (!options.calibration.empty()) calibration = model::load_calibration_for(options.calibration, ex);
   const auto platform = sim::make_sim_platform(ex, calibration ? &*calibration : nullptr);
+
+  if (!options.trace.empty()) {
+    if (ex.run.policy != "price")
+      throw std::invalid_argument("--trace records the agents of the price policy: give --policy price (the policy is '" +
+                                  ex.run.policy + "')");
+    const auto it = ex.run.policy_options.find("price");
+    const auto trace = run_price_trace(platform.model, ex, it == ex.run.policy_options.end() ? core::PolicyOptions{} : it->second,
+                                       options.trace_iterations, options.trace_cascade);
+    {
+      const auto parent = std::filesystem::path(options.trace).parent_path();
+      if (!parent.empty()) std::filesystem::create_directories(parent);
+      std::ofstream f(options.trace);
+      write_price_csv(f, trace);
+      if (!f) throw std::runtime_error("cannot write " + options.trace);
+    }
+    const auto why = plot_price_trace(options.trace, trace);
+    auto at = [](const std::optional<std::uint64_t>& v) { return v ? std::to_string(*v) : std::string("never"); };
+    const auto& last = trace.rows.back();
+    out << "price trace: " << trace.rows.size() << " iterations -> " << options.trace
+        << (why.empty() ? " (+ .png)" : " (no plot: " + why + ")") << "\n"
+        << "  optimum (ipopt, " << trace.optimum.objective.name() << ") " << trace.optimum.value << "; last iteration: utility "
+        << last.utility << ", efficiency " << last.efficiency << ", overload " << last.overload << "\n"
+        << "  efficiency stays >= 95% from iteration " << at(trace.settled_at(0.95)) << ", >= 99% from "
+        << at(trace.settled_at(0.99)) << ", >= 99.5% from " << at(trace.settled_at(0.995)) << "\n";
+    if (options.trace_only) return 0;
+  }
 
   sim::SimulationOptions so;
   so.time_limit = options.time_limit;

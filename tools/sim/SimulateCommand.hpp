@@ -21,6 +21,12 @@ struct SimulateOptions {
   double time_limit = 0;     ///< Simulated seconds (0 = none).
   double wall_limit = 0;     ///< Wall-clock seconds (0 = none).
   bool quiet = false;        ///< No table.
+  /// Policy "price": write the convergence trace of its agents (CSV, PriceStudy.hpp) here,
+  /// with a PNG plot beside it, before the simulation ("" = none).
+  std::string trace;
+  std::uint64_t trace_iterations = 500;  ///< Iterations of the trace.
+  bool trace_only = false;   ///< Write the trace and stop (no SimGrid run).
+  bool trace_cascade = false;  ///< PriceNetwork::set_cascade for the trace.
 };
 
 /// Loads the experiment (and calibration), applies the overrides, simulates it (in a

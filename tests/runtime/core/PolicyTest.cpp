@@ -12,7 +12,7 @@ namespace treefarm::core {
 namespace {
 
 TEST(PolicyRegistry, NamesAreThePapersInItsOrder) {
-  EXPECT_EQ(policy_names(), (std::vector<std::string>{"fcfs", "cgbc", "pbc", "lp", "data-centric"}));
+  EXPECT_EQ(policy_names(), (std::vector<std::string>{"fcfs", "cgbc", "pbc", "lp", "data-centric", "price"}));
 }
 
 TEST(PolicyRegistry, EveryNameMakesThePolicyOfThatName) {
@@ -32,7 +32,7 @@ TEST(PolicyRegistry, UnknownNameIsRejectedListingTheKnownOnes) {
   EXPECT_FALSE(is_policy_name(""));
   EXPECT_THAT([] { (void)make_policy("round-robin"); },
               testing::ThrowsMessage<std::invalid_argument>(testing::HasSubstr(
-                  "unknown policy 'round-robin' (known: fcfs, cgbc, pbc, lp, data-centric)")));
+                  "unknown policy 'round-robin' (known: fcfs, cgbc, pbc, lp, data-centric, price)")));
 }
 
 }  // namespace

@@ -1,0 +1,427 @@
+#include "runtime/core/policies/PricePolicy.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+#include "runtime/core/ByteCodec.hpp"
+#include "runtime/core/policies/FcfsPolicy.hpp"
+
+namespace treefarm::core {
+
+namespace {
+constexpr std::uint32_t max_apps = 1'000;
+constexpr double change_tolerance = 0.05;  // relative change of a rate worth a new plan
+constexpr std::size_t param_count = 12;
+
+struct Field {
+  const char* key;
+  double PriceParams::*member;
+};
+constexpr Field fields[param_count] = {
+    {"gamma_rho_tilde", &PriceParams::gamma_rho_tilde}, {"gamma_rho1", &PriceParams::gamma_rho1},
+    {"gamma_rho2", &PriceParams::gamma_rho2},           {"gamma_lambda", &PriceParams::gamma_lambda},
+    {"gamma_mu", &PriceParams::gamma_mu},               {"rho_init", &PriceParams::rho_init},
+    {"lambda_init", &PriceParams::lambda_init},         {"mu_init", &PriceParams::mu_init},
+    {"scaled", &PriceParams::scaled},                   {"alpha", &PriceParams::alpha},
+    {"period", &PriceParams::period},                   {"rate_unit", &PriceParams::rate_unit},
+};
+
+// Throws std::invalid_argument naming the key of a value out of range.
+void check(const PriceParams& p) {
+  for (const auto& f : fields) {
+    const double v = p.*f.member;
+    if (!std::isfinite(v) || v < 0)
+      throw std::invalid_argument(std::string("[policy.price] ") + f.key + " must be a finite number >= 0, got " +
+                                  std::to_string(v));
+  }
+  for (const auto* key : {"gamma_rho_tilde", "gamma_rho1"})
+    for (const auto& f : fields)
+      if (std::string_view(f.key) == key && p.*f.member > 1)
+        throw std::invalid_argument(std::string("[policy.price] ") + key + " must be in [0, 1], got " +
+                                    std::to_string(p.*f.member));
+  if (p.scaled != 0 && p.scaled != 1)
+    throw std::invalid_argument("[policy.price] scaled must be 1 (eq. 17-18) or 0 (eq. 14-15), got " + std::to_string(p.scaled));
+  if (!(p.period > 0)) throw std::invalid_argument("[policy.price] period must be > 0 seconds");
+  if (!(p.rate_unit > 0)) throw std::invalid_argument("[policy.price] rate_unit must be > 0 tasks/s");
+}
+
+bool close(double a, double b) {
+  return std::abs(a - b) <= change_tolerance * std::max(std::abs(a), std::abs(b)) + 1e-12;
+}
+bool close(const std::vector<double>& a, const std::vector<double>& b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if (!close(a[i], b[i])) return false;
+  return true;
+}
+bool same_plan(const NodePlan& a, const NodePlan& b) {
+  if (!close(a.local, b.local) || a.children.size() != b.children.size()) return false;
+  for (const auto& [name, rates] : a.children) {
+    auto it = b.children.find(name);
+    if (it == b.children.end() || !close(rates, it->second)) return false;
+  }
+  return true;
+}
+
+struct Decoded {
+  PricePolicy::Kind kind{};
+  PriceParams params;
+  std::vector<double> first, second;  // down: η, ϱ; up: σ, runnable counts
+};
+
+double non_negative(ByteReader& r, const char* what) {
+  const double v = r.f64();
+  if (v < 0) throw DecodeError(std::string("price message holds a negative ") + what);
+  return v;
+}
+
+Decoded decode(const std::vector<std::uint8_t>& payload, std::size_t k) {
+  ByteReader r(payload);
+  Decoded d;
+  const auto kind = r.u8();
+  if (kind != 1 && kind != 2) throw DecodeError("unknown price message kind " + std::to_string(kind));
+  d.kind = static_cast<PricePolicy::Kind>(kind);
+  const auto apps = r.count(max_apps);
+  if (apps != k) throw DecodeError("price message for " + std::to_string(apps) + " applications, this run has " + std::to_string(k));
+  if (d.kind == PricePolicy::Kind::down) {
+    for (const auto& f : fields) d.params.*f.member = r.f64();
+    try {
+      check(d.params);
+    } catch (const std::invalid_argument& e) {
+      throw DecodeError(std::string("price parameters: ") + e.what());
+    }
+  }
+  for (std::size_t a = 0; a < k; ++a) {
+    d.first.push_back(non_negative(r, d.kind == PricePolicy::Kind::down ? "price" : "rate"));
+    d.second.push_back(non_negative(r, d.kind == PricePolicy::Kind::down ? "rate" : "count"));
+  }
+  if (!r.done()) throw DecodeError("trailing bytes after a price message");
+  return d;
+}
+
+// [x]^+ of the paper.
+double plus(double x) { return x > 0 ? x : 0.0; }
+}  // namespace
+
+std::vector<std::string> PriceParams::keys() {
+  std::vector<std::string> k;
+  for (const auto& f : fields) k.emplace_back(f.key);
+  return k;
+}
+
+PriceParams PriceParams::from_options(const PolicyOptions& options) {
+  PriceParams p;
+  for (const auto& [key, value] : options) {
+    const auto* f = std::find_if(std::begin(fields), std::end(fields), [&](const Field& x) { return key == x.key; });
+    if (f == std::end(fields)) {
+      std::string known;
+      for (const auto& x : fields) known += (known.empty() ? "" : ", ") + std::string(x.key);
+      throw std::invalid_argument("unknown option '" + key + "' in [policy.price] (known: " + known + ")");
+    }
+    p.*f->member = value;
+  }
+  check(p);
+  return p;
+}
+
+std::vector<std::uint8_t> PricePolicy::encode_down(const PriceParams& p, const std::vector<double>& eta,
+                                                   const std::vector<double>& rho) {
+  ByteWriter w;
+  w.u8(static_cast<std::uint8_t>(Kind::down));
+  w.u32(static_cast<std::uint32_t>(eta.size()));
+  for (const auto& f : fields) w.f64(p.*f.member);
+  for (std::size_t a = 0; a < eta.size(); ++a) {
+    w.f64(eta[a]);
+    w.f64(a < rho.size() ? rho[a] : 0.0);
+  }
+  return w.take();
+}
+
+std::vector<std::uint8_t> PricePolicy::encode_up(const std::vector<double>& sigma, const std::vector<double>& runnable) {
+  ByteWriter w;
+  w.u8(static_cast<std::uint8_t>(Kind::up));
+  w.u32(static_cast<std::uint32_t>(sigma.size()));
+  for (std::size_t a = 0; a < sigma.size(); ++a) {
+    w.f64(sigma[a]);
+    w.f64(a < runnable.size() ? runnable[a] : 0.0);
+  }
+  return w.take();
+}
+
+PricePolicy::PricePolicy(PriceParams params) : params_(params) { check(params_); }
+
+void PricePolicy::start(const NodeState& state) {
+  Policy::start(state);
+  const std::size_t k = state.config.apps.size();
+  rho_.assign(k, 0.0);
+  rho_tilde_.assign(k, 0.0);
+  rho_global_.assign(k, 0.0);
+  sigma_.assign(k, 0.0);
+  eta_.assign(k, 0.0);
+  cores_ = state.config.cores;
+  if (state.config.is_root) {
+    active_ = true;
+    const auto a = compute_cost(state);
+    for (std::size_t i = 0; i < k; ++i)
+      if (a[i] > 0) rho_[i] = rho_tilde_[i] = params_.rho_init * params_.rate_unit;
+    rho_global_ = rho_;
+  }
+}
+
+// a_{i,k}: seconds of the whole executor per task of k (1/r_{i,k}); 0 when the node cannot
+// run k or does not know its duration yet; +inf when it cannot run k at all.
+std::vector<double> PricePolicy::compute_cost(const NodeState& state) const {
+  const auto& apps = state.config.apps;
+  std::vector<double> a(apps.size(), 0.0);
+  for (std::size_t k = 0; k < apps.size(); ++k) {
+    const std::uint32_t slots = apps[k].cores_per_task > 0 ? cores_ / apps[k].cores_per_task : 0;
+    const double s = k < state.local_seconds.size() ? state.local_seconds[k] : 0.0;
+    if (slots == 0 || std::isinf(s)) a[k] = std::numeric_limits<double>::infinity();
+    else if (s > 0) a[k] = s / slots;
+  }
+  return a;
+}
+
+std::map<std::string, double> PricePolicy::link_prices(const NodeState& state) const {
+  std::map<std::string, double> out;
+  for (const auto& [id, c] : children_)
+    if (auto it = state.children.find(id); it != state.children.end()) out[it->second.info.name] = c.mu;
+  return out;
+}
+
+std::optional<std::string> PricePolicy::check_message(const NodeState& state, const event::PolicyMessage& m) const {
+  try {
+    const auto d = decode(m.payload, state.config.apps.size());
+    if (m.from_parent && d.kind != Kind::down) return "a price report (up) from the parent";
+    if (!m.from_parent && d.kind != Kind::up) return "prices (down) from a child";
+  } catch (const DecodeError& e) {
+    return std::string("bad price message: ") + e.what();
+  }
+  return std::nullopt;
+}
+
+void PricePolicy::observe(const NodeState& state, const Event& event) {
+  std::uint32_t local_requests = 0;
+  for (const auto& r : state.requests) local_requests += r.from.local ? 1 : 0;
+  if (std::holds_alternative<event::LocalTaskFinished>(event) && local_running_ > 0) --local_running_;
+  cores_ = std::max({cores_, state.config.cores, local_requests + local_running_});
+  if (const auto* left = std::get_if<event::ChildLeft>(&event)) children_.erase(left->child);
+  if (const auto* m = std::get_if<event::PolicyMessage>(&event)) {
+    auto d = decode(m->payload, state.config.apps.size());  // checked by check_message
+    if (m->from_parent) {
+      fresh_ = true;
+      params_ = d.params;
+      eta_ = std::move(d.first);
+      rho_global_ = std::move(d.second);
+      if (!active_) {  // Algorithm 3 starts on the first prices from the parent
+        active_ = true;
+        const auto a = compute_cost(state);
+        for (std::size_t k = 0; k < a.size(); ++k)
+          if (a[k] < std::numeric_limits<double>::infinity()) rho_[k] = rho_tilde_[k] = params_.rho_init * params_.rate_unit;
+      }
+    } else if (state.children.contains(m->child)) {
+      auto& c = children_[m->child];
+      c.sigma = std::move(d.first);
+      c.runnable = std::move(d.second);
+    }
+  }
+}
+
+// One update of Algorithms 3 and 4 on this node, with the latest values of its neighbours.
+void PricePolicy::update(const NodeState& state) {
+  const double unit = params_.rate_unit;  // see PriceParams::rate_unit
+  const double gamma_rho2 = params_.gamma_rho2 * unit, gamma_lambda = params_.gamma_lambda / unit,
+               gamma_mu = params_.gamma_mu / unit;
+  const auto& apps = state.config.apps;
+  const std::size_t kk = apps.size();
+  const auto a = compute_cost(state);
+  const bool scaled = params_.scaled != 0;
+  for (const auto& [id, c] : state.children) children_.try_emplace(id);
+  // Initial prices (Table 1), per unit of capacity: the price of the whole executor or
+  // link for one second, in the rate unit (docs/policies.md#price).
+  if (!lambda_set_ && std::any_of(a.begin(), a.end(), [](double x) { return x > 0 && std::isfinite(x); })) {
+    lambda_ = params_.lambda_init / unit;
+    lambda_set_ = true;
+  }
+  double max_bw = 0;
+  for (auto& [id, c] : children_) {
+    const auto it = state.children.find(id);
+    if (it == state.children.end() || !(it->second.bandwidth > 0)) continue;
+    max_bw = std::max(max_bw, it->second.bandwidth);
+    if (!c.mu_set) {
+      c.mu = params_.mu_init / unit;
+      c.mu_set = true;
+    }
+  }
+  if (!port_set_ && max_bw > 0) {
+    port_price_ = params_.mu_init / unit;
+    port_set_ = true;
+  }
+
+  // Algorithm 3: eq. 10, 11 and 16 (U_k(ϱ) = w_k·U(ϱ/w_k), normalised by (ϱ_k/w_k)^α).
+  for (std::size_t k = 0; k < kk; ++k) {
+    if (std::isinf(a[k])) {
+      rho_[k] = rho_tilde_[k] = 0;
+      continue;
+    }
+    const double p = eta_[k] + a[k] * lambda_;                                   // eq. 10
+    const double x = rho_global_[k] / apps[k].weight;
+    const double marginal = 1.0 - (params_.alpha == 1 ? x : std::pow(x, params_.alpha)) * p;
+    const double old = rho_[k];
+    rho_[k] = plus((1 - params_.gamma_rho1) * old + params_.gamma_rho1 * rho_tilde_[k] +
+                   gamma_rho2 * marginal);                                // eq. 16
+    rho_tilde_[k] = (1 - params_.gamma_rho_tilde) * rho_tilde_[k] + params_.gamma_rho_tilde * old;  // eq. 11
+  }
+  // σ_k^i = ϱ_{i,k} + Σ_c σ_k^c; the routes below (nodes that can run k) for eq. 18.
+  std::vector<double> runnable(kk, 0.0);
+  for (std::size_t k = 0; k < kk; ++k) {
+    sigma_[k] = rho_[k];
+    runnable[k] = std::isinf(a[k]) ? 0.0 : 1.0;
+  }
+  for (const auto& [id, c] : children_)
+    for (std::size_t k = 0; k < kk && k < c.sigma.size(); ++k) {
+      sigma_[k] += c.sigma[k];
+      runnable[k] += c.runnable[k];
+    }
+  if (state.config.is_root) rho_global_ = sigma_;  // eq. 13
+
+  // Algorithm 4, the executor: eq. 17 (scaled) or eq. 14. With every ϱ_k = 0 eq. 17 is
+  // undefined: the price is kept (the rates restart through γ_ϱ^(2)·1).
+  double usage = 0, denom = 0;
+  bool known = false;
+  for (std::size_t k = 0; k < kk; ++k)
+    if (a[k] > 0 && std::isfinite(a[k])) {
+      known = true;
+      usage += a[k] * rho_[k];
+      denom += a[k] * a[k] * rho_global_[k];
+    }
+  if (known) {
+    if (!scaled) {
+      lambda_ = plus(lambda_ + gamma_lambda * (usage - 1));
+    } else if (denom > 0) {
+      lambda_ = plus(lambda_ + gamma_lambda * (usage - 1) / denom);
+    }
+  }
+  // Algorithm 4, the links to the children (multi-port, eq. 18 or 15) or the port
+  // (one-port: one resource shared by all the links of this node).
+  double port_usage = 0, port_denom = 0, port_bw = 0;
+  for (auto& [id, c] : children_) {
+    const auto it = state.children.find(id);
+    if (it == state.children.end()) continue;
+    const double bw = it->second.bandwidth;
+    if (!(bw > 0) || c.sigma.empty()) continue;
+    double u = 0, d = 0;
+    for (std::size_t k = 0; k < kk; ++k) {
+      const double cost = apps[k].bytes / bw;  // link seconds per task
+      u += cost * c.sigma[k];
+      d += cost * cost * rho_global_[k] * c.runnable[k];
+    }
+    port_usage += u;
+    port_denom += d;
+    port_bw = std::max(port_bw, bw);
+    if (state.config.one_port) continue;
+    if (!scaled) {
+      c.mu = plus(c.mu + gamma_mu * (u - 1));
+    } else if (d > 0) {
+      c.mu = plus(c.mu + gamma_mu * (u - 1) / d);
+    }
+  }
+  if (state.config.one_port && port_bw > 0) {
+    if (!scaled) {
+      port_price_ = plus(port_price_ + gamma_mu * (port_usage - 1));
+    } else if (port_denom > 0) {
+      port_price_ = plus(port_price_ + gamma_mu * (port_usage - 1) / port_denom);
+    }
+  }
+
+  // Messages: σ up; η + the link's price, ϱ_k and the parameters down.
+  if (!state.config.is_root) outbox_.push_back(action::SendPolicyMessage{true, ChildId{}, encode_up(sigma_, runnable)});
+  for (const auto& [id, c] : state.children) {
+    const auto& mine = children_[id];
+    const double price = state.config.one_port ? port_price_ : mine.mu;
+    std::vector<double> eta(kk, 0.0);
+    for (std::size_t k = 0; k < kk; ++k) eta[k] = eta_[k] + (c.bandwidth > 0 ? apps[k].bytes / c.bandwidth * price : 0.0);
+    outbox_.push_back(action::SendPolicyMessage{false, id, encode_down(params_, eta, rho_global_)});
+  }
+  ++iterations_;
+  adopt_plan(state);
+}
+
+void PricePolicy::adopt_plan(const NodeState& state) {
+  NodePlan plan;
+  plan.local = rho_;
+  for (const auto& [id, c] : children_)
+    if (auto it = state.children.find(id); it != state.children.end() && !c.sigma.empty())
+      plan.children[it->second.info.name] = c.sigma;
+  if (!follower_.plan() || !same_plan(*follower_.plan(), plan)) follower_.set_plan(std::move(plan));
+  if (state.config.is_root && !close(mix_, rho_global_)) {
+    mix_ = rho_global_;
+    plan_mix_.set_frequencies(mix_);
+  }
+}
+
+std::optional<AppId> PricePolicy::next_source_app(const NodeState& state) {
+  if (plan_mix_.size() == state.config.apps.size()) {
+    auto k = plan_mix_.next([&](std::size_t i) { return state.source_remaining(AppId{static_cast<std::uint32_t>(i)}) > 0; });
+    if (k) return AppId{static_cast<std::uint32_t>(*k)};
+  }
+  return Policy::next_source_app(state);
+}
+
+std::optional<Assignment> PricePolicy::select(const NodeState& state) {
+  if (auto a = follower_.select(state)) return a;
+  return FcfsPolicy{}.select(state);  // no rates yet, or no planned choice feasible
+}
+
+void PricePolicy::assigned(const NodeState& state, const Target& to, TaskRef task) {
+  follower_.assigned(state, to, task);
+  if (to.local) ++local_running_;
+}
+
+// The root iterates while the run has work (tasks to draw, buffered or in flight); the
+// others while their parent keeps sending: so a finished run goes quiet (no Tick), and a
+// harness or simulation without sockets ends.
+bool PricePolicy::wants_update(const NodeState& state) const {
+  if (!active_) return false;
+  if (!state.config.is_root) return fresh_;
+  if (!state.buffer.empty() || local_running_ > 0) return true;
+  for (std::size_t k = 0; k < state.config.apps.size(); ++k)
+    if (state.source_remaining(AppId{static_cast<std::uint32_t>(k)}) > 0) return true;
+  for (const auto& [id, c] : state.children)
+    if (c.in_flight > 0) return true;
+  return false;
+}
+
+// `period`, or half the node's slowest task or transfer if longer: rates cannot be followed
+// faster than tasks move, and updating more often only costs messages.
+Seconds PricePolicy::effective_period(const NodeState& state) const {
+  Seconds scale = 0;
+  for (std::size_t k = 0; k < state.config.apps.size(); ++k) {
+    if (k < state.local_seconds.size() && std::isfinite(state.local_seconds[k])) scale = std::max(scale, state.local_seconds[k]);
+    for (const auto& [id, c] : state.children)
+      if (c.bandwidth > 0) scale = std::max(scale, state.config.apps[k].bytes / c.bandwidth);
+  }
+  return std::max(params_.period, scale / 2);
+}
+
+void PricePolicy::take_messages(const NodeState& state, std::vector<Action>& out) {
+  busy_ = wants_update(state);
+  period_ = effective_period(state);
+  if (busy_ && (!updated_once_ || state.now >= last_update_ + period_ * (1 - 1e-9))) {
+    updated_once_ = true;
+    last_update_ = state.now;
+    fresh_ = false;
+    update(state);
+    busy_ = wants_update(state);
+  }
+  for (auto& a : outbox_) out.push_back(std::move(a));
+  outbox_.clear();
+}
+
+std::optional<Seconds> PricePolicy::next_deadline(const NodeState&) const {
+  if (!busy_) return std::nullopt;
+  return updated_once_ ? last_update_ + period_ : Seconds{0};
+}
+
+}  // namespace treefarm::core
