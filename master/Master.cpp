@@ -1,6 +1,10 @@
 #include "master/Master.hpp"
+#include "master/Progress.hpp"
 
 #include <atomic>
+#include <chrono>
+#include <ctime>
+#include <unistd.h>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -10,7 +14,9 @@
 
 #include <spdlog/spdlog.h>
 
+#include "runtime/cli/CliSupport.hpp"
 #include "runtime/lp/SteadyState.hpp"
+#include "tasks/BlasKernel.hpp"
 #include "runtime/metrics/Results.hpp"
 #include "runtime/net/Codec.hpp"
 #include "runtime/model/Calibration.hpp"
@@ -34,10 +40,19 @@ int run_master(const MasterOptions& options) {
   model::Experiment ex = model::load_experiment(options.experiment);
   if (!options.policy.empty()) ex.run.policy = options.policy;
   if (options.buffer) ex.run.buffer = *options.buffer;
-  for (const auto& app : ex.apps)
+  for (std::size_t k = 0; k < ex.apps.size(); ++k) {
+    const auto& app = ex.apps[k];
+    const std::string field = "app[" + std::to_string(k) + "]";
     if (app.kernel == model::Kernel::abstract)
-      throw std::invalid_argument(ex.path + ":" + std::to_string(app.line) + ": application '" + app.name +
-                                  "' is abstract (bytes and flops only): it can be predicted and simulated, not run");
+      throw model::FileError(ex.path, app.line, field + ".kernel",
+                             "application '" + app.name +
+                                 "' is abstract (bytes and flops only): it can be predicted and simulated, not run");
+    // One task's input travels in one frame (docs/protocol.md): refuse at start what could not be sent.
+    if (app.input_bytes() > net::max_payload_bytes)
+      throw model::FileError(ex.path, app.line, field + (app.kernel == model::Kernel::noop ? ".bytes" : ".n"),
+                             "a task's input is " + std::to_string(app.input_bytes()) + " bytes, above the " +
+                                 std::to_string(net::max_payload_bytes) + "-byte frame limit; use a smaller size");
+  }
   const auto& master_node = ex.nodes.at(0);
 
   spdlog::info("master: preparing inputs for {} applications", ex.apps.size());
@@ -46,6 +61,31 @@ int run_master(const MasterOptions& options) {
     pools.emplace_back(ex.apps[k], ex.run.seed, static_cast<std::uint32_t>(k));
 
   metrics::RunResults results = metrics::empty_results(ex);
+  // The header of results.json: what is needed to reproduce the run (issue 18).
+  results.treefarm_version = cli_support::version();
+  results.experiment_text = model::read_input_file(options.experiment);
+  {
+    const auto topo = exec::discover_topology();
+    results.host = exec::to_json(topo);
+    char host[256] = "";
+    ::gethostname(host, sizeof host - 1);
+    results.host["hostname"] = host;
+    results.host["blas"] = tasks::to_json(tasks::blas_info());
+  }
+  results.settings = {{"policy", ex.run.policy},
+                      {"buffer", ex.run.buffer},
+                      {"epsilon", ex.run.epsilon},
+                      {"seed", ex.run.seed},
+                      {"comm_model", ex.run.comm_model == model::CommModel::one_port ? "one-port" : "multi-port"},
+                      {"listen", options.listen},
+                      {"wait_for_nodes", options.wait_for_nodes.value_or(ex.nodes.size() - 1)},
+                      {"wait_timeout", options.wait_timeout},
+                      {"calibration", options.calibration},
+                      {"encrypted", options.curve.enabled},
+                      {"insecure", options.insecure},
+                      {"heartbeat_interval", options.heartbeat_interval},
+                      {"heartbeat_timeout", options.heartbeat_timeout},
+                      {"max_task_losses", options.max_task_losses}};
 
   node::NodeOptions node_options;
   node_options.name = master_node.name;
@@ -78,18 +118,28 @@ int run_master(const MasterOptions& options) {
   std::vector<std::vector<node::Payload>> inputs(pools.size());
   for (std::size_t k = 0; k < pools.size(); ++k)
     for (std::size_t i = 0; i < pools[k].size(); ++i) inputs[k].push_back(node::share(pools[k].input(i)));
+  // Dispatch times (results.json): the root hands a task out through this callback; its
+  // time is taken on the master's steady clock relative to the start of dispatching.
+  std::chrono::steady_clock::time_point steady_start{};
+  std::vector<std::vector<double>> dispatched(ex.apps.size());
+  for (std::size_t k = 0; k < ex.apps.size(); ++k) dispatched[k].assign(ex.apps[k].tasks, -1.0);
   root.payload = [&](core::TaskId id) {
     const auto k = id.app().value;
+    if (k < dispatched.size() && id.index() < dispatched[k].size())
+      dispatched[k][id.index()] = std::chrono::duration<double>(std::chrono::steady_clock::now() - steady_start).count();
     return inputs.at(k).at(pools[k].input_for(id.index()));
   };
   double start = 0;
   std::uint64_t done = 0;
   const std::uint64_t total = ex.total_tasks();
-  std::vector<std::uint64_t> per_app(ex.apps.size(), 0), per_app_last(ex.apps.size(), 0);
-  double last_tick = 0;
+  std::vector<std::uint64_t> per_app(ex.apps.size(), 0);
   root.on_start = [&](double now) {
     start = now;
-    last_tick = now;
+    steady_start = std::chrono::steady_clock::now();
+    const std::time_t wall = std::time(nullptr);
+    char iso[32];
+    std::strftime(iso, sizeof iso, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&wall));
+    results.started_utc = iso;
     spdlog::info("master: starting {} tasks with policy {} ({} nodes joined)", total, ex.run.policy,
                  results.nodes.size() - 1);
   };
@@ -108,7 +158,10 @@ int run_master(const MasterOptions& options) {
       ++app.wrong;
       spdlog::error("master: WRONG result for task {} of '{}' from node '{}'", id.index(), app.name, r.node);
     }
-    results.tasks.push_back(metrics::TaskRecord{k, id.index(), r.node, now - start, r.compute_seconds});
+    metrics::TaskRecord rec{k, id.index(), r.node, now - start, r.compute_seconds};
+    if (k < dispatched.size() && id.index() < dispatched[k].size()) rec.dispatched_at = dispatched[k][id.index()];
+    rec.queued_seconds = r.queued_seconds;
+    results.tasks.push_back(std::move(rec));
     ++per_app[k];
     ++done;
   };
@@ -122,21 +175,18 @@ int run_master(const MasterOptions& options) {
       }
     results.nodes.push_back(metrics::NodeResult{j.name, j.parent, j.cores, 0});
   };
+  // Progress (master/Progress.hpp): JSON lines on stdout for scripts, else on stderr a
+  // live bar per application on a terminal, a plain line per second otherwise.
+  std::vector<Progress::App> progress_apps;
+  for (const auto& app : ex.apps) progress_apps.push_back({app.name, app.tasks});
+  const Progress::Mode progress_mode = !options.progress       ? Progress::Mode::off
+                                       : options.json_progress ? Progress::Mode::json
+                                       : ::isatty(2)           ? Progress::Mode::bar
+                                                               : Progress::Mode::plain;
+  Progress progress(progress_apps, progress_mode, progress_mode == Progress::Mode::json ? std::cout : std::cerr);
   root.on_tick = [&](double now) {
-    if (!options.progress || (start == 0 && done == 0)) return;
-    std::string line = "[" + std::to_string(static_cast<int>(now - start)) + " s] " + std::to_string(done) + "/" +
-                       std::to_string(total);
-    const double dt = std::max(1e-9, now - last_tick);
-    for (std::size_t k = 0; k < ex.apps.size(); ++k) {
-      char buf[160];
-      std::snprintf(buf, sizeof buf, "  %s %llu/%llu (%.1f/s)", ex.apps[k].name.c_str(),
-                    static_cast<unsigned long long>(per_app[k]), static_cast<unsigned long long>(ex.apps[k].tasks),
-                    static_cast<double>(per_app[k] - per_app_last[k]) / dt);
-      line += buf;
-      per_app_last[k] = per_app[k];
-    }
-    last_tick = now;
-    std::fprintf(stderr, "%s\n", line.c_str());
+    if (start == 0 && done == 0) return;
+    progress.tick(now - start, per_app);
   };
 
   // Calibration run: every node measures in place; the master gathers the figures.
@@ -250,6 +300,12 @@ int run_master(const MasterOptions& options) {
     return rc;
   }
 
+  // A run that failed or was interrupted has no throughput to report: no table of zeros,
+  // no results.json that a script could take for a finished run (issue 18).
+  if (rc != 0) {
+    spdlog::error("master: run failed (exit code {}) after {} of {} tasks; no results written", rc, done, total);
+    return rc;
+  }
   results.compute();
   if (!options.out_dir.empty()) {
     std::filesystem::create_directories(options.out_dir);
@@ -258,12 +314,21 @@ int run_master(const MasterOptions& options) {
     f << metrics::to_json(results).dump(1) << "\n";
     spdlog::info("master: wrote {}", path.string());
   }
-  if (options.table) metrics::print_table(std::cout, results);
-  if (rc != 0) return rc;
+  if (options.json_progress) {
+    // stdout carries JSON lines only: the last one is the results (results.json without
+    // the per-task records and the experiment text).
+    auto j = metrics::to_json(results);
+    j.erase("tasks");
+    j.erase("experiment_text");
+    j["type"] = "results";
+    std::cout << j.dump() << std::endl;
+  } else if (options.table) {
+    metrics::print_table(std::cout, results);
+  }
   if (!results.ok()) {
     spdlog::error("master: run not OK: {} lost, {} wrong or failed", results.lost,
                   [&] { std::uint64_t n = 0; for (auto& a : results.apps) n += a.wrong + a.failed; return n; }());
-    return 4;
+    return node::exit_wrong_results;
   }
   return 0;
 }

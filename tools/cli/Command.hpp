@@ -37,6 +37,7 @@ void add_experiment_command(CLI::App& app, Commands& out);
 void add_plan_command(CLI::App& app, Commands& out);
 void add_hwdetect_command(CLI::App& app, Commands& out);
 void add_bench_command(CLI::App& app, Commands& out);
+void add_report_command(CLI::App& app, Commands& out);
 
 /// Registers every subcommand above, in the order `treefarm --help` lists them.
 void add_all_commands(CLI::App& app, Commands& out);
