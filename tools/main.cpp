@@ -28,6 +28,7 @@ int main(int argc, char** argv) {
   }
 
   if (const auto rc = cs::parse(app, argc, argv)) return *rc;
+  cs::setup_logging("info");  // logs on stderr; stdout is for results
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
   std::signal(SIGPIPE, SIG_IGN);

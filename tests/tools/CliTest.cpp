@@ -6,7 +6,9 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <regex>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -162,6 +164,49 @@ TEST(Cli, KeygenRefusesAPathNameAndKeepsExistingKeys) {
   // The replaced public key left authorized_keys: one line per name.
   const auto authorized = read_file(dir.path() / "keys" / "authorized_keys");
   EXPECT_EQ(std::count(authorized.begin(), authorized.end(), '\n'), 2) << authorized;
+}
+
+TEST(Cli, RunRecordsAReproducibleResultsJsonAndReportDrawsIt) {
+  TempDir dir("cli");
+  const auto exp = write_file(dir.path() / "tiny.toml", tiny);
+  const auto out = dir.path() / "out";
+  const auto r = run_stdout(treefarm + " run " + exp + " --out " + out.string() + " --json-progress --timeout 60",
+                            dir.path() / "err");
+  ASSERT_EQ(r.exit_code, 0) << r.output << read_file(dir.path() / "err");
+  // stdout: JSON lines only, the last one the results.
+  std::istringstream lines(r.output);
+  std::string line, last;
+  while (std::getline(lines, line)) {
+    ASSERT_NO_THROW((void)nlohmann::json::parse(line)) << "not JSON: " << line;
+    last = line;
+  }
+  const auto summary = nlohmann::json::parse(last);
+  EXPECT_EQ(summary.at("type"), "results");
+  EXPECT_TRUE(summary.at("ok").get<bool>());
+  const auto j = nlohmann::json::parse(read_file(out / "results.json"));
+  EXPECT_EQ(j.at("format_version"), 2);
+  EXPECT_EQ(j.at("experiment_text"), tiny);
+  EXPECT_FALSE(j.at("started_utc").get<std::string>().empty());
+  EXPECT_FALSE(j.at("treefarm_version").get<std::string>().empty());
+  EXPECT_TRUE(j.at("host").contains("hostname"));
+  EXPECT_EQ(j.at("settings").at("buffer"), 10);
+  ASSERT_EQ(j.at("tasks").size(), 50u);
+  for (const auto& t : j.at("tasks")) {
+    const double dispatched = t.at("dispatched_at").get<double>(), started = t.at("started_at").get<double>(),
+                 completed = t.at("completed_at").get<double>();
+    EXPECT_GE(dispatched, 0.0);
+    EXPECT_LE(dispatched, started + 1e-3);  // started_at leaves out only the way back up
+    EXPECT_LE(started, completed);
+  }
+  const auto rep = run_command(treefarm + " report " + (out / "results.json").string());
+  EXPECT_EQ(rep.exit_code, 0) << rep.output;
+  EXPECT_NE(rep.output.find("throughput/s"), std::string::npos) << rep.output;
+  if (rep.output.find("gnuplot not found") == std::string::npos) {
+    EXPECT_GT(fs::file_size(out / "gantt.png"), 1000u) << rep.output;
+    EXPECT_GT(fs::file_size(out / "throughput.png"), 1000u) << rep.output;
+  }
+  const auto bad = run_command(treefarm + " report " + exp);
+  EXPECT_EQ(bad.exit_code, 3) << bad.output;
 }
 
 TEST(Cli, BenchDispatchJsonPrintsOnlyJson) {

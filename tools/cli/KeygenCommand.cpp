@@ -45,7 +45,9 @@ int run_keygen(const KeygenOptions& o) {
     while (std::getline(in, line)) {
       bool replaced = false;
       for (const auto& name : o.names)
-        if (line.size() >= name.size() + 3 && line.ends_with("# " + name)) replaced = true;
+        // Both forms: `PUBKEY  # NAME` and `NAME PUBKEY` (names bound to keys).
+        if (line.ends_with("# " + name) || line.starts_with(name + " ") || line.starts_with(name + "\t"))
+          replaced = true;
       if (!replaced) kept.push_back(line);
     }
   }
