@@ -1,6 +1,8 @@
 #include "runtime/cli/CliSupport.hpp"
 
 #include <array>
+#include <cmath>
+#include <string>
 #include <cstdio>
 #include <iostream>
 
@@ -65,6 +67,36 @@ const CLI::Validator& log_level_check() {
         return "unknown log level '" + value + "'; expected one of: " + list;
       },
       "LEVEL", "log level");
+  return check;
+}
+
+namespace {
+CLI::Validator seconds_check(bool zero_ok) {
+  return CLI::Validator(
+      [zero_ok](std::string& value) -> std::string {
+        double v = 0;
+        std::size_t used = 0;
+        try {
+          v = std::stod(value, &used);
+        } catch (const std::exception&) {
+          used = 0;
+        }
+        if (used != value.size() || !std::isfinite(v)) return "'" + value + "' is not a number of seconds";
+        if (zero_ok ? v < 0 : v <= 0)
+          return std::string("must be ") + (zero_ok ? ">= 0" : "> 0") + " seconds, got " + value;
+        return {};
+      },
+      zero_ok ? "SECONDS>=0" : "SECONDS>0", zero_ok ? "non-negative seconds" : "positive seconds");
+}
+}  // namespace
+
+const CLI::Validator& non_negative_seconds() {
+  static const CLI::Validator check = seconds_check(true);
+  return check;
+}
+
+const CLI::Validator& positive_seconds() {
+  static const CLI::Validator check = seconds_check(false);
   return check;
 }
 

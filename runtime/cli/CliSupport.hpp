@@ -32,6 +32,11 @@ std::optional<int> parse(CLI::App& app, int argc, const char* const* argv);
 /// The spdlog levels accepted by `--log-level`: trace, debug, info, warn, error, critical, off.
 const CLI::Validator& log_level_check();
 
+/// Checks for durations: a number of seconds >= 0 ("must be >= 0 seconds, got -5"), and
+/// one > 0.
+const CLI::Validator& non_negative_seconds();
+const CLI::Validator& positive_seconds();
+
 /// Adds `--log-level` (checked against log_level_check) bound to `level`.
 CLI::Option* add_log_level_option(CLI::App& app, std::string& level);
 

@@ -3,7 +3,9 @@
 # takes more than LIMIT seconds beyond its work, in RUNS runs. Per run it prints the wall
 # time of the whole command, the work (results.json "duration": first dispatch to last
 # completion) and their difference, the overhead (start-up + shutdown); then max and
-# median. Exit code 1 if some overhead exceeds LIMIT.
+# median. The overhead is split into start-up (command start to the first dispatch) and
+# shutdown (results written to exit), from the master's log. Exit code 1 if some overhead
+# exceeds LIMIT.
 # Usage: tools/bench/run-overhead.sh [BUILD_DIR=build] [RUNS=20] [LIMIT=2] [EXPERIMENT=examples/quickstart-tiny.toml]
 set -euo pipefail
 build=${1:-build}
@@ -16,19 +18,29 @@ treefarm="$build/bin/treefarm"
 out=$(mktemp -d /tmp/treefarm-overhead-XXXXXX)
 trap 'rm -rf "$out"' EXIT
 overheads=()
-printf '%4s %10s %10s %10s %s\n' run wall_s work_s overhead_s exit
+# Seconds since midnight of "HH:MM:SS.fff" (the master's log clock, local time).
+secs() { awk -F: '{print $1 * 3600 + $2 * 60 + $3}' <<<"$1"; }
+printf '%4s %10s %10s %10s %10s %10s %s\n' run wall_s work_s overhead_s startup_s shutdown_s exit
 for i in $(seq 1 "$runs"); do
   start=$(date +%s.%N)
+  start_clock=$(date +%H:%M:%S.%N)
   set +e
-  "$treefarm" run "$experiment" --out "$out/$i" --quiet --log-level warn >/dev/null 2>"$out/$i.err"
+  "$treefarm" run "$experiment" --out "$out/$i" --quiet --log-level info >/dev/null 2>"$out/$i.err"
   rc=$?
   set -e
   end=$(date +%s.%N)
+  end_clock=$(date +%H:%M:%S.%N)
+  # Start-up: command start to the master's first dispatch; shutdown: results written to exit.
+  t_start=$(grep -m1 'master: starting' "$out/$i.err" | sed -E 's/^\[([0-9:.]+)\].*/\1/' || true)
+  t_wrote=$(grep -m1 'master: wrote' "$out/$i.err" | sed -E 's/^\[([0-9:.]+)\].*/\1/' || true)
+  startup=nan shutdown=nan
+  [[ -n $t_start ]] && startup=$(awk -v a="$(secs "$t_start")" -v b="$(secs "$start_clock")" 'BEGIN {print a - b}')
+  [[ -n $t_wrote ]] && shutdown=$(awk -v a="$(secs "$end_clock")" -v b="$(secs "$t_wrote")" 'BEGIN {print a - b}')
   wall=$(awk -v a="$end" -v b="$start" 'BEGIN {print a - b}')
   work=$(/usr/bin/python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['duration'])" "$out/$i/results.json" 2>/dev/null || echo 0)
   over=$(awk -v a="$wall" -v b="$work" 'BEGIN {print a - b}')
   overheads+=("$over")
-  printf '%4d %10.3f %10.3f %10.3f %d\n' "$i" "$wall" "$work" "$over" "$rc"
+  printf '%4d %10.3f %10.3f %10.3f %10.3f %10.3f %d\n' "$i" "$wall" "$work" "$over" "$startup" "$shutdown" "$rc"
   [[ $rc -eq 0 ]] || { echo "run $i failed (exit $rc):"; tail -5 "$out/$i.err"; }
 done
 sorted=$(printf '%s\n' "${overheads[@]}" | sort -g)

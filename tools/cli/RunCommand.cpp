@@ -48,15 +48,15 @@ void add_run_command(CLI::App& app, Commands& out) {
   run->add_option("--out", o->lo.out_dir, "Write DIR/results.json and DIR/logs/ (default: a temporary directory)");
   run->add_option("--policy", o->lo.policy, "Scheduling policy (overrides [run] policy)");
   run->add_option("--buffer", o->lo.buffer, "Buffer bound B in tasks, >= 1 (overrides [run] buffer)")->check(CLI::Range(1u, 1000000u));
-  run->add_option("--timeout", o->lo.timeout, "Give up after this many seconds (0 = never; exit code 124)")->capture_default_str()->check(CLI::NonNegativeNumber);
+  run->add_option("--timeout", o->lo.timeout, "Give up after this many seconds (0 = never; exit code 124)")->capture_default_str()->check(cli_support::non_negative_seconds());
   run->add_option("--calibration", o->calibration, "Calibration file: print the LP prediction beside the measurements")->check(CLI::ExistingFile);
   run->add_flag("--calibrate", o->calibrate, "Calibrate in place first (OUT/calibration.json), then run and compare with the LP");
   run->add_flag("--quiet", o->lo.quiet, "No progress display (the table and results.json remain)");
   run->add_flag("--json-progress", o->lo.json_progress,
                 "stdout: one JSON object per second ({\"type\":\"progress\",...}), then the results as a last JSON line "
                 "({\"type\":\"results\",...}) instead of the table");
-  run->add_option("--heartbeat-interval", o->hb_interval, "seconds between heartbeats (default 1)")->check(CLI::PositiveNumber);
-  run->add_option("--heartbeat-timeout", o->hb_timeout, "seconds of silence after which a node is declared dead (default 6)")->check(CLI::PositiveNumber);
+  run->add_option("--heartbeat-interval", o->hb_interval, "seconds between heartbeats (default 1)")->check(cli_support::positive_seconds());
+  run->add_option("--heartbeat-timeout", o->hb_timeout, "seconds of silence after which a node is declared dead (default 6)")->check(cli_support::positive_seconds());
   run->add_flag("--encrypt", o->lo.encrypt, "CURVE-encrypt and authenticate every link, loopback included (keys made for the run)");
   cli_support::add_log_level_option(*run, o->lo.log_level);
   out.push_back({run, [o] { return run_run(*o); }});
