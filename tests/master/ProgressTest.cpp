@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -53,9 +54,10 @@ TEST(Progress, PlainIsOneLinePerTickAndJsonOneObjectPerTick) {
     p.tick(t, c);
     j.tick(t, c);
   }
-  EXPECT_EQ(std::count(plain.str().begin(), plain.str().end(), '\n'), 3);
-  EXPECT_EQ(plain.str().find('\x1b'), std::string::npos);
-  EXPECT_NE(plain.str().find("[3 s] 330/1100  mm 30/100 30% (10.0/s, ETA 7 s)"), std::string::npos) << plain.str();
+  const std::string text = plain.str();
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 3);
+  EXPECT_EQ(text.find('\x1b'), std::string::npos);
+  EXPECT_NE(text.find("[3 s] 330/1100  mm 30/100 30% (10.0/s, ETA 7 s)"), std::string::npos) << text;
   std::istringstream lines(json.str());
   std::string line;
   int n = 0;

@@ -87,7 +87,7 @@ TEST(Cli, BadValuesAreRefusedAtStart) {
     EXPECT_EQ(r.exit_code, 2) << cmd << "\n" << r.output;
     EXPECT_NE(r.output.find("verbose"), std::string::npos) << r.output;
   }
-  for (const std::string& opt : {" --buffer 0", " --timeout -5", " --heartbeat-timeout 0"}) {
+  for (const char* opt : {" --buffer 0", " --timeout -5", " --heartbeat-timeout 0"}) {
     const auto r = run_command(treefarm + " run " + exp + opt);
     EXPECT_EQ(r.exit_code, 2) << opt << "\n" << r.output;
   }
@@ -177,7 +177,8 @@ TEST(Cli, RunRecordsAReproducibleResultsJsonAndReportDrawsIt) {
   std::istringstream lines(r.output);
   std::string line, last;
   while (std::getline(lines, line)) {
-    ASSERT_NO_THROW((void)nlohmann::json::parse(line)) << "not JSON: " << line;
+    nlohmann::json parsed;
+    ASSERT_NO_THROW(parsed = nlohmann::json::parse(line)) << "not JSON: " << line;
     last = line;
   }
   const auto summary = nlohmann::json::parse(last);
