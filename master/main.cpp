@@ -27,7 +27,7 @@ int main(int argc, char** argv) {
   app.add_option("--policy", opt.policy, "Scheduling policy (overrides [run] policy)");
   app.add_option("--buffer", buffer, "Buffer bound B in tasks, >= 1 (overrides [run] buffer)")->check(CLI::Range(1u, 1000000u));
   auto* wait_opt = app.add_option("--wait-workers", wait, "Start dispatching once this many nodes joined (default: all nodes of the experiment)");
-  app.add_option("--wait-timeout", opt.wait_timeout, "seconds to wait for them before starting anyway")->capture_default_str()->check(cs::non_negative_seconds());
+  app.add_option("--wait-timeout", opt.wait_timeout, "seconds to wait for them before starting anyway")->capture_default_str()->check(treefarm::cli_support::non_negative_seconds());
   app.add_option("--cpus", cpus, "CPUs the master computes on (default: the master node's `cores`)");
   app.add_option("--ready-file", opt.ready_file, "Write the bound endpoint to this file once listening");
   app.add_option("--calibration", opt.calibration, "Calibration file: print the LP prediction beside the measurements")->check(CLI::ExistingFile);
@@ -38,8 +38,8 @@ int main(int argc, char** argv) {
   app.add_option("--authorized-keys", authorized, "Public keys of the workers admitted (authorized_keys file)")->check(CLI::ExistingFile);
   app.add_flag("--insecure", opt.insecure, "Allow unencrypted links on non-loopback addresses");
   app.add_option("--max-task-losses", opt.max_task_losses, "A task lost with this many dead workers is reported failed")->capture_default_str();
-  app.add_option("--heartbeat-interval", opt.heartbeat_interval, "seconds between heartbeats")->capture_default_str()->check(cs::positive_seconds());
-  app.add_option("--heartbeat-timeout", opt.heartbeat_timeout, "seconds of silence after which a worker is declared dead")->capture_default_str()->check(cs::positive_seconds());
+  app.add_option("--heartbeat-interval", opt.heartbeat_interval, "seconds between heartbeats")->capture_default_str()->check(treefarm::cli_support::positive_seconds());
+  app.add_option("--heartbeat-timeout", opt.heartbeat_timeout, "seconds of silence after which a worker is declared dead")->capture_default_str()->check(treefarm::cli_support::positive_seconds());
   app.add_flag("--quiet", quiet, "No progress display");
   app.add_flag("--json-progress", opt.json_progress,
                "Progress as one JSON object per second on stdout, the results as a last JSON line (no table)");
