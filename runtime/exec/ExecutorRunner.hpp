@@ -25,8 +25,10 @@ class ExecutorRunner final : public node::LocalRunner {
   void start(std::uint64_t job, const model::AppSpec& app, const node::Payload& input) override;
   node::Payload calibration_input(const model::AppSpec& app, std::uint64_t seed, std::uint32_t k) override;
 
-  /// Readable while finished jobs wait in collect().
+  /// Readable while finished jobs of the executor wait in collect().
   int notify_fd() const;
+  /// Jobs finished on the fast path wait in collect() (the loop must not sleep).
+  bool has_inline_done() const { return !inline_done_.empty(); }
   /// Hands every finished job to `done` (job id, outcome).
   void collect(const std::function<void(std::uint64_t, node::JobOutcome)>& done);
 
@@ -34,6 +36,7 @@ class ExecutorRunner final : public node::LocalRunner {
   struct Run;
   Executor exec_;
   std::unordered_map<std::uint64_t, std::shared_ptr<Run>> runs_;  ///< by executor id
+  std::vector<std::pair<std::uint64_t, node::JobOutcome>> inline_done_;  ///< fast path, in order
 };
 
 }  // namespace treefarm::exec

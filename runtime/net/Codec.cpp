@@ -130,6 +130,7 @@ std::vector<std::byte> encode(const Message& m) {
         body.put_string(h.name);
         body.put(h.cores);
         body.put(h.memory);
+        body.put(h.features);
       },
       [&](const msg::Welcome& w) {
         body.put(w.buffer);
@@ -159,6 +160,7 @@ std::vector<std::byte> encode(const Message& m) {
             for (double x : *v) body.put(x);
           }
         }
+        body.put(w.features);
       },
       [&](const msg::Request& r) { body.put(r.count); },
       [&](const msg::Task& t) { body.put(t.task_id); },
@@ -245,6 +247,7 @@ Message decode(std::span<const std::byte> header_frame, std::size_t payload_fram
       h.cores = r.get<std::uint32_t>("cores");
       h.memory = r.get<std::uint64_t>("memory");
       if (h.cores > 1u << 16) throw DecodeError("Hello with an absurd core count");
+      h.features = r.get<std::uint32_t>("features");
       m = h;
       break;
     }
@@ -294,6 +297,7 @@ Message decode(std::span<const std::byte> header_frame, std::size_t payload_fram
         if (h.link_bandwidth < 0) throw DecodeError("Welcome with a negative link bandwidth");
         w.hints.push_back(std::move(h));
       }
+      w.features = r.get<std::uint32_t>("features");
       m = std::move(w);
       break;
     }

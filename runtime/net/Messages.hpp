@@ -12,7 +12,9 @@
 namespace treefarm::net {
 
 constexpr std::uint32_t wire_magic = 0x4D524654;  // "TFRM" little-endian
-constexpr std::uint16_t wire_version = 2;  ///< 2: Received (transfer acknowledgements)
+constexpr std::uint16_t wire_version = 3;  ///< 2: Received (transfer acknowledgements); 3: features, batch frames
+/// Feature bit of Hello/Welcome: the sender reads batch frames (runtime/net/Batch.hpp).
+constexpr std::uint32_t feature_batches = 1;
 constexpr std::size_t header_bytes = 16;
 constexpr std::size_t max_body_bytes = 64 * 1024;        ///< bytes, header frame body
 constexpr std::size_t max_name_bytes = 128;               ///< bytes, node/app names, strings
@@ -32,6 +34,7 @@ struct Hello {
   std::string name;
   std::uint32_t cores = 0;
   std::uint64_t memory = 0;     ///< bytes
+  std::uint32_t features = 0;   ///< transport features the child reads (feature_batches); set by the transport
 };
 /// One application as every node needs to know it.
 struct AppInfo {
@@ -67,6 +70,7 @@ struct Welcome {
   std::uint64_t probe_bytes = 0;      ///< bytes per link probe in a calibration run
   std::uint64_t seed = 1;             ///< Seed of the inputs (calibration inputs too)
   std::vector<NodeHint> hints;        ///< Per node, when the master has a calibration/LP.
+  std::uint32_t features = 0;         ///< transport features the parent reads; set by the transport
 };
 /// Child → parent: `count` more tasks, please.
 struct Request { std::uint32_t count = 1; };

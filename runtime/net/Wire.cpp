@@ -16,6 +16,14 @@ void configure_socket(zmq::socket_t& socket, bool router) {
 }
 
 std::optional<std::variant<Received, BadMessage>> try_receive(zmq::socket_t& socket, bool router) {
+  auto got = try_receive_any(socket, router);
+  if (!got) return std::nullopt;
+  if (auto* b = std::get_if<ReceivedBatch>(&*got)) return BadMessage{b->identity, "a batch frame, but batches were not announced"};
+  if (auto* r = std::get_if<Received>(&*got)) return std::move(*r);
+  return std::get<BadMessage>(std::move(*got));
+}
+
+std::optional<std::variant<Received, BadMessage, ReceivedBatch>> try_receive_any(zmq::socket_t& socket, bool router) {
   std::vector<zmq::message_t> frames;
   zmq::message_t frame;
   if (!socket.recv(frame, zmq::recv_flags::dontwait)) return std::nullopt;
@@ -41,6 +49,12 @@ std::optional<std::variant<Received, BadMessage>> try_receive(zmq::socket_t& soc
   if (frames.size() <= first) return BadMessage{identity, "no header frame"};
   try {
     const auto& head = frames[first];
+    const std::span<const std::byte> head_bytes(static_cast<const std::byte*>(head.data()), head.size());
+    if (is_batch_frame(head_bytes)) {
+      if (frames.size() != first + 1) return BadMessage{identity, "a batch frame followed by other frames"};
+      auto entries = decode_batch(head_bytes);
+      return ReceivedBatch{identity, std::move(frames[first]), std::move(entries)};
+    }
     const std::size_t payloads = frames.size() - first - 1;
     Message m = decode(std::span<const std::byte>(static_cast<const std::byte*>(head.data()), head.size()), payloads);
     Received r{identity, std::move(m), std::nullopt};
@@ -59,6 +73,20 @@ bool send(zmq::socket_t& socket, const Message& m, const std::string* identity, 
     if (identity) socket.send(zmq::buffer(*identity), zmq::send_flags::sndmore);
     socket.send(zmq::message_t(header.data(), header.size()), with_payload ? zmq::send_flags::sndmore : zmq::send_flags::none);
     if (with_payload) socket.send(std::move(*payload), zmq::send_flags::none);
+  } catch (const zmq::error_t& e) {
+    if (e.num() == EHOSTUNREACH) return false;
+    throw;
+  }
+  return true;
+}
+
+bool send_batch(zmq::socket_t& socket, std::vector<std::byte> batch, const std::string* identity) {
+  try {
+    if (identity) socket.send(zmq::buffer(*identity), zmq::send_flags::sndmore);
+    auto* holder = new std::vector<std::byte>(std::move(batch));
+    socket.send(zmq::message_t(holder->data(), holder->size(),
+                               [](void*, void* hint) { delete static_cast<std::vector<std::byte>*>(hint); }, holder),
+                zmq::send_flags::none);
   } catch (const zmq::error_t& e) {
     if (e.num() == EHOSTUNREACH) return false;
     throw;

@@ -12,6 +12,7 @@
 
 #include <zmq.hpp>
 
+#include "runtime/net/Batch.hpp"
 #include "runtime/net/Codec.hpp"
 #include "runtime/net/Messages.hpp"
 
@@ -30,9 +31,24 @@ struct BadMessage {
   std::string reason;
 };
 
+/// A received batch frame (Batch.hpp): its messages, their payloads slices of `frame`.
+struct ReceivedBatch {
+  std::string identity;               ///< ROUTER: the peer's routing id; DEALER: empty.
+  zmq::message_t frame;
+  std::vector<BatchEntry> entries;
+};
+
 /// Receives one whole multipart message without blocking. Returns nullopt if none is
-/// waiting. A malformed message is fully drained and returned as BadMessage.
+/// waiting. A malformed message is fully drained and returned as BadMessage; so is a
+/// batch frame (a peer that did not announce msg::feature_batches never gets one).
 std::optional<std::variant<Received, BadMessage>> try_receive(zmq::socket_t& socket, bool router);
+
+/// As try_receive, and a batch frame is returned whole, its entries decoded.
+std::optional<std::variant<Received, BadMessage, ReceivedBatch>> try_receive_any(zmq::socket_t& socket, bool router);
+
+/// Sends a batch frame (BatchWriter::take()) to `identity` on a ROUTER. Returns false if
+/// a ROUTER peer is unknown/gone.
+bool send_batch(zmq::socket_t& socket, std::vector<std::byte> batch, const std::string* identity = nullptr);
 
 /// Sends `m` (to `identity` on a ROUTER), followed by `payload` if the kind has one.
 /// Returns false if a ROUTER peer is unknown/gone (ZMQ_ROUTER_MANDATORY).

@@ -39,6 +39,24 @@ zmq::message_t frame_of(const node::Payload& payload) {
                         holder);
 }
 
+/// A payload inside a received batch frame: a slice of the shared frame, not a copy.
+class FrameSlice final : public node::Bytes {
+ public:
+  FrameSlice(std::shared_ptr<zmq::message_t> frame, std::size_t offset, std::size_t size)
+      : frame_(std::move(frame)), offset_(offset), size_(size) {}
+  const std::byte* data() const override { return static_cast<const std::byte*>(frame_->data()) + offset_; }
+  std::size_t size() const override { return size_; }
+
+ private:
+  std::shared_ptr<zmq::message_t> frame_;
+  std::size_t offset_, size_;
+};
+
+std::span<const std::byte> bytes_of(const node::Payload& payload) {
+  if (!payload || payload->size() == 0) return {};
+  return {payload->data(), payload->size()};
+}
+
 void write_ready_file(const std::string& path, const std::string& endpoint) {
   const std::string tmp = path + ".tmp";
   {
@@ -73,6 +91,21 @@ struct ZmqNode::Impl final : node::Transport {
   std::unordered_set<std::string> dropped;
   static constexpr std::size_t max_dropped = 65536;
   std::uint32_t next_peer = 0;
+
+  // Batching (runtime/net/Batch.hpp): small messages to a peer that announced
+  // feature_batches wait here until the end of the loop turn, then go as one frame.
+  // Anything sent alone to that peer flushes its batch first, so order is kept.
+  bool parent_batches = false;
+  net::BatchWriter parent_out;
+  // Results and requests to the parent may wait up to parent_hold seconds (or until
+  // parent_hold_count are queued) so that a fast stream of tiny tasks turns into few
+  // frames: the parent then answers many requests in one turn and its tasks come
+  // batched too. Anything else (acknowledgements, heartbeats, joins) flushes at once.
+  static constexpr double parent_hold = 250e-6;
+  static constexpr std::size_t parent_hold_count = 256;
+  double parent_held_since = -1;  ///< when the oldest waiting result/request was queued
+  bool parent_urgent = false;
+  std::unordered_map<std::uint32_t, net::BatchWriter> child_out;  ///< by peer id; present = batches announced
 
   double now() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); }
 
@@ -129,6 +162,25 @@ struct ZmqNode::Impl final : node::Transport {
   // ---- node::Transport -----------------------------------------------------------
   void send_parent(const net::Message& message, const node::Payload& payload) override {
     if (!up) return;
+    if (const auto* hello = std::get_if<net::msg::Hello>(&message)) {
+      net::msg::Hello h = *hello;  // the transport announces what it reads
+      h.features |= net::feature_batches;
+      flush_parent();
+      zmq::message_t frame;
+      net::send(*up, h, nullptr, &frame);
+      return;
+    }
+    if (parent_batches && net::BatchWriter::batchable(message, payload ? payload->size() : 0)) {
+      const bool holdable = std::holds_alternative<net::msg::Result>(message) || std::holds_alternative<net::msg::Request>(message);
+      if (!parent_out.add(message, bytes_of(payload))) {
+        flush_parent();
+        (void)parent_out.add(message, bytes_of(payload));  // fits an empty batch: batchable() said so
+      }
+      if (!holdable) parent_urgent = true;
+      else if (parent_held_since < 0) parent_held_since = now();
+      return;
+    }
+    flush_parent();
     zmq::message_t frame = frame_of(payload);
     net::send(*up, message, nullptr, &frame);
   }
@@ -136,8 +188,55 @@ struct ZmqNode::Impl final : node::Transport {
   bool send_child(node::PeerId peer, const net::Message& message, const node::Payload& payload) override {
     auto it = identity_of.find(peer.value);
     if (it == identity_of.end() || !down) return false;
+    if (const auto* welcome = std::get_if<net::msg::Welcome>(&message)) {
+      net::msg::Welcome w = *welcome;
+      w.features |= net::feature_batches;
+      if (!flush_child(peer.value)) return false;
+      zmq::message_t frame;
+      return net::send(*down, w, &it->second, &frame);
+    }
+    auto out = child_out.find(peer.value);
+    if (out != child_out.end() && net::BatchWriter::batchable(message, payload ? payload->size() : 0)) {
+      if (out->second.add(message, bytes_of(payload))) return true;
+      if (!flush_child(peer.value)) return false;
+      if (out->second.add(message, bytes_of(payload))) return true;
+    }
+    if (!flush_child(peer.value)) return false;
     zmq::message_t frame = frame_of(payload);
     return net::send(*down, message, &it->second, &frame);
+  }
+
+  void flush_parent() {
+    if (up && !parent_out.empty()) net::send_batch(*up, parent_out.take());
+    parent_held_since = -1;
+    parent_urgent = false;
+  }
+
+  /// When the held batch to the parent must go (a time on now()'s clock), if any.
+  std::optional<double> parent_flush_due() const {
+    if (parent_out.empty()) return std::nullopt;
+    if (parent_urgent || parent_out.count() >= parent_hold_count || parent_held_since < 0) return 0.0;
+    return parent_held_since + parent_hold;
+  }
+
+  /// Sends the child's waiting batch; false if the child is gone (the driver is told).
+  bool flush_child(std::uint32_t peer) {
+    auto out = child_out.find(peer);
+    if (out == child_out.end() || out->second.empty()) return true;
+    auto id = identity_of.find(peer);
+    auto batch = out->second.take();
+    if (id != identity_of.end() && down && net::send_batch(*down, std::move(batch), &id->second)) return true;
+    return false;
+  }
+
+  /// End of a loop turn: every waiting batch goes out. A child that cannot be reached
+  /// any more is reported as failed, as a failed direct send would be.
+  void flush_all(bool force) {
+    if (auto due = parent_flush_due(); due && (force || now() >= *due)) flush_parent();
+    std::vector<std::uint32_t> gone;
+    for (auto& [peer, out] : child_out)
+      if (!out.empty() && !flush_child(peer)) gone.push_back(peer);
+    for (auto peer : gone) driver->on_child_failed(node::PeerId{peer}, "unreachable (its connection closed)", now());
   }
 
   void drop_child(node::PeerId peer) override {
@@ -147,6 +246,7 @@ struct ZmqNode::Impl final : node::Transport {
     dropped.insert(it->second);
     by_identity.erase(it->second);
     identity_of.erase(it);
+    child_out.erase(peer.value);
   }
 
   void restart() override {
@@ -155,6 +255,9 @@ struct ZmqNode::Impl final : node::Transport {
     by_identity.clear();
     identity_of.clear();
     dropped.clear();
+    child_out.clear();
+    parent_batches = false;
+    parent_out = net::BatchWriter();
     if (down) {
       down->set(zmq::sockopt::linger, 0);
       try {
@@ -180,24 +283,51 @@ struct ZmqNode::Impl final : node::Transport {
     return peer;
   }
 
+  static std::shared_ptr<zmq::message_t> share_frame(net::ReceivedBatch& b) {
+    return std::make_shared<zmq::message_t>(std::move(b.frame));
+  }
+
+  void from_parent(net::Message message, node::Payload payload) {
+    if (const auto* w = std::get_if<net::msg::Welcome>(&message)) parent_batches = (w->features & net::feature_batches) != 0;
+    driver->on_parent_message(std::move(message), std::move(payload), now());
+  }
+
   void read_parent() {
     for (int k = 0; k < burst && up && !driver->finished(); ++k) {
-      auto got = net::try_receive(*up, false);
+      auto got = net::try_receive_any(*up, false);
       if (!got) return;
       if (auto* bad = std::get_if<net::BadMessage>(&*got)) {
         driver->on_parent_lost("bad message from the parent: " + bad->reason, now());
         return;
       }
+      if (auto* batch = std::get_if<net::ReceivedBatch>(&*got)) {
+        const auto frame = share_frame(*batch);
+        for (auto& e : batch->entries) {
+          if (!up || driver->finished()) return;
+          node::Payload payload;
+          if (e.has_payload) payload = std::make_shared<FrameSlice>(frame, e.payload_offset, e.payload_size);
+          from_parent(std::move(e.message), std::move(payload));
+        }
+        continue;
+      }
       auto& r = std::get<net::Received>(*got);
       node::Payload payload;
       if (r.payload) payload = std::make_shared<FrameBytes>(std::move(*r.payload));
-      driver->on_parent_message(std::move(r.message), std::move(payload), now());
+      from_parent(std::move(r.message), std::move(payload));
     }
+  }
+
+  void from_child(node::PeerId peer, net::Message message, node::Payload payload) {
+    if (const auto* h = std::get_if<net::msg::Hello>(&message)) {
+      if (h->features & net::feature_batches) child_out[peer.value] = net::BatchWriter();  // a new incarnation
+      else child_out.erase(peer.value);
+    }
+    driver->on_child_message(peer, std::move(message), std::move(payload), now());
   }
 
   void read_children() {
     for (int k = 0; k < burst && down && !driver->finished(); ++k) {
-      auto got = net::try_receive(*down, true);
+      auto got = net::try_receive_any(*down, true);
       if (!got) return;
       if (auto* bad = std::get_if<net::BadMessage>(&*got)) {
         if (auto it = by_identity.find(bad->identity); it != by_identity.end()) {
@@ -207,12 +337,26 @@ struct ZmqNode::Impl final : node::Transport {
         }
         continue;
       }
+      if (auto* batch = std::get_if<net::ReceivedBatch>(&*got)) {
+        // Batches come only from children that announced them in their Hello.
+        auto known = by_identity.find(batch->identity);
+        if (known == by_identity.end() || !child_out.contains(known->second.value)) continue;
+        const node::PeerId peer = known->second;
+        const auto frame = share_frame(*batch);
+        for (auto& e : batch->entries) {
+          if (driver->finished() || !identity_of.contains(peer.value)) break;
+          node::Payload payload;
+          if (e.has_payload) payload = std::make_shared<FrameSlice>(frame, e.payload_offset, e.payload_size);
+          from_child(peer, std::move(e.message), std::move(payload));
+        }
+        continue;
+      }
       auto& r = std::get<net::Received>(*got);
       const auto peer = peer_for(r.identity, std::holds_alternative<net::msg::Hello>(r.message));
       if (!peer) continue;
       node::Payload payload;
       if (r.payload) payload = std::make_shared<FrameBytes>(std::move(*r.payload));
-      driver->on_child_message(*peer, std::move(r.message), std::move(payload), now());
+      from_child(*peer, std::move(r.message), std::move(payload));
     }
   }
 
@@ -230,6 +374,16 @@ struct ZmqNode::Impl final : node::Transport {
     }
   }
 
+  /// Hands finished jobs to the driver. A job done on the fast path frees its core at
+  /// once and the driver may start the next one inline too: go on (up to a burst) so
+  /// that a node's buffer of tiny tasks drains in one turn, not one turn per task.
+  void collect() {
+    for (int k = 0; k < burst && !driver->finished(); ++k) {
+      runner->collect([&](std::uint64_t job, node::JobOutcome o) { driver->on_job_done(job, std::move(o), now()); });
+      if (!runner->has_inline_done()) return;
+    }
+  }
+
   int loop(const std::atomic<int>& stop_code, std::atomic<bool>& finish_requested) {
     driver->start(now());
     bool stopped = false;
@@ -240,6 +394,7 @@ struct ZmqNode::Impl final : node::Transport {
         continue;
       }
       if (finish_requested.exchange(false)) driver->finish(now());
+      flush_all(false);
       zmq::pollitem_t items[4];
       int n = 0;
       int i_down = -1, i_up = -1, i_exec = -1, i_mon = -1;
@@ -251,20 +406,23 @@ struct ZmqNode::Impl final : node::Transport {
       // deadline; at most a second, so that a stop request is seen.
       double wait = 1.0;
       if (auto due = driver->next_deadline()) wait = std::clamp(*due - now(), 0.0, 1.0);
+      if (runner && runner->has_inline_done()) wait = 0;
+      if (auto due = parent_flush_due()) wait = std::clamp(*due - now(), 0.0, wait);
       try {
         zmq::poll(items, static_cast<std::size_t>(n), std::chrono::milliseconds(static_cast<long>(std::ceil(wait * 1000))));
       } catch (const zmq::error_t& e) {
         if (e.num() == EINTR) continue;  // a signal: the stop flag is checked above
         throw;
       }
-      if (i_exec >= 0 && (items[i_exec].revents & ZMQ_POLLIN))
-        runner->collect([&](std::uint64_t job, node::JobOutcome o) { driver->on_job_done(job, std::move(o), now()); });
+      if (i_exec >= 0 && ((items[i_exec].revents & ZMQ_POLLIN) || runner->has_inline_done())) collect();
       if (i_up >= 0 && (items[i_up].revents & ZMQ_POLLIN)) read_parent();
       if (i_down >= 0 && (items[i_down].revents & ZMQ_POLLIN)) read_children();
+      if (runner && runner->has_inline_done()) collect();
       if (i_mon >= 0 && (items[i_mon].revents & ZMQ_POLLIN)) check_parent_connection();
       driver->flush(now());
       if (auto due = driver->next_deadline(); due && now() >= *due) driver->on_timer(now());
     }
+    flush_all(true);
     return driver->exit_code();
   }
 };

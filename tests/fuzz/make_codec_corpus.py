@@ -10,7 +10,7 @@ import os
 import struct
 import sys
 
-MAGIC, VERSION = 0x4D524654, 2
+MAGIC, VERSION = 0x4D524654, 3
 HELLO, WELCOME, REQUEST, TASK, RESULT, NODE_JOINED, HEARTBEAT, SHUTDOWN, BYE, PROBE, PROBE_ACK, MEASURE, POLICY, RECEIVED = range(1, 15)
 
 
@@ -30,18 +30,18 @@ def app(name, kernel=0, n=512, nbytes=2 * 512 * 512 * 8, flops=2 * 512.0**3, wei
     return s(name) + struct.pack("<BIQddQIQ", kernel, n, nbytes, flops, weight, tasks, cores, mem)
 
 
-def welcome(apps, buffer=10, policy="fcfs", one_port=1, count=None, calibrate_reps=0, probe_bytes=0, seed=1):
+def welcome(apps, buffer=10, policy="fcfs", one_port=1, count=None, calibrate_reps=0, probe_bytes=0, seed=1, features=1):
     count = len(apps) if count is None else count
     return (struct.pack("<I", buffer) + s(policy) + struct.pack("<BI", one_port, count) + b"".join(apps)
-            + struct.pack("<IQQI", calibrate_reps, probe_bytes, seed, 0))
+            + struct.pack("<IQQII", calibrate_reps, probe_bytes, seed, 0, features))
 
 
 def result(task_id=(2 << 40) | 17, node="w1", compute=0.25, queued=0.01, checksum=1234.5, failed=0, error=""):
     return struct.pack("<Q", task_id) + s(node) + struct.pack("<dddB", compute, queued, checksum, failed) + s(error)
 
 
-def hello(name="worker-1", cores=8, memory=16 << 30):
-    return s(name) + struct.pack("<IQ", cores, memory)
+def hello(name="worker-1", cores=8, memory=16 << 30, features=1):
+    return s(name) + struct.pack("<IQI", cores, memory, features)
 
 
 NAN, INF = float("nan"), float("inf")

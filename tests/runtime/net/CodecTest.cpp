@@ -415,7 +415,7 @@ TEST(CodecRejects, TrailingBytes) {
 
 BodyWriter hello_body(const std::string& name, std::uint32_t cores = 4) {
   BodyWriter b;
-  b.str(name).put<std::uint32_t>(cores).put<std::uint64_t>(1 << 30);
+  b.str(name).put<std::uint32_t>(cores).put<std::uint64_t>(1 << 30).put<std::uint32_t>(0);  // features
   return b;
 }
 
@@ -447,6 +447,7 @@ Bytes welcome_body(std::uint32_t count, const std::vector<msg::AppInfo>& apps, s
     b.str(a.name).put(a.kernel).put(a.n).put(a.bytes).put(a.flops).put(a.weight).put(a.tasks).put(a.cores_per_task).put(
         a.memory_per_task);
   b.put(calibrate_reps).put(probe_bytes).put<std::uint64_t>(7).put<std::uint32_t>(0);  // no node hints
+  b.put<std::uint32_t>(feature_batches);
   return b.bytes;
 }
 

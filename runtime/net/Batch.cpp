@@ -1,0 +1,125 @@
+#include "runtime/net/Batch.hpp"
+
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+namespace treefarm::net {
+
+namespace {
+template <class T>
+void put(std::vector<std::byte>& out, T v) {
+  const auto* p = reinterpret_cast<const std::byte*>(&v);
+  out.insert(out.end(), p, p + sizeof(T));
+}
+
+template <class T>
+void poke(std::vector<std::byte>& out, std::size_t at, T v) {
+  std::memcpy(out.data() + at, &v, sizeof(T));
+}
+
+template <class T>
+T take_from(std::span<const std::byte> frame, std::size_t& pos, const std::string& what) {
+  if (frame.size() - pos < sizeof(T)) throw DecodeError("batch frame truncated at " + what);
+  T v;
+  std::memcpy(&v, frame.data() + pos, sizeof(T));
+  pos += sizeof(T);
+  return v;
+}
+}  // namespace
+
+BatchWriter::BatchWriter() { reset(); }
+
+void BatchWriter::reset() {
+  bytes_.clear();
+  count_ = 0;
+  put(bytes_, batch_magic);
+  put(bytes_, wire_version);
+  put<std::uint16_t>(bytes_, 0);
+  put<std::uint32_t>(bytes_, 0);  // count, written by take()
+}
+
+bool BatchWriter::batchable(const Message& m, std::size_t payload_bytes) {
+  return payload_frames_for(kind_of(m)) == 0 || payload_bytes <= max_batched_payload_bytes;
+}
+
+bool BatchWriter::add(const Message& m, std::span<const std::byte> payload) {
+  const bool with_payload = payload_frames_for(kind_of(m)) == 1;
+  if (!with_payload && !payload.empty()) throw std::invalid_argument("a payload given for a message kind without one");
+  if (count_ >= max_batch_entries) return false;
+  const auto header = encode(m);
+  const std::size_t grow = 4 + header.size() + (with_payload ? 4 + payload.size() : 0);
+  if (bytes_.size() + grow > max_batch_bytes) {
+    if (count_ == 0) throw std::invalid_argument("a message too large for a batch frame");
+    return false;
+  }
+  put(bytes_, static_cast<std::uint32_t>(header.size()));
+  bytes_.insert(bytes_.end(), header.begin(), header.end());
+  if (with_payload) {
+    put(bytes_, static_cast<std::uint32_t>(payload.size()));
+    bytes_.insert(bytes_.end(), payload.begin(), payload.end());
+  }
+  ++count_;
+  return true;
+}
+
+std::vector<std::byte> BatchWriter::take() {
+  poke(bytes_, 8, static_cast<std::uint32_t>(count_));
+  std::vector<std::byte> out = std::move(bytes_);
+  bytes_ = {};
+  reset();
+  return out;
+}
+
+bool is_batch_frame(std::span<const std::byte> frame) {
+  std::uint32_t magic = 0;
+  if (frame.size() < sizeof magic) return false;
+  std::memcpy(&magic, frame.data(), sizeof magic);
+  return magic == batch_magic;
+}
+
+std::vector<BatchEntry> decode_batch(std::span<const std::byte> frame) {
+  if (frame.size() > max_batch_bytes)
+    throw DecodeError("batch frame of " + std::to_string(frame.size()) + " bytes, limit " + std::to_string(max_batch_bytes));
+  std::size_t pos = 0;
+  if (take_from<std::uint32_t>(frame, pos, "magic") != batch_magic) throw DecodeError("bad magic: not a batch frame");
+  const auto version = take_from<std::uint16_t>(frame, pos, "version");
+  if (version != wire_version)
+    throw DecodeError("batch of protocol version " + std::to_string(version) + ", this node speaks " + std::to_string(wire_version));
+  if (take_from<std::uint16_t>(frame, pos, "reserved") != 0) throw DecodeError("reserved batch field is not zero");
+  const auto count = take_from<std::uint32_t>(frame, pos, "count");
+  if (count == 0 || count > max_batch_entries)
+    throw DecodeError("batch of " + std::to_string(count) + " messages, expected 1 to " + std::to_string(max_batch_entries));
+  std::vector<BatchEntry> entries;
+  entries.reserve(count);
+  for (std::uint32_t i = 0; i < count; ++i) {
+    const std::string where = "entry " + std::to_string(i);
+    const auto header_len = take_from<std::uint32_t>(frame, pos, where + " header_length");
+    if (frame.size() - pos < header_len) throw DecodeError("batch frame truncated in " + where + "'s header");
+    const auto header = frame.subspan(pos, header_len);
+    pos += header_len;
+    // The kind decides whether a payload follows; decode() then checks the pair.
+    std::uint16_t raw_kind = 0;
+    if (header_len >= 8) std::memcpy(&raw_kind, header.data() + 6, sizeof raw_kind);
+    const bool with_payload = raw_kind == static_cast<std::uint16_t>(Kind::task) || raw_kind == static_cast<std::uint16_t>(Kind::probe);
+    BatchEntry e;
+    try {
+      e.message = decode(header, with_payload ? 1 : 0);
+    } catch (const DecodeError& err) {
+      throw DecodeError(where + ": " + err.what());
+    }
+    if (with_payload) {
+      const auto n = take_from<std::uint32_t>(frame, pos, where + " payload_length");
+      if (frame.size() - pos < n) throw DecodeError("batch frame truncated in " + where + "'s payload");
+      e.has_payload = true;
+      e.payload_offset = pos;
+      e.payload_size = n;
+      pos += n;
+    }
+    entries.push_back(std::move(e));
+  }
+  if (pos != frame.size()) throw DecodeError("batch frame has " + std::to_string(frame.size() - pos) + " trailing bytes");
+  return entries;
+}
+
+}  // namespace treefarm::net

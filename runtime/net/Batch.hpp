@@ -1,0 +1,65 @@
+#pragma once
+/// @file Batch.hpp
+/// Batch frames: several protocol messages in one frame, so that a node answering many
+/// small messages in one turn of its loop pays one socket operation, not one per message
+/// (issue 14: dispatch near the transport's rate). Pure: no sockets.
+///
+/// Layout (little-endian, docs/protocol.md "Batch frames"):
+///   u32 batch_magic, u16 wire_version, u16 reserved (0), u32 count, then `count` entries:
+///   u32 header_length, the message's header frame (Codec.hpp), and, for kinds with a
+///   payload (Task, Probe), u32 payload_length and the payload bytes.
+/// A node sends batch frames only to a peer whose Hello or Welcome carried
+/// msg::feature_batches; every entry is decoded with the same checks as a lone frame.
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "runtime/net/Codec.hpp"
+#include "runtime/net/Messages.hpp"
+
+namespace treefarm::net {
+
+constexpr std::uint32_t batch_magic = 0x42524654;          ///< "TFRB" little-endian
+constexpr std::size_t batch_header_bytes = 12;
+constexpr std::size_t max_batch_entries = 4096;
+constexpr std::size_t max_batch_bytes = 1u << 20;          ///< bytes, one batch frame
+constexpr std::size_t max_batched_payload_bytes = 16 * 1024; ///< bytes; bigger payloads travel alone, zero-copy
+
+/// Accumulates messages for one peer; take() returns the frame and starts a new one.
+class BatchWriter {
+ public:
+  BatchWriter();
+  /// Whether `m` with a payload of `payload_bytes` may go in a batch at all.
+  static bool batchable(const Message& m, std::size_t payload_bytes);
+  /// Appends `m` (and its payload for Task/Probe). Returns false, leaving the batch
+  /// unchanged, when it would exceed max_batch_entries or max_batch_bytes.
+  bool add(const Message& m, std::span<const std::byte> payload = {});
+  std::size_t count() const { return count_; }
+  bool empty() const { return count_ == 0; }
+  /// The frame of the messages added since the last take(); the writer is empty after.
+  std::vector<std::byte> take();
+
+ private:
+  void reset();
+  std::vector<std::byte> bytes_;
+  std::size_t count_ = 0;
+};
+
+/// One message of a decoded batch; its payload (if the kind has one) is
+/// frame[payload_offset, payload_offset + payload_size).
+struct BatchEntry {
+  Message message;
+  bool has_payload = false;
+  std::size_t payload_offset = 0;
+  std::size_t payload_size = 0;
+};
+
+/// Whether a frame starts like a batch frame (its magic).
+bool is_batch_frame(std::span<const std::byte> frame);
+
+/// Decodes a whole batch frame; throws DecodeError naming the entry and what was wrong.
+std::vector<BatchEntry> decode_batch(std::span<const std::byte> frame);
+
+}  // namespace treefarm::net

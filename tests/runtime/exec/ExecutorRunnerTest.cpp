@@ -1,0 +1,92 @@
+/// Tests of runtime/exec/ExecutorRunner: the fast path runs tiny no-op tasks on the
+/// caller's thread but reports them only through collect(), in order, with their checksum;
+/// anything else goes to the executor's core threads.
+
+#include <chrono>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "runtime/exec/ExecutorRunner.hpp"
+#include "runtime/exec/Topology.hpp"
+#include "tasks/TaskRunner.hpp"
+
+namespace treefarm::exec {
+namespace {
+
+node::Payload bytes(std::size_t n, unsigned char fill) {
+  auto v = std::make_shared<std::vector<std::byte>>(n, std::byte{fill});
+  return node::share(std::move(v));
+}
+
+ExecutorConfig one_core() {
+  ExecutorConfig c;
+  c.cores = {discover_topology().cores.at(0)};
+  return c;
+}
+
+TEST(ExecutorRunner, TinyNoopTasksRunInlineAndAreReportedOnlyByCollect) {
+  ExecutorRunner r(one_core());
+  model::AppSpec noop;
+  noop.name = "noop";
+  noop.kernel = model::Kernel::noop;
+  noop.bytes = 16;
+  const auto a = bytes(16, 1), b = bytes(16, 2);
+  r.start(7, noop, a);
+  r.start(8, noop, b);
+  EXPECT_TRUE(r.has_inline_done());  // done already, not yet reported
+  std::vector<std::uint64_t> order;
+  std::vector<double> sums;
+  r.collect([&](std::uint64_t job, node::JobOutcome o) {
+    EXPECT_FALSE(o.failed) << o.error;
+    order.push_back(job);
+    sums.push_back(o.checksum);
+  });
+  EXPECT_FALSE(r.has_inline_done());
+  ASSERT_EQ(order, (std::vector<std::uint64_t>{7, 8}));
+  // The same checksum as the kernel computes anywhere else.
+  EXPECT_DOUBLE_EQ(sums[0], tasks::run_task(noop, {a->data(), a->size()}, nullptr));
+  EXPECT_NE(sums[0], sums[1]);
+}
+
+TEST(ExecutorRunner, AWrongInputFailsTheTaskNotTheNode) {
+  ExecutorRunner r(one_core());
+  model::AppSpec noop;
+  noop.name = "noop";
+  noop.kernel = model::Kernel::noop;
+  noop.bytes = 16;
+  r.start(1, noop, bytes(3, 0));
+  bool seen = false;
+  r.collect([&](std::uint64_t job, node::JobOutcome o) {
+    EXPECT_EQ(job, 1u);
+    EXPECT_TRUE(o.failed);
+    EXPECT_NE(o.error.find("expected 16"), std::string::npos) << o.error;
+    seen = true;
+  });
+  EXPECT_TRUE(seen);
+}
+
+TEST(ExecutorRunner, OtherTasksGoToTheCoreThreads) {
+  ExecutorRunner r(one_core());
+  model::AppSpec add;
+  add.name = "add";
+  add.kernel = model::Kernel::matadd;
+  add.n = 8;
+  r.start(3, add, bytes(add.input_bytes(), 0));
+  EXPECT_FALSE(r.has_inline_done());
+  bool seen = false;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!seen && std::chrono::steady_clock::now() < deadline) {
+    r.collect([&](std::uint64_t job, node::JobOutcome o) {
+      EXPECT_EQ(job, 3u);
+      EXPECT_FALSE(o.failed) << o.error;
+      seen = true;
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_TRUE(seen);
+}
+
+}  // namespace
+}  // namespace treefarm::exec

@@ -1,0 +1,179 @@
+/// Tests of runtime/net/Batch: messages round-trip through a batch frame in order, with
+/// their payloads; every malformed batch is a DecodeError naming what was wrong; the
+/// writer keeps to its limits; and a batch travels as one frame on real sockets.
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "runtime/net/Batch.hpp"
+#include "runtime/net/Wire.hpp"
+
+namespace treefarm::net {
+namespace {
+
+using ::testing::HasSubstr;
+using Bytes = std::vector<std::byte>;
+
+Bytes bytes_of(const std::string& s) {
+  Bytes b(s.size());
+  std::memcpy(b.data(), s.data(), s.size());
+  return b;
+}
+
+std::string text_at(const Bytes& frame, const BatchEntry& e) {
+  return std::string(reinterpret_cast<const char*>(frame.data() + e.payload_offset), e.payload_size);
+}
+
+TEST(Batch, MessagesAndPayloadsRoundTripInOrder) {
+  BatchWriter w;
+  EXPECT_TRUE(w.empty());
+  const Bytes input = bytes_of("sixteen bytes!!!");
+  ASSERT_TRUE(w.add(msg::Task{41}, input));
+  ASSERT_TRUE(w.add(msg::Result{7, "w1", 0.5, 0.25, 12.5, false, ""}));
+  ASSERT_TRUE(w.add(msg::Request{3}));
+  ASSERT_TRUE(w.add(msg::Task{42}, {}));  // an empty payload is still a payload
+  EXPECT_EQ(w.count(), 4u);
+  const Bytes frame = w.take();
+  EXPECT_TRUE(w.empty());
+  ASSERT_TRUE(is_batch_frame(frame));
+  const auto entries = decode_batch(frame);
+  ASSERT_EQ(entries.size(), 4u);
+  ASSERT_TRUE(std::holds_alternative<msg::Task>(entries[0].message));
+  EXPECT_EQ(std::get<msg::Task>(entries[0].message).task_id, 41u);
+  ASSERT_TRUE(entries[0].has_payload);
+  EXPECT_EQ(text_at(frame, entries[0]), "sixteen bytes!!!");
+  const auto& r = std::get<msg::Result>(entries[1].message);
+  EXPECT_EQ(r.task_id, 7u);
+  EXPECT_EQ(r.node, "w1");
+  EXPECT_DOUBLE_EQ(r.checksum, 12.5);
+  EXPECT_FALSE(entries[1].has_payload);
+  EXPECT_EQ(std::get<msg::Request>(entries[2].message).count, 3u);
+  EXPECT_TRUE(entries[3].has_payload);
+  EXPECT_EQ(entries[3].payload_size, 0u);
+  // The writer starts over after take().
+  ASSERT_TRUE(w.add(msg::Heartbeat{}));
+  EXPECT_EQ(decode_batch(w.take()).size(), 1u);
+}
+
+TEST(Batch, AnOrdinaryFrameIsNotABatch) {
+  EXPECT_FALSE(is_batch_frame(encode(msg::Heartbeat{})));
+  EXPECT_FALSE(is_batch_frame(Bytes{}));
+  EXPECT_THROW((void)decode_batch(encode(msg::Heartbeat{})), DecodeError);
+}
+
+TEST(Batch, WriterKeepsToItsLimits) {
+  EXPECT_TRUE(BatchWriter::batchable(msg::Request{1}, 0));
+  EXPECT_TRUE(BatchWriter::batchable(msg::Task{1}, max_batched_payload_bytes));
+  EXPECT_FALSE(BatchWriter::batchable(msg::Task{1}, max_batched_payload_bytes + 1));
+  BatchWriter w;
+  std::size_t added = 0;
+  while (w.add(msg::Request{1})) ++added;
+  EXPECT_EQ(added, max_batch_entries);
+  EXPECT_EQ(decode_batch(w.take()).size(), max_batch_entries);
+  const Bytes big(max_batched_payload_bytes);
+  std::size_t tasks = 0;
+  while (w.add(msg::Task{tasks}, big)) ++tasks;
+  EXPECT_GT(tasks, 0u);
+  const Bytes frame = w.take();
+  EXPECT_LE(frame.size(), max_batch_bytes);
+  EXPECT_EQ(decode_batch(frame).size(), tasks);
+  EXPECT_THROW((void)w.add(msg::Request{1}, big), std::invalid_argument);  // a payload for a kind without one
+}
+
+/// A batch of two Tasks, to be broken in the tests below.
+Bytes two_tasks() {
+  BatchWriter w;
+  const Bytes p = bytes_of("abcd");
+  w.add(msg::Task{1}, p);
+  w.add(msg::Task{2}, p);
+  return w.take();
+}
+
+void expect_bad(const Bytes& frame, const std::string& what) {
+  try {
+    (void)decode_batch(frame);
+    ADD_FAILURE() << "decoded a batch that should be bad (" << what << ")";
+  } catch (const DecodeError& e) {
+    EXPECT_THAT(e.what(), HasSubstr(what));
+  }
+}
+
+TEST(Batch, EveryMalformedBatchIsRefusedNamingWhatWasWrong) {
+  const Bytes good = two_tasks();
+  ASSERT_EQ(decode_batch(good).size(), 2u);
+  Bytes b = good;
+  b[4] = std::byte{99};  // version
+  expect_bad(b, "protocol version");
+  b = good;
+  b[6] = std::byte{1};  // reserved
+  expect_bad(b, "reserved");
+  b = good;
+  std::uint32_t count = 0;
+  std::memcpy(b.data() + 8, &count, 4);
+  expect_bad(b, "batch of 0 messages");
+  count = 3;
+  std::memcpy(b.data() + 8, &count, 4);
+  expect_bad(b, "truncated");
+  b = good;
+  b.push_back(std::byte{0});
+  expect_bad(b, "trailing bytes");
+  b = good;
+  b.resize(b.size() - 2);
+  expect_bad(b, "entry 1's payload");
+  b = good;
+  b[batch_header_bytes + 4 + 6] = std::byte{99};  // first entry's kind
+  expect_bad(b, "entry 0: unknown message kind 99");
+  b = good;
+  std::uint32_t huge = 1u << 30;
+  std::memcpy(b.data() + batch_header_bytes, &huge, 4);  // first entry's header length
+  expect_bad(b, "entry 0's header");
+}
+
+TEST(Batch, TravelsAsOneFrameAndPlainReceiversRefuseIt) {
+  zmq::context_t ctx;
+  zmq::socket_t parent(ctx, zmq::socket_type::router), child(ctx, zmq::socket_type::dealer);
+  configure_socket(parent, true);
+  configure_socket(child, false);
+  child.set(zmq::sockopt::routing_id, "c");
+  parent.bind("inproc://batch-test");
+  child.connect("inproc://batch-test");
+  BatchWriter w;
+  w.add(msg::Request{5});
+  w.add(msg::Result{9, "c", 0, 0, 1, false, ""});
+  ASSERT_TRUE(send_batch(child, w.take()));
+  zmq::pollitem_t item{static_cast<void*>(parent), 0, ZMQ_POLLIN, 0};
+  zmq::poll(&item, 1, std::chrono::milliseconds(5000));
+  auto got = try_receive_any(parent, true);
+  ASSERT_TRUE(got.has_value());
+  auto* batch = std::get_if<ReceivedBatch>(&*got);
+  ASSERT_NE(batch, nullptr);
+  EXPECT_EQ(batch->identity, "c");
+  ASSERT_EQ(batch->entries.size(), 2u);
+  EXPECT_EQ(std::get<msg::Request>(batch->entries[0].message).count, 5u);
+  EXPECT_EQ(std::get<msg::Result>(batch->entries[1].message).task_id, 9u);
+  // A receiver that did not announce batches gets a BadMessage, never a crash.
+  w.add(msg::Heartbeat{});
+  const std::string id = "c";
+  ASSERT_TRUE(send_batch(parent, w.take(), &id));
+  zmq::pollitem_t citem{static_cast<void*>(child), 0, ZMQ_POLLIN, 0};
+  zmq::poll(&citem, 1, std::chrono::milliseconds(5000));
+  auto plain = try_receive(child, false);
+  ASSERT_TRUE(plain.has_value());
+  ASSERT_TRUE(std::holds_alternative<BadMessage>(*plain));
+  EXPECT_THAT(std::get<BadMessage>(*plain).reason, HasSubstr("batch"));
+}
+
+TEST(Batch, FeaturesTravelInHelloAndWelcome) {
+  msg::Hello h{"w", 2, 1 << 20};
+  h.features = feature_batches;
+  const auto back = std::get<msg::Hello>(decode(encode(h), 0));
+  EXPECT_EQ(back.features, feature_batches);
+  EXPECT_EQ(std::get<msg::Hello>(decode(encode(msg::Hello{"w", 2, 0}), 0)).features, 0u);
+}
+
+}  // namespace
+}  // namespace treefarm::net
