@@ -30,9 +30,11 @@ namespace treefarm::master {
 
 namespace {
 std::atomic<zmq_node::ZmqNode*> running{nullptr};
+std::atomic<bool> stop_requested{false};
 }
 
 void stop_master() {
+  stop_requested = true;
   if (auto* node = running.load()) node->stop();
 }
 
@@ -279,8 +281,11 @@ int run_master(const MasterOptions& options) {
   zmq_node::ZmqNode runtime(node_options, endpoints, compute, std::move(root));
   self = &runtime;
   running = &runtime;
-  const int rc = runtime.run();
+  int rc = runtime.run();
   running = nullptr;
+  // Interrupted before or while dispatching: the node may end "cleanly" with tasks never
+  // sent; that is an interruption (130), not a run with lost tasks (4).
+  if (stop_requested && rc == node::exit_ok) rc = node::exit_interrupted;
 
   if (calibrating) {
     if (got_measures < expected_measures) {

@@ -38,7 +38,17 @@ tasks = 50
 )";
 
 /// stdout only (stderr to a file), for output that must be machine-readable.
-CommandResult run_stdout(const std::string& cmd, const fs::path& err) { return run_command(cmd + " 2>" + err.string()); }
+CommandResult run_stdout(const std::string& cmd, const fs::path& err) {
+  CommandResult r;
+  std::FILE* p = popen((cmd + " 2>" + err.string()).c_str(), "r");
+  if (!p) return r;
+  char buf[4096];
+  std::size_t n = 0;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) r.output.append(buf, n);
+  const int status = pclose(p);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return r;
+}
 
 /// A TCP port on loopback that nothing listens on (bound, then closed).
 int closed_port() {
@@ -178,7 +188,7 @@ TEST(Cli, RunRecordsAReproducibleResultsJsonAndReportDrawsIt) {
   std::string line, last;
   while (std::getline(lines, line)) {
     nlohmann::json parsed;
-    ASSERT_NO_THROW(parsed = nlohmann::json::parse(line)) << "not JSON: " << line;
+    ASSERT_NO_THROW(parsed = nlohmann::json::parse(line)) << "not JSON: " << line << "\nstdout:\n" << r.output;
     last = line;
   }
   const auto summary = nlohmann::json::parse(last);
