@@ -82,7 +82,7 @@ TEST_F(PlanCommand, BadMachinesFileNamesFileLineAndField) {
   std::ofstream(path("bad.toml")) << "[[lan]]\nname = \"a\"\nbandwidth = \"1Gbps\"\n\n[[machine]]\nname = \"x\"\n"
                                      "lan = \"a\"\nspeed = \"quick\"\n";
   auto [rc, text] = run(treefarm + " plan " + path("bad.toml") + " --apps " + path("apps.toml"));
-  EXPECT_EQ(rc, 1);
+  EXPECT_EQ(rc, 3);  // exit_bad_input (runtime/node/ExitCode.hpp)
   EXPECT_NE(text.find("bad.toml:8"), std::string::npos) << text;
   EXPECT_NE(text.find("machine[0].speed"), std::string::npos) << text;
 }
