@@ -1,10 +1,13 @@
 #include "master/Master.hpp"
+#include "master/Progress.hpp"
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <unordered_map>
 #include <unordered_set>
+#include <ctime>
+#include <unistd.h>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -16,8 +19,10 @@
 #include <spdlog/spdlog.h>
 
 #include "master/Journal.hpp"
+#include "runtime/cli/CliSupport.hpp"
 #include "runtime/lp/SteadyState.hpp"
 #include "runtime/metrics/AtomicFile.hpp"
+#include "tasks/BlasKernel.hpp"
 #include "runtime/metrics/Results.hpp"
 #include "runtime/net/Codec.hpp"
 #include "runtime/model/Calibration.hpp"
@@ -33,9 +38,11 @@ namespace treefarm::master {
 
 namespace {
 std::atomic<zmq_node::ZmqNode*> running{nullptr};
+std::atomic<bool> stop_requested{false};
 }
 
 void stop_master() {
+  stop_requested = true;
   if (auto* node = running.load()) node->stop();
 }
 
@@ -46,10 +53,19 @@ int run_master(const MasterOptions& options) {
   model::Experiment ex = model::load_experiment(options.experiment);
   if (!options.policy.empty()) ex.run.policy = options.policy;
   if (options.buffer) ex.run.buffer = *options.buffer;
-  for (const auto& app : ex.apps)
+  for (std::size_t k = 0; k < ex.apps.size(); ++k) {
+    const auto& app = ex.apps[k];
+    const std::string field = "app[" + std::to_string(k) + "]";
     if (app.kernel == model::Kernel::abstract)
-      throw std::invalid_argument(ex.path + ":" + std::to_string(app.line) + ": application '" + app.name +
-                                  "' is abstract (bytes and flops only): it can be predicted and simulated, not run");
+      throw model::FileError(ex.path, app.line, field + ".kernel",
+                             "application '" + app.name +
+                                 "' is abstract (bytes and flops only): it can be predicted and simulated, not run");
+    // One task's input travels in one frame (docs/protocol.md): refuse at start what could not be sent.
+    if (app.input_bytes() > net::max_payload_bytes)
+      throw model::FileError(ex.path, app.line, field + (app.kernel == model::Kernel::noop ? ".bytes" : ".n"),
+                             "a task's input is " + std::to_string(app.input_bytes()) + " bytes, above the " +
+                                 std::to_string(net::max_payload_bytes) + "-byte frame limit; use a smaller size");
+  }
   const auto& master_node = ex.nodes.at(0);
   const bool calibrating = !options.calibrate_out.empty();
   // Refuse an unwritable --out before anything starts (issue 13, hole 9).
@@ -76,6 +92,31 @@ int run_master(const MasterOptions& options) {
   };
 
   metrics::RunResults results = metrics::empty_results(ex);
+  // The header of results.json: what is needed to reproduce the run (issue 18).
+  results.treefarm_version = cli_support::version();
+  results.experiment_text = model::read_input_file(options.experiment);
+  {
+    const auto topo = exec::discover_topology();
+    results.host = exec::to_json(topo);
+    char host[256] = "";
+    ::gethostname(host, sizeof host - 1);
+    results.host["hostname"] = host;
+    results.host["blas"] = tasks::to_json(tasks::blas_info());
+  }
+  results.settings = {{"policy", ex.run.policy},
+                      {"buffer", ex.run.buffer},
+                      {"epsilon", ex.run.epsilon},
+                      {"seed", ex.run.seed},
+                      {"comm_model", ex.run.comm_model == model::CommModel::one_port ? "one-port" : "multi-port"},
+                      {"listen", options.listen},
+                      {"wait_for_nodes", options.wait_for_nodes.value_or(ex.nodes.size() - 1)},
+                      {"wait_timeout", options.wait_timeout},
+                      {"calibration", options.calibration},
+                      {"encrypted", options.curve.enabled},
+                      {"insecure", options.insecure},
+                      {"heartbeat_interval", options.heartbeat_interval},
+                      {"heartbeat_timeout", options.heartbeat_timeout},
+                      {"max_task_losses", options.max_task_losses}};
 
   // Journal and resume (issue 13, hole 8; docs/fault-tolerance.md).
   std::vector<std::uint64_t> app_tasks;
@@ -142,18 +183,30 @@ int run_master(const MasterOptions& options) {
   root.wait_for_nodes = options.wait_for_nodes.value_or(ex.nodes.size() - 1);
   root.wait_timeout = options.wait_timeout;
   root.done_before = resumed;
+  // Dispatch times (results.json): the root hands a task out through this callback; its
+  // time is taken on the master's steady clock relative to the start of dispatching.
+  std::chrono::steady_clock::time_point steady_start{};
+  std::vector<std::vector<double>> dispatched(ex.apps.size());
+  for (std::size_t k = 0; k < ex.apps.size(); ++k) dispatched[k].assign(ex.apps[k].tasks, -1.0);
   // Generated when sent (and again if re-sent): one buffer per task in flight, shared.
-  root.payload = [&](core::TaskId id) { return node::share(task_input(id)); };
+  root.payload = [&](core::TaskId id) {
+    const auto k = id.app().value;
+    if (k < dispatched.size() && id.index() < dispatched[k].size())
+      dispatched[k][id.index()] = std::chrono::duration<double>(std::chrono::steady_clock::now() - steady_start).count();
+    return node::share(task_input(id));
+  };
   double start = 0;
   std::uint64_t done = results.tasks.size();
   const std::uint64_t total = ex.total_tasks();
-  std::vector<std::uint64_t> per_app(ex.apps.size(), 0), per_app_last(ex.apps.size(), 0);
-  for (const auto& t : results.tasks) ++per_app[t.app];
-  per_app_last = per_app;
-  double last_tick = 0;
+  std::vector<std::uint64_t> per_app(ex.apps.size(), 0);
+  for (const auto& t : results.tasks) ++per_app[t.app];  // resumed: the journal's tasks count
   root.on_start = [&](double now) {
     start = now;
-    last_tick = now;
+    steady_start = std::chrono::steady_clock::now();
+    const std::time_t wall = std::time(nullptr);
+    char iso[32];
+    std::strftime(iso, sizeof iso, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&wall));
+    results.started_utc = iso;
     spdlog::info("master: starting {} tasks with policy {} ({} nodes joined)", total, ex.run.policy,
                  results.nodes.size() - 1);
   };
@@ -218,8 +271,11 @@ int run_master(const MasterOptions& options) {
     } else if (journal) {
       journal->add(JournalEntry{k, id.index(), time_offset + now - start, r.compute_seconds, r.node});
     }
-    results.tasks.push_back(
-        metrics::TaskRecord{k, id.index(), r.node, time_offset + now - start, r.compute_seconds});
+    metrics::TaskRecord rec{k, id.index(), r.node, time_offset + now - start, r.compute_seconds};
+    if (k < dispatched.size() && id.index() < dispatched[k].size() && dispatched[k][id.index()] >= 0)
+      rec.dispatched_at = time_offset + dispatched[k][id.index()];
+    rec.queued_seconds = r.queued_seconds;
+    results.tasks.push_back(std::move(rec));
     ++per_app[k];
     ++done;
   };
@@ -237,22 +293,19 @@ int run_master(const MasterOptions& options) {
     if (m.what == net::msg::Measure::What::fallbacks)
       results.policy_fallbacks[m.node] = static_cast<std::uint64_t>(m.value);
   };
+  // Progress (master/Progress.hpp): JSON lines on stdout for scripts, else on stderr a
+  // live bar per application on a terminal, a plain line per second otherwise.
+  std::vector<Progress::App> progress_apps;
+  for (const auto& app : ex.apps) progress_apps.push_back({app.name, app.tasks});
+  const Progress::Mode progress_mode = !options.progress       ? Progress::Mode::off
+                                       : options.json_progress ? Progress::Mode::json
+                                       : ::isatty(2)           ? Progress::Mode::bar
+                                                               : Progress::Mode::plain;
+  Progress progress(progress_apps, progress_mode, progress_mode == Progress::Mode::json ? std::cout : std::cerr);
   root.on_tick = [&](double now) {
     if (journal) journal->flush();  // at most ~1 s of results is lost to a crash
-    if (!options.progress || (start == 0 && done == 0)) return;
-    std::string line = "[" + std::to_string(static_cast<int>(now - start)) + " s] " + std::to_string(done) + "/" +
-                       std::to_string(total);
-    const double dt = std::max(1e-9, now - last_tick);
-    for (std::size_t k = 0; k < ex.apps.size(); ++k) {
-      char buf[160];
-      std::snprintf(buf, sizeof buf, "  %s %llu/%llu (%.1f/s)", ex.apps[k].name.c_str(),
-                    static_cast<unsigned long long>(per_app[k]), static_cast<unsigned long long>(ex.apps[k].tasks),
-                    static_cast<double>(per_app[k] - std::min(per_app[k], per_app_last[k])) / dt);
-      line += buf;
-      per_app_last[k] = per_app[k];
-    }
-    last_tick = now;
-    std::fprintf(stderr, "%s\n", line.c_str());
+    if (start == 0 && done == 0) return;
+    progress.tick(now - start, per_app);
   };
 
   // Calibration run: every node measures in place; the master gathers the figures.
@@ -346,7 +399,7 @@ int run_master(const MasterOptions& options) {
   zmq_node::ZmqNode runtime(node_options, endpoints, compute, std::move(root));
   self = &runtime;
   running = &runtime;
-  const int rc = runtime.run();
+  int rc = runtime.run();
   running = nullptr;
   if (journal) journal->flush();
   if (!calibrating)
@@ -355,6 +408,9 @@ int run_master(const MasterOptions& options) {
                  checked, from_children,
                  from_children ? 100.0 * static_cast<double>(checked) / static_cast<double>(from_children) : 0.0,
                  check_seconds, convicted, redone, generated, generate_seconds);
+  // Interrupted before or while dispatching: the node may end "cleanly" with tasks never
+  // sent; that is an interruption (130), not a run with lost tasks (4).
+  if (stop_requested && rc == node::exit_ok) rc = node::exit_interrupted;
 
   if (calibrating) {
     if (got_measures < expected_measures) {
@@ -374,6 +430,12 @@ int run_master(const MasterOptions& options) {
     return rc;
   }
 
+  // A run that failed or was interrupted has no throughput to report: no table of zeros,
+  // no results.json that a script could take for a finished run (issue 18).
+  if (rc != 0) {
+    spdlog::error("master: run failed (exit code {}) after {} of {} tasks; no results written", rc, done, total);
+    return rc;
+  }
   results.compute();
   if (!results.policy_fallbacks.empty()) {
     std::uint64_t total = 0;
@@ -386,12 +448,21 @@ int run_master(const MasterOptions& options) {
     metrics::write_file_atomically(path, metrics::to_json(results).dump(1) + "\n");
     spdlog::info("master: wrote {}", path.string());
   }
-  if (options.table) metrics::print_table(std::cout, results);
-  if (rc != 0) return rc;
+  if (options.json_progress) {
+    // stdout carries JSON lines only: the last one is the results (results.json without
+    // the per-task records and the experiment text).
+    auto j = metrics::to_json(results);
+    j.erase("tasks");
+    j.erase("experiment_text");
+    j["type"] = "results";
+    std::cout << j.dump() << std::endl;
+  } else if (options.table) {
+    metrics::print_table(std::cout, results);
+  }
   if (!results.ok()) {
     spdlog::error("master: run not OK: {} lost, {} wrong or failed", results.lost,
                   [&] { std::uint64_t n = 0; for (auto& a : results.apps) n += a.wrong + a.failed; return n; }());
-    return 4;
+    return node::exit_wrong_results;
   }
   return 0;
 }

@@ -23,7 +23,10 @@ struct MasterOptions {
   std::string ready_file;                      ///< The bound endpoint is written here.
   std::optional<std::size_t> wait_for_nodes;   ///< Default: every node of the experiment.
   double wait_timeout = 60;                    ///< seconds
-  bool progress = true;                        ///< Progress lines on stderr.
+  bool progress = true;                        ///< Progress on stderr (a live bar on a terminal).
+  /// Progress as JSON lines on stdout instead (one object per second), the results as a
+  /// last JSON line instead of the table (master/Progress.hpp).
+  bool json_progress = false;
   bool table = true;                           ///< Print the result table on stdout.
   std::optional<std::vector<int>> cores;       ///< Cores the master computes on (default: the master node's `cores`).
   std::string calibration;                     ///< Calibration file: add LP predictions.

@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
+#include "runtime/cli/CliSupport.hpp"
 #include "tasks/BlasKernel.hpp"
 #include "master/Master.hpp"
 #include "runtime/model/Experiment.hpp"
@@ -24,49 +25,55 @@ int main(int argc, char** argv) {
   app.add_option("--listen", opt.listen, "Endpoint workers connect to")->capture_default_str();
   app.add_option("--out", opt.out_dir, "Write DIR/results.json");
   app.add_option("--policy", opt.policy, "Scheduling policy (overrides [run] policy)");
-  app.add_option("--buffer", buffer, "Buffer bound B in tasks (overrides [run] buffer)")->check(CLI::Range(1u, 1'000'000u));
+  app.add_option("--buffer", buffer, "Buffer bound B in tasks, >= 1 (overrides [run] buffer)")->check(CLI::Range(1u, 1000000u));
   auto* wait_opt = app.add_option("--wait-workers", wait, "Start dispatching once this many nodes joined (default: all nodes of the experiment)");
-  app.add_option("--wait-timeout", opt.wait_timeout, "seconds to wait for them before starting anyway")->capture_default_str();
+  app.add_option("--wait-timeout", opt.wait_timeout, "seconds to wait for them before starting anyway")->capture_default_str()->check(treefarm::cli_support::non_negative_seconds());
   app.add_option("--cpus", cpus, "CPUs the master computes on (default: the master node's `cores`)");
   app.add_option("--ready-file", opt.ready_file, "Write the bound endpoint to this file once listening");
   app.add_option("--calibration", opt.calibration, "Calibration file: print the LP prediction beside the measurements")->check(CLI::ExistingFile);
   app.add_option("--calibrate-out", opt.calibrate_out, "Calibration run: every node measures in place; write the file here, run no task");
-  app.add_option("--calibrate-reps", opt.calibrate_reps, "Kernel runs per application and node in a calibration run")->capture_default_str();
+  app.add_option("--calibrate-reps", opt.calibrate_reps, "Kernel runs per application and node in a calibration run")->capture_default_str()->check(CLI::PositiveNumber);
   std::string curve_secret, authorized;
   app.add_option("--curve-secret", curve_secret, "The master's CURVE secret key file (treefarm keygen)")->check(CLI::ExistingFile);
   app.add_option("--authorized-keys", authorized, "Public keys of the workers admitted (authorized_keys file)")->check(CLI::ExistingFile);
   app.add_flag("--insecure", opt.insecure, "Allow unencrypted links on non-loopback addresses");
   app.add_option("--max-task-losses", opt.max_task_losses, "A task lost with this many dead workers is reported failed")->capture_default_str();
-  app.add_option("--heartbeat-interval", opt.heartbeat_interval, "seconds between heartbeats")->capture_default_str();
-  app.add_option("--heartbeat-timeout", opt.heartbeat_timeout, "seconds of silence after which a worker is declared dead")->capture_default_str();
+  app.add_option("--heartbeat-interval", opt.heartbeat_interval, "seconds between heartbeats")->capture_default_str()->check(treefarm::cli_support::positive_seconds());
+  app.add_option("--heartbeat-timeout", opt.heartbeat_timeout, "seconds of silence after which a worker is declared dead")->capture_default_str()->check(treefarm::cli_support::positive_seconds());
   app.add_option("--spot-check", opt.spot_check, "Fraction of results recomputed by the master; a child caught forging is disconnected and its results redone (docs/security.md)")
       ->check(CLI::Range(0.0, 1.0))->capture_default_str();
   app.add_flag("--resume", opt.resume, "Continue the run journaled in OUT/journal.tsv (needs --out): only tasks it lacks are done");
   app.add_option("--task-deadline-factor", opt.task_deadline_factor, "A task a worker holds past max(floor, FACTOR x expected seconds) is re-issued elsewhere (0 = never)")->capture_default_str()->check(CLI::NonNegativeNumber);
   app.add_option("--task-deadline-floor", opt.task_deadline_floor, "seconds: the least time a worker is given for a task before it is re-issued")->capture_default_str()->check(CLI::NonNegativeNumber);
   app.add_option("--ack-timeout", opt.ack_timeout, "seconds a worker may take to acknowledge a task transfer before it is dropped (0 = never)")->capture_default_str()->check(CLI::NonNegativeNumber);
-  app.add_flag("--quiet", quiet, "No progress lines");
-  app.set_version_flag("--version", "treefarm-master " TREEFARM_VERSION);
-  app.add_option("--log-level", log_level, "trace|debug|info|warn|error|off")->capture_default_str();
-  CLI11_PARSE(app, argc, argv);
-  spdlog::set_level(spdlog::level::from_str(log_level));
-  spdlog::set_pattern("[%H:%M:%S.%e] [%^%l%$] %v");
+  app.add_flag("--quiet", quiet, "No progress display");
+  app.add_flag("--json-progress", opt.json_progress,
+               "Progress as one JSON object per second on stdout, the results as a last JSON line (no table)");
+  bool no_table = false;
+  app.add_flag("--no-table", no_table, "Print no result table on stdout (results.json only)");
+  namespace cs = treefarm::cli_support;
+  cs::add_log_level_option(app, log_level);
+  cs::setup_app(app, "treefarm-master");
+  if (const auto rc = cs::parse(app, argc, argv)) return *rc;
+  cs::setup_logging(log_level);
   if (*wait_opt) opt.wait_for_nodes = wait;
   if (buffer > 0) opt.buffer = buffer;
   opt.progress = !quiet;
+  opt.table = !no_table;
   std::signal(SIGINT, [](int) { treefarm::master::stop_master(); });
   std::signal(SIGTERM, [](int) { treefarm::master::stop_master(); });
   try {
     if (!cpus.empty()) opt.cores = treefarm::exec::parse_cpu_list(cpus);
     if (!curve_secret.empty()) {
-      if (authorized.empty()) throw std::invalid_argument("--curve-secret needs --authorized-keys");
+      if (authorized.empty()) throw cs::UsageError("--curve-secret needs --authorized-keys");
       opt.curve.enabled = true;
       opt.curve.own = treefarm::net::load_secret_key_file(curve_secret);
       opt.curve.authorized = treefarm::net::load_authorized_keys(authorized, &opt.curve.key_names);
+      opt.curve.authorized_file = authorized;
     }
     return treefarm::master::run_master(opt);
   } catch (const std::exception& e) {
     spdlog::error("{}", e.what());
-    return 1;
+    return cs::exit_code_for(e);
   }
 }

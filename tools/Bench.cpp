@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -57,6 +58,7 @@ RunFigures run_once(const std::filesystem::path& exp, const std::filesystem::pat
   lo.out_dir = out.string();
   lo.quiet = true;
   lo.log_level = "warn";
+  lo.master_args.push_back("--no-table");  // stdout is the benchmark's own (JSON with --json)
   std::atomic<bool> never{false};
   RunFigures f;
   f.rc = launch_tree(ex, lo, never);
@@ -102,14 +104,14 @@ int bench_dispatch(std::ostream& out, std::uint64_t tasks, std::uint64_t payload
   for (int r = 0; r < rounds; ++r) {
     const auto p = run_once(exp_path, dir / ("plain" + std::to_string(r)), plain);
     if (p.rc != 0) {
-      out << "bench dispatch: the run failed with code " << p.rc << "\n";
+      std::cerr << "bench dispatch: the run failed with code " << p.rc << "\n";
       return p.rc;
     }
     plain_rates.push_back(p.rate());
     if (!encryption) continue;
     const auto c = run_once(exp_path, dir / ("curve" + std::to_string(r)), curve);
     if (c.rc != 0) {
-      out << "bench dispatch: the CURVE run failed with code " << c.rc << "\n";
+      std::cerr << "bench dispatch: the CURVE run failed with code " << c.rc << "\n";
       return c.rc;
     }
     curve_rates.push_back(c.rate());

@@ -83,16 +83,41 @@ bool plot_compare(const std::string& dir, const nlohmann::json& compare,
   }
   const fs::path d = dir;
   {
+    // Left: the fair ratio measured / LP per policy, the y-axis always including 1.0 (the
+    // optimum, drawn dashed), each bar labelled with its absolute fair throughput.
+    // Right: per policy, one bar per application: measured tasks/s (absolute).
+    double top = 1.0;
     std::ofstream data(d / "compare.dat");
-    for (const auto& p : compare.at("policies"))
-      data << p.at("name").get<std::string>() << " "
-           << (p.at("fair_ratio").is_null() ? 0.0 : p.at("fair_ratio").get<double>()) << " "
-           << p.at("fair_throughput").get<double>() << "\n";
+    for (const auto& p : compare.at("policies")) {
+      const double ratio = p.at("fair_ratio").is_null() ? 0.0 : p.at("fair_ratio").get<double>();
+      top = std::max(top, ratio);
+      data << p.at("name").get<std::string>() << " " << ratio << " " << p.at("fair_throughput").get<double>() << "\n";
+    }
+    std::vector<std::string> apps;
+    if (!compare.at("policies").empty())
+      for (const auto& a : compare.at("policies")[0].at("apps")) apps.push_back(a.at("name").get<std::string>());
+    std::ofstream app_data(d / "compare-apps.dat");
+    app_data << "policy";
+    for (const auto& a : apps) app_data << " " << a;
+    app_data << "\n";
+    for (const auto& p : compare.at("policies")) {
+      app_data << p.at("name").get<std::string>();
+      for (const auto& a : p.at("apps")) app_data << " " << a.at("throughput").get<double>();
+      app_data << "\n";
+    }
     std::ofstream gp(d / "compare.gp");
-    gp << "set terminal png size 800,500\nset output '" << (d / "compare.png").string() << "'\n"
-       << "set title 'Measured fair throughput / LP optimum, per policy'\nset style data histograms\n"
-       << "set style fill solid 0.6\nset yrange [0:*]\nset ylabel 'fair ratio'\nset grid ytics\n"
-       << "plot '" << (d / "compare.dat").string() << "' using 2:xtic(1) title 'measured / LP'\n";
+    gp << "set terminal pngcairo dashed size 1200,500\nset output '" << (d / "compare.png").string() << "'\n"
+       << "set multiplot layout 1,2\n"
+       << "set title 'Fair throughput: measured / LP optimum (labels: measured tasks/s)'\n"
+       << "set style data histograms\nset style histogram clustered gap 1\nset style fill solid 0.6\n"
+       << "set yrange [0:" << top * 1.15 << "]\nset ylabel 'measured / LP'\nset grid ytics\nset key top right\n"
+       << "plot '" << (d / "compare.dat").string() << "' using 2:xtic(1) title 'measured / LP', "
+       << "'' using 0:2:(sprintf('%.1f/s', $3)) with labels offset 0,0.7 notitle, "
+       << "1 with lines dt 2 lw 2 lc rgb 'black' title 'LP optimum = 1'\n"
+       << "set title 'Measured throughput per application'\nset yrange [0:*]\nset ylabel 'tasks/s'\n"
+       << "plot for [i=2:" << apps.size() + 1 << "] '" << (d / "compare-apps.dat").string()
+       << "' using i:xtic(1) title columnheader(i)\n"
+       << "unset multiplot\n";
   }
   run_gnuplot(d / "compare.gp");
   for (const auto& [name, r] : results) {
@@ -100,7 +125,8 @@ bool plot_compare(const std::string& dir, const nlohmann::json& compare,
     std::map<std::string, std::vector<double>> times;
     for (const auto& t : r.at("tasks")) times[t.at("app").get<std::string>()].push_back(t.at("completed_at").get<double>());
     std::ofstream gp(pd / "cumulative.gp");
-    gp << "set terminal png size 900,550\nset output '" << (pd / "cumulative.png").string() << "'\n"
+    // pngcairo draws the dashes of the LP lines (the libgd png terminal does not).
+    gp << "set terminal pngcairo dashed size 900,550\nset output '" << (pd / "cumulative.png").string() << "'\n"
        << "set title 'Completed tasks over time, " << name << " (dashed: LP slope)'\n"
        << "set xlabel 'seconds'\nset ylabel 'completed tasks'\nset key left top\nset grid\nplot ";
     bool first = true;

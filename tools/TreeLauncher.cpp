@@ -141,6 +141,7 @@ int launch_tree(const model::Experiment& ex, const LaunchOptions& options, const
   if (options.buffer) { margs.push_back("--buffer"); margs.push_back(std::to_string(options.buffer)); }
   if (!options.calibration.empty()) { margs.push_back("--calibration"); margs.push_back(options.calibration); }
   if (options.quiet) margs.push_back("--quiet");
+  if (options.json_progress) margs.push_back("--json-progress");
   if (!cpus[0].empty()) { margs.push_back("--cpus"); margs.push_back(cpus[0]); }
   for (const auto& a : options.master_args) margs.push_back(a);
   key_args(0, margs);

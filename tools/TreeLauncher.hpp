@@ -20,6 +20,7 @@ struct LaunchOptions {
   std::string calibration;             ///< Passed to the master for predictions.
   double timeout = 0;                  ///< seconds for the whole run (0 = none).
   bool quiet = false;                  ///< No progress lines.
+  bool json_progress = false;          ///< Progress as JSON lines on stdout (master --json-progress).
   std::string log_level = "info";
   std::vector<std::string> master_args;  ///< Extra arguments for treefarm-master.
   std::vector<std::string> worker_args;  ///< Extra arguments for every treefarm-worker.

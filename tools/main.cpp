@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "runtime/cli/CliSupport.hpp"
 #include "tasks/BlasKernel.hpp"
 #include "tools/cli/Command.hpp"
 
@@ -17,11 +18,17 @@ int main(int argc, char** argv) {
                "over ZeroMQ; bags of real matrix tasks flow down it; treefarm measures the throughput it\n"
                "achieves. See README.md and docs/commands.md."};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "treefarm 0.1.0");
+  namespace cs = treefarm::cli_support;
+  cs::setup_app(app, "treefarm");
   treefarm::cli::Commands commands;
   treefarm::cli::add_all_commands(app, commands);
+  for (auto* sub : app.get_subcommands({})) {
+    sub->footer(cs::exit_code_footer());
+    for (auto* subsub : sub->get_subcommands({})) subsub->footer(cs::exit_code_footer());
+  }
 
-  CLI11_PARSE(app, argc, argv);
+  if (const auto rc = cs::parse(app, argc, argv)) return *rc;
+  cs::setup_logging("info");  // logs on stderr; stdout is for results
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
   std::signal(SIGPIPE, SIG_IGN);
@@ -30,7 +37,7 @@ int main(int argc, char** argv) {
       if (c.chosen ? c.chosen() : c.app->parsed()) return c.run();
   } catch (const std::exception& e) {
     std::cerr << "treefarm: " << e.what() << "\n";
-    return 1;
+    return cs::exit_code_for(e);
   }
   return 0;
 }

@@ -1,11 +1,13 @@
 // treefarm-worker: joins a treefarm tree at any depth, computes on its own cores and
 // serves its own children (docs/commands.md).
+#include <chrono>
 #include <csignal>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
+#include "runtime/cli/CliSupport.hpp"
 #include "tasks/BlasKernel.hpp"
 #include "runtime/exec/CpuList.hpp"
 #include "runtime/zmq/ZmqNode.hpp"
@@ -35,32 +37,34 @@ int main(int argc, char** argv) {
   char host[256] = "worker";
   gethostname(host, sizeof host - 1);
   opt.name = std::string(host) + "-" + std::to_string(getpid());
-  app.add_option("--parent", endpoints.parent, "Endpoint of the parent (master or worker), tcp://HOST:PORT")->required();
+  app.add_option("parent,--parent", endpoints.parent,
+                 "Endpoint of the parent (master or worker), tcp://HOST:PORT; also accepted without --parent "
+                 "(as `dask worker tcp://host:8786`)")
+      ->required();
   app.add_option("--listen", endpoints.listen, "Endpoint for this worker's own children (\"\" = none)")->capture_default_str();
   app.add_option("--name", opt.name, "Unique node name (default HOSTNAME-PID)")->capture_default_str();
   app.add_option("--cores", cores, "Compute on this many cores (default: all usable; 0 = only forward)");
   app.add_option("--cpus", cpus, "Compute on these CPUs, e.g. 0-1,3 (default: the affinity mask)");
   app.add_flag("--no-backfill", no_backfill, "Strict FIFO executor queue (no backfilling)");
   app.add_option("--ready-file", endpoints.ready_file, "Write the bound endpoint to this file once listening");
-  app.add_option("--join-timeout", opt.join_timeout, "seconds to wait for the parent's Welcome")->capture_default_str();
-  app.add_option("--rejoin-timeout", opt.rejoin_timeout, "seconds to keep rejoining a lost parent, with back-off 0.5-8 s (0 = exit at once)")->capture_default_str();
+  app.add_option("--join-timeout", opt.join_timeout, "seconds to wait for the parent's Welcome")->capture_default_str()->check(treefarm::cli_support::positive_seconds());
+  app.add_option("--rejoin-timeout", opt.rejoin_timeout, "seconds to keep rejoining a lost parent, with back-off 0.5-8 s (0 = exit at once)")->capture_default_str()->check(treefarm::cli_support::non_negative_seconds());
   std::string curve_secret, authorized, parent_key;
   app.add_option("--curve-secret", curve_secret, "This worker's CURVE secret key file (treefarm keygen): encrypts and authenticates its links")->check(CLI::ExistingFile);
   app.add_option("--parent-key", parent_key, "The parent's CURVE public key file (NAME.key)")->check(CLI::ExistingFile);
   app.add_option("--authorized-keys", authorized, "Public keys of the workers admitted as children (authorized_keys file)")->check(CLI::ExistingFile);
   app.add_flag("--insecure", endpoints.insecure, "Allow unencrypted links on non-loopback addresses");
   app.add_option("--max-task-losses", opt.max_task_losses, "A task lost with this many dead children is reported failed")->capture_default_str();
-  app.add_option("--heartbeat-interval", opt.heartbeat_interval, "seconds between heartbeats")->capture_default_str();
-  app.add_option("--heartbeat-timeout", opt.heartbeat_timeout, "seconds of silence after which a peer is declared dead")->capture_default_str();
+  app.add_option("--heartbeat-interval", opt.heartbeat_interval, "seconds between heartbeats")->capture_default_str()->check(treefarm::cli_support::positive_seconds());
+  app.add_option("--heartbeat-timeout", opt.heartbeat_timeout, "seconds of silence after which a peer is declared dead")->capture_default_str()->check(treefarm::cli_support::positive_seconds());
   app.add_option("--task-deadline-factor", opt.task_deadline_factor, "A task a child holds past max(floor, FACTOR x expected seconds) is re-issued elsewhere (0 = never)")->capture_default_str()->check(CLI::NonNegativeNumber);
   app.add_option("--task-deadline-floor", opt.task_deadline_floor, "seconds: the least time a child is given for a task before it is re-issued")->capture_default_str()->check(CLI::NonNegativeNumber);
   app.add_option("--ack-timeout", opt.ack_timeout, "seconds a child may take to acknowledge a task transfer before it is dropped (0 = never)")->capture_default_str()->check(CLI::NonNegativeNumber);
-  app.set_version_flag("--version", "treefarm-worker " TREEFARM_VERSION);
-  app.add_option("--log-level", log_level, "trace|debug|info|warn|error|off")->capture_default_str();
-  CLI11_PARSE(app, argc, argv);
-
-  spdlog::set_level(spdlog::level::from_str(log_level));
-  spdlog::set_pattern("[%H:%M:%S.%e] [%^%l%$] %v");
+  namespace cs = treefarm::cli_support;
+  cs::add_log_level_option(app, log_level);
+  cs::setup_app(app, "treefarm-worker");
+  if (const auto rc = cs::parse(app, argc, argv)) return *rc;
+  cs::setup_logging(log_level);
   try {
     const auto topo = treefarm::exec::discover_topology();
     std::vector<int> usable = topo.cores;
@@ -68,36 +72,46 @@ int main(int argc, char** argv) {
       usable = treefarm::exec::parse_cpu_list(cpus);
       for (int c : usable)
         if (std::find(topo.pus.begin(), topo.pus.end(), c) == topo.pus.end())
-          throw std::invalid_argument("--cpus: CPU " + std::to_string(c) + " is not usable by this process (usable: " +
+          throw cs::UsageError("--cpus: CPU " + std::to_string(c) + " is not usable by this process (usable: " +
                                       treefarm::exec::format_cpu_list(topo.pus) + ")");
     }
     if (cores >= 0) {
       if (static_cast<std::size_t>(cores) > usable.size())
-        throw std::invalid_argument("--cores " + std::to_string(cores) + ": only " + std::to_string(usable.size()) + " usable");
+        throw cs::UsageError("--cores " + std::to_string(cores) + ": only " + std::to_string(usable.size()) + " usable");
       usable.resize(static_cast<std::size_t>(cores));
     }
     compute.cores = usable;
     compute.memory = topo.memory_bytes;
     compute.backfill = !no_backfill;
     if (!curve_secret.empty()) {
-      if (parent_key.empty()) throw std::invalid_argument("--curve-secret needs --parent-key (the parent's public key file)");
+      if (parent_key.empty()) throw cs::UsageError("--curve-secret needs --parent-key (the parent's public key file)");
       endpoints.curve.enabled = true;
       endpoints.curve.own = treefarm::net::load_secret_key_file(curve_secret);
       endpoints.curve.parent_public_key = treefarm::net::load_public_key_file(parent_key);
-      if (!authorized.empty()) endpoints.curve.authorized = treefarm::net::load_authorized_keys(authorized, &endpoints.curve.key_names);
+      if (!authorized.empty()) {
+        endpoints.curve.authorized = treefarm::net::load_authorized_keys(authorized, &endpoints.curve.key_names);
+        endpoints.curve.authorized_file = authorized;
+      }
       else endpoints.listen = "";  // nobody could be admitted: serve no children
     } else if (!parent_key.empty() || !authorized.empty()) {
-      throw std::invalid_argument("--parent-key and --authorized-keys need --curve-secret");
+      throw cs::UsageError("--parent-key and --authorized-keys need --curve-secret");
     }
     treefarm::zmq_node::ZmqNode node(opt, endpoints, compute);
     running = &node;
     std::signal(SIGINT, on_signal);
     std::signal(SIGTERM, on_signal);
+    const auto started = std::chrono::steady_clock::now();
     const int rc = node.run();
     running = nullptr;
+    if (rc == treefarm::node::exit_parent_lost) {
+      const double tried = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+      spdlog::error("could not reach or keep the parent at {}: tried for {:.1f} s (--join-timeout {} s, "
+                    "--rejoin-timeout {} s); is a treefarm-master or treefarm-worker listening there?",
+                    endpoints.parent, tried, opt.join_timeout, opt.rejoin_timeout);
+    }
     return rc;
   } catch (const std::exception& e) {
     spdlog::error("{}", e.what());
-    return 1;
+    return cs::exit_code_for(e);
   }
 }

@@ -177,10 +177,12 @@ PlatformModel model_from_experiment(const model::Experiment& experiment,
         }
       }
       if (!spec.speed) {
-        node_error(spec.name, "speed",
-                   "missing: node computes (cores = " + std::to_string(spec.cores) +
-                       ") but has no speed (flop/s per core) and no calibrated duration for "
-                       "application '" + app.name + "'");
+        // Names file and line (issue 18): the usual cause is `predict` without a calibration.
+        throw model::FileError(experiment.path, spec.line, "node[" + std::to_string(u) + "].speed",
+                               "node '" + spec.name + "' computes (cores = " + std::to_string(spec.cores) +
+                                   ") but has no speed (flop/s per core) and no calibrated duration for "
+                                   "application '" + app.name +
+                                   "': give --calibration FILE (treefarm calibrate) or a speed such as \"2Gf\"");
       }
       // A task spreads its flop over its cores_per_task cores (beaumont2006 §2.1: time
       // c(k)/c_u, with c_u the speed of the cores the task holds).

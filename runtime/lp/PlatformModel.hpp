@@ -87,8 +87,10 @@ using MeasuredBandwidth = std::map<std::string, double>;
 ///
 /// Throws std::invalid_argument naming the node (or application) and the field for a
 /// zero, negative or NaN bandwidth, speed, measured duration, weight or max_out_bandwidth;
-/// for a computing node with neither speed nor measured duration; for a parent that is
+/// for a parent that is
 /// unknown or comes after its child; and for an application that no node can run.
+/// Throws model::FileError (file, the node's line, "node[i].speed") for a computing node
+/// with neither speed nor measured duration.
 PlatformModel model_from_experiment(const model::Experiment& experiment,
                                     const MeasuredSeconds* measured_seconds = nullptr,
                                     const MeasuredBandwidth* measured_bandwidth = nullptr);

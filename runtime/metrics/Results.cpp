@@ -90,6 +90,12 @@ RunResults empty_results(const model::Experiment& experiment) {
 
 nlohmann::json to_json(const RunResults& r) {
   nlohmann::json j;
+  j["format_version"] = results_format_version;
+  j["started_utc"] = r.started_utc;
+  j["treefarm_version"] = r.treefarm_version;
+  j["host"] = r.host;
+  j["settings"] = r.settings;
+  j["experiment_text"] = r.experiment_text;
   j["experiment"] = r.experiment;
   j["policy"] = r.policy;
   j["epsilon"] = r.epsilon;
@@ -126,13 +132,20 @@ nlohmann::json to_json(const RunResults& r) {
   j["tasks"] = nlohmann::json::array();
   for (const auto& t : r.tasks)
     j["tasks"].push_back({{"app", r.apps.at(t.app).name}, {"id", t.id}, {"node", t.node},
-                          {"completed_at", t.completed_at}, {"compute_seconds", t.compute_seconds}});
+                          {"dispatched_at", t.dispatched_at}, {"started_at", t.started_at()},
+                          {"completed_at", t.completed_at}, {"compute_seconds", t.compute_seconds},
+                          {"queued_seconds", t.queued_seconds}});
   return j;
 }
 
 RunResults results_from_json(const nlohmann::json& j) {
   RunResults r;
   r.experiment = j.value("experiment", "");
+  r.started_utc = j.value("started_utc", "");
+  r.treefarm_version = j.value("treefarm_version", "");
+  r.host = j.value("host", nlohmann::json());
+  r.settings = j.value("settings", nlohmann::json());
+  r.experiment_text = j.value("experiment_text", "");
   r.policy = j.value("policy", "");
   r.epsilon = j.value("epsilon", 0.1);
   r.duplicates = j.value("duplicates", std::uint64_t{0});
@@ -165,6 +178,8 @@ RunResults results_from_json(const nlohmann::json& j) {
     t.node = jt.at("node").get<std::string>();
     t.completed_at = jt.at("completed_at").get<double>();
     t.compute_seconds = jt.value("compute_seconds", 0.0);
+    t.dispatched_at = jt.value("dispatched_at", -1.0);
+    t.queued_seconds = jt.value("queued_seconds", 0.0);
     r.tasks.push_back(t);
   }
   if (j.contains("predicted_fair_throughput")) r.predicted_fair_throughput = j["predicted_fair_throughput"].get<double>();

@@ -22,8 +22,15 @@ struct TaskRecord {
   std::uint32_t app = 0;
   std::uint64_t id = 0;           ///< Index of the task within its application.
   std::string node;               ///< Node that computed it.
-  double completed_at = 0;        ///< seconds since the start of the run (master's clock)
+  double completed_at = 0;        ///< seconds since the start of the run (master's clock): result received
   double compute_seconds = 0;     ///< seconds the kernel ran on that node
+  /// seconds since the start (master's clock): the master last handed the task out (sent
+  /// it down or started it itself); negative if not recorded (older files).
+  double dispatched_at = -1;
+  double queued_seconds = 0;      ///< seconds it waited in the node's executor queue
+  /// seconds since the start (master's clock) the kernel started: completed_at −
+  /// compute_seconds, i.e. without the result's way back up (a few bytes per hop).
+  double started_at() const { return completed_at - compute_seconds; }
 };
 
 struct AppResult {
@@ -45,7 +52,17 @@ struct NodeResult {
   std::uint64_t tasks_computed = 0;
 };
 
+/// results.json's format version (docs/results-format.md); 2 added the header fields
+/// below and per-task dispatch and start times.
+inline constexpr int results_format_version = 2;
+
 struct RunResults {
+  // Header: enough to reproduce the run (issue 18). Empty/null when not known.
+  std::string started_utc;              ///< ISO 8601 UTC time the dispatching started
+  std::string treefarm_version;         ///< "0.1.0"
+  nlohmann::json host;                  ///< The master's host facts (treefarm hwdetect --json subset)
+  nlohmann::json settings;              ///< Every setting of the run (policy, buffer, seed, options)
+  std::string experiment_text;          ///< The experiment file as run (its whole text)
   std::string experiment;
   std::string policy;
   double epsilon = 0.1;

@@ -91,14 +91,27 @@ class TomlReader {
                                          std::int64_t max) const {
     const toml::node* node = table.get(key);
     if (!node) return std::nullopt;
-    const auto* i = node->as_integer();
-    if (!i) wrong_type(*node, prefix + std::string(key), "an integer");
-    const std::int64_t v = i->get();
+    const std::int64_t v = whole_number(*node, prefix + std::string(key), "an integer");
     if (v < min || v > max)
       fail(line_of(*node), prefix + std::string(key),
            "must be between " + std::to_string(min) + " and " + std::to_string(max) + ", got " +
                std::to_string(v));
     return v;
+  }
+
+  /// An integer, or a float that is an exact integer ("bytes = 1e6", "tasks = 1e4"): users
+  /// write sizes that way. Anything else names the field and says what was expected.
+  std::int64_t whole_number(const toml::node& node, const std::string& field, std::string_view expected) const {
+    if (const auto* i = node.as_integer()) return i->get();
+    if (const auto* f = node.as_floating_point()) {
+      const double d = f->get();
+      // 2^63 is exactly representable; anything at or above it does not fit an int64.
+      if (std::isfinite(d) && d == std::trunc(d) && d >= -9.2233720368547758e18 && d < 9.2233720368547758e18)
+        return static_cast<std::int64_t>(d);
+      fail(line_of(node), field, "expected " + std::string(expected) + ", got " + std::to_string(d) +
+                                     " (a float that is not a whole number)");
+    }
+    wrong_type(node, field, expected);
   }
 
   /// An integer or a float, finite.
@@ -152,9 +165,10 @@ class TomlReader {
       } catch (const std::invalid_argument& e) {
         fail(line_of(*node), prefix + std::string(key), e.what());
       }
-    } else if (const auto* i = node->as_integer()) {
-      if (i->get() < 0) fail(line_of(*node), prefix + std::string(key), "must be >= 0");
-      v = static_cast<std::uint64_t>(i->get());
+    } else if (node->is_integer() || node->is_floating_point()) {
+      const std::int64_t i = whole_number(*node, prefix + std::string(key), "an integer (bytes) or a size like '512MiB'");
+      if (i < 0) fail(line_of(*node), prefix + std::string(key), "must be >= 0");
+      v = static_cast<std::uint64_t>(i);
     } else {
       wrong_type(*node, prefix + std::string(key), "an integer (bytes) or a size like '512MiB'");
     }

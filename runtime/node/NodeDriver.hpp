@@ -29,6 +29,7 @@
 #include "runtime/core/Policy.hpp"
 #include "runtime/model/Application.hpp"
 #include "runtime/net/Messages.hpp"
+#include "runtime/node/ExitCode.hpp"
 #include "runtime/node/LinkProber.hpp"
 #include "runtime/node/LocalRunner.hpp"
 #include "runtime/node/Payload.hpp"
@@ -37,14 +38,6 @@
 namespace treefarm::core { class NodeScheduler; }
 
 namespace treefarm::node {
-
-/// Exit codes of a node (the process's exit code).
-enum ExitCode : int {
-  exit_ok = 0,
-  exit_error = 1,
-  exit_parent_lost = 3,
-  exit_interrupted = 130,
-};
 
 /// How a node behaves; time values in seconds.
 struct NodeOptions {

@@ -4,7 +4,12 @@
 #include <fstream>
 #include <regex>
 #include <stdexcept>
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <spdlog/spdlog.h>
 
@@ -31,20 +36,43 @@ KeyPair generate_keypair() {
   return KeyPair{pub, sec};
 }
 
-void write_keypair(const std::string& dir, const std::string& name, const KeyPair& keys) {
+void check_key_name(const std::string& name) {
+  const bool ok = !name.empty() && name.size() <= 64 && name[0] != '.' &&
+                  std::all_of(name.begin(), name.end(), [](char c) {
+                    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+                           c == '-' || c == '.';
+                  });
+  if (!ok)
+    throw std::invalid_argument("key name '" + name +
+                                "' is not a plain node name (letters, digits, '_', '-', '.'; no '/'): give the "
+                                "directory with --out DIR");
+}
+
+void write_keypair(const std::string& dir, const std::string& name, const KeyPair& keys, bool overwrite) {
+  check_key_name(name);
   std::filesystem::create_directories(dir);
   const auto pub = std::filesystem::path(dir) / (name + ".key");
   const auto sec = std::filesystem::path(dir) / (name + ".key_secret");
+  if (!overwrite)
+    for (const auto& p : {pub, sec})
+      if (std::filesystem::exists(p))
+        throw std::runtime_error(p.string() + " exists; not overwritten (give --force to replace the key)");
   {
-    std::ofstream f(pub);
-    f << "# treefarm CURVE public key of " << name << "\npublic-key = \"" << keys.public_key << "\"\n";
+    // The secret is born 0600: open with the mode, never chmod after writing.
+    const int fd = ::open(sec.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | (overwrite ? 0 : O_EXCL), 0600);
+    if (fd < 0) throw std::runtime_error("cannot create " + sec.string() + ": " + std::strerror(errno));
+    if (::fchmod(fd, 0600) != 0) {  // an existing file replaced with --force keeps no wider mode
+      ::close(fd);
+      throw std::runtime_error("cannot set mode 0600 on " + sec.string() + ": " + std::strerror(errno));
+    }
+    const std::string text = "# treefarm CURVE secret key of " + name + ": keep private\npublic-key = \"" +
+                             keys.public_key + "\"\nsecret-key = \"" + keys.secret_key + "\"\n";
+    const bool written = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+    if (::close(fd) != 0 || !written) throw std::runtime_error("cannot write " + sec.string());
   }
-  {
-    std::ofstream f(sec);
-    f << "# treefarm CURVE secret key of " << name << ": keep private\npublic-key = \"" << keys.public_key
-      << "\"\nsecret-key = \"" << keys.secret_key << "\"\n";
-  }
-  chmod(sec.c_str(), 0600);
+  std::ofstream f(pub, std::ios::trunc);
+  f << "# treefarm CURVE public key of " << name << "\npublic-key = \"" << keys.public_key << "\"\n";
+  if (!f.flush()) throw std::runtime_error("cannot write " + pub.string());
 }
 
 KeyPair load_secret_key_file(const std::string& path) {
@@ -100,8 +128,23 @@ void apply_curve_client(zmq::socket_t& socket, const CurveConfig& config) {
   socket.set(zmq::sockopt::curve_secretkey, config.own.secret_key);
 }
 
-ZapHandler::ZapHandler(zmq::context_t& context, std::set<std::string> authorized, std::string node_name)
-    : context_(context), authorized_(std::move(authorized)), node_name_(std::move(node_name)) {
+namespace {
+/// inode, size and mtime (ns) of a file; "" if it cannot be stat-ed.
+std::string file_stamp(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return {};
+  return std::to_string(st.st_ino) + ":" + std::to_string(st.st_size) + ":" + std::to_string(st.st_mtim.tv_sec) +
+         "." + std::to_string(st.st_mtim.tv_nsec);
+}
+}  // namespace
+
+ZapHandler::ZapHandler(zmq::context_t& context, std::set<std::string> authorized, std::string node_name,
+                       std::string authorized_file)
+    : context_(context),
+      authorized_(std::move(authorized)),
+      node_name_(std::move(node_name)),
+      authorized_file_(std::move(authorized_file)) {
+  if (!authorized_file_.empty()) file_stamp_ = file_stamp(authorized_file_);
   socket_ = std::make_unique<zmq::socket_t>(context_, zmq::socket_type::rep);
   socket_->set(zmq::sockopt::linger, 0);
   socket_->bind("inproc://zeromq.zap.01");
@@ -113,8 +156,27 @@ ZapHandler::~ZapHandler() {
   if (thread_.joinable()) thread_.join();
 }
 
+// Only the ZAP thread reads and replaces authorized_: no lock.
+void ZapHandler::reload_if_changed() {
+  if (authorized_file_.empty()) return;
+  const std::string stamp = file_stamp(authorized_file_);
+  if (stamp == file_stamp_ || stamp.empty()) return;
+  file_stamp_ = stamp;
+  try {
+    auto keys = load_authorized_keys(authorized_file_);
+    spdlog::info("{}: re-read {}: {} authorized keys (was {}); applies to new connections", node_name_,
+                 authorized_file_, keys.size(), authorized_.size());
+    authorized_ = std::move(keys);
+    ++reloads_;
+  } catch (const std::exception& e) {
+    spdlog::error("{}: {} changed but cannot be used ({}); keeping the {} keys read before", node_name_,
+                  authorized_file_, e.what(), authorized_.size());
+  }
+}
+
 void ZapHandler::loop() {
   while (!stop_) {
+    reload_if_changed();
     zmq::pollitem_t item{static_cast<void*>(*socket_), 0, ZMQ_POLLIN, 0};
     zmq::poll(&item, 1, std::chrono::milliseconds(100));
     if (!(item.revents & ZMQ_POLLIN)) continue;

@@ -28,8 +28,13 @@ struct KeyPair {
 
 /// A fresh key pair. Throws std::runtime_error if libzmq has no CURVE.
 KeyPair generate_keypair();
-/// Writes DIR/NAME.key and DIR/NAME.key_secret (0600).
-void write_keypair(const std::string& dir, const std::string& name, const KeyPair& keys);
+/// Writes DIR/NAME.key and DIR/NAME.key_secret, the secret file created with mode 0600
+/// (never readable by others, not even for an instant). NAME must be a plain file name
+/// (letters, digits, '_', '-', '.'; no '/'); DIR is created if missing. An existing file
+/// is not replaced unless `overwrite`. Throws std::runtime_error naming the file.
+void write_keypair(const std::string& dir, const std::string& name, const KeyPair& keys, bool overwrite = false);
+/// Throws std::invalid_argument unless `name` can name key files (see write_keypair).
+void check_key_name(const std::string& name);
 /// Reads a NAME.key_secret file. Throws std::runtime_error naming the file.
 KeyPair load_secret_key_file(const std::string& path);
 /// Reads the public key of a NAME.key (or NAME.key_secret) file.
@@ -48,6 +53,9 @@ struct CurveConfig {
   /// Public key -> the only node name it may join as (authorized_keys `NAME PUBKEY`
   /// lines); a key absent here may join under any name.
   std::map<std::string, std::string> key_names;
+  /// The authorized_keys file `authorized` came from ("" = none): re-read when it changes,
+  /// so that a key removed from it is refused for new connections (docs/security.md).
+  std::string authorized_file;
 };
 
 /// Makes `socket` a CURVE server (ROUTER for children) or client (DEALER to the parent).
@@ -59,17 +67,26 @@ void apply_curve_client(zmq::socket_t& socket, const CurveConfig& config);
 /// the peer address and its public key, never a secret).
 class ZapHandler {
  public:
-  ZapHandler(zmq::context_t& context, std::set<std::string> authorized, std::string node_name);
+  /// `authorized_file` ("" = none): checked every 100 ms (inode, size, mtime) and re-read
+  /// when it changed; a file that no longer parses keeps the previous keys (logged).
+  ZapHandler(zmq::context_t& context, std::set<std::string> authorized, std::string node_name,
+             std::string authorized_file = {});
   ~ZapHandler();
   std::uint64_t refused() const { return refused_; }
+  /// Times the authorized keys were re-read from the file.
+  std::uint64_t reloads() const { return reloads_; }
 
  private:
   void loop();
+  void reload_if_changed();
   zmq::context_t& context_;
   std::set<std::string> authorized_;
   std::string node_name_;
   std::atomic<bool> stop_{false};
   std::atomic<std::uint64_t> refused_{0};
+  std::atomic<std::uint64_t> reloads_{0};
+  std::string authorized_file_;
+  std::string file_stamp_;  ///< inode, size and mtime of authorized_file_ when last read
   std::unique_ptr<zmq::socket_t> socket_;
   std::thread thread_;
 };

@@ -1,6 +1,6 @@
 // `treefarm gen-machines` and `treefarm plan` end to end: the JSON object, the written
 // experiment file (loads, and `treefarm predict` gives the planned throughput), errors
-// naming file and line, exit code 2 when the QoS is not met.
+// naming file and line, exit code 4 when the QoS is not met.
 
 #include <gtest/gtest.h>
 
@@ -68,7 +68,7 @@ TEST_F(PlanCommand, ExitCodeTwoWhenTheQosCannotBeMet) {
   ASSERT_EQ(run(treefarm + " gen-machines --machines 4 --lans 2 --seed 1 --out " + path("m.toml")).first, 0);
   auto [rc, text] = run(treefarm + " plan " + path("m.toml") + " --apps " + path("apps.toml") +
                         " --method qlse --qos 1e6 --out " + path("never.toml"));
-  EXPECT_EQ(rc, 2) << text;
+  EXPECT_EQ(rc, 4) << text;  // exit_wrong_results (runtime/node/ExitCode.hpp)
   EXPECT_NE(text.find("QoS is not met"), std::string::npos) << text;
   EXPECT_FALSE(std::filesystem::exists(path("never.toml")));
 }
@@ -77,7 +77,7 @@ TEST_F(PlanCommand, BadMachinesFileNamesFileLineAndField) {
   std::ofstream(path("bad.toml")) << "[[lan]]\nname = \"a\"\nbandwidth = \"1Gbps\"\n\n[[machine]]\nname = \"x\"\n"
                                      "lan = \"a\"\nspeed = \"quick\"\n";
   auto [rc, text] = run(treefarm + " plan " + path("bad.toml") + " --apps " + path("apps.toml"));
-  EXPECT_EQ(rc, 1);
+  EXPECT_EQ(rc, 3);  // exit_bad_input (runtime/node/ExitCode.hpp)
   EXPECT_NE(text.find("bad.toml:8"), std::string::npos) << text;
   EXPECT_NE(text.find("machine[0].speed"), std::string::npos) << text;
 }

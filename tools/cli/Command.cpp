@@ -10,6 +10,7 @@ std::atomic<bool>& interrupted() {
 void add_all_commands(CLI::App& app, Commands& out) {
   add_run_command(app, out);
   add_launch_command(app, out);
+  add_report_command(app, out);
   add_keygen_command(app, out);
   add_calibrate_command(app, out);
   add_predict_command(app, out);

@@ -4,8 +4,9 @@
 #include <memory>
 #include <stdexcept>
 
-#include "runtime/metrics/AtomicFile.hpp"
+#include "runtime/cli/CliSupport.hpp"
 #include "runtime/core/Policy.hpp"
+#include "runtime/metrics/AtomicFile.hpp"
 #include "runtime/model/Calibration.hpp"
 #include "runtime/model/Experiment.hpp"
 #include "tools/HostCalibration.hpp"
@@ -70,18 +71,21 @@ void add_run_command(CLI::App& app, Commands& out) {
   run->add_option("experiment", o->experiment, "Experiment file (TOML, docs/experiment-file.md)")->required()->check(CLI::ExistingFile);
   run->add_option("--out", o->lo.out_dir, "Write DIR/results.json and DIR/logs/ (default: a temporary directory)");
   run->add_option("--policy", o->lo.policy, "Scheduling policy (overrides [run] policy)");
-  run->add_option("--buffer", o->lo.buffer, "Buffer bound B in tasks (overrides [run] buffer)")->check(CLI::Range(1u, 1'000'000u));
+  run->add_option("--buffer", o->lo.buffer, "Buffer bound B in tasks, >= 1 (overrides [run] buffer)")->check(CLI::Range(1u, 1000000u));
   run->add_flag("--resume", o->resume, "Continue the run journaled in OUT/journal.tsv (needs --out): only tasks it lacks are done");
   run->add_option("--spot-check", o->spot_check, "Fraction of results the master recomputes (default 0.01; docs/security.md)")
       ->check(CLI::Range(0.0, 1.0));
-  run->add_option("--timeout", o->lo.timeout, "Give up after this many seconds (0 = never)")->capture_default_str();
+  run->add_option("--timeout", o->lo.timeout, "Give up after this many seconds (0 = never; exit code 124)")->capture_default_str()->check(cli_support::non_negative_seconds());
   run->add_option("--calibration", o->calibration, "Calibration file: print the LP prediction beside the measurements")->check(CLI::ExistingFile);
   run->add_flag("--calibrate", o->calibrate, "Calibrate in place first (OUT/calibration.json), then run and compare with the LP");
-  run->add_flag("--quiet", o->lo.quiet, "No progress lines");
-  run->add_option("--heartbeat-interval", o->hb_interval, "seconds between heartbeats (default 1)");
-  run->add_option("--heartbeat-timeout", o->hb_timeout, "seconds of silence after which a node is declared dead (default 6)");
+  run->add_flag("--quiet", o->lo.quiet, "No progress display (the table and results.json remain)");
+  run->add_flag("--json-progress", o->lo.json_progress,
+                "stdout: one JSON object per second ({\"type\":\"progress\",...}), then the results as a last JSON line "
+                "({\"type\":\"results\",...}) instead of the table");
+  run->add_option("--heartbeat-interval", o->hb_interval, "seconds between heartbeats (default 1)")->check(cli_support::positive_seconds());
+  run->add_option("--heartbeat-timeout", o->hb_timeout, "seconds of silence after which a node is declared dead (default 6)")->check(cli_support::positive_seconds());
   run->add_flag("--encrypt", o->lo.encrypt, "CURVE-encrypt and authenticate every link, loopback included (keys made for the run)");
-  run->add_option("--log-level", o->lo.log_level, "trace|debug|info|warn|error|off")->capture_default_str();
+  cli_support::add_log_level_option(*run, o->lo.log_level);
   out.push_back({run, [o] { return run_run(*o); }});
 }
 

@@ -1,3 +1,4 @@
+#include "runtime/node/ExitCode.hpp"
 #include "tools/plan/PlanCommands.hpp"
 
 #include <csignal>
@@ -184,7 +185,7 @@ std::optional<int> PlanCommands::run(std::ostream& out, std::ostream& err) {
     }
     if (!result.found || !result.qos_satisfied) {
       err << "treefarm plan: the QoS is not met" << (result.found ? "" : " (no tree written)") << "\n";
-      return 2;
+      return node::exit_wrong_results;
     }
     return 0;
   }

@@ -141,7 +141,18 @@ TEST(ModelFromExperiment, ZeroOrNegativeSpeedNamesNodeAndField) {
   e.nodes[2].speed = -1e9;
   expect_error(e, {"'w2'", "speed"});
   e.nodes[2].speed.reset();  // computes, no speed, no measure
-  expect_error(e, {"'w2'", "speed", "missing"});
+  // issue 18: names the file, the node's line and the field, and says what to give.
+  e.path = "x.toml";
+  e.nodes[2].line = 12;
+  try {
+    (void)model_from_experiment(e);
+    FAIL() << "a computing node without speed accepted";
+  } catch (const model::FileError& err) {
+    EXPECT_EQ(err.field(), "node[2].speed");
+    EXPECT_EQ(std::string(err.what()).rfind("x.toml:12: ", 0), 0u) << err.what();
+    EXPECT_NE(std::string(err.what()).find("'w2'"), std::string::npos) << err.what();
+    EXPECT_NE(std::string(err.what()).find("--calibration"), std::string::npos) << err.what();
+  }
 }
 
 TEST(ModelFromExperiment, AppNoNodeCanRunNamesTheApp) {

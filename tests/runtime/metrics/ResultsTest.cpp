@@ -234,6 +234,30 @@ TEST(ResultsJson, RoundTripKeepsTheFields) {
   }
 }
 
+// issue 18: the header and the per-task dispatch and start times survive a round trip.
+TEST(ResultsJson, HeaderAndTaskTimesRoundTrip) {
+  auto in = sample_run();
+  in.started_utc = "2026-11-23T10:50:02Z";
+  in.treefarm_version = "0.1.0";
+  in.host = {{"hostname", "h"}, {"cores", {0, 1}}};
+  in.settings = {{"buffer", 10}, {"seed", 1}};
+  in.experiment_text = "[[node]]\nname = \"m\"\n";
+  in.tasks[0].dispatched_at = 0.125;
+  in.tasks[0].queued_seconds = 0.5;
+  const auto j = to_json(in);
+  EXPECT_EQ(j.at("format_version"), results_format_version);
+  EXPECT_EQ(j.at("tasks")[0].at("started_at").get<double>(), in.tasks[0].completed_at - in.tasks[0].compute_seconds);
+  const auto out = results_from_json(j);
+  EXPECT_EQ(out.started_utc, in.started_utc);
+  EXPECT_EQ(out.treefarm_version, in.treefarm_version);
+  EXPECT_EQ(out.host, in.host);
+  EXPECT_EQ(out.settings, in.settings);
+  EXPECT_EQ(out.experiment_text, in.experiment_text);
+  EXPECT_EQ(out.tasks[0].dispatched_at, 0.125);
+  EXPECT_EQ(out.tasks[0].queued_seconds, 0.5);
+  EXPECT_EQ(out.tasks[1].dispatched_at, -1.0);  // not recorded
+}
+
 TEST(ResultsJson, ATaskOfAnUnknownApplicationIsAnError) {
   auto j = to_json(sample_run());
   j["tasks"][0]["app"] = "no-such-app";

@@ -187,6 +187,35 @@ TEST(Experiment, WhatReadsFileLineFieldMessage) {
   EXPECT_STREQ(e.what(), "x.toml:12: field 'node[0].cores': must be >= 0");
 }
 
+TEST(Experiment, WholeFloatsAndUnitStringsAreAcceptedWhereIntegersAndSizesAreExpected) {
+  // issue 18: users write sizes as 1e6 and "1 MB"; a float that is an exact integer is an integer.
+  const auto e = parse_experiment(
+      "[[node]]\nname = \"m\"\ncores = 2.0\n[[node]]\nname = \"w\"\nparent = \"m\"\nbandwidth = \"100Mbps\"\n"
+      "[[app]]\nname = \"a\"\nkernel = \"noop\"\nbytes = 1e6\ntasks = 1e4\n"
+      "[[app]]\nname = \"b\"\nkernel = \"noop\"\nbytes = \"1 MB\"\ntasks = 1\nmemory_per_task = \"1MiB\"\n"
+      "[[app]]\nname = \"c\"\nkernel = \"matmul\"\nn = 5.12e2\ntasks = 1\n"
+      "[run]\nbuffer = 4.0\n",
+      "units.toml");
+  EXPECT_EQ(e.nodes[0].cores, 2u);
+  EXPECT_DOUBLE_EQ(*e.nodes[1].bandwidth, 100e6 / 8);
+  EXPECT_EQ(e.apps[0].bytes, 1000000u);
+  EXPECT_EQ(e.apps[0].tasks, 10000u);
+  EXPECT_EQ(e.apps[1].bytes, 1000000u);
+  EXPECT_EQ(e.apps[1].memory_per_task, 1u << 20);
+  EXPECT_EQ(e.apps[2].n, 512u);
+  EXPECT_EQ(e.run.buffer, 4u);
+  // Not a whole number: refused, naming the field.
+  try {
+    parse_experiment("[[node]]\nname = \"m\"\n[[app]]\nname = \"a\"\nkernel = \"noop\"\nbytes = 1.5\ntasks = 1\n",
+                     "frac.toml");
+    FAIL() << "bytes = 1.5 accepted";
+  } catch (const FileError& err) {
+    EXPECT_EQ(err.line(), 6);
+    EXPECT_EQ(err.field(), "app[0].bytes");
+    EXPECT_NE(std::string(err.what()).find("not a whole number"), std::string::npos) << err.what();
+  }
+}
+
 constexpr const char* master = "[[node]]\nname = \"m\"\n";           // lines 1-2
 constexpr const char* app = "[[app]]\nname = \"a\"\nkernel = \"noop\"\nbytes = 8\ntasks = 1\n";
 

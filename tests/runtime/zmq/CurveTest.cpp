@@ -2,7 +2,9 @@
 #include "runtime/zmq/Curve.hpp"
 
 #include <filesystem>
+#include <chrono>
 #include <fstream>
+#include <thread>
 
 #include <map>
 
@@ -75,6 +77,74 @@ TEST(Curve, BadKeyFilesAreErrorsNamingTheFileAndLine) {
   std::ofstream(dir.path() / "x.key_secret") << "public-key = \"tooshort\"\n";
   EXPECT_THROW(load_secret_key_file((dir.path() / "x.key_secret").string()), std::runtime_error);
   EXPECT_THROW(load_public_key_file((dir.path() / "missing.key").string()), std::runtime_error);
+}
+
+
+// issue 18: keygen must not clobber a key, must not write through a name with a '/', and
+// a replaced secret file ends 0600 even if the old one was wider.
+TEST(Curve, ExistingKeysAreKeptUnlessOverwriteAndNamesArePlain) {
+  TempDir dir("curve");
+  const auto first = generate_keypair();
+  write_keypair(dir.path().string(), "w1", first);
+  const auto second = generate_keypair();
+  try {
+    write_keypair(dir.path().string(), "w1", second);
+    FAIL() << "an existing key was overwritten";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("w1.key"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("--force"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(load_secret_key_file((dir.path() / "w1.key_secret").string()).secret_key, first.secret_key);
+  fs::permissions(dir.path() / "w1.key_secret", fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read |
+                                                    fs::perms::others_read);
+  write_keypair(dir.path().string(), "w1", second, /*overwrite=*/true);
+  EXPECT_EQ(load_secret_key_file((dir.path() / "w1.key_secret").string()).secret_key, second.secret_key);
+  EXPECT_EQ(fs::status(dir.path() / "w1.key_secret").permissions() & (fs::perms::group_all | fs::perms::others_all),
+            fs::perms::none);
+  EXPECT_THROW(write_keypair(dir.path().string(), "a/b", second), std::invalid_argument);
+  EXPECT_FALSE(fs::exists(dir.path() / "a"));
+}
+
+// issue 18: a key removed from authorized_keys is refused for new connections, without a
+// restart (the ZAP handler re-reads the file when it changes).
+TEST(Curve, ZapHandlerReReadsTheAuthorizedKeysFile) {
+  TempDir dir("curve");
+  const auto server_keys = generate_keypair();
+  const auto client_keys = generate_keypair();
+  const auto file = (dir.path() / "authorized_keys").string();
+  std::ofstream(file) << client_keys.public_key << "  # w1\n";
+  zmq::context_t ctx;
+  ZapHandler zap(ctx, load_authorized_keys(file), "test", file);
+  CurveConfig server_cfg{true, server_keys, "", {}, file};
+  zmq::socket_t server(ctx, zmq::socket_type::router);
+  server.set(zmq::sockopt::linger, 0);
+  apply_curve_server(server, server_cfg);
+  server.bind("tcp://127.0.0.1:*");
+  const std::string endpoint = server.get(zmq::sockopt::last_endpoint);
+  const auto arrives = [&](const std::string& text, int timeout_ms) {
+    CurveConfig client_cfg{true, client_keys, server_keys.public_key, {}, ""};
+    zmq::socket_t client(ctx, zmq::socket_type::dealer);
+    client.set(zmq::sockopt::linger, 0);
+    apply_curve_client(client, client_cfg);
+    client.connect(endpoint);
+    (void)client.send(zmq::buffer(text), zmq::send_flags::dontwait);
+    zmq::pollitem_t item{static_cast<void*>(server), 0, ZMQ_POLLIN, 0};
+    zmq::poll(&item, 1, std::chrono::milliseconds(timeout_ms));
+    if (!(item.revents & ZMQ_POLLIN)) return false;
+    zmq::message_t id, body;
+    (void)server.recv(id);
+    (void)server.recv(body);
+    return body.to_string() == text;
+  };
+  EXPECT_TRUE(arrives("admitted", 3000));
+  EXPECT_EQ(zap.refused(), 0u);
+  // Remove the key: write a new file and rename it over the old one (what keygen does).
+  std::ofstream(file + ".new") << "# nobody\n";
+  fs::rename(file + ".new", file);
+  for (int i = 0; i < 50 && zap.reloads() == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  ASSERT_EQ(zap.reloads(), 1u);
+  EXPECT_FALSE(arrives("refused", 700));
+  EXPECT_GE(zap.refused(), 1u);
 }
 
 }  // namespace

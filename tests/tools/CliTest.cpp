@@ -1,0 +1,233 @@
+// issue 18, everyday use: the three executables as a user runs them — one exit-code table,
+// --version, options refused at start, a worker at a closed port, keygen, bench --json,
+// a failed run that writes no results.
+#include <gtest/gtest.h>
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <regex>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/integration/ProcessTestUtil.hpp"
+
+namespace treefarm::testing {
+namespace {
+
+const std::string treefarm = bin_dir + "/treefarm";
+const std::string master = bin_dir + "/treefarm-master";
+const std::string worker = bin_dir + "/treefarm-worker";
+
+constexpr const char* tiny = R"([[node]]
+name = "master"
+cores = 0
+
+[[node]]
+name = "w1"
+parent = "master"
+cores = 1
+
+[[app]]
+name = "noop"
+kernel = "noop"
+bytes = 1e3
+tasks = 50
+)";
+
+/// stdout only (stderr to a file), for output that must be machine-readable.
+CommandResult run_stdout(const std::string& cmd, const fs::path& err) {
+  CommandResult r;
+  std::FILE* p = popen((cmd + " 2>" + err.string()).c_str(), "r");
+  if (!p) return r;
+  char buf[4096];
+  std::size_t n = 0;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) r.output.append(buf, n);
+  const int status = pclose(p);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return r;
+}
+
+/// A TCP port on loopback that nothing listens on (bound, then closed).
+int closed_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+TEST(Cli, VersionAndExitCodeTableOnAllThree) {
+  for (const auto& [bin, name] : {std::pair{treefarm, "treefarm"}, std::pair{master, "treefarm-master"},
+                                  std::pair{worker, "treefarm-worker"}}) {
+    const auto v = run_command(bin + " --version");
+    EXPECT_EQ(v.exit_code, 0) << v.output;
+    EXPECT_TRUE(std::regex_search(v.output, std::regex(std::string("^") + name + " [0-9]+\\.[0-9]+\\.[0-9]+\n")))
+        << v.output;
+    const auto h = run_command(bin + " --help");
+    EXPECT_EQ(h.exit_code, 0) << h.output;
+    for (const char* row : {"Exit codes:", "  2  usage error", "  3  bad input file", "  4  wrong results",
+                            "124  --timeout expired", "130  interrupted"})
+      EXPECT_NE(h.output.find(row), std::string::npos) << name << " --help lacks '" << row << "':\n" << h.output;
+    // CLI11's own codes (105-109) do not leak: every parse error is 2.
+    const auto bad = run_command(bin + " --no-such-option");
+    EXPECT_EQ(bad.exit_code, 2) << bad.output;
+    EXPECT_NE(bad.output.find("--help"), std::string::npos) << bad.output;
+  }
+  EXPECT_EQ(run_command(treefarm).exit_code, 2);                   // no subcommand
+  EXPECT_EQ(run_command(treefarm + " run").exit_code, 2);          // missing experiment
+  EXPECT_EQ(run_command(treefarm + " run /no/such.toml").exit_code, 2);
+  const auto sub = run_command(treefarm + " run --help");
+  EXPECT_NE(sub.output.find("Exit codes:"), std::string::npos) << sub.output;
+}
+
+TEST(Cli, BadValuesAreRefusedAtStart) {
+  TempDir dir("cli");
+  const auto exp = write_file(dir.path() / "tiny.toml", tiny);
+  for (const std::string& cmd :
+       {treefarm + " run " + exp + " --log-level verbose", master + " " + exp + " --log-level verbose",
+        worker + " tcp://127.0.0.1:1 --log-level verbose"}) {
+    const auto r = run_command(cmd);
+    EXPECT_EQ(r.exit_code, 2) << cmd << "\n" << r.output;
+    EXPECT_NE(r.output.find("verbose"), std::string::npos) << r.output;
+  }
+  for (const char* opt : {" --buffer 0", " --timeout -5", " --heartbeat-timeout 0"}) {
+    const auto r = run_command(treefarm + " run " + exp + opt);
+    EXPECT_EQ(r.exit_code, 2) << opt << "\n" << r.output;
+  }
+  EXPECT_EQ(run_command(master + " " + exp + " --buffer 0").exit_code, 2);
+  EXPECT_EQ(run_command(worker + " tcp://127.0.0.1:1 --join-timeout -1").exit_code, 2);
+}
+
+TEST(Cli, BadExperimentIsExitCode3NamingFileLineField) {
+  TempDir dir("cli");
+  const auto exp = write_file(dir.path() / "bad.toml", std::string(tiny) + "cores_per_task = \"two\"\n");
+  const auto r = run_command(treefarm + " predict " + exp);
+  EXPECT_EQ(r.exit_code, 3) << r.output;
+  EXPECT_NE(r.output.find("bad.toml:15: field 'app[0].cores_per_task'"), std::string::npos) << r.output;
+}
+
+TEST(Cli, InputsAboveTheFrameLimitAreRefusedAtStart) {
+  TempDir dir("cli");
+  const auto exp = write_file(dir.path() / "big.toml",
+                              "[[node]]\nname = \"master\"\ncores = 0\n[[node]]\nname = \"w1\"\nparent = \"master\"\n"
+                              "[[app]]\nname = \"mm\"\nkernel = \"matmul\"\nn = 16384\ntasks = 2\n");
+  const auto start = std::chrono::steady_clock::now();
+  const auto r = run_command(treefarm + " run " + exp + " --out " + (dir.path() / "out").string());
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 10.0);
+  EXPECT_EQ(r.exit_code, 3) << r.output;
+  EXPECT_NE(r.output.find("big.toml:7: field 'app[0].n'"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("frame limit"), std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists(dir.path() / "out" / "results.json"));
+}
+
+TEST(Cli, WorkerAtAClosedPortSaysWhatItTriedAndForHowLong) {
+  const std::string ep = "tcp://127.0.0.1:" + std::to_string(closed_port());
+  // Positional parent address, as `dask worker tcp://host:8786`.
+  const auto r = run_command(worker + " " + ep + " --join-timeout 1 --rejoin-timeout 0 --cores 0");
+  EXPECT_EQ(r.exit_code, 5) << r.output;  // exit_parent_lost
+  EXPECT_NE(r.output.find(ep), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("tried for"), std::string::npos) << r.output;
+}
+
+TEST(Cli, AnInterruptedMasterWritesNoResultsAndExits130) {
+  TempDir dir("cli");
+  const auto exp = write_file(dir.path() / "tiny.toml", tiny);
+  const auto ready = dir.path() / "ready";
+  Child m({master, exp, "--out", (dir.path() / "out").string(), "--ready-file", ready.string(), "--wait-timeout",
+           "60"},
+          dir.path() / "master.log");
+  for (int i = 0; i < 200 && !fs::exists(ready); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  ASSERT_TRUE(fs::exists(ready)) << read_file(dir.path() / "master.log");
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  ::kill(m.pid(), SIGINT);
+  const auto rc = m.wait(10);
+  ASSERT_TRUE(rc.has_value());
+  EXPECT_EQ(*rc, 130) << read_file(dir.path() / "master.log");
+  EXPECT_FALSE(fs::exists(dir.path() / "out" / "results.json"));
+  EXPECT_EQ(read_file(dir.path() / "master.log").find("throughput/s"), std::string::npos);  // no table of zeros
+}
+
+TEST(Cli, KeygenRefusesAPathNameAndKeepsExistingKeys) {
+  TempDir dir("cli");
+  const auto keys = (dir.path() / "keys").string();
+  const auto slash = run_command(treefarm + " keygen a/b --out " + keys);
+  EXPECT_EQ(slash.exit_code, 2) << slash.output;
+  EXPECT_NE(slash.output.find("--out"), std::string::npos) << slash.output;
+  EXPECT_FALSE(fs::exists(dir.path() / "keys" / "a"));
+  ASSERT_EQ(run_command(treefarm + " keygen w1 w2 --out " + keys).exit_code, 0);
+  const auto secret = read_file(dir.path() / "keys" / "w1.key_secret");
+  EXPECT_EQ(fs::status(dir.path() / "keys" / "w1.key_secret").permissions() & (fs::perms::group_all | fs::perms::others_all),
+            fs::perms::none);
+  const auto again = run_command(treefarm + " keygen w1 --out " + keys);
+  EXPECT_NE(again.exit_code, 0);
+  EXPECT_NE(again.output.find("--force"), std::string::npos) << again.output;
+  EXPECT_EQ(read_file(dir.path() / "keys" / "w1.key_secret"), secret);
+  ASSERT_EQ(run_command(treefarm + " keygen w1 --force --out " + keys).exit_code, 0);
+  EXPECT_NE(read_file(dir.path() / "keys" / "w1.key_secret"), secret);
+  // The replaced public key left authorized_keys: one line per name.
+  const auto authorized = read_file(dir.path() / "keys" / "authorized_keys");
+  EXPECT_EQ(std::count(authorized.begin(), authorized.end(), '\n'), 2) << authorized;
+}
+
+TEST(Cli, RunRecordsAReproducibleResultsJsonAndReportDrawsIt) {
+  TempDir dir("cli");
+  const auto exp = write_file(dir.path() / "tiny.toml", tiny);
+  const auto out = dir.path() / "out";
+  const auto r = run_stdout(treefarm + " run " + exp + " --out " + out.string() + " --json-progress --timeout 60",
+                            dir.path() / "err");
+  ASSERT_EQ(r.exit_code, 0) << r.output << read_file(dir.path() / "err");
+  // stdout: JSON lines only, the last one the results.
+  std::istringstream lines(r.output);
+  std::string line, last;
+  while (std::getline(lines, line)) {
+    nlohmann::json parsed;
+    ASSERT_NO_THROW(parsed = nlohmann::json::parse(line)) << "not JSON: " << line << "\nstdout:\n" << r.output;
+    last = line;
+  }
+  const auto summary = nlohmann::json::parse(last);
+  EXPECT_EQ(summary.at("type"), "results");
+  EXPECT_TRUE(summary.at("ok").get<bool>());
+  const auto j = nlohmann::json::parse(read_file(out / "results.json"));
+  EXPECT_EQ(j.at("format_version"), 2);
+  EXPECT_EQ(j.at("experiment_text"), tiny);
+  EXPECT_FALSE(j.at("started_utc").get<std::string>().empty());
+  EXPECT_FALSE(j.at("treefarm_version").get<std::string>().empty());
+  EXPECT_TRUE(j.at("host").contains("hostname"));
+  EXPECT_EQ(j.at("settings").at("buffer"), 10);
+  ASSERT_EQ(j.at("tasks").size(), 50u);
+  for (const auto& t : j.at("tasks")) {
+    const double dispatched = t.at("dispatched_at").get<double>(), started = t.at("started_at").get<double>(),
+                 completed = t.at("completed_at").get<double>();
+    EXPECT_GE(dispatched, 0.0);
+    EXPECT_LE(dispatched, started + 1e-3);  // started_at leaves out only the way back up
+    EXPECT_LE(started, completed);
+  }
+  const auto rep = run_command(treefarm + " report " + (out / "results.json").string());
+  EXPECT_EQ(rep.exit_code, 0) << rep.output;
+  EXPECT_NE(rep.output.find("throughput/s"), std::string::npos) << rep.output;
+  if (rep.output.find("gnuplot not found") == std::string::npos) {
+    EXPECT_GT(fs::file_size(out / "gantt.png"), 1000u) << rep.output;
+    EXPECT_GT(fs::file_size(out / "throughput.png"), 1000u) << rep.output;
+  }
+  const auto bad = run_command(treefarm + " report " + exp);
+  EXPECT_EQ(bad.exit_code, 3) << bad.output;
+}
+
+TEST(Cli, BenchDispatchJsonPrintsOnlyJson) {
+  TempDir dir("cli");
+  const auto r = run_stdout(treefarm + " bench dispatch --tasks 2000 --json", dir.path() / "err");
+  ASSERT_EQ(r.exit_code, 0) << r.output << read_file(dir.path() / "err");
+  nlohmann::json j;
+  ASSERT_NO_THROW(j = nlohmann::json::parse(r.output)) << "stdout is not JSON:\n" << r.output;
+  EXPECT_GT(j.at("dispatch_tasks_per_s").get<double>(), 0);
+}
+
+}  // namespace
+}  // namespace treefarm::testing

@@ -1,0 +1,130 @@
+#include "tools/Report.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <stdexcept>
+
+#include <nlohmann/json.hpp>
+
+#include "runtime/metrics/Results.hpp"
+#include "runtime/model/Experiment.hpp"
+#include "runtime/node/ExitCode.hpp"
+
+namespace treefarm::tools {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string quoted(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("''") : std::string(1, c);
+  return out + "'";
+}
+
+bool gnuplot(const fs::path& script) {
+  const std::string cmd = "gnuplot " + script.string() + " 2>/dev/null";
+  return std::system(cmd.c_str()) == 0;
+}
+
+}  // namespace
+
+int report(const ReportOptions& options, std::ostream& out) {
+  std::ifstream f(options.results);
+  if (!f) throw model::FileError(options.results, 0, "", "cannot read the file");
+  metrics::RunResults r;
+  try {
+    r = metrics::results_from_json(nlohmann::json::parse(f));
+  } catch (const nlohmann::json::exception& e) {
+    throw model::FileError(options.results, 0, "", std::string("not a treefarm results.json: ") + e.what());
+  } catch (const std::out_of_range& e) {
+    throw model::FileError(options.results, 0, "", std::string("not a treefarm results.json: ") + e.what());
+  }
+  if (!r.started_utc.empty() || !r.treefarm_version.empty())
+    out << "run of " << r.experiment << " started " << r.started_utc << " (treefarm " << r.treefarm_version
+        << ", policy " << r.policy << ")\n";
+  metrics::print_table(out, r);
+  const int rc = r.ok() ? node::exit_ok : node::exit_wrong_results;
+  if (!options.plots) return rc;
+  if (std::system("command -v gnuplot >/dev/null 2>&1") != 0) {
+    out << "(gnuplot not found: no plots)\n";
+    return rc;
+  }
+  const fs::path dir = options.out_dir.empty() ? fs::path(options.results).parent_path() : fs::path(options.out_dir);
+  fs::create_directories(dir.empty() ? fs::path(".") : dir);
+  const auto path = [&](const std::string& name) { return (dir.empty() ? fs::path(name) : dir / name).string(); };
+
+  // Gantt chart: rows are nodes in results order.
+  std::map<std::string, std::size_t> row;
+  for (const auto& n : r.nodes) row.emplace(n.name, row.size());
+  for (const auto& t : r.tasks) row.emplace(t.node, row.size());
+  {
+    std::ofstream wait(path("gantt-wait.dat")), run(path("gantt-run.dat"));
+    for (const auto& t : r.tasks) {
+      const double y = static_cast<double>(row.at(t.node));
+      const double start = std::max(0.0, t.started_at());
+      if (t.dispatched_at >= 0 && start > t.dispatched_at) wait << t.dispatched_at << " " << y << " " << start - t.dispatched_at << "\n";
+      run << start << " " << y << " " << t.completed_at - start << " " << t.app + 1 << "\n";
+    }
+    std::ofstream gp(path("gantt.gp"));
+    gp << "set terminal pngcairo size 1200," << 150 + 40 * row.size() << "\nset output " << quoted(path("gantt.png"))
+       << "\nset title 'Tasks per node: dispatch to start (grey), start to completion (colour = application)'\n"
+       << "set xlabel 'seconds since the start'\nset yrange [-0.5:" << static_cast<double>(row.size()) - 0.5
+       << "]\nset ytics (";
+    bool first = true;
+    for (const auto& [name, y] : row) {
+      gp << (first ? "" : ", ") << quoted(name) << " " << y;
+      first = false;
+    }
+    gp << ")\nset grid xtics\nset key outside right\n"
+       << "plot " << quoted(path("gantt-wait.dat")) << " using 1:2:3:(0) with vectors nohead lw 2 lc rgb '#bbbbbb' title 'waiting'";
+    for (std::size_t k = 0; k < r.apps.size(); ++k)
+      gp << ", " << quoted(path("gantt-run.dat")) << " using 1:($4 == " << k + 1 << " ? $2 : 1/0):3:(0) with vectors nohead lw 8 lc "
+         << k + 1 << " title " << quoted(r.apps[k].name);
+    gp << "\n";
+  }
+  // Throughput over time beside the prediction.
+  {
+    const double bin = options.bin > 0 ? options.bin : 1.0;
+    const std::size_t bins = static_cast<std::size_t>(std::ceil(std::max(r.duration, bin) / bin));
+    std::vector<std::vector<double>> counts(r.apps.size(), std::vector<double>(bins, 0.0));
+    for (const auto& t : r.tasks) {
+      const auto b = std::min(bins - 1, static_cast<std::size_t>(std::max(0.0, t.completed_at) / bin));
+      counts[t.app][b] += 1;
+    }
+    std::ofstream data(path("throughput.dat"));
+    for (std::size_t b = 0; b < bins; ++b) {
+      data << (static_cast<double>(b) + 0.5) * bin;
+      for (std::size_t k = 0; k < r.apps.size(); ++k) data << " " << counts[k][b] / bin;
+      data << "\n";
+    }
+    std::ofstream gp(path("throughput.gp"));
+    gp << "set terminal pngcairo dashed size 1000,550\nset output " << quoted(path("throughput.png"))
+       << "\nset title 'Throughput over time (" << bin << " s bins); dashed: LP prediction; dotted: steady window'\n"
+       << "set xlabel 'seconds since the start'\nset ylabel 'tasks/s'\nset yrange [0:*]\nset grid\nset key outside right\n";
+    if (r.steady_end > 0)
+      gp << "set arrow from " << r.epsilon * r.steady_end << ", graph 0 to " << r.epsilon * r.steady_end
+         << ", graph 1 nohead dt 3\nset arrow from " << (1 - r.epsilon) * r.steady_end << ", graph 0 to "
+         << (1 - r.epsilon) * r.steady_end << ", graph 1 nohead dt 3\n";
+    gp << "plot ";
+    for (std::size_t k = 0; k < r.apps.size(); ++k) {
+      gp << (k ? ", " : "") << quoted(path("throughput.dat")) << " using 1:" << k + 2 << " with steps lw 2 lc " << k + 1
+         << " title " << quoted(r.apps[k].name + " measured");
+      if (r.apps[k].predicted)
+        gp << ", " << *r.apps[k].predicted << " with lines dt 2 lw 2 lc " << k + 1 << " title "
+           << quoted(r.apps[k].name + " LP");
+    }
+    gp << "\n";
+  }
+  for (const char* name : {"gantt", "throughput"}) {
+    const bool ok = gnuplot(path(std::string(name) + ".gp"));
+    out << (ok ? "wrote " : "gnuplot failed on ") << path(std::string(name) + (ok ? ".png" : ".gp")) << "\n";
+  }
+  return rc;
+}
+
+}  // namespace treefarm::tools

@@ -1,0 +1,30 @@
+#pragma once
+/// @file Report.hpp
+/// `treefarm report results.json` (issue 18): the result table again, from the file, and
+/// two plots drawn with gnuplot (pngcairo):
+/// - gantt.png: one row per node; per task a thin grey segment from its dispatch by the
+///   master to its start (transfer and queueing) and a thick one, coloured by
+///   application, from its start to its completion (seconds since the start of the run);
+/// - throughput.png: per application, completed tasks per `bin` seconds over time
+///   (tasks/s), beside the LP prediction α(k) (dashed) when the run was calibrated, and
+///   the steady window of papers/beaumont2006 §5.1.1 (dotted verticals).
+
+#include <ostream>
+#include <string>
+
+namespace treefarm::tools {
+
+struct ReportOptions {
+  std::string results;       ///< results.json
+  std::string out_dir;       ///< where the PNGs go ("" = next to results.json)
+  bool plots = true;         ///< false: the table only
+  double bin = 1.0;          ///< seconds per throughput bin
+};
+
+/// Prints the table to `out`, draws the plots (when gnuplot is installed; says so
+/// otherwise) and lists the files written. Returns the exit code: 0, or
+/// exit_wrong_results when the recorded run was not OK. Throws model::FileError for a
+/// file that is not a results.json.
+int report(const ReportOptions& options, std::ostream& out);
+
+}  // namespace treefarm::tools
