@@ -13,27 +13,13 @@ namespace {
 constexpr double change_tolerance = 0.05;     // relative change that is worth a message
 constexpr std::uint32_t max_apps = 1'000;
 
-bool close(double a, double b) {
-  return std::abs(a - b) <= change_tolerance * std::max(std::abs(a), std::abs(b)) + 1e-12;
-}
-bool close(const std::vector<double>& a, const std::vector<double>& b) {
-  if (a.size() != b.size()) return false;
-  for (std::size_t i = 0; i < a.size(); ++i)
-    if (!close(a[i], b[i])) return false;
-  return true;
-}
+bool close(double a, double b) { return rates_close(a, b, change_tolerance); }
+bool close(const std::vector<double>& a, const std::vector<double>& b) { return rates_close(a, b, change_tolerance); }
 bool same_summary(const SubtreeSummary& a, const SubtreeSummary& b) {
   return close(a.capacity, b.capacity) && close(a.absorbable, b.absorbable) && close(a.load, b.load) &&
          close(a.efficiency, b.efficiency) && a.under_utilized == b.under_utilized && a.cannot_keep_up == b.cannot_keep_up;
 }
-bool same_plan(const NodePlan& a, const NodePlan& b) {
-  if (!close(a.local, b.local) || a.children.size() != b.children.size()) return false;
-  for (const auto& [name, rates] : a.children) {
-    auto it = b.children.find(name);
-    if (it == b.children.end() || !close(rates, it->second)) return false;
-  }
-  return true;
-}
+bool same_plan(const NodePlan& a, const NodePlan& b) { return plans_close(a, b, change_tolerance); }
 
 double non_negative(ByteReader& r) {
   const double v = r.f64();

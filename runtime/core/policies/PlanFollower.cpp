@@ -1,6 +1,7 @@
 #include "runtime/core/policies/PlanFollower.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 namespace treefarm::core {
 
@@ -85,6 +86,26 @@ std::vector<double> PlanFollower::totals(std::size_t apps) const {
   for (const auto& [name, rates] : plan_->children)
     for (std::size_t a = 0; a < apps && a < rates.size(); ++a) t[a] += std::max(0.0, rates[a]);
   return t;
+}
+
+bool rates_close(double a, double b, double tolerance) {
+  return std::abs(a - b) <= tolerance * std::max(std::abs(a), std::abs(b)) + 1e-12;
+}
+
+bool rates_close(const std::vector<double>& a, const std::vector<double>& b, double tolerance) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if (!rates_close(a[i], b[i], tolerance)) return false;
+  return true;
+}
+
+bool plans_close(const NodePlan& a, const NodePlan& b, double tolerance) {
+  if (!rates_close(a.local, b.local, tolerance) || a.children.size() != b.children.size()) return false;
+  for (const auto& [name, rates] : a.children) {
+    auto it = b.children.find(name);
+    if (it == b.children.end() || !rates_close(rates, it->second, tolerance)) return false;
+  }
+  return true;
 }
 
 }  // namespace treefarm::core

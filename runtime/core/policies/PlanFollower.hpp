@@ -55,4 +55,12 @@ class PlanFollower {
   LoadBalancer1D balancer_;
 };
 
+/// Whether two rates differ by at most `tolerance` of the larger (plus 1e-12 tasks/s):
+/// policies that recompute a plan keep the old one, and its 1D counts, when so.
+bool rates_close(double a, double b, double tolerance);
+/// rates_close for every element; vectors of different sizes are not close.
+bool rates_close(const std::vector<double>& a, const std::vector<double>& b, double tolerance);
+/// rates_close for the local rates and every child's (the same children on both sides).
+bool plans_close(const NodePlan& a, const NodePlan& b, double tolerance);
+
 }  // namespace treefarm::core

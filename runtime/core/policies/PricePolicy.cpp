@@ -46,23 +46,9 @@ void check(const PriceParams& p) {
   if (!(p.rate_unit > 0)) throw std::invalid_argument("[policy.price] rate_unit must be > 0 tasks/s");
 }
 
-bool close(double a, double b) {
-  return std::abs(a - b) <= change_tolerance * std::max(std::abs(a), std::abs(b)) + 1e-12;
-}
-bool close(const std::vector<double>& a, const std::vector<double>& b) {
-  if (a.size() != b.size()) return false;
-  for (std::size_t i = 0; i < a.size(); ++i)
-    if (!close(a[i], b[i])) return false;
-  return true;
-}
-bool same_plan(const NodePlan& a, const NodePlan& b) {
-  if (!close(a.local, b.local) || a.children.size() != b.children.size()) return false;
-  for (const auto& [name, rates] : a.children) {
-    auto it = b.children.find(name);
-    if (it == b.children.end() || !close(rates, it->second)) return false;
-  }
-  return true;
-}
+bool close(double a, double b) { return rates_close(a, b, change_tolerance); }
+bool close(const std::vector<double>& a, const std::vector<double>& b) { return rates_close(a, b, change_tolerance); }
+bool same_plan(const NodePlan& a, const NodePlan& b) { return plans_close(a, b, change_tolerance); }
 
 struct Decoded {
   PricePolicy::Kind kind{};
