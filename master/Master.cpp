@@ -1,5 +1,5 @@
 #include "master/Master.hpp"
-#include "master/Progress.hpp"
+#include "runtime/metrics/Progress.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -18,7 +18,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include "master/Journal.hpp"
+#include "runtime/metrics/Journal.hpp"
 #include "runtime/cli/CliSupport.hpp"
 #include "runtime/lp/SteadyState.hpp"
 #include "runtime/metrics/AtomicFile.hpp"
@@ -35,6 +35,12 @@
 #include "runtime/exec/Topology.hpp"
 
 namespace treefarm::master {
+
+using metrics::Journal;
+using metrics::JournalEntry;
+using metrics::Progress;
+using metrics::journal_fingerprint;
+using metrics::load_journal;
 
 namespace {
 std::atomic<zmq_node::ZmqNode*> running{nullptr};
@@ -293,7 +299,7 @@ int run_master(const MasterOptions& options) {
     if (m.what == net::msg::Measure::What::fallbacks)
       results.policy_fallbacks[m.node] = static_cast<std::uint64_t>(m.value);
   };
-  // Progress (master/Progress.hpp): JSON lines on stdout for scripts, else on stderr a
+  // Progress (runtime/metrics/Progress.hpp): JSON lines on stdout for scripts, else on stderr a
   // live bar per application on a terminal, a plain line per second otherwise.
   std::vector<Progress::App> progress_apps;
   for (const auto& app : ex.apps) progress_apps.push_back({app.name, app.tasks});

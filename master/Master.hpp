@@ -25,7 +25,7 @@ struct MasterOptions {
   double wait_timeout = 60;                    ///< seconds
   bool progress = true;                        ///< Progress on stderr (a live bar on a terminal).
   /// Progress as JSON lines on stdout instead (one object per second), the results as a
-  /// last JSON line instead of the table (master/Progress.hpp).
+  /// last JSON line instead of the table (runtime/metrics/Progress.hpp).
   bool json_progress = false;
   bool table = true;                           ///< Print the result table on stdout.
   std::optional<std::vector<int>> cores;       ///< Cores the master computes on (default: the master node's `cores`).

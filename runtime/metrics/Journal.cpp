@@ -1,4 +1,4 @@
-#include "master/Journal.hpp"
+#include "runtime/metrics/Journal.hpp"
 
 #include <cerrno>
 #include <charconv>
@@ -11,7 +11,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-namespace treefarm::master {
+namespace treefarm::metrics {
 
 namespace {
 
@@ -172,4 +172,4 @@ std::vector<JournalEntry> load_journal(const std::filesystem::path& path, const 
   return out;
 }
 
-}  // namespace treefarm::master
+}  // namespace treefarm::metrics

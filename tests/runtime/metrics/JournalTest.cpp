@@ -1,5 +1,5 @@
 // The master's journal: what a crash leaves behind is read back, each task once.
-#include "master/Journal.hpp"
+#include "runtime/metrics/Journal.hpp"
 
 #include <cstdlib>
 #include <fstream>
@@ -10,7 +10,7 @@
 
 #include "tests/support/TempDir.hpp"
 
-namespace treefarm::master {
+namespace treefarm::metrics {
 namespace {
 
 namespace fs = std::filesystem;
@@ -108,4 +108,4 @@ TEST(Journal, AFreshJournalTruncatesTheOldOne) {
 }
 
 }  // namespace
-}  // namespace treefarm::master
+}  // namespace treefarm::metrics

@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-namespace treefarm::master {
+namespace treefarm::metrics {
 
 class Progress {
  public:
@@ -53,4 +53,4 @@ class Progress {
   int ticks_ = 0;
 };
 
-}  // namespace treefarm::master
+}  // namespace treefarm::metrics

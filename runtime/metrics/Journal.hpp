@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-namespace treefarm::master {
+namespace treefarm::metrics {
 
 /// One verified, completed task.
 struct JournalEntry {
@@ -65,4 +65,4 @@ std::string journal_fingerprint(std::uint64_t seed, const std::vector<std::strin
 std::vector<JournalEntry> load_journal(const std::filesystem::path& path, const std::string& fingerprint,
                                        const std::vector<std::uint64_t>& tasks);
 
-}  // namespace treefarm::master
+}  // namespace treefarm::metrics

@@ -1,5 +1,5 @@
-// master/Progress: the live bar, the plain line and the JSON lines of a run (issue 18).
-#include "master/Progress.hpp"
+// runtime/metrics/Progress: the live bar, the plain line and the JSON lines of a run (issue 18).
+#include "runtime/metrics/Progress.hpp"
 
 #include <gtest/gtest.h>
 
@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-namespace treefarm::master {
+namespace treefarm::metrics {
 namespace {
 
 std::vector<Progress::App> apps() { return {{"mm", 100}, {"ma", 1000}}; }
@@ -73,4 +73,4 @@ TEST(Progress, PlainIsOneLinePerTickAndJsonOneObjectPerTick) {
 }
 
 }  // namespace
-}  // namespace treefarm::master
+}  // namespace treefarm::metrics

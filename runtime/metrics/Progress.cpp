@@ -1,4 +1,4 @@
-#include "master/Progress.hpp"
+#include "runtime/metrics/Progress.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -7,7 +7,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-namespace treefarm::master {
+namespace treefarm::metrics {
 
 Progress::Progress(std::vector<App> apps, Mode mode, std::ostream& out)
     : apps_(std::move(apps)), mode_(mode), out_(out), last_(apps_.size(), 0), rates_(apps_.size(), 0.0) {}
@@ -91,4 +91,4 @@ void Progress::tick(double elapsed, const std::vector<std::uint64_t>& completed)
   }
 }
 
-}  // namespace treefarm::master
+}  // namespace treefarm::metrics
