@@ -444,10 +444,10 @@ int run_master(const MasterOptions& options) {
   }
   results.compute();
   if (!results.policy_fallbacks.empty()) {
-    std::uint64_t total = 0;
-    for (const auto& [node, n] : results.policy_fallbacks) total += n;
+    std::uint64_t fallbacks = 0;
+    for (const auto& [node, n] : results.policy_fallbacks) fallbacks += n;
     spdlog::info("master: policy {} fell back {} times over {} nodes (no planned choice feasible)", ex.run.policy,
-                 total, results.policy_fallbacks.size());
+                 fallbacks, results.policy_fallbacks.size());
   }
   if (!options.out_dir.empty()) {
     const auto path = std::filesystem::path(options.out_dir) / "results.json";
