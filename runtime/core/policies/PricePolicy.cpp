@@ -46,7 +46,6 @@ void check(const PriceParams& p) {
   if (!(p.rate_unit > 0)) throw std::invalid_argument("[policy.price] rate_unit must be > 0 tasks/s");
 }
 
-bool close(double a, double b) { return rates_close(a, b, change_tolerance); }
 bool close(const std::vector<double>& a, const std::vector<double>& b) { return rates_close(a, b, change_tolerance); }
 bool same_plan(const NodePlan& a, const NodePlan& b) { return plans_close(a, b, change_tolerance); }
 
