@@ -115,14 +115,14 @@ TEST(Curve, ZapHandlerReReadsTheAuthorizedKeysFile) {
   std::ofstream(file) << client_keys.public_key << "  # w1\n";
   zmq::context_t ctx;
   ZapHandler zap(ctx, load_authorized_keys(file), "test", file);
-  CurveConfig server_cfg{true, server_keys, "", {}, file};
+  CurveConfig server_cfg{true, server_keys, "", {}, {}, file};
   zmq::socket_t server(ctx, zmq::socket_type::router);
   server.set(zmq::sockopt::linger, 0);
   apply_curve_server(server, server_cfg);
   server.bind("tcp://127.0.0.1:*");
   const std::string endpoint = server.get(zmq::sockopt::last_endpoint);
   const auto arrives = [&](const std::string& text, int timeout_ms) {
-    CurveConfig client_cfg{true, client_keys, server_keys.public_key, {}, ""};
+    CurveConfig client_cfg{true, client_keys, server_keys.public_key, {}, {}, ""};
     zmq::socket_t client(ctx, zmq::socket_type::dealer);
     client.set(zmq::sockopt::linger, 0);
     apply_curve_client(client, client_cfg);
