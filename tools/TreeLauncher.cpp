@@ -13,6 +13,7 @@
 
 #include <unistd.h>
 
+#include "runtime/net/Messages.hpp"
 #include "runtime/zmq/Curve.hpp"
 #include "tools/Process.hpp"
 #include "runtime/exec/CpuList.hpp"
@@ -63,7 +64,10 @@ void check_fits_this_machine(const model::Experiment& ex, std::uint32_t buffer_o
                                   "': memory_per_task " + std::to_string(app.memory_per_task) +
                                   " bytes is more than this machine's memory (" +
                                   std::to_string(static_cast<std::uint64_t>(memory)) + " bytes)");
-    largest_input = std::max(largest_input, static_cast<double>(app.input_bytes()));
+    // An input above the frame limit is refused by the master with its file, line and
+    // field (exit code 3); it does not count here.
+    if (app.input_bytes() <= net::max_payload_bytes)
+      largest_input = std::max(largest_input, static_cast<double>(app.input_bytes()));
   }
   const std::uint32_t buffer = buffer_override > 0 ? buffer_override : ex.run.buffer;
   const double held = static_cast<double>(buffer) * largest_input * static_cast<double>(ex.nodes.size());

@@ -166,7 +166,7 @@ TEST(RunTest, EveryPolicyCompletesARealRunExactlyOnce) {
     EXPECT_EQ(tasks.size(), 700u) << name;
     for (const auto& a : res.at("apps")) EXPECT_EQ(a.at("wrong").get<std::uint64_t>(), 0u) << name;
   }
-  EXPECT_EQ(seen, (std::set<std::string>{"fcfs", "cgbc", "pbc", "lp", "data-centric"}));
+  EXPECT_EQ(seen, (std::set<std::string>{"fcfs", "cgbc", "pbc", "lp", "data-centric", "price"}));
 }
 
 // Issue 21: a policy that follows the LP calibrates when it has no calibration, and says
