@@ -1,6 +1,6 @@
 /// Tests of runtime/net/Batch: messages round-trip through a batch frame in order, with
 /// their payloads; every malformed batch is a DecodeError naming what was wrong; the
-/// writer keeps to its limits. (On real sockets: tests/runtime/zmq/WireBatchTest.cpp.)
+/// writer keeps to its limits. (On real sockets: tests/runtime/zmq/WireTest.cpp.)
 
 #include <cstring>
 #include <string>
