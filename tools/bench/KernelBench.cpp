@@ -65,7 +65,7 @@ Rate standalone_gflops(const tasks::InputPool& pool, std::uint32_t count, int cp
       for (std::uint32_t i = 0; i < count; ++i) tasks::matmul(a, a + elements, c.data(), n);
       seconds = seconds_since(start);
       cpu_seconds = process_cpu_seconds() - cpu_start;
-      verify(pool, tasks::checksum_matrix(c.data(), n));
+      verify(pool, tasks::checksum_product(c.data(), n));  // matmul's checksum (tasks/Checksum.hpp)
     } catch (...) {
       error = std::current_exception();
     }

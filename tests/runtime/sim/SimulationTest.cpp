@@ -240,7 +240,7 @@ name = "a"
 bytes = 10
 flops = 10
 tasks = 1
-)")); }, testing::ThrowsMessage<std::invalid_argument>(testing::HasSubstr("speed")));
+)")); }, testing::ThrowsMessage<model::FileError>(testing::HasSubstr("field 'node[0].speed'")));
 }
 
 TEST(Simulation, TimeLimitStopsAndReportsLostTasks) {
