@@ -17,15 +17,6 @@ namespace {
 const std::string master_bin = bin_dir + "/treefarm-master";
 const std::string worker_bin = bin_dir + "/treefarm-worker";
 
-std::uint64_t progress(const std::string& output) {
-  std::uint64_t done = 0;
-  std::size_t pos = 0;
-  while ((pos = output.find("s] ", pos)) != std::string::npos) {
-    pos += 3;
-    done = std::strtoull(output.c_str() + pos, nullptr, 10);
-  }
-  return done;
-}
 
 }  // namespace
 
@@ -51,7 +42,7 @@ TEST(FaultTest, ASigstoppedWorkersTasksAreReissuedAndTheRunCompletesExactlyOnce)
   Child w1(with({worker_bin, "--parent", ep, "--name", "w1", "--cores", "1", "--listen", "", "--rejoin-timeout", "5"}),
            dir.path() / "w1.log");
   Child w2(with({worker_bin, "--parent", ep, "--name", "w2", "--cores", "1", "--listen", ""}), dir.path() / "w2.log");
-  ASSERT_TRUE(wait_until([&] { return progress(master.output()) > tasks / 4; }, 120)) << master.output();
+  ASSERT_TRUE(wait_until([&] { return progress_done(master.output()) > tasks / 4; }, 120)) << master.output();
   ASSERT_EQ(kill(w1.pid(), SIGSTOP), 0);
   const auto rc = master.wait(150);
   kill(w1.pid(), SIGCONT);  // whatever happened, the stopped worker runs again and ends

@@ -54,16 +54,6 @@ std::uint64_t computed_by(const fs::path& results, const std::string& node) {
   return n;
 }
 
-/// Parses "[k s] done/total ..." progress lines; the latest done count.
-std::uint64_t progress(const std::string& output) {
-  std::uint64_t done = 0;
-  std::size_t pos = 0;
-  while ((pos = output.find("s] ", pos)) != std::string::npos) {
-    pos += 3;
-    done = std::strtoull(output.c_str() + pos, nullptr, 10);
-  }
-  return done;
-}
 
 }  // namespace
 
@@ -76,11 +66,11 @@ TEST(FaultTest, KillNineOfALeafAndOfAnInnerWorkerLosesNoTask) {
   Child run({treefarm_bin, "run", exp, "--out", (dir.path() / "out").string(), "--heartbeat-timeout", "2",
              "--heartbeat-interval", "0.3"},
             dir.path() / "run.log");
-  ASSERT_TRUE(wait_until([&] { return progress(run.output()) > 3 * tasks / 10; }, 120)) << run.output();
+  ASSERT_TRUE(wait_until([&] { return progress_done(run.output()) > 3 * tasks / 10; }, 120)) << run.output();
   auto leaf = processes_mentioning("--name " + p + "leafb ");
   ASSERT_EQ(leaf.size(), 1u);
   kill(leaf[0], SIGKILL);
-  ASSERT_TRUE(wait_until([&] { return progress(run.output()) > 5 * tasks / 10; }, 120)) << run.output();
+  ASSERT_TRUE(wait_until([&] { return progress_done(run.output()) > 5 * tasks / 10; }, 120)) << run.output();
   auto inner = processes_mentioning("--name " + p + "in ");
   ASSERT_EQ(inner.size(), 1u);
   kill(inner[0], SIGKILL);
@@ -101,7 +91,7 @@ TEST(FaultTest, AWorkerStartedMidRunJoinsAndComputes) {
   const auto ep = wait_for_line(dir.path() / "m.ep");
   ASSERT_FALSE(ep.empty()) << master.output();
   Child w1({worker_bin, "--parent", ep, "--name", "w1", "--cores", "1"}, dir.path() / "w1.log");
-  ASSERT_TRUE(wait_until([&] { return progress(master.output()) > 150; }, 60)) << master.output();
+  ASSERT_TRUE(wait_until([&] { return progress_done(master.output()) > 150; }, 60)) << master.output();
   Child late({worker_bin, "--parent", ep, "--name", "late", "--cores", "1"}, dir.path() / "late.log");
   const auto rc = master.wait(180);
   ASSERT_TRUE(rc.has_value()) << master.output();
@@ -201,7 +191,7 @@ TEST(FaultTest, GarbageSentToAMasterAndToAWorkerDropsThePeerAndTheRunCompletes) 
   const auto ep1 = wait_for_line(dir.path() / "w1.ep");
   ASSERT_FALSE(ep1.empty()) << w1.output();
   Child w2({worker_bin, "--parent", ep1, "--name", "w2", "--cores", "1"}, dir.path() / "w2.log");
-  ASSERT_TRUE(wait_until([&] { return progress(master.output()) > 100; }, 60)) << master.output();
+  ASSERT_TRUE(wait_until([&] { return progress_done(master.output()) > 100; }, 60)) << master.output();
   attack(ep);
   attack(ep1);
   const auto rc = master.wait(180);

@@ -16,15 +16,6 @@ const std::string master_bin = bin_dir + "/treefarm-master";
 const std::string worker_bin = bin_dir + "/treefarm-worker";
 const std::string treefarm_bin = bin_dir + "/treefarm";
 
-std::uint64_t done_so_far(const std::string& output) {
-  std::uint64_t done = 0;
-  std::size_t pos = 0;
-  while ((pos = output.find("s] ", pos)) != std::string::npos) {
-    pos += 3;
-    done = std::strtoull(output.c_str() + pos, nullptr, 10);
-  }
-  return done;
-}
 }  // namespace
 
 TEST(FaultTest, NameTakeoverWithAnotherAuthorizedKeyIsRefused) {
@@ -60,7 +51,7 @@ TEST(FaultTest, NameTakeoverWithAnotherAuthorizedKeyIsRefused) {
   Child w1({worker_bin, "--parent", ep, "--name", "w1", "--cores", "1", "--listen", "", "--curve-secret",
             keys + "/w1.key_secret", "--parent-key", keys + "/m.key"},
            dir.path() / "w1.log");
-  ASSERT_TRUE(wait_until([&] { return done_so_far(master.output()) > 10; }, 120)) << master.output();
+  ASSERT_TRUE(wait_until([&] { return progress_done(master.output()) > 10; }, 120)) << master.output();
   auto second = impostor("impostor2.log");
   EXPECT_NE(second->wait(30).value_or(0), 0) << "the takeover was welcomed\n" << second->output();
   const auto rc = master.wait(150);

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
+#include <cstdlib>
 #include <string>
 #include <sys/wait.h>
 #include <thread>
@@ -129,6 +130,17 @@ bool wait_until(P predicate, double seconds) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   return true;
+}
+
+/// The latest done count of the master's "[k s] done/total ..." progress lines in `output`.
+inline std::uint64_t progress_done(const std::string& output) {
+  std::uint64_t done = 0;
+  std::size_t pos = 0;
+  while ((pos = output.find("s] ", pos)) != std::string::npos) {
+    pos += 3;
+    done = std::strtoull(output.c_str() + pos, nullptr, 10);
+  }
+  return done;
 }
 
 }  // namespace treefarm::testing

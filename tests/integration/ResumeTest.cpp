@@ -25,15 +25,6 @@ std::string experiment(const std::string& prefix, std::uint64_t tasks) {
          "\n[run]\nbuffer = 4\n";
 }
 
-std::uint64_t progress(const std::string& output) {
-  std::uint64_t done = 0;
-  std::size_t pos = 0;
-  while ((pos = output.find("s] ", pos)) != std::string::npos) {
-    pos += 3;
-    done = std::strtoull(output.c_str() + pos, nullptr, 10);
-  }
-  return done;
-}
 
 std::size_t journal_entries(const fs::path& journal) {
   std::size_t n = 0;
@@ -55,7 +46,7 @@ TEST(ResumeTest, KillNineOfTheMasterHalfWayThenResumeCountsEveryTaskOnce) {
     Child run({treefarm_bin, "run", exp, "--out", out.string(), "--heartbeat-timeout", "2", "--heartbeat-interval",
                "0.3"},
               dir.path() / "run1.log");
-    ASSERT_TRUE(wait_until([&] { return progress(run.output()) > 2 * tasks / 2; }, 120)) << run.output();
+    ASSERT_TRUE(wait_until([&] { return progress_done(run.output()) > 2 * tasks / 2; }, 120)) << run.output();
     const auto master = processes_mentioning("treefarm-master " + exp);
     ASSERT_EQ(master.size(), 1u) << run.output();
     kill(master[0], SIGKILL);
