@@ -10,28 +10,11 @@ namespace {
 
 using testing::FakeRunner;
 using testing::RecordingTransport;
+using testing::noop_app;
+using testing::task_bytes;
+using testing::welcome;
 using Parent = std::optional<PeerId>;
 constexpr Parent parent = std::nullopt;
-
-constexpr std::uint64_t task_bytes = 100;
-
-model::AppSpec noop_app(std::uint64_t tasks = 10) {
-  model::AppSpec a;
-  a.name = "tiny";
-  a.kernel = model::Kernel::noop;
-  a.bytes = task_bytes;
-  a.tasks = tasks;
-  return a;
-}
-
-net::msg::Welcome welcome(std::uint32_t buffer = 2, bool one_port = true, std::uint64_t tasks = 10) {
-  net::msg::Welcome w;
-  w.buffer = buffer;
-  w.policy = "fcfs";
-  w.one_port = one_port;
-  w.apps.push_back(app_to_wire(noop_app(tasks)));
-  return w;
-}
 
 NodeOptions options(const std::string& name) {
   NodeOptions o;

@@ -1,6 +1,7 @@
 #pragma once
 // A node::Transport that records what the driver sends (HyperQueue's TestComm idea):
-// tests assert on the messages and take them out as they check them.
+// tests assert on the messages and take them out as they check them. Also the run the
+// driver tests configure: a no-op application and its Welcome.
 
 #include <deque>
 #include <optional>
@@ -10,7 +11,9 @@
 #include <vector>
 
 #include "runtime/net/Codec.hpp"
+#include "runtime/model/Application.hpp"
 #include "runtime/node/LocalRunner.hpp"
+#include "runtime/node/NodeDriver.hpp"
 #include "runtime/node/Transport.hpp"
 
 namespace treefarm::node::testing {
@@ -79,5 +82,27 @@ class FakeRunner final : public LocalRunner {
  private:
   std::uint32_t n_;
 };
+
+constexpr std::uint64_t task_bytes = 100;  ///< bytes of each test task's input
+
+/// `tasks` no-op tasks of task_bytes each.
+inline model::AppSpec noop_app(std::uint64_t tasks = 10) {
+  model::AppSpec a;
+  a.name = "tiny";
+  a.kernel = model::Kernel::noop;
+  a.bytes = task_bytes;
+  a.tasks = tasks;
+  return a;
+}
+
+/// The Welcome of an fcfs run of noop_app(tasks).
+inline net::msg::Welcome welcome(std::uint32_t buffer = 2, bool one_port = true, std::uint64_t tasks = 10) {
+  net::msg::Welcome w;
+  w.buffer = buffer;
+  w.policy = "fcfs";
+  w.one_port = one_port;
+  w.apps.push_back(app_to_wire(noop_app(tasks)));
+  return w;
+}
 
 }  // namespace treefarm::node::testing
