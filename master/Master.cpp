@@ -467,7 +467,9 @@ int run_master(const MasterOptions& options) {
         return nlohmann::json{{"master_memory",
                                {{"rss_at_start_bytes", memory_at_start.rss_bytes},
                                 {"peak_rss_bytes", now_memory.peak_rss_bytes},
-                                {"tasks_recorded", results.task_count()}}}};
+                                {"tasks_recorded", results.task_count()},
+                                {"tasks_write_seconds",
+                                 std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()}}}};
       });
     });
     spdlog::info("master: results.json written in {:.3f} s",

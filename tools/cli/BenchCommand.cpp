@@ -1,4 +1,4 @@
-// treefarm bench dispatch|chaos|simulate|backfill|kernel|lp|codec (docs/commands.md, docs/benchmarks.md).
+// treefarm bench dispatch|chaos|simulate|backfill|kernel|lp|codec|memory|peers (docs/commands.md, docs/benchmarks.md).
 #include <iostream>
 #include <memory>
 
@@ -8,6 +8,7 @@
 #include "tools/bench/BackfillBench.hpp"
 #include "tools/bench/CodecBench.hpp"
 #include "tools/bench/KernelBench.hpp"
+#include "tools/bench/MemoryBench.hpp"
 #include "tools/cli/Command.hpp"
 #include "tools/sim/SimBench.hpp"
 
@@ -95,6 +96,21 @@ void add_bench_command(CLI::App& app, Commands& out) {
       ->capture_default_str()->check(CLI::PositiveNumber);
   bench_codec->add_flag("--json", cbo->json, "JSON output");
   out.push_back({bench_codec, [cbo] { return tools::bench_codec(std::cout, *cbo); }});
+
+  auto* bench_mem = bench->add_subcommand(
+      "memory", "The master's memory per task (peak RSS minus RSS at start) on a bag of no-op tasks, beside an empty run");
+  auto mbo = std::make_shared<tools::MemoryBenchOptions>();
+  bench_mem->add_option("--tasks", mbo->tasks, "No-op tasks in the measured run")
+      ->capture_default_str()->check(CLI::PositiveNumber);
+  bench_mem->add_option("--workers", mbo->workers, "1-core workers under the master (0: the master computes the tasks itself)")
+      ->capture_default_str();
+  bench_mem->add_option("--buffer", mbo->buffer, "Buffer bound B")->capture_default_str()->check(CLI::PositiveNumber);
+  bench_mem->add_option("--dom-tasks", mbo->dom_tasks,
+                        "Records of the results.json write comparison, streamed vs one nlohmann DOM (0: skip)")
+      ->capture_default_str();
+  bench_mem->add_option("--timeout", mbo->timeout, "seconds per run (0: none)")->capture_default_str();
+  bench_mem->add_flag("--json", mbo->json, "JSON output (bytes_per_task, net_bytes_per_task, run, reference, results_json)");
+  out.push_back({bench_mem, [mbo] { return tools::bench_memory(std::cout, *mbo); }});
 
   auto* bench_lp = bench->add_subcommand("lp", "LP build + solve time for random trees of 100, 1,000 and 10,000 nodes, 10 applications");
   out.push_back({bench_lp, [] {
