@@ -79,6 +79,11 @@ void add_bench_command(CLI::App& app, Commands& out) {
   auto pbo = std::make_shared<tools::PeersBenchOptions>();
   bench_peers->add_option("--workers", pbo->workers, "Worker processes, 1 core each, for everyone")->capture_default_str();
   bench_peers->add_option("--peers", pbo->peers, "Comma-separated: dask, workqueue")->capture_default_str();
+  bench_peers
+      ->add_option_function<std::uint64_t>(
+          "--tasks", [pbo](std::uint64_t n) { pbo->treefarm_noop_tasks = pbo->peer_noop_tasks = n; },
+          "No-op tasks for treefarm and for each peer alike (sets both counts below)")
+      ->check(CLI::PositiveNumber);
   bench_peers->add_option("--treefarm-noop-tasks", pbo->treefarm_noop_tasks, "No-op tasks run by treefarm")->capture_default_str();
   bench_peers->add_option("--peer-noop-tasks", pbo->peer_noop_tasks, "No-op tasks run by each peer")->capture_default_str();
   bench_peers->add_option("--matmul-n", pbo->matmul_n, "Matrix order of the matmul tasks")->capture_default_str();
