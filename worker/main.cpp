@@ -12,6 +12,7 @@
 #include "runtime/exec/CpuList.hpp"
 #include "runtime/zmq/ZmqNode.hpp"
 #include "runtime/exec/Topology.hpp"
+#include "worker/AutoParent.hpp"
 
 namespace {
 treefarm::zmq_node::ZmqNode* running = nullptr;
@@ -39,8 +40,13 @@ int main(int argc, char** argv) {
   opt.name = std::string(host) + "-" + std::to_string(getpid());
   app.add_option("parent,--parent", endpoints.parent,
                  "Endpoint of the parent (master or worker), tcp://HOST:PORT; also accepted without --parent "
-                 "(as `dask worker tcp://host:8786`)")
+                 "(as `dask worker tcp://host:8786`); `auto` with --join: choose the parent (docs/planning.md)")
       ->required();
+  treefarm::worker::AutoParentOptions autop;
+  app.add_option("--join", autop.join, "With --parent auto: endpoint of any node of the tree, tcp://HOST:PORT");
+  app.add_option("--advertise", endpoints.advertise, "This worker's listening endpoint as other machines reach it (told to --parent auto joiners; default: the bound one)");
+  app.add_option("--speed", autop.speed, "With --parent auto: flop/s per core of this machine (default: the tree's median task times)")->check(CLI::NonNegativeNumber);
+  app.add_option("--probe-bytes", autop.probe_bytes, "With --parent auto: bytes per link probe to each node")->capture_default_str()->check(CLI::Range(std::uint64_t{1}, treefarm::net::max_tree_probe_bytes));
   app.add_option("--listen", endpoints.listen, "Endpoint for this worker's own children (\"\" = none)")->capture_default_str();
   app.add_option("--name", opt.name, "Unique node name (default HOSTNAME-PID)")->capture_default_str();
   app.add_option("--cores", cores, "Compute on this many cores (default: all usable; 0 = only forward)");
@@ -95,6 +101,19 @@ int main(int argc, char** argv) {
       else endpoints.listen = "";  // nobody could be admitted: serve no children
     } else if (!parent_key.empty() || !authorized.empty()) {
       throw cs::UsageError("--parent-key and --authorized-keys need --curve-secret");
+    }
+    if (endpoints.parent == "auto") {
+      if (autop.join.empty()) throw cs::UsageError("--parent auto needs --join tcp://ANY-NODE:PORT (a node of the tree)");
+      if (endpoints.curve.enabled) throw cs::UsageError("--parent auto does not work with CURVE yet (--curve-secret): give --parent");
+      autop.name = opt.name;
+      autop.cores = static_cast<std::uint32_t>(compute.cores.size());
+      const auto found = treefarm::worker::find_parent(autop);
+      spdlog::info("{}: --parent auto chose {} ({}) among {} nodes: predicted fair throughput {:.4g} tasks/s ({} LP solves)",
+                   opt.name, found.parent.name, found.parent.endpoint, found.tree.model.nodes.size(),
+                   found.parent.choice.fair_throughput, found.parent.choice.evaluations);
+      endpoints.parent = found.parent.endpoint;
+    } else if (!autop.join.empty()) {
+      throw cs::UsageError("--join is for --parent auto");
     }
     treefarm::zmq_node::ZmqNode node(opt, endpoints, compute);
     running = &node;

@@ -101,7 +101,7 @@ std::vector<BatchEntry> decode_batch(std::span<const std::byte> frame) {
     // The kind decides whether a payload follows; decode() then checks the pair.
     std::uint16_t raw_kind = 0;
     if (header_len >= 8) std::memcpy(&raw_kind, header.data() + 6, sizeof raw_kind);
-    const bool with_payload = raw_kind == static_cast<std::uint16_t>(Kind::task) || raw_kind == static_cast<std::uint16_t>(Kind::probe);
+    const bool with_payload = payload_frames_for(static_cast<Kind>(raw_kind)) == 1;
     BatchEntry e;
     try {
       e.message = decode(header, with_payload ? 1 : 0);

@@ -1,5 +1,6 @@
 #include "runtime/net/Codec.hpp"
 
+#include <algorithm>
 #include <array>
 #include <bit>
 #include <cmath>
@@ -92,19 +93,20 @@ class Reader {
 // kinds and the alternatives in the same order, which these assertions hold it to.
 template <Kind k, typename T>
 constexpr bool kind_is = std::is_same_v<std::variant_alternative_t<static_cast<std::size_t>(k) - 1, Message>, T>;
-static_assert(std::variant_size_v<Message> == static_cast<std::size_t>(Kind::received));
+static_assert(std::variant_size_v<Message> == static_cast<std::size_t>(Kind::tree_info));
 static_assert(kind_is<Kind::hello, msg::Hello> && kind_is<Kind::welcome, msg::Welcome> &&
               kind_is<Kind::request, msg::Request> && kind_is<Kind::task, msg::Task> &&
               kind_is<Kind::result, msg::Result> && kind_is<Kind::node_joined, msg::NodeJoined> &&
               kind_is<Kind::heartbeat, msg::Heartbeat> && kind_is<Kind::shutdown, msg::Shutdown> &&
               kind_is<Kind::bye, msg::Bye> && kind_is<Kind::probe, msg::Probe> && kind_is<Kind::probe_ack, msg::ProbeAck> &&
               kind_is<Kind::measure, msg::Measure> && kind_is<Kind::policy, msg::Policy> &&
-              kind_is<Kind::received, msg::Received>);
+              kind_is<Kind::received, msg::Received> && kind_is<Kind::tree_query, msg::TreeQuery> &&
+              kind_is<Kind::tree_info, msg::TreeInfo>);
 
 /// The names of the kinds, in Kind order (those of the msg:: structs).
 constexpr std::array<const char*, std::variant_size_v<Message>> kind_names = {
     "Hello", "Welcome", "Request", "Task", "Result", "NodeJoined", "Heartbeat",
-    "Shutdown", "Bye", "Probe", "ProbeAck", "Measure", "Policy", "Received"};
+    "Shutdown", "Bye", "Probe", "ProbeAck", "Measure", "Policy", "Received", "TreeQuery", "TreeInfo"};
 
 Kind kind_of(const Message& m) { return static_cast<Kind>(m.index() + 1); }
 
@@ -113,7 +115,7 @@ const char* kind_name(Kind k) {
   return i >= 1 && i <= kind_names.size() ? kind_names[i - 1] : "?";
 }
 
-std::size_t payload_frames_for(Kind k) { return k == Kind::task || k == Kind::probe ? 1 : 0; }
+std::size_t payload_frames_for(Kind k) { return k == Kind::task || k == Kind::probe || k == Kind::tree_info ? 1 : 0; }
 
 std::vector<std::byte> encode(const Message& m) {
   Writer body;
@@ -181,6 +183,32 @@ std::vector<std::byte> encode(const Message& m) {
           throw std::invalid_argument("Received with " + std::to_string(x.task_ids.size()) + " task ids");
         body.put<std::uint32_t>(static_cast<std::uint32_t>(x.task_ids.size()));
         for (auto id : x.task_ids) body.put(id);
+      },
+      [&](const msg::TreeQuery& q) {
+        if (q.probe_bytes > max_tree_probe_bytes) throw std::invalid_argument("TreeQuery probe too large");
+        body.put(q.probe_bytes);
+      },
+      [&](const msg::TreeInfo& t) {
+        if (t.task_seconds.size() != t.apps.size()) throw std::invalid_argument("TreeInfo with a task time per app expected");
+        if (t.apps.size() > max_apps) throw std::invalid_argument("TreeInfo with too many applications");
+        body.put_string(t.name);
+        body.put_string(t.endpoint);
+        body.put_string(t.parent_endpoint);
+        body.put_all(t.cores, t.link_bandwidth);
+        body.put<std::uint32_t>(static_cast<std::uint32_t>(t.apps.size()));
+        for (std::size_t k = 0; k < t.apps.size(); ++k) {
+          const auto& a = t.apps[k];
+          body.put_string(a.name);
+          body.put_all(a.bytes, a.flops, a.weight, a.cores_per_task, t.task_seconds[k]);
+        }
+        const std::size_t children = std::min(t.children.size(), max_tree_children);
+        body.put<std::uint32_t>(static_cast<std::uint32_t>(children));
+        for (std::size_t i = 0; i < children; ++i) {
+          const auto& c = t.children[i];
+          body.put_string(c.name);
+          body.put_string(c.endpoint);
+          body.put_all(c.cores, c.link_bandwidth);
+        }
       }},
       m);
   if (body.bytes().size() > max_body_bytes) throw std::invalid_argument("message body too large to send");
@@ -203,7 +231,7 @@ Message decode(std::span<const std::byte> header_frame, std::size_t payload_fram
   if (version != wire_version)
     throw DecodeError("protocol version " + std::to_string(version) + ", this node speaks " + std::to_string(wire_version));
   const auto raw_kind = head.get<std::uint16_t>("kind");
-  if (raw_kind < static_cast<std::uint16_t>(Kind::hello) || raw_kind > static_cast<std::uint16_t>(Kind::received))
+  if (raw_kind < static_cast<std::uint16_t>(Kind::hello) || raw_kind > static_cast<std::uint16_t>(Kind::tree_info))
     throw DecodeError("unknown message kind " + std::to_string(raw_kind));
   const auto kind = static_cast<Kind>(raw_kind);
   const auto body_len = head.get<std::uint32_t>("body_length");
@@ -339,6 +367,52 @@ Message decode(std::span<const std::byte> header_frame, std::size_t payload_fram
       x.task_ids.reserve(n);
       for (std::uint32_t i = 0; i < n; ++i) x.task_ids.push_back(r.get<std::uint64_t>("task_id"));
       m = std::move(x);
+      break;
+    }
+    case Kind::tree_query: {
+      msg::TreeQuery q{r.get<std::uint64_t>("probe_bytes")};
+      if (q.probe_bytes > max_tree_probe_bytes) throw DecodeError("TreeQuery with a probe of " + std::to_string(q.probe_bytes) + " bytes");
+      m = q;
+      break;
+    }
+    case Kind::tree_info: {
+      msg::TreeInfo t;
+      t.name = r.get_string("name");
+      if (t.name.empty()) throw DecodeError("TreeInfo with an empty node name");
+      t.endpoint = r.get_string("endpoint");
+      t.parent_endpoint = r.get_string("parent_endpoint");
+      t.cores = r.get<std::uint32_t>("cores");
+      if (t.cores > 1u << 16) throw DecodeError("TreeInfo with an absurd core count");
+      t.link_bandwidth = r.get_finite("link_bandwidth");
+      if (t.link_bandwidth < 0) throw DecodeError("TreeInfo with a negative link bandwidth");
+      const auto apps = r.get<std::uint32_t>("app_count");
+      if (apps > max_apps) throw DecodeError("TreeInfo with " + std::to_string(apps) + " applications");
+      for (std::uint32_t k = 0; k < apps; ++k) {
+        msg::TreeInfo::App a;
+        a.name = r.get_string("app.name");
+        a.bytes = r.get<std::uint64_t>("app.bytes");
+        if (a.bytes > max_payload_bytes) throw DecodeError("TreeInfo with an application of absurd size");
+        a.flops = r.get_finite("app.flops");
+        a.weight = r.get_finite("app.weight");
+        a.cores_per_task = r.get<std::uint32_t>("app.cores_per_task");
+        const double seconds = r.get_finite("app.task_seconds");
+        if (a.flops < 0 || !(a.weight > 0) || a.cores_per_task == 0 || a.cores_per_task > 1u << 16 || seconds < 0)
+          throw DecodeError("TreeInfo with an application out of range");
+        t.apps.push_back(std::move(a));
+        t.task_seconds.push_back(seconds);
+      }
+      const auto children = r.get<std::uint32_t>("child_count");
+      if (children > max_tree_children) throw DecodeError("TreeInfo with " + std::to_string(children) + " children");
+      for (std::uint32_t i = 0; i < children; ++i) {
+        msg::TreeInfo::Child c;
+        c.name = r.get_string("child.name");
+        c.endpoint = r.get_string("child.endpoint");
+        c.cores = r.get<std::uint32_t>("child.cores");
+        c.link_bandwidth = r.get_finite("child.link_bandwidth");
+        if (c.name.empty() || c.cores > 1u << 16 || c.link_bandwidth < 0) throw DecodeError("TreeInfo with a child out of range");
+        t.children.push_back(std::move(c));
+      }
+      m = std::move(t);
       break;
     }
   }

@@ -22,10 +22,13 @@ constexpr std::size_t max_apps = 1024;
 constexpr std::size_t max_policy_bytes = 60 * 1024;      ///< bytes, one policy message
 constexpr std::size_t max_received_ids = 4096;           ///< task ids in one Received
 constexpr std::uint64_t max_payload_bytes = 2ull << 30;   ///< bytes, one task's input
+constexpr std::uint64_t max_tree_probe_bytes = 64ull << 20;  ///< bytes, one TreeQuery probe
+constexpr std::size_t max_tree_children = 256;            ///< children listed in one TreeInfo
 
 enum class Kind : std::uint16_t {
   hello = 1, welcome = 2, request = 3, task = 4, result = 5, node_joined = 6,
   heartbeat = 7, shutdown = 8, bye = 9, probe = 10, probe_ack = 11, measure = 12, policy = 13, received = 14,
+  tree_query = 15, tree_info = 16,
 };
 
 namespace msg {
@@ -119,11 +122,42 @@ struct Policy { std::vector<std::uint8_t> payload; };
 /// under the one-port model the parent's port is busy until it comes, and the time from
 /// send to acknowledgement is the transfer time the policies learn from).
 struct Received { std::vector<std::uint64_t> task_ids; };
+/// Anyone → a node's listening socket, outside the tree (`treefarm-worker --parent auto`,
+/// docs/planning.md): "describe yourself", answered by one TreeInfo whose payload frame
+/// holds `probe_bytes` bytes (a link probe; 0 = none). The asker does not join.
+struct TreeQuery { std::uint64_t probe_bytes = 0; };
+/// A node's view of itself and its neighbourhood in the live tree: the answer to a
+/// TreeQuery (payload: the probe bytes), and child → parent once after Welcome (empty
+/// payload) to advertise the child's own listening endpoint.
+struct TreeInfo {
+  struct App {
+    std::string name;
+    std::uint64_t bytes = 0;          ///< input bytes per task
+    double flops = 0;                 ///< flop per task
+    double weight = 1;
+    std::uint32_t cores_per_task = 1;
+  };
+  struct Child {
+    std::string name;
+    std::string endpoint;             ///< its listening endpoint ("" = not advertised)
+    std::uint32_t cores = 0;
+    double link_bandwidth = 0;        ///< bytes/s of the link to it (0 = unknown)
+  };
+  std::string name;
+  std::string endpoint;               ///< this node's listening endpoint ("" = none)
+  std::string parent_endpoint;        ///< "" at the root
+  std::uint32_t cores = 0;
+  double link_bandwidth = 0;          ///< bytes/s of the link from its parent (0 = unknown)
+  std::vector<double> task_seconds;   ///< per app of `apps`: seconds per task here (0 = unknown)
+  std::vector<App> apps;              ///< the run's applications (empty before Welcome)
+  std::vector<Child> children;        ///< at most max_tree_children
+};
 }  // namespace msg
 
 using Message = std::variant<msg::Hello, msg::Welcome, msg::Request, msg::Task, msg::Result,
                              msg::NodeJoined, msg::Heartbeat, msg::Shutdown, msg::Bye, msg::Probe,
-                             msg::ProbeAck, msg::Measure, msg::Policy, msg::Received>;
+                             msg::ProbeAck, msg::Measure, msg::Policy, msg::Received, msg::TreeQuery,
+                             msg::TreeInfo>;
 
 Kind kind_of(const Message& m);
 const char* kind_name(Kind k);

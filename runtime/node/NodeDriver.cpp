@@ -86,6 +86,8 @@ struct NodeDriver::Child {
   std::uint64_t requested = 0;                       ///< tasks it asked for, not yet sent
   std::unordered_set<std::string> subtree;           ///< names it reported joined below it, and its own
   std::unordered_map<std::uint64_t, SendRecord> sends;  ///< task transfers not yet acknowledged
+  std::string endpoint;                              ///< advertised by its TreeInfo ("" = none)
+  std::uint32_t cores = 0;
 };
 
 /// A job on the local runner: a task, or a calibration run of application `app`.
@@ -416,6 +418,12 @@ void NodeDriver::on_job_done(std::uint64_t id, JobOutcome outcome, double now) {
     r.error = wire_text(outcome.error);
     spdlog::error("{}: task {} of '{}' failed: {}", opt_.name, task.id.index(), apps_.at(job.app).name, r.error);
   }
+  if (!outcome.failed && job.app < apps_.size()) {
+    local_seconds_.resize(apps_.size(), 0.0);
+    local_runs_.resize(apps_.size(), 0);
+    local_seconds_[job.app] += outcome.run_seconds;
+    ++local_runs_[job.app];
+  }
   results_[task.id] = std::move(r);
   post(core::event::LocalTaskFinished{task, outcome.run_seconds});
   drain(now);
@@ -434,6 +442,12 @@ void NodeDriver::on_parent_message(net::Message message, Payload payload, double
         return;
       }
       spdlog::info("{}: joined (policy {}, buffer {})", opt_.name, w->policy, w->buffer);
+      if (!opt_.endpoint.empty()) {  // so that `--parent auto` joiners can find this node
+        net::msg::TreeInfo advert;
+        advert.name = opt_.name;
+        advert.endpoint = opt_.endpoint;
+        transport_.send_parent(advert, transport_.probe_payload(0));
+      }
       begin_running(now);
       return;
     }
@@ -527,6 +541,18 @@ void NodeDriver::parent_lost(const std::string& why, double now) {
 void NodeDriver::on_child_message(PeerId peer, net::Message message, Payload payload, double now) {
   if (phase_ == Phase::done) return;
   auto it = children_.find(peer);
+  if (const auto* query = std::get_if<net::msg::TreeQuery>(&message)) {
+    // `--parent auto` (docs/planning.md): anyone may ask; the peer is not admitted.
+    transport_.send_child(peer, tree_info(), transport_.probe_payload(static_cast<std::size_t>(query->probe_bytes)));
+    return;
+  }
+  if (it != children_.end()) {
+    if (const auto* info = std::get_if<net::msg::TreeInfo>(&message)) {
+      it->second->endpoint = info->endpoint;  // the child's advertisement
+      it->second->last_seen = now;
+      return;
+    }
+  }
   if (it == children_.end()) {
     auto* hello = std::get_if<net::msg::Hello>(&message);
     if (!hello) {
@@ -559,6 +585,32 @@ void NodeDriver::on_child_message(PeerId peer, net::Message message, Payload pay
   drain(now);
 }
 
+net::msg::TreeInfo NodeDriver::tree_info() const {
+  net::msg::TreeInfo t;
+  t.name = opt_.name;
+  t.endpoint = opt_.endpoint;
+  t.parent_endpoint = is_root() ? std::string() : opt_.parent_endpoint;
+  t.cores = runner_ ? runner_->cores() : 0;
+  if (auto bw = hint_bandwidth_.find(opt_.name); bw != hint_bandwidth_.end()) t.link_bandwidth = bw->second;
+  const net::msg::NodeHint* own = nullptr;
+  for (const auto& h : welcome_.hints)
+    if (h.name == opt_.name) own = &h;
+  for (std::size_t k = 0; k < apps_.size(); ++k) {
+    const auto& a = apps_[k];
+    t.apps.push_back({a.name, a.input_bytes(), a.task_flops(), a.weight, a.cores_per_task});
+    double seconds = own && k < own->task_seconds.size() ? own->task_seconds[k] : 0.0;
+    if (!(seconds > 0) && k < local_runs_.size() && local_runs_[k] > 0)
+      seconds = local_seconds_[k] / static_cast<double>(local_runs_[k]);
+    t.task_seconds.push_back(seconds);
+  }
+  for (const auto& [peer, c] : children_) {
+    if (t.children.size() >= net::max_tree_children) break;
+    const auto bw = hint_bandwidth_.find(c->name);
+    t.children.push_back({c->name, c->endpoint, c->cores, bw == hint_bandwidth_.end() ? 0.0 : bw->second});
+  }
+  return t;
+}
+
 void NodeDriver::admit(PeerId peer, const net::msg::Hello& hello, double now) {
   if (std::find(convicted_.begin(), convicted_.end(), hello.name) != convicted_.end()) {
     spdlog::warn("{}: refusing '{}': caught forging a result earlier in this run", opt_.name, hello.name);
@@ -579,6 +631,7 @@ void NodeDriver::admit(PeerId peer, const net::msg::Hello& hello, double now) {
   auto child = std::make_unique<Child>();
   child->id = core::ChildId{next_core_child_++};
   child->name = hello.name;
+  child->cores = hello.cores;
   child->subtree.insert(hello.name);
   child->last_seen = now;
   peer_of_core_[child->id.value] = peer;

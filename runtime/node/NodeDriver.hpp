@@ -70,6 +70,11 @@ struct NodeOptions {
   /// What this node knows of itself and its children without the Welcome's hints (a
   /// simulation knows its platform): link bandwidths, task durations, LP rates.
   std::vector<net::msg::NodeHint> known_hints;
+  /// This node's listening endpoint as others can reach it ("" = none) and its parent's
+  /// endpoint: told to whoever asks (msg::TreeQuery) and, the endpoint, to the parent
+  /// after Welcome, so that a worker joining with `--parent auto` can find every node.
+  std::string endpoint;
+  std::string parent_endpoint;
 };
 
 /// The root's verdict on a child's result before it is recorded (issue 13, hole 4).
@@ -163,6 +168,12 @@ class NodeDriver {
   const std::string& name() const { return opt_.name; }
   /// Children currently joined.
   std::size_t child_count() const;
+  /// Sets NodeOptions::endpoint (the adapter knows it once it has bound its socket).
+  void set_endpoint(std::string endpoint) { opt_.endpoint = std::move(endpoint); }
+  /// What this node tells a msg::TreeQuery: itself, its applications with its task times
+  /// (calibrated, else the mean of the tasks it ran, else 0), its children with their
+  /// endpoints and known link bandwidths.
+  net::msg::TreeInfo tree_info() const;
   /// Root: tasks recorded done so far.
   std::uint64_t completed() const;
 
@@ -265,6 +276,10 @@ class NodeDriver {
   std::vector<bool> calib_reported_;
   std::vector<Payload> calib_inputs_;
   std::unique_ptr<LinkProber> prober_;
+
+  // Per application: seconds and count of the tasks run here (TreeInfo task times).
+  std::vector<double> local_seconds_;
+  std::vector<std::uint64_t> local_runs_;
 };
 
 }  // namespace treefarm::node

@@ -5,7 +5,8 @@
 /// (the steady-state LP) is highest — RMSHC in the decentralised setting papers/wang2006
 /// was written for (§3: the search moves from node to neighbour node; here the
 /// neighbours of a node are its parent and children in the live tree). The worker side
-/// (asking the tree for candidates, measuring links to them) is not wired yet.
+/// (asking the tree for candidates, measuring links to them) is worker/AutoParent.cpp
+/// over runtime/plan/LiveTree.hpp.
 
 #include <cstddef>
 #include <cstdint>

@@ -230,7 +230,7 @@ nlohmann::json to_json(const PlanResult& r, const MachineSet& s) {
   }
   if (r.search) {
     const auto& x = *r.search;
-    j["search"] = {{"evaluations", x.evaluations}, {"trees_seen", x.trees_seen}, {"starts", x.starts},
+    j["search"] = {{"evaluations", x.evaluations}, {"trees_seen", x.trees_seen}, {"trees_pruned", x.trees_pruned}, {"starts", x.starts},
                    {"local_optima", x.local_optima}, {"budget_exhausted", x.budget_exhausted}, {"seconds", x.seconds}};
   }
   return j;

@@ -43,6 +43,16 @@ class TreeEvaluator {
   /// Same without the cache (exhaustive enumeration never meets a tree twice).
   double fair_throughput_uncached(const PlanTree& tree);
 
+  /// An upper bound on fair_throughput(tree) that costs no LP solve: min over k of
+  /// X_k(tree)/w(k), X_k the throughput of application k alone on the tree (tasks/s). X_k
+  /// is computed bottom-up, bandwidth-centric (papers/beaumont2006 §4: in the one-port
+  /// model a node serves its children by decreasing link bandwidth, a fractional knapsack;
+  /// in the multi-port model every link on its own, capped by max_out_bandwidth). It
+  /// relaxes the LP (the apps do not share cores or ports, whole-task packing is ignored),
+  /// so it is never below the LP optimum; exhaustive() skips trees whose bound cannot beat
+  /// the best tree found.
+  double upper_bound(const PlanTree& tree) const;
+
   /// LP solves done so far.
   std::size_t evaluations() const { return evaluations_; }
   /// fair_throughput() calls answered from the cache.

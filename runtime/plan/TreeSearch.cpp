@@ -157,7 +157,7 @@ SearchResult rmshc(TreeEvaluator& ev, const PlanTree& initial, const RmshcOption
   return best;
 }
 
-SearchResult exhaustive(TreeEvaluator& ev) {
+SearchResult exhaustive(TreeEvaluator& ev, bool prune) {
   const auto t0 = Clock::now();
   const std::size_t n = ev.machines().machines.size();
   if (n > exhaustive_max_machines)
@@ -167,6 +167,12 @@ SearchResult exhaustive(TreeEvaluator& ev) {
   SearchResult best;
   best.fair_throughput = -1.0;
   auto consider = [&](const PlanTree& t) {
+    // The bound relaxes the LP, so a tree whose bound is below the best cannot be better
+    // (1e-7: the bound and the simplex round differently).
+    if (prune && best.fair_throughput > 0 && ev.upper_bound(t) < best.fair_throughput * (1.0 - 1e-7)) {
+      ++best.trees_pruned;
+      return;
+    }
     const double v = ev.fair_throughput_uncached(t);
     ++best.trees_seen;
     if (v > best.fair_throughput) {
@@ -174,6 +180,12 @@ SearchResult exhaustive(TreeEvaluator& ev) {
       best.tree = t;
     }
   };
+  if (prune && n > 1) {
+    // A good first incumbent makes the bound prune from the start.
+    best.tree = lan_gateway_tree(ev.machines());
+    best.fair_throughput = ev.fair_throughput_uncached(best.tree);
+    ++best.trees_seen;
+  }
   if (n == 1) {
     consider(PlanTree::star(1, 0));
   } else {

@@ -21,6 +21,7 @@ struct SearchResult {
   double fair_throughput = 0.0;    ///< tasks/s per unit of weight (LP optimum of `tree`).
   std::size_t evaluations = 0;     ///< LP solves spent.
   std::size_t trees_seen = 0;      ///< Trees evaluated (cache hits included).
+  std::size_t trees_pruned = 0;    ///< exhaustive: trees skipped, their upper bound below the best.
   std::size_t starts = 0;          ///< RMSHC: start points climbed from.
   std::size_t local_optima = 0;    ///< RMSHC: climbs that ended in a local optimum (not the budget).
   double seconds = 0.0;            ///< Wall time of the search.
@@ -63,8 +64,10 @@ SearchResult rmshc(TreeEvaluator& evaluator, const PlanTree& initial, const Rmsh
 constexpr std::size_t exhaustive_max_machines = 8;
 
 /// Every rooted labelled tree on all machines (n^(n-1): Prüfer sequences × roots),
-/// the best by fair throughput (first one met on ties). Throws std::invalid_argument
-/// above exhaustive_max_machines.
-SearchResult exhaustive(TreeEvaluator& evaluator);
+/// the best by fair throughput. Exact branch-free pruning: the LAN-gateway tree is solved
+/// first, then a tree is solved only when TreeEvaluator::upper_bound() (no LP) could beat
+/// the best so far (`prune` = false solves every tree). On ties the first tree met wins.
+/// Throws std::invalid_argument above exhaustive_max_machines.
+SearchResult exhaustive(TreeEvaluator& evaluator, bool prune = true);
 
 }  // namespace treefarm::plan

@@ -495,6 +495,7 @@ ZmqNode::ZmqNode(node::NodeOptions options, Endpoints endpoints, Compute compute
     impl_->runner = std::make_unique<exec::ExecutorRunner>(std::move(ec));
   }
   if (options.memory == 0) options.memory = compute.memory;
+  if (options.parent_endpoint.empty()) options.parent_endpoint = endpoints.parent;
   impl_->options = options;
   impl_->endpoints = std::move(endpoints);
   impl_->driver = std::make_unique<node::NodeDriver>(std::move(options), *impl_, impl_->runner.get(), std::move(root));
@@ -513,6 +514,7 @@ int ZmqNode::run() {
   try {
     m.open_children(m.endpoints.listen);
     if (!m.bound.empty()) {
+      m.driver->set_endpoint(m.endpoints.advertise.empty() ? m.bound : m.endpoints.advertise);
       spdlog::info("{}: listening on {}", m.options.name, m.bound);
       if (!m.endpoints.ready_file.empty()) write_ready_file(m.endpoints.ready_file, m.bound);
     }

@@ -27,6 +27,9 @@ struct Endpoints {
   std::string ready_file;                    ///< If set, the bound endpoint is written here.
   net::CurveConfig curve;                    ///< CURVE encryption and authentication.
   bool insecure = false;                     ///< Allow unencrypted non-loopback links.
+  /// The listening endpoint as other machines reach it, told to `--parent auto` joiners
+  /// (msg::TreeInfo); "" = the bound endpoint (a wildcard host stays a wildcard).
+  std::string advertise;
 };
 
 /// The cores a node computes on.

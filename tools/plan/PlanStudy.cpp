@@ -105,7 +105,9 @@ int plan_study(const PlanStudyOptions& o, std::ostream& out) {
       const auto opt = plan::plan(set, apps, {}, options_for(Method::exhaustive, o, g.seed));
       secs["exhaustive"].add(opt.seconds);
       nlohmann::json row{{"part", "small"}, {"machines", n}, {"lans", lans}, {"seed", g.seed},
-                         {"exhaustive", opt.fair_throughput}};
+                         {"exhaustive", opt.fair_throughput}, {"exhaustive_seconds", opt.seconds},
+                         {"exhaustive_lp_solves", opt.evaluations},
+                         {"exhaustive_pruned", opt.search ? opt.search->trees_pruned : 0}};
       for (Method m : {Method::rmshc, Method::qlse, Method::greedy}) {
         const auto r = plan::plan(set, apps, {}, options_for(m, o, g.seed));
         const double q = r.fair_throughput / opt.fair_throughput;
@@ -122,7 +124,9 @@ int plan_study(const PlanStudyOptions& o, std::ostream& out) {
       row["star_ratio"] = ratio["star"].values.back();
       rows.push_back(row);
       out << "small n=" << n << " set " << i << ": rmshc/opt " << fmt(ratio["rmshc"].values.back(), 4) << ", qlse/opt "
-          << fmt(ratio["qlse"].values.back(), 4) << ", exhaustive " << fmt(opt.seconds, 1) << " s\n" << std::flush;
+          << fmt(ratio["qlse"].values.back(), 4) << ", exhaustive " << fmt(opt.seconds, 1) << " s ("
+          << opt.evaluations << " LP solves, " << (opt.search ? opt.search->trees_pruned : 0) << " trees pruned)\n"
+          << std::flush;
     }
     hits_all += hits;
     cases_all += o.small_sets;

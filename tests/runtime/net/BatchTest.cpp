@@ -58,6 +58,22 @@ TEST(Batch, MessagesAndPayloadsRoundTripInOrder) {
   EXPECT_EQ(decode_batch(w.take()).size(), 1u);
 }
 
+TEST(Batch, EveryKindWithAPayloadFrameTravelsInABatch) {
+  // A TreeInfo advertisement (child -> parent after Welcome) has an empty payload frame.
+  BatchWriter w;
+  msg::TreeInfo advert;
+  advert.name = "w1";
+  advert.endpoint = "tcp://127.0.0.1:5556";
+  ASSERT_TRUE(w.add(advert, {}));
+  ASSERT_TRUE(w.add(msg::Probe{9}, bytes_of("xy")));
+  const auto entries = decode_batch(w.take());
+  ASSERT_EQ(entries.size(), 2u);
+  ASSERT_TRUE(std::holds_alternative<msg::TreeInfo>(entries[0].message));
+  EXPECT_EQ(std::get<msg::TreeInfo>(entries[0].message).endpoint, "tcp://127.0.0.1:5556");
+  EXPECT_TRUE(entries[0].has_payload);
+  EXPECT_EQ(entries[1].payload_size, 2u);
+}
+
 TEST(Batch, AnOrdinaryFrameIsNotABatch) {
   EXPECT_FALSE(is_batch_frame(encode(msg::Heartbeat{})));
   EXPECT_FALSE(is_batch_frame(Bytes{}));

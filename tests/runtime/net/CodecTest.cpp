@@ -127,6 +127,19 @@ msg::Result sample_result() {
   return r;
 }
 
+msg::TreeInfo sample_tree_info() {
+  msg::TreeInfo t;
+  t.name = "w3";
+  t.endpoint = "tcp://10.0.0.3:5556";
+  t.parent_endpoint = "tcp://10.0.0.1:5555";
+  t.cores = 8;
+  t.link_bandwidth = 1.25e8;
+  t.apps = {{"mm", 64ull << 20, 17.2e9, 1.0, 1}, {"add", 4ull << 20, 2.6e5, 2.0, 2}};
+  t.task_seconds = {1.5, 0.0};
+  t.children = {{"w7", "tcp://10.0.0.7:5556", 4, 9e6}, {"w8", "", 1, 0}};
+  return t;
+}
+
 std::vector<Message> sample_messages() {
   return {
       msg::Hello{"worker-α", 96, 512ull << 30},
@@ -143,6 +156,8 @@ std::vector<Message> sample_messages() {
       msg::Measure{"w3", "matmul-1536", msg::Measure::What::link_bandwidth, 1.25e9},
       msg::Policy{{1, 2, 3, 250, 0, 7}},
       msg::Received{{1, 0xFEDCBA9876543210ull, 42}},
+      msg::TreeQuery{4u << 20},
+      sample_tree_info(),
   };
 }
 
@@ -172,6 +187,31 @@ TEST(Codec, ReceivedRoundTripsAndIsBounded) {
   EXPECT_EQ(back.task_ids, (std::vector<std::uint64_t>{7, 1ull << 45, 9}));
   EXPECT_THROW(encode(Message{msg::Received{}}), std::invalid_argument);
   EXPECT_THROW(encode(Message{msg::Received{std::vector<std::uint64_t>(max_received_ids + 1, 1)}}), std::invalid_argument);
+}
+
+TEST(Codec, TreeQueryAndTreeInfoRoundTripAndAreBounded) {
+  EXPECT_EQ(round_trip(msg::TreeQuery{123}).probe_bytes, 123u);
+  EXPECT_THROW(encode(Message{msg::TreeQuery{max_tree_probe_bytes + 1}}), std::invalid_argument);
+  const auto in = sample_tree_info();
+  const auto out = round_trip(in);
+  EXPECT_EQ(out.name, in.name);
+  EXPECT_EQ(out.endpoint, in.endpoint);
+  EXPECT_EQ(out.parent_endpoint, in.parent_endpoint);
+  EXPECT_EQ(out.cores, in.cores);
+  EXPECT_EQ(out.link_bandwidth, in.link_bandwidth);
+  EXPECT_EQ(out.task_seconds, in.task_seconds);
+  ASSERT_EQ(out.apps.size(), 2u);
+  EXPECT_EQ(out.apps[1].name, "add");
+  EXPECT_EQ(out.apps[1].bytes, 4ull << 20);
+  EXPECT_EQ(out.apps[1].weight, 2.0);
+  EXPECT_EQ(out.apps[1].cores_per_task, 2u);
+  ASSERT_EQ(out.children.size(), 2u);
+  EXPECT_EQ(out.children[0].endpoint, "tcp://10.0.0.7:5556");
+  EXPECT_EQ(out.children[0].link_bandwidth, 9e6);
+  EXPECT_EQ(out.children[1].endpoint, "");
+  auto bad = in;
+  bad.task_seconds.pop_back();
+  EXPECT_THROW(encode(Message{bad}), std::invalid_argument);
 }
 
 TEST(Codec, HelloRoundTrips) {
@@ -275,7 +315,7 @@ TEST(Codec, KindOfAndNamesCoverEveryKind) {
     const Kind k = kind_of(all[i]);
     EXPECT_EQ(static_cast<std::uint16_t>(k), i + 1);
     EXPECT_STRNE(kind_name(k), "?");
-    EXPECT_EQ(payload_frames_for(k), k == Kind::task || k == Kind::probe ? 1u : 0u);
+    EXPECT_EQ(payload_frames_for(k), k == Kind::task || k == Kind::probe || k == Kind::tree_info ? 1u : 0u);
   }
   EXPECT_STREQ(kind_name(Kind::node_joined), "NodeJoined");
   EXPECT_STREQ(kind_name(static_cast<Kind>(999)), "?");

@@ -13,12 +13,43 @@ namespace {
 TEST(TreeSearch, ExhaustiveEnumeratesEveryRootedTreeOnce) {
   for (std::uint32_t n : {1u, 2u, 3u, 4u, 5u}) {
     TreeEvaluator ev(test::generated(n, 1, 3), test::two_apps(), {});
-    const auto r = exhaustive(ev);
+    const auto r = exhaustive(ev, /*prune=*/false);
     std::size_t expected = 1;
     for (std::uint32_t i = 1; i < n; ++i) expected *= n;  // n^(n-1) (Cayley × roots)
     EXPECT_EQ(r.trees_seen, expected) << n;
     EXPECT_EQ(r.evaluations, expected);
     EXPECT_TRUE(is_valid(r.tree));
+  }
+}
+
+TEST(TreeSearch, UpperBoundIsNeverBelowTheLp) {
+  for (auto comm : {model::CommModel::one_port, model::CommModel::multi_port}) {
+    model::RunSpec run;
+    run.comm_model = comm;
+    if (comm == model::CommModel::multi_port) run.max_out_bandwidth = 40e6;
+    TreeEvaluator ev(test::generated(7, 3, 11), test::two_apps(), run);
+    std::mt19937_64 rng(3);
+    PlanTree t = lan_gateway_tree(ev.machines());
+    double tightest = 0.0;
+    for (int i = 0; i < 300; ++i) {
+      t = random_neighbour(t, rng);
+      const double lp = ev.fair_throughput_uncached(t), ub = ev.upper_bound(t);
+      EXPECT_GE(ub, lp * (1 - 1e-9)) << i;
+      tightest = std::max(tightest, lp / ub);
+    }
+    EXPECT_GT(tightest, 0.3);  // a bound that is always far above prunes nothing
+  }
+}
+
+TEST(TreeSearch, PrunedExhaustiveFindsTheSameOptimum) {
+  for (std::uint64_t seed = 1; seed <= 4; ++seed) {
+    TreeEvaluator ev(test::generated(6, seed % 2 ? 2 : 3, seed), test::two_apps(), {});
+    const auto all = exhaustive(ev, false);
+    const auto pruned = exhaustive(ev, true);
+    EXPECT_NEAR(pruned.fair_throughput, all.fair_throughput, 1e-9 * all.fair_throughput) << seed;
+    EXPECT_NEAR(ev.fair_throughput_uncached(pruned.tree), all.fair_throughput, 1e-9 * all.fair_throughput);
+    EXPECT_GT(pruned.trees_pruned, 0u);
+    EXPECT_EQ(pruned.trees_pruned + pruned.evaluations, all.evaluations + 1);  // +1: the first incumbent
   }
 }
 

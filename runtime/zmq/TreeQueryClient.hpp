@@ -1,0 +1,49 @@
+#pragma once
+/// @file TreeQueryClient.hpp
+/// Asking nodes of a live tree about themselves from outside it (msg::TreeQuery →
+/// msg::TreeInfo, docs/protocol.md), with an optional link probe: the answer carries
+/// `probe_bytes` bytes, so the time to get it measures the link from that node to here.
+/// Used by `treefarm-worker --parent auto` (docs/planning.md). One DEALER per node,
+/// kept open between questions; unencrypted (CURVE trees are not supported).
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <zmq.hpp>
+
+#include "runtime/net/Messages.hpp"
+
+namespace treefarm::zmq_node {
+
+class TreeQueryClient {
+ public:
+  struct Answer {
+    net::msg::TreeInfo info;
+    double seconds = 0;            ///< from sending the question to the whole answer
+    std::size_t probe_bytes = 0;   ///< bytes of the answer's payload
+  };
+
+  TreeQueryClient();
+  ~TreeQueryClient();
+  TreeQueryClient(const TreeQueryClient&) = delete;
+  TreeQueryClient& operator=(const TreeQueryClient&) = delete;
+
+  /// Asks the node listening at `endpoint`; nullopt when it does not answer within
+  /// `timeout` seconds or answers something else (the connection is then closed, so a
+  /// late answer cannot be taken for the next one).
+  std::optional<Answer> ask(const std::string& endpoint, std::uint64_t probe_bytes, double timeout);
+
+  /// Bandwidth from the node at `endpoint` to here, bytes/s: the smallest round trip of
+  /// 3 empty questions is the overhead, the fastest of `repeats` questions answered with
+  /// `probe_bytes` bytes gives bytes / (time − overhead). nullopt if it stops answering.
+  std::optional<double> bandwidth(const std::string& endpoint, std::uint64_t probe_bytes, int repeats, double timeout);
+
+ private:
+  zmq::context_t ctx_;
+  std::map<std::string, std::unique_ptr<zmq::socket_t>> sockets_;
+};
+
+}  // namespace treefarm::zmq_node

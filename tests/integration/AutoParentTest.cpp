@@ -1,0 +1,75 @@
+// `treefarm-worker --join ANY-NODE --parent auto` (docs/planning.md) with real processes on
+// loopback: the joiner learns the live tree from a leaf, probes every node's link, chooses
+// a parent, joins it, and the run completes with every task recorded exactly once.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/integration/ProcessTestUtil.hpp"
+
+using namespace treefarm::testing;
+
+namespace {
+
+const std::string master_bin = bin_dir + "/treefarm-master";
+const std::string worker_bin = bin_dir + "/treefarm-worker";
+
+}  // namespace
+
+TEST(AutoParentTest, AWorkerWithParentAutoJoinsAThreeNodeTreeAndTheRunCompletesExactlyOnce) {
+  TempDir dir;
+  const std::uint64_t tasks = 400;
+  const auto exp = write_file(dir.path() / "auto.toml",
+                              "[[node]]\nname = \"m\"\ncores = 0\n"
+                              "[[node]]\nname = \"w1\"\nparent = \"m\"\ncores = 1\n"
+                              "[[node]]\nname = \"w2\"\nparent = \"w1\"\ncores = 1\n"
+                              "[[app]]\nname = \"mm\"\nkernel = \"matmul\"\nn = 160\ntasks = " + std::to_string(tasks) +
+                              "\n[run]\nbuffer = 4\n");
+  Child master({master_bin, exp, "--ready-file", (dir.path() / "m.ep").string(), "--out", (dir.path() / "out").string(),
+                "--wait-workers", "3", "--wait-timeout", "60"},
+               dir.path() / "master.log");
+  const auto m_ep = wait_for_line(dir.path() / "m.ep");
+  ASSERT_FALSE(m_ep.empty()) << master.output();
+  Child w1({worker_bin, "--parent", m_ep, "--name", "w1", "--cores", "1", "--ready-file", (dir.path() / "w1.ep").string()},
+           dir.path() / "w1.log");
+  const auto w1_ep = wait_for_line(dir.path() / "w1.ep");
+  ASSERT_FALSE(w1_ep.empty()) << w1.output();
+  Child w2({worker_bin, "--parent", w1_ep, "--name", "w2", "--cores", "1", "--ready-file", (dir.path() / "w2.ep").string()},
+           dir.path() / "w2.log");
+  const auto w2_ep = wait_for_line(dir.path() / "w2.ep");
+  ASSERT_FALSE(w2_ep.empty()) << w2.output();
+  // w2 has joined w1 and advertised its endpoint once w1 logs it as a child.
+  ASSERT_TRUE(wait_until([&] { return w1.output().find("child 'w2' joined") != std::string::npos; }, 30)) << w1.output();
+  // Enter the tree at its deepest node: the joiner must walk up to find m and w1.
+  Child joiner({worker_bin, "--join", w2_ep, "--parent", "auto", "--name", "auto1", "--cores", "1", "--probe-bytes",
+                "1048576"},
+               dir.path() / "auto.log");
+  const auto rc = master.wait(240);
+  ASSERT_TRUE(rc.has_value()) << master.output();
+  EXPECT_EQ(*rc, 0) << master.output() << joiner.output();
+  const std::string log = joiner.output();
+  // It measured every node and chose one of them.
+  for (const char* n : {"m (", "w1 (", "w2 ("}) EXPECT_NE(log.find(std::string("--parent auto: ") + n), std::string::npos) << log;
+  const auto at = log.find("--parent auto chose ");
+  ASSERT_NE(at, std::string::npos) << log;
+  const std::string chosen = log.substr(at + 20, log.find(' ', at + 20) - at - 20);
+  ASSERT_TRUE(chosen == "m" || chosen == "w1" || chosen == "w2") << chosen;
+  EXPECT_NE(log.find("among 3 nodes"), std::string::npos) << log;
+  // ... and joined it: the chosen node admitted it.
+  const std::string parent_log = chosen == "m" ? master.output() : chosen == "w1" ? w1.output() : w2.output();
+  EXPECT_NE(parent_log.find("child 'auto1' joined"), std::string::npos) << parent_log;
+  // Every task exactly once, the joiner computed some.
+  const auto j = nlohmann::json::parse(read_file(dir.path() / "out" / "results.json"));
+  std::set<std::uint64_t> seen;
+  std::uint64_t by_joiner = 0;
+  for (const auto& t : j.at("tasks")) {
+    EXPECT_TRUE(seen.insert(t.at("id").get<std::uint64_t>()).second);
+    if (t.at("node") == "auto1") ++by_joiner;
+  }
+  EXPECT_EQ(seen.size(), tasks);
+  EXPECT_TRUE(j.at("ok").get<bool>());
+  EXPECT_GT(by_joiner, 0u);
+  EXPECT_EQ(joiner.wait(30).value_or(-1), 0) << log;
+}

@@ -1,0 +1,66 @@
+#include "runtime/plan/LiveTree.hpp"
+
+#include <cmath>
+
+#include <gtest/gtest.h>
+
+namespace treefarm::plan {
+namespace {
+
+using net::msg::TreeInfo;
+
+/// m (no cores) ─ a (4 cores, 1 s/task) ─ b (4 cores, unknown task time); c below m,
+/// listed by m but never reached.
+std::vector<TreeInfo> three_levels() {
+  const std::vector<TreeInfo::App> apps{{"mm", 8ull << 20, 2e9, 1.0, 1}};
+  TreeInfo m{"m", "tcp://m:1", "", 0, 0, {0.0}, apps, {{"a", "tcp://a:1", 4, 100e6}, {"c", "", 2, 0}}};
+  TreeInfo a{"a", "tcp://a:1", "tcp://m:1", 4, 0, {1.0}, apps, {{"b", "tcp://b:1", 4, 0}}};
+  TreeInfo b{"b", "tcp://b:1", "tcp://a:1", 4, 0, {0.0}, apps, {}};
+  return {b, a, m};  // in any order
+}
+
+TEST(LiveTree, BuildsTheModelFromTheRootAndFillsUnknowns) {
+  const auto t = live_tree(three_levels(), {{"m", 50e6}, {"a", 20e6}, {"b", 30e6}});
+  const auto& m = t.model;
+  ASSERT_EQ(m.nodes.size(), 4u);
+  EXPECT_EQ(m.nodes[0].name, "m");
+  EXPECT_TRUE(std::isinf(m.nodes[0].link_bandwidth));
+  EXPECT_EQ(m.nodes[1].name, "a");
+  EXPECT_EQ(m.nodes[1].parent, 0);
+  EXPECT_DOUBLE_EQ(m.nodes[1].link_bandwidth, 100e6);  // from the parent's child entry
+  EXPECT_EQ(m.nodes[2].name, "c");                       // listed, not reached
+  EXPECT_EQ(m.nodes[2].cores, 2u);
+  EXPECT_EQ(t.endpoints[2], "");
+  EXPECT_EQ(m.nodes[3].name, "b");
+  EXPECT_EQ(m.nodes[3].parent, 1);
+  EXPECT_DOUBLE_EQ(m.nodes[3].task_seconds[0], 1.0);  // the median of the known ones
+  // unknown links: median of {100e6 (known), 50e6, 20e6, 30e6 (measured)} = 40e6
+  EXPECT_DOUBLE_EQ(m.nodes[3].link_bandwidth, 40e6);
+  EXPECT_EQ(t.guessed_bandwidths, 2u);
+  EXPECT_EQ(t.guessed_task_seconds, 2u);  // b and c compute; m has no cores
+}
+
+TEST(LiveTree, RefusesATreeWithoutRootOrApplications) {
+  auto infos = three_levels();
+  infos.pop_back();  // m
+  EXPECT_THROW(live_tree(infos, {}), std::invalid_argument);
+  auto no_apps = three_levels();
+  no_apps[2].apps.clear();
+  no_apps[2].task_seconds.clear();
+  EXPECT_THROW(live_tree(no_apps, {}), std::invalid_argument);
+}
+
+TEST(LiveTree, TheJoinerGoesWhereItsMeasuredLinkIsFast) {
+  const auto t = live_tree(three_levels(), {});
+  // Tasks of 8 MiB: a 100 MB/s link from b feeds 12 tasks/s, 1 MB/s from m or a only 0.125.
+  const std::map<std::string, double> measured{{"m", 1e6}, {"a", 1e6}, {"b", 100e6}};
+  const auto p = choose_live_parent(t, measured, "new", 8, 0, "a");
+  EXPECT_EQ(p.name, "b");
+  EXPECT_EQ(p.endpoint, "tcp://b:1");
+  const auto q = choose_live_parent(t, {{"m", 100e6}, {"a", 1e6}, {"b", 1e6}}, "new", 8, 0, "b");
+  EXPECT_EQ(q.name, "m");
+  EXPECT_THROW(choose_live_parent(t, {{"c", 100e6}}, "new", 8, 0, "m"), std::invalid_argument);  // c: no endpoint
+}
+
+}  // namespace
+}  // namespace treefarm::plan
