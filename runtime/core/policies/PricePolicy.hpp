@@ -76,8 +76,8 @@ struct PriceParams {
   /// executor instead of ϱ_init (initial prices 0). Needs scaled = 1. 0: Table 1's steps
   /// (γ_ϱ^(2), γ_λ, γ_μ, ϱ_init, λ_init, μ_init, rate_unit), as in the paper's §5.
   double relative = 1;
-  double relative_gain = 0.2;        ///< g of γ_ϱ^(2)_k = g·ϱ_k/n_k (relative = 1), in (0, 1]
-  double relative_price_gain = 0.1;  ///< loop gain of eq. 17–18 with relative steps, in (0, 1]
+  double relative_gain = 0.05;       ///< g of γ_ϱ^(2)_k = g·ϱ_k/n_k (relative = 1), in (0, 1]
+  double relative_price_gain = 0.01; ///< loop gain of eq. 17–18 with relative steps, in (0, 1]
 
   /// The names accepted in `[policy.price]` (the field names above).
   static std::vector<std::string> keys();
