@@ -187,10 +187,10 @@ TEST(PricePolicy, RelativeStepsStartFromTheNodesOwnShare) {
   config.local_seconds = {1e-3, 4e-3};
   NodeScheduler rel(config, make_policy("price"));
   (void)rel.start(0);
-  // start() makes the first update: prices 0, so each rate grows by g = 0.2 times itself
+  // start() makes the first update: prices 0, so each rate grows by g = 0.05 times itself
   // (ϱ_k/n_k with n_k = 1).
-  EXPECT_NEAR(price_of(rel).local_rates()[0], 1000.0 * 2 / 3 * 1.2, 1e-9);
-  EXPECT_NEAR(price_of(rel).local_rates()[1], 250.0 / 3 * 1.2, 1e-9);
+  EXPECT_NEAR(price_of(rel).local_rates()[0], 1000.0 * 2 / 3 * 1.05, 1e-9);
+  EXPECT_NEAR(price_of(rel).local_rates()[1], 250.0 / 3 * 1.05, 1e-9);
   NodeScheduler table1(config, make_policy("price", {{"relative", 0}}));
   (void)table1.start(0);
   EXPECT_GT(price_of(table1).local_rates()[0], 5e5);
