@@ -4,6 +4,7 @@
 
 #include "tools/cli/Command.hpp"
 #include "tools/sim/Campaign.hpp"
+#include "runtime/cli/CliSupport.hpp"
 #include "runtime/core/policies/PricePolicy.hpp"
 #include "tools/sim/PriceStudy.hpp"
 
@@ -60,12 +61,16 @@ void add_experiment_command(CLI::App& app, Commands& out) {
                        v = std::stod(kv.substr(eq + 1), &used);
                        if (used != kv.size() - eq - 1) throw std::invalid_argument(kv);
                      } catch (const std::exception&) {
-                       throw CLI::ValidationError("--set", "expected KEY=NUMBER, got '" + kv + "'");
+                       throw cli_support::UsageError("--set: expected KEY=NUMBER, got '" + kv + "'");
                      }
                      c.options[kv.substr(0, eq)] = v;
                      set_args += " --set " + kv;
                    }
-                   (void)core::PriceParams::from_options(c.options);  // names a bad key before any tree runs
+                   try {
+                     (void)core::PriceParams::from_options(c.options);  // names a bad key before any tree runs
+                   } catch (const std::invalid_argument& e) {
+                     throw cli_support::UsageError(std::string("--set: ") + e.what());
+                   }
                    c.command = "treefarm experiment price --trees " + std::to_string(c.trees) + " --min-nodes " +
                                std::to_string(c.min_nodes) + " --max-nodes " + std::to_string(c.max_nodes) +
                                " --max-degree " + std::to_string(c.max_degree) + " --apps " + std::to_string(c.apps) +
