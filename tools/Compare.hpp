@@ -20,6 +20,9 @@ struct CompareOptions {
   std::string calibration;             ///< Calibration file; "" = calibrate first (unless no_calibrate).
   bool no_calibrate = false;           ///< No calibration: no prediction, and policy lp is skipped.
   std::string out_dir;                 ///< DIR/compare.json, DIR/compare.png, DIR/POLICY/...
+  /// Runs per policy (>= 1). Above 1, run r of a policy writes DIR/POLICY/run-R/ and the
+  /// table, compare.json and compare.png give the mean and the spread of the runs.
+  unsigned repeat = 1;
   LaunchOptions launch;                ///< Base options of every run (hooks for emulation).
   /// Called after the table with the output directory (emulation adds the link usage).
   std::function<void(const std::string& dir, std::ostream& out)> after;
@@ -35,11 +38,19 @@ int compare_policies(const model::Experiment& ex, const CompareOptions& options,
 
 /// The comparison table and compare.json from per-policy results.json documents.
 nlohmann::json compare_json(const std::vector<std::pair<std::string, nlohmann::json>>& results);
+/// The same from several runs per policy (`--repeat`): each policy's figures are the mean
+/// over its runs (fair_throughput, fair_ratio, each application's throughput and ratio, in
+/// tasks/s), with `runs`, the sample standard deviation (`*_stddev`, 0 for one run), the
+/// `*_min`/`*_max` of the fair throughput and ratio, and `repeats`: per run its
+/// fair_throughput, fair_ratio, duration (seconds) and ok. `ok` is true only if every
+/// run was; `completed` is the fewest completed by a run, `wrong` the sum.
+nlohmann::json compare_json(const std::vector<std::pair<std::string, std::vector<nlohmann::json>>>& runs);
 void print_compare_table(std::ostream& out, const nlohmann::json& compare);
 
-/// Plots with gnuplot (PNG): the fair ratio per policy (DIR/compare.png) and, per
-/// policy, cumulative completed tasks per application against the LP's slope
-/// (DIR/POLICY/cumulative.png). Returns false (with a note on `out`) if gnuplot is absent.
+/// Plots with gnuplot (PNG): the fair ratio per policy (DIR/compare.png; with error bars of
+/// ± one standard deviation when a policy ran more than once) and, per policy, cumulative
+/// completed tasks per application against the LP's slope (DIR/POLICY/cumulative.png, of
+/// the run given in `results`). Returns false (with a note on `out`) if gnuplot is absent.
 bool plot_compare(const std::string& dir, const nlohmann::json& compare,
                   const std::vector<std::pair<std::string, nlohmann::json>>& results, std::ostream& out);
 

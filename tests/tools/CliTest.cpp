@@ -105,6 +105,22 @@ TEST(Cli, BadValuesAreRefusedAtStart) {
   EXPECT_EQ(run_command(worker + " tcp://127.0.0.1:1 --join-timeout -1").exit_code, 2);
 }
 
+// `compare --repeat 0`, and `experiment price --set` with an unknown key or a value that is
+// not a number, are usage errors (exit 2) naming what was wrong, before anything runs.
+TEST(Cli, CompareRepeatAndPriceSetAreChecked) {
+  TempDir dir("cli");
+  const auto exp = write_file(dir.path() / "tiny.toml", tiny);
+  const auto r0 = run_command(treefarm + " compare " + exp + " --repeat 0 --out " + (dir.path() / "c").string());
+  EXPECT_EQ(r0.exit_code, 2) << r0.output;
+  EXPECT_NE(r0.output.find("--repeat"), std::string::npos) << r0.output;
+  for (const std::string set : {"bogus=1", "relative_gain=abc", "relative_gain"}) {
+    const auto r = run_command(treefarm + " experiment price --trees 1 --set " + set + " --out " + (dir.path() / "p").string());
+    EXPECT_EQ(r.exit_code, 2) << set << "\n" << r.output;
+    EXPECT_NE(r.output.find(set.substr(0, set.find('='))), std::string::npos) << r.output;
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir.path() / "p" / "price-campaign.csv")) << "no tree ran";
+}
+
 TEST(Cli, BadExperimentIsExitCode3NamingFileLineField) {
   TempDir dir("cli");
   const auto exp = write_file(dir.path() / "bad.toml", std::string(tiny) + "cores_per_task = \"two\"\n");

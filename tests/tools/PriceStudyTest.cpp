@@ -16,21 +16,32 @@ model::Experiment paper_platform() {
   return model::load_experiment(std::string(TREEFARM_SOURCE_DIR) + "/examples/bertin2008.toml");
 }
 
-// Regression: on the paper's 5-node platform the scaled algorithm with Table 1's steps
-// (in the example's rate_unit) gets the feasible allocation to >= 95% of the Ipopt
-// proportional optimum and keeps it (docs/results/price.md: settled at 375, 99% at 486).
+// On the paper's 5-node platform, with the example's options (relative steps, the
+// default), the feasible allocation stays within 1% of the Ipopt proportional optimum from
+// iteration <= 130 (docs/results/price.md: 123; the issue asks for the paper's order, 83).
 TEST(PriceStudy, PaperPlatformReachesTheIpoptOptimum) {
   const auto ex = paper_platform();
   const auto model = lp::model_from_experiment(ex);
-  const auto trace = run_price_trace(model, ex, ex.run.policy_options.at("price"), 600, true);
-  ASSERT_EQ(trace.rows.size(), 600u);
+  const auto trace = run_price_trace(model, ex, ex.run.policy_options.at("price"), 400, true);
+  ASSERT_EQ(trace.rows.size(), 400u);
+  const auto at = trace.settled_at(0.99);
+  ASSERT_TRUE(at.has_value()) << "last efficiency " << trace.rows.back().efficiency;
+  EXPECT_LE(*at, 130u);
+  EXPECT_LE(trace.rows.back().efficiency, 1.0 + 1e-9) << "a feasible allocation cannot beat the optimum";
+  for (std::size_t k = 0; k < model.apps.size(); ++k)
+    EXPECT_NEAR(trace.rows.back().rates[k], trace.optimum.app_throughput[k], 0.01 * trace.optimum.app_throughput[k]) << k;
+}
+
+// Table 1's steps (relative = 0, rate_unit 0.001) still converge, later (settled within 5%
+// at 375, docs/results/price.md).
+TEST(PriceStudy, Table1StepsConvergeLater) {
+  const auto ex = paper_platform();
+  const auto model = lp::model_from_experiment(ex);
+  const auto trace = run_price_trace(model, ex, {{"relative", 0}, {"rate_unit", 0.001}}, 600, true);
   const auto at = trace.settled_at(0.95);
   ASSERT_TRUE(at.has_value()) << "last efficiency " << trace.rows.back().efficiency;
   EXPECT_LE(*at, 450u);
-  EXPECT_GE(trace.rows.back().efficiency, 0.95);
-  EXPECT_LE(trace.rows.back().efficiency, 1.0 + 1e-9) << "a feasible allocation cannot beat the optimum";
-  for (std::size_t k = 0; k < model.apps.size(); ++k)
-    EXPECT_NEAR(trace.rows.back().rates[k], trace.optimum.app_throughput[k], 0.05 * trace.optimum.app_throughput[k]) << k;
+  EXPECT_GT(*at, 130u) << "Table 1's steps are not expected to beat the relative ones";
 }
 
 TEST(PriceStudy, TraceCsvHasTheHeaderAndOneRowPerIteration) {

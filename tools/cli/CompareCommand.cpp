@@ -31,6 +31,9 @@ void add_compare_command(CLI::App& app, Commands& out) {
   cmp->add_option("--calibration", o->co.calibration, "Calibration file (default: calibrate in place first)")->check(CLI::ExistingFile);
   cmp->add_flag("--no-calibrate", o->co.no_calibrate, "No calibration: no LP prediction, policy lp skipped");
   cmp->add_option("--out", o->co.out_dir, "Write DIR/compare.json, DIR/compare.png and DIR/POLICY/ (default out/compare-NAME)");
+  cmp->add_option("--repeat", o->co.repeat,
+                  "Runs per policy; above 1 the table, compare.json and compare.png give the mean and spread (DIR/POLICY/run-R/)")
+      ->check(CLI::Range(1u, 1000u))->capture_default_str();
   cmp->add_option("--timeout", o->co.launch.timeout, "seconds per run (0 = none)");
   cmp->add_flag("--quiet", o->co.launch.quiet, "No progress lines");
   out.push_back({cmp, [o] { return run_compare(*o); }});

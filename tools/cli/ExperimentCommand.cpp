@@ -4,6 +4,8 @@
 
 #include "tools/cli/Command.hpp"
 #include "tools/sim/Campaign.hpp"
+#include "runtime/cli/CliSupport.hpp"
+#include "runtime/core/policies/PricePolicy.hpp"
 #include "tools/sim/PriceStudy.hpp"
 
 namespace treefarm::cli {
@@ -41,19 +43,41 @@ void add_experiment_command(CLI::App& app, Commands& out) {
   auto unit = std::make_shared<double>(0.0);
   price->add_option("--rate-unit", *unit, "rate_unit of every tree (0 = per tree, auto_rate_unit: docs/results/price.md)")
       ->capture_default_str();
+  auto sets = std::make_shared<std::vector<std::string>>();
+  price->add_option("--set", *sets, "KEY=VALUE: any [policy.price] option of every tree (repeatable; docs/policies.md#price)");
   price->add_flag("--cascade", pc->cascade, "Deliver in the same iteration what a message makes a node send");
   price->add_option("--out", pc->out_dir, "Output directory (price-campaign.md, price-campaign.csv)")->capture_default_str();
-  out.push_back({price, [pc, scaled, unit] {
+  out.push_back({price, [pc, scaled, unit, sets] {
                    auto c = *pc;
                    c.options["scaled"] = *scaled;
                    if (*unit > 0) c.options["rate_unit"] = *unit;
+                   std::string set_args;
+                   for (const auto& kv : *sets) {
+                     const auto eq = kv.find('=');
+                     double v = 0;
+                     try {
+                       if (eq == std::string::npos) throw std::invalid_argument(kv);
+                       std::size_t used = 0;
+                       v = std::stod(kv.substr(eq + 1), &used);
+                       if (used != kv.size() - eq - 1) throw std::invalid_argument(kv);
+                     } catch (const std::exception&) {
+                       throw cli_support::UsageError("--set: expected KEY=NUMBER, got '" + kv + "'");
+                     }
+                     c.options[kv.substr(0, eq)] = v;
+                     set_args += " --set " + kv;
+                   }
+                   try {
+                     (void)core::PriceParams::from_options(c.options);  // names a bad key before any tree runs
+                   } catch (const std::invalid_argument& e) {
+                     throw cli_support::UsageError(std::string("--set: ") + e.what());
+                   }
                    c.command = "treefarm experiment price --trees " + std::to_string(c.trees) + " --min-nodes " +
                                std::to_string(c.min_nodes) + " --max-nodes " + std::to_string(c.max_nodes) +
                                " --max-degree " + std::to_string(c.max_degree) + " --apps " + std::to_string(c.apps) +
                                " --iterations " + std::to_string(c.iterations) + " --seed " + std::to_string(c.seed) +
                                " --comm-model " + c.comm_model + " --scaled " + std::to_string(static_cast<int>(*scaled)) +
                                (*unit > 0 ? " --rate-unit " + std::to_string(*unit) : std::string()) +
-                               (c.cascade ? " --cascade" : "") + " --out " + c.out_dir;
+                               set_args + (c.cascade ? " --cascade" : "") + " --out " + c.out_dir;
                    return tools::price_campaign(c, std::cout);
                  }});
 }

@@ -11,7 +11,7 @@ namespace treefarm::core {
 
 namespace {
 constexpr double change_tolerance = 0.05;  // relative change of a rate worth a new plan
-constexpr std::size_t param_count = 12;
+constexpr std::size_t param_count = 15;
 
 struct Field {
   const char* key;
@@ -24,7 +24,12 @@ constexpr Field fields[param_count] = {
     {"lambda_init", &PriceParams::lambda_init},         {"mu_init", &PriceParams::mu_init},
     {"scaled", &PriceParams::scaled},                   {"alpha", &PriceParams::alpha},
     {"period", &PriceParams::period},                   {"rate_unit", &PriceParams::rate_unit},
+    {"relative", &PriceParams::relative},               {"relative_gain", &PriceParams::relative_gain},
+    {"relative_price_gain", &PriceParams::relative_price_gain},
 };
+// A relative step never falls below this fraction of the node's own rate for k (so an
+// application whose rates all reached 0 can restart).
+constexpr double relative_floor = 1e-3;
 
 // Throws std::invalid_argument naming the key of a value out of range.
 void check(const PriceParams& p) {
@@ -43,6 +48,12 @@ void check(const PriceParams& p) {
     throw std::invalid_argument("[policy.price] scaled must be 1 (eq. 17-18) or 0 (eq. 14-15), got " + std::to_string(p.scaled));
   if (!(p.period > 0)) throw std::invalid_argument("[policy.price] period must be > 0 seconds");
   if (!(p.rate_unit > 0)) throw std::invalid_argument("[policy.price] rate_unit must be > 0 tasks/s");
+  if (p.relative != 0 && p.relative != 1)
+    throw std::invalid_argument("[policy.price] relative must be 1 (per-application steps) or 0 (Table 1), got " +
+                                std::to_string(p.relative));
+  for (const auto& [key, v] : {std::pair{"relative_gain", p.relative_gain}, std::pair{"relative_price_gain", p.relative_price_gain}})
+    if (!(v > 0) || v > 1)
+      throw std::invalid_argument(std::string("[policy.price] ") + key + " must be in (0, 1], got " + std::to_string(v));
 }
 
 bool close(const std::vector<double>& a, const std::vector<double>& b) { return rates_close(a, b, change_tolerance); }
@@ -51,7 +62,7 @@ bool same_plan(const NodePlan& a, const NodePlan& b) { return plans_close(a, b, 
 struct Decoded {
   PricePolicy::Kind kind{};
   PriceParams params;
-  std::vector<double> first, second;  // down: η, ϱ; up: σ, runnable counts
+  std::vector<double> first, second, third, fourth;  // down: η, ϱ, n_k, path capacity; up: σ, runnable, active steps
 };
 
 Decoded decode(const std::vector<std::uint8_t>& payload, std::size_t k) {
@@ -67,8 +78,11 @@ Decoded decode(const std::vector<std::uint8_t>& payload, std::size_t k) {
     }
   }
   for (std::size_t a = 0; a < k; ++a) {
-    d.first.push_back(PricePolicy::read_non_negative(r, "price", d.kind == PricePolicy::Kind::down ? "price" : "rate"));
-    d.second.push_back(PricePolicy::read_non_negative(r, "price", d.kind == PricePolicy::Kind::down ? "rate" : "count"));
+    const bool down = d.kind == PricePolicy::Kind::down;
+    d.first.push_back(PricePolicy::read_non_negative(r, "price", down ? "price" : "rate"));
+    d.second.push_back(PricePolicy::read_non_negative(r, "price", down ? "rate" : "count"));
+    d.third.push_back(PricePolicy::read_non_negative(r, "price", down ? "count" : "step"));
+    if (down) d.fourth.push_back(PricePolicy::read_non_negative(r, "price", "capacity"));
   }
   if (!r.done()) throw DecodeError("trailing bytes after a price message");
   return d;
@@ -76,6 +90,16 @@ Decoded decode(const std::vector<std::uint8_t>& payload, std::size_t k) {
 
 // [x]^+ of the paper.
 double plus(double x) { return x > 0 ? x : 0.0; }
+
+// One price update with relative steps: gain·(usage − 1)/denom (denom: the loop gain's
+// factor, counting only the routes that compute), but a price falls at most by half per
+// update. A route leaving (ϱ_{i,k} = 0) removes its term from denom, and without this bound
+// the price of a resource just saturated collapses, the route re-enters, and the two
+// alternate (a limit cycle seen on links with b_k/B_c spanning orders of magnitude).
+double relative_price(double price, double gain, double usage, double denom) {
+  if (!(denom > 0)) return price / 2;
+  return std::max(price + gain * (usage - 1) / denom, price / 2);
+}
 }  // namespace
 
 std::vector<std::string> PriceParams::keys() {
@@ -100,7 +124,8 @@ PriceParams PriceParams::from_options(const PolicyOptions& options) {
 }
 
 std::vector<std::uint8_t> PricePolicy::encode_down(const PriceParams& p, const std::vector<double>& eta,
-                                                   const std::vector<double>& rho) {
+                                                   const std::vector<double>& rho, const std::vector<double>& routes,
+                                                   const std::vector<double>& capacity) {
   ByteWriter w;
   w.u8(static_cast<std::uint8_t>(Kind::down));
   w.u32(static_cast<std::uint32_t>(eta.size()));
@@ -108,17 +133,21 @@ std::vector<std::uint8_t> PricePolicy::encode_down(const PriceParams& p, const s
   for (std::size_t a = 0; a < eta.size(); ++a) {
     w.f64(eta[a]);
     w.f64(a < rho.size() ? rho[a] : 0.0);
+    w.f64(a < routes.size() ? routes[a] : 0.0);
+    w.f64(a < capacity.size() ? capacity[a] : std::numeric_limits<double>::infinity());
   }
   return w.take();
 }
 
-std::vector<std::uint8_t> PricePolicy::encode_up(const std::vector<double>& sigma, const std::vector<double>& runnable) {
+std::vector<std::uint8_t> PricePolicy::encode_up(const std::vector<double>& sigma, const std::vector<double>& runnable,
+                                                 const std::vector<double>& active) {
   ByteWriter w;
   w.u8(static_cast<std::uint8_t>(Kind::up));
   w.u32(static_cast<std::uint32_t>(sigma.size()));
   for (std::size_t a = 0; a < sigma.size(); ++a) {
     w.f64(sigma[a]);
     w.f64(a < runnable.size() ? runnable[a] : 0.0);
+    w.f64(a < active.size() ? active[a] : 0.0);
   }
   return w.take();
 }
@@ -133,14 +162,36 @@ void PricePolicy::start(const NodeState& state) {
   rho_global_.assign(k, 0.0);
   sigma_.assign(k, 0.0);
   eta_.assign(k, 0.0);
+  routes_.assign(k, 0.0);
   cores_ = state.config.cores;
   if (state.config.is_root) {
     active_ = true;
-    const auto a = compute_cost(state);
-    for (std::size_t i = 0; i < k; ++i)
-      if (a[i] > 0) rho_[i] = rho_tilde_[i] = params_.rho_init * params_.rate_unit;
+    initial_rates(state);
     rho_global_ = rho_;
   }
+}
+
+// Table 1: ϱ_init for every application the node can run. Relative steps: the node's own
+// executor shared in proportion to the weights (Σ_k a_{i,k}·ϱ_{i,k} = 1; local
+// information only), so no rate starts orders of magnitude away from its scale.
+void PricePolicy::initial_rates(const NodeState& state) {
+  const auto a = compute_cost(state);
+  const auto& apps = state.config.apps;
+  double weights = 0;
+  for (std::size_t k = 0; k < a.size(); ++k)
+    if (a[k] > 0 && std::isfinite(a[k])) weights += apps[k].weight;
+  for (std::size_t k = 0; k < a.size(); ++k) {
+    if (!(a[k] > 0) || !std::isfinite(a[k])) continue;
+    rho_[k] = rho_tilde_[k] =
+        relative() ? apps[k].weight / weights * local_capacity(a, k) : params_.rho_init * params_.rate_unit;
+  }
+}
+
+// min(1/a_{i,k}, the path's capacity for k): the most tasks/s of k this node could compute
+// (0 if it cannot run k; +inf while its task duration is unknown and the path unbounded).
+double PricePolicy::local_capacity(const std::vector<double>& a, std::size_t k) const {
+  const double own = std::isinf(a[k]) ? 0.0 : a[k] > 0 ? 1.0 / a[k] : std::numeric_limits<double>::infinity();
+  return k < path_cap_.size() ? std::min(own, path_cap_[k]) : own;
 }
 
 // a_{i,k}: seconds of the whole executor per task of k (1/r_{i,k}); 0 when the node cannot
@@ -183,16 +234,17 @@ void PricePolicy::observe(const NodeState& state, const Event& event) {
       params_ = d.params;
       eta_ = std::move(d.first);
       rho_global_ = std::move(d.second);
+      routes_ = std::move(d.third);
+      path_cap_ = std::move(d.fourth);
       if (!active_) {  // Algorithm 3 starts on the first prices from the parent
         active_ = true;
-        const auto a = compute_cost(state);
-        for (std::size_t k = 0; k < a.size(); ++k)
-          if (a[k] < std::numeric_limits<double>::infinity()) rho_[k] = rho_tilde_[k] = params_.rho_init * params_.rate_unit;
+        initial_rates(state);
       }
     } else if (state.children.contains(m->child)) {
       auto& c = children_[m->child];
       c.sigma = std::move(d.first);
       c.runnable = std::move(d.second);
+      c.active_steps = std::move(d.third);
     }
   }
 }
@@ -209,8 +261,9 @@ void PricePolicy::update(const NodeState& state) {
   for (const auto& [id, c] : state.children) children_.try_emplace(id);
   // Initial prices (Table 1), per unit of capacity: the price of the whole executor or
   // link for one second, in the rate unit (docs/policies.md#price).
+  const bool rel = relative();
   if (!lambda_set_ && std::any_of(a.begin(), a.end(), [](double x) { return x > 0 && std::isfinite(x); })) {
-    lambda_ = params_.lambda_init / unit;
+    lambda_ = rel ? 0.0 : params_.lambda_init / unit;
     lambda_set_ = true;
   }
   double max_bw = 0;
@@ -219,15 +272,30 @@ void PricePolicy::update(const NodeState& state) {
     if (it == state.children.end() || !(it->second.bandwidth > 0)) continue;
     max_bw = std::max(max_bw, it->second.bandwidth);
     if (!c.mu_set) {
-      c.mu = params_.mu_init / unit;
+      c.mu = rel ? 0.0 : params_.mu_init / unit;
       c.mu_set = true;
     }
   }
   if (!port_set_ && max_bw > 0) {
-    port_price_ = params_.mu_init / unit;
+    port_price_ = rel ? 0.0 : params_.mu_init / unit;
     port_set_ = true;
   }
 
+  // γ_ϱ^(2) per application: Table 1's (in rate_unit), or relative (bertin2008 §6): g
+  // times the order of magnitude of ϱ_{i,k}: the mean ϱ_k/n_k over the n_k nodes that can
+  // run k, at most what this node could compute (its executor, and the path's capacity
+  // its parent sent down), at least a small fraction of it. `slope` is (ϱ_k/w_k)^α, the
+  // factor of p in eq. 16's normalised update.
+  std::vector<double> step(kk, gamma_rho2), slope(kk, 0.0);
+  for (std::size_t k = 0; k < kk; ++k) {
+    const double x = rho_global_[k] / apps[k].weight;
+    slope[k] = params_.alpha == 1 ? x : std::pow(x, params_.alpha);
+    if (!rel) continue;
+    const double n = k < routes_.size() && routes_[k] >= 1 ? routes_[k] : 1.0;
+    const double cap = local_capacity(a, k);
+    const double low = std::isfinite(cap) ? relative_floor * cap : 0.0;
+    step[k] = params_.relative_gain * std::clamp(rho_global_[k] / n, low, cap);
+  }
   // Algorithm 3: eq. 10, 11 and 16 (U_k(ϱ) = w_k·U(ϱ/w_k), normalised by (ϱ_k/w_k)^α).
   for (std::size_t k = 0; k < kk; ++k) {
     if (std::isinf(a[k])) {
@@ -235,25 +303,31 @@ void PricePolicy::update(const NodeState& state) {
       continue;
     }
     const double p = eta_[k] + a[k] * lambda_;                                   // eq. 10
-    const double x = rho_global_[k] / apps[k].weight;
-    const double marginal = 1.0 - (params_.alpha == 1 ? x : std::pow(x, params_.alpha)) * p;
+    const double marginal = 1.0 - slope[k] * p;
     const double old = rho_[k];
     rho_[k] = plus((1 - params_.gamma_rho1) * old + params_.gamma_rho1 * rho_tilde_[k] +
-                   gamma_rho2 * marginal);                                // eq. 16
+                   step[k] * marginal);                                   // eq. 16
     rho_tilde_[k] = (1 - params_.gamma_rho_tilde) * rho_tilde_[k] + params_.gamma_rho_tilde * old;  // eq. 11
   }
-  // σ_k^i = ϱ_{i,k} + Σ_c σ_k^c; the routes below (nodes that can run k) for eq. 18.
-  std::vector<double> runnable(kk, 0.0);
+  // σ_k^i = ϱ_{i,k} + Σ_c σ_k^c; the routes below (nodes that can run k) for eq. 18, and
+  // the sum of the relative steps of those computing k (ϱ_{i,k} > 0): a price change Δ on
+  // the link above moves σ_k by −Δ·cost·(ϱ_k/w_k)^α times that sum.
+  std::vector<double> runnable(kk, 0.0), active(kk, 0.0);
   for (std::size_t k = 0; k < kk; ++k) {
     sigma_[k] = rho_[k];
     runnable[k] = std::isinf(a[k]) ? 0.0 : 1.0;
+    active[k] = rho_[k] > 0 ? step[k] : 0.0;
   }
   for (const auto& [id, c] : children_)
     for (std::size_t k = 0; k < kk && k < c.sigma.size(); ++k) {
       sigma_[k] += c.sigma[k];
       runnable[k] += c.runnable[k];
+      if (k < c.active_steps.size()) active[k] += c.active_steps[k];
     }
-  if (state.config.is_root) rho_global_ = sigma_;  // eq. 13
+  if (state.config.is_root) {
+    rho_global_ = sigma_;  // eq. 13
+    routes_ = runnable;
+  }
 
   // Algorithm 4, the executor: eq. 17 (scaled) or eq. 14. With every ϱ_k = 0 eq. 17 is
   // undefined: the price is kept (the rates restart through γ_ϱ^(2)·1).
@@ -263,10 +337,18 @@ void PricePolicy::update(const NodeState& state) {
     if (a[k] > 0 && std::isfinite(a[k])) {
       known = true;
       usage += a[k] * rho_[k];
-      denom += a[k] * a[k] * rho_global_[k];
+      // eq. 17's Σ_k w_k²·ϱ_k; with relative steps Σ_k γ2_k·a²·(ϱ_k/w_k)^α, so that the
+      // loop gain γ_λ·Σ_k γ2_k·a²·(ϱ_k/w_k)^α/denom of its derivation is relative_price_gain.
+      // Relative steps: only the applications this node computes (ϱ_{i,k} > 0) respond to
+      // the price (the others sit at [·]^+ = 0), so only they count in the loop gain.
+      if (!rel) denom += a[k] * a[k] * rho_global_[k];
+      else if (rho_[k] > 0) denom += step[k] * a[k] * a[k] * slope[k];
     }
   if (known) {
-    if (!scaled) {
+    if (rel) {
+      // No application computed here: the executor is idle, its price falls to 0.
+      lambda_ = relative_price(lambda_, params_.relative_price_gain, usage, denom);
+    } else if (!scaled) {
       lambda_ = plus(lambda_ + gamma_lambda * (usage - 1));
     } else if (denom > 0) {
       lambda_ = plus(lambda_ + gamma_lambda * (usage - 1) / denom);
@@ -284,20 +366,26 @@ void PricePolicy::update(const NodeState& state) {
     for (std::size_t k = 0; k < kk; ++k) {
       const double cost = apps[k].bytes / bw;  // link seconds per task
       u += cost * c.sigma[k];
-      d += cost * cost * rho_global_[k] * c.runnable[k];
+      // Relative steps: the routes that compute k below this link (active), as above.
+      if (!rel) d += cost * cost * c.runnable[k] * rho_global_[k];
+      else if (k < c.active_steps.size()) d += cost * cost * c.active_steps[k] * slope[k];
     }
     port_usage += u;
     port_denom += d;
     port_bw = std::max(port_bw, bw);
     if (state.config.one_port) continue;
-    if (!scaled) {
+    if (rel) {
+      c.mu = relative_price(c.mu, params_.relative_price_gain, u, d);
+    } else if (!scaled) {
       c.mu = plus(c.mu + gamma_mu * (u - 1));
     } else if (d > 0) {
       c.mu = plus(c.mu + gamma_mu * (u - 1) / d);
     }
   }
   if (state.config.one_port && port_bw > 0) {
-    if (!scaled) {
+    if (rel) {
+      port_price_ = relative_price(port_price_, params_.relative_price_gain, port_usage, port_denom);
+    } else if (!scaled) {
       port_price_ = plus(port_price_ + gamma_mu * (port_usage - 1));
     } else if (port_denom > 0) {
       port_price_ = plus(port_price_ + gamma_mu * (port_usage - 1) / port_denom);
@@ -305,13 +393,17 @@ void PricePolicy::update(const NodeState& state) {
   }
 
   // Messages: σ up; η + the link's price, ϱ_k and the parameters down.
-  if (!state.config.is_root) outbox_.push_back(action::SendPolicyMessage{true, ChildId{}, encode_up(sigma_, runnable)});
+  if (!state.config.is_root) outbox_.push_back(action::SendPolicyMessage{true, ChildId{}, encode_up(sigma_, runnable, active)});
   for (const auto& [id, c] : state.children) {
     const auto& mine = children_[id];
     const double price = state.config.one_port ? port_price_ : mine.mu;
-    std::vector<double> eta(kk, 0.0);
-    for (std::size_t k = 0; k < kk; ++k) eta[k] = eta_[k] + (c.bandwidth > 0 ? apps[k].bytes / c.bandwidth * price : 0.0);
-    outbox_.push_back(action::SendPolicyMessage{false, id, encode_down(params_, eta, rho_global_)});
+    std::vector<double> eta(kk, 0.0), cap(kk, std::numeric_limits<double>::infinity());
+    for (std::size_t k = 0; k < kk; ++k) {
+      eta[k] = eta_[k] + (c.bandwidth > 0 ? apps[k].bytes / c.bandwidth * price : 0.0);
+      if (k < path_cap_.size()) cap[k] = path_cap_[k];
+      if (c.bandwidth > 0 && apps[k].bytes > 0) cap[k] = std::min(cap[k], c.bandwidth / apps[k].bytes);
+    }
+    outbox_.push_back(action::SendPolicyMessage{false, id, encode_down(params_, eta, rho_global_, routes_, cap)});
   }
   ++iterations_;
   adopt_plan(state);

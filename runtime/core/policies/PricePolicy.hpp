@@ -66,6 +66,17 @@ struct PriceParams {
   /// iterates need γ_ϱ^(2) and ϱ_init × c and γ_λ, γ_μ, λ_init, μ_init / c, which is what
   /// rate_unit = c applies. 1 = Table 1 as written.
   double rate_unit = 1;
+  /// 1 (default): per-application relative steps, the scaling bertin2008 §6 proposes
+  /// ("a scaling on γ^(2) so that each update has the same order of magnitude as the
+  /// corresponding ϱ_{i,k}"): γ_ϱ^(2) of application k is relative_gain·ϱ_k/n_k (n_k:
+  /// the nodes that can run k, counted up the tree; ϱ_k/n_k the mean ϱ_{i,k}), eq. 17–18
+  /// are scaled by the same steps (so relative_price_gain is the loop gain of their
+  /// stability condition, unit-free), and every node starts from its own share of its
+  /// executor instead of ϱ_init (initial prices 0). Needs scaled = 1. 0: Table 1's steps
+  /// (γ_ϱ^(2), γ_λ, γ_μ, ϱ_init, λ_init, μ_init, rate_unit), as in the paper's §5.
+  double relative = 1;
+  double relative_gain = 0.05;       ///< g of γ_ϱ^(2)_k = g·ϱ_k/n_k (relative = 1), in (0, 1]
+  double relative_price_gain = 0.01; ///< loop gain of eq. 17–18 with relative steps, in (0, 1]
 
   /// The names accepted in `[policy.price]` (the field names above).
   static std::vector<std::string> keys();
@@ -106,13 +117,18 @@ class PricePolicy final : public RatePlanPolicy {
   double port_price() const { return port_price_; }
 
   enum class Kind : std::uint8_t { down = 1, up = 2 };
-  /// Parent → child: kind, K, the parameters (12 doubles), then per application η_k and
-  /// ϱ_k — 101 + 16·K bytes.
+  /// Parent → child: kind, K, the parameters (15 doubles), then per application η_k, ϱ_k,
+  /// n_k (nodes of the whole tree that can run k) and the path's capacity (min over the
+  /// links from the root of bandwidth/b_k, tasks/s; +inf at the root's children if the
+  /// capacity vector is empty) — 125 + 32·K bytes.
   static std::vector<std::uint8_t> encode_down(const PriceParams& p, const std::vector<double>& eta,
-                                               const std::vector<double>& rho);
-  /// Child → parent: kind, K, then per application σ_k and the count of nodes of the
-  /// subtree that can run k — 5 + 16·K bytes.
-  static std::vector<std::uint8_t> encode_up(const std::vector<double>& sigma, const std::vector<double>& runnable);
+                                               const std::vector<double>& rho, const std::vector<double>& routes,
+                                               const std::vector<double>& capacity = {});
+  /// Child → parent: kind, K, then per application σ_k, the count of nodes of the
+  /// subtree that can run k and the sum of the relative steps γ_ϱ^(2) (tasks/s) of those
+  /// computing it (ϱ_{i,k} > 0) — 5 + 24·K bytes.
+  static std::vector<std::uint8_t> encode_up(const std::vector<double>& sigma, const std::vector<double>& runnable,
+                                             const std::vector<double>& active);
 
  private:
   /// No rates yet, or no planned choice feasible: FCFS.
@@ -120,12 +136,16 @@ class PricePolicy final : public RatePlanPolicy {
   struct Child {
     std::vector<double> sigma;     ///< σ_k^c, tasks/s (0 until it reports)
     std::vector<double> runnable;  ///< nodes of its subtree that can run k
+    std::vector<double> active_steps;  ///< Σ of the relative steps of its nodes computing k
     double mu = 0;                 ///< price of the link to it
     bool mu_set = false;
   };
   void update(const NodeState& state);
   std::vector<double> compute_cost(const NodeState& state) const;  ///< a_{i,k}; 0 = unknown or cannot
   void adopt_plan(const NodeState& state);
+  void initial_rates(const NodeState& state);
+  double local_capacity(const std::vector<double>& a, std::size_t k) const;
+  bool relative() const { return params_.relative != 0 && params_.scaled != 0; }
   bool wants_update(const NodeState& state) const;
   Seconds effective_period(const NodeState& state) const;
 
@@ -133,6 +153,8 @@ class PricePolicy final : public RatePlanPolicy {
   bool active_ = false;
   std::uint64_t iterations_ = 0;
   std::vector<double> rho_, rho_tilde_, rho_global_, sigma_, eta_;
+  std::vector<double> routes_;       ///< n_k: nodes of the tree that can run k (from the root)
+  std::vector<double> path_cap_;     ///< tasks/s of k the links from the root to here carry at most
   double lambda_ = 0;
   bool lambda_set_ = false;
   double port_price_ = 0;

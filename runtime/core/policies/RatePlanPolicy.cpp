@@ -55,7 +55,7 @@ std::uint8_t RatePlanPolicy::read_head(ByteReader& reader, std::size_t apps, std
 
 double RatePlanPolicy::read_non_negative(ByteReader& reader, std::string_view policy, std::string_view what) {
   const double v = reader.f64();
-  if (v < 0) throw DecodeError(std::string(policy) + " message holds a negative " + std::string(what));
+  if (!(v >= 0)) throw DecodeError(std::string(policy) + " message holds a negative or NaN " + std::string(what));
   return v;
 }
 

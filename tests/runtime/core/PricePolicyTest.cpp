@@ -107,7 +107,7 @@ TEST(PricePolicy, RootSendsPricesDownAndChecksMessages) {
   auto config = node_config(true, 10, {sized("a", 1000, 1e6)}, false);
   config.cores = 1;
   config.local_seconds = {1e-3};
-  NodeScheduler root(config, make_policy("price"));
+  NodeScheduler root(config, make_policy("price", {{"relative", 0}}));
   (void)root.start(0);
   auto out = messages(root.handle(event::ChildJoined{ChildId{7}, ChildInfo{"c", 1, 1e6}}, 0));
   out = messages(root.handle(event::Tick{}, 0.1));
@@ -118,8 +118,11 @@ TEST(PricePolicy, RootSendsPricesDownAndChecksMessages) {
   ByteReader r(out[0].payload);
   EXPECT_EQ(r.u8(), 1);
   EXPECT_EQ(r.u32(), 1u);
-  for (int i = 0; i < 12; ++i) (void)r.f64();
+  for (int i = 0; i < 15; ++i) (void)r.f64();
   EXPECT_NEAR(r.f64(), 1000 / 1e6 * 2e-2, 1e-12);
+  (void)r.f64();                              // ϱ_k
+  EXPECT_EQ(r.f64(), 1.0);                    // n_k: the root alone can run it so far
+  EXPECT_NEAR(r.f64(), 1e6 / 1000, 1e-9);     // the path's capacity: B/b tasks/s
 
   // A child applies the parent's message; a "down" message from a child is refused, and
   // so is a truncated one.
@@ -137,7 +140,7 @@ TEST(PricePolicy, RootSendsPricesDownAndChecksMessages) {
   auto cut = up[0].payload;
   cut.pop_back();
   EXPECT_THROW((void)root.handle(event::PolicyMessage{false, ChildId{7}, cut}, 0.2), ProtocolError);
-  auto negative = PricePolicy::encode_up({-1.0}, {1.0});
+  auto negative = PricePolicy::encode_up({-1.0}, {1.0}, {0.0});
   EXPECT_THROW((void)root.handle(event::PolicyMessage{false, ChildId{7}, negative}, 0.2), ProtocolError);
   (void)root.handle(event::PolicyMessage{false, ChildId{7}, up[0].payload}, 0.2);
   EXPECT_GT(price_of(root).subtree_rates()[0], price_of(root).local_rates()[0]) << "σ includes the child's report";
@@ -172,6 +175,33 @@ TEST(PricePolicy, TwoNodesConvergeToTheBottleneck) {
     EXPECT_NEAR(price_of(child).local_rates()[0], expected, 0.02 * expected) << "B = " << bandwidth;
     EXPECT_NEAR(price_of(root).global_rates()[0], expected, 0.02 * expected) << "B = " << bandwidth;
   }
+}
+
+// Relative steps (the default, bertin2008 §6): a node starts from its own executor shared
+// by weight (here 2:1 over r = 1000 and 250 tasks/s), with prices at 0; Table 1
+// (relative = 0) starts every rate at ϱ_init.
+TEST(PricePolicy, RelativeStepsStartFromTheNodesOwnShare) {
+  auto config = node_config(true, 10, {sized("a", 0, 1e6), sized("b", 0, 4e6)}, false);
+  config.apps[0].weight = 2;
+  config.cores = 1;
+  config.local_seconds = {1e-3, 4e-3};
+  NodeScheduler rel(config, make_policy("price"));
+  (void)rel.start(0);
+  // start() makes the first update: prices 0, so each rate grows by g = 0.05 times itself
+  // (ϱ_k/n_k with n_k = 1).
+  EXPECT_NEAR(price_of(rel).local_rates()[0], 1000.0 * 2 / 3 * 1.05, 1e-9);
+  EXPECT_NEAR(price_of(rel).local_rates()[1], 250.0 / 3 * 1.05, 1e-9);
+  NodeScheduler table1(config, make_policy("price", {{"relative", 0}}));
+  (void)table1.start(0);
+  EXPECT_GT(price_of(table1).local_rates()[0], 5e5);
+  EXPECT_THROW((void)PriceParams::from_options({{"relative", 2}}), std::invalid_argument);
+  EXPECT_THROW((void)PriceParams::from_options({{"relative_gain", 0}}), std::invalid_argument);
+  EXPECT_THROW((void)PriceParams::from_options({{"relative_price_gain", 1.5}}), std::invalid_argument);
+  // Weighted proportional optimum: max 2·log(ϱ_a/2) + log ϱ_b s.t. ϱ_a/1000 + ϱ_b/250 <= 1
+  // gives ϱ_a = 2/3·1000, ϱ_b = 1/3·250: the start is the optimum and stays there.
+  for (int t = 1; t <= 200; ++t) (void)rel.handle(event::Tick{}, t * 0.1);
+  EXPECT_NEAR(price_of(rel).local_rates()[0], 1000.0 * 2 / 3, 0.01 * 1000 * 2 / 3);
+  EXPECT_NEAR(price_of(rel).local_rates()[1], 250.0 / 3, 0.01 * 250 / 3);
 }
 
 }  // namespace
