@@ -4,6 +4,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "tasks/CommandTask.hpp"
 #include "tasks/TaskRunner.hpp"
 
 namespace treefarm::tasks {
@@ -40,6 +41,10 @@ void fill_input(const model::AppSpec& app, std::uint64_t seed, std::uint32_t app
   if (app.kernel == model::Kernel::abstract) {
     throw std::invalid_argument("fill_input: application '" + app.name +
                                 "' has the abstract kernel, which has no real input");
+  }
+  if (app.kernel == model::Kernel::command) {  // text or the user's file (tasks/CommandTask.hpp)
+    fill_command_input(app, stream_seed(seed, app_index, input_index), out);
+    return;
   }
   SplitMix64 rng(stream_seed(seed, app_index, input_index));
   out.resize(app.input_bytes());
