@@ -155,8 +155,8 @@ int wait_child(pid_t pid, double timeout, bool& timed_out) {
   for (;;) {
     const pid_t got = ::waitpid(pid, &status, WNOHANG);
     if (got == pid) break;
-    if (got < 0 && errno != EINTR) {
-      status = 0;
+    if (got < 0 && errno != EINTR) {  // ECHILD: someone else reaped it (SIGCHLD ignored?)
+      status = -1;
       break;
     }
     int wait_ms = -1;
@@ -306,6 +306,8 @@ CommandOutcome run_command(const model::AppSpec& app, std::span<const std::byte>
   } else if (WIFEXITED(status)) {
     o.exit_status = WEXITSTATUS(status);
     if (o.exit_status != 0) why = "exit status " + std::to_string(o.exit_status);
+  } else if (status == -1) {
+    why = "could not be waited for (its exit status is unknown)";
   } else if (WIFSIGNALED(status)) {
     why = "killed by signal " + std::to_string(WTERMSIG(status)) + " (" + ::strsignal(WTERMSIG(status)) + ")";
   }
