@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "tasks/CommandTask.hpp"
 #include "tasks/TaskRunner.hpp"
 
 namespace treefarm::tasks {
@@ -124,6 +125,10 @@ void fill_input(const model::AppSpec& app, std::uint64_t seed, std::uint32_t app
                                 "' has the abstract kernel, which has no real input");
   }
   const std::uint64_t stream = stream_seed(seed, app_index, input_index);
+  if (app.kernel == model::Kernel::command) {  // text or the user's file (tasks/CommandTask.hpp)
+    fill_command_input(app, stream, out);
+    return;
+  }
   out.resize(app.input_bytes());
   if (app.kernel == model::Kernel::noop) {
     fill_bytes(out.data(), out.size(), stream);

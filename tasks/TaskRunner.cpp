@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "tasks/CommandTask.hpp"
 #include "tasks/Kernels.hpp"
 
 namespace treefarm::tasks {
@@ -25,7 +26,7 @@ double* scratch(std::vector<double>& buffer, std::size_t count) {
 }  // namespace
 
 double run_task(const model::AppSpec& app, std::span<const std::byte> input,
-                tbb::task_arena* arena) {
+                tbb::task_arena* arena, std::uint64_t index) {
   if (app.kernel == model::Kernel::abstract) {
     throw std::invalid_argument("run_task: application '" + app.name +
                                 "' has the abstract kernel, which cannot be run");
@@ -35,6 +36,11 @@ double run_task(const model::AppSpec& app, std::span<const std::byte> input,
                                 std::to_string(input.size()) + " bytes, expected " +
                                 std::to_string(app.input_bytes()) + " (kernel " +
                                 std::string(model::to_string(app.kernel)) + ")");
+  }
+  if (app.kernel == model::Kernel::command) {
+    const CommandOutcome o = run_command(app, input, index, {});
+    if (o.failed) throw std::runtime_error(o.error);
+    return o.checksum;
   }
   if (app.kernel == model::Kernel::noop) {
     noop();

@@ -23,6 +23,10 @@ class ExecutorRunner final : public node::LocalRunner {
 
   std::uint32_t cores() const override;
   void start(std::uint64_t job, const model::AppSpec& app, const node::Payload& input) override;
+  /// A command task (tasks/CommandTask.hpp) runs its program pinned to the task's cores;
+  /// a kernel task as start.
+  void start_task(std::uint64_t job, const model::AppSpec& app, const node::Payload& input,
+                  std::uint64_t task_index) override;
   node::Payload calibration_input(const model::AppSpec& app, std::uint64_t seed, std::uint32_t k) override;
 
   /// Readable while finished jobs of the executor wait in collect().

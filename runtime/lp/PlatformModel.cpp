@@ -176,6 +176,10 @@ PlatformModel model_from_experiment(const model::Experiment& experiment,
           continue;
         }
       }
+      if (app.kernel == model::Kernel::command)  // issue 20: no flop count, only a measured duration
+        throw model::FileError(experiment.path, app.line, "app[" + std::to_string(k) + "].kernel",
+                               "application '" + app.name + "' runs a command: its duration on node '" + spec.name +
+                                   "' is known only from a calibration; give --calibration FILE (treefarm calibrate)");
       if (!spec.speed) {
         // Names file and line (issue 18): the usual cause is `predict` without a calibration.
         throw model::FileError(experiment.path, spec.line, "node[" + std::to_string(u) + "].speed",

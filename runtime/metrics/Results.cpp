@@ -154,6 +154,11 @@ nlohmann::json to_json(const RunResults& r, bool with_tasks) {
     for (const auto& [node, n] : r.policy_fallbacks) total += n;
     j["policy_fallbacks"] = {{"total", total}, {"nodes", r.policy_fallbacks}};
   }
+  if (!r.failures.empty()) {
+    j["failures"] = nlohmann::json::array();
+    for (const auto& f : r.failures)
+      j["failures"].push_back({{"app", r.apps.at(f.app).name}, {"id", f.id}, {"node", f.node}, {"error", f.error}});
+  }
   j["ok"] = r.ok();
   j["apps"] = nlohmann::json::array();
   for (const auto& a : r.apps) {
@@ -289,6 +294,10 @@ RunResults results_from_json(const nlohmann::json& j) {
     r.tasks.push_back(t);
   }
   if (j.contains("predicted_fair_throughput")) r.predicted_fair_throughput = j["predicted_fair_throughput"].get<double>();
+  if (const auto it = j.find("failures"); it != j.end())
+    for (const auto& jf : *it)
+      r.failures.push_back(TaskFailure{app_index.at(jf.at("app").get<std::string>()), jf.at("id").get<std::uint64_t>(),
+                                       jf.value("node", ""), jf.value("error", "")});
   r.compute();
   return r;
 }
@@ -336,6 +345,14 @@ void print_table(std::ostream& out, const RunResults& r) {
     }
     out << "policy " << r.policy << " fell back " << total << " times (no planned choice feasible)"
         << (per.empty() ? "" : ":" + per) << "\n";
+  }
+  if (!r.failures.empty()) {  // issue 20: why, not only how many (all of them in results.json "failures")
+    out << r.failures.size() << " tasks failed; the first:\n";
+    for (std::size_t i = 0; i < r.failures.size() && i < 3; ++i) {
+      const auto& f = r.failures[i];
+      out << "  " << r.apps.at(f.app).name << " task " << f.id << " on " << f.node << ": "
+          << f.error.substr(0, 200) << (f.error.size() > 200 ? "..." : "") << "\n";
+    }
   }
 }
 

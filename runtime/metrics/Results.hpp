@@ -71,6 +71,14 @@ struct NodeResult {
 /// below and per-task dispatch and start times.
 inline constexpr int results_format_version = 2;
 
+/// A task whose run failed (a kernel's error, a command's exit status and stderr; issue 20).
+struct TaskFailure {
+  std::uint32_t app = 0;
+  std::uint64_t id = 0;
+  std::string node;       ///< Node that ran it.
+  std::string error;      ///< Why, as the node reported it (a command: status, then stderr's tail).
+};
+
 struct RunResults {
   // Header: enough to reproduce the run (issue 18). Empty/null when not known.
   std::string started_utc;              ///< ISO 8601 UTC time the dispatching started
@@ -97,6 +105,8 @@ struct RunResults {
   /// fallbacks when no planned choice was feasible), as the nodes reported them at the
   /// end of the run; empty when the policy reports none.
   std::map<std::string, std::uint64_t> policy_fallbacks;
+  /// Every failed task with its reason, in arrival order (results.json "failures").
+  std::vector<TaskFailure> failures;
 
   /// Fills apps[].completed/throughput, steady_end, duration, lost, fair_throughput and
   /// nodes[].tasks_computed from the tasks (`tasks` and `task_log`), in two streaming

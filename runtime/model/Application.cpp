@@ -8,10 +8,11 @@ namespace treefarm::model {
 
 namespace {
 
-constexpr EnumNames<Kernel, 4> kernel_names = {{{Kernel::matmul, "matmul"},
+constexpr EnumNames<Kernel, 5> kernel_names = {{{Kernel::matmul, "matmul"},
                                                 {Kernel::matadd, "matadd"},
                                                 {Kernel::noop, "noop"},
-                                                {Kernel::abstract, "abstract"}}};
+                                                {Kernel::abstract, "abstract"},
+                                                {Kernel::command, "command"}}};
 
 }  // namespace
 
@@ -24,7 +25,8 @@ std::uint64_t AppSpec::input_bytes() const {
     case Kernel::matmul:
     case Kernel::matadd: return 2ull * n * n * sizeof(double);
     case Kernel::noop:
-    case Kernel::abstract: return bytes;
+    case Kernel::abstract:
+    case Kernel::command: return bytes;
   }
   return 0;
 }
@@ -34,7 +36,8 @@ double AppSpec::task_flops() const {
   switch (kernel) {
     case Kernel::matmul: return 2.0 * nd * nd * nd;
     case Kernel::matadd: return nd * nd;
-    case Kernel::noop: return 0.0;
+    case Kernel::noop:
+    case Kernel::command: return 0.0;  // a command's work is measured in seconds (calibration)
     case Kernel::abstract: return flops;
   }
   return 0.0;

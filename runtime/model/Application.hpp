@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace treefarm::model {
 
@@ -15,9 +16,12 @@ enum class Kernel {
   matadd,    ///< C = A+B, n×n doubles; input 2·n²·8 bytes, n² flop.
   noop,      ///< A payload of `bytes` bytes and no work (measures the runtime itself).
   abstract,  ///< Only `bytes` and `flops`: for prediction and simulation, never run.
+  command,   ///< The user's own program, run once per task (tasks/CommandTask.hpp;
+             ///< docs/command-tasks.md). Input `bytes` per task; its duration is known
+             ///< only from a calibration.
 };
 
-/// "matmul", "matadd", "noop", "abstract".
+/// "matmul", "matadd", "noop", "abstract", "command".
 std::string_view to_string(Kernel kernel);
 /// Inverse of to_string; nullopt for an unknown name.
 std::optional<Kernel> kernel_from_string(std::string_view name);
@@ -34,6 +38,21 @@ struct AppSpec {
   std::uint32_t cores_per_task = 1; ///< Cores a task holds while it runs.
   std::uint64_t memory_per_task = 0;///< bytes of memory a task holds (0: not accounted).
   int line = 0;                     ///< Line of the [[app]] entry in its file (0: unknown).
+
+  // Kernel command only (docs/command-tasks.md).
+  /// The program and its arguments; "{index}", "{input}" and "{output}" in any element are
+  /// replaced by the task's index in its bag, the path of its input file and the path
+  /// its output goes to. Without "{output}" the program's standard output is its output.
+  std::vector<std::string> argv;
+  /// A file whose content is every task's input (sent down the tree with each task);
+  /// empty: `bytes` of generated text per task. Resolved against the experiment's folder.
+  std::string input_file;
+  double timeout = 0;               ///< seconds a task may run before it is killed (0: no limit).
+  /// Expected SHA-256 of every task's output, 64 hex digits (empty: not checked); a task
+  /// whose output differs is counted as failed.
+  std::string expect_digest;
+  /// The master re-runs the command for its spot checks (only for deterministic programs).
+  bool spot_check = false;
 
   /// b(k): bytes sent down the tree for one task.
   std::uint64_t input_bytes() const;

@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <initializer_list>
 #include <limits>
@@ -177,20 +178,68 @@ NodeEntry read_node(const Reader& r, const Table& t, std::size_t index) {
   return entry;
 }
 
-AppSpec read_app(const Reader& r, const Table& t, std::size_t index) {
+/// The keys of a `kernel = "command"` application (docs/command-tasks.md).
+void read_command(const Reader& r, const Table& t, const std::string& prefix, const std::string& file, AppSpec& a) {
+  r.require_present(t, "argv", prefix, "the program and its arguments, e.g. [\"gzip\", \"-9\", \"-c\", \"{input}\"]");
+  const toml::node* argv = t.get("argv");
+  const auto* array = argv->as_array();
+  if (!array) r.wrong_type(*argv, prefix + "argv", "an array of strings");
+  for (std::size_t i = 0; i < array->size(); ++i) {
+    const auto* s = array->get(i)->as_string();
+    if (!s) r.wrong_type(*array->get(i), prefix + "argv[" + std::to_string(i) + "]", "a string");
+    a.argv.push_back(s->get());
+  }
+  r.require(!a.argv.empty() && !a.argv[0].empty(), t, "argv", prefix, "must name a program (a non-empty first element)");
+  if (const auto input = r.string_of(t, "input_file", prefix)) {
+    r.require(!t.contains("bytes"), t, "bytes", prefix, "give either 'bytes' (generated input) or 'input_file', not both");
+    std::filesystem::path p(*input);
+    if (p.is_relative()) p = std::filesystem::path(file).parent_path() / p;
+    std::error_code ec;
+    const auto size = std::filesystem::file_size(p, ec);
+    r.require(!ec, t, "input_file", prefix, "cannot read '" + p.string() + "': " + ec.message());
+    r.require(size <= max_task_bytes, t, "input_file", prefix, "too large: " + std::to_string(size) + " bytes");
+    a.input_file = p.string();
+    a.bytes = size;
+  } else {
+    r.require_present(t, "bytes", prefix, "bytes of generated input per task, or give 'input_file'");
+    a.bytes = *r.bytes_of(t, "bytes", prefix, max_task_bytes);
+  }
+  if (const auto timeout = r.number_of(t, "timeout", prefix)) {
+    r.require(*timeout >= 0, t, "timeout", prefix, "must be >= 0 seconds (0: no limit)");
+    a.timeout = *timeout;
+  }
+  if (const auto digest = r.string_of(t, "expect_digest", prefix)) {
+    const bool hex = digest->size() == 64 && std::all_of(digest->begin(), digest->end(), [](char c) {
+                       return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+                     });
+    r.require(hex, t, "expect_digest", prefix, "expected a SHA-256 as 64 lowercase hex digits (what sha256sum prints)");
+    a.expect_digest = *digest;
+  }
+  if (const toml::node* spot = t.get("spot_check")) {
+    const auto* b = spot->as_boolean();
+    if (!b) r.wrong_type(*spot, prefix + "spot_check", "true or false");
+    a.spot_check = b->get();
+  }
+}
+
+AppSpec read_app(const Reader& r, const Table& t, std::size_t index, const std::string& file) {
   const std::string prefix = index_prefix("app", index);
   r.check_keys(t, prefix,
                {"name", "kernel", "n", "bytes", "flops", "weight", "tasks", "cores_per_task",
-                "memory_per_task"},
+                "memory_per_task", "kind", "argv", "input_file", "timeout", "expect_digest", "spot_check"},
                "[[app]]");
   AppSpec a;
   a.line = line_of(t);
   a.name = name_of(r, t, prefix, "the application's unique name");
 
-  if (const auto kernel = r.string_of(t, "kernel", prefix)) {
+  // `kind` is another name for `kernel` (issue 20 says "application kind command").
+  if (t.contains("kind") && t.contains("kernel"))
+    r.fail(line_of(*t.get("kind")), prefix + "kind", "give 'kernel' or its other name 'kind', not both");
+  const std::string_view kernel_key = t.contains("kind") ? "kind" : "kernel";
+  if (const auto kernel = r.string_of(t, kernel_key, prefix)) {
     const auto k = kernel_from_string(*kernel);
-    r.require(k.has_value(), t, "kernel", prefix,
-              "unknown kernel '" + *kernel + "'; expected one of: matmul, matadd, noop, abstract");
+    r.require(k.has_value(), t, kernel_key, prefix,
+              "unknown kernel '" + *kernel + "'; expected one of: matmul, matadd, noop, abstract, command");
     a.kernel = *k;
   } else if (t.contains("bytes") && t.contains("flops")) {
     a.kernel = Kernel::abstract;
@@ -205,9 +254,17 @@ AppSpec read_app(const Reader& r, const Table& t, std::size_t index) {
   const bool wants_bytes = a.kernel == Kernel::noop || a.kernel == Kernel::abstract;
   const bool wants_flops = a.kernel == Kernel::abstract;
   const std::string kernel_name(to_string(a.kernel));
+  const bool command = a.kernel == Kernel::command;
+  if (command) read_command(r, t, prefix, file, a);
   for (auto [key, wanted] : {std::pair<std::string_view, bool>{"n", wants_n},
                              {"bytes", wants_bytes},
-                             {"flops", wants_flops}}) {
+                             {"flops", wants_flops},
+                             {"argv", command},
+                             {"input_file", command},
+                             {"timeout", command},
+                             {"expect_digest", command},
+                             {"spot_check", command}}) {
+    if (command && key != "n" && key != "flops") continue;  // read_command checked them
     if (wanted)
       r.require_present(t, key, prefix, "required by kernel " + kernel_name);
     else if (t.contains(key))
@@ -401,7 +458,7 @@ Experiment parse_experiment(const std::string& text, const std::string& path) {
   const auto app_tables = r.tables_of(root, "app");
   std::map<std::string, std::size_t> app_by_name;
   for (std::size_t i = 0; i < app_tables.size(); ++i) {
-    AppSpec app = read_app(r, *app_tables[i], i);
+    AppSpec app = read_app(r, *app_tables[i], i, path);
     const auto [it, inserted] = app_by_name.emplace(app.name, i);
     if (!inserted)
       r.fail(line_of(*app_tables[i]->get("name")), index_prefix("app", i) + "name",

@@ -14,6 +14,9 @@ static_assert(std::endian::native == std::endian::little, "the wire format is li
 
 namespace {
 
+/// AppInfo::kernel of a command application (model::Kernel::command; net does not link model).
+constexpr std::uint8_t command_kernel = 4;
+
 template <class... Ts>
 struct Overloaded : Ts... { using Ts::operator()...; };
 template <class... Ts>
@@ -32,8 +35,8 @@ class Writer {
   void put_all(const Ts&... values) {
     (put(values), ...);
   }
-  void put_string(const std::string& s) {
-    if (s.size() > max_name_bytes) throw std::invalid_argument("string too long for the wire: " + s.substr(0, 32) + "...");
+  void put_string(const std::string& s, std::size_t limit = max_name_bytes) {
+    if (s.size() > limit) throw std::invalid_argument("string too long for the wire: " + s.substr(0, 32) + "...");
     put<std::uint16_t>(static_cast<std::uint16_t>(s.size()));
     const auto* p = reinterpret_cast<const std::byte*>(s.data());
     bytes_.insert(bytes_.end(), p, p + s.size());
@@ -59,9 +62,9 @@ class Reader {
     pos_ += sizeof(T);
     return v;
   }
-  std::string get_string(const char* field) {
+  std::string get_string(const char* field, std::size_t limit = max_name_bytes) {
     const auto n = get<std::uint16_t>(field);
-    if (n > max_name_bytes) throw DecodeError(std::string("field '") + field + "' is " + std::to_string(n) + " bytes, limit " + std::to_string(max_name_bytes));
+    if (n > limit) throw DecodeError(std::string("field '") + field + "' is " + std::to_string(n) + " bytes, limit " + std::to_string(limit));
     if (bytes_.size() - pos_ < n) throw DecodeError(std::string("truncated string at field '") + field + "'");
     std::string s(reinterpret_cast<const char*>(bytes_.data() + pos_), n);
     pos_ += n;
@@ -134,6 +137,13 @@ std::vector<std::byte> encode(const Message& m) {
         for (const auto& a : w.apps) {
           body.put_string(a.name);
           body.put_all(a.kernel, a.n, a.bytes, a.flops, a.weight, a.tasks, a.cores_per_task, a.memory_per_task);
+          if (a.kernel == command_kernel) {
+            if (a.argv.empty() || a.argv.size() > max_argv) throw std::invalid_argument("command application with no or too many arguments");
+            body.put<std::uint16_t>(static_cast<std::uint16_t>(a.argv.size()));
+            for (const auto& arg : a.argv) body.put_string(arg, max_text_bytes);
+            body.put(a.timeout);
+            body.put_string(a.expect_digest);
+          }
         }
         body.put_all(w.calibrate_reps, w.probe_bytes, w.seed);
         body.put<std::uint32_t>(static_cast<std::uint32_t>(w.hints.size()));
@@ -154,7 +164,7 @@ std::vector<std::byte> encode(const Message& m) {
         body.put_string(r.node);
         body.put_all(r.compute_seconds, r.queued_seconds, r.checksum);
         body.put<std::uint8_t>(r.failed ? 1 : 0);
-        body.put_string(r.error.size() > max_name_bytes ? r.error.substr(0, max_name_bytes) : r.error);
+        body.put_string(r.error.size() > max_text_bytes ? r.error.substr(0, max_text_bytes) : r.error, max_text_bytes);
       },
       [&](const msg::NodeJoined& j) {
         body.put_string(j.name);
@@ -269,7 +279,7 @@ Message decode(std::span<const std::byte> header_frame, std::size_t payload_fram
         msg::AppInfo a;
         a.name = r.get_string("app.name");
         a.kernel = r.get<std::uint8_t>("app.kernel");
-        if (a.kernel > 3) throw DecodeError("Welcome with unknown kernel " + std::to_string(a.kernel));
+        if (a.kernel > command_kernel) throw DecodeError("Welcome with unknown kernel " + std::to_string(a.kernel));
         a.n = r.get<std::uint32_t>("app.n");
         a.bytes = r.get<std::uint64_t>("app.bytes");
         if (a.bytes > max_payload_bytes) throw DecodeError("Welcome with an application of absurd size");
@@ -281,6 +291,15 @@ Message decode(std::span<const std::byte> header_frame, std::size_t payload_fram
         a.cores_per_task = r.get<std::uint32_t>("app.cores_per_task");
         if (a.cores_per_task == 0 || a.cores_per_task > 1u << 16) throw DecodeError("Welcome with cores_per_task out of range");
         a.memory_per_task = r.get<std::uint64_t>("app.memory_per_task");
+        if (a.kernel == command_kernel) {
+          const auto argc = r.get<std::uint16_t>("app.argc");
+          if (argc == 0 || argc > max_argv) throw DecodeError("Welcome with a command of " + std::to_string(argc) + " arguments");
+          for (std::uint16_t j = 0; j < argc; ++j) a.argv.push_back(r.get_string("app.argv", max_text_bytes));
+          if (a.argv[0].empty()) throw DecodeError("Welcome with a command that names no program");
+          a.timeout = r.get_finite("app.timeout");
+          if (!(a.timeout >= 0)) throw DecodeError("Welcome with a negative command timeout");
+          a.expect_digest = r.get_string("app.expect_digest");
+        }
         w.apps.push_back(std::move(a));
       }
       w.calibrate_reps = r.get<std::uint32_t>("calibrate_reps");
@@ -323,7 +342,7 @@ Message decode(std::span<const std::byte> header_frame, std::size_t payload_fram
       s.queued_seconds = r.get_finite("queued_seconds");
       s.checksum = r.get<double>("checksum");  // may be NaN if the kernel went wrong: the master judges
       s.failed = r.get<std::uint8_t>("failed") != 0;
-      s.error = r.get_string("error");
+      s.error = r.get_string("error", max_text_bytes);
       m = std::move(s);
       break;
     }

@@ -18,6 +18,8 @@ constexpr std::uint32_t feature_batches = 1;
 constexpr std::size_t header_bytes = 16;
 constexpr std::size_t max_body_bytes = 64 * 1024;        ///< bytes, header frame body
 constexpr std::size_t max_name_bytes = 128;               ///< bytes, node/app names, strings
+constexpr std::size_t max_text_bytes = 2048;              ///< bytes, a command argument, a task's error text
+constexpr std::size_t max_argv = 256;                     ///< arguments of a command application
 constexpr std::size_t max_apps = 1024;
 constexpr std::size_t max_policy_bytes = 60 * 1024;      ///< bytes, one policy message
 constexpr std::size_t max_received_ids = 4096;           ///< task ids in one Received
@@ -50,6 +52,10 @@ struct AppInfo {
   std::uint64_t tasks = 0;
   std::uint32_t cores_per_task = 1;
   std::uint64_t memory_per_task = 0;
+  // Kernel command only (model::AppSpec; docs/command-tasks.md); not sent for the others.
+  std::vector<std::string> argv;  ///< program and arguments, each at most max_text_bytes
+  double timeout = 0;             ///< seconds (0: no limit)
+  std::string expect_digest;      ///< SHA-256 hex of every output, or empty
 };
 /// What the master knows of one node from a calibration and the LP solution
 /// (papers/beaumont2006 §4.1, §5.1.4): passed down so policies need not learn it.
@@ -87,7 +93,7 @@ struct Result {
   double queued_seconds = 0;    ///< seconds it waited in the executor
   double checksum = 0;
   bool failed = false;          ///< The kernel raised an error (message in `error`).
-  std::string error;
+  std::string error;            ///< at most max_text_bytes (a command's stderr is cut to fit)
 };
 /// Child → parent, travelling up to the master: a node joined the tree.
 struct NodeJoined {

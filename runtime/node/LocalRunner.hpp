@@ -30,6 +30,13 @@ class LocalRunner {
   /// Starts job `job` of application `app` on `input`. The runner keeps `input` alive
   /// until the job ended and reports the end through NodeDriver::on_job_done.
   virtual void start(std::uint64_t job, const model::AppSpec& app, const Payload& input) = 0;
+  /// As start, for task `task_index` of its bag (a command's "{index}",
+  /// docs/command-tasks.md). By default the index is not needed and start is called.
+  virtual void start_task(std::uint64_t job, const model::AppSpec& app, const Payload& input,
+                          std::uint64_t task_index) {
+    (void)task_index;
+    start(job, app, input);
+  }
   /// The input a calibration run of application number `k` computes on (inputs are
   /// generated from the run's seed, as the master's are).
   virtual Payload calibration_input(const model::AppSpec& app, std::uint64_t seed, std::uint32_t k) = 0;

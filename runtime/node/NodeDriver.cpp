@@ -31,9 +31,9 @@ constexpr double calibrate_seconds = 1.0;
 
 /// A reason as the wire carries it: at most net::max_name_bytes bytes (a longer string
 /// would make the encoder refuse the whole message).
-std::string wire_text(std::string text) {
-  if (text.size() > net::max_name_bytes) {
-    text.resize(net::max_name_bytes - 3);
+std::string wire_text(std::string text, std::size_t limit = net::max_name_bytes) {
+  if (text.size() > limit) {
+    text.resize(limit - 3);
     while (!text.empty() && (static_cast<unsigned char>(text.back()) & 0xC0) == 0x80) text.pop_back();  // no split UTF-8
     if (!text.empty() && (static_cast<unsigned char>(text.back()) & 0x80)) text.pop_back();
     text += "...";
@@ -59,6 +59,9 @@ model::AppSpec app_from_wire(const net::msg::AppInfo& info) {
   a.tasks = info.tasks;
   a.cores_per_task = info.cores_per_task;
   a.memory_per_task = info.memory_per_task;
+  a.argv = info.argv;
+  a.timeout = info.timeout;
+  a.expect_digest = info.expect_digest;
   if (a.kernel == model::Kernel::matmul || a.kernel == model::Kernel::matadd) a.bytes = 0;
   return a;
 }
@@ -74,6 +77,9 @@ net::msg::AppInfo app_to_wire(const model::AppSpec& app) {
   info.tasks = app.tasks;
   info.cores_per_task = app.cores_per_task;
   info.memory_per_task = app.memory_per_task;
+  info.argv = app.argv;
+  info.timeout = app.timeout;
+  info.expect_digest = app.expect_digest;
   return info;
 }
 
@@ -388,7 +394,7 @@ void NodeDriver::start_local(core::TaskRef task) {
   job->cores = app.cores_per_task;
   committed_cores_ += app.cores_per_task;
   jobs_.emplace(id, std::move(job));
-  runner_->start(id, app, input);
+  runner_->start_task(id, app, input, task.id.index());
 }
 
 void NodeDriver::on_job_done(std::uint64_t id, JobOutcome outcome, double now) {
@@ -415,7 +421,7 @@ void NodeDriver::on_job_done(std::uint64_t id, JobOutcome outcome, double now) {
   r.checksum = outcome.checksum;
   if (outcome.failed) {
     r.failed = true;
-    r.error = wire_text(outcome.error);
+    r.error = wire_text(outcome.error, net::max_text_bytes);
     spdlog::error("{}: task {} of '{}' failed: {}", opt_.name, task.id.index(), apps_.at(job.app).name, r.error);
   }
   if (!outcome.failed && job.app < apps_.size()) {

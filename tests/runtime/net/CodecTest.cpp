@@ -272,8 +272,8 @@ TEST(Codec, ResultChecksumMayBeNan) {
 
 TEST(Codec, ResultErrorIsCutToTheStringLimit) {
   auto in = sample_result();
-  in.error = std::string(1000, 'x');
-  EXPECT_EQ(round_trip(in).error, std::string(max_name_bytes, 'x'));
+  in.error = std::string(max_text_bytes + 1000, 'x');  // issue 20: a command's stderr tail fits in max_text_bytes
+  EXPECT_EQ(round_trip(in).error, std::string(max_text_bytes, 'x'));
 }
 
 TEST(Codec, NodeJoinedShutdownAndEmptyKindsRoundTrip) {
@@ -512,7 +512,9 @@ TEST(CodecRejects, WelcomeFieldsOutOfRange) {
   };
   expect_rejected(make_frame(Kind::welcome, welcome_body(1, {sample_app("mm", 0, 1)}, 0)), 0, "buffer");
   expect_rejected(make_frame(Kind::welcome, welcome_body(1, {sample_app("mm", 0, 1)}, (1u << 20) + 1)), 0, "buffer");
-  expect_rejected(with([](msg::AppInfo& a) { a.kernel = 4; }), 0, "unknown kernel 4");
+  expect_rejected(with([](msg::AppInfo& a) { a.kernel = 5; }), 0, "unknown kernel 5");
+  // 4 is a command (issue 20): its argument vector must follow.
+  expect_rejected(with([](msg::AppInfo& a) { a.kernel = 4; }), 0, "command of 0 arguments");
   expect_rejected(with([](msg::AppInfo& a) { a.bytes = max_payload_bytes + 1; }), 0, "absurd size");
   expect_rejected(with([](msg::AppInfo& a) { a.weight = 0; }), 0, "non-positive weight");
   expect_rejected(with([](msg::AppInfo& a) { a.weight = -1; }), 0, "non-positive weight");

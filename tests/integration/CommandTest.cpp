@@ -1,0 +1,150 @@
+// Integration tests of the application kind `command` (issue 20; docs/command-tasks.md):
+// the user's program run by real workers, once per task; a failing program reported
+// with its stderr and a clear exit code; calibrated and predicted like a kernel.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "tests/integration/ProcessTestUtil.hpp"
+
+namespace treefarm::testing {
+namespace {
+
+const std::string treefarm_bin = bin_dir + "/treefarm";
+
+/// A master that only forwards and two one-core workers, one application of `app_toml`.
+std::string command_tree(const std::string& app_toml) {
+  return R"(
+[[node]]
+name = "master"
+cores = 0
+[[node]]
+name = "w1"
+parent = "master"
+cores = 1
+[[node]]
+name = "w2"
+parent = "master"
+cores = 1
+
+)" + app_toml + R"(
+[run]
+buffer = 4
+policy = "fcfs"
+comm_model = "multi-port"
+)";
+}
+
+nlohmann::json results_of(const fs::path& out) {
+  std::ifstream f(out / "results.json");
+  return nlohmann::json::parse(f);
+}
+
+TEST(CommandTest, GzipRunsExactlyOncePerTaskOnTheWorkers) {
+  TempDir dir("cmd-once");
+  const auto log = dir.path() / "ran.log";
+  // Every run appends its index and worker-side input size: a task run twice (or never)
+  // shows in the log, whatever results.json says.
+  const auto exp = write_file(dir.path() / "gzip.toml", command_tree(R"([[app]]
+name = "gz"
+kind = "command"
+argv = ["sh", "-c", "echo {index} $(wc -c < {input}) >> )" + log.string() + R"(; exec gzip -9 -n -c {input}"]
+bytes = "32KiB"
+tasks = 40
+timeout = 60
+)"));
+  const auto out = dir.path() / "out";
+  const auto r = run_command(treefarm_bin + " run " + exp + " --out " + out.string() + " --quiet --timeout 120");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+
+  std::ifstream f(log);
+  std::multiset<std::uint64_t> ran;
+  std::uint64_t index = 0, size = 0;
+  while (f >> index >> size) {
+    ran.insert(index);
+    EXPECT_EQ(size, 32u * 1024) << "the input file holds the task's whole input";
+  }
+  ASSERT_EQ(ran.size(), 40u);
+  for (std::uint64_t i = 0; i < 40; ++i) EXPECT_EQ(ran.count(i), 1u) << "task " << i;
+
+  const auto j = results_of(out);
+  ASSERT_EQ(j.at("apps").size(), 1u);
+  EXPECT_EQ(j.at("apps")[0].at("kernel"), "command");
+  EXPECT_EQ(j.at("apps")[0].at("completed"), 40u);
+  EXPECT_EQ(j.at("apps")[0].at("failed"), 0u);
+  EXPECT_FALSE(j.contains("failures"));
+  std::set<std::string> nodes;
+  for (const auto& t : j.at("tasks")) nodes.insert(t.at("node").get<std::string>());
+  EXPECT_FALSE(nodes.contains("master")) << "the master has no cores here";
+  EXPECT_TRUE(j.at("ok").get<bool>());
+}
+
+TEST(CommandTest, FailingCommandIsCountedFailedWithItsStderrAndTheRunEndsWithExitCode4) {
+  TempDir dir("cmd-fail");
+  const auto exp = write_file(dir.path() / "fail.toml", command_tree(R"([[app]]
+name = "bad"
+kind = "command"
+argv = ["sh", "-c", "echo 'no good {index}' >&2; false"]
+bytes = 100
+tasks = 6
+)"));
+  const auto out = dir.path() / "out";
+  const auto r = run_command(treefarm_bin + " run " + exp + " --out " + out.string() + " --quiet --timeout 120");
+  EXPECT_EQ(r.exit_code, 4) << r.output;  // wrong results: the run ended, but not every task succeeded
+  const auto j = results_of(out);
+  EXPECT_EQ(j.at("apps")[0].at("failed"), 6u);
+  EXPECT_FALSE(j.at("ok").get<bool>());
+  ASSERT_EQ(j.at("failures").size(), 6u);
+  std::set<std::uint64_t> ids;
+  for (const auto& failure : j.at("failures")) {
+    const auto id = failure.at("id").get<std::uint64_t>();
+    ids.insert(id);
+    const auto error = failure.at("error").get<std::string>();
+    EXPECT_NE(error.find("exit status 1"), std::string::npos) << error;
+    EXPECT_NE(error.find("no good " + std::to_string(id)), std::string::npos) << error;
+    EXPECT_TRUE(failure.at("node") == "w1" || failure.at("node") == "w2") << failure;
+  }
+  EXPECT_EQ(ids.size(), 6u);
+}
+
+TEST(CommandTest, CalibratedRunPrintsThePredictionBesideTheMeasuredThroughput) {
+  TempDir dir("cmd-predict");
+  const auto exp = write_file(dir.path() / "predict.toml", command_tree(R"([[app]]
+name = "gz"
+kind = "command"
+argv = ["gzip", "-9", "-n"]
+bytes = "16KiB"
+tasks = 30
+)"));
+  const auto out = dir.path() / "out";
+  const auto r =
+      run_command(treefarm_bin + " run " + exp + " --calibrate --out " + out.string() + " --quiet --timeout 180");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto j = results_of(out);
+  const auto& app = j.at("apps")[0];
+  EXPECT_EQ(app.at("completed"), 30u);
+  ASSERT_TRUE(app.contains("predicted")) << app;
+  EXPECT_GT(app.at("predicted").get<double>(), 0.0);
+  EXPECT_GT(app.at("throughput").get<double>(), 0.0);
+}
+
+TEST(CommandTest, BadCommandApplicationNamesFileLineAndField) {
+  TempDir dir("cmd-bad");
+  const auto exp = write_file(dir.path() / "bad.toml", command_tree(R"([[app]]
+name = "gz"
+kind = "command"
+argv = "gzip -9"
+bytes = 100
+tasks = 3
+)"));
+  const auto r = run_command(treefarm_bin + " run " + exp + " --quiet --timeout 60");
+  EXPECT_EQ(r.exit_code, 3) << r.output;
+  EXPECT_NE(r.output.find("bad.toml:"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("app[0].argv"), std::string::npos) << r.output;
+}
+
+}  // namespace
+}  // namespace treefarm::testing

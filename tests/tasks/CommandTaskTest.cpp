@@ -1,0 +1,184 @@
+// Tests of tasks/CommandTask: the application kind `command` (issue 20).
+#include "tasks/CommandTask.hpp"
+
+#include <gtest/gtest.h>
+#include <pthread.h>
+#include <sched.h>
+
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "tasks/Checksum.hpp"
+#include "tasks/Payload.hpp"
+#include "tasks/TaskRunner.hpp"
+#include "tests/support/Affinity.hpp"
+#include "tests/support/TempDir.hpp"
+
+namespace treefarm::tasks {
+namespace {
+
+model::AppSpec command(std::vector<std::string> argv) {
+  model::AppSpec a;
+  a.name = "cmd";
+  a.kernel = model::Kernel::command;
+  a.argv = std::move(argv);
+  a.tasks = 1;
+  return a;
+}
+
+std::vector<std::byte> bytes_of(const std::string& s) {
+  std::vector<std::byte> b(s.size());
+  std::memcpy(b.data(), s.data(), s.size());
+  return b;
+}
+
+std::string read_all(const std::filesystem::path& p) {
+  std::ifstream in(p);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// sha256sum of "hello\n".
+constexpr const char* hello_sha256 = "5891b5b522d5df086d0ff0b110fbd9d21bb4fc7163af34d08286a2e846f6be03";
+
+TEST(CommandTask, ExpandArgvReplacesEveryFieldInsideArguments) {
+  const auto out = expand_argv({"x{index}y", "{input}", "-o{output}", "{unknown}", "{index}{index}"}, 42, "/i", "/o");
+  EXPECT_EQ(out, (std::vector<std::string>{"x42y", "/i", "-o/o", "{unknown}", "4242"}));
+}
+
+TEST(CommandTask, StandardOutputIsTheOutputAndItsDigestIsSha256) {
+  const auto o = run_command(command({"cat"}), bytes_of("hello\n"), 0, {});
+  ASSERT_FALSE(o.failed) << o.error;
+  EXPECT_EQ(o.exit_status, 0);
+  EXPECT_EQ(o.sha256, hello_sha256);
+  EXPECT_EQ(o.output_bytes, 6u);
+  EXPECT_EQ(o.checksum, sha256_checksum(hello_sha256));
+  EXPECT_GT(o.checksum, 0.0);
+}
+
+TEST(CommandTask, OutputFileTemplateIsTheOutputAndInputFileHoldsTheInput) {
+  const auto o = run_command(command({"sh", "-c", "cp {input} {output}; echo noise"}), bytes_of("hello\n"), 7, {});
+  ASSERT_FALSE(o.failed) << o.error;
+  EXPECT_EQ(o.sha256, hello_sha256);  // the file, not stdout ("noise")
+}
+
+TEST(CommandTask, IndexReachesTheProgram) {
+  const auto o = run_command(command({"sh", "-c", "echo hell{index}"}), {}, 0, {});
+  const auto p = run_command(command({"sh", "-c", "echo hell{index}"}), {}, 1, {});
+  ASSERT_FALSE(o.failed || p.failed);
+  EXPECT_NE(o.sha256, p.sha256);
+}
+
+TEST(CommandTask, NonZeroExitFailsWithStatusAndStderr) {
+  const auto o = run_command(command({"sh", "-c", "echo out; echo 'disk on fire' >&2; exit 3"}), {}, 0, {});
+  EXPECT_TRUE(o.failed);
+  EXPECT_EQ(o.exit_status, 3);
+  EXPECT_NE(o.error.find("exit status 3"), std::string::npos) << o.error;
+  EXPECT_NE(o.error.find("disk on fire"), std::string::npos) << o.error;
+  EXPECT_EQ(o.error.find("out"), std::string::npos) << "stdout is not the error: " << o.error;
+}
+
+TEST(CommandTask, FalseFailsAndAMissingProgramFailsWithoutThrowing) {
+  EXPECT_TRUE(run_command(command({"false"}), {}, 0, {}).failed);
+  const auto o = run_command(command({"/nonexistent/treefarm-no-such-program"}), {}, 0, {});
+  EXPECT_TRUE(o.failed);
+  EXPECT_NE(o.error.find("cannot run"), std::string::npos) << o.error;
+}
+
+TEST(CommandTask, LongStderrKeepsItsTail) {
+  const auto o = run_command(command({"sh", "-c", "i=0; while [ $i -lt 500 ]; do echo line$i >&2; i=$((i+1)); done; "
+                                                  "echo LAST >&2; exit 1"}),
+                             {}, 0, {});
+  ASSERT_TRUE(o.failed);
+  EXPECT_NE(o.error.find("LAST"), std::string::npos);
+  EXPECT_LE(o.error.size(), max_error_bytes + 100);
+}
+
+TEST(CommandTask, TimeoutKillsTheWholeProcessGroup) {
+  auto app = command({"sh", "-c", "sleep 30 & sleep 30"});
+  app.timeout = 0.3;
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto o = run_command(app, {}, 0, {});
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_TRUE(o.failed);
+  EXPECT_NE(o.error.find("timed out"), std::string::npos) << o.error;
+  EXPECT_LT(took, 10.0);
+}
+
+TEST(CommandTask, ExpectedDigestIsChecked) {
+  auto app = command({"cat"});
+  app.expect_digest = hello_sha256;
+  EXPECT_FALSE(run_command(app, bytes_of("hello\n"), 0, {}).failed);
+  const auto o = run_command(app, bytes_of("hullo\n"), 0, {});
+  EXPECT_TRUE(o.failed);
+  EXPECT_NE(o.error.find("expected " + std::string(hello_sha256)), std::string::npos) << o.error;
+}
+
+TEST(CommandTask, ProgramIsPinnedToTheGivenCoresAndTheCallerKeepsItsAffinity) {
+  const auto cpus = test_support::affinity_cpus();
+  test_support::TempDir dir("cmd-affinity");
+  const auto file = dir.path() / "allowed";
+  const int cpu = cpus.back();
+  const auto o = run_command(command({"sh", "-c", "grep Cpus_allowed_list /proc/self/status > " + file.string()}), {},
+                             0, std::vector<int>{cpu});
+  ASSERT_FALSE(o.failed) << o.error;
+  EXPECT_EQ(read_all(file), "Cpus_allowed_list:\t" + std::to_string(cpu) + "\n");
+  cpu_set_t now;
+  ASSERT_EQ(pthread_getaffinity_np(pthread_self(), sizeof now, &now), 0);
+  EXPECT_EQ(static_cast<std::size_t>(CPU_COUNT(&now)), cpus.size()) << "the calling thread's affinity was restored";
+}
+
+TEST(CommandTask, GeneratedInputIsDeterministicTextOfTheRightSize) {
+  auto app = command({"cat"});
+  app.bytes = 10000;
+  std::vector<std::byte> a, b, c;
+  fill_input(app, 1, 0, 0, a);
+  fill_input(app, 1, 0, 0, b);
+  fill_input(app, 2, 0, 0, c);
+  ASSERT_EQ(a.size(), 10000u);
+  EXPECT_EQ(a, b);
+  EXPECT_NE(a, c);
+  for (auto x : a) {
+    const char ch = static_cast<char>(x);
+    ASSERT_TRUE((ch >= 'a' && ch <= 'z') || ch == ' ' || ch == '\n') << int(ch);
+  }
+}
+
+TEST(CommandTask, InputFileIsEveryTasksInput) {
+  test_support::TempDir dir("cmd-input");
+  const auto file = dir.path() / "in.txt";
+  std::ofstream(file) << "hello\n";
+  auto app = command({"cat"});
+  app.input_file = file.string();
+  app.bytes = 6;
+  std::vector<std::byte> in;
+  fill_input(app, 9, 0, 0, in);
+  EXPECT_EQ(in, bytes_of("hello\n"));
+  app.bytes = 7;  // the file changed size since the experiment was read
+  EXPECT_THROW(fill_input(app, 9, 0, 0, in), std::runtime_error);
+}
+
+TEST(CommandTask, RunTaskRunsTheCommandAndThrowsItsFailure) {
+  const auto in = bytes_of("hello\n");
+  auto cat = command({"cat"});
+  cat.bytes = in.size();  // run_task checks the input's size as for every kernel
+  EXPECT_EQ(run_task(cat, in, nullptr), sha256_checksum(hello_sha256));
+  try {
+    run_task(command({"sh", "-c", "echo bad >&2; exit 2"}), {}, nullptr);
+    FAIL() << "expected a throw";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("bad"), std::string::npos);
+  }
+  auto app = command({"cat"});
+  EXPECT_TRUE(checksum_matches(sha256_checksum(hello_sha256), sha256_checksum(hello_sha256), app));
+  EXPECT_FALSE(checksum_matches(sha256_checksum(hello_sha256), sha256_checksum(hello_sha256) + 1, app));
+}
+
+}  // namespace
+}  // namespace treefarm::tasks
