@@ -513,6 +513,7 @@ void NodeDriver::parent_lost(const std::string& why, double now) {
     end(exit_parent_lost);
     return;
   }
+  join_deadline_ = -1;
   const bool first_failure = lost_at_ < 0;
   if (first_failure) lost_at_ = now;
   if (now - lost_at_ > opt_.rejoin_timeout) {
