@@ -33,7 +33,7 @@ void kill_the_inner_worker(bool curve) {
   TempDir dir;
   const std::string tag = (curve ? "rc" : "rp") + std::to_string(getpid());
   const std::string w1 = tag + "w1", w2 = tag + "w2";
-  const std::uint64_t tasks = 1500;
+  const std::uint64_t tasks = 800;
   const auto exp = write_file(dir.path() / "chain.toml", chain_experiment(w1, w2, tasks));
   const auto keys = (dir.path() / "keys").string();
   auto secure = [&](const std::string& name, const std::string& parent) -> std::vector<std::string> {
