@@ -145,6 +145,9 @@ std::vector<std::byte> encode(const Message& m) {
           }
         }
         body.put(w.features);
+        // Tree repair fields: optional, left out when empty (the bytes of a Welcome
+        // without them are those of wire version 3 before tree repair).
+        if (w.sender.empty() && w.ancestors.empty()) return;
         body.put_string(w.sender);
         if (w.ancestors.size() > max_ancestors) throw std::invalid_argument("Welcome with too many ancestors");
         body.put<std::uint32_t>(static_cast<std::uint32_t>(w.ancestors.size()));

@@ -1,5 +1,6 @@
 // Tree repair on the wire (docs/protocol.md): Welcome's optional sender and ancestor chain.
 #include <cstdint>
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <variant>
@@ -50,17 +51,21 @@ TEST(WelcomeAncestors, RoundTrip) {
 }
 
 TEST(WelcomeAncestors, AWelcomeWithoutTheChainStillDecodes) {
-  // A Welcome as nodes before tree repair sent it: the body ends after `features`
-  // (sender "" = 2 bytes of length, count 0 = 4 bytes).
+  // Without sender and ancestors the encoder writes the Welcome of before tree repair
+  // (the body ends after `features`), and it decodes with both empty.
   auto w = small_welcome();
   w.features = 1;
-  const auto old = without_tail(encode(w), 6);
-  const auto out = std::get<msg::Welcome>(decode(old, 0));
+  const auto plain = encode(w);
+  w.sender = "p";  // trailer: sender (2 + 1 bytes), count 0 (4 bytes)
+  const auto with = encode(w);
+  ASSERT_EQ(with.size(), plain.size() + 7);
+  EXPECT_TRUE(std::equal(plain.begin() + header_bytes, plain.end(), with.begin() + header_bytes));
+  const auto out = std::get<msg::Welcome>(decode(without_tail(with, 7), 0));
   EXPECT_EQ(out.features, 1u);
   EXPECT_TRUE(out.sender.empty());
   EXPECT_TRUE(out.ancestors.empty());
   // Cut inside the chain instead: truncated, refused.
-  EXPECT_THROW(decode(without_tail(encode(w), 3), 0), DecodeError);
+  EXPECT_THROW(decode(without_tail(with, 3), 0), DecodeError);
 }
 
 TEST(WelcomeAncestors, BadChainsAreRefused) {
