@@ -264,16 +264,18 @@ TEST(Adversarial, ASteadyForgerIsCaughtBySpotChecksAndItsResultsRedone) {
 // Hole 3 (names bound to keys): a second connection under the honest worker's name must
 // not take over its identity.
 TEST(Adversarial, NameTakeoverIsRefused) {
-  Tree tree("advtakeover", 300);
+  Tree tree("advtakeover", 5000);
   tree.start_worker();
-  std::this_thread::sleep_for(std::chrono::seconds(1));
+  // As soon as the honest worker holds the name (the run may be short).
+  ASSERT_TRUE(wait_until([&] { return tree.master_log().find("child '" + tree.worker_name() + "' joined") != std::string::npos; }, 60))
+      << tree.master_log();
   zmq::context_t ctx(1);
   MaliciousPeer peer(ctx, tree.endpoint(), tree.worker_name());
   peer.send(net::msg::Request{4});
-  tree.expect_clean_completion();
   // Refused by the driver (a live child holds the name), not merely outlived.
-  EXPECT_NE(tree.master_log().find("refused a second connection claiming the name '" + tree.worker_name() + "'"),
-            std::string::npos) << tree.master_log();
+  const std::string refused = "refused a second connection claiming the name '" + tree.worker_name() + "'";
+  EXPECT_TRUE(wait_until([&] { return tree.master_log().find(refused) != std::string::npos; }, 30)) << tree.master_log();
+  tree.expect_clean_completion();
 }
 
 // A hostile child of an inner node (not of the master): scripted peers join under the
