@@ -111,7 +111,18 @@ void InputPrefetcher::generate_ahead() {
     Buffer buffer = s.take_free(*pick);
     lock.unlock();
     const auto t0 = std::chrono::steady_clock::now();
-    s.fill(*pick, index, *buffer);
+    try {
+      s.fill(*pick, index, *buffer);
+    } catch (const std::exception&) {
+      // (A command application's input file changed under us, say.) Stop making this
+      // application's inputs ahead: get() makes them on the caller, where the error is
+      // thrown to the master that can report it.
+      lock.lock();
+      a.prefetch = false;
+      a.in_progress.reset();
+      s.wake.notify_all();
+      continue;
+    }
     const double took = seconds_since(t0);
     lock.lock();
     ++s.stats.generated;

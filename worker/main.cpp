@@ -54,7 +54,7 @@ int main(int argc, char** argv) {
   app.add_flag("--no-backfill", no_backfill, "Strict FIFO executor queue (no backfilling)");
   app.add_option("--ready-file", endpoints.ready_file, "Write the bound endpoint to this file once listening");
   app.add_option("--join-timeout", opt.join_timeout, "seconds to wait for the parent's Welcome")->capture_default_str()->check(treefarm::cli_support::positive_seconds());
-  app.add_option("--rejoin-timeout", opt.rejoin_timeout, "seconds to keep rejoining a lost parent, with back-off 0.5-8 s (0 = exit at once)")->capture_default_str()->check(treefarm::cli_support::non_negative_seconds());
+  app.add_option("--rejoin-timeout", opt.rejoin_timeout, "seconds to keep rejoining a lost parent, or else one of its ancestors up to the master, counted from the loss, with back-off 0.5-8 s (0 = exit at once)")->capture_default_str()->check(treefarm::cli_support::non_negative_seconds());
   std::string curve_secret, authorized, parent_key;
   app.add_option("--curve-secret", curve_secret, "This worker's CURVE secret key file (treefarm keygen): encrypts and authenticates its links")->check(CLI::ExistingFile);
   app.add_option("--parent-key", parent_key, "The parent's CURVE public key file (NAME.key)")->check(CLI::ExistingFile);

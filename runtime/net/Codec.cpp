@@ -81,6 +81,7 @@ class Reader {
     if (!std::isfinite(v)) throw DecodeError(std::string("field '") + field + "' is not a finite number");
     return v;
   }
+  bool at_end() const { return pos_ == bytes_.size(); }
   void finish() const {
     if (pos_ != bytes_.size()) throw DecodeError(std::to_string(bytes_.size() - pos_) + " unexpected trailing bytes");
   }
@@ -156,6 +157,17 @@ std::vector<std::byte> encode(const Message& m) {
           }
         }
         body.put(w.features);
+        // Tree repair fields: optional, left out when empty (the bytes of a Welcome
+        // without them are those of wire version 3 before tree repair).
+        if (w.sender.empty() && w.ancestors.empty()) return;
+        body.put_string(w.sender);
+        if (w.ancestors.size() > max_ancestors) throw std::invalid_argument("Welcome with too many ancestors");
+        body.put<std::uint32_t>(static_cast<std::uint32_t>(w.ancestors.size()));
+        for (const auto& a : w.ancestors) {
+          body.put_string(a.name);
+          body.put_string(a.endpoint);
+          body.put_string(a.public_key);
+        }
       },
       [&](const msg::Request& r) { body.put(r.count); },
       [&](const msg::Task& t) { body.put(t.task_id); },
@@ -323,6 +335,21 @@ Message decode(std::span<const std::byte> header_frame, std::size_t payload_fram
         w.hints.push_back(std::move(h));
       }
       w.features = r.get<std::uint32_t>("features");
+      if (!r.at_end()) {  // tree repair fields (optional: absent from older Welcomes)
+        w.sender = r.get_string("sender");
+        const auto n = r.get<std::uint32_t>("ancestor_count");
+        if (n > max_ancestors) throw DecodeError("Welcome with " + std::to_string(n) + " ancestors, limit " + std::to_string(max_ancestors));
+        for (std::uint32_t i = 0; i < n; ++i) {
+          msg::Ancestor a;
+          a.name = r.get_string("ancestor.name");
+          a.endpoint = r.get_string("ancestor.endpoint");
+          a.public_key = r.get_string("ancestor.public_key");
+          if (a.name.empty() || a.endpoint.empty()) throw DecodeError("Welcome with an ancestor without name or endpoint");
+          if (!a.public_key.empty() && a.public_key.size() != 40)
+            throw DecodeError("Welcome with an ancestor key of " + std::to_string(a.public_key.size()) + " characters, expected 40 (Z85)");
+          w.ancestors.push_back(std::move(a));
+        }
+      }
       m = std::move(w);
       break;
     }

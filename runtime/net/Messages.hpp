@@ -26,6 +26,7 @@ constexpr std::size_t max_received_ids = 4096;           ///< task ids in one Re
 constexpr std::uint64_t max_payload_bytes = 2ull << 30;   ///< bytes, one task's input
 constexpr std::uint64_t max_tree_probe_bytes = 64ull << 20;  ///< bytes, one TreeQuery probe
 constexpr std::size_t max_tree_children = 256;            ///< children listed in one TreeInfo
+constexpr std::size_t max_ancestors = 32;                 ///< entries of Welcome::ancestors
 
 enum class Kind : std::uint16_t {
   hello = 1, welcome = 2, request = 3, task = 4, result = 5, node_joined = 6,
@@ -66,6 +67,13 @@ struct NodeHint {
   std::vector<double> alpha;            ///< per app: LP tasks/s computed there
   std::vector<double> received;         ///< per app: LP tasks/s sent to it by its parent
 };
+/// One ancestor of a node, as its descendants need it to rejoin it when the nodes between
+/// them die (tree repair, docs/fault-tolerance.md).
+struct Ancestor {
+  std::string name;
+  std::string endpoint;     ///< tcp://HOST:PORT its children connect to (as its own child reached it)
+  std::string public_key;   ///< Z85 CURVE public key of its listener ("" = no CURVE)
+};
 /// Parent → child, answer to Hello: the run's configuration.
 struct Welcome {
   std::uint32_t buffer = 10;
@@ -80,6 +88,10 @@ struct Welcome {
   std::uint64_t seed = 1;             ///< Seed of the inputs (calibration inputs too)
   std::vector<NodeHint> hints;        ///< Per node, when the master has a calibration/LP.
   std::uint32_t features = 0;         ///< transport features the parent reads; set by the transport
+  // Tree repair (docs/protocol.md): optional on the wire, after `features` (a Welcome
+  // without them decodes with both empty). Filled by the sending node's driver.
+  std::string sender;                 ///< The parent's node name.
+  std::vector<Ancestor> ancestors;    ///< The parent's own ancestors, nearest first, up to the root.
 };
 /// Child → parent: `count` more tasks, please.
 struct Request { std::uint32_t count = 1; };

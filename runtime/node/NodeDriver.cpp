@@ -125,6 +125,7 @@ std::uint64_t NodeDriver::completed() const { return sched_ ? sched_->completed(
 
 void NodeDriver::start(double now) {
   orphan_since_ = now;
+  parent_link_ = net::msg::Ancestor{"", opt_.parent_endpoint, opt_.parent_public_key};
   if (opt_.heartbeat_interval > 0) next_heartbeat_ = now + opt_.heartbeat_interval;
   if (is_root()) {
     configure(root_->welcome, now);
@@ -204,6 +205,8 @@ void NodeDriver::begin_running(double now) {
   join_deadline_ = -1;
   lost_at_ = -1;
   backoff_ = 0.5;
+  rejoin_targets_.clear();
+  rejoin_next_ = 0;
   if (is_root()) {
     if (calibrating_) {
       dispatching_ = true;  // nothing is dispatched; events go straight to the core
@@ -447,7 +450,24 @@ void NodeDriver::on_parent_message(net::Message message, Payload payload, double
         parent_lost(std::string("unusable Welcome: ") + e.what(), now);
         return;
       }
-      spdlog::info("{}: joined (policy {}, buffer {})", opt_.name, w->policy, w->buffer);
+      // Tree repair: this node's ancestors are its parent and the parent's own.
+      if (!w->sender.empty()) {
+        if (!parent_link_.name.empty() && parent_link_.name != w->sender)
+          spdlog::warn("{}: expected '{}' at {}, joined '{}'", opt_.name, parent_link_.name, parent_link_.endpoint, w->sender);
+        parent_link_.name = w->sender;
+      }
+      ancestors_.clear();
+      const auto fits = [](const net::msg::Ancestor& a) {
+        return !a.name.empty() && !a.endpoint.empty() && a.name.size() <= net::max_name_bytes &&
+               a.endpoint.size() <= net::max_name_bytes && (a.public_key.empty() || a.public_key.size() == 40);
+      };
+      net::msg::Ancestor parent = parent_link_;
+      if (parent.name.empty()) parent.name = parent.endpoint;  // a parent that does not say its name
+      if (fits(parent)) ancestors_.push_back(parent);
+      for (const auto& a : w->ancestors)
+        if (a.name != opt_.name && fits(a) && ancestors_.size() < net::max_ancestors) ancestors_.push_back(a);
+      spdlog::info("{}: joined{} (policy {}, buffer {})", opt_.name, w->sender.empty() ? "" : " '" + w->sender + "'",
+                   w->policy, w->buffer);
       if (!opt_.endpoint.empty()) {  // so that `--parent auto` joiners can find this node
         net::msg::TreeInfo advert;
         advert.name = opt_.name;
@@ -495,16 +515,25 @@ void NodeDriver::on_parent_message(net::Message message, Payload payload, double
       message);
 }
 
+void NodeDriver::on_parent_unreachable(const std::string& why, double now) {
+  // Only a rejoin attempt moves on at once: at the first join the parent may not be up yet.
+  if (is_root() || phase_ != Phase::joining || lost_at_ < 0) return;
+  join_deadline_ = -1;
+  parent_lost(why, now);
+}
+
 void NodeDriver::on_parent_lost(const std::string& why, double now) {
   if (is_root() || phase_ == Phase::done || phase_ == Phase::rejoin_wait) return;
   if (phase_ == Phase::closing && closing_from_parent_) return;  // it said Shutdown and left: expected
   parent_lost(why, now);
 }
 
-/// The parent misbehaved or vanished. This node starts afresh (its parent re-queues
-/// everything it sent here): it forgets its tasks, closes its children's connections
-/// (they rejoin it once it is back), and rejoins with back-off for rejoin_timeout
-/// seconds counted from now.
+/// The parent misbehaved or vanished (or a rejoin attempt failed). This node starts
+/// afresh (its parent re-queues everything it sent here): it forgets its tasks, closes
+/// its children's connections (they rejoin it once it is back), and rejoins for
+/// rejoin_timeout seconds counted from the loss. Tree repair: each round of attempts tries
+/// the parent, then each of its ancestors up to the root (the nearest live one wins);
+/// rounds are spaced by the back-off 0.5, 1, 2, 4, 8, 8, ... s.
 void NodeDriver::parent_lost(const std::string& why, double now) {
   spdlog::error("{}: lost the parent: {}", opt_.name, why);
   if (opt_.rejoin_timeout <= 0) {
@@ -512,7 +541,9 @@ void NodeDriver::parent_lost(const std::string& why, double now) {
     end(exit_parent_lost);
     return;
   }
-  if (lost_at_ < 0) lost_at_ = now;
+  join_deadline_ = -1;
+  const bool first_failure = lost_at_ < 0;
+  if (first_failure) lost_at_ = now;
   if (now - lost_at_ > opt_.rejoin_timeout) {
     spdlog::error("{}: could not rejoin within {} s; giving up", opt_.name, opt_.rejoin_timeout);
     end(exit_parent_lost);
@@ -537,9 +568,29 @@ void NodeDriver::parent_lost(const std::string& why, double now) {
   calibrating_ = false;
   calib_start_at_ = -1;
   phase_ = Phase::rejoin_wait;
-  rejoin_at_ = now + backoff_;
-  spdlog::info("{}: rejoining in {:.1f} s", opt_.name, backoff_);
-  backoff_ = std::min(backoff_ * 2, 8.0);
+  double delay = 0.1;  // the next ancestor of this round: at once (the socket needs a moment)
+  if (first_failure || rejoin_targets_.empty()) {
+    rejoin_targets_ = ancestors_;
+    if (rejoin_targets_.empty()) rejoin_targets_.push_back(parent_link_);
+    rejoin_next_ = 0;
+  } else if (++rejoin_next_ >= rejoin_targets_.size()) {
+    rejoin_next_ = 0;
+  }
+  if (first_failure || rejoin_next_ == 0) {  // a new round
+    delay = backoff_;
+    backoff_ = std::min(backoff_ * 2, 8.0);
+  }
+  rejoin_at_ = now + delay;
+  const auto& target = rejoin_targets_[rejoin_next_];
+  spdlog::info("{}: rejoining {} in {:.1f} s", opt_.name,
+               target.name.empty() ? std::string("the parent") : "'" + target.name + "' at " + target.endpoint, delay);
+}
+
+net::msg::Welcome NodeDriver::welcome_for_children() const {
+  net::msg::Welcome w = welcome_;
+  w.sender = opt_.name;
+  w.ancestors.assign(ancestors_.begin(), ancestors_.begin() + static_cast<std::ptrdiff_t>(std::min(ancestors_.size(), net::max_ancestors)));
+  return w;
 }
 
 // ---- children --------------------------------------------------------------------
@@ -643,7 +694,7 @@ void NodeDriver::admit(PeerId peer, const net::msg::Hello& hello, double now) {
   peer_of_core_[child->id.value] = peer;
   const core::ChildId id = child->id;
   children_.emplace(peer, std::move(child));
-  transport_.send_child(peer, welcome_);
+  transport_.send_child(peer, welcome_for_children());
   spdlog::info("{}: child '{}' joined ({} cores)", opt_.name, hello.name, hello.cores);
   node_joined(net::msg::NodeJoined{hello.name, opt_.name, hello.cores, hello.memory}, now);
   const auto bw = hint_bandwidth_.find(hello.name);
@@ -865,7 +916,12 @@ void NodeDriver::on_timer(double now) {
       end(exit_parent_lost);
       return;
     }
-    transport_.restart();
+    const net::msg::Ancestor target = rejoin_targets_.at(rejoin_next_);
+    if (!target.endpoint.empty() && target.endpoint != parent_link_.endpoint)
+      spdlog::info("{}: trying ancestor '{}' at {}", opt_.name, target.name, target.endpoint);
+    parent_link_ = target;
+    if (parent_link_.name == parent_link_.endpoint) parent_link_.name.clear();  // a parent that never said its name
+    transport_.restart_to(target);
     phase_ = Phase::joining;
     transport_.send_parent(net::msg::Hello{opt_.name, runner_ ? runner_->cores() : 0, opt_.memory});
     join_deadline_ = now + std::min(opt_.join_timeout, 5.0);

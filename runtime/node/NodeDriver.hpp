@@ -67,14 +67,18 @@ struct NodeOptions {
   /// not acknowledge in time holds the one-port for nothing: it is dropped and told.
   /// Checked at each heartbeat; 0: never.
   double ack_timeout = 60;
+  /// How this node reaches its parent (the ZeroMQ adapter fills them from --parent and
+  /// --parent-key): passed down in Welcome::ancestors so that descendants can rejoin the
+  /// parent if this node dies (tree repair, docs/fault-tolerance.md). Empty: not passed.
+  std::string parent_endpoint;
+  std::string parent_public_key;    ///< Z85 CURVE key of the parent ("" = no CURVE)
   /// What this node knows of itself and its children without the Welcome's hints (a
   /// simulation knows its platform): link bandwidths, task durations, LP rates.
   std::vector<net::msg::NodeHint> known_hints;
-  /// This node's listening endpoint as others can reach it ("" = none) and its parent's
-  /// endpoint: told to whoever asks (msg::TreeQuery) and, the endpoint, to the parent
+  /// This node's listening endpoint as others can reach it ("" = none): told, with
+  /// parent_endpoint, to whoever asks (msg::TreeQuery) and, the endpoint, to the parent
   /// after Welcome, so that a worker joining with `--parent auto` can find every node.
   std::string endpoint;
-  std::string parent_endpoint;
 };
 
 /// The root's verdict on a child's result before it is recorded (issue 13, hole 4).
@@ -138,6 +142,13 @@ class NodeDriver {
   void on_parent_message(net::Message message, Payload payload, double now);
   /// The parent sent something undecodable, or its connection closed.
   void on_parent_lost(const std::string& why, double now);
+  /// The transport could not connect to the parent (refused, or the CURVE handshake
+  /// failed). During a rejoin this moves on to the next ancestor at once; otherwise
+  /// (first join: the parent may not be up yet) the join timeout decides.
+  void on_parent_unreachable(const std::string& why, double now);
+  /// Tree repair: the nodes this one would rejoin, nearest first (its parent, then the
+  /// parent's ancestors up to the root), as the last Welcome announced them.
+  const std::vector<net::msg::Ancestor>& ancestors() const { return ancestors_; }
   /// A message from a child (or a peer that wants to become one).
   void on_child_message(PeerId peer, net::Message message, Payload payload, double now);
   /// A child's message could not be decoded, or its connection is gone: it is dropped.
@@ -204,6 +215,7 @@ class NodeDriver {
   void node_joined(const net::msg::NodeJoined& joined, double now);
   void report(const net::msg::Measure& measure);
   void parent_lost(const std::string& why, double now);
+  net::msg::Welcome welcome_for_children() const;
   void begin_closing(const std::string& reason, double now);
   void maybe_closed(double now);
   void end(int code);
@@ -248,6 +260,13 @@ class NodeDriver {
   std::vector<std::pair<PeerId, net::msg::Hello>> waiting_hellos_;  ///< before this node is configured
   std::vector<std::string> convicted_;  ///< root: children caught forging, refused if they join again
   std::uint32_t next_core_child_ = 0;
+
+  // Tree repair: the current parent, its ancestors (parent first), and while rejoining the
+  // targets of this round of attempts and the one tried now.
+  net::msg::Ancestor parent_link_;
+  std::vector<net::msg::Ancestor> ancestors_;
+  std::vector<net::msg::Ancestor> rejoin_targets_;
+  std::size_t rejoin_next_ = 0;
 
   // Time-driven state (absolute times on the adapter's clock; < 0: not armed).
   double join_deadline_ = -1;

@@ -39,6 +39,15 @@ class Transport {
   /// the parent.
   virtual void restart() = 0;
 
+  /// Tree repair: as restart(), but the new connection goes to `target` (the lost
+  /// parent or one of its ancestors, as Welcome::ancestors announced it; under CURVE the
+  /// server must prove it holds `target.public_key`). A transport that cannot reach
+  /// other nodes (a simulation, where nothing fails) restarts toward its parent.
+  virtual void restart_to(const net::msg::Ancestor& target) {
+    (void)target;
+    restart();
+  }
+
   /// True if the transport itself reports when a task transfer to a child ended
   /// (NodeDriver::on_transfer_done; a simulation knows). Otherwise the driver relies on
   /// the child's msg::Received acknowledgement, and every node acknowledges the tasks it

@@ -117,6 +117,18 @@ struct ZmqNode::Impl final : node::Transport {
     s.set(zmq::sockopt::heartbeat_ttl, static_cast<int>(options.heartbeat_timeout * 1000));
   }
 
+  /// Closes the connection to the parent and its monitor. The monitor is stopped first:
+  /// libzmq's I/O thread sends each event on an inproc PAIR and blocks (every socket of
+  /// the context with it) if that PAIR has no reader — a socket retrying a dead parent
+  /// emits an event every reconnect interval.
+  void close_parent() {
+    if (up) (void)zmq_socket_monitor(static_cast<void*>(*up), nullptr, 0);
+    up.reset();
+    up_monitor.reset();
+  }
+
+  ~Impl() override { close_parent(); }
+
   void open_parent() {
     up.emplace(ctx, zmq::socket_type::dealer);
     net::configure_socket(*up, false);
@@ -127,7 +139,11 @@ struct ZmqNode::Impl final : node::Transport {
     // it at once) or ZMTP heartbeats went unanswered for heartbeat_timeout. Any message
     // counts as an answer, so a slow link busy with big tasks is not mistaken for death.
     const std::string monitor = "inproc://parent-monitor-" + std::to_string(monitor_count++);
-    if (zmq_socket_monitor(static_cast<void*>(*up), monitor.c_str(), ZMQ_EVENT_DISCONNECTED) != 0)
+    // Tree repair: a refused connection or a failed CURVE handshake (a server without the
+    // announced key) ends a rejoin attempt at once (NodeDriver::on_parent_unreachable).
+    constexpr int events = ZMQ_EVENT_DISCONNECTED | ZMQ_EVENT_CONNECT_RETRIED | ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL |
+                           ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL | ZMQ_EVENT_HANDSHAKE_FAILED_AUTH;
+    if (zmq_socket_monitor(static_cast<void*>(*up), monitor.c_str(), events) != 0)
       throw std::runtime_error("cannot monitor the parent socket");
     up_monitor.emplace(ctx, zmq::socket_type::pair);
     up_monitor->connect(monitor);
@@ -256,9 +272,15 @@ struct ZmqNode::Impl final : node::Transport {
     child_out.erase(peer.value);
   }
 
-  void restart() override {
-    up_monitor.reset();
-    up.reset();
+  void restart() override { restart_to(net::msg::Ancestor{}); }
+
+  /// Tree repair: reconnects to `target` (empty endpoint: the same parent). Under CURVE
+  /// the announced key is the server key, so the handshake fails unless the node there
+  /// holds its secret: an orphan joins only the ancestor its tree announced.
+  void restart_to(const net::msg::Ancestor& target) override {
+    if (!target.endpoint.empty()) endpoints.parent = target.endpoint;
+    if (endpoints.curve.enabled && !target.public_key.empty()) endpoints.curve.parent_public_key = target.public_key;
+    close_parent();
     by_identity.clear();
     identity_of.clear();
     dropped.clear();
@@ -418,6 +440,15 @@ struct ZmqNode::Impl final : node::Transport {
         driver->on_parent_lost("the connection to the parent closed", now());
         return;
       }
+      if (id == ZMQ_EVENT_CONNECT_RETRIED) {
+        driver->on_parent_unreachable("connection to " + endpoints.parent + " refused", now());
+        return;
+      }
+      if (id == ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL || id == ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL ||
+          id == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH) {
+        driver->on_parent_unreachable("handshake with " + endpoints.parent + " failed (not the announced key, or not admitted)", now());
+        return;
+      }
     }
   }
 
@@ -496,6 +527,7 @@ ZmqNode::ZmqNode(node::NodeOptions options, Endpoints endpoints, Compute compute
   }
   if (options.memory == 0) options.memory = compute.memory;
   if (options.parent_endpoint.empty()) options.parent_endpoint = endpoints.parent;
+  options.parent_public_key = endpoints.curve.enabled ? endpoints.curve.parent_public_key : std::string();
   impl_->options = options;
   impl_->endpoints = std::move(endpoints);
   impl_->driver = std::make_unique<node::NodeDriver>(std::move(options), *impl_, impl_->runner.get(), std::move(root));

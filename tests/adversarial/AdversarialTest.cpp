@@ -1,7 +1,6 @@
 // The adversarial suite (issue 13): a scripted malicious peer speaking the wire protocol
 // (runtime/net Codec/Wire) against a real master and worker on loopback. Each test asserts
 // that the run completes with every task exactly once, 0 wrong, and no process crashed.
-// Tests that need the node driver's fixes (issue 13 holes named in each) are DISABLED_.
 #include <gtest/gtest.h>
 
 #include <arpa/inet.h>
@@ -33,6 +32,7 @@ class MaliciousPeer {
     net::send(socket_, net::msg::Hello{name, 1, 1ull << 30});
   }
   void send(const net::Message& m) { net::send(socket_, m); }
+  zmq::socket_t& socket() { return socket_; }
   /// Waits up to `seconds` for a message of kind K (others are discarded).
   template <class K>
   std::optional<net::Received> wait_for(double seconds) {
@@ -74,9 +74,13 @@ class Tree {
     endpoint_ = wait_for_line(dir_.path() / "m.ep");
   }
   void start_worker() {
-    worker_.emplace(std::vector<std::string>{worker_bin, "--parent", endpoint_, "--name", worker_name_, "--cores", "1"},
+    worker_.emplace(std::vector<std::string>{worker_bin, "--parent", endpoint_, "--name", worker_name_, "--cores", "1",
+                                             "--ready-file", (dir_.path() / "w.ep").string(), "--heartbeat-timeout", "3"},
                     dir_.path() / "worker.log");
   }
+  /// The endpoint the honest worker serves its own children on (after start_worker()).
+  std::string worker_endpoint() const { return wait_for_line(dir_.path() / "w.ep"); }
+  std::string worker_log() const { return read_file(dir_.path() / "worker.log"); }
   const std::string& endpoint() const { return endpoint_; }
   const std::string& worker_name() const { return worker_name_; }
   std::string master_log() const { return read_file(dir_.path() / "master.log"); }
@@ -259,12 +263,73 @@ TEST(Adversarial, ASteadyForgerIsCaughtBySpotChecksAndItsResultsRedone) {
 
 // Hole 3 (names bound to keys): a second connection under the honest worker's name must
 // not take over its identity.
-TEST(Adversarial, DISABLED_NameTakeoverIsRefused) {
-  Tree tree("advtakeover", 300);
+TEST(Adversarial, NameTakeoverIsRefused) {
+  Tree tree("advtakeover", 5000);
   tree.start_worker();
-  std::this_thread::sleep_for(std::chrono::seconds(1));
+  // As soon as the honest worker holds the name (the run may be short).
+  ASSERT_TRUE(wait_until([&] { return tree.master_log().find("child '" + tree.worker_name() + "' joined") != std::string::npos; }, 60))
+      << tree.master_log();
   zmq::context_t ctx(1);
   MaliciousPeer peer(ctx, tree.endpoint(), tree.worker_name());
   peer.send(net::msg::Request{4});
+  // Refused by the driver (a live child holds the name), not merely outlived.
+  const std::string refused = "refused a second connection claiming the name '" + tree.worker_name() + "'";
+  EXPECT_TRUE(wait_until([&] { return tree.master_log().find(refused) != std::string::npos; }, 30)) << tree.master_log();
   tree.expect_clean_completion();
+}
+
+// A hostile child of an inner node (not of the master): scripted peers join under the
+// honest worker and send results for tasks they were never sent, a request far beyond
+// their buffer, a join outside their subtree, and garbage after taking tasks. The worker
+// drops each of them (and re-queues what they held); the run completes with every task
+// exactly once, 0 wrong, and neither the master nor the worker crashed.
+TEST(Adversarial, AHostileChildOfAnInnerWorkerIsDroppedAndTheRunCompletes) {
+  Tree tree("advinner", 400);
+  tree.start_worker();
+  const auto ep = tree.worker_endpoint();
+  ASSERT_FALSE(ep.empty()) << tree.worker_log();
+  zmq::context_t ctx(1);
+  // Takes tasks, then sends garbage: dropped, its tasks re-queued by the worker.
+  MaliciousPeer holder(ctx, ep, "holder");
+  ASSERT_TRUE(holder.wait_for<net::msg::Welcome>(20).has_value()) << tree.worker_log();
+  holder.send(net::msg::Request{2});
+  EXPECT_TRUE(holder.wait_for<net::msg::Task>(20).has_value()) << tree.worker_log();
+  MaliciousPeer foreign(ctx, ep, "foreign");
+  ASSERT_TRUE(foreign.wait_for<net::msg::Welcome>(20).has_value());
+  for (std::uint64_t i = 0; i < 20; ++i) {
+    net::msg::Result r;
+    r.task_id = i;  // app 0, index i: held by someone else, or never sent
+    r.node = tree.worker_name();
+    r.checksum = 0;
+    foreign.send(r);
+  }
+  MaliciousPeer hoarder(ctx, ep, "hoarder");
+  ASSERT_TRUE(hoarder.wait_for<net::msg::Welcome>(20).has_value());
+  hoarder.send(net::msg::Request{1u << 20});
+  MaliciousPeer spoofer(ctx, ep, "spoofer");
+  ASSERT_TRUE(spoofer.wait_for<net::msg::Welcome>(20).has_value());
+  spoofer.send(net::msg::NodeJoined{"ghost", "m", 64, 1ull << 30});
+  {
+    zmq::socket_t raw(ctx, zmq::socket_type::dealer);
+    net::configure_socket(raw, false);
+    raw.connect(ep);
+    net::send(raw, net::msg::Hello{"junk", 1, 1ull << 30});
+    for (int i = 0; i < 30; ++i) {
+      std::string junk(16 + 7 * i, static_cast<char>(i * 53));
+      raw.send(zmq::buffer(junk), zmq::send_flags::dontwait);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    raw.set(zmq::sockopt::linger, 0);
+  }
+  holder.send(net::msg::Heartbeat{});
+  {
+    zmq::socket_t& s = holder.socket();
+    std::string junk(40, '\x5a');
+    s.send(zmq::buffer(junk), zmq::send_flags::dontwait);
+  }
+  tree.expect_clean_completion();
+  const auto log = tree.worker_log();
+  for (const char* name : {"holder", "foreign", "hoarder", "spoofer", "junk"})
+    EXPECT_NE(log.find(std::string("dropping child '") + name + "'"), std::string::npos) << name << " was not dropped:\n" << log;
+  for (const auto& t : tree.results().at("tasks")) EXPECT_EQ(t.at("node").get<std::string>(), tree.worker_name());
 }

@@ -1,7 +1,9 @@
 #include "tasks/InputPrefetcher.hpp"
 
+#include <atomic>
 #include <chrono>
 #include <set>
+#include <stdexcept>
 #include <thread>
 #include <vector>
 
@@ -98,6 +100,22 @@ TEST(InputPrefetcher, SmallInputsAreMadeOnTheCallerAndOutlastThePrefetcher) {
 TEST(InputPrefetcher, UnknownApplicationIsRefused) {
   InputPrefetcher p({matrix_app(8, 1)}, seed_of);
   EXPECT_THROW(p.get(1, 0), std::out_of_range);
+}
+
+TEST(InputPrefetcher, AnErrorWhileMakingAheadIsThrownToTheCaller) {
+  const std::vector<model::AppSpec> apps{matrix_app(64, 100)};
+  std::atomic<int> calls{0};
+  // The seed function fails from the third input on: the generator thread meets the error
+  // first; the caller must get it as an exception, not a terminated process.
+  InputPrefetcher p(apps, [&calls](std::uint32_t, std::uint64_t index) -> std::uint64_t {
+    ++calls;
+    if (index >= 2) throw std::runtime_error("input source gone");
+    return index;
+  }, small_options());
+  EXPECT_EQ(p.get(0, 0)->size(), 2u * 64 * 64 * 8);
+  EXPECT_EQ(p.get(0, 1)->size(), 2u * 64 * 64 * 8);
+  EXPECT_THROW(p.get(0, 2), std::runtime_error);
+  EXPECT_GE(calls, 3);
 }
 
 }  // namespace

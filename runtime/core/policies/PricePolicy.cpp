@@ -111,7 +111,7 @@ std::vector<std::string> PriceParams::keys() {
 PriceParams PriceParams::from_options(const PolicyOptions& options) {
   PriceParams p;
   for (const auto& [key, value] : options) {
-    const auto* f = std::find_if(std::begin(fields), std::end(fields), [&](const Field& x) { return key == x.key; });
+    const auto* f = std::find_if(std::begin(fields), std::end(fields), [&k = key](const Field& x) { return k == x.key; });
     if (f == std::end(fields)) {
       std::string known;
       for (const auto& x : fields) known += (known.empty() ? "" : ", ") + std::string(x.key);

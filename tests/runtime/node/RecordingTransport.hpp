@@ -34,6 +34,10 @@ class RecordingTransport final : public Transport {
   }
   void drop_child(PeerId peer) override { dropped.insert(peer); }
   void restart() override { ++restarts; }
+  void restart_to(const net::msg::Ancestor& target) override {
+    targets.push_back(target);
+    restart();
+  }
   bool reports_transfers() const override { return transport_reports; }
   Payload probe_payload(std::size_t bytes) override { return std::make_shared<SizeOnly>(bytes); }
 
@@ -59,6 +63,7 @@ class RecordingTransport final : public Transport {
   std::deque<Sent> sent;
   std::set<PeerId> dropped, gone;
   int restarts = 0;
+  std::vector<net::msg::Ancestor> targets;  ///< restart_to() targets, in order
   bool transport_reports = false;
 };
 
