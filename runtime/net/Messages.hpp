@@ -26,6 +26,7 @@ constexpr std::uint64_t max_payload_bytes = 2ull << 30;   ///< bytes, one task's
 enum class Kind : std::uint16_t {
   hello = 1, welcome = 2, request = 3, task = 4, result = 5, node_joined = 6,
   heartbeat = 7, shutdown = 8, bye = 9, probe = 10, probe_ack = 11, measure = 12, policy = 13, received = 14,
+  pull = 15, pull_reply = 16,
 };
 
 namespace msg {
@@ -119,11 +120,23 @@ struct Policy { std::vector<std::uint8_t> payload; };
 /// under the one-port model the parent's port is busy until it comes, and the time from
 /// send to acknowledgement is the transfer time the policies learn from).
 struct Received { std::vector<std::uint64_t> task_ids; };
+/// Parent → child, task migration PULL (papers/lee2010 slide 16, docs/migration.md): give
+/// back up to `count` waiting tasks whose backfilling counter is >= `nbc`.
+struct Pull { std::uint32_t count = 1; std::uint32_t nbc = 0; };
+/// Child → parent, the answer to a Pull: these waiting tasks go back to the parent (which
+/// still holds their inputs: no payload), with their backfilling counters in `bcs` (same
+/// order); `rejected` more of the pull will not come. 0 tasks = a PULL-Reject.
+struct PullReply {
+  std::vector<std::uint64_t> task_ids;
+  std::vector<std::uint32_t> bcs;
+  std::uint32_t rejected = 0;
+};
 }  // namespace msg
 
 using Message = std::variant<msg::Hello, msg::Welcome, msg::Request, msg::Task, msg::Result,
                              msg::NodeJoined, msg::Heartbeat, msg::Shutdown, msg::Bye, msg::Probe,
-                             msg::ProbeAck, msg::Measure, msg::Policy, msg::Received>;
+                             msg::ProbeAck, msg::Measure, msg::Policy, msg::Received, msg::Pull,
+                             msg::PullReply>;
 
 Kind kind_of(const Message& m);
 const char* kind_name(Kind k);

@@ -70,6 +70,10 @@ struct NodeOptions {
   /// What this node knows of itself and its children without the Welcome's hints (a
   /// simulation knows its platform): link bandwidths, task durations, LP rates.
   std::vector<net::msg::NodeHint> known_hints;
+  /// Task migration this node initiates (core::NodeConfig::migration, docs/migration.md):
+  /// with pull, an idle node takes waiting tasks back from its children. Every node
+  /// answers its parent's pulls whatever its own mode.
+  core::MigrationMode migration = core::MigrationMode::off;
 };
 
 /// The root's verdict on a child's result before it is recorded (issue 13, hole 4).
