@@ -165,7 +165,7 @@ tasks = 1
 [run]
 migration = "pull"
 [[event]]
-at = "2min"
+at = "2m"
 node = "w"
 bandwidth = "10MBps"
 [[event]]
