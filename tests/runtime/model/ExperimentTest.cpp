@@ -182,7 +182,7 @@ speed = "2Gf"
   EXPECT_DOUBLE_EQ(e.events[0].at, 30);
   EXPECT_EQ(e.events[0].kind, EventKind::cpu_quota);
   EXPECT_DOUBLE_EQ(e.events[0].value, 0.25);
-  EXPECT_EQ(e.events[0].line, 20);
+  EXPECT_EQ(e.events[0].line, 19);  // its [[event]] header
   EXPECT_EQ(e.events[1].kind, EventKind::speed);
   EXPECT_DOUBLE_EQ(e.events[1].value, 2e9);
   EXPECT_EQ(e.events[2].node, "w");
