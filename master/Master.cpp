@@ -64,6 +64,12 @@ int run_master(const MasterOptions& options) {
   model::Experiment ex = model::load_experiment(options.experiment);
   if (!options.policy.empty()) ex.run.policy = options.policy;
   if (options.buffer) ex.run.buffer = *options.buffer;
+  if (!options.migration.empty()) {
+    const auto m = core::migration_from_string(options.migration);
+    if (!m || *m == core::MigrationMode::push)
+      throw std::invalid_argument("--migration: expected off or pull (push is not implemented yet), got '" + options.migration + "'");
+    ex.run.migration = *m;
+  }
   for (std::size_t k = 0; k < ex.apps.size(); ++k) {
     const auto& app = ex.apps[k];
     const std::string field = "app[" + std::to_string(k) + "]";
@@ -123,6 +129,7 @@ int run_master(const MasterOptions& options) {
                       {"epsilon", ex.run.epsilon},
                       {"seed", ex.run.seed},
                       {"comm_model", ex.run.comm_model == model::CommModel::one_port ? "one-port" : "multi-port"},
+                      {"migration", core::to_string(ex.run.migration)},
                       {"listen", options.listen},
                       {"wait_for_nodes", options.wait_for_nodes.value_or(ex.nodes.size() - 1)},
                       {"wait_timeout", options.wait_timeout},
@@ -174,6 +181,7 @@ int run_master(const MasterOptions& options) {
   node_options.max_task_losses = options.max_task_losses;
   node_options.task_deadline_factor = options.task_deadline_factor;
   node_options.task_deadline_floor = options.task_deadline_floor;
+  node_options.migration = ex.run.migration;  // lee2010 PULL (docs/migration.md)
   node_options.ack_timeout = options.ack_timeout;
   zmq_node::Endpoints endpoints;
   endpoints.listen = options.listen;

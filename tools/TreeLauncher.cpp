@@ -142,6 +142,7 @@ int launch_tree(const model::Experiment& ex, const LaunchOptions& options, const
   margs.push_back("--listen");
   margs.push_back(listen_of(0));
   if (!options.policy.empty()) { margs.push_back("--policy"); margs.push_back(options.policy); }
+  if (!options.migration.empty()) { margs.push_back("--migration"); margs.push_back(options.migration); }
   if (options.buffer) { margs.push_back("--buffer"); margs.push_back(std::to_string(options.buffer)); }
   if (!options.calibration.empty()) { margs.push_back("--calibration"); margs.push_back(options.calibration); }
   if (options.quiet) margs.push_back("--quiet");

@@ -62,12 +62,24 @@ struct PolicyMessage {
 /// their node cheating, issue 13 hole 4) are done again: each is marked not done and put
 /// back at the front of the buffer. Tasks not done, or already in flight, are ignored.
 struct TasksReopened { std::vector<TaskRef> tasks; };
+/// Task migration, PULL (papers/lee2010 slide 16; docs/migration.md): the parent asks
+/// for up to `count` waiting tasks whose backfilling counter is at least `nbc` (its NBC).
+struct PullRequested { std::uint32_t count = 1; std::uint32_t nbc = 0; };
+/// Task migration: child `child` gave back `tasks` (waiting tasks it held, each with its
+/// backfilling counter in `bcs`, same order) and rejected `rejected` more of a pull.
+struct TasksReturned {
+  ChildId child{};
+  std::vector<TaskRef> tasks;
+  std::vector<std::uint32_t> bcs;
+  std::uint32_t rejected = 0;
+};
 }  // namespace event
 
 using Event = std::variant<event::TaskArrived, event::WorkRequested, event::SendDone,
                            event::LocalTaskFinished, event::ResultArrived, event::ChildJoined,
                            event::ChildLeft, event::TransferObserved, event::Tick,
-                           event::PolicyMessage, event::TasksReopened>;
+                           event::PolicyMessage, event::TasksReopened, event::PullRequested,
+                           event::TasksReturned>;
 
 /// Name of the event's kind, for error messages.
 std::string_view event_name(const Event& e);
@@ -102,11 +114,22 @@ struct SendPolicyMessage {
   ChildId child{};                      ///< Receiver when !to_parent.
   std::vector<std::uint8_t> payload;
 };
+/// Task migration, PULL: ask child `child` for up to `count` waiting tasks with a
+/// backfilling counter >= `nbc` (event::PullRequested there).
+struct SendPull { ChildId child{}; std::uint32_t count = 1; std::uint32_t nbc = 0; };
+/// Task migration: give `tasks` (with their backfilling counters) back to the parent and
+/// reject `rejected` more of its pull (event::TasksReturned there). The node has
+/// forgotten the tasks: the adapter drops their inputs.
+struct ReturnTasks {
+  std::vector<TaskRef> tasks;
+  std::vector<std::uint32_t> bcs;
+  std::uint32_t rejected = 0;
+};
 }  // namespace action
 
 using Action = std::variant<action::RequestWork, action::SendTask, action::StartTask,
                             action::ForwardResult, action::TaskCompleted, action::RunComplete,
                             action::TaskAbandoned, action::LateResultDropped,
-                            action::SendPolicyMessage>;
+                            action::SendPolicyMessage, action::SendPull, action::ReturnTasks>;
 
 }  // namespace treefarm::core

@@ -36,7 +36,9 @@ std::string_view event_name(const Event& e) {
       [](const event::TransferObserved&) { return std::string_view("TransferObserved"); },
       [](const event::Tick&) { return std::string_view("Tick"); },
       [](const event::PolicyMessage&) { return std::string_view("PolicyMessage"); },
-      [](const event::TasksReopened&) { return std::string_view("TasksReopened"); }},
+      [](const event::TasksReopened&) { return std::string_view("TasksReopened"); },
+      [](const event::PullRequested&) { return std::string_view("PullRequested"); },
+      [](const event::TasksReturned&) { return std::string_view("TasksReturned"); }},
       e);
 }
 
@@ -46,7 +48,7 @@ std::uint64_t NodeState::source_remaining(AppId k) const {
 }
 
 NodeScheduler::NodeScheduler(NodeConfig config, std::unique_ptr<Policy> policy)
-    : policy_(std::move(policy)) {
+    : policy_(std::move(policy)), migration_(config.migration, config.migration_retry) {
   if (!policy_) throw std::invalid_argument("NodeScheduler: a policy is required");
   if (config.apps.empty()) throw std::invalid_argument("NodeScheduler: at least one application is required");
   if (config.buffer == 0) throw std::invalid_argument("NodeScheduler: buffer must be >= 1 task");
@@ -109,6 +111,7 @@ std::vector<Action> NodeScheduler::start(Seconds now) {
 
 std::optional<Seconds> NodeScheduler::next_deadline() const {
   auto due = policy_->next_deadline(state_);
+  if (auto m = migration_.next_deadline(state_); m && (!due || *m < *due)) due = m;
   if (!deadlines_.empty() && (!due || deadlines_.begin()->first < *due)) due = deadlines_.begin()->first;
   return due;
 }
@@ -269,6 +272,7 @@ void NodeScheduler::apply(const Event& event, std::vector<Action>& out) {
         state_.buffer.insert(state_.buffer.begin(), requeue.begin(), requeue.end());
         std::erase_if(state_.requests, [&](const PendingRequest& r) { return r.from == gone; });
         state_.children.erase(e.child);
+        migration_.child_left(e.child);
         if (state_.port == PortModel::one_port_per_app) {
           state_.sending.erase(e.child);
           state_.port_busy = !state_.sending.empty();
@@ -302,7 +306,13 @@ void NodeScheduler::apply(const Event& event, std::vector<Action>& out) {
         }
         std::sort(again.begin(), again.end(), [](TaskRef a, TaskRef b) { return a.id < b.id; });
         state_.buffer.insert(state_.buffer.begin(), again.begin(), again.end());
-      }},
+      },
+      [&](const event::PullRequested& e) {
+        if (state_.config.is_root) reject(event, "the root has no parent");
+        if (e.count == 0 || e.count > max_pending_requests) reject(event, "a pull of " + std::to_string(e.count) + " tasks");
+        pull_requested(e, out);
+      },
+      [&](const event::TasksReturned& e) { tasks_returned(event, e); }},
       event);
 }
 
@@ -360,6 +370,7 @@ void NodeScheduler::pump(std::vector<Action>& out) {
       const TaskRef task = state_.buffer[choice->task];
       if (!state_.can_assign(state_.requests[choice->request].from, task))
         throw std::logic_error("policy chose a request it cannot serve now");
+      migration_.on_assign(state_.buffer, choice->task);
       state_.buffer.erase(state_.buffer.begin() + static_cast<std::ptrdiff_t>(choice->task));
       assign(choice->request, task, out);
       progressed = true;
@@ -376,6 +387,7 @@ void NodeScheduler::pump(std::vector<Action>& out) {
       out.push_back(action::RequestWork{room});
     }
   }
+  if (auto pull = migration_.next_pull(state_)) out.push_back(*pull);
 }
 
 }  // namespace treefarm::core
@@ -514,6 +526,72 @@ void NodeScheduler::late_copy_done(TaskRef task, const Target& from, std::vector
   } else {
     out.push_back(action::LateResultDropped{task, from});
   }
+}
+
+}  // namespace treefarm::core
+
+namespace treefarm::core {
+
+// ---- task migration (papers/lee2010 slides 15-16; docs/migration.md) ----------------
+
+/// The parent pulls: waiting tasks from the back of the buffer that satisfy the
+/// backfilling counter rule go back to it, the rest of the pull is rejected. This node
+/// forgets the tasks (the parent holds their inputs and its record of them).
+void NodeScheduler::pull_requested(const event::PullRequested& e, std::vector<Action>& out) {
+  action::ReturnTasks back;
+  const auto picked = migration_.pick_for_pull(state_, e.count, e.nbc);  // descending
+  for (auto it = picked.rbegin(); it != picked.rend(); ++it) {
+    const TaskRef t = state_.buffer[*it];
+    back.tasks.push_back(t);
+    back.bcs.push_back(migration_.bc(t.id));
+  }
+  for (std::size_t i : picked) {
+    migration_.gave_back(state_.buffer[i].id);
+    state_.buffer.erase(state_.buffer.begin() + static_cast<std::ptrdiff_t>(i));
+  }
+  back.rejected = e.count - static_cast<std::uint32_t>(picked.size());
+  out.push_back(std::move(back));
+}
+
+/// A child gave tasks back: its holding record of each moves to this node's buffer (at
+/// the front: they were sent before anything buffered now). A late copy's holder giving
+/// its copy back just drops that copy. Everything is checked before anything changes.
+void NodeScheduler::tasks_returned(const Event& event, const event::TasksReturned& e) {
+  auto child = state_.children.find(e.child);
+  if (child == state_.children.end()) reject(event, "tasks returned by unknown child " + std::to_string(e.child.value));
+  if (e.tasks.size() != e.bcs.size()) reject(event, "one backfilling counter per task is required");
+  if (e.tasks.size() + e.rejected == 0 || e.tasks.size() + e.rejected > migration_.outstanding(e.child))
+    reject(event, "an answer to a pull that was not asked (" + std::to_string(e.tasks.size()) + " tasks, " +
+                      std::to_string(e.rejected) + " rejected, " + std::to_string(migration_.outstanding(e.child)) +
+                      " asked)");
+  const Target from = Target::to_child(e.child);
+  for (std::size_t i = 0; i < e.tasks.size(); ++i) {
+    try { check_task(e.tasks[i], "returned task"); } catch (const ProtocolError& err) { reject(event, err.what()); }
+    auto it = in_flight_.find(e.tasks[i].id);
+    const bool held = it != in_flight_.end() && it->second == from;
+    if (!held && !holds_late_copy(e.tasks[i].id, from))
+      reject(event, "task " + std::to_string(e.tasks[i].app().value) + ":" + std::to_string(e.tasks[i].id.index()) +
+                        " returned, which this child does not hold");
+    for (std::size_t j = 0; j < i; ++j)
+      if (e.tasks[j] == e.tasks[i]) reject(event, "a task returned twice");
+  }
+  std::vector<TaskRef> back;
+  for (std::size_t i = 0; i < e.tasks.size(); ++i) {
+    const TaskRef t = e.tasks[i];
+    if (auto it = in_flight_.find(t.id); it != in_flight_.end() && it->second == from) {
+      in_flight_.erase(it);
+      if (child->second.in_flight > 0) --child->second.in_flight;
+      disarm_deadline(t.id);
+      migration_.set_bc(t.id, e.bcs[i]);
+      back.push_back(t);
+    } else if (auto lc = late_copies_.find(t.id); lc != late_copies_.end()) {
+      std::erase(lc->second, from);  // the task lives on elsewhere
+      if (lc->second.empty()) late_copies_.erase(lc);
+    }
+  }
+  state_.buffer.insert(state_.buffer.begin(), back.begin(), back.end());
+  migration_.count_pulled(back.size());
+  migration_.answered(e.child, e.tasks.size(), e.rejected, state_.now);
 }
 
 }  // namespace treefarm::core

@@ -63,6 +63,8 @@ class NodeScheduler {
 
   const NodeState& state() const { return state_; }
   const Policy& policy() const { return *policy_; }
+  /// Task migration's state and counters (NodeConfig::migration).
+  const Migration& migration() const { return migration_; }
 
   /// Root: tasks recorded done, duplicates dropped, total to do.
   std::uint64_t completed() const { return completed_count_; }
@@ -95,9 +97,12 @@ class NodeScheduler {
   bool holds_late_copy(TaskId task, const Target& t) const;
   void late_copy_done(TaskRef task, const Target& from, std::vector<Action>& out);
   [[noreturn]] void reject(const Event& event, const std::string& why) const;
+  void pull_requested(const event::PullRequested& e, std::vector<Action>& out);
+  void tasks_returned(const Event& event, const event::TasksReturned& e);
 
   NodeState state_;
   std::unique_ptr<Policy> policy_;
+  Migration migration_;
   std::unordered_map<TaskId, Target> in_flight_;
   std::unordered_map<TaskId, std::uint32_t> losses_;  ///< Times a task was lost with a dead child.
   std::uint64_t next_seq_ = 0;

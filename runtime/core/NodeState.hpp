@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "runtime/core/Events.hpp"
+#include "runtime/core/Migration.hpp"
 
 namespace treefarm::core {
 
@@ -65,6 +66,11 @@ struct NodeConfig {
   double deadline_floor = 60;     ///< seconds; the least time a child is given for a task.
   /// A task is re-issued at most this many times (then its holders are waited for).
   std::uint32_t max_reissues = 2;
+  /// Migration of waiting tasks between neighbours (papers/lee2010 slide 16,
+  /// docs/migration.md): off, or pull.
+  MigrationMode migration = MigrationMode::off;
+  /// seconds: a child that rejected a pull is not asked again before this.
+  Seconds migration_retry = 0.5;
 };
 
 /// How sends to children share the out-port.

@@ -38,6 +38,15 @@ FileError::FileError(std::string file, int line, std::string field, const std::s
       line_(line),
       field_(std::move(field)) {}
 
+const char* to_string(EventKind kind) {
+  switch (kind) {
+    case EventKind::cpu_quota: return "cpu_quota";
+    case EventKind::speed: return "speed";
+    case EventKind::bandwidth: return "bandwidth";
+  }
+  return "?";
+}
+
 std::optional<std::size_t> Experiment::node_index(const std::string& name) const {
   for (std::size_t i = 0; i < nodes.size(); ++i)
     if (nodes[i].name == name) return i;
@@ -294,7 +303,7 @@ AppSpec read_app(const Reader& r, const Table& t, std::size_t index, const std::
 RunSpec read_run(const Reader& r, const Table& t) {
   const std::string prefix = "run.";
   r.check_keys(t, prefix,
-               {"buffer", "policy", "epsilon", "seed", "comm_model", "max_out_bandwidth"}, "[run]");
+               {"buffer", "policy", "epsilon", "seed", "comm_model", "max_out_bandwidth", "migration"}, "[run]");
   RunSpec run;
   run.buffer = static_cast<std::uint32_t>(
       r.integer_of(t, "buffer", prefix, 1, max_buffer).value_or(run.buffer));
@@ -328,7 +337,60 @@ RunSpec read_run(const Reader& r, const Table& t) {
                                         "bytes/s or a bandwidth like '1Gbps'");
   if (run.max_out_bandwidth)
     r.require(*run.max_out_bandwidth > 0, t, "max_out_bandwidth", prefix, "must be > 0 bytes/s");
+  if (const auto mode = r.string_of(t, "migration", prefix)) {
+    const auto m = core::migration_from_string(*mode);
+    r.require(m.has_value() && *m != MigrationMode::push, t, "migration", prefix,
+              "unknown migration mode '" + *mode + "'; expected off or pull (push is not implemented yet)");
+    run.migration = *m;
+  }
   return run;
+}
+
+/// One `[[event]]`: `at`, `node` and exactly one of cpu_quota, speed, bandwidth. The node
+/// is checked against the tree by check_events once the tree is read.
+EventSpec read_event(const Reader& r, const Table& t, std::size_t index) {
+  const std::string prefix = index_prefix("event", index);
+  r.check_keys(t, prefix, {"at", "node", "cpu_quota", "speed", "bandwidth"}, "[[event]]");
+  EventSpec e;
+  e.line = line_of(t);
+  r.require_present(t, "at", prefix, "seconds from the start of the run");
+  e.at = *r.quantity_of(t, "at", prefix, parse_time, "seconds or a time like '30s'");
+  r.require(std::isfinite(e.at) && e.at >= 0, t, "at", prefix, "must be >= 0 seconds");
+  r.require_present(t, "node", prefix, "the name of the node that changes");
+  e.node = *r.string_of(t, "node", prefix);
+  int given = 0;
+  for (std::string_view key : {"cpu_quota", "speed", "bandwidth"}) given += t.contains(key) ? 1 : 0;
+  if (given != 1)
+    r.fail(e.line, prefix + "cpu_quota",
+           given == 0 ? "missing the change: give one of cpu_quota, speed, bandwidth"
+                      : "give only one of cpu_quota, speed, bandwidth per [[event]] (one event per change)");
+  if (t.contains("cpu_quota")) {
+    e.kind = EventKind::cpu_quota;
+    e.value = *r.number_of(t, "cpu_quota", prefix);
+    r.require(e.value > 0 && e.value <= max_cores, t, "cpu_quota", prefix,
+              "must be > 0 (a fraction of a core, e.g. 0.25)");
+  } else if (t.contains("speed")) {
+    e.kind = EventKind::speed;
+    e.value = *r.quantity_of(t, "speed", prefix, parse_speed, "flop/s or a speed like '2Gf'");
+    r.require(e.value > 0, t, "speed", prefix, "must be > 0 flop/s");
+  } else {
+    e.kind = EventKind::bandwidth;
+    e.value = *r.quantity_of(t, "bandwidth", prefix, parse_bandwidth, "bytes/s or a bandwidth like '125MBps'");
+    r.require(e.value > 0, t, "bandwidth", prefix, "must be > 0 bytes/s");
+  }
+  return e;
+}
+
+void check_events(const Reader& r, const std::vector<const Table*>& tables, const Experiment& exp) {
+  for (std::size_t i = 0; i < exp.events.size(); ++i) {
+    const EventSpec& e = exp.events[i];
+    const std::string prefix = index_prefix("event", i);
+    const auto node = exp.node_index(e.node);
+    r.require(node.has_value(), *tables[i], "node", prefix, "no [[node]] is called '" + e.node + "'");
+    if (e.kind == EventKind::bandwidth)
+      r.require(exp.nodes[*node].parent.has_value(), *tables[i], "bandwidth", prefix,
+                "'" + e.node + "' is the master: it has no link from a parent to change");
+  }
 }
 
 /// `[policy.NAME]` tables: numeric options of a known policy, each checked by creating
@@ -447,7 +509,7 @@ std::vector<NodeSpec> build_tree(const Reader& r, std::vector<NodeEntry> entries
 Experiment parse_experiment(const std::string& text, const std::string& path) {
   const toml::table root = parse_toml(text, path);
   const Reader r(path);
-  r.check_keys(root, "", {"node", "app", "run", "policy"}, "the top level");
+  r.check_keys(root, "", {"node", "app", "run", "policy", "event"}, "the top level");
 
   std::vector<NodeEntry> entries;
   const auto node_tables = r.tables_of(root, "node");
@@ -482,6 +544,12 @@ Experiment parse_experiment(const std::string& text, const std::string& path) {
   exp.nodes = build_tree(r, std::move(entries), 1);
   if (exp.apps.empty())
     throw FileError(path, 1, "app", "no [[app]] entry: an experiment needs at least one application");
+
+  const auto event_tables = r.tables_of(root, "event");
+  for (std::size_t i = 0; i < event_tables.size(); ++i) exp.events.push_back(read_event(r, *event_tables[i], i));
+  check_events(r, event_tables, exp);
+  std::stable_sort(exp.events.begin(), exp.events.end(),
+                   [](const EventSpec& a, const EventSpec& b) { return a.at < b.at; });
   return exp;
 }
 

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/core/Migration.hpp"
 #include "runtime/model/Application.hpp"
 
 namespace treefarm::model {
@@ -28,6 +29,28 @@ struct NodeSpec {
   int line = 0;                          ///< Line of the [[node]] entry (0: unknown).
 };
 
+/// What an `[[event]]` changes (issue 16, "load that changes").
+enum class EventKind { cpu_quota, speed, bandwidth };
+
+/// One `[[event]]` entry: at `at` seconds from the start of the run, node `node` changes.
+/// The simulator applies it to the host or link (runtime/sim), `treefarm emulate` to the
+/// node's cgroup or its link's tc rate (tools/emulate).
+struct EventSpec {
+  double at = 0;                 ///< seconds from the start of the run (>= 0)
+  std::string node;              ///< Name of a [[node]].
+  EventKind kind = EventKind::cpu_quota;
+  /// New value: cpu_quota = fraction of a core; speed = flop/s per core; bandwidth =
+  /// bytes/s of the link from the node's parent.
+  double value = 0;
+  int line = 0;                  ///< Line of the [[event]] entry (0: unknown).
+};
+
+/// "cpu_quota", "speed", "bandwidth".
+const char* to_string(EventKind kind);
+
+/// Task migration between nodes (papers/lee2010 slide 16; docs/migration.md).
+using core::MigrationMode;
+
 /// Communication model of the steady-state LP (papers/beaumont2006 §2.1, bertin2008 §2.1).
 enum class CommModel { one_port, multi_port };
 
@@ -39,6 +62,8 @@ struct RunSpec {
   std::uint64_t seed = 1;           ///< Seed of the input matrices.
   CommModel comm_model = CommModel::one_port;
   std::optional<double> max_out_bandwidth;  ///< bytes/s cap per node (multi-port).
+  /// Migration of waiting tasks between neighbours (`migration = "pull"`; lee2010).
+  MigrationMode migration = MigrationMode::off;
   /// `[policy.NAME]` tables: per policy name, its numeric options (e.g. the step sizes of
   /// "price", papers/bertin2008 Table 1). Only the one of `policy` is used.
   std::map<std::string, std::map<std::string, double>> policy_options;
@@ -51,6 +76,7 @@ struct Experiment {
   std::vector<NodeSpec> nodes;
   std::vector<AppSpec> apps;
   RunSpec run;
+  std::vector<EventSpec> events;  ///< `[[event]]` entries, sorted by `at` (stable).
 
   /// Index of the node called `name`, or nullopt.
   std::optional<std::size_t> node_index(const std::string& name) const;

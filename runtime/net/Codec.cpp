@@ -97,7 +97,7 @@ class Reader {
 // kinds and the alternatives in the same order, which these assertions hold it to.
 template <Kind k, typename T>
 constexpr bool kind_is = std::is_same_v<std::variant_alternative_t<static_cast<std::size_t>(k) - 1, Message>, T>;
-static_assert(std::variant_size_v<Message> == static_cast<std::size_t>(Kind::tree_info));
+static_assert(std::variant_size_v<Message> == static_cast<std::size_t>(Kind::pull_reply));
 static_assert(kind_is<Kind::hello, msg::Hello> && kind_is<Kind::welcome, msg::Welcome> &&
               kind_is<Kind::request, msg::Request> && kind_is<Kind::task, msg::Task> &&
               kind_is<Kind::result, msg::Result> && kind_is<Kind::node_joined, msg::NodeJoined> &&
@@ -105,12 +105,14 @@ static_assert(kind_is<Kind::hello, msg::Hello> && kind_is<Kind::welcome, msg::We
               kind_is<Kind::bye, msg::Bye> && kind_is<Kind::probe, msg::Probe> && kind_is<Kind::probe_ack, msg::ProbeAck> &&
               kind_is<Kind::measure, msg::Measure> && kind_is<Kind::policy, msg::Policy> &&
               kind_is<Kind::received, msg::Received> && kind_is<Kind::tree_query, msg::TreeQuery> &&
-              kind_is<Kind::tree_info, msg::TreeInfo>);
+              kind_is<Kind::tree_info, msg::TreeInfo> && kind_is<Kind::pull, msg::Pull> &&
+              kind_is<Kind::pull_reply, msg::PullReply>);
 
 /// The names of the kinds, in Kind order (those of the msg:: structs).
 constexpr std::array<const char*, std::variant_size_v<Message>> kind_names = {
     "Hello", "Welcome", "Request", "Task", "Result", "NodeJoined", "Heartbeat",
-    "Shutdown", "Bye", "Probe", "ProbeAck", "Measure", "Policy", "Received", "TreeQuery", "TreeInfo"};
+    "Shutdown", "Bye", "Probe", "ProbeAck", "Measure", "Policy", "Received", "TreeQuery", "TreeInfo", "Pull",
+    "PullReply"};
 
 Kind kind_of(const Message& m) { return static_cast<Kind>(m.index() + 1); }
 
@@ -231,6 +233,24 @@ std::vector<std::byte> encode(const Message& m) {
           body.put_string(c.endpoint);
           body.put_all(c.cores, c.link_bandwidth);
         }
+      },
+      [&](const msg::Pull& x) {
+        if (x.count == 0) throw std::invalid_argument("Pull of 0 tasks");
+        body.put(x.count);
+        body.put(x.nbc);
+      },
+      [&](const msg::PullReply& x) {
+        if (x.task_ids.size() > max_received_ids || x.bcs.size() != x.task_ids.size() ||
+            (x.task_ids.empty() && x.rejected == 0))
+          throw std::invalid_argument("PullReply with " + std::to_string(x.task_ids.size()) + " task ids, " +
+                                      std::to_string(x.bcs.size()) + " counters, " + std::to_string(x.rejected) +
+                                      " rejected");
+        body.put<std::uint32_t>(static_cast<std::uint32_t>(x.task_ids.size()));
+        for (std::size_t i = 0; i < x.task_ids.size(); ++i) {
+          body.put(x.task_ids[i]);
+          body.put(x.bcs[i]);
+        }
+        body.put(x.rejected);
       }},
       m);
   if (body.bytes().size() > max_body_bytes) throw std::invalid_argument("message body too large to send");
@@ -253,7 +273,7 @@ Message decode(std::span<const std::byte> header_frame, std::size_t payload_fram
   if (version != wire_version)
     throw DecodeError("protocol version " + std::to_string(version) + ", this node speaks " + std::to_string(wire_version));
   const auto raw_kind = head.get<std::uint16_t>("kind");
-  if (raw_kind < static_cast<std::uint16_t>(Kind::hello) || raw_kind > static_cast<std::uint16_t>(Kind::tree_info))
+  if (raw_kind < static_cast<std::uint16_t>(Kind::hello) || raw_kind > static_cast<std::uint16_t>(Kind::pull_reply))
     throw DecodeError("unknown message kind " + std::to_string(raw_kind));
   const auto kind = static_cast<Kind>(raw_kind);
   const auto body_len = head.get<std::uint32_t>("body_length");
@@ -459,6 +479,30 @@ Message decode(std::span<const std::byte> header_frame, std::size_t payload_fram
         t.children.push_back(std::move(c));
       }
       m = std::move(t);
+      break;
+    }
+    case Kind::pull: {
+      msg::Pull x;
+      x.count = r.get<std::uint32_t>("count");
+      if (x.count == 0 || x.count > 1u << 20) throw DecodeError("Pull of " + std::to_string(x.count) + " tasks");
+      x.nbc = r.get<std::uint32_t>("nbc");
+      m = x;
+      break;
+    }
+    case Kind::pull_reply: {
+      const auto n = r.get<std::uint32_t>("count");
+      if (n > max_received_ids)
+        throw DecodeError("PullReply with " + std::to_string(n) + " task ids, expected at most " + std::to_string(max_received_ids));
+      msg::PullReply x;
+      x.task_ids.reserve(n);
+      x.bcs.reserve(n);
+      for (std::uint32_t i = 0; i < n; ++i) {
+        x.task_ids.push_back(r.get<std::uint64_t>("task_id"));
+        x.bcs.push_back(r.get<std::uint32_t>("bc"));
+      }
+      x.rejected = r.get<std::uint32_t>("rejected");
+      if (n == 0 && x.rejected == 0) throw DecodeError("PullReply that neither returns nor rejects a task");
+      m = std::move(x);
       break;
     }
   }

@@ -31,7 +31,7 @@ constexpr std::size_t max_ancestors = 32;                 ///< entries of Welcom
 enum class Kind : std::uint16_t {
   hello = 1, welcome = 2, request = 3, task = 4, result = 5, node_joined = 6,
   heartbeat = 7, shutdown = 8, bye = 9, probe = 10, probe_ack = 11, measure = 12, policy = 13, received = 14,
-  tree_query = 15, tree_info = 16,
+  tree_query = 15, tree_info = 16, pull = 17, pull_reply = 18,
 };
 
 namespace msg {
@@ -170,12 +170,23 @@ struct TreeInfo {
   std::vector<App> apps;              ///< the run's applications (empty before Welcome)
   std::vector<Child> children;        ///< at most max_tree_children
 };
+/// Parent → child, task migration PULL (papers/lee2010 slide 16, docs/migration.md): give
+/// back up to `count` waiting tasks whose backfilling counter is >= `nbc`.
+struct Pull { std::uint32_t count = 1; std::uint32_t nbc = 0; };
+/// Child → parent, the answer to a Pull: these waiting tasks go back to the parent (which
+/// still holds their inputs: no payload), with their backfilling counters in `bcs` (same
+/// order); `rejected` more of the pull will not come. 0 tasks = a PULL-Reject.
+struct PullReply {
+  std::vector<std::uint64_t> task_ids;
+  std::vector<std::uint32_t> bcs;
+  std::uint32_t rejected = 0;
+};
 }  // namespace msg
 
 using Message = std::variant<msg::Hello, msg::Welcome, msg::Request, msg::Task, msg::Result,
                              msg::NodeJoined, msg::Heartbeat, msg::Shutdown, msg::Bye, msg::Probe,
                              msg::ProbeAck, msg::Measure, msg::Policy, msg::Received, msg::TreeQuery,
-                             msg::TreeInfo>;
+                             msg::TreeInfo, msg::Pull, msg::PullReply>;
 
 Kind kind_of(const Message& m);
 const char* kind_name(Kind k);

@@ -150,6 +150,7 @@ void NodeDriver::configure(const net::msg::Welcome& w, double now) {
   if (is_root()) config.done_before = root_->done_before;
   config.deadline_factor = opt_.task_deadline_factor;
   config.deadline_floor = opt_.task_deadline_floor;
+  config.migration = opt_.migration;
   config.cores = runner_ ? runner_->cores() : 0;
   min_cores_per_task_ = std::numeric_limits<std::uint32_t>::max();
   for (const auto& info : w.apps) {
@@ -263,12 +264,14 @@ void NodeDriver::drain(double now) {
       if (auto* r = std::get_if<core::event::WorkRequested>(&e); r && !r->from.local) culprit = r->from.child;
       if (auto* r = std::get_if<core::event::ResultArrived>(&e)) culprit = r->child;
       if (auto* r = std::get_if<core::event::PolicyMessage>(&e); r && !r->from_parent) culprit = r->child;
+      if (auto* r = std::get_if<core::event::TasksReturned>(&e)) culprit = r->child;
       if (culprit) {
         if (child_by_core(*culprit)) drop_child(peer_of_core_.at(culprit->value), err.what(), true, now);
         continue;
       }
       if (!is_root() && (std::holds_alternative<core::event::TaskArrived>(e) ||
-                         std::holds_alternative<core::event::PolicyMessage>(e))) {
+                         std::holds_alternative<core::event::PolicyMessage>(e) ||
+                         std::holds_alternative<core::event::PullRequested>(e))) {
         draining_ = false;
         parent_lost(err.what(), now);
         return;
@@ -335,6 +338,26 @@ void NodeDriver::carry_out(core::Action& action, double now) {
         } else if (auto p = peer_of_core_.find(a.child.value); p != peer_of_core_.end()) {
           transport_.send_child(p->second, m);
         }
+      },
+      [&](core::action::SendPull& a) {
+        if (auto p = peer_of_core_.find(a.child.value); p != peer_of_core_.end())
+          transport_.send_child(p->second, net::msg::Pull{a.count, a.nbc});
+      },
+      [&](core::action::ReturnTasks& a) {
+        // Task migration (docs/migration.md): the parent still holds the inputs.
+        if (is_root()) return;
+        net::msg::PullReply reply;
+        for (std::size_t i = 0; i < a.tasks.size(); ++i) {
+          payloads_.erase(a.tasks[i].id);
+          reply.task_ids.push_back(a.tasks[i].id.value);
+          reply.bcs.push_back(a.bcs[i]);
+          if (reply.task_ids.size() == net::max_received_ids) {
+            transport_.send_parent(reply);
+            reply = {};
+          }
+        }
+        reply.rejected = a.rejected;
+        if (!reply.task_ids.empty() || reply.rejected > 0) transport_.send_parent(reply);
       },
       [&](core::action::RunComplete&) {
         spdlog::info("{}: all tasks done", opt_.name);
@@ -509,6 +532,10 @@ void NodeDriver::on_parent_message(net::Message message, Payload payload, double
         drain(now);
       },
       [&](net::msg::Welcome&) { spdlog::warn("{}: ignoring a second Welcome", opt_.name); },
+      [&](net::msg::Pull& p) {
+        post(core::event::PullRequested{p.count, p.nbc});
+        drain(now);
+      },
       [&](auto& other) {
         parent_lost(std::string("unexpected ") + net::kind_name(net::kind_of(net::Message{other})) + " from the parent", now);
       }},
@@ -755,6 +782,12 @@ void NodeDriver::handle_child(Child& child, PeerId peer, net::Message& message, 
         drain(now);
       },
       [&](net::msg::Measure& m) { report(m); },
+      [&](net::msg::PullReply& r) {
+        core::event::TasksReturned e{child.id, {}, std::move(r.bcs), r.rejected};
+        for (auto id : r.task_ids) e.tasks.push_back(core::TaskRef{core::TaskId{id}});
+        post(std::move(e));
+        drain(now);
+      },
       [&](net::msg::Heartbeat&) {},
       [&](net::msg::Bye&) {
         drop_child(peer, "said goodbye", false, now);

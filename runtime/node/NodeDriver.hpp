@@ -79,6 +79,10 @@ struct NodeOptions {
   /// parent_endpoint, to whoever asks (msg::TreeQuery) and, the endpoint, to the parent
   /// after Welcome, so that a worker joining with `--parent auto` can find every node.
   std::string endpoint;
+  /// Task migration this node initiates (core::NodeConfig::migration, docs/migration.md):
+  /// with pull, an idle node takes waiting tasks back from its children. Every node
+  /// answers its parent's pulls whatever its own mode.
+  core::MigrationMode migration = core::MigrationMode::off;
 };
 
 /// The root's verdict on a child's result before it is recorded (issue 13, hole 4).

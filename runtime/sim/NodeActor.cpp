@@ -110,6 +110,7 @@ void NodeActor::operator()() {
     options.orphan_timeout = std::numeric_limits<double>::infinity();
     options.shutdown_grace = 0;      // the results are recorded: end at once
     options.known_hints = known_hints();
+    options.migration = platform_.experiment.run.migration;
     std::optional<node::RootSetup> root;
     if (root_) root = root_setup();
     driver_ = std::make_unique<node::NodeDriver>(std::move(options), *this, this, std::move(root));

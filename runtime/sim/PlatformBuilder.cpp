@@ -1,6 +1,9 @@
 #include "runtime/sim/PlatformBuilder.hpp"
 
 #include <algorithm>
+#include <sstream>
+
+#include <simgrid/kernel/ProfileBuilder.hpp>
 
 #include <simgrid/s4u/Link.hpp>
 #include <simgrid/s4u/NetZone.hpp>
@@ -25,6 +28,29 @@ double port_bandwidth(const SimPlatform& platform, std::size_t u) {
   }
   return port;
 }
+
+namespace {
+
+/// The largest value a resource takes over the run: SimGrid's profiles scale a resource's
+/// peak by factors in [0, 1], so the peak is the largest value and the profile says which
+/// fraction of it holds from when.
+double peak_of(double initial, const std::vector<std::pair<double, double>>& changes) {
+  double peak = initial;
+  for (const auto& [at, v] : changes) peak = std::max(peak, v);
+  return peak;
+}
+
+/// A SimGrid profile: `initial`/`peak` from time 0, then each change's value/peak.
+simgrid::kernel::profile::Profile* profile_of(const std::string& name, double initial, double peak,
+                                              const std::vector<std::pair<double, double>>& changes) {
+  std::ostringstream text;
+  text.precision(17);
+  text << "0 " << initial / peak << "\n";
+  for (const auto& [at, v] : changes) text << at << " " << v / peak << "\n";
+  return simgrid::kernel::profile::ProfileBuilder::from_string(name, text.str(), -1);
+}
+
+}  // namespace
 
 std::vector<sg4::Host*> build_platform(const SimPlatform& platform) {
   const auto& nodes = platform.nodes;
@@ -52,7 +78,15 @@ std::vector<sg4::Host*> build_platform(const SimPlatform& platform) {
       own->set_parent(home);
     created.push_back(own);
     // A host has at least one core in SimGrid; a forwarding node never executes anything.
-    hosts[u] = own->create_host(node.name, node.speed)->set_core_count(static_cast<int>(std::max(node.cores, 1u)))->seal();
+    if (node.speed_changes.empty()) {
+      hosts[u] = own->create_host(node.name, node.speed)->set_core_count(static_cast<int>(std::max(node.cores, 1u)))->seal();
+    } else {  // `[[event]]`s change its speed during the run
+      const double peak = peak_of(node.speed, node.speed_changes);
+      hosts[u] = own->create_host(node.name, peak)
+                     ->set_core_count(static_cast<int>(std::max(node.cores, 1u)))
+                     ->set_speed_profile(profile_of("speed-" + node.name, node.speed, peak, node.speed_changes))
+                     ->seal();
+    }
     top[u] = subtree[u] ? subtree[u] : own;
     auto* me = hosts[u]->get_netpoint();
 
@@ -72,9 +106,11 @@ std::vector<sg4::Host*> build_platform(const SimPlatform& platform) {
       }
     }
     if (home) {
-      const sg4::Link* edge = home->create_split_duplex_link("link-" + node.name, node.bandwidth)
-                                  ->set_latency(node.latency)
-                                  ->seal();
+      const double peak = peak_of(node.bandwidth, node.bandwidth_changes);
+      sg4::Link* link = home->create_split_duplex_link("link-" + node.name, peak)->set_latency(node.latency);
+      if (!node.bandwidth_changes.empty())  // `[[event]]`s change its bandwidth during the run
+        link->set_bandwidth_profile(profile_of("bandwidth-" + node.name, node.bandwidth, peak, node.bandwidth_changes));
+      const sg4::Link* edge = link->seal();
       // UP from the child towards the parent (requests, results); DOWN carries tasks.
       home->add_route(top[u]->get_netpoint(), nullptr, me, nullptr,
                       {sg4::LinkInRoute(edge, sg4::LinkInRoute::Direction::UP)}, true);

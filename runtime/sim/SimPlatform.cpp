@@ -49,6 +49,29 @@ SimPlatform make_sim_platform(const model::Experiment& experiment, const model::
       s.work[k] = m.task_seconds[k] * s.speed;
     }
   }
+  // `[[event]]`s (issue 16, docs/migration.md): speed and link changes during the run. The
+  // experiment keeps them sorted by time; each is absolute, so they apply in order.
+  for (const auto& e : experiment.events) {
+    const auto u = experiment.node_index(e.node);
+    if (!u) throw std::invalid_argument("event at " + std::to_string(e.at) + " s: no node called '" + e.node + "'");
+    const auto& spec = experiment.nodes[*u];
+    SimNode& s = p.nodes[*u];
+    switch (e.kind) {
+      case model::EventKind::speed:
+        if (!spec.speed)
+          throw std::invalid_argument("event at " + std::to_string(e.at) + " s: node '" + e.node +
+                                      "' has no speed to change (its durations come from a calibration); use cpu_quota");
+        s.speed_changes.emplace_back(e.at, e.value);
+        break;
+      case model::EventKind::cpu_quota:
+        // The node's speed was measured or given at its initial quota (1 core if none).
+        s.speed_changes.emplace_back(e.at, s.speed * e.value / spec.cpu_quota.value_or(1.0));
+        break;
+      case model::EventKind::bandwidth:
+        if (spec.parent) s.bandwidth_changes.emplace_back(e.at, e.value);
+        break;
+    }
+  }
   return p;
 }
 

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "runtime/lp/PlatformModel.hpp"
@@ -41,6 +42,11 @@ struct SimNode {
   std::vector<double> work;
   /// Per application: seconds one task takes here (the LP's task_seconds; +inf: cannot).
   std::vector<double> task_seconds;
+  /// `[[event]]` changes of this host's speed: (seconds from the start, flop/s per core),
+  /// sorted by time. A cpu_quota event scales `speed` by new quota / initial quota.
+  std::vector<std::pair<double, double>> speed_changes;
+  /// `[[event]]` changes of the link from the parent: (seconds, bytes/s), sorted by time.
+  std::vector<std::pair<double, double>> bandwidth_changes;
 };
 
 struct SimPlatform {

@@ -141,6 +141,18 @@ std::vector<std::string> create_cgroups(const CgroupMounts& mounts, const std::s
   return dirs;
 }
 
+bool set_cpu_quota(const std::string& dir, double quota) {
+  if (fs::exists(dir + "/cpu.cfs_quota_us")) {
+    write_control(dir + "/cpu.cfs_quota_us", quota_us(quota));
+    return true;
+  }
+  if (fs::exists(dir + "/cpu.max")) {
+    write_control(dir + "/cpu.max", quota_us(quota) + " " + std::to_string(cpu_period_us));
+    return true;
+  }
+  return false;
+}
+
 std::string remove_cgroup(const std::string& dir) {
   if (!fs::exists(dir)) return "";
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(3);

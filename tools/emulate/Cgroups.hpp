@@ -46,6 +46,12 @@ std::vector<std::string> create_cgroups(const CgroupMounts& mounts, const std::s
 /// removes it. Returns "" on success (or if it did not exist), else what went wrong.
 std::string remove_cgroup(const std::string& dir);
 
+/// Changes the CPU quota of a group made by create_cgroups (cores' worth of CPU time,
+/// 0.25 = a quarter of a core): cpu.cfs_quota_us (v1) or cpu.max (v2), whichever `dir`
+/// has. Returns false if `dir` has neither (not the cpu group); throws std::runtime_error
+/// if the kernel refuses the value.
+bool set_cpu_quota(const std::string& dir, double quota);
+
 /// Writes `value` to a control file; throws std::runtime_error with the errno text.
 void write_control(const std::string& path, const std::string& value);
 

@@ -16,6 +16,7 @@
 
 #include "runtime/model/Experiment.hpp"
 #include "tools/emulate/Command.hpp"
+#include "tools/emulate/EventPlayer.hpp"
 #include "tools/emulate/LinkProbe.hpp"
 #include "tools/emulate/Platform.hpp"
 #include "tools/emulate/StateFile.hpp"
@@ -123,7 +124,18 @@ int emulate_command(const std::string& experiment, const std::string& mode, cons
   int rc = 130;
   if (interrupted) {
   } else if (mode == "run") {
+    // `[[event]]`s: checked before anything starts, played from the launch on.
+    std::optional<EventPlayer> events;
+    try {
+      events.emplace(ex, p, log);
+    } catch (const PlatformError& e) {
+      log << "treefarm emulate: " << e.what() << "\n";
+      platform->teardown();
+      return 2;
+    }
+    events->start();
     rc = tools::launch_tree(ex, lo, interrupted);
+    events->stop();
   } else if (mode == "calibrate") {
     const std::string file = std::filesystem::absolute(options.calibration_out).string();
     lo.master_args.insert(lo.master_args.end(), {"--calibrate-out", file});

@@ -185,6 +185,31 @@ void Platform::setup(const model::Experiment& ex, const std::atomic<bool>* inter
   }
 }
 
+void Platform::set_cpu_quota(std::size_t i, double quota) const {
+  for (const auto& dir : nodes_.at(i).cgroups)
+    if (emulate::set_cpu_quota(dir, quota)) return;
+  throw PlatformError("node " + std::to_string(i) + " (" + nodes_.at(i).netns +
+                      ") has no CPU quota group: give it a cpu_quota in the experiment to change it later");
+}
+
+void Platform::set_bandwidth(std::size_t i, double bytes_per_second) const {
+  const Node& n = nodes_.at(i);
+  if (!n.parent || !n.shape)
+    throw PlatformError("the link to node " + std::to_string(i) + " (" + n.netns +
+                        ") is not shaped: give the node a bandwidth in the experiment to change it later");
+  const TbfShape shape = TbfShape::for_rate(bytes_per_second);
+  auto down_cmd = std::vector<std::string>{"tc", "-n", nodes_.at(*n.parent).netns, "qdisc", "change", "dev", n.parent_device, "root"};
+  auto up_cmd = std::vector<std::string>{"tc", "-n", n.netns, "qdisc", "change", "dev", n.device, "root"};
+  for (const auto& a : shape.tc_args()) {
+    down_cmd.push_back(a);
+    up_cmd.push_back(a);
+  }
+  for (const auto& cmd : {down_cmd, up_cmd}) {
+    const auto r = run_command(cmd);
+    if (r.exit_code != 0) throw PlatformError(CommandError(cmd, r).what());
+  }
+}
+
 std::string Platform::remove_netns(const std::string& name) {
   if (!fs::exists("/run/netns/" + name)) return "";
   const auto pids = run_command({"ip", "netns", "pids", name});

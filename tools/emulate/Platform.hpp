@@ -89,6 +89,13 @@ class Platform {
   /// Control groups node i's processes join (empty: no CPU limit).
   const std::vector<std::string>& cgroups(std::size_t i) const { return nodes_.at(i).cgroups; }
 
+  /// `[[event]]`s during a run (docs/migration.md): node i's CPU quota becomes `quota`
+  /// cores' worth (its cgroup must exist: the node needs a cpu_quota in the experiment),
+  /// or the link to node i is re-shaped to `bytes_per_second` both ways (`tc qdisc
+  /// change`; the link needs a bandwidth). Throw PlatformError saying what is missing.
+  void set_cpu_quota(std::size_t i, double quota) const;
+  void set_bandwidth(std::size_t i, double bytes_per_second) const;
+
   /// Command prefix that runs a program as node i: it first joins the node's control
   /// groups (a `/bin/sh -c` that writes its own pid to cgroup.procs and execs — done
   /// before `ip netns exec`, which remounts /sys without the cgroup hierarchy), then

@@ -16,6 +16,12 @@ model::Experiment load_for_simulation(const std::string& experiment, const Simul
   auto ex = model::load_experiment(experiment);
   if (!options.policy.empty()) ex.run.policy = options.policy;
   if (options.buffer > 0) ex.run.buffer = options.buffer;
+  if (!options.migration.empty()) {
+    const auto m = core::migration_from_string(options.migration);
+    if (!m || *m == core::MigrationMode::push)
+      throw std::invalid_argument("--migration: expected off or pull (push is not implemented yet), got '" + options.migration + "'");
+    ex.run.migration = *m;
+  }
   const auto it = ex.run.policy_options.find(ex.run.policy);
   // Unknown name or option: std::invalid_argument listing the known ones.
   (void)core::make_policy(ex.run.policy, it == ex.run.policy_options.end() ? core::PolicyOptions{} : it->second);

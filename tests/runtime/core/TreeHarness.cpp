@@ -32,6 +32,14 @@ std::string describe(const Event& e) {
       [](const event::TransferObserved& x) { return "TransferObserved " + std::to_string(x.child.value); },
       [](const event::Tick&) { return std::string("Tick"); },
       [](const event::TasksReopened&) { return std::string("TasksReopened"); },
+      [](const event::PullRequested& x) {
+        return "PullRequested x" + std::to_string(x.count) + " nbc " + std::to_string(x.nbc);
+      },
+      [](const event::TasksReturned& x) {
+        std::string out = "TasksReturned child " + std::to_string(x.child.value);
+        for (const auto& t : x.tasks) out += " " + task_name(t);
+        return out + " rejected " + std::to_string(x.rejected);
+      },
       [](const event::PolicyMessage& x) {
         return "PolicyMessage from " + (x.from_parent ? std::string("parent") : "child " + std::to_string(x.child.value)) +
                " (" + std::to_string(x.payload.size()) + " bytes)";
@@ -61,6 +69,15 @@ std::string describe(const Action& a) {
       [](const action::SendPolicyMessage& x) {
         return "SendPolicyMessage to " + (x.to_parent ? std::string("parent") : "child " + std::to_string(x.child.value)) +
                " (" + std::to_string(x.payload.size()) + " bytes)";
+      },
+      [](const action::SendPull& x) {
+        return "SendPull child " + std::to_string(x.child.value) + " x" + std::to_string(x.count) + " nbc " +
+               std::to_string(x.nbc);
+      },
+      [](const action::ReturnTasks& x) {
+        std::string out = "ReturnTasks";
+        for (const auto& t : x.tasks) out += " " + task_name(t);
+        return out + " rejected " + std::to_string(x.rejected);
       }},
       a);
 }
@@ -109,6 +126,7 @@ TreeHarness::TreeHarness(TreeSpec spec) : spec_(std::move(spec)) {
     config.apps = spec_.apps;
     config.one_port = spec_.one_port;
     config.plan = spec_.plans[v];
+    config.migration = spec_.migration;
     if (spec_.calibrated)
       for (std::size_t a = 0; a < spec_.apps.size(); ++a)
         config.local_seconds.push_back(duration(v, TaskRef{TaskId::make(AppId{static_cast<std::uint32_t>(a)}, 0)}));
@@ -308,6 +326,24 @@ void TreeHarness::carry_out(std::size_t v, const std::vector<Action>& actions) {
             return;
           }
           push(now_ + spec_.nodes[c].latency_seconds, c, v, event::PolicyMessage{true, ChildId{}, x.payload});
+        },
+        [&](const action::SendPull& x) {
+          const std::size_t c = x.child.value;
+          if (c == 0 || c >= nodes_.size() || spec_.nodes[c].parent != v) {
+            ADD_FAILURE() << "node " << v << " pulled from " << c << ", not its child";
+            return;
+          }
+          ++pulls_;
+          push(now_ + spec_.nodes[c].latency_seconds, c, v, event::PullRequested{x.count, x.nbc});
+        },
+        [&](const action::ReturnTasks& x) {
+          if (v == 0) {
+            ADD_FAILURE() << "the root returned tasks";
+            return;
+          }
+          migrated_ += x.tasks.size();
+          push(now_ + me.latency_seconds, parent, v,
+               event::TasksReturned{ChildId{static_cast<std::uint32_t>(v)}, x.tasks, x.bcs, x.rejected});
         }},
         a);
   }

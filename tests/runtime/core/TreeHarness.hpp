@@ -58,6 +58,8 @@ struct TreeSpec {
   bool calibrated = false;
   /// Per node, its plan; empty: proportional_plans(*this).
   std::vector<std::optional<NodePlan>> plans;
+  /// Task migration on every node (papers/lee2010, docs/migration.md).
+  MigrationMode migration = MigrationMode::off;
 };
 
 /// A simple hand-made plan: node v computes app k at cores·w(k)/Σw / t_v(k) tasks/s (its
@@ -121,6 +123,9 @@ class TreeHarness {
   /// Root: non-duplicate TaskCompleted actions per task, and duplicate ones in all.
   const std::map<TaskId, std::size_t>& completions() const { return completions_; }
   std::size_t duplicate_completions() const { return duplicate_completions_; }
+  /// Task migration: pulls sent, tasks given back to a parent.
+  std::size_t pulls() const { return pulls_; }
+  std::size_t migrated() const { return migrated_; }
   /// Executor slots in use on node v.
   std::uint32_t running(std::size_t v) const { return running_.at(v); }
 
@@ -160,6 +165,8 @@ class TreeHarness {
   std::size_t run_complete_count_ = 0;
   std::map<TaskId, std::size_t> completions_;
   std::size_t duplicate_completions_ = 0;
+  std::size_t pulls_ = 0;
+  std::size_t migrated_ = 0;
 };
 
 /// A short printable form of an event or an action, for failure messages.

@@ -149,6 +149,48 @@ TEST(Experiment, GoodFileIsReorderedBreadthFirstWithDefaults) {
   EXPECT_EQ(e.path, "");
 }
 
+TEST(Experiment, EventsAreReadAndSortedByTime) {
+  const Experiment e = parse_experiment(R"(
+[[node]]
+name = "m"
+[[node]]
+name = "w"
+parent = "m"
+bandwidth = "100MBps"
+[[app]]
+name = "a"
+kernel = "noop"
+bytes = 8
+tasks = 1
+[run]
+migration = "pull"
+[[event]]
+at = "2m"
+node = "w"
+bandwidth = "10MBps"
+[[event]]
+at = 30
+node = "w"
+cpu_quota = 0.25
+[[event]]
+at = 45
+node = "m"
+speed = "2Gf"
+)", "ev.toml");
+  EXPECT_EQ(e.run.migration, MigrationMode::pull);
+  ASSERT_EQ(e.events.size(), 3u);
+  EXPECT_DOUBLE_EQ(e.events[0].at, 30);
+  EXPECT_EQ(e.events[0].kind, EventKind::cpu_quota);
+  EXPECT_DOUBLE_EQ(e.events[0].value, 0.25);
+  EXPECT_EQ(e.events[0].line, 19);  // its [[event]] header
+  EXPECT_EQ(e.events[1].kind, EventKind::speed);
+  EXPECT_DOUBLE_EQ(e.events[1].value, 2e9);
+  EXPECT_EQ(e.events[2].node, "w");
+  EXPECT_DOUBLE_EQ(e.events[2].at, 120);
+  EXPECT_EQ(e.events[2].kind, EventKind::bandwidth);
+  EXPECT_DOUBLE_EQ(e.events[2].value, 10e6);
+}
+
 TEST(Experiment, RunDefaults) {
   const Experiment e = parse_experiment(
       "[[node]]\nname = \"m\"\n[[app]]\nname = \"a\"\nkernel = \"noop\"\nbytes = 0\ntasks = 1\n",
@@ -295,6 +337,21 @@ INSTANTIATE_TEST_SUITE_P(
                 "no parent"},
         BadCase{"negative speed", s(master) + "speed = -3.0\n" + app, 3, "node[0].speed",
                 ">= 0"},
+        BadCase{"event unknown node", s(master) + app + "[[event]]\nat = 1\nnode = \"x\"\ncpu_quota = 0.5\n", 10,
+                "event[0].node", "no [[node]] is called 'x'"},
+        BadCase{"event two changes",
+                s(master) + app + "[[event]]\nat = 1\nnode = \"m\"\ncpu_quota = 0.5\nspeed = 1e9\n", 8,
+                "event[0].cpu_quota", "give only one"},
+        BadCase{"event no change", s(master) + app + "[[event]]\nat = 1\nnode = \"m\"\n", 8, "event[0].cpu_quota",
+                "missing the change"},
+        BadCase{"event negative time", s(master) + app + "[[event]]\nat = -1\nnode = \"m\"\ncpu_quota = 0.5\n", 9,
+                "event[0].at", ">= 0"},
+        BadCase{"event master link", s(master) + app + "[[event]]\nat = 1\nnode = \"m\"\nbandwidth = 1e6\n", 11,
+                "event[0].bandwidth", "is the master"},
+        BadCase{"event unknown key", s(master) + app + "[[event]]\nat = 1\nnode = \"m\"\nquota = 1\n", 11,
+                "event[0].quota", "unknown key"},
+        BadCase{"bad migration", s(master) + app + "[run]\nmigration = \"sideways\"\n", 9, "run.migration",
+                "unknown migration mode"},
         BadCase{"zero quota", s(master) + "cpu_quota = 0\n" + app, 3, "node[0].cpu_quota",
                 "> 0"},
         BadCase{"bad cpuset", s(master) + "cpuset = \"1-0\"\n" + app, 3, "node[0].cpuset",

@@ -158,6 +158,8 @@ std::vector<Message> sample_messages() {
       msg::Received{{1, 0xFEDCBA9876543210ull, 42}},
       msg::TreeQuery{4u << 20},
       sample_tree_info(),
+      msg::Pull{3, 1},
+      msg::PullReply{{9, 10}, {1, 0}, 2},
   };
 }
 
@@ -212,6 +214,22 @@ TEST(Codec, TreeQueryAndTreeInfoRoundTripAndAreBounded) {
   auto bad = in;
   bad.task_seconds.pop_back();
   EXPECT_THROW(encode(Message{bad}), std::invalid_argument);
+}
+
+TEST(Codec, PullAndPullReplyRoundTripAndAreBounded) {
+  const auto pull = round_trip(msg::Pull{7, 3});
+  EXPECT_EQ(pull.count, 7u);
+  EXPECT_EQ(pull.nbc, 3u);
+  EXPECT_THROW(encode(Message{msg::Pull{0, 0}}), std::invalid_argument);
+  const auto reply = round_trip(msg::PullReply{{5, 1ull << 41}, {0, 2}, 4});
+  EXPECT_EQ(reply.task_ids, (std::vector<std::uint64_t>{5, 1ull << 41}));
+  EXPECT_EQ(reply.bcs, (std::vector<std::uint32_t>{0, 2}));
+  EXPECT_EQ(reply.rejected, 4u);
+  EXPECT_EQ(round_trip(msg::PullReply{{}, {}, 2}).rejected, 2u);  // a PULL-Reject
+  EXPECT_THROW(encode(Message{msg::PullReply{}}), std::invalid_argument);                // neither
+  EXPECT_THROW(encode(Message{msg::PullReply{{1, 2}, {0}, 0}}), std::invalid_argument);  // one counter short
+  EXPECT_EQ(static_cast<int>(kind_of(Message{msg::PullReply{}})), 18);
+  EXPECT_STREQ(kind_name(Kind::pull), "Pull");
 }
 
 TEST(Codec, HelloRoundTrips) {

@@ -1,0 +1,174 @@
+#include "runtime/core/Migration.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "runtime/core/NodeState.hpp"
+
+namespace treefarm::core {
+
+const char* to_string(MigrationMode mode) {
+  switch (mode) {
+    case MigrationMode::off: return "off";
+    case MigrationMode::pull: return "pull";
+    case MigrationMode::push: return "push";
+  }
+  return "?";
+}
+
+std::optional<MigrationMode> migration_from_string(std::string_view text) {
+  if (text == "off") return MigrationMode::off;
+  if (text == "pull") return MigrationMode::pull;
+  if (text == "push") return MigrationMode::push;
+  return std::nullopt;
+}
+
+Migration::Migration(MigrationMode mode, Seconds retry) : mode_(mode), retry_(retry) {
+  if (mode == MigrationMode::push)
+    throw std::invalid_argument("migration 'push' is not implemented yet; use 'pull' or 'off'");
+  if (!(retry >= 0)) throw std::invalid_argument("migration: retry must be >= 0 seconds");
+}
+
+// ---- backfilling counters (papers/lee2010 slides 13 and 15) ---------------------------
+
+void Migration::on_assign(const std::deque<TaskRef>& buffer, std::size_t chosen) {
+  if (!enabled() || chosen >= buffer.size()) return;
+  // The tasks ahead of the chosen one are bypassed by it (slide 13: "counts number of
+  // other jobs that have bypassed the job").
+  for (std::size_t i = 0; i < chosen; ++i) ++bc_[buffer[i].id];
+  bc_.erase(buffer[chosen].id);
+}
+
+std::uint32_t Migration::bc(TaskId task) const {
+  auto it = bc_.find(task);
+  return it == bc_.end() ? 0 : it->second;
+}
+
+void Migration::set_bc(TaskId task, std::uint32_t value) {
+  if (value == 0)
+    bc_.erase(task);
+  else
+    bc_[task] = value;
+}
+
+std::uint32_t Migration::nbc(const std::deque<TaskRef>& buffer) const {
+  std::uint32_t most = 0;
+  if (bc_.empty()) return 0;
+  for (const TaskRef& t : buffer) most = std::max(most, bc(t.id));
+  return most;
+}
+
+// ---- sender side ------------------------------------------------------------------------
+
+std::vector<std::size_t> Migration::pick_for_pull(const NodeState& state, std::uint32_t count,
+                                                  std::uint32_t target_nbc) const {
+  std::vector<std::size_t> picked;
+  // Any node answers a pull, whatever its own mode (the puller's setting decides); its
+  // counters are only kept when its mode is on (they are all 0 otherwise).
+  if (count == 0) return picked;
+  // The first tasks of the buffer are the ones this node starts next: it keeps as many as
+  // it computes at once and gives from the back (slide 16: "a job that can be backfilled").
+  const std::size_t keep = std::max<std::size_t>(1, state.config.cores);
+  for (std::size_t i = state.buffer.size(); i > keep && picked.size() < count; --i) {
+    const TaskId id = state.buffer[i - 1].id;
+    if (bc(id) < target_nbc) continue;          // slide 15: BC >= the target's NBC
+    if (given_back_.contains(id)) continue;     // visited once: never a loop
+    picked.push_back(i - 1);
+  }
+  return picked;
+}
+
+void Migration::gave_back(TaskId task) {
+  given_back_.insert(task);
+  bc_.erase(task);
+  ++tasks_given_;
+}
+
+// ---- receiver side ----------------------------------------------------------------------
+
+std::optional<action::SendPull> Migration::next_pull(const NodeState& state) {
+  if (mode_ != MigrationMode::pull) return std::nullopt;
+  // Idle: requests wait and nothing is buffered (a policy that holds buffered tasks back
+  // on purpose is not second-guessed).
+  if (!state.buffer.empty() || state.requests.empty()) return std::nullopt;
+  std::uint64_t asked = 0;
+  for (const auto& [c, n] : outstanding_) asked += n;
+  if (asked >= state.requests.size()) return std::nullopt;
+
+  // A child's estimated queue: what its subtree holds beyond what it computes at once (the
+  // tasks in flight to it), less what was asked of it already; the executor's is 0.
+  auto queue_of = [&](ChildId id) -> std::int64_t {
+    const auto& c = state.children.at(id);
+    return static_cast<std::int64_t>(c.in_flight) - std::max<std::int64_t>(1, c.info.cores) -
+           static_cast<std::int64_t>(outstanding(id));
+  };
+  std::optional<ChildId> best;
+  std::int64_t longest = 0;
+  std::uint64_t best_count = 0;
+  for (const auto& [id, c] : state.children) {
+    if (auto h = hold_until_.find(id); h != hold_until_.end() && h->second > state.now) continue;
+    const std::int64_t queue = queue_of(id);
+    if (queue <= 0 || queue <= longest) continue;
+    // Pulled only for requesters whose queue is shorter by 2 or more: a task then moves
+    // from a longer queue to a shorter one and never back (a child refilling its buffer is
+    // not idle; moving tasks between equal queues would only ping-pong them).
+    std::uint64_t eligible = 0;
+    std::int64_t shortest = queue;
+    for (const PendingRequest& r : state.requests) {
+      if (!r.from.local && r.from.child == id) continue;
+      const std::int64_t q = r.from.local ? 0 : std::max<std::int64_t>(0, queue_of(r.from.child));
+      if (q + 1 >= queue) continue;
+      ++eligible;
+      shortest = std::min(shortest, q);
+    }
+    if (eligible <= asked) continue;
+    longest = queue;
+    best = id;
+    // Half the difference evens the two queues.
+    best_count = std::min<std::uint64_t>(eligible - asked, static_cast<std::uint64_t>(std::max<std::int64_t>(1, (queue - shortest) / 2)));
+  }
+  if (!best) return std::nullopt;
+  // A child's own buffer holds at most B tasks (every node of a run has the same B).
+  const auto count = static_cast<std::uint32_t>(std::min<std::uint64_t>(best_count, state.config.buffer));
+  outstanding_[*best] += count;
+  ++pulls_sent_;
+  return action::SendPull{*best, count, nbc(state.buffer)};
+}
+
+void Migration::answered(ChildId child, std::size_t n, std::uint32_t rejected, Seconds now) {
+  auto it = outstanding_.find(child);
+  if (it != outstanding_.end()) {
+    const std::uint64_t done = n + rejected;
+    it->second = done >= it->second ? 0 : static_cast<std::uint32_t>(it->second - done);
+    if (it->second == 0) outstanding_.erase(it);
+  }
+  rejects_ += rejected;
+  if (n > 0) {
+    rejected_in_row_.erase(child);
+    hold_until_.erase(child);
+  } else if (rejected > 0) {
+    const std::uint32_t row = std::min<std::uint32_t>(rejected_in_row_[child]++, 4);
+    hold_until_[child] = now + retry_ * static_cast<double>(1u << row);
+  }
+}
+
+std::optional<Seconds> Migration::next_deadline(const NodeState& state) const {
+  if (mode_ != MigrationMode::pull || !state.buffer.empty() || state.requests.empty()) return std::nullopt;
+  std::optional<Seconds> due;
+  for (const auto& [id, t] : hold_until_)
+    if (t > state.now && (!due || t < *due)) due = t;
+  return due;
+}
+
+std::uint32_t Migration::outstanding(ChildId child) const {
+  auto it = outstanding_.find(child);
+  return it == outstanding_.end() ? 0 : it->second;
+}
+
+void Migration::child_left(ChildId child) {
+  outstanding_.erase(child);
+  rejected_in_row_.erase(child);
+  hold_until_.erase(child);
+}
+
+}  // namespace treefarm::core

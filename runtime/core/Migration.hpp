@@ -1,0 +1,112 @@
+#pragma once
+/// @file Migration.hpp
+/// Migration of waiting tasks between neighbouring nodes (papers/lee2010, slides 13, 15
+/// and 16; docs/migration.md). Pure bookkeeping, owned by the NodeScheduler:
+///  - the backfilling counter BC of each waiting task of the node's buffer: how many tasks
+///    that arrived after it were assigned before it (slide 13);
+///  - the node backfilling counter NBC = max BC over the buffer (slide 15); a task may go
+///    to a target only if its BC >= the target's NBC, so migration starves no one;
+///  - PULL (slide 16): an idle node (requests waiting, nothing buffered) asks the child
+///    with the longest estimated queue for tasks that can start now; that child answers
+///    with tasks from the back of its buffer or a reject, and the parent tries the next.
+///    Siblings reach each other through their parent: the parent pulls from one child on
+///    behalf of another's request.
+///  - ownership moves with the task: the parent's record of the task held by the child
+///    goes back to the parent's buffer (the parent still has the task's input), so the
+///    result's way up and the root's exactly-once recording are unchanged;
+///  - no loops: a node gives back each task at most once (visited-once rule), so a task
+///    migrates at most once per node of the tree.
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <optional>
+#include <string_view>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "runtime/core/Events.hpp"
+
+namespace treefarm::core {
+
+struct NodeState;
+
+/// Which migration scheme a node runs.
+enum class MigrationMode {
+  off,   ///< tasks stay where they were sent (beaumont2006's demand-driven tree only)
+  pull,  ///< lee2010 slide 16, receiver-initiated
+  push,  ///< lee2010 slide 16, sender-initiated (not implemented yet: rejected)
+};
+
+/// "off", "pull", "push".
+const char* to_string(MigrationMode mode);
+/// Parses "off", "pull", "push"; nullopt for anything else.
+std::optional<MigrationMode> migration_from_string(std::string_view text);
+
+class Migration {
+ public:
+  /// Throws std::invalid_argument for MigrationMode::push (not implemented).
+  /// `retry` (seconds): a child that rejected a pull is not asked again before this.
+  explicit Migration(MigrationMode mode = MigrationMode::off, Seconds retry = 0.5);
+
+  MigrationMode mode() const { return mode_; }
+  bool enabled() const { return mode_ != MigrationMode::off; }
+
+  // ---- backfilling counters (slides 13, 15) ---------------------------------------
+  /// buffer[chosen] is being assigned: every task ahead of it (that it bypasses) gets
+  /// BC + 1; the chosen task's BC is forgotten.
+  void on_assign(const std::deque<TaskRef>& buffer, std::size_t chosen);
+  /// BC of a buffered task (0 if never bypassed).
+  std::uint32_t bc(TaskId task) const;
+  void set_bc(TaskId task, std::uint32_t bc);
+  /// NBC: the maximum BC over `buffer` (0 when empty).
+  std::uint32_t nbc(const std::deque<TaskRef>& buffer) const;
+
+  // ---- sender side: answering a pull ------------------------------------------------
+  /// Indices into state.buffer of the tasks to give back for a pull of `count` tasks from
+  /// a target whose NBC is `target_nbc`: from the back of the buffer (the tasks this node
+  /// would start last), keeping the first max(1, cores) for itself, skipping tasks with
+  /// BC < target_nbc and tasks this node gave back before. Sorted descending.
+  std::vector<std::size_t> pick_for_pull(const NodeState& state, std::uint32_t count, std::uint32_t target_nbc) const;
+  /// `task` was given back by this node (it will never give it back again).
+  void gave_back(TaskId task);
+
+  // ---- receiver side: pulling from children -----------------------------------------
+  /// The pull to send now, if any: `state` has requests that the buffer cannot serve and
+  /// some child holds more tasks than it computes at once (its estimated queue, from the
+  /// tasks in flight to it, is the longest, lee2010 slide 16). Records the pull as
+  /// outstanding. Called by the core after each event.
+  std::optional<action::SendPull> next_pull(const NodeState& state);
+  /// A child answered (tasks given back plus tasks rejected); a pull it answered with no
+  /// task puts it on hold for `retry` seconds, doubled after each such answer in a row
+  /// (up to 16 x retry), so an idle node does not poll a child that has nothing to give.
+  void answered(ChildId child, std::size_t answered, std::uint32_t rejected, Seconds now);
+  /// When a child on hold may be asked again while this node is idle; nullopt: no need.
+  std::optional<Seconds> next_deadline(const NodeState& state) const;
+  /// Tasks asked of `child` and not answered yet.
+  std::uint32_t outstanding(ChildId child) const;
+  void child_left(ChildId child);
+
+  // ---- counters (docs/migration.md) -------------------------------------------------
+  std::uint64_t pulls_sent() const { return pulls_sent_; }
+  std::uint64_t tasks_pulled() const { return tasks_pulled_; }      ///< given back to this node
+  std::uint64_t tasks_given() const { return tasks_given_; }        ///< given back by this node
+  std::uint64_t rejects() const { return rejects_; }               ///< tasks of pulls rejected to this node
+  void count_pulled(std::size_t n) { tasks_pulled_ += n; }
+
+ private:
+  MigrationMode mode_;
+  Seconds retry_;
+  std::unordered_map<TaskId, std::uint32_t> bc_;
+  std::unordered_set<TaskId> given_back_;
+  std::map<ChildId, std::uint32_t> outstanding_;
+  std::map<ChildId, Seconds> hold_until_;
+  std::map<ChildId, std::uint32_t> rejected_in_row_;  ///< doubles the hold, up to 16 x retry
+  std::uint64_t pulls_sent_ = 0;
+  std::uint64_t tasks_pulled_ = 0;
+  std::uint64_t tasks_given_ = 0;
+  std::uint64_t rejects_ = 0;
+};
+
+}  // namespace treefarm::core
