@@ -29,6 +29,7 @@
 #include "runtime/model/Experiment.hpp"
 #include "tasks/Checksum.hpp"
 #include "tasks/Payload.hpp"
+#include "tasks/InputPrefetcher.hpp"
 #include "tasks/RunSecret.hpp"
 #include "tasks/TaskRunner.hpp"
 #include "runtime/zmq/ZmqNode.hpp"
@@ -85,15 +86,16 @@ int run_master(const MasterOptions& options) {
   // Unforgeable results (issue 13, hole 4; docs/security.md): every task's input comes from
   // a per-run secret the workers never see, and a secret fraction of results is recomputed.
   const tasks::RunSecret secret = tasks::RunSecret::random();
-  std::uint64_t generated = 0;
-  double generate_seconds = 0;
-  const auto task_input = [&](core::TaskId id) {
-    const auto t0 = std::chrono::steady_clock::now();
+  // Inputs are generated ahead on a thread of their own (tasks/InputPrefetcher.hpp): on
+  // the loop thread they stalled dispatch (issue 13's inputs, found on the quickstart).
+  tasks::InputPrefetcher inputs(ex.apps, [&secret](std::uint32_t app, std::uint64_t index) {
+    return secret.input_seed(app, index);
+  });
+  // A spot check regenerates the input it recomputes (it left the master long ago).
+  const auto regenerate_input = [&](core::TaskId id) {
     auto bytes = std::make_shared<std::vector<std::byte>>();
     tasks::fill_input(ex.apps.at(id.app().value), secret.input_seed(id.app().value, id.index()), id.app().value, 0,
                       *bytes);
-    ++generated;
-    generate_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     return std::shared_ptr<const std::vector<std::byte>>(std::move(bytes));
   };
 
@@ -199,7 +201,7 @@ int run_master(const MasterOptions& options) {
     const auto k = id.app().value;
     if (k < dispatched.size() && id.index() < dispatched[k].size())
       dispatched[k][id.index()] = std::chrono::duration<double>(std::chrono::steady_clock::now() - steady_start).count();
-    return node::share(task_input(id));
+    return node::share(inputs.get(id.app().value, id.index()));
   };
   double start = 0;
   std::uint64_t done = results.tasks.size();
@@ -229,7 +231,7 @@ int run_master(const MasterOptions& options) {
     ++from_children;
     if (!r.failed && secret.spot_checked(k, id.index(), options.spot_check)) {
       const auto t0 = std::chrono::steady_clock::now();
-      const auto input = task_input(id);
+      const auto input = regenerate_input(id);
       const double expected = tasks::run_task(ex.apps[k], *input, nullptr);
       check_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       ++checked;
@@ -414,12 +416,16 @@ int run_master(const MasterOptions& options) {
   int rc = runtime.run();
   running = nullptr;
   if (journal) journal->flush();
-  if (!calibrating)
+  if (!calibrating) {
+    const auto made = inputs.stats();
     spdlog::info("master: spot checks: {} of {} results from children recomputed ({:.2f} %, {:.3f} s), {} "
-                 "children caught forging, {} results redone; {} task inputs generated ({:.3f} s)",
+                 "children caught forging, {} results redone; {} task inputs generated ({:.3f} s; {} ready ahead, "
+                 "{} waited for)",
                  checked, from_children,
                  from_children ? 100.0 * static_cast<double>(checked) / static_cast<double>(from_children) : 0.0,
-                 check_seconds, convicted, redone, generated, generate_seconds);
+                 check_seconds, convicted, redone, made.generated, made.generate_seconds, made.ready,
+                 made.generated_on_caller);
+  }
   // Interrupted before or while dispatching: the node may end "cleanly" with tasks never
   // sent; that is an interruption (130), not a run with lost tasks (4).
   if (stop_requested && rc == node::exit_ok) rc = node::exit_interrupted;

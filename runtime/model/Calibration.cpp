@@ -47,6 +47,26 @@ class Checker {
     return *it;
   }
 
+  /// Each element of the array `field` (an object with only `allowed` keys and a
+  /// non-empty string "name"), handed to `each(element, prefix, name)` where prefix is
+  /// "field[i]." for the element's own fields.
+  template <class Each>
+  void named_objects(const Json& array, const std::string& field, std::initializer_list<std::string_view> allowed,
+                     Each each) const {
+    if (!array.is_array()) fail(field, std::string("expected an array, got ") + array.type_name());
+    for (std::size_t i = 0; i < array.size(); ++i) {
+      const std::string element = field + "[" + std::to_string(i) + "]";
+      const Json& object = array[i];
+      if (!object.is_object()) fail(element, std::string("expected an object, got ") + object.type_name());
+      const std::string prefix = element + ".";
+      check_keys(object, prefix, allowed);
+      const Json& name = member(object, "name", prefix);
+      if (!name.is_string() || name.get<std::string>().empty())
+        fail(prefix + "name", "expected a non-empty string, got " + name.dump());
+      each(object, prefix, name.get<std::string>());
+    }
+  }
+
   double positive(const Json& value, const std::string& field, std::string_view unit) const {
     if (!value.is_number()) fail(field, std::string("expected a number (") + std::string(unit) +
                                             "), got " + value.type_name());
@@ -103,18 +123,10 @@ Calibration parse_calibration(const std::string& text, const std::string& path) 
     cal.measured_at = it->get<double>();
   }
 
-  const Json& nodes = c.member(doc, "nodes", "");
-  if (!nodes.is_array()) c.fail("nodes", std::string("expected an array, got ") + nodes.type_name());
-  for (std::size_t i = 0; i < nodes.size(); ++i) {
-    const std::string prefix = "nodes[" + std::to_string(i) + "].";
-    const Json& node = nodes[i];
-    if (!node.is_object())
-      c.fail("nodes[" + std::to_string(i) + "]", std::string("expected an object, got ") + node.type_name());
-    c.check_keys(node, prefix, {"name", "cores", "link_bandwidth", "out_bandwidth", "task_seconds", "host", "cpus",
-                                "cpu_share", "link_bandwidth_min", "link_bandwidth_max", "link_round_trip"});
-    const Json& name = c.member(node, "name", prefix);
-    if (!name.is_string() || name.get<std::string>().empty())
-      c.fail(prefix + "name", "expected a non-empty string, got " + name.dump());
+  c.named_objects(c.member(doc, "nodes", ""), "nodes",
+                  {"name", "cores", "link_bandwidth", "out_bandwidth", "task_seconds", "host", "cpus", "cpu_share",
+                   "link_bandwidth_min", "link_bandwidth_max", "link_round_trip"},
+                  [&](const Json& node, const std::string& prefix, const std::string& name) {
     NodeCalibration nc;
     const Json& cores = c.member(node, "cores", prefix);
     if (!cores.is_number_integer() || cores.get<std::int64_t>() < 0 ||
@@ -159,20 +171,11 @@ Calibration parse_calibration(const std::string& text, const std::string& path) 
       nc.cpu_share = c.positive(*it, prefix + "cpu_share", "fraction of its CPUs' time");
       if (nc.cpu_share > 1.0) c.fail(prefix + "cpu_share", "must be in (0, 1], got " + it->dump());
     }
-    if (!cal.nodes.emplace(name.get<std::string>(), std::move(nc)).second)
-      c.fail(prefix + "name", "duplicate node name '" + name.get<std::string>() + "'");
-  }
+    if (!cal.nodes.emplace(name, std::move(nc)).second) c.fail(prefix + "name", "duplicate node name '" + name + "'");
+  });
   if (const auto it = doc.find("hosts"); it != doc.end()) {
-    if (!it->is_array()) c.fail("hosts", std::string("expected an array, got ") + it->type_name());
-    for (std::size_t i = 0; i < it->size(); ++i) {
-      const std::string prefix = "hosts[" + std::to_string(i) + "].";
-      const Json& h = (*it)[i];
-      if (!h.is_object())
-        c.fail("hosts[" + std::to_string(i) + "]", std::string("expected an object, got ") + h.type_name());
-      c.check_keys(h, prefix, {"name", "cores", "comm_cpu_seconds_per_byte", "comm_cpu_spread"});
-      const Json& name = c.member(h, "name", prefix);
-      if (!name.is_string() || name.get<std::string>().empty())
-        c.fail(prefix + "name", "expected a non-empty string, got " + name.dump());
+    c.named_objects(*it, "hosts", {"name", "cores", "comm_cpu_seconds_per_byte", "comm_cpu_spread"},
+                    [&](const Json& h, const std::string& prefix, const std::string& name) {
       HostCalibration hc;
       hc.cores = c.positive(c.member(h, "cores", prefix), prefix + "cores", "CPUs");
       auto non_negative = [&](const char* key) {
@@ -184,24 +187,15 @@ Calibration parse_calibration(const std::string& text, const std::string& path) 
       };
       hc.comm_cpu_seconds_per_byte = non_negative("comm_cpu_seconds_per_byte");
       hc.comm_cpu_spread = non_negative("comm_cpu_spread");
-      if (!cal.hosts.emplace(name.get<std::string>(), hc).second)
-        c.fail(prefix + "name", "duplicate host name '" + name.get<std::string>() + "'");
-    }
+      if (!cal.hosts.emplace(name, hc).second) c.fail(prefix + "name", "duplicate host name '" + name + "'");
+    });
     for (const auto& [node, nc] : cal.nodes)
       if (!nc.host.empty() && !cal.hosts.count(nc.host))
         c.fail("nodes", "node '" + node + "': host '" + nc.host + "' is not listed in hosts");
   }
   if (const auto it = doc.find("apps"); it != doc.end()) {
-    if (!it->is_array()) c.fail("apps", std::string("expected an array, got ") + it->type_name());
-    for (std::size_t i = 0; i < it->size(); ++i) {
-      const std::string prefix = "apps[" + std::to_string(i) + "].";
-      const Json& a = (*it)[i];
-      if (!a.is_object())
-        c.fail("apps[" + std::to_string(i) + "]", std::string("expected an object, got ") + a.type_name());
-      c.check_keys(a, prefix, {"name", "kernel", "n", "bytes", "cores_per_task"});
-      const Json& name = c.member(a, "name", prefix);
-      if (!name.is_string() || name.get<std::string>().empty())
-        c.fail(prefix + "name", "expected a non-empty string, got " + name.dump());
+    c.named_objects(*it, "apps", {"name", "kernel", "n", "bytes", "cores_per_task"},
+                    [&](const Json& a, const std::string& prefix, const std::string& name) {
       AppSignature sig;
       const Json& kernel = c.member(a, "kernel", prefix);
       if (!kernel.is_string() || !kernel_from_string(kernel.get<std::string>()))
@@ -216,9 +210,8 @@ Calibration parse_calibration(const std::string& text, const std::string& path) 
       sig.n = static_cast<std::uint32_t>(count("n", 0xffffffffu));
       sig.bytes = count("bytes", std::uint64_t{1} << 62);
       sig.cores_per_task = static_cast<std::uint32_t>(count("cores_per_task", 1u << 16));
-      if (!cal.apps.emplace(name.get<std::string>(), sig).second)
-        c.fail(prefix + "name", "duplicate application name '" + name.get<std::string>() + "'");
-    }
+      if (!cal.apps.emplace(name, sig).second) c.fail(prefix + "name", "duplicate application name '" + name + "'");
+    });
   }
   return cal;
 }

@@ -60,20 +60,20 @@ TEST(InputPoolTest, NoopPayloadsDifferWithSeed) {
 }
 
 TEST(InputPoolTest, GeneratedValuesAreKnownForFixedSeed) {
-  // Pins the generator (splitmix64 from (seed, app index, input index)): a change here
-  // breaks the "same on every machine" contract between a master and workers built from
-  // different versions.
+  // Pins the generator (eight xoshiro256+ lanes seeded by splitmix64 from (seed, app
+  // index, input index); FillInputTest checks it word by word): a change here changes
+  // every input and calibration measured before it.
   std::vector<std::byte> matrices;
   fill_input(make_app(model::Kernel::matadd, 2), 7, 3, 1, matrices);
-  const std::vector<double> expected{0x1.20306c1fe5dd5p-1, 0x1.c404ed8ffd93p-3,
-                                     0x1.673d6706c3bdap-2, 0x1.98d2307b0a708p-4,
-                                     0x1.360616a274d48p-3, 0x1.3551323783036p-2,
-                                     0x1.c6a0f9575d1a2p-2, 0x1.952d8c073789ep-1};
+  const std::vector<double> expected{0x1.534ab22f472b6p-1, 0x1.e2af11afd4bfp-1,
+                                     0x1.ff52acca2cb72p-1, 0x1.6c713d3adb3dp-2,
+                                     0x1.5f39f156eb9eap-1, 0x1.42a8612653648p-2,
+                                     0x1.483f52b7acfe4p-1, 0x1.4543e85e8ced6p-1};
   EXPECT_EQ(as_doubles(matrices), expected);
 
   std::vector<std::byte> payload;
   fill_input(make_app(model::Kernel::noop, 0, 10), 7, 3, 1, payload);
-  const std::vector<unsigned> bytes{0x8c, 0xaa, 0xee, 0xf2, 0x0f, 0x36, 0x18, 0x90, 0x46, 0x63};
+  const std::vector<unsigned> bytes{0x9e, 0xc9, 0x01, 0x12, 0xa4, 0xad, 0x1c, 0x6f, 0xbf, 0xe5};
   ASSERT_EQ(payload.size(), bytes.size());
   for (std::size_t i = 0; i < bytes.size(); ++i) {
     EXPECT_EQ(std::to_integer<unsigned>(payload[i]), bytes[i]) << i;
@@ -151,6 +151,86 @@ TEST(InputPoolTest, RejectsZeroPoolSizeAndAbstractKernel) {
   abstract.flops = 1e9;
   EXPECT_THROW(InputPool(abstract, 1, 0), std::invalid_argument);
   EXPECT_THROW(InputPool(make_app(model::Kernel::matmul, 4), 1, 0).input(2), std::out_of_range);
+}
+
+// The input stream as docs and Payload.hpp define it, written out one word at a time:
+// the vectorised fill (one clone per vector width) must give exactly these values.
+std::uint64_t splitmix_next(std::uint64_t& state) {
+  std::uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+std::vector<std::uint64_t> reference_words(std::uint64_t seed, std::uint32_t app_index, std::size_t words) {
+  std::uint64_t mixer = seed;
+  std::uint64_t s = splitmix_next(mixer) ^ (std::uint64_t{app_index} << 32);
+  const std::uint64_t stream = splitmix_next(s);
+  std::uint64_t seeder = stream;
+  constexpr std::size_t lanes = 8;
+  std::uint64_t st[lanes][4];
+  for (auto& lane : st)
+    for (auto& word : lane) word = splitmix_next(seeder);
+  std::vector<std::uint64_t> out;
+  for (std::size_t i = 0; i + lanes <= words; i += lanes) {
+    for (auto& x : st) {  // xoshiro256+ (Blackman and Vigna 2018)
+      out.push_back(x[0] + x[3]);
+      const std::uint64_t t = x[1] << 17;
+      x[2] ^= x[0];
+      x[3] ^= x[1];
+      x[1] ^= x[2];
+      x[0] ^= x[3];
+      x[2] ^= t;
+      x[3] = (x[3] << 45) | (x[3] >> 19);
+    }
+  }
+  while (out.size() < words) out.push_back(splitmix_next(seeder));
+  return out;
+}
+
+TEST(FillInputTest, MatrixValuesAreTheDefinedStreamInZeroOne) {
+  // 2·5² = 50 doubles: six full rounds of the eight lanes and two words from the tail.
+  const auto app = make_app(model::Kernel::matadd, 5);
+  std::vector<std::byte> bytes;
+  fill_input(app, 777, 3, 0, bytes);
+  const auto values = as_doubles(bytes);
+  const auto words = reference_words(777, 3, values.size());
+  ASSERT_EQ(values.size(), 50u);
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    EXPECT_EQ(values[i], static_cast<double>(words[i] >> 12) * 0x1.0p-52) << "value " << i;
+    EXPECT_GE(values[i], 0.0);
+    EXPECT_LT(values[i], 1.0);
+  }
+}
+
+TEST(FillInputTest, NoopBytesAreTheStreamLittleEndianWithATail) {
+  const auto app = make_app(model::Kernel::noop, 0, 8 * 17 + 5);
+  std::vector<std::byte> bytes;
+  fill_input(app, 42, 1, 0, bytes);
+  ASSERT_EQ(bytes.size(), 8u * 17 + 5);
+  const auto words = reference_words(42, 1, 17);
+  for (std::size_t i = 0; i < 8 * 17; ++i)
+    EXPECT_EQ(bytes[i], static_cast<std::byte>(words[i / 8] >> (8 * (i % 8)))) << "byte " << i;
+  std::vector<std::byte> again;
+  fill_input(app, 42, 1, 0, again);
+  EXPECT_EQ(bytes, again);  // the tail too
+  fill_input(app, 43, 1, 0, again);
+  EXPECT_NE(bytes, again);
+}
+
+TEST(FillInputTest, LargeInputsHaveTheMeanAndSpreadOfAUniform) {
+  const auto app = make_app(model::Kernel::matmul, 256);
+  std::vector<std::byte> bytes;
+  fill_input(app, 9, 0, 0, bytes);
+  const auto values = as_doubles(bytes);
+  double sum = 0, sum2 = 0;
+  for (double v : values) {
+    sum += v;
+    sum2 += v * v;
+  }
+  const double n = static_cast<double>(values.size());
+  EXPECT_NEAR(sum / n, 0.5, 0.005);
+  EXPECT_NEAR(sum2 / n - (sum / n) * (sum / n), 1.0 / 12, 0.002);
 }
 
 }  // namespace
