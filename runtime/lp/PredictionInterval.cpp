@@ -8,15 +8,17 @@ namespace treefarm::lp {
 
 model::Calibration calibration_at_end(model::Calibration calibration, bool optimistic) {
   for (auto& [name, nc] : calibration.nodes) {
-    if (!nc.link_bandwidth) continue;
     if (optimistic) {
+      if (!nc.link_bandwidth) continue;  // already unconstrained
       // No fastest round: it was too fast to resolve; the link is unconstrained then.
       if (nc.link_bandwidth_max)
         nc.link_bandwidth = std::max(*nc.link_bandwidth, *nc.link_bandwidth_max);
       else if (nc.link_bandwidth_min)
         nc.link_bandwidth.reset();
     } else if (nc.link_bandwidth_min) {
-      nc.link_bandwidth = std::min(*nc.link_bandwidth, *nc.link_bandwidth_min);
+      // A median too fast to resolve (no link_bandwidth) with a slowest round that was
+      // resolved: the pessimistic end is that round.
+      nc.link_bandwidth = nc.link_bandwidth ? std::min(*nc.link_bandwidth, *nc.link_bandwidth_min) : *nc.link_bandwidth_min;
     }
   }
   for (auto& [name, h] : calibration.hosts) {

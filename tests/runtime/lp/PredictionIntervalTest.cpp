@@ -54,6 +54,14 @@ TEST(PredictionInterval, AnUnresolvedFastestRoundLeavesTheLinkUnconstrained) {
   EXPECT_NEAR(i.low, 1.0, 1e-6);
 }
 
+TEST(PredictionInterval, AnUnresolvedMedianWithAResolvedSlowestRoundBoundsTheLowEnd) {
+  auto cal = calibrated(2e6, 1e6, std::nullopt);
+  cal.nodes["w"].link_bandwidth.reset();  // three of five rounds too fast to resolve
+  const auto i = prediction_interval(link_bound(), cal);
+  EXPECT_NEAR(i.median, 1000.0, 1e-3);
+  EXPECT_NEAR(i.low, 1.0, 1e-6);
+}
+
 TEST(PredictionInterval, NoSpreadRecordedSaysSo) {
   const auto i = prediction_interval(link_bound(), calibrated(2e6, std::nullopt, std::nullopt));
   EXPECT_FALSE(i.has_spread);
