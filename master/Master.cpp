@@ -363,6 +363,11 @@ int run_master(const MasterOptions& options) {
          : m.what == What::link_bandwidth_max ? nc.link_bandwidth_max
                                               : nc.out_bandwidth) = m.value;
       }
+      // The spread and round trip of a link come before its median (LinkProber): only the
+      // median counts the link as measured.
+      if (m.what == What::link_round_trip || m.what == What::link_bandwidth_min ||
+          m.what == What::link_bandwidth_max)
+        return;
       // A node measures its aggregate output again when another child joins: count keys once.
       measured.insert(m.node + "/" + m.app + "/" + std::to_string(static_cast<int>(m.what)));
       got_measures = measured.size();
