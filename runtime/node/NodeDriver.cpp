@@ -1,6 +1,7 @@
 #include "runtime/node/NodeDriver.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <limits>
 #include <stdexcept>
 #include <unordered_set>
@@ -15,6 +16,13 @@ namespace treefarm::node {
 using core::Overloaded;
 
 namespace {
+
+/// Seconds as people write them: "1", "0.25", "6" (not std::to_string's "1.000000").
+std::string seconds_text(double seconds) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", seconds);
+  return text;
+}
 /// Calibration: kernel runs start this long after joining, so that the link probes
 /// (made as children join) run on quiet cores and measure the links, not CPU contention.
 constexpr double calibrate_kernels_after = 2.0;
@@ -795,7 +803,7 @@ void NodeDriver::on_timer(double now) {
   if (phase_ == Phase::done) return;
   if (phase_ == Phase::joining && join_deadline_ >= 0 && now >= join_deadline_) {
     join_deadline_ = -1;
-    parent_lost("no Welcome within " + std::to_string(opt_.join_timeout) + " s", now);
+    parent_lost("no Welcome within " + seconds_text(opt_.join_timeout) + " s", now);
     return;
   }
   if (phase_ == Phase::rejoin_wait && now >= rejoin_at_) {
@@ -867,7 +875,7 @@ void NodeDriver::heartbeats(double now) {
     if (now - c->last_seen > opt_.heartbeat_timeout) silent.push_back(peer);
   }
   for (auto peer : silent)
-    drop_child(peer, "no message for " + std::to_string(opt_.heartbeat_timeout) + " s: declared dead", false, now);
+    drop_child(peer, "no message for " + seconds_text(opt_.heartbeat_timeout) + " s: declared dead", false, now);
   if (!silent.empty()) {
     drain(now);
     maybe_closed(now);

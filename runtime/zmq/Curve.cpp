@@ -139,9 +139,10 @@ std::string file_stamp(const std::string& path) {
 }  // namespace
 
 ZapHandler::ZapHandler(zmq::context_t& context, std::set<std::string> authorized, std::string node_name,
-                       std::string authorized_file)
+                       std::string authorized_file, std::map<std::string, std::string> key_names)
     : context_(context),
       authorized_(std::move(authorized)),
+      key_names_(std::move(key_names)),
       node_name_(std::move(node_name)),
       authorized_file_(std::move(authorized_file)) {
   if (!authorized_file_.empty()) file_stamp_ = file_stamp(authorized_file_);
@@ -163,15 +164,27 @@ void ZapHandler::reload_if_changed() {
   if (stamp == file_stamp_ || stamp.empty()) return;
   file_stamp_ = stamp;
   try {
-    auto keys = load_authorized_keys(authorized_file_);
-    spdlog::info("{}: re-read {}: {} authorized keys (was {}); applies to new connections", node_name_,
-                 authorized_file_, keys.size(), authorized_.size());
+    std::map<std::string, std::string> names;
+    auto keys = load_authorized_keys(authorized_file_, &names);
+    spdlog::info("{}: re-read {}: {} authorized keys (was {}), {} bound to names; applies to new connections",
+                 node_name_, authorized_file_, keys.size(), authorized_.size(), names.size());
     authorized_ = std::move(keys);
+    {
+      const std::lock_guard lock(names_mutex_);
+      key_names_ = std::move(names);
+    }
     ++reloads_;
   } catch (const std::exception& e) {
     spdlog::error("{}: {} changed but cannot be used ({}); keeping the {} keys read before", node_name_,
                   authorized_file_, e.what(), authorized_.size());
   }
+}
+
+std::optional<std::string> ZapHandler::name_bound_to(const std::string& key) const {
+  const std::lock_guard lock(names_mutex_);
+  const auto it = key_names_.find(key);
+  if (it == key_names_.end()) return std::nullopt;
+  return it->second;
 }
 
 void ZapHandler::loop() {

@@ -12,6 +12,8 @@
 
 #include <atomic>
 #include <map>
+#include <mutex>
+#include <optional>
 #include <memory>
 #include <set>
 #include <string>
@@ -70,9 +72,12 @@ class ZapHandler {
   /// `authorized_file` ("" = none): checked every 100 ms (inode, size, mtime) and re-read
   /// when it changed; a file that no longer parses keeps the previous keys (logged).
   ZapHandler(zmq::context_t& context, std::set<std::string> authorized, std::string node_name,
-             std::string authorized_file = {});
+             std::string authorized_file = {}, std::map<std::string, std::string> key_names = {});
   ~ZapHandler();
   std::uint64_t refused() const { return refused_; }
+  /// The node name public key `key` is bound to (authorized_keys `NAME PUBKEY`), as of the
+  /// file's last reading; nullopt if the key may join under any name. Thread-safe.
+  std::optional<std::string> name_bound_to(const std::string& key) const;
   /// Times the authorized keys were re-read from the file.
   std::uint64_t reloads() const { return reloads_; }
 
@@ -81,6 +86,8 @@ class ZapHandler {
   void reload_if_changed();
   zmq::context_t& context_;
   std::set<std::string> authorized_;
+  mutable std::mutex names_mutex_;                  ///< guards key_names_ (read by the node's loop)
+  std::map<std::string, std::string> key_names_;   ///< public key -> bound node name
   std::string node_name_;
   std::atomic<bool> stop_{false};
   std::atomic<std::uint64_t> refused_{0};

@@ -149,7 +149,7 @@ struct ZmqNode::Impl final : node::Transport {
     set_transport_heartbeats(*down);
     if (endpoints.curve.enabled) {
       if (!zap) zap = std::make_unique<net::ZapHandler>(ctx, endpoints.curve.authorized, options.name,
-                                                          endpoints.curve.authorized_file);
+                                                          endpoints.curve.authorized_file, endpoints.curve.key_names);
       net::apply_curve_server(*down, endpoints.curve);
     }
     // After a restart the old listener may still be closing in ZeroMQ's I/O thread.
@@ -299,10 +299,9 @@ struct ZmqNode::Impl final : node::Transport {
     if (!endpoints.curve.enabled) return true;
     const auto* hello = std::get_if<net::msg::Hello>(&r.message);
     if (hello) {
-      if (auto owner = endpoints.curve.key_names.find(r.user_id);
-          owner != endpoints.curve.key_names.end() && owner->second != hello->name) {
+      if (auto owner = zap ? zap->name_bound_to(r.user_id) : std::nullopt; owner && *owner != hello->name) {
         spdlog::warn("{}: refused a Hello as '{}' from public key {}: that key is bound to '{}'", options.name,
-                     hello->name, r.user_id, owner->second);
+                     hello->name, r.user_id, *owner);
         return false;
       }
       if (auto known = key_of_identity.find(r.identity); known != key_of_identity.end() && known->second != r.user_id) {

@@ -134,6 +134,7 @@ TEST(Cli, WorkerAtAClosedPortSaysWhatItTriedAndForHowLong) {
   EXPECT_EQ(r.exit_code, 5) << r.output;  // exit_parent_lost
   EXPECT_NE(r.output.find(ep), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("tried for"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("no Welcome within 1 s"), std::string::npos) << r.output;  // not "1.000000 s"
 }
 
 TEST(Cli, AnInterruptedMasterWritesNoResultsAndExits130) {

@@ -1,4 +1,4 @@
-// treefarm bench dispatch|chaos|simulate|backfill|kernel|lp|codec (docs/commands.md, docs/benchmarks.md).
+// treefarm bench dispatch|chaos|simulate|backfill|kernel|lp|codec|inputs (docs/commands.md, docs/benchmarks.md).
 #include <iostream>
 #include <memory>
 
@@ -7,6 +7,7 @@
 #include "tools/Bench.hpp"
 #include "tools/bench/BackfillBench.hpp"
 #include "tools/bench/CodecBench.hpp"
+#include "tools/bench/InputBench.hpp"
 #include "tools/bench/KernelBench.hpp"
 #include "tools/cli/Command.hpp"
 #include "tools/sim/SimBench.hpp"
@@ -95,6 +96,16 @@ void add_bench_command(CLI::App& app, Commands& out) {
       ->capture_default_str()->check(CLI::PositiveNumber);
   bench_codec->add_flag("--json", cbo->json, "JSON output");
   out.push_back({bench_codec, [cbo] { return tools::bench_codec(std::cout, *cbo); }});
+
+  auto* bench_inputs = bench->add_subcommand(
+      "inputs", "The master's secret task inputs: fill time per input beside a memcpy of the same bytes, and the prefetcher");
+  auto ibo = std::make_shared<tools::InputBenchOptions>();
+  bench_inputs->add_option("--n", ibo->n, "Matrix order (2 n^2 doubles per input)")->capture_default_str()->check(CLI::PositiveNumber);
+  bench_inputs->add_option("--inputs", ibo->inputs, "Inputs per measurement")->capture_default_str()->check(CLI::PositiveNumber);
+  bench_inputs->add_option("--rounds", ibo->rounds, "Measurements per figure (the median is printed)")
+      ->capture_default_str()->check(CLI::PositiveNumber);
+  bench_inputs->add_flag("--json", ibo->json, "JSON output");
+  out.push_back({bench_inputs, [ibo] { return tools::bench_inputs(std::cout, *ibo); }});
 
   auto* bench_lp = bench->add_subcommand("lp", "LP build + solve time for random trees of 100, 1,000 and 10,000 nodes, 10 applications");
   out.push_back({bench_lp, [] {

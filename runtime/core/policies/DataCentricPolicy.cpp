@@ -11,7 +11,6 @@ namespace treefarm::core {
 
 namespace {
 constexpr double change_tolerance = 0.05;     // relative change that is worth a message
-constexpr std::uint32_t max_apps = 1'000;
 
 bool close(double a, double b) { return rates_close(a, b, change_tolerance); }
 bool close(const std::vector<double>& a, const std::vector<double>& b) { return rates_close(a, b, change_tolerance); }
@@ -20,12 +19,6 @@ bool same_summary(const SubtreeSummary& a, const SubtreeSummary& b) {
          close(a.efficiency, b.efficiency) && a.under_utilized == b.under_utilized && a.cannot_keep_up == b.cannot_keep_up;
 }
 bool same_plan(const NodePlan& a, const NodePlan& b) { return plans_close(a, b, change_tolerance); }
-
-double non_negative(ByteReader& r) {
-  const double v = r.f64();
-  if (v < 0) throw DecodeError("data-centric message holds a negative rate");
-  return v;
-}
 
 struct Decoded {
   DataCentricPolicy::Kind kind{};
@@ -37,14 +30,10 @@ struct Decoded {
 Decoded decode(const std::vector<std::uint8_t>& payload, std::size_t k) {
   ByteReader r(payload);
   Decoded d;
-  const auto kind = r.u8();
-  if (kind != 1 && kind != 2) throw DecodeError("unknown data-centric message kind " + std::to_string(kind));
-  d.kind = static_cast<DataCentricPolicy::Kind>(kind);
-  const auto apps = r.count(max_apps);
-  if (apps != k) throw DecodeError("message for " + std::to_string(apps) + " applications, this run has " + std::to_string(k));
+  d.kind = static_cast<DataCentricPolicy::Kind>(DataCentricPolicy::read_head(r, k, "data-centric"));
   auto vec = [&] {
     std::vector<double> v;
-    for (std::size_t a = 0; a < k; ++a) v.push_back(non_negative(r));
+    for (std::size_t a = 0; a < k; ++a) v.push_back(DataCentricPolicy::read_non_negative(r, "data-centric", "rate"));
     return v;
   };
   if (d.kind == DataCentricPolicy::Kind::summary) {
@@ -127,37 +116,17 @@ std::vector<double> DataCentricPolicy::own_rates(const NodeState& state) const {
   return rates;
 }
 
-std::optional<AppId> DataCentricPolicy::next_source_app(const NodeState& state) {
-  if (follower_.has_plan()) {
-    auto k = plan_mix_.next([&](std::size_t i) { return state.source_remaining(AppId{static_cast<std::uint32_t>(i)}) > 0; });
-    if (k) return AppId{static_cast<std::uint32_t>(*k)};
-  }
-  return Policy::next_source_app(state);
-}
-
-std::optional<Assignment> DataCentricPolicy::select(const NodeState& state) {
-  if (auto a = follower_.select(state)) return a;
-  // No rates yet, or no planned choice feasible: bandwidth-centric (§4.5 starts from it).
+std::optional<Assignment> DataCentricPolicy::unplanned_select(const NodeState& state) {
   if (state.buffer.empty()) return std::nullopt;
   auto r = BandwidthCentric::best_request(state, state.buffer.front());
   if (!r) return std::nullopt;
   return Assignment{*r, 0};
 }
 
-void DataCentricPolicy::assigned(const NodeState& state, const Target& to, TaskRef task) {
-  follower_.assigned(state, to, task);
-  if (to.local) ++local_running_;
-}
-
 std::optional<std::string> DataCentricPolicy::check_message(const NodeState& state, const event::PolicyMessage& m) const {
-  try {
-    const auto d = decode(m.payload, state.config.apps.size());
-    if (m.from_parent && d.kind != Kind::rates) return "a data-centric summary from the parent";
-    if (!m.from_parent && d.kind != Kind::summary) return "data-centric rates from a child";
-  } catch (const DecodeError& e) {
-    return std::string("bad data-centric message: ") + e.what();
-  }
-  return std::nullopt;
+  return check_direction(
+      m, [&](const std::vector<std::uint8_t>& payload) { return decode(payload, state.config.apps.size()).kind == Kind::rates; },
+      "a data-centric summary", "data-centric rates");
 }
 
 void DataCentricPolicy::adopt(const NodeState& state, NodePlan plan) {
@@ -169,7 +138,7 @@ void DataCentricPolicy::adopt(const NodeState& state, NodePlan plan) {
 void DataCentricPolicy::observe(const NodeState& state, const Event& event) {
   std::uint32_t local_requests = 0;
   for (const auto& r : state.requests) local_requests += r.from.local ? 1 : 0;
-  if (const auto* f = std::get_if<event::LocalTaskFinished>(&event); f && local_running_ > 0) --local_running_;
+  count_finished(event);
   cores_ = std::max(cores_, local_requests + local_running_);
   if (const auto* left = std::get_if<event::ChildLeft>(&event)) children_.erase(left->child);
   if (const auto* m = std::get_if<event::PolicyMessage>(&event)) {

@@ -39,8 +39,7 @@
 
 #include "runtime/core/policies/DataCentricPlanner.hpp"
 #include "runtime/core/policies/IntervalGate.hpp"
-#include "runtime/core/policies/PlanFollower.hpp"
-#include "runtime/core/Policy.hpp"
+#include "runtime/core/policies/RatePlanPolicy.hpp"
 
 namespace treefarm::core {
 
@@ -67,17 +66,14 @@ struct SubtreeSummary {
   bool operator==(const SubtreeSummary&) const = default;
 };
 
-class DataCentricPolicy final : public Policy {
+class DataCentricPolicy final : public RatePlanPolicy {
  public:
   /// `report_interval`: seconds between two recomputations (and messages) of a node.
   explicit DataCentricPolicy(Seconds report_interval = 0.25);
 
   std::string_view name() const override { return "data-centric"; }
   void start(const NodeState& state) override;
-  std::optional<AppId> next_source_app(const NodeState& state) override;
-  std::optional<Assignment> select(const NodeState& state) override;
   void observe(const NodeState& state, const Event& event) override;
-  void assigned(const NodeState& state, const Target& to, TaskRef task) override;
   std::optional<std::string> check_message(const NodeState& state, const event::PolicyMessage& message) const override;
   void take_messages(const NodeState& state, std::vector<Action>& out) override;
   std::optional<Seconds> next_deadline(const NodeState& state) const override;
@@ -93,7 +89,6 @@ class DataCentricPolicy final : public Policy {
   const std::vector<ViewNode>& view() const { return view_; }
   /// Non-root: tasks/s per application the parent last asked of this subtree.
   const std::optional<std::vector<double>>& demand() const { return demand_; }
-  const PlanFollower& follower() const { return follower_; }
   /// Tasks/s this node computes of each application alone (0: unknown yet).
   std::vector<double> own_rates(const NodeState& state) const;
 
@@ -105,15 +100,14 @@ class DataCentricPolicy final : public Policy {
   static std::vector<std::uint8_t> encode_rates(const std::vector<double>& rates);
 
  private:
+  /// No rates yet, or no planned choice feasible: bandwidth-centric (§4.5 starts from it).
+  std::optional<Assignment> unplanned_select(const NodeState& state) override;
   void recompute(const NodeState& state);
   void adopt(const NodeState& state, NodePlan plan);
 
   Seconds interval_;
   Seconds effective_interval(const NodeState& state) const;
-  PlanFollower follower_;
-  LoadBalancer1D plan_mix_;
   std::uint32_t cores_ = 0;            ///< Executor slots seen (requests + running).
-  std::uint32_t local_running_ = 0;
   /// What this node knows of a child: its last summary, the rates last sent to it.
   struct ChildReport {
     std::optional<SubtreeSummary> summary;

@@ -18,18 +18,14 @@
 
 #include <cstdint>
 
-#include "runtime/core/policies/PlanFollower.hpp"
-#include "runtime/core/Policy.hpp"
+#include "runtime/core/policies/RatePlanPolicy.hpp"
 
 namespace treefarm::core {
 
-class LpPolicy final : public Policy {
+class LpPolicy final : public RatePlanPolicy {
  public:
   std::string_view name() const override { return "lp"; }
   void start(const NodeState& state) override;
-  std::optional<AppId> next_source_app(const NodeState& state) override;
-  std::optional<Assignment> select(const NodeState& state) override;
-  void assigned(const NodeState& state, const Target& to, TaskRef task) override;
 
   /// Choices made by the FCFS fallback because no planned choice was feasible, since
   /// start (issue 21: every fallback is counted; the adapters are to report it).
@@ -38,11 +34,14 @@ class LpPolicy final : public Policy {
   bool needs_calibration() const override { return true; }
 
   PlanFollower& follower() { return follower_; }
-  const PlanFollower& follower() const { return follower_; }
+  using RatePlanPolicy::follower;
 
  private:
-  PlanFollower follower_;
-  LoadBalancer1D plan_mix_;
+  /// §4.1: the root draws types in proportion to the plan's α(k) (see LpPolicy.cpp).
+  void refresh_mix(const NodeState& state) override;
+  /// FCFS, counted as a fallback (issue 21).
+  std::optional<Assignment> unplanned_select(const NodeState& state) override;
+
   std::optional<std::vector<ChildId>> mix_children_;  ///< Children the mix was computed for.
   std::uint64_t fallbacks_ = 0;                       ///< FCFS choices (no planned one feasible).
 };

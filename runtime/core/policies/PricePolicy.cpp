@@ -10,7 +10,6 @@
 namespace treefarm::core {
 
 namespace {
-constexpr std::uint32_t max_apps = 1'000;
 constexpr double change_tolerance = 0.05;  // relative change of a rate worth a new plan
 constexpr std::size_t param_count = 12;
 
@@ -55,20 +54,10 @@ struct Decoded {
   std::vector<double> first, second;  // down: η, ϱ; up: σ, runnable counts
 };
 
-double non_negative(ByteReader& r, const char* what) {
-  const double v = r.f64();
-  if (v < 0) throw DecodeError(std::string("price message holds a negative ") + what);
-  return v;
-}
-
 Decoded decode(const std::vector<std::uint8_t>& payload, std::size_t k) {
   ByteReader r(payload);
   Decoded d;
-  const auto kind = r.u8();
-  if (kind != 1 && kind != 2) throw DecodeError("unknown price message kind " + std::to_string(kind));
-  d.kind = static_cast<PricePolicy::Kind>(kind);
-  const auto apps = r.count(max_apps);
-  if (apps != k) throw DecodeError("price message for " + std::to_string(apps) + " applications, this run has " + std::to_string(k));
+  d.kind = static_cast<PricePolicy::Kind>(PricePolicy::read_head(r, k, "price"));
   if (d.kind == PricePolicy::Kind::down) {
     for (const auto& f : fields) d.params.*f.member = r.f64();
     try {
@@ -78,8 +67,8 @@ Decoded decode(const std::vector<std::uint8_t>& payload, std::size_t k) {
     }
   }
   for (std::size_t a = 0; a < k; ++a) {
-    d.first.push_back(non_negative(r, d.kind == PricePolicy::Kind::down ? "price" : "rate"));
-    d.second.push_back(non_negative(r, d.kind == PricePolicy::Kind::down ? "rate" : "count"));
+    d.first.push_back(PricePolicy::read_non_negative(r, "price", d.kind == PricePolicy::Kind::down ? "price" : "rate"));
+    d.second.push_back(PricePolicy::read_non_negative(r, "price", d.kind == PricePolicy::Kind::down ? "rate" : "count"));
   }
   if (!r.done()) throw DecodeError("trailing bytes after a price message");
   return d;
@@ -176,20 +165,15 @@ std::map<std::string, double> PricePolicy::link_prices(const NodeState& state) c
 }
 
 std::optional<std::string> PricePolicy::check_message(const NodeState& state, const event::PolicyMessage& m) const {
-  try {
-    const auto d = decode(m.payload, state.config.apps.size());
-    if (m.from_parent && d.kind != Kind::down) return "a price report (up) from the parent";
-    if (!m.from_parent && d.kind != Kind::up) return "prices (down) from a child";
-  } catch (const DecodeError& e) {
-    return std::string("bad price message: ") + e.what();
-  }
-  return std::nullopt;
+  return check_direction(
+      m, [&](const std::vector<std::uint8_t>& payload) { return decode(payload, state.config.apps.size()).kind == Kind::down; },
+      "a price report (up)", "prices (down)");
 }
 
 void PricePolicy::observe(const NodeState& state, const Event& event) {
   std::uint32_t local_requests = 0;
   for (const auto& r : state.requests) local_requests += r.from.local ? 1 : 0;
-  if (std::holds_alternative<event::LocalTaskFinished>(event) && local_running_ > 0) --local_running_;
+  count_finished(event);
   cores_ = std::max({cores_, state.config.cores, local_requests + local_running_});
   if (const auto* left = std::get_if<event::ChildLeft>(&event)) children_.erase(left->child);
   if (const auto* m = std::get_if<event::PolicyMessage>(&event)) {
@@ -346,22 +330,8 @@ void PricePolicy::adopt_plan(const NodeState& state) {
   }
 }
 
-std::optional<AppId> PricePolicy::next_source_app(const NodeState& state) {
-  if (plan_mix_.size() == state.config.apps.size()) {
-    auto k = plan_mix_.next([&](std::size_t i) { return state.source_remaining(AppId{static_cast<std::uint32_t>(i)}) > 0; });
-    if (k) return AppId{static_cast<std::uint32_t>(*k)};
-  }
-  return Policy::next_source_app(state);
-}
-
-std::optional<Assignment> PricePolicy::select(const NodeState& state) {
-  if (auto a = follower_.select(state)) return a;
+std::optional<Assignment> PricePolicy::unplanned_select(const NodeState& state) {
   return FcfsPolicy{}.select(state);  // no rates yet, or no planned choice feasible
-}
-
-void PricePolicy::assigned(const NodeState& state, const Target& to, TaskRef task) {
-  follower_.assigned(state, to, task);
-  if (to.local) ++local_running_;
 }
 
 // The root iterates while the run has work (tasks to draw, buffered or in flight); the

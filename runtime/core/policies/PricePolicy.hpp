@@ -43,8 +43,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/core/policies/PlanFollower.hpp"
-#include "runtime/core/Policy.hpp"
+#include "runtime/core/policies/RatePlanPolicy.hpp"
 
 namespace treefarm::core {
 
@@ -76,16 +75,13 @@ struct PriceParams {
   bool operator==(const PriceParams&) const = default;
 };
 
-class PricePolicy final : public Policy {
+class PricePolicy final : public RatePlanPolicy {
  public:
   explicit PricePolicy(PriceParams params = {});
 
   std::string_view name() const override { return "price"; }
   void start(const NodeState& state) override;
-  std::optional<AppId> next_source_app(const NodeState& state) override;
-  std::optional<Assignment> select(const NodeState& state) override;
   void observe(const NodeState& state, const Event& event) override;
-  void assigned(const NodeState& state, const Target& to, TaskRef task) override;
   std::optional<std::string> check_message(const NodeState& state, const event::PolicyMessage& message) const override;
   void take_messages(const NodeState& state, std::vector<Action>& out) override;
   std::optional<Seconds> next_deadline(const NodeState& state) const override;
@@ -119,6 +115,8 @@ class PricePolicy final : public Policy {
   static std::vector<std::uint8_t> encode_up(const std::vector<double>& sigma, const std::vector<double>& runnable);
 
  private:
+  /// No rates yet, or no planned choice feasible: FCFS.
+  std::optional<Assignment> unplanned_select(const NodeState& state) override;
   struct Child {
     std::vector<double> sigma;     ///< σ_k^c, tasks/s (0 until it reports)
     std::vector<double> runnable;  ///< nodes of its subtree that can run k
@@ -141,14 +139,11 @@ class PricePolicy final : public Policy {
   bool port_set_ = false;
   std::map<ChildId, Child> children_;
   std::uint32_t cores_ = 0;          ///< executor slots seen (NodeConfig::cores, else learnt)
-  std::uint32_t local_running_ = 0;
   Seconds last_update_ = 0;
   bool updated_once_ = false;
   bool fresh_ = false;               ///< non-root: a message from the parent since the last update
   bool busy_ = false;                ///< wants a Tick (next_deadline)
   Seconds period_ = 0.1;             ///< effective_period() at the last check
-  PlanFollower follower_;
-  LoadBalancer1D plan_mix_;
   std::vector<double> mix_;          ///< root: ϱ_k the draws follow
   std::vector<Action> outbox_;
 };

@@ -148,4 +148,25 @@ TEST(Curve, ZapHandlerReReadsTheAuthorizedKeysFile) {
 }
 
 }  // namespace
+TEST(Curve, ZapHandlerReReadsTheNamesKeysAreBoundTo) {
+  TempDir dir("curve");
+  const auto key = generate_keypair();
+  const auto other = generate_keypair();
+  const auto file = (dir.path() / "authorized_keys").string();
+  std::ofstream(file) << "w1 " << key.public_key << "\n" << other.public_key << "\n";
+  std::map<std::string, std::string> names;
+  auto keys = load_authorized_keys(file, &names);
+  zmq::context_t ctx;
+  ZapHandler zap(ctx, std::move(keys), "test", file, names);
+  EXPECT_EQ(zap.name_bound_to(key.public_key), "w1");
+  EXPECT_EQ(zap.name_bound_to(other.public_key), std::nullopt);  // the old form: any name
+  // The user moves the key to another name (a new file renamed over the old one).
+  std::ofstream(file + ".new") << "w2 " << key.public_key << "\nw3 " << other.public_key << "\n";
+  fs::rename(file + ".new", file);
+  for (int i = 0; i < 50 && zap.reloads() == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  ASSERT_EQ(zap.reloads(), 1u);
+  EXPECT_EQ(zap.name_bound_to(key.public_key), "w2");
+  EXPECT_EQ(zap.name_bound_to(other.public_key), "w3");
+}
+
 }  // namespace treefarm::net
