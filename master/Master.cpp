@@ -19,6 +19,8 @@
 #include <spdlog/spdlog.h>
 
 #include "runtime/metrics/Journal.hpp"
+#include "runtime/metrics/ProcessMemory.hpp"
+#include "runtime/metrics/TaskLog.hpp"
 #include "runtime/cli/CliSupport.hpp"
 #include "runtime/lp/SteadyState.hpp"
 #include "runtime/metrics/AtomicFile.hpp"
@@ -54,6 +56,8 @@ void stop_master() {
 }
 
 int run_master(const MasterOptions& options) {
+  // Memory before anything per task exists (issue 14: bytes per task, `treefarm bench memory`).
+  const metrics::ProcessMemory memory_at_start = metrics::process_memory();
   std::unique_ptr<Journal> journal;
   std::vector<std::vector<bool>> resumed;  // per app: done in an earlier run
   double time_offset = 0;                  // seconds: resumed completions continue the journal's timeline
@@ -100,6 +104,9 @@ int run_master(const MasterOptions& options) {
   };
 
   metrics::RunResults results = metrics::empty_results(ex);
+  // Per-task records go to a compact spill file, not memory (issue 14; TaskLog.hpp).
+  const auto task_log = std::make_shared<metrics::TaskLog>(calibrating ? std::string() : options.out_dir);
+  results.task_log = task_log;
   // The header of results.json: what is needed to reproduce the run (issue 18).
   results.treefarm_version = cli_support::version();
   results.experiment_text = model::read_input_file(options.experiment);
@@ -149,7 +156,8 @@ int run_master(const MasterOptions& options) {
         for (std::size_t k = 0; k < ex.apps.size(); ++k) resumed[k].assign(ex.apps[k].tasks, false);
         for (const auto& e : before) {
           resumed[e.app][e.index] = true;
-          results.tasks.push_back(metrics::TaskRecord{e.app, e.index, e.node, e.completed_at, e.compute_seconds});
+          task_log->add(metrics::PackedTaskRecord{e.index, e.app, task_log->intern(e.node), e.completed_at,
+                                                  e.compute_seconds, -1.0, 0.0f, metrics::PackedTaskRecord::no_via});
           time_offset = std::max(time_offset, e.completed_at);
         }
         spdlog::info("master: resuming {}: {} of {} tasks already done", path.string(), before.size(),
@@ -204,10 +212,10 @@ int run_master(const MasterOptions& options) {
     return node::share(inputs.get(id.app().value, id.index()));
   };
   double start = 0;
-  std::uint64_t done = results.tasks.size();
+  std::uint64_t done = results.task_count();
   const std::uint64_t total = ex.total_tasks();
   std::vector<std::uint64_t> per_app(ex.apps.size(), 0);
-  for (const auto& t : results.tasks) ++per_app[t.app];  // resumed: the journal's tasks count
+  results.for_each_task([&](const metrics::TaskView& t) { ++per_app[t.app]; });  // resumed: the journal's tasks count
   root.on_start = [&](double now) {
     start = now;
     steady_start = std::chrono::steady_clock::now();
@@ -220,8 +228,8 @@ int run_master(const MasterOptions& options) {
   };
   // Spot checks: a secret fraction of the children's results recomputed here. A wrong one
   // convicts the child it came through: everything recorded from it is redone.
-  std::unordered_map<std::uint64_t, std::string> arriving_via;            // task -> child, until recorded
-  std::unordered_map<std::string, std::vector<std::uint64_t>> recorded_via;  // child -> tasks recorded
+  // task -> child (task_log's name id), until recorded; the log keeps the child of each record.
+  std::unordered_map<std::uint64_t, std::uint32_t> arriving_via;
   std::uint64_t checked = 0, from_children = 0, convicted = 0, redone = 0;
   double check_seconds = 0;
   root.check_result = [&](const net::msg::Result& r, const std::string& via) {
@@ -238,32 +246,26 @@ int run_master(const MasterOptions& options) {
       if (!tasks::checksum_matches(expected, r.checksum, ex.apps[k])) {
         verdict.forged = true;
         ++convicted;
-        auto& mine = recorded_via[via];
-        const std::unordered_set<std::uint64_t> redo_set(mine.begin(), mine.end());
-        for (auto t : mine) verdict.redo.push_back(core::TaskRef{core::TaskId{t}});
-        mine.clear();
-        redone += verdict.redo.size();
-        std::erase_if(results.tasks, [&](const metrics::TaskRecord& rec) {
-          const auto key = core::TaskId::make(core::AppId{rec.app}, rec.id).value;
-          if (!redo_set.contains(key)) return false;
-          --per_app[rec.app];
+        for (const auto& [app, index] : task_log->revoke_via(task_log->intern(via))) {
+          verdict.redo.push_back(core::TaskRef{core::TaskId::make(core::AppId{app}, index)});
+          --per_app[app];
           --done;
-          if (journal) journal->revoke(rec.app, rec.id);
-          return true;
-        });
+          if (journal) journal->revoke(app, index);
+        }
+        redone += verdict.redo.size();
         spdlog::error("master: spot check caught child '{}' (result of task {} of '{}', node '{}', checksum {} "
                       "instead of {}): disconnected, {} of its results redone",
                       via, id.index(), ex.apps[k].name, r.node, r.checksum, expected, verdict.redo.size());
         return verdict;
       }
     }
-    arriving_via[r.task_id] = via;
+    arriving_via[r.task_id] = task_log->intern(via);
     return verdict;
   };
   root.on_result = [&](const net::msg::Result& r, bool duplicate, double now) {
-    std::string via;
+    std::uint32_t via = metrics::PackedTaskRecord::no_via;
     if (auto it = arriving_via.find(r.task_id); it != arriving_via.end()) {
-      via = std::move(it->second);
+      via = it->second;
       arriving_via.erase(it);
     }
     if (duplicate) {
@@ -273,17 +275,16 @@ int run_master(const MasterOptions& options) {
     const core::TaskId id{r.task_id};
     const std::uint32_t k = id.app().value;
     auto& app = results.apps.at(k);
-    if (!via.empty()) recorded_via[via].push_back(r.task_id);
     if (r.failed) {
       ++app.failed;
     } else if (journal) {
       journal->add(JournalEntry{k, id.index(), time_offset + now - start, r.compute_seconds, r.node});
     }
-    metrics::TaskRecord rec{k, id.index(), r.node, time_offset + now - start, r.compute_seconds};
+    metrics::PackedTaskRecord rec{id.index(), k, task_log->intern(r.node), time_offset + now - start,
+                                  r.compute_seconds, -1.0, static_cast<float>(r.queued_seconds), via};
     if (k < dispatched.size() && id.index() < dispatched[k].size() && dispatched[k][id.index()] >= 0)
       rec.dispatched_at = time_offset + dispatched[k][id.index()];
-    rec.queued_seconds = r.queued_seconds;
-    results.tasks.push_back(std::move(rec));
+    task_log->add(rec);
     ++per_app[k];
     ++done;
   };
@@ -473,14 +474,28 @@ int run_master(const MasterOptions& options) {
   }
   if (!options.out_dir.empty()) {
     const auto path = std::filesystem::path(options.out_dir) / "results.json";
-    metrics::write_file_atomically(path, metrics::to_json(results).dump(1) + "\n");
+    // Streamed: the task list is written from the task log, never held as a DOM (issue 14).
+    const auto t0 = std::chrono::steady_clock::now();
+    metrics::write_file_atomically(path, [&](const std::function<void(std::string_view)>& sink) {
+      metrics::write_results_json(sink, results, [&] {
+        // Measured once every task is written: the master's peak includes results.json.
+        const auto now_memory = metrics::process_memory();
+        return nlohmann::json{{"master_memory",
+                               {{"rss_at_start_bytes", memory_at_start.rss_bytes},
+                                {"peak_rss_bytes", now_memory.peak_rss_bytes},
+                                {"tasks_recorded", results.task_count()},
+                                {"tasks_write_seconds",
+                                 std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()}}}};
+      });
+    });
+    spdlog::info("master: results.json written in {:.3f} s",
+                 std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     spdlog::info("master: wrote {}", path.string());
   }
   if (options.json_progress) {
     // stdout carries JSON lines only: the last one is the results (results.json without
     // the per-task records and the experiment text).
-    auto j = metrics::to_json(results);
-    j.erase("tasks");
+    auto j = metrics::to_json(results, false);
     j.erase("experiment_text");
     j["type"] = "results";
     std::cout << j.dump() << std::endl;

@@ -42,12 +42,26 @@ void fsync_directory(const std::filesystem::path& dir) {
 }  // namespace
 
 void write_file_atomically(const std::filesystem::path& path, std::string_view content) {
+  write_file_atomically(path, [content](const std::function<void(std::string_view)>& sink) { sink(content); });
+}
+
+void write_file_atomically(const std::filesystem::path& path,
+                           const std::function<void(const std::function<void(std::string_view)>& sink)>& produce) {
   const std::filesystem::path tmp = path.string() + ".tmp";
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) fail("create", tmp, errno);
+  bool closed = false;  // write_all closes the file when it fails
   try {
-    write_all(fd, content, tmp);
+    produce([&](std::string_view piece) {
+      try {
+        write_all(fd, piece, tmp);
+      } catch (...) {
+        closed = true;
+        throw;
+      }
+    });
   } catch (...) {
+    if (!closed) ::close(fd);
     ::unlink(tmp.c_str());
     throw;
   }

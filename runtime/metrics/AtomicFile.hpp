@@ -4,6 +4,7 @@
 /// truncated file under the final name (issue 13, hole 9).
 
 #include <filesystem>
+#include <functional>
 #include <string_view>
 
 namespace treefarm::metrics {
@@ -13,6 +14,11 @@ namespace treefarm::metrics {
 /// the temporary file is removed, `path` keeps its old content (or stays absent), and
 /// std::runtime_error names the path and the system error.
 void write_file_atomically(const std::filesystem::path& path, std::string_view content);
+
+/// The same for content produced in pieces: `produce` is called once with a sink that
+/// writes each piece it is given (checked) to the temporary file.
+void write_file_atomically(const std::filesystem::path& path,
+                           const std::function<void(const std::function<void(std::string_view)>& sink)>& produce);
 
 /// Checks, before a run starts, that files can be created in `dir` (created if missing):
 /// creates, writes, fsyncs and removes a probe file. @throws std::runtime_error naming

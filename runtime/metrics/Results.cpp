@@ -1,6 +1,9 @@
 #include "runtime/metrics/Results.hpp"
 
+#include "runtime/metrics/TaskLog.hpp"
 #include "runtime/model/Experiment.hpp"
+
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
@@ -38,31 +41,69 @@ std::pair<std::vector<double>, double> steady_throughput(
   return {rho, t_end};
 }
 
+void RunResults::for_each_task(const std::function<void(const TaskView&)>& f) const {
+  for (const auto& t : tasks)
+    f(TaskView{t.app, t.id, t.node, t.completed_at, t.compute_seconds, t.dispatched_at, t.queued_seconds});
+  if (task_log)
+    task_log->for_each([&](const PackedTaskRecord& p) {
+      f(TaskView{p.app, p.index, task_log->name(p.node), p.completed_at, p.compute_seconds, p.dispatched_at,
+                 static_cast<double>(p.queued_seconds)});
+    });
+}
+
+std::uint64_t RunResults::task_count() const { return tasks.size() + (task_log ? task_log->size() : 0); }
+
 void RunResults::compute() {
-  std::vector<std::vector<double>> completions(apps.size());
-  std::vector<std::uint64_t> totals;
-  std::map<std::string, std::uint64_t> per_node;
+  // steady_throughput's estimate (papers/beaumont2006 §5.1.1) in two passes over the tasks,
+  // so that a run of 10M tasks needs no vector of completion times (issue 14).
+  const std::size_t k_count = apps.size();
+  std::vector<std::uint64_t> completed(k_count, 0);
+  std::vector<double> last(k_count, 0.0);
+  std::map<std::string, std::uint64_t, std::less<>> per_node;
   duration = 0;
-  for (const auto& t : tasks) {
-    if (t.app < apps.size()) completions[t.app].push_back(t.completed_at);
-    per_node[t.node]++;
+  for_each_task([&](const TaskView& t) {
+    if (t.app < k_count) {
+      ++completed[t.app];
+      last[t.app] = std::max(last[t.app], t.completed_at);
+    }
+    auto it = per_node.find(t.node);
+    if (it == per_node.end()) it = per_node.emplace(std::string(t.node), 0).first;
+    ++it->second;
     duration = std::max(duration, t.completed_at);
+  });
+  double t_end = std::numeric_limits<double>::infinity();
+  for (std::size_t k = 0; k < k_count; ++k)
+    if (apps[k].tasks > 0 && completed[k] >= apps[k].tasks) t_end = std::min(t_end, last[k]);
+  if (!std::isfinite(t_end)) {  // nothing finished: use the last completion seen
+    t_end = 0;
+    for (std::size_t k = 0; k < k_count; ++k)
+      if (completed[k] > 0) t_end = std::max(t_end, last[k]);
   }
-  for (std::size_t k = 0; k < apps.size(); ++k) {
-    apps[k].completed = completions[k].size();
-    totals.push_back(apps[k].tasks);
+  std::vector<double> rho(k_count, 0.0);
+  const double lo = epsilon * t_end, hi = (1 - epsilon) * t_end, window = (1 - 2 * epsilon) * t_end;
+  if (window > 0) {
+    std::vector<std::uint64_t> n_hi(k_count, 0), n_lo(k_count, 0);
+    for_each_task([&](const TaskView& t) {
+      if (t.app >= k_count) return;
+      if (t.completed_at <= hi) ++n_hi[t.app];
+      if (t.completed_at <= lo) ++n_lo[t.app];
+    });
+    for (std::size_t k = 0; k < k_count; ++k) rho[k] = static_cast<double>(n_hi[k] - n_lo[k]) / window;
   }
-  auto [rho, t_end] = steady_throughput(completions, totals, epsilon);
+  for (std::size_t k = 0; k < k_count; ++k) apps[k].completed = completed[k];
   steady_end = t_end;
   lost = 0;
   fair_throughput = std::numeric_limits<double>::infinity();
-  for (std::size_t k = 0; k < apps.size(); ++k) {
+  for (std::size_t k = 0; k < k_count; ++k) {
     apps[k].throughput = rho[k];
     lost += apps[k].tasks - std::min(apps[k].tasks, apps[k].completed);
     fair_throughput = std::min(fair_throughput, rho[k] / apps[k].weight);
   }
   if (apps.empty()) fair_throughput = 0;
-  for (auto& n : nodes) n.tasks_computed = per_node.count(n.name) ? per_node[n.name] : 0;
+  for (auto& n : nodes) {
+    const auto it = per_node.find(n.name);
+    n.tasks_computed = it == per_node.end() ? 0 : it->second;
+  }
 }
 
 bool RunResults::ok() const {
@@ -88,7 +129,7 @@ RunResults empty_results(const model::Experiment& experiment) {
   return r;
 }
 
-nlohmann::json to_json(const RunResults& r) {
+nlohmann::json to_json(const RunResults& r, bool with_tasks) {
   nlohmann::json j;
   j["format_version"] = results_format_version;
   j["started_utc"] = r.started_utc;
@@ -129,13 +170,78 @@ nlohmann::json to_json(const RunResults& r) {
   for (const auto& n : r.nodes)
     j["nodes"].push_back({{"name", n.name}, {"parent", n.parent.empty() ? nlohmann::json(nullptr) : nlohmann::json(n.parent)},
                           {"cores", n.cores}, {"tasks_computed", n.tasks_computed}});
+  if (!with_tasks) return j;
   j["tasks"] = nlohmann::json::array();
-  for (const auto& t : r.tasks)
+  r.for_each_task([&](const TaskView& t) {
     j["tasks"].push_back({{"app", r.apps.at(t.app).name}, {"id", t.id}, {"node", t.node},
-                          {"dispatched_at", t.dispatched_at}, {"started_at", t.started_at()},
+                          {"dispatched_at", t.dispatched_at}, {"started_at", t.completed_at - t.compute_seconds},
                           {"completed_at", t.completed_at}, {"compute_seconds", t.compute_seconds},
                           {"queued_seconds", t.queued_seconds}});
+  });
   return j;
+}
+
+namespace {
+
+/// A JSON number as nlohmann writes it (shortest round trip; null when not finite), so that
+/// the streamed file reads back to the same values.
+void append_number(fmt::memory_buffer& out, double v) {
+  if (!std::isfinite(v)) {
+    fmt::format_to(std::back_inserter(out), "null");
+    return;
+  }
+  char buf[32];
+  const auto end = nlohmann::detail::to_chars(buf, buf + sizeof buf, v);
+  out.append(buf, end);
+}
+
+}  // namespace
+
+void write_results_json(const std::function<void(std::string_view)>& sink, const RunResults& r,
+                        const std::function<nlohmann::json()>& trailer) {
+  std::string head = to_json(r, false).dump(1);
+  // "{\n ... \n}": the task list and the trailer go before the closing brace.
+  head.resize(head.size() - 2);
+  head += ",\n \"tasks\": [";
+  sink(head);
+  std::vector<std::string> app_names, node_names;  // JSON-quoted once
+  for (const auto& a : r.apps) app_names.push_back(nlohmann::json(a.name).dump());
+  std::map<std::string, std::string, std::less<>> quoted_nodes;
+  fmt::memory_buffer buf;
+  bool first = true;
+  r.for_each_task([&](const TaskView& t) {
+    auto q = quoted_nodes.find(t.node);
+    if (q == quoted_nodes.end()) q = quoted_nodes.emplace(std::string(t.node), nlohmann::json(t.node).dump()).first;
+    buf.append(std::string_view(first ? "\n  {\"app\": " : ",\n  {\"app\": "));
+    first = false;
+    buf.append(std::string_view(app_names.at(t.app)));
+    fmt::format_to(std::back_inserter(buf), ", \"id\": {}, \"node\": ", t.id);
+    buf.append(std::string_view(q->second));
+    buf.append(std::string_view(", \"dispatched_at\": "));
+    append_number(buf, t.dispatched_at);
+    buf.append(std::string_view(", \"started_at\": "));
+    append_number(buf, t.completed_at - t.compute_seconds);
+    buf.append(std::string_view(", \"completed_at\": "));
+    append_number(buf, t.completed_at);
+    buf.append(std::string_view(", \"compute_seconds\": "));
+    append_number(buf, t.compute_seconds);
+    buf.append(std::string_view(", \"queued_seconds\": "));
+    append_number(buf, t.queued_seconds);
+    buf.push_back('}');
+    if (buf.size() >= (1u << 20)) {
+      sink(std::string_view(buf.data(), buf.size()));
+      buf.clear();
+    }
+  });
+  buf.append(std::string_view(first ? "]" : "\n ]"));
+  sink(std::string_view(buf.data(), buf.size()));
+  std::string tail;
+  if (trailer) {
+    const nlohmann::json extra = trailer();
+    for (const auto& [key, value] : extra.items()) tail += ",\n " + nlohmann::json(key).dump() + ": " + value.dump();
+  }
+  tail += "\n}\n";
+  sink(tail);
 }
 
 RunResults results_from_json(const nlohmann::json& j) {

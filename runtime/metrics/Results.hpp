@@ -5,7 +5,9 @@
 /// results.json format (docs/results-format.md).
 
 #include <cstdint>
+#include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <ostream>
 #include <string>
@@ -16,6 +18,8 @@
 namespace treefarm::model { struct Experiment; }
 
 namespace treefarm::metrics {
+
+class TaskLog;
 
 /// One completed task, recorded once at the master.
 struct TaskRecord {
@@ -31,6 +35,17 @@ struct TaskRecord {
   /// seconds since the start (master's clock) the kernel started: completed_at −
   /// compute_seconds, i.e. without the result's way back up (a few bytes per hop).
   double started_at() const { return completed_at - compute_seconds; }
+};
+
+/// A completed task as RunResults::for_each_task shows it, from either store.
+struct TaskView {
+  std::uint32_t app = 0;
+  std::uint64_t id = 0;           ///< Index of the task within its application.
+  std::string_view node;          ///< Node that computed it.
+  double completed_at = 0;        ///< seconds since the start
+  double compute_seconds = 0;     ///< seconds
+  double dispatched_at = -1;      ///< seconds since the start; negative if not recorded
+  double queued_seconds = 0;      ///< seconds
 };
 
 struct AppResult {
@@ -71,6 +86,9 @@ struct RunResults {
   std::vector<AppResult> apps;
   std::vector<NodeResult> nodes;
   std::vector<TaskRecord> tasks;
+  /// The master's compact per-task records on disk (TaskLog.hpp, issue 14); when set, they
+  /// are tasks too, after `tasks`.
+  std::shared_ptr<const TaskLog> task_log;
   std::uint64_t duplicates = 0;         ///< Late duplicate results dropped.
   std::uint64_t lost = 0;               ///< Tasks never completed.
   double fair_throughput = 0;           ///< min_k ρ_k / w_k
@@ -81,8 +99,13 @@ struct RunResults {
   std::map<std::string, std::uint64_t> policy_fallbacks;
 
   /// Fills apps[].completed/throughput, steady_end, duration, lost, fair_throughput and
-  /// nodes[].tasks_computed from `tasks`.
+  /// nodes[].tasks_computed from the tasks (`tasks` and `task_log`), in two streaming
+  /// passes: no per-task memory.
   void compute();
+  /// Calls `f` for every completed task: `tasks`, then `task_log`'s live records.
+  void for_each_task(const std::function<void(const TaskView&)>& f) const;
+  /// Completed tasks recorded (`tasks` and `task_log`).
+  std::uint64_t task_count() const;
   /// True when every task completed exactly once, with no wrong or failed result.
   bool ok() const;
 };
@@ -99,7 +122,15 @@ std::pair<std::vector<double>, double> steady_throughput(
 /// kernel, weight, tasks), policy, ε and path. Nodes are added as they join.
 RunResults empty_results(const model::Experiment& experiment);
 
-nlohmann::json to_json(const RunResults& r);
+/// results.json as a DOM; without the "tasks" list when `with_tasks` is false.
+nlohmann::json to_json(const RunResults& r, bool with_tasks = true);
+
+/// Writes results.json to `sink` in pieces, the task list streamed one line per task (no
+/// DOM of the tasks: issue 14). `trailer`, if given, is called after the tasks are written
+/// and its object's keys are added last (e.g. the master's peak memory, measured then).
+/// The text parses to the same JSON as to_json(r) plus the trailer's keys.
+void write_results_json(const std::function<void(std::string_view)>& sink, const RunResults& r,
+                        const std::function<nlohmann::json()>& trailer = {});
 RunResults results_from_json(const nlohmann::json& j);
 
 /// The table printed at the end of a run.

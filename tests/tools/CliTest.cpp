@@ -230,5 +230,21 @@ TEST(Cli, BenchDispatchJsonPrintsOnlyJson) {
   EXPECT_GT(j.at("dispatch_tasks_per_s").get<double>(), 0);
 }
 
+// issue 14: the master keeps per-task records on disk, not in memory. 200,000 tasks computed
+// by the master itself (fast under load); before the task log it grew ~1.3 KB per task.
+TEST(Cli, BenchMemoryMasterStaysUnder100BytesPerTask) {
+  TempDir dir("cli");
+  const auto r = run_stdout(treefarm + " bench memory --tasks 200000 --workers 0 --dom-tasks 2000 --json",
+                            dir.path() / "err");
+  ASSERT_EQ(r.exit_code, 0) << r.output << read_file(dir.path() / "err");
+  nlohmann::json j;
+  ASSERT_NO_THROW(j = nlohmann::json::parse(r.output)) << "stdout is not JSON:\n" << r.output;
+  EXPECT_EQ(j.at("run").at("tasks").get<std::uint64_t>(), 200000u);  // every task recorded
+  EXPECT_EQ(j.at("reference").at("tasks").get<std::uint64_t>(), 1u);
+  EXPECT_GT(j.at("run").at("peak_rss_bytes").get<std::uint64_t>(), j.at("run").at("rss_at_start_bytes").get<std::uint64_t>());
+  EXPECT_LE(j.at("bytes_per_task").get<double>(), 100.0) << r.output;
+  EXPECT_GT(j.at("results_json").at("dom_seconds").get<double>(), 0);
+}
+
 }  // namespace
 }  // namespace treefarm::testing

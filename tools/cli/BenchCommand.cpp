@@ -1,4 +1,4 @@
-// treefarm bench dispatch|chaos|simulate|backfill|kernel|lp|codec|inputs (docs/commands.md, docs/benchmarks.md).
+// treefarm bench dispatch|chaos|simulate|backfill|kernel|lp|codec|inputs|memory|peers (docs/commands.md, docs/benchmarks.md).
 #include <iostream>
 #include <memory>
 
@@ -9,6 +9,7 @@
 #include "tools/bench/CodecBench.hpp"
 #include "tools/bench/InputBench.hpp"
 #include "tools/bench/KernelBench.hpp"
+#include "tools/bench/MemoryBench.hpp"
 #include "tools/cli/Command.hpp"
 #include "tools/sim/SimBench.hpp"
 
@@ -78,6 +79,11 @@ void add_bench_command(CLI::App& app, Commands& out) {
   auto pbo = std::make_shared<tools::PeersBenchOptions>();
   bench_peers->add_option("--workers", pbo->workers, "Worker processes, 1 core each, for everyone")->capture_default_str();
   bench_peers->add_option("--peers", pbo->peers, "Comma-separated: dask, workqueue")->capture_default_str();
+  bench_peers
+      ->add_option_function<std::uint64_t>(
+          "--tasks", [pbo](std::uint64_t n) { pbo->treefarm_noop_tasks = pbo->peer_noop_tasks = n; },
+          "No-op tasks for treefarm and for each peer alike (sets both counts below)")
+      ->check(CLI::PositiveNumber);
   bench_peers->add_option("--treefarm-noop-tasks", pbo->treefarm_noop_tasks, "No-op tasks run by treefarm")->capture_default_str();
   bench_peers->add_option("--peer-noop-tasks", pbo->peer_noop_tasks, "No-op tasks run by each peer")->capture_default_str();
   bench_peers->add_option("--matmul-n", pbo->matmul_n, "Matrix order of the matmul tasks")->capture_default_str();
@@ -96,6 +102,21 @@ void add_bench_command(CLI::App& app, Commands& out) {
       ->capture_default_str()->check(CLI::PositiveNumber);
   bench_codec->add_flag("--json", cbo->json, "JSON output");
   out.push_back({bench_codec, [cbo] { return tools::bench_codec(std::cout, *cbo); }});
+
+  auto* bench_mem = bench->add_subcommand(
+      "memory", "The master's memory per task (peak RSS minus RSS at start) on a bag of no-op tasks, beside an empty run");
+  auto mbo = std::make_shared<tools::MemoryBenchOptions>();
+  bench_mem->add_option("--tasks", mbo->tasks, "No-op tasks in the measured run")
+      ->capture_default_str()->check(CLI::PositiveNumber);
+  bench_mem->add_option("--workers", mbo->workers, "1-core workers under the master (0: the master computes the tasks itself)")
+      ->capture_default_str();
+  bench_mem->add_option("--buffer", mbo->buffer, "Buffer bound B")->capture_default_str()->check(CLI::PositiveNumber);
+  bench_mem->add_option("--dom-tasks", mbo->dom_tasks,
+                        "Records of the results.json write comparison, streamed vs one nlohmann DOM (0: skip)")
+      ->capture_default_str();
+  bench_mem->add_option("--timeout", mbo->timeout, "seconds per run (0: none)")->capture_default_str();
+  bench_mem->add_flag("--json", mbo->json, "JSON output (bytes_per_task, net_bytes_per_task, run, reference, results_json)");
+  out.push_back({bench_mem, [mbo] { return tools::bench_memory(std::cout, *mbo); }});
 
   auto* bench_inputs = bench->add_subcommand(
       "inputs", "The master's secret task inputs: fill time per input beside a memcpy of the same bytes, and the prefetcher");

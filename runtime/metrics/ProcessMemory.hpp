@@ -1,0 +1,19 @@
+#pragma once
+/// @file ProcessMemory.hpp
+/// This process's resident memory from /proc/self/status (issue 14: the master's bytes per
+/// task, `treefarm bench memory`).
+
+#include <cstdint>
+
+namespace treefarm::metrics {
+
+/// Resident set now and its peak so far, bytes (VmRSS and VmHWM); 0 when unknown.
+struct ProcessMemory {
+  std::uint64_t rss_bytes = 0;
+  std::uint64_t peak_rss_bytes = 0;
+};
+
+/// Reads /proc/self/status. Never throws: unknown fields stay 0.
+ProcessMemory process_memory();
+
+}  // namespace treefarm::metrics
