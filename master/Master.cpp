@@ -373,9 +373,20 @@ int run_master(const MasterOptions& options) {
       if (m.what == What::fallbacks) return;
       if (m.what == What::task_seconds) {
         it->second.task_seconds[m.app] = m.value;
+      } else if (m.what == What::link_round_trip) {
+        it->second.link_round_trip = m.value;
       } else if (m.value > 0) {
-        (m.what == What::link_bandwidth ? it->second.link_bandwidth : it->second.out_bandwidth) = m.value;
+        auto& nc = it->second;
+        (m.what == What::link_bandwidth       ? nc.link_bandwidth
+         : m.what == What::link_bandwidth_min ? nc.link_bandwidth_min
+         : m.what == What::link_bandwidth_max ? nc.link_bandwidth_max
+                                              : nc.out_bandwidth) = m.value;
       }
+      // The spread and round trip of a link come before its median (LinkProber): only the
+      // median counts the link as measured.
+      if (m.what == What::link_round_trip || m.what == What::link_bandwidth_min ||
+          m.what == What::link_bandwidth_max)
+        return;
       // A node measures its aggregate output again when another child joins: count keys once.
       measured.insert(m.node + "/" + m.app + "/" + std::to_string(static_cast<int>(m.what)));
       got_measures = measured.size();
@@ -453,7 +464,12 @@ int run_master(const MasterOptions& options) {
     for (const auto& [name, nc] : calibration.nodes) {
       std::printf("  %-12s", name.c_str());
       for (const auto& [app, s] : nc.task_seconds) std::printf("  %s %.6f s/task", app.c_str(), s);
-      if (nc.link_bandwidth) std::printf("  link %.3g bytes/s", *nc.link_bandwidth);
+      if (nc.link_bandwidth) {
+        std::printf("  link %.3g bytes/s", *nc.link_bandwidth);
+        if (nc.link_bandwidth_min && nc.link_bandwidth_max)
+          std::printf(" (rounds %.3g to %.3g)", *nc.link_bandwidth_min, *nc.link_bandwidth_max);
+      }
+      if (nc.link_round_trip) std::printf("  rtt %.3g s", *nc.link_round_trip);
       else if (name != ex.nodes[0].name) std::printf("  link: faster than the probe resolves (loopback)");
       if (nc.out_bandwidth) std::printf("  out (all children) %.3g bytes/s", *nc.out_bandwidth);
       std::printf("\n");

@@ -1,9 +1,11 @@
 #include "tools/Predict.hpp"
 
+#include <optional>
 #include <stdexcept>
 
 #include "runtime/lp/FairnessOptimum.hpp"
 #include "runtime/lp/PeriodicSchedule.hpp"
+#include "runtime/lp/PredictionInterval.hpp"
 #include "runtime/lp/SteadyState.hpp"
 #include "runtime/model/Calibration.hpp"
 #include "runtime/model/Experiment.hpp"
@@ -12,9 +14,9 @@ namespace treefarm::tools {
 
 int predict_command(const std::string& experiment, const PredictOptions& options, std::ostream& out) {
   const auto ex = model::load_experiment(experiment);
-  const auto platform = options.calibration.empty()
-                            ? lp::model_from_experiment(ex)
-                            : lp::model_from_calibration(ex, model::load_calibration_for(options.calibration, ex));
+  std::optional<model::Calibration> calibration;
+  if (!options.calibration.empty()) calibration = model::load_calibration_for(options.calibration, ex);
+  const auto platform = calibration ? lp::model_from_calibration(ex, *calibration) : lp::model_from_experiment(ex);
   const auto objective = lp::FairnessObjective::parse(options.objective);
   if (objective.kind != lp::FairnessObjective::Kind::max_min) {
     if (options.schedule) throw std::invalid_argument("--schedule needs --objective maxmin");
@@ -27,8 +29,14 @@ int predict_command(const std::string& experiment, const PredictOptions& options
     return 0;
   }
   const auto solution = lp::solve(platform);
+  // Issue 21: the interval from the calibration's own spread (repeated link probes, the
+  // host's byte cost).
+  std::optional<lp::PredictionInterval> interval;
+  if (calibration) interval = lp::prediction_interval(ex, *calibration);
   if (options.json) {
     auto j = lp::to_json(platform, solution);
+    if (interval && interval->has_spread)
+      j["fair_throughput_interval"] = {{"low", interval->low}, {"high", interval->high}};
     if (options.schedule) {
       const auto sched = lp::periodic_schedule(platform, solution);
       j["schedule"] = {{"period", sched.period}, {"fair_throughput", sched.fair_throughput},
@@ -37,6 +45,15 @@ int predict_command(const std::string& experiment, const PredictOptions& options
     out << j.dump(1) << "\n";
   } else {
     lp::print_report(out, platform, solution);
+    if (interval) {
+      if (interval->has_spread)
+        out << "\nprediction interval (the calibration's spread: slowest to fastest probe round of every link, "
+               "the host's byte cost ± half its spread): fair throughput "
+            << interval->low << " to " << interval->high << " tasks/s (" << 100 * (interval->low / solution.fair_throughput - 1)
+            << " % to +" << 100 * (interval->high / solution.fair_throughput - 1) << " %)\n";
+      else
+        out << "\nno prediction interval: this calibration records no spread (measured before repeated link probes)\n";
+    }
     if (options.schedule) {
       const auto sched = lp::periodic_schedule(platform, solution);
       out << "\n";

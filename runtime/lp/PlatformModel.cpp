@@ -66,6 +66,10 @@ void validate(const PlatformModel& model) {
     if (!(node.cpu_share > 0.0 && node.cpu_share <= 1.0))
       node_error(node.name, "cpu_share", "must be in (0, 1], got " + fmt(node.cpu_share));
     check_positive(node.name, "max_out_bandwidth", node.max_out_bandwidth, "bytes/s");
+    if (!(node.request_round_trip >= 0.0) || !std::isfinite(node.request_round_trip))
+      node_error(node.name, "request_round_trip", "must be >= 0 seconds, got " + fmt(node.request_round_trip));
+    if (!(node.port_hold >= 0.0) || !std::isfinite(node.port_hold))
+      node_error(node.name, "port_hold", "must be >= 0 seconds, got " + fmt(node.port_hold));
     if (node.task_seconds.size() != model.apps.size()) {
       node_error(node.name, "task_seconds",
                  "has " + std::to_string(node.task_seconds.size()) + " entries for " +
@@ -105,6 +109,7 @@ PlatformModel model_from_experiment(const model::Experiment& experiment,
                                     const MeasuredBandwidth* measured_bandwidth) {
   PlatformModel out;
   out.comm_model = experiment.run.comm_model;
+  out.buffer = experiment.run.buffer;
   double max_out = inf;
   if (experiment.run.max_out_bandwidth) {
     max_out = *experiment.run.max_out_bandwidth;
@@ -154,6 +159,11 @@ PlatformModel model_from_experiment(const model::Experiment& experiment,
       }
     }
     if (u == 0) node.link_bandwidth = inf;
+    if (u > 0 && spec.latency > 0) {
+      check_positive(spec.name, "latency", spec.latency, "seconds");
+      node.request_round_trip = 2 * spec.latency;
+      node.port_hold = spec.latency;
+    }
     if (spec.speed) check_positive(spec.name, "speed", *spec.speed, "flop/s");
 
     const std::map<std::string, double>* measured = nullptr;
@@ -233,6 +243,10 @@ PlatformModel model_from_calibration(model::Experiment experiment, const model::
       model.nodes[i].host = h->second;
     }
     model.nodes[i].cpu_share = nc.cpu_share;
+    if (nc.link_round_trip && i > 0) {
+      model.nodes[i].request_round_trip = *nc.link_round_trip;
+      model.nodes[i].port_hold = *nc.link_round_trip;
+    }
     model.nodes[i].cpus = nc.cpus;
   }
   validate(model);

@@ -40,6 +40,17 @@ struct PlatformModel {
     /// CPUs the node's executor is pinned to (empty = unknown): nodes of one host with
     /// the same set share those CPUs (one LP row per set).
     std::vector<int> cpus{};
+    /// Seconds a buffer slot of this node waits for a task beyond the task's transfer:
+    /// its request travels up, the task's first byte comes down (2·latency on a declared
+    /// link; the measured 1-byte round trip on a calibrated one). With the buffer B, the
+    /// tasks in flight to the node obey Little's law (docs/lp.md, "Latency"):
+    ///   Σ_k sent^(k)·(request_round_trip + b(k)/link_bandwidth) <= B.   0 = no bound.
+    double request_round_trip = 0.0;
+    /// Seconds the parent's one-port stays busy per task beyond b(k)/link_bandwidth: the
+    /// simulator's transfer ends after latency + bytes/bandwidth (so the link latency);
+    /// the ZeroMQ adapter frees the port on the child's Received acknowledgement (so the
+    /// measured round trip). Used by the one-port row only.
+    double port_hold = 0.0;
   };
   /// A machine several nodes share (on `treefarm run`, every node is on this machine).
   struct Host {
@@ -61,6 +72,9 @@ struct PlatformModel {
   std::vector<App> apps;
   std::vector<Host> hosts;  ///< Machines nodes share (empty: every node alone).
   model::CommModel comm_model = model::CommModel::one_port;
+  /// B: tasks a node holds or has requested (`[run] buffer`); 0 = unbounded (no
+  /// latency row in the LP).
+  std::uint32_t buffer = 0;
 
   /// True if node u can run application k (cores >= cores_per_task, finite positive
   /// task duration).
@@ -84,6 +98,8 @@ using MeasuredBandwidth = std::map<std::string, double>;
 ///   otherwise node.bandwidth; a node with neither gets +inf (a loopback link: transfers
 ///   take no time in the model). The root has no link (+inf).
 /// - max_out_bandwidth of every node: run.max_out_bandwidth when set, else +inf.
+/// - Latency (issue 21): request_round_trip = 2·latency and port_hold = latency of the
+///   link from the parent (the simulator's behaviour), buffer = run.buffer.
 ///
 /// Throws std::invalid_argument naming the node (or application) and the field for a
 /// zero, negative or NaN bandwidth, speed, measured duration, weight or max_out_bandwidth;
@@ -101,7 +117,9 @@ PlatformModel model_from_experiment(const model::Experiment& experiment,
 /// (calibration `cores` > 0), else the experiment's, and its measured aggregate output
 /// (`out_bandwidth`) as its max_out_bandwidth (used by the multi-port model), and the
 /// calibration's hosts: which nodes share a machine, their CPU shares and pinned CPUs,
-/// the machine's cores and its measured CPU cost per byte moved.
+/// the machine's cores and its measured CPU cost per byte moved; a measured link round
+/// trip (`link_round_trip`) sets request_round_trip and port_hold (the ZeroMQ adapter's
+/// one-port waits for the child's acknowledgement).
 PlatformModel model_from_calibration(model::Experiment experiment, const model::Calibration& calibration);
 
 /// Checks the invariants documented on PlatformModel (tree order, positive bandwidths and

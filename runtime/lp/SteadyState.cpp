@@ -145,13 +145,18 @@ LpProblem build_steady_state_lp(const PlatformModel& m, SteadyStateVariables& va
   for (std::size_t u = 0; u < n; ++u) {
     if (m.comm_model == model::CommModel::one_port) {
       // One-port (LP (3) fourth line): u sends to one child at a time,
-      //   Σ_{v∈Γ(u)} Σ_k sent_{u→v}^(k) · b(k) / b_v <= 1.
+      //   Σ_{v∈Γ(u)} Σ_k sent_{u→v}^(k) · (b(k) / b_v + hold_v) <= 1,
+      // hold_v the seconds the port stays busy per task beyond the bytes (latency in the
+      // simulator, the acknowledgement's round trip for real; issue 21, docs/lp.md
+      // "Latency"; 0 in the paper's model).
       row.clear();
       for (std::size_t v : children[u]) {
         const double bw = m.nodes[v].link_bandwidth;
+        const double hold = m.nodes[v].port_hold;
         for (std::size_t k = 0; k < kk; ++k) {
-          if (var.sent[v][k] == none || m.apps[k].bytes == 0.0 || std::isinf(bw)) continue;
-          row.push_back({var.sent[v][k], m.apps[k].bytes / bw});
+          if (var.sent[v][k] == none) continue;
+          const double busy = (m.apps[k].bytes == 0.0 || std::isinf(bw) ? 0.0 : m.apps[k].bytes / bw) + hold;
+          if (busy > 0.0) row.push_back({var.sent[v][k], busy});
         }
       }
       if (!row.empty()) lp.add_row(row, -lp_infinity, 1.0);
@@ -183,6 +188,24 @@ LpProblem build_steady_state_lp(const PlatformModel& m, SteadyStateVariables& va
       if (!row.empty()) lp.add_row(row, -lp_infinity, 1.0);
     }
   }
+  // Latency with a finite buffer (issue 21, docs/lp.md "Latency"): node v holds or has
+  // requested at most B tasks, and a requested task is in flight for its request's round
+  // trip plus its own transfer, so by Little's law
+  //   Σ_k sent_v^(k) · (rtt_v + b(k) / b_v) <= B.
+  if (m.buffer > 0) {
+    for (std::size_t v = 1; v < n; ++v) {
+      const double rtt = m.nodes[v].request_round_trip;
+      if (!(rtt > 0.0)) continue;
+      const double bw = m.nodes[v].link_bandwidth;
+      row.clear();
+      for (std::size_t k = 0; k < kk; ++k) {
+        if (var.sent[v][k] == none) continue;
+        const double transfer = m.apps[k].bytes == 0.0 || std::isinf(bw) ? 0.0 : m.apps[k].bytes / bw;
+        row.push_back({var.sent[v][k], (rtt + transfer) / static_cast<double>(m.buffer)});
+      }
+      if (!row.empty()) lp.add_row(row, -lp_infinity, 1.0);
+    }
+  }
   // Objective, max-min form: α(k) - w(k)·T >= 0 for every k. By conservation at the
   // root's children, α(k) = α_0^(k) + Σ_{v∈Γ(0)} sent_{0→v}^(k): a short row instead of
   // one with every α_u^(k).
@@ -208,6 +231,7 @@ std::string_view to_string(Resource resource) {
     case Resource::link: return "link";
     case Resource::port: return "port";
     case Resource::out_bandwidth: return "out_bandwidth";
+    case Resource::buffer: return "buffer";
   }
   return "?";
 }
@@ -285,7 +309,9 @@ Solution solve(const PlatformModel& m, LpSolver& solver, const SolveOptions& opt
   }
   for (std::size_t u = 1; u < n; ++u) {
     if (m.comm_model == model::CommModel::one_port) {
-      s.port_utilisation[m.nodes[u].parent] += s.link_utilisation[u];
+      double hold = 0.0;
+      for (std::size_t k = 0; k < kk; ++k) hold += s.sent[u][k] * m.nodes[u].port_hold;
+      s.port_utilisation[m.nodes[u].parent] += s.link_utilisation[u] + hold;
     }
   }
   if (m.comm_model == model::CommModel::multi_port) {
@@ -310,10 +336,22 @@ Solution solve(const PlatformModel& m, LpSolver& solver, const SolveOptions& opt
     }
   }
   for (std::size_t h = 0; h < m.hosts.size(); ++h) s.host_utilisation[h] /= m.hosts[h].cores;
+  s.buffer_utilisation.assign(n, 0.0);
+  for (std::size_t u = 1; u < n && m.buffer > 0; ++u) {
+    const auto& node = m.nodes[u];
+    if (!(node.request_round_trip > 0.0)) continue;
+    double in_flight = 0.0;
+    for (std::size_t k = 0; k < kk; ++k) {
+      const double transfer = m.apps[k].bytes == 0.0 || std::isinf(node.link_bandwidth) ? 0.0 : m.apps[k].bytes / node.link_bandwidth;
+      in_flight += s.sent[u][k] * (node.request_round_trip + transfer);
+    }
+    s.buffer_utilisation[u] = in_flight / static_cast<double>(m.buffer);
+  }
   const double th = options.saturation_threshold;
   for (std::size_t u = 0; u < n; ++u) {
     if (s.cpu_utilisation[u] >= th) s.saturated.push_back({u, Resource::cpu, s.cpu_utilisation[u]});
     if (s.link_utilisation[u] >= th) s.saturated.push_back({u, Resource::link, s.link_utilisation[u]});
+    if (s.buffer_utilisation[u] >= th) s.saturated.push_back({u, Resource::buffer, s.buffer_utilisation[u]});
     if (s.port_utilisation[u] >= th) {
       s.saturated.push_back({u,
                              m.comm_model == model::CommModel::one_port ? Resource::port

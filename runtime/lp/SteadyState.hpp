@@ -30,9 +30,10 @@ enum class Resource {
   link,           ///< The link from the node's parent (its bandwidth).
   port,           ///< One-port: the node's single outgoing port (all sends share it).
   out_bandwidth,  ///< Multi-port: the node's max_out_bandwidth bound.
+  buffer,         ///< The node's buffer B against its request round trip (docs/lp.md, "Latency").
 };
 
-/// "cpu", "link", "port", "out_bandwidth".
+/// "cpu", "link", "port", "out_bandwidth", "buffer".
 std::string_view to_string(Resource resource);
 
 /// A resource used at (1 - 1e-6) of its capacity or more in the optimum.
@@ -67,12 +68,16 @@ struct Solution {
   /// Σ_k sent_u^(k) · b(k) / b_u: busy fraction of the link from u's parent (0 for the
   /// root and for loopback links).
   std::vector<double> link_utilisation;
-  /// Per node: one-port, Σ_{v child} link_utilisation_v (busy fraction of u's out-port);
+  /// Per node: one-port, Σ_{v child} (link_utilisation_v + Σ_k sent_v^(k)·port_hold_v)
+  /// (busy fraction of u's out-port);
   /// multi-port, total outgoing bytes/s / max_out_bandwidth_u (0 when unbounded).
   std::vector<double> port_utilisation;
   /// Per host of PlatformModel::hosts: CPU-seconds per second its nodes' tasks and
   /// transfers use, over its cores (docs/lp.md, "Hosts").
   std::vector<double> host_utilisation;
+  /// Per node: Σ_k sent_u^(k)·(request_round_trip_u + b(k)/b_u) / B, the tasks in
+  /// flight to it over its buffer (0 when B or the round trip is 0; docs/lp.md "Latency").
+  std::vector<double> buffer_utilisation;
   /// Tight resources, ordered by node then resource.
   std::vector<Saturation> saturated;
   double build_seconds = 0.0;   ///< Wall time building the LP.

@@ -96,6 +96,7 @@ nlohmann::json to_json(const PlatformModel& m, const Solution& s) {
                         {"cpu_utilisation", s.cpu_utilisation[u]},
                         {"link_utilisation", s.link_utilisation[u]},
                         {"port_utilisation", s.port_utilisation[u]},
+                        {"buffer_utilisation", u < s.buffer_utilisation.size() ? s.buffer_utilisation[u] : 0.0},
                         {"saturated", saturated_of(s, u)}};
     node["parent"] = m.nodes[u].parent < 0 ? nlohmann::json(nullptr)
                                            : nlohmann::json(m.nodes[m.nodes[u].parent].name);
@@ -145,7 +146,11 @@ void print_report(std::ostream& out, const PlatformModel& m, const Solution& s) 
          "none or loopback); "
       << (one_port ? "port: of its one-port output (all sends to children)"
                    : "out: of its max_out_bandwidth (0% when unbounded)")
-      << ". saturated: used at >= 99.9999% in the optimum.\n";
+      << ". saturated: used at >= 99.9999% in the optimum"
+      << (m.buffer > 0 ? " (buffer: the node's " + std::to_string(m.buffer) +
+                             "-task buffer cannot cover its request round trip; docs/lp.md \"Latency\")"
+                       : std::string())
+      << ".\n";
 }
 
 }  // namespace treefarm::lp

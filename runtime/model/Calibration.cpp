@@ -124,7 +124,8 @@ Calibration parse_calibration(const std::string& text, const std::string& path) 
   }
 
   c.named_objects(c.member(doc, "nodes", ""), "nodes",
-                  {"name", "cores", "link_bandwidth", "out_bandwidth", "task_seconds", "host", "cpus", "cpu_share"},
+                  {"name", "cores", "link_bandwidth", "out_bandwidth", "task_seconds", "host", "cpus", "cpu_share",
+                   "link_bandwidth_min", "link_bandwidth_max", "link_round_trip"},
                   [&](const Json& node, const std::string& prefix, const std::string& name) {
     NodeCalibration nc;
     const Json& cores = c.member(node, "cores", prefix);
@@ -136,6 +137,17 @@ Calibration parse_calibration(const std::string& text, const std::string& path) 
       nc.link_bandwidth = c.positive(*it, prefix + "link_bandwidth", "bytes/s");
     if (const auto it = node.find("out_bandwidth"); it != node.end() && !it->is_null())
       nc.out_bandwidth = c.positive(*it, prefix + "out_bandwidth", "bytes/s");
+    if (const auto it = node.find("link_bandwidth_min"); it != node.end() && !it->is_null())
+      nc.link_bandwidth_min = c.positive(*it, prefix + "link_bandwidth_min", "bytes/s");
+    if (const auto it = node.find("link_bandwidth_max"); it != node.end() && !it->is_null())
+      nc.link_bandwidth_max = c.positive(*it, prefix + "link_bandwidth_max", "bytes/s");
+    if (nc.link_bandwidth_min && nc.link_bandwidth_max && *nc.link_bandwidth_min > *nc.link_bandwidth_max)
+      c.fail(prefix + "link_bandwidth_min", "is larger than link_bandwidth_max");
+    if (const auto it = node.find("link_round_trip"); it != node.end() && !it->is_null()) {
+      if (!it->is_number() || !std::isfinite(it->get<double>()) || it->get<double>() < 0)
+        c.fail(prefix + "link_round_trip", "expected seconds (a number >= 0), got " + it->dump());
+      nc.link_round_trip = it->get<double>();
+    }
     if (const auto it = node.find("task_seconds"); it != node.end()) {
       if (!it->is_object())
         c.fail(prefix + "task_seconds",
@@ -288,6 +300,9 @@ std::string to_json(const Calibration& calibration) {
     Json node = {{"name", name}, {"cores", nc.cores}};
     if (nc.link_bandwidth) node["link_bandwidth"] = *nc.link_bandwidth;
     if (nc.out_bandwidth) node["out_bandwidth"] = *nc.out_bandwidth;
+    if (nc.link_bandwidth_min) node["link_bandwidth_min"] = *nc.link_bandwidth_min;
+    if (nc.link_bandwidth_max) node["link_bandwidth_max"] = *nc.link_bandwidth_max;
+    if (nc.link_round_trip) node["link_round_trip"] = *nc.link_round_trip;
     if (!nc.host.empty()) node["host"] = nc.host;
     if (!nc.cpus.empty()) node["cpus"] = nc.cpus;
     if (nc.cpu_share != 1.0) node["cpu_share"] = nc.cpu_share;

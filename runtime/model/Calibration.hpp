@@ -24,6 +24,14 @@ struct NodeCalibration {
   /// bytes/s of the link from the parent, measured (absent for the master or if not
   /// measured). > 0.
   std::optional<double> link_bandwidth;
+  /// bytes/s: the slowest and the fastest of the link's probe rounds, link_bandwidth
+  /// being their median (absent: one round, or a round too fast to resolve). The
+  /// prediction interval of `treefarm predict` comes from them (issue 21).
+  std::optional<double> link_bandwidth_min, link_bandwidth_max;
+  /// seconds: the round trip of a 1-byte message over the link from the parent (median
+  /// over the probe rounds, >= 0); what bounds a child's rate with a finite buffer
+  /// (docs/lp.md, "Latency").
+  std::optional<double> link_round_trip;
   /// bytes/s this node sends to all its children together, measured by probing them at
   /// once (nodes with two or more children): the cap of the bounded multi-port model.
   std::optional<double> out_bandwidth;

@@ -127,7 +127,13 @@ struct ProbeAck { std::uint32_t seq = 0; };
 struct Measure {
   /// fallbacks: choices the node's policy made outside its own rule (Policy::fallbacks),
   /// sent once at the end of a run, before Bye (issue 21).
-  enum class What : std::uint8_t { task_seconds = 0, link_bandwidth = 1, out_bandwidth = 2, fallbacks = 3 };
+  /// link_bandwidth is the median of the link's probe rounds; link_bandwidth_min/max
+  /// their smallest and largest (bytes/s), link_round_trip the median of their 1-byte
+  /// round trips (seconds); all four are sent for a link, the median last (issue 21).
+  enum class What : std::uint8_t {
+    task_seconds = 0, link_bandwidth = 1, out_bandwidth = 2, fallbacks = 3,
+    link_bandwidth_min = 4, link_bandwidth_max = 5, link_round_trip = 6
+  };
   std::string node;               ///< Node measured (link: the child end; out_bandwidth: the sender).
   std::string app;                ///< Application (task_seconds only).
   What what = What::task_seconds;

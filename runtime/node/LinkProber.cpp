@@ -1,25 +1,49 @@
 #include "runtime/node/LinkProber.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 
 namespace treefarm::node {
+
+namespace {
+constexpr double inf = std::numeric_limits<double>::infinity();
+
+double median_of(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  if (n == 0) return 0;
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+double finite_or_zero(double x) { return std::isfinite(x) ? x : 0.0; }
+}  // namespace
+
+BandwidthSummary summarize_bandwidths(std::vector<double> samples) {
+  if (samples.empty()) return {};
+  for (double& s : samples)
+    if (!(s > 0)) s = inf;  // too fast to resolve
+  const auto [lo, hi] = std::minmax_element(samples.begin(), samples.end());
+  return {finite_or_zero(median_of(samples)), finite_or_zero(*lo), finite_or_zero(*hi)};
+}
 
 LinkProber::LinkProber(std::string node, Payload small, Payload big, Send send, Report report)
     : node_(std::move(node)), small_(std::move(small)), big_(std::move(big)), send_(std::move(send)), report_(std::move(report)) {}
 
 void LinkProber::child_joined(PeerId peer, const std::string& name, double now) {
-  children_[peer] = name;
+  children_[peer] = Link{name, {}, {}};
   queue_.push_back(peer);
   if (!current_ && !fanout_) next(now);
 }
 
 void LinkProber::child_left(PeerId peer, double now) {
   children_.erase(peer);
-  if (fanout_) {  // its acknowledgements will not come: measure again without it
+  if (fanout_ || !fanout_samples_.empty()) {  // its acknowledgements will not come: measure again without it
     fanout_.reset();
+    fanout_samples_.clear();
     fanout_children_ = 0;
   }
-  if (current_ && current_->first == peer) current_.reset();
+  if (current_ && current_->peer == peer) current_.reset();
   if (!current_) next(now);
 }
 
@@ -29,20 +53,20 @@ void LinkProber::next(double now) {
     const PeerId peer = queue_.front();
     queue_.pop_front();
     if (!children_.contains(peer)) continue;
-    current_.emplace(peer, Probe{});
-    send_probe(peer, current_->second, now);
+    current_.emplace(Round{peer, 0, 0, 0, -1});
+    send_probe(*current_, now);
     return;
   }
   start_fanout(now);
 }
 
-void LinkProber::send_probe(PeerId peer, Probe& probe, double now) {
-  probe.sent_at = now;
-  if (probe.small_done < small_probes) {
-    send_(peer, ++probe.seq, small_);
+void LinkProber::send_probe(Round& round, double now) {
+  round.sent_at = now;
+  if (round.small_done < small_probes) {
+    send_(round.peer, ++round.seq, small_);
     return;
   }
-  for (int i = 0; i < big_probes; ++i) send_(peer, ++probe.seq, big_);
+  for (int i = 0; i < big_probes; ++i) send_(round.peer, ++round.seq, big_);
 }
 
 void LinkProber::on_ack(PeerId peer, std::uint32_t seq, double now) {
@@ -50,30 +74,49 @@ void LinkProber::on_ack(PeerId peer, std::uint32_t seq, double now) {
     on_fanout_ack(peer, now);
     return;
   }
-  if (!current_ || current_->first != peer) return;
-  Probe& p = current_->second;
-  if (seq != p.seq) return;  // wait for the last of the stream
-  if (p.small_done < small_probes) {
-    const double rtt = now - p.sent_at;
-    p.overhead = p.overhead < 0 ? rtt : std::min(p.overhead, rtt);
-    ++p.small_done;
-    send_probe(peer, p, now);
+  if (!current_ || current_->peer != peer) return;
+  Round& r = *current_;
+  if (seq != r.seq) return;  // wait for the last of the stream
+  if (r.small_done < small_probes) {
+    const double rtt = now - r.sent_at;
+    r.overhead = r.overhead < 0 ? rtt : std::min(r.overhead, rtt);
+    ++r.small_done;
+    send_probe(r, now);
     return;
   }
-  overhead_ = overhead_ > 0 ? std::min(overhead_, p.overhead) : p.overhead;
-  const double transfer = now - p.sent_at - p.overhead;
+  finish_round(r, now);
+}
+
+void LinkProber::finish_round(Round& r, double now) {
+  const PeerId peer = r.peer;
+  Link& link = children_.at(peer);
+  overhead_ = overhead_ > 0 ? std::min(overhead_, r.overhead) : r.overhead;
+  const double transfer = now - r.sent_at - r.overhead;
   const double bytes = static_cast<double>(big_->size()) * big_probes;
-  const double bandwidth = transfer > 0 ? bytes / transfer : 0;
-  report_(net::msg::Measure{children_[peer], "", net::msg::Measure::What::link_bandwidth, bandwidth});
+  link.bandwidths.push_back(transfer > 0 ? bytes / transfer : 0);
+  link.round_trips.push_back(std::max(0.0, r.overhead));
   current_.reset();
+  if (link.bandwidths.size() < static_cast<std::size_t>(rounds)) {
+    queue_.push_back(peer);  // its next round after the other children's
+  } else {
+    using What = net::msg::Measure::What;
+    const auto s = summarize_bandwidths(link.bandwidths);
+    // The median last: the master counts a link as measured when it arrives, and
+    // messages up the tree keep their order.
+    report_(net::msg::Measure{link.name, "", What::link_round_trip, median_of(link.round_trips)});
+    report_(net::msg::Measure{link.name, "", What::link_bandwidth_min, s.min});
+    report_(net::msg::Measure{link.name, "", What::link_bandwidth_max, s.max});
+    report_(net::msg::Measure{link.name, "", What::link_bandwidth, s.median});
+  }
   next(now);
 }
 
 void LinkProber::start_fanout(double now) {
   if (children_.size() < 2 || children_.size() == fanout_children_) return;
+  if (fanout_samples_children_ != children_.size()) fanout_samples_.clear();  // a child joined since
+  fanout_samples_children_ = children_.size();
   fanout_ = Fanout{now, children_.size() * big_probes, 0, {}, false};
-  fanout_children_ = children_.size();
-  for (const auto& [peer, name] : children_)
+  for (const auto& [peer, link] : children_)
     for (int i = 0; i < big_probes; ++i) send_(peer, fanout_bit | static_cast<std::uint32_t>(i), big_);
 }
 
@@ -82,14 +125,20 @@ void LinkProber::start_fanout(double now) {
 void LinkProber::on_fanout_ack(PeerId peer, double now) {
   if (!fanout_) return;
   ++fanout_->received;
-  if (++fanout_->acks[peer] == big_probes && !fanout_->reported) {
-    fanout_->reported = true;
+  if (++fanout_->acks[peer] == big_probes && !fanout_->sampled) {
+    fanout_->sampled = true;
     const double transfer = now - fanout_->sent_at - overhead_;
     const double bytes = static_cast<double>(big_->size()) * static_cast<double>(fanout_->received);
-    report_(net::msg::Measure{node_, "", net::msg::Measure::What::out_bandwidth, transfer > 0 ? bytes / transfer : 0});
+    fanout_samples_.push_back(transfer > 0 ? bytes / transfer : 0);
   }
   if (fanout_->received < fanout_->expected) return;
   fanout_.reset();
+  if (fanout_samples_.size() >= static_cast<std::size_t>(rounds)) {
+    fanout_children_ = children_.size();
+    report_(net::msg::Measure{node_, "", net::msg::Measure::What::out_bandwidth,
+                              summarize_bandwidths(fanout_samples_).median});
+    fanout_samples_.clear();
+  }
   next(now);
 }
 

@@ -192,10 +192,17 @@ void NodeDriver::configure(const net::msg::Welcome& w, double now) {
         opt_.name, transport_.probe_payload(1), transport_.probe_payload(probe_bytes),
         [this](PeerId peer, std::uint32_t seq, const Payload& p) { transport_.send_child(peer, net::msg::Probe{seq}, p); },
         [this](const net::msg::Measure& m) {
-          spdlog::info("{}: {} {:.3g} bytes/s", opt_.name,
-                       m.what == net::msg::Measure::What::link_bandwidth ? "link to '" + m.node + "' carries"
-                                                                          : "sends to all its children together",
-                       m.value);
+          using What = net::msg::Measure::What;
+          if (m.what == What::link_round_trip)
+            spdlog::info("{}: link to '{}': round trip {:.3g} s", opt_.name, m.node, m.value);
+          else if (m.what == What::link_bandwidth_min || m.what == What::link_bandwidth_max)
+            spdlog::info("{}: link to '{}': {} round {:.3g} bytes/s", opt_.name, m.node,
+                         m.what == What::link_bandwidth_min ? "slowest" : "fastest", m.value);
+          else
+            spdlog::info("{}: {} {:.3g} bytes/s (median of {} rounds)", opt_.name,
+                         m.what == What::link_bandwidth ? "link to '" + m.node + "' carries"
+                                                        : "sends to all its children together",
+                         m.value, LinkProber::rounds);
           report(m);
         });
   }

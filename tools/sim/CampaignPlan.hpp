@@ -23,7 +23,7 @@ struct Platform {
   model::Experiment experiment;       ///< 200 tasks per app, buffer 10, as generated.
   std::size_t depth = 0;              ///< Of the generated tree (master = 0).
   std::size_t widest = 0;             ///< Most children of a node in the generated tree.
-  double lp_optimum = 0;              ///< LP (3): max-min fair throughput, tasks/s.
+  double lp_optimum = 0;              ///< LP (3) without latency (the paper's): max-min fair throughput, tasks/s.
   double cgbc_theoretical = 0;        ///< Bandwidth-centric on the macro-task, tasks/s.
   double data_centric_theoretical = 0;///< DataCentricPlanner on the true platform, tasks/s.
 };

@@ -22,6 +22,9 @@ Calibration sample() {
   c.nodes["w1"].cores = 4;
   c.nodes["w1"].link_bandwidth = 117.3e6;
   c.nodes["w1"].task_seconds = {{"mm", 0.1234567890123}, {"add", 3.3e-4}};
+  c.nodes["w1"].link_bandwidth_min = 9.5e7;  // issue 21: the probe rounds' spread
+  c.nodes["w1"].link_bandwidth_max = 1.21e8;
+  c.nodes["w1"].link_round_trip = 2.5e-4;
   return c;
 }
 
@@ -95,6 +98,13 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"zero bandwidth",
                 HEAD "[{\"name\": \"a\", \"cores\": 1, \"link_bandwidth\": 0}]}", 0,
                 "nodes[0].link_bandwidth", "> 0"},
+        BadCase{"slowest round above the fastest",
+                HEAD "[{\"name\": \"a\", \"cores\": 1, \"link_bandwidth\": 2, \"link_bandwidth_min\": 3,"
+                     " \"link_bandwidth_max\": 2.5}]}",
+                0, "nodes[0].link_bandwidth_min", "larger than link_bandwidth_max"},
+        BadCase{"negative round trip",
+                HEAD "[{\"name\": \"a\", \"cores\": 1, \"link_round_trip\": -1}]}", 0,
+                "nodes[0].link_round_trip", ">= 0"},
         BadCase{"missing cores", HEAD "[{\"name\": \"a\"}]}", 0, "nodes[0].cores",
                 "missing required key"},
         BadCase{"duplicate node",

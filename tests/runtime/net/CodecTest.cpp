@@ -577,7 +577,7 @@ TEST(CodecRejects, PolicyPayloadOverTheLimit) {
 TEST(CodecRejects, MeasureFieldsOutOfRange) {
   EXPECT_NO_THROW((void)decode_frame(make_frame(Kind::measure, measure_body(1, 1e9)), 0));
   EXPECT_NO_THROW((void)decode_frame(make_frame(Kind::measure, measure_body(3, 7.0)), 0));  // fallbacks (issue 21)
-  expect_rejected(make_frame(Kind::measure, measure_body(4, 1.0)), 0, "Measure of unknown kind 4");
+  expect_rejected(make_frame(Kind::measure, measure_body(7, 1.0)), 0, "Measure of unknown kind 7");
   EXPECT_NO_THROW((void)decode_frame(make_frame(Kind::measure, measure_body(2, 1e9)), 0));  // out_bandwidth
   expect_rejected(make_frame(Kind::measure, measure_body(0, -1.0)), 0, "negative value");
   expect_rejected(make_frame(Kind::measure, measure_body(0, std::numeric_limits<double>::quiet_NaN())), 0,

@@ -3,8 +3,12 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
+
 namespace treefarm::node {
 namespace {
+
+using What = net::msg::Measure::What;
 
 struct Probed {
   std::vector<std::tuple<PeerId, std::uint32_t, std::size_t>> sent;
@@ -18,48 +22,90 @@ struct Probed {
     sent.clear();
     for (auto& [peer, seq, size] : batch) prober.on_ack(peer, seq, now);
   }
+  /// One round on one child: ping-pongs of `rtt` seconds, then the 8 big probes
+  /// acknowledged `stream` seconds after they went. Returns the time after it.
+  double round(double now, double rtt, double stream) {
+    for (int i = 0; i < LinkProber::small_probes; ++i) {
+      EXPECT_EQ(sent.size(), 1u);
+      if (!sent.empty()) {
+        EXPECT_EQ(std::get<2>(sent[0]), 1u);
+      }
+      now += rtt;
+      ack_all(now);
+    }
+    EXPECT_EQ(sent.size(), static_cast<std::size_t>(LinkProber::big_probes));
+    now += stream;
+    ack_all(now);
+    return now;
+  }
+  std::optional<double> value(What what, const std::string& node) const {
+    for (const auto& m : reports)
+      if (m.what == what && m.node == node) return m.value;
+    return std::nullopt;
+  }
 };
 
 TEST(LinkProber, MeasuresOneLinkFromStreamedProbesMinusTheRoundTrip) {
   Probed p;
   p.prober.child_joined(PeerId{1}, "c", 0.0);
   double now = 0;
-  for (int i = 0; i < LinkProber::small_probes; ++i) {
-    ASSERT_EQ(p.sent.size(), 1u);
-    EXPECT_EQ(std::get<2>(p.sent[0]), 1u);
-    now += 0.001;  // 1 ms round trip
-    p.ack_all(now);
+  // 8 × 1000 bytes acknowledged 8 ms + 1 ms overhead later: 1e6 bytes/s, every round.
+  for (int r = 0; r < LinkProber::rounds; ++r) {
+    EXPECT_TRUE(p.reports.empty()) << "reported after " << r << " rounds";
+    now = p.round(now, 0.001, 0.009);
   }
-  ASSERT_EQ(p.sent.size(), static_cast<std::size_t>(LinkProber::big_probes));
-  // 8 × 1000 bytes acknowledged 8 ms + 1 ms overhead later: 1e6 bytes/s.
-  now += 0.009;
-  p.ack_all(now);
-  ASSERT_EQ(p.reports.size(), 1u);
-  EXPECT_EQ(p.reports[0].node, "c");
-  EXPECT_EQ(p.reports[0].what, net::msg::Measure::What::link_bandwidth);
-  EXPECT_NEAR(p.reports[0].value, 1e6, 1e3);
+  ASSERT_EQ(p.reports.size(), 4u);
+  EXPECT_EQ(p.reports.back().what, What::link_bandwidth) << "the median must come last: the master counts it";
+  EXPECT_EQ(p.reports.back().node, "c");
+  EXPECT_NEAR(*p.value(What::link_bandwidth, "c"), 1e6, 1e3);
+  EXPECT_NEAR(*p.value(What::link_bandwidth_min, "c"), 1e6, 1e3);
+  EXPECT_NEAR(*p.value(What::link_bandwidth_max, "c"), 1e6, 1e3);
+  EXPECT_NEAR(*p.value(What::link_round_trip, "c"), 0.001, 1e-9);
+  EXPECT_TRUE(p.sent.empty()) << "one child: no fan-out";
 }
 
-TEST(LinkProber, OneChildAtATimeThenAllTogether) {
+TEST(LinkProber, ReportsTheMedianRoundAndTheSpread) {
+  Probed p;
+  p.prober.child_joined(PeerId{1}, "c", 0.0);
+  double now = 0;
+  // Streams of 8000 bytes in (stream - 1 ms): 8e6, 1e6 (descheduled), 4e6, 2e6, 8e5.
+  const double streams[] = {0.002, 0.009, 0.003, 0.005, 0.011};
+  const double rtts[] = {0.001, 0.001, 0.001, 0.001, 0.001};
+  for (int r = 0; r < LinkProber::rounds; ++r) now = p.round(now, rtts[r], streams[r]);
+  EXPECT_NEAR(*p.value(What::link_bandwidth, "c"), 2e6, 1e3) << "the median, not the mean (3.16e6) nor the last";
+  EXPECT_NEAR(*p.value(What::link_bandwidth_min, "c"), 8e5, 1e3);
+  EXPECT_NEAR(*p.value(What::link_bandwidth_max, "c"), 8e6, 1e3);
+}
+
+TEST(LinkProber, RoundsAlternateBetweenChildrenThenAllTogether) {
   Probed p;
   p.prober.child_joined(PeerId{1}, "a", 0.0);
   p.prober.child_joined(PeerId{2}, "b", 0.0);
-  for (const auto& s : p.sent) EXPECT_EQ(std::get<0>(s), PeerId{1}) << "probed two links at once";
+  std::vector<std::uint32_t> order;  // which child each round probed
   double now = 0;
-  while (p.reports.size() < 2 && now < 1) {
-    now += 0.001;
+  for (int r = 0; r < 2 * LinkProber::rounds; ++r) {
+    ASSERT_FALSE(p.sent.empty());
+    std::set<std::uint32_t> peers;
+    for (const auto& s : p.sent) peers.insert(std::get<0>(s).value);
+    ASSERT_EQ(peers.size(), 1u) << "probed two links at once";
+    order.push_back(*peers.begin());
+    now = p.round(now, 0.001, 0.009);
+  }
+  EXPECT_EQ(order, (std::vector<std::uint32_t>{1, 2, 1, 2, 1, 2, 1, 2, 1, 2}));
+  ASSERT_TRUE(p.value(What::link_bandwidth, "a"));
+  ASSERT_TRUE(p.value(What::link_bandwidth, "b"));
+  // Then the fan-out: both children at once, `rounds` times, one report.
+  for (int r = 0; r < LinkProber::rounds; ++r) {
+    std::set<std::uint32_t> peers;
+    for (const auto& s : p.sent) peers.insert(std::get<0>(s).value);
+    ASSERT_EQ(peers, (std::set<std::uint32_t>{1, 2})) << "fan-out round " << r;
+    EXPECT_FALSE(p.value(What::out_bandwidth, "p"));
+    now += 0.016;
     p.ack_all(now);
   }
-  ASSERT_EQ(p.reports.size(), 2u);
-  // Then the fan-out: both children at once.
-  std::set<std::uint32_t> peers;
-  for (const auto& s : p.sent) peers.insert(std::get<0>(s).value);
-  EXPECT_EQ(peers, (std::set<std::uint32_t>{1, 2}));
-  now += 0.016;
-  p.ack_all(now);
-  ASSERT_EQ(p.reports.size(), 3u);
-  EXPECT_EQ(p.reports[2].what, net::msg::Measure::What::out_bandwidth);
-  EXPECT_GT(p.reports[2].value, 0);
+  ASSERT_TRUE(p.value(What::out_bandwidth, "p"));
+  EXPECT_GT(*p.value(What::out_bandwidth, "p"), 0);
+  EXPECT_TRUE(p.sent.empty());
 }
 
 TEST(LinkProber, AChildThatLeavesMidProbeDoesNotStallTheOthers) {
@@ -70,6 +116,15 @@ TEST(LinkProber, AChildThatLeavesMidProbeDoesNotStallTheOthers) {
   p.prober.child_left(PeerId{1}, 0.1);
   ASSERT_FALSE(p.sent.empty());
   EXPECT_EQ(std::get<0>(p.sent[0]), PeerId{2});
+}
+
+TEST(BandwidthSummary, UnresolvedRoundsCountAsInfinitelyFast) {
+  const auto s = summarize_bandwidths({3e6, 0, 1e6, 0, 0});
+  EXPECT_EQ(s.median, 0) << "three of five rounds unresolved: the median is too";
+  EXPECT_EQ(s.min, 1e6);
+  EXPECT_EQ(s.max, 0);
+  const auto t = summarize_bandwidths({3e6, 0, 1e6, 2e6});
+  EXPECT_EQ(t.median, 2.5e6);
 }
 
 }  // namespace

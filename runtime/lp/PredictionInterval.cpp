@@ -1,0 +1,46 @@
+#include "runtime/lp/PredictionInterval.hpp"
+
+#include <algorithm>
+
+#include "runtime/lp/SteadyState.hpp"
+
+namespace treefarm::lp {
+
+model::Calibration calibration_at_end(model::Calibration calibration, bool optimistic) {
+  for (auto& [name, nc] : calibration.nodes) {
+    if (optimistic) {
+      if (!nc.link_bandwidth) continue;  // already unconstrained
+      // No fastest round: it was too fast to resolve; the link is unconstrained then.
+      if (nc.link_bandwidth_max)
+        nc.link_bandwidth = std::max(*nc.link_bandwidth, *nc.link_bandwidth_max);
+      else if (nc.link_bandwidth_min)
+        nc.link_bandwidth.reset();
+    } else if (nc.link_bandwidth_min) {
+      // A median too fast to resolve (no link_bandwidth) with a slowest round that was
+      // resolved: the pessimistic end is that round.
+      nc.link_bandwidth = nc.link_bandwidth ? std::min(*nc.link_bandwidth, *nc.link_bandwidth_min) : *nc.link_bandwidth_min;
+    }
+  }
+  for (auto& [name, h] : calibration.hosts) {
+    const double half = std::clamp(h.comm_cpu_spread / 2, 0.0, 1.0);
+    h.comm_cpu_seconds_per_byte *= optimistic ? 1.0 - half : 1.0 + half;
+  }
+  return calibration;
+}
+
+PredictionInterval prediction_interval(const model::Experiment& experiment, const model::Calibration& calibration) {
+  PredictionInterval out;
+  out.median = solve(model_from_calibration(experiment, calibration)).fair_throughput;
+  out.low = solve(model_from_calibration(experiment, calibration_at_end(calibration, false))).fair_throughput;
+  out.high = solve(model_from_calibration(experiment, calibration_at_end(calibration, true))).fair_throughput;
+  for (const auto& [name, nc] : calibration.nodes)
+    if (nc.link_bandwidth_min || nc.link_bandwidth_max) out.has_spread = true;
+  for (const auto& [name, h] : calibration.hosts)
+    if (h.comm_cpu_spread > 0) out.has_spread = true;
+  // The LP is solved to a tolerance: keep the three in order.
+  out.low = std::min(out.low, out.median);
+  out.high = std::max(out.high, out.median);
+  return out;
+}
+
+}  // namespace treefarm::lp

@@ -1,0 +1,35 @@
+#pragma once
+/// @file PredictionInterval.hpp
+/// The interval a calibrated prediction carries (issue 21): the LP optimum solved again
+/// with every measured figure at the pessimistic and at the optimistic end of its own
+/// spread. Links: the slowest and the fastest of their probe rounds
+/// (NodeCalibration::link_bandwidth_min/max; a fastest round too fast to resolve is an
+/// unconstrained link); hosts: the CPU cost of a byte at median·(1 ± spread/2). Task
+/// durations are medians of their repetitions with no spread recorded, so they stay.
+/// The LP optimum is monotone in each of these figures, so the two solutions bound
+/// every mix of them.
+
+#include "runtime/lp/PlatformModel.hpp"
+#include "runtime/model/Calibration.hpp"
+#include "runtime/model/Experiment.hpp"
+
+namespace treefarm::lp {
+
+struct PredictionInterval {
+  double low = 0;     ///< tasks/s per unit of weight: every figure at its worst.
+  double median = 0;  ///< tasks/s per unit of weight: the calibration as recorded.
+  double high = 0;    ///< tasks/s per unit of weight: every figure at its best.
+  /// False when the calibration records no spread at all (files written before issue
+  /// 21's repeated probes): low == median == high then says nothing.
+  bool has_spread = false;
+};
+
+/// The calibration with every spread figure at one end: `optimistic` = fastest links,
+/// cheapest bytes; else slowest links, dearest bytes.
+model::Calibration calibration_at_end(model::Calibration calibration, bool optimistic);
+
+/// Solves the max-min LP for the calibration at both ends and as recorded. Throws as
+/// model_from_calibration() does.
+PredictionInterval prediction_interval(const model::Experiment& experiment, const model::Calibration& calibration);
+
+}  // namespace treefarm::lp

@@ -1,0 +1,140 @@
+// Latency in the steady-state LP (issue 21, docs/lp.md "Latency"): a finite buffer
+// against the request round trip (Little's law), and the one-port busy per task beyond
+// its bytes. Optima derived by hand in each test.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <sstream>
+
+#include "runtime/lp/PlatformModel.hpp"
+#include "runtime/lp/SteadyState.hpp"
+#include "runtime/model/Experiment.hpp"
+#include "TestPlatforms.hpp"
+
+namespace treefarm::lp {
+namespace {
+
+using testing::Builder;
+using testing::inf;
+
+bool is_saturated(const Solution& s, std::size_t node, Resource r) {
+  return std::any_of(s.saturated.begin(), s.saturated.end(),
+                     [&](const Saturation& x) { return x.node == node && x.resource == r; });
+}
+
+// A multi-port star: two workers of 10 tasks/s each (0.1 s per task), 1 MB tasks over
+// 100 MB/s links (0.01 s). Without latency: 20 tasks/s. With a 2 s request round trip
+// and B = 10, each link carries at most 10 / (2 + 0.01) tasks/s.
+Builder star(double round_trip, std::uint32_t buffer) {
+  Builder b;
+  b.m.comm_model = model::CommModel::multi_port;
+  b.m.buffer = buffer;
+  b.app("a", 1e6);
+  b.node("m", -1, 0, inf, {inf});
+  b.node("w1", 0, 1, 1e8, {0.1});
+  b.node("w2", 0, 1, 1e8, {0.1});
+  for (std::size_t v = 1; v < 3; ++v) b.m.nodes[v].request_round_trip = round_trip;
+  return b;
+}
+
+TEST(LpLatency, ABufferBoundsTheRateToBOverTheRoundTrip) {
+  const Solution s = solve(star(2.0, 10).m);
+  EXPECT_NEAR(s.fair_throughput, 2 * 10 / 2.01, 1e-6);
+  EXPECT_TRUE(is_saturated(s, 1, Resource::buffer));
+  EXPECT_NEAR(s.buffer_utilisation[1], 1.0, 1e-6);
+  EXPECT_FALSE(is_saturated(s, 1, Resource::cpu));
+}
+
+TEST(LpLatency, ABufferThatCoversTheBandwidthDelayProductDoesNotBind) {
+  // 10 tasks/s × 2.01 s = 20.1 tasks in flight: B = 21 covers it, the cores bind.
+  const Solution s = solve(star(2.0, 21).m);
+  EXPECT_NEAR(s.fair_throughput, 20.0, 1e-6);
+  EXPECT_FALSE(is_saturated(s, 1, Resource::buffer));
+  // No round trip, or no buffer bound: the paper's LP (3).
+  EXPECT_NEAR(solve(star(0.0, 10).m).fair_throughput, 20.0, 1e-6);
+  EXPECT_NEAR(solve(star(2.0, 0).m).fair_throughput, 20.0, 1e-6);
+}
+
+TEST(LpLatency, TheOnePortIsBusyForTheHoldOfEveryTask) {
+  // One-port star, 1 MB over 1 MB/s links: 1 s per task on the port; a hold of 0.25 s
+  // per task (the simulator's latency) makes it 1.25 s: 0.8 tasks/s in all.
+  Builder b;
+  b.app("a", 1e6);
+  b.node("m", -1, 0, inf, {inf});
+  b.node("w1", 0, 1, 1e6, {0.001});
+  b.node("w2", 0, 1, 1e6, {0.001});
+  EXPECT_NEAR(solve(b.m).fair_throughput, 1.0, 1e-6);
+  for (std::size_t v = 1; v < 3; ++v) b.m.nodes[v].port_hold = 0.25;
+  const Solution s = solve(b.m);
+  EXPECT_NEAR(s.fair_throughput, 0.8, 1e-6);
+  EXPECT_NEAR(s.port_utilisation[0], 1.0, 1e-6);
+  EXPECT_TRUE(is_saturated(s, 0, Resource::port));
+}
+
+TEST(LpLatency, ModelFromExperimentTakesLatencyAndBuffer) {
+  const auto ex = model::parse_experiment(R"(
+[[node]]
+name = "m"
+cores = 0
+[[node]]
+name = "w"
+parent = "m"
+cores = 1
+speed = "1Gf"
+bandwidth = "100MBps"
+latency = "1s"
+[[app]]
+name = "a"
+bytes = "1MB"
+flops = "100Mf"
+tasks = 10
+[run]
+buffer = 4
+comm_model = "multi-port"
+)", "t.toml");
+  const auto m = model_from_experiment(ex);
+  EXPECT_EQ(m.buffer, 4u);
+  EXPECT_DOUBLE_EQ(m.nodes[1].request_round_trip, 2.0);
+  EXPECT_DOUBLE_EQ(m.nodes[1].port_hold, 1.0);
+  // 4 / (2 + 0.01) = 1.99 tasks/s, not the core's 10.
+  const Solution s = solve(m);
+  EXPECT_NEAR(s.fair_throughput, 4 / 2.01, 1e-6);
+  std::ostringstream out;
+  print_report(out, m, s);
+  EXPECT_NE(out.str().find("buffer"), std::string::npos) << out.str();
+}
+
+TEST(LpLatency, ACalibratedRoundTripReplacesTheDeclaredLatency) {
+  auto ex = model::parse_experiment(R"(
+[[node]]
+name = "m"
+cores = 0
+[[node]]
+name = "w"
+parent = "m"
+cores = 1
+[[app]]
+name = "a"
+bytes = "1MB"
+flops = "100Mf"
+tasks = 10
+[run]
+buffer = 2
+comm_model = "multi-port"
+)", "t.toml");
+  model::Calibration cal;
+  cal.experiment = "t.toml";
+  cal.nodes["m"].cores = 0;
+  auto& w = cal.nodes["w"];
+  w.cores = 1;
+  w.task_seconds["a"] = 0.1;
+  w.link_bandwidth = 1e8;
+  w.link_round_trip = 0.5;
+  const auto m = model_from_calibration(ex, cal);
+  EXPECT_DOUBLE_EQ(m.nodes[1].request_round_trip, 0.5);
+  EXPECT_DOUBLE_EQ(m.nodes[1].port_hold, 0.5);
+  EXPECT_NEAR(solve(m).fair_throughput, 2 / 0.51, 1e-6);
+}
+
+}  // namespace
+}  // namespace treefarm::lp

@@ -1,0 +1,81 @@
+// The prediction interval of a calibrated LP (issue 21): the optimum at both ends of
+// the calibration's spread.
+#include "runtime/lp/PredictionInterval.hpp"
+
+#include <gtest/gtest.h>
+
+namespace treefarm::lp {
+namespace {
+
+// One worker behind a link, 1 MB tasks computed in 0.001 s: the link binds.
+model::Experiment link_bound() {
+  return model::parse_experiment(R"(
+[[node]]
+name = "m"
+cores = 0
+[[node]]
+name = "w"
+parent = "m"
+cores = 1
+[[app]]
+name = "a"
+bytes = "1MB"
+flops = "1Mf"
+tasks = 10
+)", "t.toml");
+}
+
+model::Calibration calibrated(double median, std::optional<double> lo, std::optional<double> hi) {
+  model::Calibration cal;
+  cal.experiment = "t.toml";
+  cal.nodes["m"].cores = 0;
+  auto& w = cal.nodes["w"];
+  w.cores = 1;
+  w.task_seconds["a"] = 0.001;
+  w.link_bandwidth = median;
+  w.link_bandwidth_min = lo;
+  w.link_bandwidth_max = hi;
+  return cal;
+}
+
+TEST(PredictionInterval, LinksAtTheirSlowestAndFastestRounds) {
+  const auto i = prediction_interval(link_bound(), calibrated(2e6, 1e6, 4e6));
+  EXPECT_TRUE(i.has_spread);
+  EXPECT_NEAR(i.median, 2.0, 1e-6);
+  EXPECT_NEAR(i.low, 1.0, 1e-6);
+  EXPECT_NEAR(i.high, 4.0, 1e-6);
+}
+
+TEST(PredictionInterval, AnUnresolvedFastestRoundLeavesTheLinkUnconstrained) {
+  // The fastest round too fast to measure: the link no longer binds, the core does
+  // (1 / 0.001 s = 1000 tasks/s).
+  const auto i = prediction_interval(link_bound(), calibrated(2e6, 1e6, std::nullopt));
+  EXPECT_NEAR(i.high, 1000.0, 1e-3);
+  EXPECT_NEAR(i.low, 1.0, 1e-6);
+}
+
+TEST(PredictionInterval, AnUnresolvedMedianWithAResolvedSlowestRoundBoundsTheLowEnd) {
+  auto cal = calibrated(2e6, 1e6, std::nullopt);
+  cal.nodes["w"].link_bandwidth.reset();  // three of five rounds too fast to resolve
+  const auto i = prediction_interval(link_bound(), cal);
+  EXPECT_NEAR(i.median, 1000.0, 1e-3);
+  EXPECT_NEAR(i.low, 1.0, 1e-6);
+}
+
+TEST(PredictionInterval, NoSpreadRecordedSaysSo) {
+  const auto i = prediction_interval(link_bound(), calibrated(2e6, std::nullopt, std::nullopt));
+  EXPECT_FALSE(i.has_spread);
+  EXPECT_NEAR(i.low, i.high, 1e-9);
+}
+
+TEST(PredictionInterval, TheHostsByteCostMovesByHalfItsSpread) {
+  auto cal = calibrated(2e6, std::nullopt, std::nullopt);
+  cal.hosts["h"] = model::HostCalibration{2.0, 1e-9, 0.5};
+  const auto dear = calibration_at_end(cal, false);
+  const auto cheap = calibration_at_end(cal, true);
+  EXPECT_DOUBLE_EQ(dear.hosts.at("h").comm_cpu_seconds_per_byte, 1.25e-9);
+  EXPECT_DOUBLE_EQ(cheap.hosts.at("h").comm_cpu_seconds_per_byte, 0.75e-9);
+}
+
+}  // namespace
+}  // namespace treefarm::lp
