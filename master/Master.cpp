@@ -255,7 +255,7 @@ int run_master(const MasterOptions& options) {
         expected = tasks::run_task(ex.apps[k], *input, nullptr, id.index());
       } catch (const std::exception& e) {  // a command that fails here proves nothing about the child
         spdlog::warn("master: spot check of task {} of '{}' could not run here: {}", id.index(), ex.apps[k].name, e.what());
-        arriving_via[r.task_id] = via;
+        arriving_via[r.task_id] = task_log->intern(via);
         return verdict;
       }
       check_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

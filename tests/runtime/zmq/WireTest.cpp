@@ -87,7 +87,7 @@ TEST_P(WireTest, MessagesRoundTripBothWays) {
   msg::Welcome w;
   w.buffer = 3;
   w.policy = "fcfs";
-  w.apps.push_back(msg::AppInfo{"mm", 0, 64, 65536, 524288, 2, 100, 1, 0});
+  w.apps.push_back(msg::AppInfo{"mm", 0, 64, 65536, 524288, 2, 100, 1, 0, {}, 0, {}});
   ASSERT_TRUE(send(*parent_, w, &child_id_));
   const auto got = receive_ok(*child_, false);
   EXPECT_EQ(got.identity, "");
