@@ -52,6 +52,7 @@ lp::PlatformModel TreeEvaluator::model(const PlanTree& tree, std::vector<std::si
   for (std::size_t i = 0; i < order.size(); ++i) position[order[i]] = static_cast<int>(i);
   lp::PlatformModel m;
   m.comm_model = run_.comm_model;
+  m.buffer = run_.buffer;  // the latency rows, as lp::model_from_experiment builds them (issue 21)
   for (const auto& a : apps_) m.apps.push_back({a.name, static_cast<double>(a.input_bytes()), a.weight, a.cores_per_task});
   const double out_bw = run_.max_out_bandwidth.value_or(inf);
   m.nodes.reserve(order.size());
@@ -62,6 +63,11 @@ lp::PlatformModel TreeEvaluator::model(const PlanTree& tree, std::vector<std::si
     n.parent = p >= 0 ? position[static_cast<std::size_t>(p)] : -1;
     n.cores = machines_.machines[machine].cores;
     n.link_bandwidth = p >= 0 ? machines_.bandwidth(static_cast<std::size_t>(p), machine) : inf;
+    if (p >= 0) {  // the written experiment's link latency: request round trip 2·latency, port held latency
+      const double latency = machines_.latency(static_cast<std::size_t>(p), machine);
+      n.request_round_trip = 2 * latency;
+      n.port_hold = latency;
+    }
     n.task_seconds = task_seconds_[machine];
     n.max_out_bandwidth = out_bw;
     m.nodes.push_back(std::move(n));

@@ -94,7 +94,7 @@ SEEDS = {
     "bad-result-inf-seconds": (0, frame(RESULT, result(compute=INF))),
     "bad-probe-without-payload": (0, frame(PROBE, struct.pack("<I", 3))),
     "bad-welcome-calibrate-reps": (0, frame(WELCOME, welcome([app("mm")], calibrate_reps=10001))),
-    "bad-measure-what": (0, frame(MEASURE, s("w1") + s("mm") + struct.pack("<Bd", 4, 1.0))),
+    "bad-measure-what": (0, frame(MEASURE, s("w1") + s("mm") + struct.pack("<Bd", 7, 1.0))),
     "bad-measure-negative": (0, frame(MEASURE, s("w1") + s("mm") + struct.pack("<Bd", 0, -1.0))),
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <stdexcept>
 
 #include "runtime/core/ByteCodec.hpp"
@@ -82,7 +83,10 @@ Decoded decode(const std::vector<std::uint8_t>& payload, std::size_t k) {
     d.first.push_back(PricePolicy::read_non_negative(r, "price", down ? "price" : "rate"));
     d.second.push_back(PricePolicy::read_non_negative(r, "price", down ? "rate" : "count"));
     d.third.push_back(PricePolicy::read_non_negative(r, "price", down ? "count" : "step"));
-    if (down) d.fourth.push_back(PricePolicy::read_non_negative(r, "price", "capacity"));
+    if (down) {  // 0 on the wire: no bound known on the path (the codec carries finite numbers only)
+      const double capacity = PricePolicy::read_non_negative(r, "price", "capacity");
+      d.fourth.push_back(capacity > 0 ? capacity : std::numeric_limits<double>::infinity());
+    }
   }
   if (!r.done()) throw DecodeError("trailing bytes after a price message");
   return d;
@@ -134,7 +138,8 @@ std::vector<std::uint8_t> PricePolicy::encode_down(const PriceParams& p, const s
     w.f64(eta[a]);
     w.f64(a < rho.size() ? rho[a] : 0.0);
     w.f64(a < routes.size() ? routes[a] : 0.0);
-    w.f64(a < capacity.size() ? capacity[a] : std::numeric_limits<double>::infinity());
+    const double bound = a < capacity.size() ? capacity[a] : std::numeric_limits<double>::infinity();
+    w.f64(std::isfinite(bound) ? bound : 0.0);  // 0: unbounded (decode() reads it back as infinity)
   }
   return w.take();
 }
