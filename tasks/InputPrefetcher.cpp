@@ -21,6 +21,7 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 struct InputPrefetcher::Shared {
   struct PerApp {
     bool prefetch = false;
+    bool recycles = false;                   ///< made ahead into recycled buffers (fixed at construction)
     std::size_t depth = 0;                   ///< inputs kept ready at most
     std::uint64_t next = 0;                  ///< next index the generator makes
     std::optional<std::uint64_t> in_progress;
@@ -72,6 +73,7 @@ InputPrefetcher::InputPrefetcher(std::vector<model::AppSpec> apps, SeedOf seed_o
     if (app.kernel == model::Kernel::abstract) continue;  // get() refuses it (fill_input throws)
     const std::size_t bytes = app.input_bytes();
     a.prefetch = prefetching > 0 && bytes >= options.min_prefetch_bytes;
+    a.recycles = a.prefetch;
     // The budget shared evenly; at least one input ahead, at most max_ahead.
     a.depth = a.prefetch ? std::clamp<std::size_t>(options.budget_bytes / (prefetching * bytes), 1,
                                                    std::max<std::size_t>(options.max_ahead, 1))
@@ -138,6 +140,19 @@ InputBuffer InputPrefetcher::get(std::uint32_t app, std::uint64_t index) {
   if (app >= s.apps.size())
     throw std::out_of_range("InputPrefetcher: no application " + std::to_string(app));
   auto& a = s.per_app[app];
+  if (!a.recycles) {
+    // A small input (or the abstract kernel, which fill_input refuses): made here into a
+    // plain buffer, freed as usual — no free list, so no lock when the transport lets go.
+    auto bytes = std::make_shared<std::vector<std::byte>>();
+    const auto t0 = std::chrono::steady_clock::now();
+    s.fill(app, index, *bytes);
+    const double took = seconds_since(t0);
+    const std::lock_guard lock(s.mutex);
+    ++s.stats.generated_on_caller;
+    ++s.stats.generated;
+    s.stats.generate_seconds += took;
+    return bytes;
+  }
   Buffer buffer;
   bool ready = false;
   {

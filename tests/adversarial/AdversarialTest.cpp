@@ -19,8 +19,6 @@ namespace net = treefarm::net;
 
 namespace {
 
-const std::string master_bin = bin_dir + "/treefarm-master";
-const std::string worker_bin = bin_dir + "/treefarm-worker";
 
 /// A peer that joins like a worker and then does what the test scripts.
 class MaliciousPeer {

@@ -13,7 +13,6 @@
 namespace treefarm::testing {
 namespace {
 
-const std::string treefarm_bin = bin_dir + "/treefarm";
 
 /// A master that only forwards and two one-core workers, one application of `app_toml`.
 std::string command_tree(const std::string& app_toml) {

@@ -14,8 +14,6 @@ using namespace treefarm::testing;
 
 namespace {
 
-const std::string master_bin = bin_dir + "/treefarm-master";
-const std::string worker_bin = bin_dir + "/treefarm-worker";
 
 
 }  // namespace

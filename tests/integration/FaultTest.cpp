@@ -16,9 +16,6 @@ using namespace treefarm::testing;
 
 namespace {
 
-const std::string master_bin = bin_dir + "/treefarm-master";
-const std::string worker_bin = bin_dir + "/treefarm-worker";
-const std::string treefarm_bin = bin_dir + "/treefarm";
 
 /// master (no cores) with `workers` worker names; matmul tasks long enough to last a while.
 std::string experiment(const std::vector<std::pair<std::string, std::string>>& workers, std::uint64_t tasks,

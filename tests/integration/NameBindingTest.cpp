@@ -12,9 +12,6 @@
 using namespace treefarm::testing;
 
 namespace {
-const std::string master_bin = bin_dir + "/treefarm-master";
-const std::string worker_bin = bin_dir + "/treefarm-worker";
-const std::string treefarm_bin = bin_dir + "/treefarm";
 
 }  // namespace
 

@@ -24,6 +24,9 @@ namespace treefarm::testing {
 namespace fs = std::filesystem;
 
 inline const std::string bin_dir = TREEFARM_BIN_DIR;
+inline const std::string treefarm_bin = bin_dir + "/treefarm";
+inline const std::string master_bin = bin_dir + "/treefarm-master";
+inline const std::string worker_bin = bin_dir + "/treefarm-worker";
 
 struct CommandResult {
   int exit_code = -1;

@@ -13,8 +13,6 @@ using namespace treefarm::testing;
 
 namespace {
 
-const std::string treefarm_bin = bin_dir + "/treefarm";
-const std::string master_bin = bin_dir + "/treefarm-master";
 
 std::string experiment(const std::string& prefix, std::uint64_t tasks) {
   return "[[node]]\nname = \"m\"\ncores = 0\n"

@@ -22,7 +22,6 @@ using namespace treefarm::testing;
 
 namespace {
 
-const std::string treefarm_bin = bin_dir + "/treefarm";
 
 // A tree deeper than the quickstart: master -> a -> b -> c (depth 3), plus siblings.
 std::string deep_tree(const std::string& prefix, std::uint64_t noop_tasks = 300) {

@@ -16,9 +16,6 @@ using namespace treefarm::testing;
 
 namespace {
 
-const std::string master_bin = bin_dir + "/treefarm-master";
-const std::string worker_bin = bin_dir + "/treefarm-worker";
-const std::string treefarm_bin = bin_dir + "/treefarm";
 
 std::string chain_experiment(const std::string& w1, const std::string& w2, std::uint64_t tasks) {
   return "[[node]]\nname = \"m\"\ncores = 0\n[[node]]\nname = \"" + w1 + "\"\nparent = \"m\"\ncores = 1\n[[node]]\nname = \"" +
