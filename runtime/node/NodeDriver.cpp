@@ -391,7 +391,16 @@ void NodeDriver::send_task(core::ChildId child, core::TaskRef task, double now) 
   const PeerId peer = peer_of_core_.at(child.value);
   if (c->requested > 0) --c->requested;
   const double bytes = payload ? static_cast<double>(payload->size()) : 0.0;
-  c->sends[task.id.value] = SendRecord{now, bytes, c->sends.empty()};
+  // A small transfer pipelines behind the others on the connection: the port is free
+  // again at once, within the window of unacknowledged bytes (NodeOptions::one_port_window).
+  const std::uint64_t size = payload ? payload->size() : 0;
+  const bool release = welcome_.one_port && !transport_.reports_transfers() && opt_.one_port_window > 0 &&
+                       released_bytes_ + size <= opt_.one_port_window;
+  c->sends[task.id.value] = SendRecord{now, bytes, c->sends.empty(), release};
+  if (release) {
+    released_bytes_ += size;
+    events_.push_back(core::event::SendDone{child});
+  }
   if (!transport_.send_child(peer, net::msg::Task{task.id.value}, payload))
     drop_child(peer, "unreachable (its connection is gone)", false, now);  // ends its transfers too
 }
@@ -405,7 +414,8 @@ void NodeDriver::transfer_done(Child& child, std::uint64_t task_id, double now) 
   if (it == child.sends.end()) return;  // not ours to end (a duplicate or late acknowledgement)
   const SendRecord s = it->second;
   child.sends.erase(it);
-  post(core::event::SendDone{child.id});
+  if (s.released) released_bytes_ -= static_cast<std::uint64_t>(s.bytes);
+  else post(core::event::SendDone{child.id});
   if (s.alone && s.bytes > 0 && now > s.sent_at)
     post(core::event::TransferObserved{child.id, s.bytes, now - s.sent_at});
 }
@@ -586,6 +596,7 @@ void NodeDriver::parent_lost(const std::string& why, double now) {
   // Forget everything of the old tree; jobs still running are ignored when they end.
   for (auto& [peer, c] : children_) transport_.drop_child(peer);
   children_.clear();
+  released_bytes_ = 0;
   peer_of_core_.clear();
   waiting_hellos_.clear();
   events_.clear();
@@ -834,8 +845,10 @@ void NodeDriver::drop_child(PeerId peer, const std::string& why, bool tell, doub
   if (tell) transport_.send_child(peer, net::msg::Shutdown{wire_text("dropped by its parent: " + why)});
   const core::ChildId id = it->second->id;
   // Its unacknowledged transfers are over: the port they held is free again.
-  if (sched_)
-    for (std::size_t i = 0; i < it->second->sends.size(); ++i) post(core::event::SendDone{id});
+  for (const auto& [task_id, s] : it->second->sends) {
+    if (s.released) released_bytes_ -= static_cast<std::uint64_t>(s.bytes);
+    else if (sched_) post(core::event::SendDone{id});
+  }
   peer_of_core_.erase(id.value);
   children_.erase(it);
   transport_.drop_child(peer);

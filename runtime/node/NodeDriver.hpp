@@ -67,6 +67,14 @@ struct NodeOptions {
   /// not acknowledge in time holds the one-port for nothing: it is dropped and told.
   /// Checked at each heartbeat; 0: never.
   double ack_timeout = 60;
+  /// bytes. One-port over a stream transport (not when the transport reports transfers
+  /// itself): a task transfer of at most this many bytes frees the port as soon as it is
+  /// handed to the transport, while the bytes of such transfers not yet acknowledged stay
+  /// within this window — back-to-back small sends on one connection occupy the link for
+  /// their bytes, not for a round trip each. Larger transfers hold the port until their
+  /// acknowledgement (papers/beaumont2006 §2: a send occupies the port for its size /
+  /// bandwidth). 0: every transfer holds the port until acknowledged.
+  std::uint64_t one_port_window = 64 * 1024;
   /// How this node reaches its parent (the ZeroMQ adapter fills them from --parent and
   /// --parent-key): passed down in Welcome::ancestors so that descendants can rejoin the
   /// parent if this node dies (tree repair, docs/fault-tolerance.md). Empty: not passed.
@@ -200,6 +208,7 @@ class NodeDriver {
     double sent_at = 0;
     double bytes = 0;
     bool alone = true;  ///< no other transfer to the same child was in flight at start
+    bool released = false;  ///< freed the port when sent (NodeOptions::one_port_window)
   };
 
   bool is_root() const { return root_.has_value(); }
@@ -249,6 +258,7 @@ class NodeDriver {
   std::unordered_map<core::TaskId, Payload> payloads_;
   std::unordered_map<core::TaskId, net::msg::Result> results_;
   std::vector<std::uint64_t> acks_;  ///< tasks received, acknowledged at the next flush
+  std::uint64_t released_bytes_ = 0;  ///< bytes of released transfers not yet acknowledged
 
   // Local execution.
   std::unordered_map<std::uint64_t, std::unique_ptr<Job>> jobs_;

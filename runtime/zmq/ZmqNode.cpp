@@ -109,6 +109,13 @@ struct ZmqNode::Impl final : node::Transport {
   bool parent_urgent = false;
   std::unordered_map<std::uint32_t, net::BatchWriter> child_out;  ///< by peer id; present = batches announced
 
+  /// Frames and the messages in them, each way, and loop turns: logged at debug level
+  /// when the node ends (how well batching works, docs/benchmarks.md "Dispatch under load").
+  struct Traffic {
+    std::uint64_t frames_up = 0, msgs_up = 0, frames_down = 0, msgs_down = 0;
+    std::uint64_t frames_in = 0, msgs_in = 0, turns = 0;
+  } traffic;
+
   double now() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); }
 
   void set_transport_heartbeats(zmq::socket_t& s) const {
@@ -205,6 +212,8 @@ struct ZmqNode::Impl final : node::Transport {
     flush_parent();
     zmq::message_t frame = frame_of(payload);
     net::send(*up, message, nullptr, &frame);
+    ++traffic.frames_up;
+    ++traffic.msgs_up;
   }
 
   bool send_child(node::PeerId peer, const net::Message& message, const node::Payload& payload) override {
@@ -225,11 +234,17 @@ struct ZmqNode::Impl final : node::Transport {
     }
     if (!flush_child(peer.value)) return false;
     zmq::message_t frame = frame_of(payload);
+    ++traffic.frames_down;
+    ++traffic.msgs_down;
     return net::send(*down, message, &it->second, &frame);
   }
 
   void flush_parent() {
-    if (up && !parent_out.empty()) net::send_batch(*up, parent_out.take());
+    if (up && !parent_out.empty()) {
+      ++traffic.frames_up;
+      traffic.msgs_up += parent_out.count();
+      net::send_batch(*up, parent_out.take());
+    }
     parent_held_since = -1;
     parent_urgent = false;
   }
@@ -246,6 +261,8 @@ struct ZmqNode::Impl final : node::Transport {
     auto out = child_out.find(peer);
     if (out == child_out.end() || out->second.empty()) return true;
     auto id = identity_of.find(peer);
+    ++traffic.frames_down;
+    traffic.msgs_down += out->second.count();
     auto batch = out->second.take();
     if (id != identity_of.end() && down && net::send_batch(*down, std::move(batch), &id->second)) return true;
     return false;
@@ -347,6 +364,13 @@ struct ZmqNode::Impl final : node::Transport {
     return std::make_shared<zmq::message_t>(std::move(b.frame));
   }
 
+  template <class Got>
+  void count_in(const Got& got) {
+    ++traffic.frames_in;
+    const auto* batch = std::get_if<net::ReceivedBatch>(&got);
+    traffic.msgs_in += batch ? batch->entries.size() : 1;
+  }
+
   void from_parent(net::Message message, node::Payload payload) {
     if (const auto* w = std::get_if<net::msg::Welcome>(&message)) parent_batches = (w->features & net::feature_batches) != 0;
     driver->on_parent_message(std::move(message), std::move(payload), now());
@@ -356,6 +380,7 @@ struct ZmqNode::Impl final : node::Transport {
     for (int k = 0; k < burst && up && !driver->finished(); ++k) {
       auto got = net::try_receive_any(*up, false);
       if (!got) return;
+      count_in(*got);
       if (auto* bad = std::get_if<net::BadMessage>(&*got)) {
         driver->on_parent_lost("bad message from the parent: " + bad->reason, now());
         return;
@@ -389,6 +414,7 @@ struct ZmqNode::Impl final : node::Transport {
     for (int k = 0; k < burst && down && !driver->finished(); ++k) {
       auto got = net::try_receive_any(*down, true);
       if (!got) return;
+      count_in(*got);
       if (auto* bad = std::get_if<net::BadMessage>(&*got)) {
         if (auto it = by_identity.find(bad->identity); it != by_identity.end()) {
           driver->on_child_failed(it->second, "malformed message: " + bad->reason, now());
@@ -472,6 +498,7 @@ struct ZmqNode::Impl final : node::Transport {
         continue;
       }
       if (finish_requested.exchange(false)) driver->finish(now());
+      ++traffic.turns;
       flush_all(false);
       zmq::pollitem_t items[4];
       int n = 0;
@@ -501,6 +528,10 @@ struct ZmqNode::Impl final : node::Transport {
       if (auto due = driver->next_deadline(); due && now() >= *due) driver->on_timer(now());
     }
     flush_all(true);
+    spdlog::debug("{}: {} loop turns; sent {} frames ({} messages) to the parent, {} frames ({} messages) to children; "
+                  "received {} frames ({} messages)",
+                  options.name, traffic.turns, traffic.frames_up, traffic.msgs_up, traffic.frames_down, traffic.msgs_down,
+                  traffic.frames_in, traffic.msgs_in);
     return driver->exit_code();
   }
 };

@@ -60,6 +60,7 @@ TEST(MigrationDriver, RootPullsForAWaitingChildAndOwnershipMoves) {
   o.name = "root";
   o.heartbeat_interval = 0;
   o.migration = core::MigrationMode::pull;
+  o.one_port_window = 0;  // one transfer at a time, each acknowledged below
   NodeDriver d(o, t, nullptr, std::move(root));
   d.start(0);
   for (PeerId p : {PeerId{1}, PeerId{2}}) {

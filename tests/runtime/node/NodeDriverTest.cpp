@@ -20,6 +20,7 @@ NodeOptions options(const std::string& name) {
   NodeOptions o;
   o.name = name;
   o.heartbeat_interval = 0;  // no heartbeats unless a test wants them
+  o.one_port_window = 0;      // every transfer holds the port until acknowledged, unless a test wants the window
   return o;
 }
 
@@ -118,6 +119,42 @@ TEST(NodeDriver, OnePortWaitsForTheChildsAcknowledgement) {
   EXPECT_TRUE(t.take<net::msg::Task>(second).empty());
   d.on_child_message(first, net::msg::Received{{id}}, {}, 0.3);
   EXPECT_EQ(t.take<net::msg::Task>(second).size(), 1u) << "the port stayed busy after the acknowledgement";
+}
+
+TEST(NodeDriver, OnePortPipelinesSmallTransfersWithinTheWindow) {
+  RecordingTransport t;
+  std::vector<net::msg::Result> results;
+  NodeOptions o = options("root");
+  o.one_port_window = 2 * task_bytes + task_bytes / 2;  // room for two unacknowledged tasks
+  NodeDriver d(o, t, nullptr, root_setup(10, true, &results, 0, 10));
+  d.start(0);
+  join(d, t, PeerId{1}, "a", 0.0);
+  d.on_child_message(PeerId{1}, net::msg::Request{6}, {}, 0.1);
+  // Two go within the window, freeing the port at once; the third does not fit and
+  // holds the port until its own acknowledgement.
+  auto sent = t.take<net::msg::Task>(PeerId{1});
+  ASSERT_EQ(sent.size(), 3u);
+  d.on_child_message(PeerId{1}, net::msg::Received{{sent[0].first.task_id}}, {}, 0.2);
+  EXPECT_TRUE(t.take<net::msg::Task>(PeerId{1}).empty()) << "a released transfer's acknowledgement freed a held port";
+  d.on_child_message(PeerId{1}, net::msg::Received{{sent[2].first.task_id}}, {}, 0.3);
+  // Port free; the window holds one unacknowledged task (sent[1]): one more fits, then one held.
+  auto more = t.take<net::msg::Task>(PeerId{1});
+  EXPECT_EQ(more.size(), 2u);
+}
+
+TEST(NodeDriver, TransfersLargerThanTheWindowWaitForTheirAcknowledgement) {
+  RecordingTransport t;
+  std::vector<net::msg::Result> results;
+  NodeOptions o = options("root");
+  o.one_port_window = task_bytes - 1;
+  NodeDriver d(o, t, nullptr, root_setup(10, true, &results, 0, 10));
+  d.start(0);
+  join(d, t, PeerId{1}, "a", 0.0);
+  d.on_child_message(PeerId{1}, net::msg::Request{4}, {}, 0.1);
+  auto sent = t.take<net::msg::Task>(PeerId{1});
+  ASSERT_EQ(sent.size(), 1u) << "one-port: a transfer larger than the window did not hold the port";
+  d.on_child_message(PeerId{1}, net::msg::Received{{sent[0].first.task_id}}, {}, 0.2);
+  EXPECT_EQ(t.take<net::msg::Task>(PeerId{1}).size(), 1u);
 }
 
 TEST(NodeDriver, ADeadChildsUnacknowledgedTransferFreesThePort) {

@@ -23,6 +23,7 @@ NodeOptions options(const std::string& name) {
   o.heartbeat_interval = 0;
   o.task_deadline_factor = 4;
   o.task_deadline_floor = 10;
+  o.one_port_window = 0;  // the one-port held until acknowledged (these tests script the acknowledgements)
   return o;
 }
 
