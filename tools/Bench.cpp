@@ -85,14 +85,17 @@ std::filesystem::path temp_dir(const char* what) {
 }  // namespace
 
 int bench_dispatch(std::ostream& out, std::uint64_t tasks, std::uint64_t payload_bytes, std::uint32_t buffer, bool json,
-                   bool encryption, const std::string& comm_model) {
+                   bool encryption, const std::string& comm_model, int depth) {
   if (comm_model != "one-port" && comm_model != "multi-port")
     throw std::invalid_argument("--comm-model must be one-port or multi-port, not '" + comm_model + "'");
+  if (depth != 1 && depth != 2) throw std::invalid_argument("--depth must be 1 or 2, not " + std::to_string(depth));
   const auto dir = temp_dir("bench");
   const auto exp_path = dir / "dispatch.toml";
   {
     std::ofstream f(exp_path);
-    f << "[[node]]\nname = \"master\"\ncores = 0\n\n[[node]]\nname = \"w1\"\nparent = \"master\"\ncores = 1\n\n"
+    f << "[[node]]\nname = \"master\"\ncores = 0\n\n";
+    if (depth == 2) f << "[[node]]\nname = \"f1\"\nparent = \"master\"\ncores = 0\n\n";  // forwards only
+    f << "[[node]]\nname = \"w1\"\nparent = \"" << (depth == 2 ? "f1" : "master") << "\"\ncores = 1\n\n"
       << "[[app]]\nname = \"noop\"\nkernel = \"noop\"\nbytes = " << payload_bytes << "\ntasks = " << tasks
       << "\n\n[run]\nbuffer = " << buffer << "\ncomm_model = \"" << comm_model << "\"\n";
   }
@@ -125,7 +128,7 @@ int bench_dispatch(std::ostream& out, std::uint64_t tasks, std::uint64_t payload
   };
   const double rate = mean(plain_rates), curve_rate = mean(curve_rates);
   if (json) {
-    nlohmann::json j{{"tasks", tasks}, {"payload_bytes", payload_bytes}, {"buffer", buffer}, {"comm_model", comm_model},
+    nlohmann::json j{{"tasks", tasks}, {"payload_bytes", payload_bytes}, {"buffer", buffer}, {"comm_model", comm_model}, {"depth", depth},
                      {"dispatch_tasks_per_s", rate}, {"zmq_one_way_msgs_per_s", raw}, {"ratio", rate / raw}};
     if (encryption) {
       j["curve_dispatch_tasks_per_s"] = curve_rate;
@@ -135,10 +138,11 @@ int bench_dispatch(std::ostream& out, std::uint64_t tasks, std::uint64_t payload
   } else {
     char line[512];
     std::snprintf(line, sizeof line,
-                  "no-op dispatch, master -> 1 worker, %llu tasks of %llu bytes, buffer %u, %s:  %.0f tasks/s\n"
+                  "no-op dispatch, master -> %s1 worker, %llu tasks of %llu bytes, buffer %u, %s:  %.0f tasks/s\n"
                   "raw ZeroMQ one-way, 16-byte messages, TCP loopback (mean before/after): %.0f msgs/s\n"
                   "ratio dispatch / raw: %.4f\n",
-                  static_cast<unsigned long long>(tasks), static_cast<unsigned long long>(payload_bytes), buffer, comm_model.c_str(), rate,
+                  depth == 2 ? "0-core forwarder -> " : "", static_cast<unsigned long long>(tasks),
+                  static_cast<unsigned long long>(payload_bytes), buffer, comm_model.c_str(), rate,
                   raw, rate / raw);
     out << line;
     if (encryption) {

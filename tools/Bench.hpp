@@ -13,9 +13,10 @@ namespace treefarm::tools {
 /// by side (plain, CURVE, plain, CURVE), and the ratio printed.
 /// `comm_model`: "multi-port" (default: measures the runtime's per-task cost) or
 /// "one-port" (each transfer ends with the worker's acknowledgement, so every task also
-/// pays a loopback round trip).
+/// pays a loopback round trip, beyond the window of small transfers: node::NodeOptions::
+/// one_port_window). `depth` 2 puts a 0-core forwarder between the master and the worker.
 int bench_dispatch(std::ostream& out, std::uint64_t tasks, std::uint64_t payload_bytes, std::uint32_t buffer, bool json,
-                   bool encryption = false, const std::string& comm_model = "multi-port");
+                   bool encryption = false, const std::string& comm_model = "multi-port", int depth = 1);
 
 /// Random kills (SIGKILL) and restarts of workers during a run of about `minutes`
 /// minutes on a 6-node tree, beside the same run without chaos: tasks lost (must be 0),

@@ -21,6 +21,7 @@ struct BenchCli {
   std::uint32_t buffer = 100;
   bool json = false, encryption = false;
   std::string comm_model = "multi-port";
+  int depth = 1;
   double chaos_minutes = 1, chaos_interval = 3;
   std::uint64_t chaos_seed = 1;
   tools::BackfillBenchOptions bfo;
@@ -42,9 +43,12 @@ void add_bench_command(CLI::App& app, Commands& out) {
                        "multi-port (the runtime's own cost per task) or one-port (each transfer also waits for the worker's acknowledgement: one loopback round trip per task)")
       ->capture_default_str();
   dispatch->add_flag("--encryption", o->encryption, "Also measure with CURVE on every link, side by side");
+  dispatch->add_option("--depth", o->depth, "1: master -> worker; 2: master -> 0-core forwarder -> worker")
+      ->check(CLI::Range(1, 2))
+      ->capture_default_str();
   out.push_back({dispatch, [o] {
                    return tools::bench_dispatch(std::cout, o->tasks, o->bytes, o->buffer, o->json, o->encryption,
-                                                 o->comm_model);
+                                                 o->comm_model, o->depth);
                  }});
 
   auto* chaos = bench->add_subcommand("chaos", "Random kills and restarts of workers during a run, beside the same run without");
