@@ -246,6 +246,20 @@ TEST(Cli, BenchDispatchJsonPrintsOnlyJson) {
   EXPECT_GT(j.at("dispatch_tasks_per_s").get<double>(), 0);
 }
 
+// issue 14: through a 0-core forwarder under one-port, every task arrives exactly once
+// (the run's exit code) with small transfers pipelined (NodeOptions::one_port_window).
+TEST(Cli, BenchDispatchDepthTwoOnePortCompletes) {
+  TempDir dir("cli");
+  const auto r = run_stdout(treefarm + " bench dispatch --tasks 5000 --buffer 500 --depth 2 --comm-model one-port --json",
+                            dir.path() / "err");
+  ASSERT_EQ(r.exit_code, 0) << r.output << read_file(dir.path() / "err");
+  nlohmann::json j;
+  ASSERT_NO_THROW(j = nlohmann::json::parse(r.output)) << "stdout is not JSON:\n" << r.output;
+  EXPECT_EQ(j.at("depth").get<int>(), 2);
+  EXPECT_GT(j.at("dispatch_tasks_per_s").get<double>(), 0);
+  EXPECT_EQ(run_command(treefarm + " bench dispatch --depth 3").exit_code, 2) << "--depth 3 was accepted";
+}
+
 // issue 14: the master keeps per-task records on disk, not in memory. 200,000 tasks computed
 // by the master itself (fast under load); before the task log it grew ~1.3 KB per task.
 TEST(Cli, BenchMemoryMasterStaysUnder100BytesPerTask) {
