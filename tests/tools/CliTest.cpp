@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <optional>
 #include <regex>
 #include <sstream>
 
@@ -225,42 +226,49 @@ TEST(Cli, RunRecordsAReproducibleResultsJsonAndReportDrawsIt) {
   EXPECT_EQ(bad.exit_code, 3) << bad.output;
 }
 
-TEST(Cli, BenchDispatchJsonPrintsOnlyJson) {
+/// Runs `treefarm ARGS` (a benchmark with --json): its stdout parsed, or nullopt with the
+/// failure (exit code, stderr, or stdout that is not JSON) reported.
+std::optional<nlohmann::json> bench_json(const std::string& args) {
   TempDir dir("cli");
-  const auto r = run_stdout(treefarm + " bench dispatch --tasks 2000 --json", dir.path() / "err");
-  ASSERT_EQ(r.exit_code, 0) << r.output << read_file(dir.path() / "err");
-  nlohmann::json j;
-  ASSERT_NO_THROW(j = nlohmann::json::parse(r.output)) << "stdout is not JSON:\n" << r.output;
-  EXPECT_GT(j.at("dispatch_tasks_per_s").get<double>(), 0);
+  const auto r = run_stdout(treefarm + " " + args, dir.path() / "err");
+  if (r.exit_code != 0) {
+    ADD_FAILURE() << args << ": exit code " << r.exit_code << "\n" << r.output << read_file(dir.path() / "err");
+    return std::nullopt;
+  }
+  try {
+    return nlohmann::json::parse(r.output);
+  } catch (const nlohmann::json::exception&) {
+    ADD_FAILURE() << args << ": stdout is not JSON:\n" << r.output;
+    return std::nullopt;
+  }
+}
+
+TEST(Cli, BenchDispatchJsonPrintsOnlyJson) {
+  const auto j = bench_json("bench dispatch --tasks 2000 --json");
+  ASSERT_TRUE(j);
+  EXPECT_GT(j->at("dispatch_tasks_per_s").get<double>(), 0);
 }
 
 // issue 14: through a 0-core forwarder under one-port, every task arrives exactly once
 // (the run's exit code) with small transfers pipelined (NodeOptions::one_port_window).
 TEST(Cli, BenchDispatchDepthTwoOnePortCompletes) {
-  TempDir dir("cli");
-  const auto r = run_stdout(treefarm + " bench dispatch --tasks 5000 --buffer 500 --depth 2 --comm-model one-port --json",
-                            dir.path() / "err");
-  ASSERT_EQ(r.exit_code, 0) << r.output << read_file(dir.path() / "err");
-  nlohmann::json j;
-  ASSERT_NO_THROW(j = nlohmann::json::parse(r.output)) << "stdout is not JSON:\n" << r.output;
-  EXPECT_EQ(j.at("depth").get<int>(), 2);
-  EXPECT_GT(j.at("dispatch_tasks_per_s").get<double>(), 0);
+  const auto j = bench_json("bench dispatch --tasks 5000 --buffer 500 --depth 2 --comm-model one-port --json");
+  ASSERT_TRUE(j);
+  EXPECT_EQ(j->at("depth").get<int>(), 2);
+  EXPECT_GT(j->at("dispatch_tasks_per_s").get<double>(), 0);
   EXPECT_EQ(run_command(treefarm + " bench dispatch --depth 3").exit_code, 2) << "--depth 3 was accepted";
 }
 
 // issue 14: the master keeps per-task records on disk, not in memory. 200,000 tasks computed
 // by the master itself (fast under load); before the task log it grew ~1.3 KB per task.
 TEST(Cli, BenchMemoryMasterStaysUnder100BytesPerTask) {
-  TempDir dir("cli");
-  const auto r = run_stdout(treefarm + " bench memory --tasks 200000 --workers 0 --dom-tasks 2000 --json",
-                            dir.path() / "err");
-  ASSERT_EQ(r.exit_code, 0) << r.output << read_file(dir.path() / "err");
-  nlohmann::json j;
-  ASSERT_NO_THROW(j = nlohmann::json::parse(r.output)) << "stdout is not JSON:\n" << r.output;
+  const auto parsed = bench_json("bench memory --tasks 200000 --workers 0 --dom-tasks 2000 --json");
+  ASSERT_TRUE(parsed);
+  const nlohmann::json& j = *parsed;
   EXPECT_EQ(j.at("run").at("tasks").get<std::uint64_t>(), 200000u);  // every task recorded
   EXPECT_EQ(j.at("reference").at("tasks").get<std::uint64_t>(), 1u);
   EXPECT_GT(j.at("run").at("peak_rss_bytes").get<std::uint64_t>(), j.at("run").at("rss_at_start_bytes").get<std::uint64_t>());
-  EXPECT_LE(j.at("bytes_per_task").get<double>(), 100.0) << r.output;
+  EXPECT_LE(j.at("bytes_per_task").get<double>(), 100.0) << j.dump(1);
   EXPECT_GT(j.at("results_json").at("dom_seconds").get<double>(), 0);
 }
 
