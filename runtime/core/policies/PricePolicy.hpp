@@ -159,7 +159,7 @@ class PricePolicy final : public RatePlanPolicy {
   using UpValues = std::array<std::vector<double>, 3>;    ///< σ_k, runnable count, active steps
   /// Either kind; `routed`: after the kind's own values, a byte 1 and the other
   /// direction's values (per application, the receiver reads the ones of the direction
-  /// that application flows in: + 24·K bytes down, + 32·K up).
+  /// that application flows in: + 1 + 24·K bytes down, + 1 + 32·K up).
   static std::vector<std::uint8_t> encode(Kind kind, const PriceParams& p, const DownValues& down, const UpValues& up,
                                           bool routed = false);
 
