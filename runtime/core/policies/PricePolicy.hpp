@@ -113,7 +113,6 @@ class PricePolicy final : public RatePlanPolicy {
   /// directions' values (the routed part, see encode()).
   explicit PricePolicy(PriceParams params = {}, PriceRouting routing = {});
 
-  std::string_view name() const override { return "price"; }
   void start(const NodeState& state) override;
   void observe(const NodeState& state, const Event& event) override;
   std::optional<std::string> check_message(const NodeState& state, const event::PolicyMessage& message) const override;
