@@ -62,6 +62,7 @@ int run_master(const MasterOptions& options) {
   std::vector<std::vector<bool>> resumed;  // per app: done in an earlier run
   double time_offset = 0;                  // seconds: resumed completions continue the journal's timeline
   model::Experiment ex = model::load_experiment(options.experiment);
+  model::require_root_origins(ex, "treefarm-master");  // one master per run (bertin2008 §2.2 origins: not yet)
   if (!options.policy.empty()) ex.run.policy = options.policy;
   if (options.buffer) ex.run.buffer = *options.buffer;
   if (!options.migration.empty()) {

@@ -37,18 +37,11 @@ class FairNlp : public Ipopt::TNLP {
     base_cols_ = lp_.variable_count();
     base_rows_ = lp_.row_count();
     const std::size_t kk = m.apps.size();
-    std::vector<std::size_t> root_children;
-    for (std::size_t u = 1; u < m.nodes.size(); ++u) {
-      if (m.nodes[u].parent == 0) root_children.push_back(u);
-    }
     rho_rows_.resize(kk);
-    for (std::size_t k = 0; k < kk; ++k) {
+    for (std::size_t k = 0; k < kk; ++k) {  // from each application's origin (bertin2008 §2.2)
       auto& row = rho_rows_[k];
       row.push_back({base_cols_ + k, 1.0});
-      if (var_.alpha[0][k] != none) row.push_back({var_.alpha[0][k], -1.0});
-      for (std::size_t v : root_children) {
-        if (var_.sent[v][k] != none) row.push_back({var_.sent[v][k], -1.0});
-      }
+      for (const auto& t : app_rate_terms(m, var_, k)) row.push_back({t.variable, -t.coefficient});
     }
   }
 

@@ -42,6 +42,10 @@ PeriodicSchedule periodic_schedule(const PlatformModel& m, const Solution& s,
                                    const ScheduleOptions& options) {
   const std::size_t n = m.nodes.size();
   const std::size_t kk = m.apps.size();
+  for (const auto& app : m.apps)  // bertin2008 §2.2 origins: flows go up too; not scheduled here
+    if (app.origin != 0)
+      throw std::invalid_argument("periodic schedule: application '" + app.name +
+                                  "' has an origin other than the root; only trees fed from the root are scheduled");
   if (s.alpha.size() != n || s.app_throughput.size() != kk ||
       std::any_of(s.alpha.begin(), s.alpha.end(), [&](const auto& a) { return a.size() != kk; })) {
     throw std::invalid_argument("periodic_schedule: solution does not match the model (" +

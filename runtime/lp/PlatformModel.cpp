@@ -41,6 +41,27 @@ bool PlatformModel::can_run(std::size_t u, std::size_t k) const {
   return node.cores >= apps[k].cores_per_task && node.cores > 0 && t > 0.0 && std::isfinite(t);
 }
 
+bool PlatformModel::flows_up(std::size_t u, std::size_t k) const {
+  if (u == 0) return false;
+  for (std::size_t v = apps[k].origin; v < nodes.size(); v = static_cast<std::size_t>(nodes[v].parent)) {
+    if (v == u) return true;
+    if (v == 0) break;
+  }
+  return false;
+}
+
+int PlatformModel::upstream(std::size_t u, std::size_t k) const {
+  if (u == apps[k].origin) return -1;
+  if (!flows_up(u, k) || u == 0) {
+    // The origin is not below u: towards it is up, unless u is the root (then it is below).
+    if (u != 0) return nodes[u].parent;
+  }
+  // The origin is below u: the child of u on the path from the origin.
+  std::size_t v = apps[k].origin;
+  while (nodes[v].parent != static_cast<int>(u)) v = static_cast<std::size_t>(nodes[v].parent);
+  return static_cast<int>(v);
+}
+
 void validate(const PlatformModel& model) {
   if (model.nodes.empty()) throw std::invalid_argument("platform model: no node");
   for (std::size_t k = 0; k < model.apps.size(); ++k) {
@@ -49,6 +70,9 @@ void validate(const PlatformModel& model) {
       app_error(app.name, "weight", "must be a finite number > 0, got " + fmt(app.weight));
     }
     if (app.cores_per_task == 0) app_error(app.name, "cores_per_task", "must be >= 1, got 0");
+    if (app.origin >= model.nodes.size())
+      app_error(app.name, "origin", "must be a node index < " + std::to_string(model.nodes.size()) + ", got " +
+                                        std::to_string(app.origin));
     if (!(app.bytes >= 0.0) || !std::isfinite(app.bytes)) {
       app_error(app.name, "bytes", "must be a finite number >= 0, got " + fmt(app.bytes));
     }
@@ -124,6 +148,7 @@ PlatformModel model_from_experiment(const model::Experiment& experiment,
     app.bytes = static_cast<double>(spec.input_bytes());
     app.weight = spec.weight;
     app.cores_per_task = spec.cores_per_task;
+    if (!spec.origin.empty()) app.origin = experiment.node_index(spec.origin).value_or(0);  // checked by the parser
     out.apps.push_back(app);
   }
 

@@ -67,6 +67,10 @@ struct PlatformModel {
     double bytes = 0.0;              ///< b(k): bytes sent down the tree per task.
     double weight = 1.0;             ///< w(k) > 0, priority weight.
     std::uint32_t cores_per_task = 1;///< Cores a task holds while it runs (>= 1).
+    /// Index of the node hosting the application's master, P_{m(k)} of papers/bertin2008
+    /// §2.2 (0: the root). Its tasks follow the tree re-rooted there: for k, a node's
+    /// upstream neighbour is the one towards `origin` (see upstream()).
+    std::size_t origin = 0;
   };
   std::vector<Node> nodes;  ///< Every parent before its children; node 0 is the root.
   std::vector<App> apps;
@@ -79,6 +83,13 @@ struct PlatformModel {
   /// True if node u can run application k (cores >= cores_per_task, finite positive
   /// task duration).
   bool can_run(std::size_t u, std::size_t k) const;
+  /// True if application k's origin is node u or below it: then k crosses the link between
+  /// u and its parent upwards (towards the parent), else downwards (bertin2008 §2.2).
+  bool flows_up(std::size_t u, std::size_t k) const;
+  /// The neighbour node u receives k's tasks from (its parent in k's spanning tree, the
+  /// tree re-rooted at apps[k].origin): its parent, or the child towards the origin; -1
+  /// at the origin itself.
+  int upstream(std::size_t u, std::size_t k) const;
 };
 
 /// Per node name, per application name: calibrated seconds of one task (holding

@@ -36,6 +36,23 @@ LpProblem build_steady_state_lp(const PlatformModel& m, SteadyStateVariables& va
       if (u > 0 && useful[u][k]) useful[m.nodes[u].parent][k] = 1;
     }
   }
+  // Applications from several masters (bertin2008 §2.2): k crosses the link above u
+  // upwards when its origin is in u's subtree; that link is useful when a node outside
+  // the subtree can run k. sent[u][k] is then the flow u → parent. flows_up[u][k].
+  std::vector<std::vector<char>> up(n, std::vector<char>(kk, 0));
+  for (std::size_t k = 0; k < kk; ++k) {
+    if (m.apps[k].origin == 0) continue;
+    std::vector<std::size_t> runnable(n, 0);  // nodes of u's subtree that can run k
+    for (std::size_t u = n; u-- > 0;) {
+      runnable[u] += m.can_run(u, k) ? 1 : 0;
+      if (u > 0) runnable[m.nodes[u].parent] += runnable[u];
+    }
+    for (std::size_t u = 1; u < n; ++u)
+      if (m.flows_up(u, k)) {
+        up[u][k] = 1;
+        useful[u][k] = runnable[0] > runnable[u] ? 1 : 0;
+      }
+  }
 
   LpProblem lp;
   lp.reserve(1 + 2 * n * kk, n * (kk + 2) + kk, 8 * n * kk);
@@ -53,15 +70,21 @@ LpProblem build_steady_state_lp(const PlatformModel& m, SteadyStateVariables& va
   std::vector<LpTerm> row;
   // Data movement conservation, ∀k ∀u ≠ 0 (LP (3) second line):
   //   sent_{p(u)→u}^(k) - α_u^(k) - Σ_{v∈Γ(u)} sent_{u→v}^(k) = 0.
-  for (std::size_t u = 1; u < n; ++u) {
+  // With an origin other than the root (bertin2008 §2.2) the same row holds on k's own
+  // spanning tree: in from the upstream neighbour, out to every other neighbour.
+  for (std::size_t u = 0; u < n; ++u) {
     for (std::size_t k = 0; k < kk; ++k) {
-      if (var.sent[u][k] == none) continue;
+      if (u == m.apps[k].origin) continue;
+      const int from = m.upstream(u, k);
+      const std::size_t in = from == m.nodes[u].parent ? var.sent[u][k] : var.sent[static_cast<std::size_t>(from)][k];
+      if (in == none) continue;
       row.clear();
-      row.push_back({var.sent[u][k], 1.0});
+      row.push_back({in, 1.0});
       if (var.alpha[u][k] != none) row.push_back({var.alpha[u][k], -1.0});
       for (std::size_t v : children[u]) {
-        if (var.sent[v][k] != none) row.push_back({var.sent[v][k], -1.0});
+        if (var.sent[v][k] != none && static_cast<int>(v) != from) row.push_back({var.sent[v][k], -1.0});
       }
+      if (u > 0 && up[u][k] && var.sent[u][k] != none) row.push_back({var.sent[u][k], -1.0});
       lp.add_row(row, 0.0, 0.0);
     }
   }
@@ -154,10 +177,16 @@ LpProblem build_steady_state_lp(const PlatformModel& m, SteadyStateVariables& va
         const double bw = m.nodes[v].link_bandwidth;
         const double hold = m.nodes[v].port_hold;
         for (std::size_t k = 0; k < kk; ++k) {
-          if (var.sent[v][k] == none) continue;
+          if (var.sent[v][k] == none || up[v][k]) continue;  // up: v sends it, not u
           const double busy = (m.apps[k].bytes == 0.0 || std::isinf(bw) ? 0.0 : m.apps[k].bytes / bw) + hold;
           if (busy > 0.0) row.push_back({var.sent[v][k], busy});
         }
+      }
+      for (std::size_t k = 0; u > 0 && k < kk; ++k) {  // u sends k up to its parent
+        if (var.sent[u][k] == none || !up[u][k]) continue;
+        const double bw = m.nodes[u].link_bandwidth;
+        const double busy = (m.apps[k].bytes == 0.0 || std::isinf(bw) ? 0.0 : m.apps[k].bytes / bw) + m.nodes[u].port_hold;
+        if (busy > 0.0) row.push_back({var.sent[u][k], busy});
       }
       if (!row.empty()) lp.add_row(row, -lp_infinity, 1.0);
     } else {
@@ -169,10 +198,12 @@ LpProblem build_steady_state_lp(const PlatformModel& m, SteadyStateVariables& va
       row.clear();
       for (std::size_t v : children[u]) {
         for (std::size_t k = 0; k < kk; ++k) {
-          if (var.sent[v][k] == none || m.apps[k].bytes == 0.0) continue;
+          if (var.sent[v][k] == none || m.apps[k].bytes == 0.0 || up[v][k]) continue;
           row.push_back({var.sent[v][k], m.apps[k].bytes / cap});
         }
       }
+      for (std::size_t k = 0; u > 0 && k < kk; ++k)
+        if (var.sent[u][k] != none && m.apps[k].bytes > 0.0 && up[u][k]) row.push_back({var.sent[u][k], m.apps[k].bytes / cap});
       if (!row.empty()) lp.add_row(row, -lp_infinity, 1.0);
     }
   }
@@ -180,12 +211,16 @@ LpProblem build_steady_state_lp(const PlatformModel& m, SteadyStateVariables& va
     for (std::size_t v = 1; v < n; ++v) {
       const double bw = m.nodes[v].link_bandwidth;
       if (std::isinf(bw)) continue;
-      row.clear();
-      for (std::size_t k = 0; k < kk; ++k) {
-        if (var.sent[v][k] == none || m.apps[k].bytes == 0.0) continue;
-        row.push_back({var.sent[v][k], m.apps[k].bytes / bw});
+      // A link has a capacity per direction ((P_i → P_j) of bertin2008 (3)): down, then
+      // up (the applications whose origin is below v).
+      for (const char direction : {char{0}, char{1}}) {
+        row.clear();
+        for (std::size_t k = 0; k < kk; ++k) {
+          if (var.sent[v][k] == none || m.apps[k].bytes == 0.0 || up[v][k] != direction) continue;
+          row.push_back({var.sent[v][k], m.apps[k].bytes / bw});
+        }
+        if (!row.empty()) lp.add_row(row, -lp_infinity, 1.0);
       }
-      if (!row.empty()) lp.add_row(row, -lp_infinity, 1.0);
     }
   }
   // Latency with a finite buffer (issue 21, docs/lp.md "Latency"): node v holds or has
@@ -199,7 +234,7 @@ LpProblem build_steady_state_lp(const PlatformModel& m, SteadyStateVariables& va
       const double bw = m.nodes[v].link_bandwidth;
       row.clear();
       for (std::size_t k = 0; k < kk; ++k) {
-        if (var.sent[v][k] == none) continue;
+        if (var.sent[v][k] == none || up[v][k]) continue;  // v's requests only (tasks coming down)
         const double transfer = m.apps[k].bytes == 0.0 || std::isinf(bw) ? 0.0 : m.apps[k].bytes / bw;
         row.push_back({var.sent[v][k], (rtt + transfer) / static_cast<double>(m.buffer)});
       }
@@ -210,15 +245,24 @@ LpProblem build_steady_state_lp(const PlatformModel& m, SteadyStateVariables& va
   // root's children, α(k) = α_0^(k) + Σ_{v∈Γ(0)} sent_{0→v}^(k): a short row instead of
   // one with every α_u^(k).
   for (std::size_t k = 0; k < kk; ++k) {
-    row.clear();
-    if (var.alpha[0][k] != none) row.push_back({var.alpha[0][k], 1.0});
-    for (std::size_t v : children[0]) {
-      if (var.sent[v][k] != none) row.push_back({var.sent[v][k], 1.0});
-    }
+    row = app_rate_terms(m, var, k);
     row.push_back({var.fair, -m.apps[k].weight});
     lp.add_row(row, 0.0, lp_infinity);
   }
   return lp;
+}
+
+// α(k) = α_o^(k) + what the origin o sends to each neighbour (its children, and its
+// parent when o is not the root; bertin2008 §2.2).
+std::vector<LpTerm> app_rate_terms(const PlatformModel& m, const SteadyStateVariables& var, std::size_t k) {
+  constexpr std::size_t none = SteadyStateVariables::none;
+  const std::size_t o = m.apps[k].origin;
+  std::vector<LpTerm> row;
+  if (var.alpha[o][k] != none) row.push_back({var.alpha[o][k], 1.0});
+  for (std::size_t v = 1; v < m.nodes.size(); ++v)
+    if (static_cast<std::size_t>(m.nodes[v].parent) == o && var.sent[v][k] != none) row.push_back({var.sent[v][k], 1.0});
+  if (o > 0 && var.sent[o][k] != none) row.push_back({var.sent[o][k], 1.0});
+  return row;
 }
 
 namespace {

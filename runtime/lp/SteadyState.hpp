@@ -100,6 +100,10 @@ struct SteadyStateVariables {
 /// and, with another objective, by the fairness optima (FairnessOptimum.hpp). Does not
 /// validate the model.
 LpProblem build_steady_state_lp(const PlatformModel& model, SteadyStateVariables& variables);
+/// The terms of ϱ_k, tasks/s of application k: what its origin (PlatformModel::App::origin)
+/// computes plus what it sends to its neighbours. With an origin below the root,
+/// `variables.sent[u][k]` of a node u above which the origin lies is the flow u → parent.
+std::vector<LpTerm> app_rate_terms(const PlatformModel& model, const SteadyStateVariables& variables, std::size_t k);
 
 /// Solves the steady-state LP with the default solver (Clp). Throws std::invalid_argument
 /// for an invalid model (see validate()) and std::runtime_error if the solver fails.

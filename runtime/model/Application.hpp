@@ -38,6 +38,11 @@ struct AppSpec {
   std::uint32_t cores_per_task = 1; ///< Cores a task holds while it runs.
   std::uint64_t memory_per_task = 0;///< bytes of memory a task holds (0: not accounted).
   int line = 0;                     ///< Line of the [[app]] entry in its file (0: unknown).
+  /// Name of the node that hosts the application's master, P_{m(k)} of papers/bertin2008
+  /// §2.2 (`origin` in [[app]]); empty: the tree's root. Its tasks travel from there along
+  /// the tree re-rooted at that node. Only the models (predict, the price study) use it so
+  /// far; run and simulate refuse an origin other than the root (require_root_origins()).
+  std::string origin;
 
   // Kernel command only (docs/command-tasks.md).
   /// The program and its arguments; "{index}", "{input}" and "{output}" in any element are

@@ -232,7 +232,7 @@ AppSpec read_app(const Reader& r, const Table& t, std::size_t index, const std::
   const std::string prefix = index_prefix("app", index);
   r.check_keys(t, prefix,
                {"name", "kernel", "n", "bytes", "flops", "weight", "tasks", "cores_per_task",
-                "memory_per_task", "kind", "argv", "input_file", "timeout", "expect_digest", "spot_check"},
+                "memory_per_task", "kind", "argv", "input_file", "timeout", "expect_digest", "spot_check", "origin"},
                "[[app]]");
   AppSpec a;
   a.line = line_of(t);
@@ -294,6 +294,7 @@ AppSpec read_app(const Reader& r, const Table& t, std::size_t index, const std::
   a.cores_per_task =
       static_cast<std::uint32_t>(r.integer_of(t, "cores_per_task", prefix, 1, max_cores).value_or(1));
   a.memory_per_task = r.bytes_of(t, "memory_per_task", prefix, max_task_memory).value_or(0);
+  a.origin = r.string_of(t, "origin", prefix).value_or("");  // checked against the nodes below
   return a;
 }
 
@@ -541,6 +542,11 @@ Experiment parse_experiment(const std::string& text, const std::string& path) {
   exp.nodes = build_tree(r, std::move(entries), 1);
   if (exp.apps.empty())
     throw FileError(path, 1, "app", "no [[app]] entry: an experiment needs at least one application");
+  // bertin2008 §2.2: each application's master, a node of the tree.
+  for (std::size_t i = 0; i < exp.apps.size(); ++i)
+    if (!exp.apps[i].origin.empty() && !exp.node_index(exp.apps[i].origin))
+      r.require(false, *app_tables[i], "origin", index_prefix("app", i),
+                "unknown node '" + exp.apps[i].origin + "'; expected the name of a [[node]]");
 
   const auto event_tables = r.tables_of(root, "event");
   for (std::size_t i = 0; i < event_tables.size(); ++i) exp.events.push_back(read_event(r, *event_tables[i], i));
@@ -557,6 +563,17 @@ std::string read_input_file(const std::string& path) {
   text << in.rdbuf();
   if (in.bad()) throw FileError(path, 0, "", std::string("cannot read: ") + std::strerror(errno));
   return text.str();
+}
+
+void require_root_origins(const Experiment& experiment, const std::string& what) {
+  for (std::size_t i = 0; i < experiment.apps.size(); ++i) {
+    const auto& origin = experiment.apps[i].origin;
+    if (origin.empty() || experiment.nodes.empty() || origin == experiment.nodes[0].name) continue;
+    throw FileError(experiment.path, experiment.apps[i].line, "app[" + std::to_string(i) + "].origin",
+                    what + " runs every application from the master '" + experiment.nodes[0].name +
+                        "'; applications from several masters (origin = '" + origin +
+                        "') work in `treefarm predict` and the price study (`simulate --policy price --trace`) only");
+  }
 }
 
 Experiment load_experiment(const std::string& path) {

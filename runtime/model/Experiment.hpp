@@ -114,4 +114,9 @@ Experiment load_experiment(const std::string& path);
 /// Parses experiment text; `path` is used in error messages. Throws FileError.
 Experiment parse_experiment(const std::string& text, const std::string& path);
 
+/// Throws FileError (the file, the [[app]]'s line, "app[i].origin") if an application has
+/// an `origin` other than the master: `what` (e.g. "treefarm run") cannot route tasks
+/// from several masters yet (papers/bertin2008 §2.2; only predict and the price study can).
+void require_root_origins(const Experiment& experiment, const std::string& what);
+
 }  // namespace treefarm::model

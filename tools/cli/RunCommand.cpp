@@ -28,6 +28,7 @@ struct RunOptions {
 
 int run_run(RunOptions o) {
   const auto ex = model::load_experiment(o.experiment);
+  model::require_root_origins(ex, "treefarm run");  // one master per run (bertin2008 §2.2 origins: not yet)
   auto& lo = o.lo;
   // Issue 13: refuse what cannot work before anything starts (holes 8-10).
   if (o.resume && lo.out_dir.empty()) throw std::invalid_argument("--resume continues the journal in OUT: give --out DIR");

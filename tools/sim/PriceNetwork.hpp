@@ -46,7 +46,8 @@ class PriceNetwork {
   /// in force: <= 0 when it is feasible.
   double overload() const;
   /// Names of the prices, in the order of prices(): "lambda:NODE" per computing node,
-  /// then "mu:CHILD" per link (multi-port) or "port:NODE" per parent (one-port).
+  /// then "mu:CHILD" per link (multi-port) or "port:NODE" per parent (one-port), then
+  /// "mu_up:NODE" per link that applications from a master below NODE cross upwards.
   std::vector<std::string> price_names() const;
   std::vector<double> prices() const;
 
@@ -59,7 +60,11 @@ class PriceNetwork {
   };
   void collect(std::size_t from, std::vector<core::Action>& actions, std::vector<Delivery>& mail) const;
 
+  bool sends_up(std::size_t u) const;     ///< some application flows up from u to its parent
+  bool has_up_link(std::size_t u) const;  ///< multi-port and sends_up(u)
+
   const lp::PlatformModel& model_;
+  bool routed_ = false;  ///< some application's origin is not the root (bertin2008 §2.2)
   std::vector<Delivery> carry_;  ///< Sent while handling deliveries: delivered next round.
   std::vector<std::unique_ptr<core::NodeScheduler>> nodes_;
   std::vector<std::vector<std::size_t>> children_;

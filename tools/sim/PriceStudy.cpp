@@ -63,7 +63,11 @@ PriceTrace run_price_trace(const lp::PlatformModel& model, const model::Experime
                            const core::PolicyOptions& options, std::uint64_t iterations, bool cascade) {
   PriceTrace trace;
   const auto objective = objective_of(options);
-  trace.optimum = lp::solve_fairness(model, objective);
+  // bertin2008's program: no latency rows (the agents price executors and links only), so
+  // the optimum is solved without the buffer's Little's-law rows of issue 21.
+  auto program = model;
+  program.buffer = 0;
+  trace.optimum = lp::solve_fairness(program, objective);
   for (const auto& a : model.apps) trace.app_names.push_back(a.name);
   double weights = 0;
   for (const auto& a : model.apps) weights += a.weight;

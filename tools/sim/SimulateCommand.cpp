@@ -40,6 +40,8 @@ void print_simulation_summary(std::ostream& out, const sim::SimulationOutcome& o
 
 int simulate_command(const std::string& experiment, const SimulateOptions& options, std::ostream& out) {
   const auto ex = load_for_simulation(experiment, options);
+  // Applications from several masters (bertin2008 §2.2): the price study only, not SimGrid yet.
+  if (options.trace.empty() || !options.trace_only) model::require_root_origins(ex, "treefarm simulate (SimGrid)");
   std::optional<model::Calibration> calibration;
   if (!options.calibration.empty()) calibration = model::load_calibration_for(options.calibration, ex);
   const auto platform = sim::make_sim_platform(ex, calibration ? &*calibration : nullptr);

@@ -64,7 +64,37 @@ struct Decoded {
   PricePolicy::Kind kind{};
   PriceParams params;
   std::vector<double> first, second, third, fourth;  // down: η, ϱ, n_k, path capacity; up: σ, runnable, active steps
+  // The routed part (applications from several masters): the other direction's values.
+  std::vector<double> eta, rho, routes, capacity, sigma, runnable, active;
+  bool routed = false;
 };
+
+// One direction's per-application values: down η, ϱ, n_k, capacity (0 on the wire:
+// unbounded); up σ, runnable, active steps.
+void read_values(ByteReader& r, std::size_t k, bool down, std::vector<double>& a, std::vector<double>& b,
+                 std::vector<double>& c, std::vector<double>& d) {
+  for (std::size_t i = 0; i < k; ++i) {
+    a.push_back(PricePolicy::read_non_negative(r, "price", down ? "price" : "rate"));
+    b.push_back(PricePolicy::read_non_negative(r, "price", down ? "rate" : "count"));
+    c.push_back(PricePolicy::read_non_negative(r, "price", down ? "count" : "step"));
+    if (down) {  // 0 on the wire: no bound known on the path (the codec carries finite numbers only)
+      const double capacity = PricePolicy::read_non_negative(r, "price", "capacity");
+      d.push_back(capacity > 0 ? capacity : std::numeric_limits<double>::infinity());
+    }
+  }
+}
+
+void write_values(ByteWriter& w, std::size_t k, const std::vector<double>* down, const std::vector<double>* up) {
+  for (std::size_t a = 0; a < k; ++a) {
+    if (down) {
+      for (std::size_t f = 0; f < 3; ++f) w.f64(a < down[f].size() ? down[f][a] : 0.0);
+      const double bound = a < down[3].size() ? down[3][a] : std::numeric_limits<double>::infinity();
+      w.f64(std::isfinite(bound) ? bound : 0.0);  // 0: unbounded (decode() reads it back as infinity)
+    } else {
+      for (std::size_t f = 0; f < 3; ++f) w.f64(a < up[f].size() ? up[f][a] : 0.0);
+    }
+  }
+}
 
 Decoded decode(const std::vector<std::uint8_t>& payload, std::size_t k) {
   ByteReader r(payload);
@@ -78,15 +108,15 @@ Decoded decode(const std::vector<std::uint8_t>& payload, std::size_t k) {
       throw DecodeError(std::string("price parameters: ") + e.what());
     }
   }
-  for (std::size_t a = 0; a < k; ++a) {
-    const bool down = d.kind == PricePolicy::Kind::down;
-    d.first.push_back(PricePolicy::read_non_negative(r, "price", down ? "price" : "rate"));
-    d.second.push_back(PricePolicy::read_non_negative(r, "price", down ? "rate" : "count"));
-    d.third.push_back(PricePolicy::read_non_negative(r, "price", down ? "count" : "step"));
-    if (down) {  // 0 on the wire: no bound known on the path (the codec carries finite numbers only)
-      const double capacity = PricePolicy::read_non_negative(r, "price", "capacity");
-      d.fourth.push_back(capacity > 0 ? capacity : std::numeric_limits<double>::infinity());
-    }
+  const bool down = d.kind == PricePolicy::Kind::down;
+  read_values(r, k, down, d.first, d.second, d.third, d.fourth);
+  if (down) d.eta = d.first, d.rho = d.second, d.routes = d.third, d.capacity = d.fourth;
+  else d.sigma = d.first, d.runnable = d.second, d.active = d.third;
+  if (!r.done()) {  // the routed part: marker 1, then the other direction's values
+    if (r.u8() != 1) throw DecodeError("unknown extension of a price message");
+    d.routed = true;
+    if (down) read_values(r, k, false, d.sigma, d.runnable, d.active, d.capacity);
+    else read_values(r, k, true, d.eta, d.rho, d.routes, d.capacity);
   }
   if (!r.done()) throw DecodeError("trailing bytes after a price message");
   return d;
@@ -96,13 +126,18 @@ Decoded decode(const std::vector<std::uint8_t>& payload, std::size_t k) {
 double plus(double x) { return x > 0 ? x : 0.0; }
 
 // One price update with relative steps: gain·(usage − 1)/denom (denom: the loop gain's
-// factor, counting only the routes that compute), but a price falls at most by half per
+// factor, counting only the routes that compute), but a price falls at most by 5% per
 // update. A route leaving (ϱ_{i,k} = 0) removes its term from denom, and without this bound
 // the price of a resource just saturated collapses, the route re-enters, and the two
-// alternate (a limit cycle seen on links with b_k/B_c spanning orders of magnitude).
+// alternate (a limit cycle seen on links with b_k/B_c spanning orders of magnitude: a
+// 2.3 GB application beside a 1 MB one on a 430 kB/s link, whose price halved in one update
+// with the session-3 bound of a half, then took ~35 updates to climb back while the link
+// was overloaded by up to 70%). On the 100 random trees of docs/results/price.md: 80
+// within 1% with a half, 93 with a fifth, 97 with 5%.
+constexpr double price_keep = 0.95;  // a price keeps at least this fraction per update
 double relative_price(double price, double gain, double usage, double denom) {
-  if (!(denom > 0)) return price / 2;
-  return std::max(price + gain * (usage - 1) / denom, price / 2);
+  if (!(denom > 0)) return price * price_keep;
+  return std::max(price + gain * (usage - 1) / denom, price * price_keep);
 }
 
 /// Algorithm 4's update of one resource's price from its usage (Σ cost·rate; 1 = full):
@@ -140,49 +175,73 @@ PriceParams PriceParams::from_options(const PolicyOptions& options) {
 std::vector<std::uint8_t> PricePolicy::encode_down(const PriceParams& p, const std::vector<double>& eta,
                                                    const std::vector<double>& rho, const std::vector<double>& routes,
                                                    const std::vector<double>& capacity) {
-  ByteWriter w;
-  w.u8(static_cast<std::uint8_t>(Kind::down));
-  w.u32(static_cast<std::uint32_t>(eta.size()));
-  for (const auto& f : fields) w.f64(p.*f.member);
-  for (std::size_t a = 0; a < eta.size(); ++a) {
-    w.f64(eta[a]);
-    w.f64(a < rho.size() ? rho[a] : 0.0);
-    w.f64(a < routes.size() ? routes[a] : 0.0);
-    const double bound = a < capacity.size() ? capacity[a] : std::numeric_limits<double>::infinity();
-    w.f64(std::isfinite(bound) ? bound : 0.0);  // 0: unbounded (decode() reads it back as infinity)
-  }
-  return w.take();
+  return encode(Kind::down, p, {eta, rho, routes, capacity}, {});
 }
 
 std::vector<std::uint8_t> PricePolicy::encode_up(const std::vector<double>& sigma, const std::vector<double>& runnable,
                                                  const std::vector<double>& active) {
+  return encode(Kind::up, {}, {}, {sigma, runnable, active});
+}
+
+std::vector<std::uint8_t> PricePolicy::encode(Kind kind, const PriceParams& p, const DownValues& down, const UpValues& up,
+                                              bool routed) {
   ByteWriter w;
-  w.u8(static_cast<std::uint8_t>(Kind::up));
-  w.u32(static_cast<std::uint32_t>(sigma.size()));
-  for (std::size_t a = 0; a < sigma.size(); ++a) {
-    w.f64(sigma[a]);
-    w.f64(a < runnable.size() ? runnable[a] : 0.0);
-    w.f64(a < active.size() ? active[a] : 0.0);
+  w.u8(static_cast<std::uint8_t>(kind));
+  const std::size_t k = kind == Kind::down ? down[0].size() : up[0].size();
+  w.u32(static_cast<std::uint32_t>(k));
+  if (kind == Kind::down)
+    for (const auto& f : fields) w.f64(p.*f.member);
+  const auto* d = down.data();
+  const auto* u = up.data();
+  write_values(w, k, kind == Kind::down ? d : nullptr, u);
+  if (routed) {
+    w.u8(1);
+    write_values(w, k, kind == Kind::down ? nullptr : d, u);
   }
   return w.take();
 }
 
-PricePolicy::PricePolicy(PriceParams params) : params_(params) { check(params_); }
+PricePolicy::PricePolicy(PriceParams params, PriceRouting routing) : params_(params), routing_(std::move(routing)) {
+  check(params_);
+}
+
+bool PricePolicy::from_self(const NodeState& state, std::size_t k) const {
+  return routed() ? routing_.apps.at(k).from == PriceRoute::From::self : state.config.is_root;
+}
+bool PricePolicy::from_parent(const NodeState& state, std::size_t k) const {
+  return routed() ? routing_.apps.at(k).from == PriceRoute::From::parent : !state.config.is_root;
+}
+bool PricePolicy::from_child(std::size_t k, ChildId child) const {
+  return routed() && routing_.apps.at(k).from == PriceRoute::From::child && routing_.apps[k].child == child;
+}
+bool PricePolicy::origin_anywhere(const NodeState& state) const {
+  for (std::size_t k = 0; k < state.config.apps.size(); ++k)
+    if (from_self(state, k)) return true;
+  return false;
+}
 
 void PricePolicy::start(const NodeState& state) {
   Policy::start(state);
   const std::size_t k = state.config.apps.size();
+  if (routed() && routing_.apps.size() != k)
+    throw std::invalid_argument("price: " + std::to_string(routing_.apps.size()) + " routes for " + std::to_string(k) +
+                                " applications");
   rho_.assign(k, 0.0);
   rho_tilde_.assign(k, 0.0);
   rho_global_.assign(k, 0.0);
   sigma_.assign(k, 0.0);
   eta_.assign(k, 0.0);
   routes_.assign(k, 0.0);
+  parent_sigma_.assign(k, 0.0);
+  parent_runnable_.assign(k, 0.0);
+  parent_active_.assign(k, 0.0);
+  if (routed()) path_cap_.assign(k, std::numeric_limits<double>::infinity());
   cores_ = state.config.cores;
-  if (state.config.is_root) {
+  if (state.config.is_root || origin_anywhere(state)) {  // a master: Algorithm 3 starts here
     active_ = true;
     initial_rates(state);
-    rho_global_ = rho_;
+    for (std::size_t a = 0; a < k; ++a)
+      if (from_self(state, a)) rho_global_[a] = rho_[a];
   }
 }
 
@@ -244,22 +303,66 @@ void PricePolicy::observe(const NodeState& state, const Event& event) {
   if (const auto* left = std::get_if<event::ChildLeft>(&event)) children_.erase(left->child);
   if (const auto* m = std::get_if<event::PolicyMessage>(&event)) {
     auto d = decode(m->payload, state.config.apps.size());  // checked by check_message
-    if (m->from_parent) {
+    if (!routed()) {
+      if (m->from_parent) {
+        fresh_ = true;
+        params_ = d.params;
+        eta_ = std::move(d.first);
+        rho_global_ = std::move(d.second);
+        routes_ = std::move(d.third);
+        path_cap_ = std::move(d.fourth);
+        if (!active_) {  // Algorithm 3 starts on the first prices from the parent
+          active_ = true;
+          initial_rates(state);
+        }
+      } else if (state.children.contains(m->child)) {
+        auto& c = children_[m->child];
+        c.sigma = std::move(d.first);
+        c.runnable = std::move(d.second);
+        c.active_steps = std::move(d.third);
+      }
+      return;
+    }
+    // Routed (applications from several masters, bertin2008 §2.2): per application, the
+    // values of the direction it flows in. A message from an upstream neighbour of some
+    // application starts Algorithm 3 and asks for an update, as the parent's does.
+    if (!m->from_parent && !state.children.contains(m->child)) return;
+    const std::size_t kk = state.config.apps.size();
+    auto fill = [&](std::vector<double>& v, const std::vector<double>& from, std::size_t k) {
+      v[k] = k < from.size() ? from[k] : 0.0;
+    };
+    Child* c = m->from_parent ? nullptr : &children_[m->child];
+    if (c) {
+      c->sigma.assign(kk, 0.0);
+      c->runnable.assign(kk, 0.0);
+      c->active_steps.assign(kk, 0.0);
+    }
+    bool upstream = false;
+    for (std::size_t k = 0; k < kk; ++k) {
+      const bool from_up = m->from_parent ? from_parent(state, k) : from_child(k, m->child);
+      if (from_up) {
+        upstream = true;
+        fill(eta_, d.eta, k);
+        fill(rho_global_, d.rho, k);
+        fill(routes_, d.routes, k);
+        path_cap_[k] = k < d.capacity.size() ? d.capacity[k] : std::numeric_limits<double>::infinity();
+      } else if (m->from_parent) {
+        fill(parent_sigma_, d.sigma, k);
+        fill(parent_runnable_, d.runnable, k);
+        fill(parent_active_, d.active, k);
+      } else {
+        fill(c->sigma, d.sigma, k);
+        fill(c->runnable, d.runnable, k);
+        fill(c->active_steps, d.active, k);
+      }
+    }
+    if (m->from_parent) params_ = d.params;
+    if (upstream) {
       fresh_ = true;
-      params_ = d.params;
-      eta_ = std::move(d.first);
-      rho_global_ = std::move(d.second);
-      routes_ = std::move(d.third);
-      path_cap_ = std::move(d.fourth);
-      if (!active_) {  // Algorithm 3 starts on the first prices from the parent
+      if (!active_) {
         active_ = true;
         initial_rates(state);
       }
-    } else if (state.children.contains(m->child)) {
-      auto& c = children_[m->child];
-      c.sigma = std::move(d.first);
-      c.runnable = std::move(d.second);
-      c.active_steps = std::move(d.third);
     }
   }
 }
@@ -339,9 +442,16 @@ void PricePolicy::update(const NodeState& state) {
       runnable[k] += c.runnable[k];
       if (k < c.active_steps.size()) active[k] += c.active_steps[k];
     }
-  if (state.config.is_root) {
-    rho_global_ = sigma_;  // eq. 13
-    routes_ = runnable;
+  for (std::size_t k = 0; k < kk; ++k) {
+    if (routed() && !state.config.is_root && !from_parent(state, k)) {  // the parent is downstream of k
+      sigma_[k] += parent_sigma_[k];
+      runnable[k] += parent_runnable_[k];
+      active[k] += parent_active_[k];
+    }
+    if (from_self(state, k)) {
+      rho_global_[k] = sigma_[k];  // eq. 13, at k's master
+      routes_[k] = runnable[k];
+    }
   }
 
   // Algorithm 4, the executor: eq. 17 (scaled) or eq. 14. With every ϱ_k = 0 eq. 17 is
@@ -384,21 +494,57 @@ void PricePolicy::update(const NodeState& state) {
     if (state.config.one_port) continue;
     c.mu = updated_price(c.mu, u, d, gamma_mu, rel, scaled, params_.relative_price_gain);
   }
+  // Routed: the link to the parent in the up direction (applications whose master is
+  // below), priced here as the child links are (its sender owns it).
+  const double up_bw = routing_.parent_bandwidth;
+  if (routed() && !state.config.is_root && up_bw > 0 && std::isfinite(up_bw)) {
+    double u = 0, d = 0;
+    bool flows = false;
+    for (std::size_t k = 0; k < kk; ++k) {
+      if (from_parent(state, k)) continue;
+      flows = true;
+      const double cost = apps[k].bytes / up_bw;
+      u += cost * parent_sigma_[k];
+      if (!rel) d += cost * cost * parent_runnable_[k] * rho_global_[k];
+      else d += cost * cost * parent_active_[k] * slope[k];
+    }
+    if (flows) {
+      if (!up_mu_set_) {
+        up_mu_ = rel ? 0.0 : params_.mu_init / unit;
+        up_mu_set_ = true;
+      }
+      port_usage += u;
+      port_denom += d;
+      port_bw = std::max(port_bw, up_bw);
+      if (!state.config.one_port) up_mu_ = updated_price(up_mu_, u, d, gamma_mu, rel, scaled, params_.relative_price_gain);
+    }
+  }
   if (state.config.one_port && port_bw > 0)
     port_price_ = updated_price(port_price_, port_usage, port_denom, gamma_mu, rel, scaled, params_.relative_price_gain);
 
-  // Messages: σ up; η + the link's price, ϱ_k and the parameters down.
-  if (!state.config.is_root) outbox_.push_back(action::SendPolicyMessage{true, ChildId{}, encode_up(sigma_, runnable, active)});
+  // Messages: σ up; η + the link's price, ϱ_k and the parameters down. Routed: both to
+  // every neighbour, each reads per application the direction it flows in.
+  auto down_values = [&](double bandwidth, double price) {
+    DownValues v{std::vector<double>(kk, 0.0), rho_global_, routes_, std::vector<double>(kk, std::numeric_limits<double>::infinity())};
+    for (std::size_t k = 0; k < kk; ++k) {
+      v[0][k] = eta_[k] + (bandwidth > 0 && std::isfinite(bandwidth) ? apps[k].bytes / bandwidth * price : 0.0);
+      if (k < path_cap_.size()) v[3][k] = path_cap_[k];
+      if (bandwidth > 0 && apps[k].bytes > 0) v[3][k] = std::min(v[3][k], bandwidth / apps[k].bytes);
+    }
+    return v;
+  };
+  const UpValues up{sigma_, runnable, active};
+  if (!state.config.is_root) {
+    if (routed())
+      outbox_.push_back(action::SendPolicyMessage{
+          true, ChildId{}, encode(Kind::up, {}, down_values(up_bw, state.config.one_port ? port_price_ : up_mu_), up, true)});
+    else
+      outbox_.push_back(action::SendPolicyMessage{true, ChildId{}, encode_up(sigma_, runnable, active)});
+  }
   for (const auto& [id, c] : state.children) {
     const auto& mine = children_[id];
     const double price = state.config.one_port ? port_price_ : mine.mu;
-    std::vector<double> eta(kk, 0.0), cap(kk, std::numeric_limits<double>::infinity());
-    for (std::size_t k = 0; k < kk; ++k) {
-      eta[k] = eta_[k] + (c.bandwidth > 0 ? apps[k].bytes / c.bandwidth * price : 0.0);
-      if (k < path_cap_.size()) cap[k] = path_cap_[k];
-      if (c.bandwidth > 0 && apps[k].bytes > 0) cap[k] = std::min(cap[k], c.bandwidth / apps[k].bytes);
-    }
-    outbox_.push_back(action::SendPolicyMessage{false, id, encode_down(params_, eta, rho_global_, routes_, cap)});
+    outbox_.push_back(action::SendPolicyMessage{false, id, encode(Kind::down, params_, down_values(c.bandwidth, price), up, routed())});
   }
   ++iterations_;
   adopt_plan(state);
@@ -426,7 +572,7 @@ std::optional<Assignment> PricePolicy::unplanned_select(const NodeState& state) 
 // harness or simulation without sockets ends.
 bool PricePolicy::wants_update(const NodeState& state) const {
   if (!active_) return false;
-  if (!state.config.is_root) return fresh_;
+  if (!state.config.is_root) return origin_anywhere(state) || fresh_;  // a master below the root: the price study only
   if (!state.buffer.empty() || local_running_ > 0) return true;
   for (std::size_t k = 0; k < state.config.apps.size(); ++k)
     if (state.source_remaining(AppId{static_cast<std::uint32_t>(k)}) > 0) return true;

@@ -37,6 +37,7 @@
 /// application k in proportion to ϱ_k (1D load balancing, PlanFollower), continuously.
 /// Before a node has rates it schedules FCFS.
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -86,9 +87,31 @@ struct PriceParams {
   bool operator==(const PriceParams&) const = default;
 };
 
+/// Where application k's tasks reach a node from (papers/bertin2008 §2.2: application k
+/// originates from its master P_{m(k)} and uses the tree re-rooted there): from the
+/// parent (the default: one master at the root), from this node (it hosts k's master), or
+/// from one of its children (k's master is in that child's subtree; the tasks then go up
+/// to this node and on to its other neighbours).
+struct PriceRoute {
+  enum class From : std::uint8_t { parent, self, child };
+  From from = From::parent;
+  ChildId child{};  ///< From::child: which child
+};
+
+/// The routes of every application at one node, and the bandwidth of the link to its
+/// parent (bytes/s; the capacity of the up direction, used when an application flows up).
+struct PriceRouting {
+  std::vector<PriceRoute> apps;
+  double parent_bandwidth = 0;
+};
+
 class PricePolicy final : public RatePlanPolicy {
  public:
-  explicit PricePolicy(PriceParams params = {});
+  /// `routing` empty (the default): every application from the root (the runtime's case).
+  /// With routes (applications from several masters; the price study, tools/sim/
+  /// PriceNetwork), every node must have the same K routes, and its messages carry both
+  /// directions' values (the routed part, see encode()).
+  explicit PricePolicy(PriceParams params = {}, PriceRouting routing = {});
 
   void start(const NodeState& state) override;
   void observe(const NodeState& state, const Event& event) override;
@@ -114,6 +137,9 @@ class PricePolicy final : public RatePlanPolicy {
   std::map<std::string, double> link_prices(const NodeState& state) const;
   /// Price of the out-port (one-port model), per unit of capacity.
   double port_price() const { return port_price_; }
+  /// Price of the link to the parent in the up direction (applications whose master is
+  /// below this node; multi-port), per unit of capacity; 0 when nothing flows up.
+  double up_link_price() const { return up_mu_; }
 
   enum class Kind : std::uint8_t { down = 1, up = 2 };
   /// Parent → child: kind, K, the parameters (15 doubles), then per application η_k, ϱ_k,
@@ -128,6 +154,13 @@ class PricePolicy final : public RatePlanPolicy {
   /// computing it (ϱ_{i,k} > 0) — 5 + 24·K bytes.
   static std::vector<std::uint8_t> encode_up(const std::vector<double>& sigma, const std::vector<double>& runnable,
                                              const std::vector<double>& active);
+  using DownValues = std::array<std::vector<double>, 4>;  ///< η_k, ϱ_k, n_k, path capacity
+  using UpValues = std::array<std::vector<double>, 3>;    ///< σ_k, runnable count, active steps
+  /// Either kind; `routed`: after the kind's own values, a byte 1 and the other
+  /// direction's values (per application, the receiver reads the ones of the direction
+  /// that application flows in: + 1 + 24·K bytes down, + 1 + 32·K up).
+  static std::vector<std::uint8_t> encode(Kind kind, const PriceParams& p, const DownValues& down, const UpValues& up,
+                                          bool routed = false);
 
  private:
   /// No rates yet, or no planned choice feasible: FCFS.
@@ -148,7 +181,19 @@ class PricePolicy final : public RatePlanPolicy {
   bool wants_update(const NodeState& state) const;
   Seconds effective_period(const NodeState& state) const;
 
+  bool routed() const { return !routing_.apps.empty(); }
+  bool from_self(const NodeState& state, std::size_t k) const;
+  bool from_parent(const NodeState& state, std::size_t k) const;
+  bool from_child(std::size_t k, ChildId child) const;
+  bool origin_anywhere(const NodeState& state) const;  ///< this node hosts some application's master
+
   PriceParams params_;
+  PriceRouting routing_;
+  /// The parent as a downstream neighbour (applications whose master is below): its σ,
+  /// runnable count and active steps, and the price of the link to it (up direction).
+  std::vector<double> parent_sigma_, parent_runnable_, parent_active_;
+  double up_mu_ = 0;
+  bool up_mu_set_ = false;
   bool active_ = false;
   std::uint64_t iterations_ = 0;
   std::vector<double> rho_, rho_tilde_, rho_global_, sigma_, eta_;

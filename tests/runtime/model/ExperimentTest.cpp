@@ -259,6 +259,28 @@ TEST(Experiment, WholeFloatsAndUnitStringsAreAcceptedWhereIntegersAndSizesAreExp
 }
 
 constexpr const char* master = "[[node]]\nname = \"m\"\n";           // lines 1-2
+
+// papers/bertin2008 §2.2: `origin` names the node hosting the application's master; the
+// runtime and SimGrid refuse any but the root, naming the field.
+TEST(Experiment, OriginNamesTheApplicationsMaster) {
+  const std::string text = "[[node]]\nname = \"m\"\n[[node]]\nname = \"w\"\nparent = \"m\"\n"
+                           "[[app]]\nname = \"a\"\nkernel = \"noop\"\nbytes = 8\ntasks = 1\norigin = \"m\"\n"
+                           "[[app]]\nname = \"b\"\nkernel = \"noop\"\nbytes = 8\ntasks = 1\norigin = \"w\"\n";
+  const auto e = parse_experiment(text, "origins.toml");
+  EXPECT_EQ(e.apps[0].origin, "m");
+  EXPECT_EQ(e.apps[1].origin, "w");
+  try {
+    require_root_origins(e, "treefarm run");
+    FAIL() << "an origin below the root accepted";
+  } catch (const FileError& err) {
+    EXPECT_EQ(err.field(), "app[1].origin");
+    EXPECT_EQ(err.line(), 12);
+    EXPECT_NE(std::string(err.what()).find("treefarm run"), std::string::npos) << err.what();
+  }
+  auto only_root = e;
+  only_root.apps.pop_back();
+  EXPECT_NO_THROW(require_root_origins(only_root, "treefarm run"));
+}
 constexpr const char* app = "[[app]]\nname = \"a\"\nkernel = \"noop\"\nbytes = 8\ntasks = 1\n";
 
 struct BadCase {
@@ -294,6 +316,9 @@ INSTANTIATE_TEST_SUITE_P(
     Validation, BadExperiment,
     ::testing::Values(
         BadCase{"syntax", s(master) + "cores = \n" + app, 3, "", "TOML syntax error"},
+        // bertin2008 §2.2: an application's master is a node of the tree (line 8: origin).
+        BadCase{"unknown origin", s(master) + app + "origin = \"nowhere\"\n", 8, "app[0].origin",
+                "unknown node 'nowhere'"},
         BadCase{"wrong type", s(master) + "cores = \"four\"\n" + app, 3, "node[0].cores",
                 "expected an integer, got a string"},
         BadCase{"float cores", s(master) + "cores = 1.5\n" + app, 3, "node[0].cores",
