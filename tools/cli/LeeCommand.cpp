@@ -1,7 +1,10 @@
 // treefarm experiment lee2010 (docs/commands.md, docs/results/migration.md).
 #include <iostream>
 #include <memory>
+#include <string>
+#include <vector>
 #include <sstream>
+#include <stdexcept>
 
 #include "tools/cli/Command.hpp"
 #include "tools/sim/LeeCampaign.hpp"

@@ -5,9 +5,9 @@
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
-#include <map>
 #include <ostream>
 #include <sstream>
+#include <stdexcept>
 
 namespace treefarm::sim {
 
