@@ -62,21 +62,33 @@ void table(std::ostream& out, const LeeCampaignOptions& o, const std::vector<Poi
   }
 }
 
-void plot(const std::filesystem::path& dir, const LeeCampaignOptions& o, const std::string& sweep) {
+void plot(const std::filesystem::path& dir, const LeeCampaignOptions& o, const std::vector<Point>& pts, const std::string& sweep) {
+  const bool by_load = sweep == "load";
+  // One row per x, one column per scheme (minutes): lines that gnuplot can join.
+  const auto dat = dir / ("lee2010-" + sweep + ".dat");
+  {
+    std::ofstream d(dat);
+    d << "# " << (by_load ? "load" : "constraint_ratio");
+    for (auto s : o.schemes) d << " " << to_string(s);
+    d << "\n";
+    for (double x : by_load ? o.loads : o.ratios) {
+      d << x;
+      for (auto s : o.schemes)
+        for (const auto& p : pts)
+          if (p.sweep == sweep && p.scheme == s && (by_load ? p.load : p.ratio) == x) d << " " << p.mean_wait / 60;
+      d << "\n";
+    }
+  }
   const auto script = dir / ("lee2010-" + sweep + ".gp");
   std::ofstream gp(script);
-  const bool by_load = sweep == "load";
   gp << "set terminal pngcairo size 900,560\nset output '" << (dir / ("lee2010-" + sweep + ".png")).string() << "'\n"
-     << "set datafile separator ','\nset key outside right\nset grid\n"
+     << "set key outside right\nset grid\n"
      << "set xlabel '" << (by_load ? "offered load" : "job constraint ratio") << "'\n"
      << "set ylabel 'average wait time (min)'\n"
      << "set title 'lee2010 " << (by_load ? "slide 21: wait time against load (ratio " : "slide 23: wait time against constraint ratio (load ")
      << (by_load ? o.ratio_at_loads : o.load_at_ratios) << ")'\nplot ";
-  for (std::size_t i = 0; i < o.schemes.size(); ++i) {
-    gp << (i ? ", " : "") << "'" << (dir / "lee2010.csv").string() << "' using (strcol(1) eq '" << sweep << "' && strcol(4) eq '"
-       << to_string(o.schemes[i]) << "' ? $" << (by_load ? 2 : 3) << " : 1/0):($5/60) with linespoints title '"
-       << to_string(o.schemes[i]) << "'";
-  }
+  for (std::size_t i = 0; i < o.schemes.size(); ++i)
+    gp << (i ? ", " : "") << "'" << dat.string() << "' using 1:" << i + 2 << " with linespoints title '" << to_string(o.schemes[i]) << "'";
   gp << "\n";
   gp.close();
   const std::string cmd = "gnuplot '" + script.string() + "' 2>/dev/null";
@@ -123,8 +135,8 @@ int lee_campaign(const LeeCampaignOptions& o, std::ostream& out) {
   table(md, o, pts, "load", true);
   std::ofstream(dir / "lee2010.md") << md.str();
   out << "\n" << md.str();
-  plot(dir, o, "load");
-  plot(dir, o, "ratio");
+  plot(dir, o, pts, "load");
+  plot(dir, o, pts, "ratio");
   return 0;
 }
 
