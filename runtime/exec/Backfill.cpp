@@ -47,6 +47,21 @@ void Backfill::push(std::uint64_t id, std::uint32_t cores, std::uint64_t memory)
   queue_.push_back({id, cores, memory, 0});
 }
 
+void Backfill::push(const BackfillEntry& entry) {
+  push(entry.id, entry.cores, entry.memory);
+  queue_.back().bypass_count = entry.bypass_count;
+}
+
+BackfillEntry Backfill::remove(std::size_t index) {
+  if (index >= queue_.size()) {
+    throw std::out_of_range("Backfill::remove: index " + std::to_string(index) + " in a queue of " +
+                            std::to_string(queue_.size()));
+  }
+  BackfillEntry e = queue_[index];
+  queue_.erase(queue_.begin() + static_cast<std::ptrdiff_t>(index));
+  return e;
+}
+
 std::uint32_t Backfill::max_bypass_count() const {
   std::uint32_t m = 0;
   for (const auto& e : queue_) m = std::max(m, e.bypass_count);

@@ -58,6 +58,15 @@ class Backfill {
   /// Appends a task with BC 0. Throws std::invalid_argument if cores == 0.
   void push(std::uint64_t id, std::uint32_t cores, std::uint64_t memory);
 
+  /// Appends a task that keeps its BC (a task migrated from another node: lee2010 slide
+  /// 15, the Node Backfilling Counter rule compares it with this queue's max BC).
+  /// Throws std::invalid_argument if entry.cores == 0.
+  void push(const BackfillEntry& entry);
+
+  /// Removes entries()[index] *without* counting a bypass (the task leaves this node:
+  /// migration, slides 15–17). Throws std::out_of_range for a bad index.
+  BackfillEntry remove(std::size_t index);
+
   /// Index in entries() of the task to start next with these free resources, or nullopt
   /// if none may start. Does not change the queue: call take() to start it.
   /// Ties in the Backfill Balanced objective go to the task nearer the head.

@@ -33,6 +33,8 @@ void add_simulate_command(CLI::App& app, Commands& out);
 void add_gen_platform_command(CLI::App& app, Commands& out);
 void add_emulate_command(CLI::App& app, Commands& out);
 void add_experiment_command(CLI::App& app, Commands& out);
+/// `experiment lee2010` (tools/sim/LeeCampaign); after add_experiment_command.
+void add_lee_command(CLI::App& app, Commands& out);
 /// `plan`, `gen-machines` and `experiment plan` (tools/plan/); after add_experiment_command.
 void add_plan_command(CLI::App& app, Commands& out);
 void add_hwdetect_command(CLI::App& app, Commands& out);

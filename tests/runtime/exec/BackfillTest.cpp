@@ -207,3 +207,23 @@ TEST(Backfill, GreedyBackfillWithoutCountersWouldStarveTheHead) {
   };
   EXPECT_FALSE(run_stream(q, greedy, 1000));
 }
+
+TEST(Backfill, MigratedTaskKeepsItsCounterAndLeavingCountsNoBypass) {
+  // lee2010 slide 15: a task moved between nodes keeps its BC, and the node it left
+  // was not bypassed by it.
+  Backfill from;
+  from.push(1, 2, 0);
+  from.push(2, 1, 0);
+  from.push(3, 1, 0);
+  const BackfillEntry moved = from.remove(2);
+  EXPECT_EQ(moved.id, 3u);
+  EXPECT_EQ(from.entries()[0].bypass_count, 0u);
+  EXPECT_EQ(from.entries()[1].bypass_count, 0u);
+  EXPECT_THROW(from.remove(5), std::out_of_range);
+
+  Backfill to;
+  to.push(BackfillEntry{7, 1, 0, 3});
+  EXPECT_EQ(to.max_bypass_count(), 3u);
+  EXPECT_EQ(to.entries().front().bypass_count, 3u);
+  EXPECT_THROW(to.push(BackfillEntry{8, 0, 0, 1}), std::invalid_argument);
+}
