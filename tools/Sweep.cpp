@@ -130,7 +130,7 @@ int sweep(const std::string& experiment_path, const SweepOptions& options, const
     lo.master_args.insert(lo.master_args.end(), {"--calibrate-out", cal});
     int rc = runner(ex, lo);
     if (rc == 0) {
-      calibrate_local_host(ex, cal, lo.encrypt, out);
+      if (options.host_record) calibrate_local_host(ex, cal, lo.encrypt, out);
       out << "sweep: n = " << n << ": running\n";
       auto ro = options.launch;
       ro.out_dir = nd.string();

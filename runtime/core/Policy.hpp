@@ -71,6 +71,12 @@ class Policy {
   /// (the lp policy's FCFS fallbacks), since start. Default: 0.
   virtual std::uint64_t fallbacks() const { return 0; }
 
+  /// The fair throughput (tasks/s per unit of weight) the policy's own last plan expects
+  /// of the whole tree, at the root of a policy that computes one (DATA-CENTRIC: the
+  /// "expected theoretical fair throughput" of beaumont2006 §5.2.1, from the expected
+  /// α_u and sent_u→v it computed in the run). Default: none.
+  virtual std::optional<double> planned_fair_throughput() const { return std::nullopt; }
+
  protected:
   LoadBalancer1D root_mix_;  ///< Used by the default next_source_app.
 };

@@ -74,8 +74,8 @@ class LinkProber {
   struct Fanout {
     double sent_at = 0;
     std::size_t expected = 0, received = 0;
-    std::map<PeerId, int> acks;
-    bool sampled = false;
+    std::map<PeerId, std::vector<double>> acks;  ///< per child, when each probe was acknowledged
+    double first_done = -1;  ///< when the first child had all its probes (-1: not yet)
   };
 
   void next(double now);

@@ -864,6 +864,8 @@ void NodeDriver::node_joined(const net::msg::NodeJoined& j, double now) {
   }
 }
 
+const core::Policy* NodeDriver::policy() const { return sched_ ? &sched_->policy() : nullptr; }
+
 void NodeDriver::report(const net::msg::Measure& m) {
   if (is_root()) {
     if (root_->on_measure) root_->on_measure(m);

@@ -186,6 +186,8 @@ class NodeDriver {
 
   bool finished() const { return phase_ == Phase::done; }
   int exit_code() const { return exit_code_; }
+  /// The scheduler's policy once the node has joined (else null).
+  const core::Policy* policy() const;
   /// A worker gave up (parent lost for good) and wants a fresh start: the adapter
   /// restarts its transport through the driver; exposed for logs.
   const std::string& name() const { return opt_.name; }

@@ -181,6 +181,7 @@ void NodeActor::operator()() {
       outgoing_.erase(outgoing_.begin() + static_cast<std::ptrdiff_t>(index));
       if (done.task) driver_->on_transfer_done(done.child, done.task_id, now());
     }
+    if (root_ && driver_->policy()) world_.policy_planned_fair_throughput = driver_->policy()->planned_fair_throughput();
     if (root_ && driver_->finished() && driver_->exit_code() != node::exit_ok && world_.error.empty())
       world_.error = "the root ended with exit code " + std::to_string(driver_->exit_code());
   } catch (const std::exception& e) {

@@ -7,8 +7,10 @@
 /// - Mailboxes: tasks from the parent on the node's `down` mailbox, as comms of the
 ///   task's input bytes; every other message from the parent on `control`, so that it
 ///   never waits behind a task transfer; everything to the parent on the node's `up`.
-///   A get is always posted on `down`, `control` and every child's `up`, so transfers
-///   start as soon as they are sent (full overlap of computation and communication).
+///   Every mailbox has its reader as permanent receiver (Simulation.cpp), so a message
+///   starts to flow as soon as it is put, however many are already on the way to the
+///   same reader — as over a ZeroMQ socket (full overlap of computation and
+///   communication); a get then takes them in the order they were put.
 /// - The transport reports a task transfer's end itself (the put's comm completed):
 ///   that frees the one-port and gives the transfer time (beaumont2006 §5.1.4), as the
 ///   child's acknowledgement does over ZeroMQ.

@@ -4,6 +4,7 @@
 /// platform, its SimGrid hosts and mailboxes, and what the root records.
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,7 @@ struct SimWorld {
 
   metrics::RunResults results;                       ///< Filled by the root actor.
   bool completed = false;
+  std::optional<double> policy_planned_fair_throughput;  ///< Set by the root actor at its end.
   std::string error;                                 ///< First error of any actor.
   std::uint64_t events = 0;                          ///< messages and completions handled
 };

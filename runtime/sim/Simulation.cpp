@@ -88,9 +88,20 @@ SimulationOutcome run_engine(const SimPlatform& p, const SimulationOptions& o, c
     world.up.push_back(sg4::Mailbox::by_name("up-" + n.name));
   }
   world.results = empty_results(p);
+  std::vector<sg4::ActorPtr> actors;
   for (std::size_t u = 0; u < p.nodes.size(); ++u) {
-    auto actor = sg4::Actor::create(p.nodes[u].name, world.hosts[u], [&world, u] { NodeActor(world, u)(); });
-    if (u == 0) world.root_actor = actor;
+    actors.push_back(sg4::Actor::create(p.nodes[u].name, world.hosts[u], [&world, u] { NodeActor(world, u)(); }));
+    if (u == 0) world.root_actor = actors.back();
+  }
+  // Every mailbox has its reader as permanent receiver: a message flows as soon as it is
+  // put, as over a ZeroMQ socket, instead of waiting for the reader's next get. With one
+  // get posted at a time, messages to one reader crossed the link one after the other,
+  // each paying the whole latency: on a 1 s star the requests and results going up
+  // capped the run at one task per second (issue 21, docs/lp.md "Latency").
+  for (std::size_t u = 0; u < p.nodes.size(); ++u) {
+    world.down[u]->set_receiver(actors[u]);
+    world.control[u]->set_receiver(actors[u]);
+    if (p.nodes[u].parent >= 0) world.up[u]->set_receiver(actors[static_cast<std::size_t>(p.nodes[u].parent)]);
   }
   const double setup = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   engine.run();
@@ -105,6 +116,7 @@ SimulationOutcome run_engine(const SimPlatform& p, const SimulationOptions& o, c
                 " tasks recorded";
   }
   out.events = world.events;
+  out.policy_planned_fair_throughput = world.policy_planned_fair_throughput;
   world.results.compute();
   out.results = std::move(world.results);
   out.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -115,10 +127,12 @@ SimulationOutcome run_engine(const SimPlatform& p, const SimulationOptions& o, c
 }
 
 nlohmann::json outcome_to_json(const SimulationOutcome& o) {
-  return {{"results", metrics::to_json(o.results)}, {"completed", o.completed}, {"error", o.error},
-          {"simulated_seconds", o.simulated_seconds}, {"wall_seconds", o.wall_seconds},
-          {"setup_seconds", o.setup_seconds},
-          {"max_rss_kib", o.max_rss_kib}, {"events", o.events}};
+  nlohmann::json j = {{"results", metrics::to_json(o.results)}, {"completed", o.completed}, {"error", o.error},
+                      {"simulated_seconds", o.simulated_seconds}, {"wall_seconds", o.wall_seconds},
+                      {"setup_seconds", o.setup_seconds},
+                      {"max_rss_kib", o.max_rss_kib}, {"events", o.events}};
+  if (o.policy_planned_fair_throughput) j["policy_planned_fair_throughput"] = *o.policy_planned_fair_throughput;
+  return j;
 }
 
 SimulationOutcome outcome_from_json(const nlohmann::json& j) {
@@ -131,6 +145,7 @@ SimulationOutcome outcome_from_json(const nlohmann::json& j) {
   o.setup_seconds = j.at("setup_seconds").get<double>();
   o.max_rss_kib = j.at("max_rss_kib").get<long>();
   o.events = j.at("events").get<std::uint64_t>();
+  if (auto it = j.find("policy_planned_fair_throughput"); it != j.end()) o.policy_planned_fair_throughput = it->get<double>();
   return o;
 }
 

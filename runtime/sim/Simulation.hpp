@@ -45,6 +45,9 @@ struct SimulationOutcome {
   double lp_seconds = 0;         ///< Wall time of the LP prediction.
   long max_rss_kib = 0;          ///< Peak resident memory of the simulating process (getrusage).
   std::uint64_t events = 0;      ///< Events handled by all node schedulers.
+  /// The root policy's own expected fair throughput at the end of the run, tasks/s
+  /// (core::Policy::planned_fair_throughput; DATA-CENTRIC), if it computes one.
+  std::optional<double> policy_planned_fair_throughput;
 };
 
 /// Simulates the platform in a forked child process (safe to call any number of times).

@@ -6,6 +6,7 @@
 #include "tools/Sweep.hpp"
 #include "tools/TreeLauncher.hpp"
 #include "tools/cli/Command.hpp"
+#include "tools/emulate/Emulate.hpp"
 
 namespace treefarm::cli {
 
@@ -14,12 +15,29 @@ struct SweepCli {
   std::string experiment;
   std::vector<std::uint32_t> sizes;
   std::uint64_t tasks = 0;
+  bool emulate = false;
   tools::SweepOptions so;
 };
 
 int run_sweep(SweepCli o) {
   o.so.sizes = o.sizes;
   if (o.tasks > 0) o.so.tasks = o.tasks;
+  if (o.emulate) {
+    // Each calibration and each run on a freshly built emulated LAN (treefarm emulate run:
+    // namespaces, tbf-shaped links, CPU quotas); every node has its own quota, so no host
+    // record (docs/emulation.md).
+    if (const auto why = emulate::emulation_unavailable(); !why.empty())
+      throw emulate::EmulateError("treefarm sweep --emulate: " + why);
+    o.so.host_record = false;
+    return tools::sweep(
+        o.experiment, o.so,
+        [](const model::Experiment& ex, const tools::LaunchOptions& l) {
+          emulate::EmulateOptions eo;
+          eo.launch = l;
+          return emulate::emulate_command(ex.path, "run", eo, interrupted());
+        },
+        std::cout);
+  }
   return tools::sweep(
       o.experiment, o.so,
       [](const model::Experiment& ex, const tools::LaunchOptions& l) { return tools::launch_tree(ex, l, interrupted()); },
@@ -40,6 +58,8 @@ void add_sweep_command(CLI::App& app, Commands& out) {
   sw->add_option("--out", o->so.out_dir, "Write DIR/sweep.json, DIR/sweep.png, DIR/n-N/ (default out/sweep-NAME)");
   sw->add_option("--policy", o->so.launch.policy, "Scheduling policy (overrides [run] policy)");
   sw->add_option("--timeout", o->so.launch.timeout, "seconds per run (0 = none)");
+  sw->add_flag("--emulate", o->emulate,
+               "Run every calibration and run on the experiment's emulated LAN (treefarm emulate run; root)");
   sw->add_flag("--quiet", o->so.launch.quiet, "No progress lines");
   out.push_back({sw, [o] { return run_sweep(*o); }});
 }

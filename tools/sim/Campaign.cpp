@@ -36,6 +36,7 @@ nlohmann::json summary_of(const sim::SimulationOutcome& o) {
   j["error"] = o.error;
   j["fair"] = o.results.fair_throughput;
   j["lp_optimum"] = o.results.predicted_fair_throughput.value_or(0.0);
+  if (o.policy_planned_fair_throughput) j["planned_fair"] = *o.policy_planned_fair_throughput;
   std::vector<double> rho;
   for (const auto& a : o.results.apps) rho.push_back(a.throughput);
   j["rho"] = rho;
@@ -67,6 +68,7 @@ RunResult result_of(const ProcessOutcome& outcome) {
         r.fair = j["fair"].get<double>();
         r.lp_optimum = j["lp_optimum"].get<double>();
         r.rho = j["rho"].get<std::vector<double>>();
+        if (j.contains("planned_fair")) r.planned_fair = j["planned_fair"].get<double>();
         r.simulated_seconds = j["simulated_seconds"].get<double>();
         r.wall_seconds = j["wall_seconds"].get<double>();
         r.events = j["events"].get<std::uint64_t>();

@@ -50,7 +50,7 @@ std::vector<core::ViewNode> view_of(const lp::PlatformModel& m) {
   return view;
 }
 
-double data_centric_theoretical(const lp::PlatformModel& m, const model::Experiment& ex) {
+double data_centric_full_view(const lp::PlatformModel& m, const model::Experiment& ex) {
   auto view = view_of(m);
   for (std::size_t u = 0; u < view.size(); ++u)
     for (std::size_t k = 0; k < m.apps.size(); ++k) view[u].rate.push_back(rate(m, u, k));
@@ -145,7 +145,7 @@ std::vector<Platform> make_platforms(const CampaignOptions& o) {
         for (auto& node : model.nodes) node.request_round_trip = node.port_hold = 0.0;
         p.lp_optimum = lp::solve(model).fair_throughput;
         p.cgbc_theoretical = cgbc_theoretical(model, p.experiment);
-        p.data_centric_theoretical = data_centric_theoretical(model, p.experiment);
+        p.data_centric_full_view = data_centric_full_view(model, p.experiment);
         out.push_back(std::move(p));
       }
   return out;

@@ -25,7 +25,9 @@ struct Platform {
   std::size_t widest = 0;             ///< Most children of a node in the generated tree.
   double lp_optimum = 0;              ///< LP (3) without latency (the paper's): max-min fair throughput, tasks/s.
   double cgbc_theoretical = 0;        ///< Bandwidth-centric on the macro-task, tasks/s.
-  double data_centric_theoretical = 0;///< DataCentricPlanner on the true platform, tasks/s.
+  /// DataCentricPlanner over the whole true tree, tasks/s: a reference only (the run's
+  /// own root plan is DATA-CENTRIC's theoretical value, RunResult::planned_fair).
+  double data_centric_full_view = 0;
 };
 
 /// The three kinds of runs: main (§5.2.2), big buffer (§5.2.1), and big buffer on the same

@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -31,6 +32,9 @@ struct RunResult {
   std::string error;
   double fair = 0;         ///< Experimental fair throughput min_k ρ_k/w_k, tasks/s.
   double lp_optimum = 0;   ///< LP optimum of the simulated variant, tasks/s.
+  /// The policy's own expected fair throughput at the end of the run (DATA-CENTRIC's
+  /// root plan, core::Policy::planned_fair_throughput), tasks/s; none for the others.
+  std::optional<double> planned_fair;
   std::vector<double> rho; ///< ρ_k, tasks/s.
   double simulated_seconds = 0, wall_seconds = 0;
   std::uint64_t events = 0, lost = 0;

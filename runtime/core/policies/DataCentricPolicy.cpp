@@ -186,6 +186,9 @@ void DataCentricPolicy::recompute(const NodeState& state) {
     result_ = DataCentricPlanner::plan(view_, apps, state.config.one_port);
     planned = *std::max_element(result_->totals.begin(), result_->totals.end()) > 0;
     if (planned) {
+      double fair = std::numeric_limits<double>::infinity();
+      for (std::size_t a = 0; a < k; ++a) fair = std::min(fair, result_->totals[a] / apps[a].weight);
+      planned_fair_ = fair;
       alpha[0] = result_->alpha[0];
       for (std::size_t i = 1; i < n; ++i) alpha[i] = result_->sent[i];
     }

@@ -82,6 +82,9 @@ class DataCentricPolicy final : public RatePlanPolicy {
   const SubtreeSummary* child_summary(ChildId child) const;
   /// The last planner result on the local star (root: the fair-throughput plan).
   const std::optional<PlannerResult>& last_result() const { return result_; }
+  /// Root: min_k α(k)/w(k) of the last plan (beaumont2006 §5.2.1, the campaign's
+  /// theoretical value for DATA-CENTRIC); none before the first plan or off the root.
+  std::optional<double> planned_fair_throughput() const override { return planned_fair_; }
   /// The local star the last result was computed on: this node, then one node per child
   /// (rates = its summarized capacity × efficiency, bandwidth = the link to it).
   const std::vector<ViewNode>& view() const { return view_; }
@@ -117,6 +120,7 @@ class DataCentricPolicy final : public RatePlanPolicy {
   std::optional<SubtreeSummary> summary_sent_;
   std::vector<ViewNode> view_;
   std::optional<PlannerResult> result_;
+  std::optional<double> planned_fair_;  ///< Root: fair throughput of result_, tasks/s.
   IntervalGate gate_;  ///< recompute() at most once per effective_interval()
   std::vector<Action> outbox_;
 };

@@ -3,7 +3,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <set>
+#include <tuple>
+#include <vector>
 
 namespace treefarm::node {
 namespace {
@@ -106,6 +109,33 @@ TEST(LinkProber, RoundsAlternateBetweenChildrenThenAllTogether) {
   ASSERT_TRUE(p.value(What::out_bandwidth, "p"));
   EXPECT_GT(*p.value(What::out_bandwidth, "p"), 0);
   EXPECT_TRUE(p.sent.empty());
+}
+
+// The fan-out's aggregate is the sum of what every link carried until the first child
+// had all its probes, the probe under way on a slower link included (issue 21): a fast
+// child of 1e6 bytes/s and a slow one of 1e5 bytes/s make 1.1e6 bytes/s, not the 1e6 of
+// whole acknowledged probes (the slow child has none yet when the fast one is done).
+TEST(LinkProber, FanOutCountsTheProbeUnderWayOnSlowerLinks) {
+  Probed p;
+  p.prober.child_joined(PeerId{1}, "fast", 0.0);
+  p.prober.child_joined(PeerId{2}, "slow", 0.0);
+  double now = 0;
+  for (int r = 0; r < 2 * LinkProber::rounds; ++r) now = p.round(now, 0.001, 0.009);
+  for (int r = 0; r < LinkProber::rounds; ++r) {
+    ASSERT_EQ(p.sent.size(), 2u * LinkProber::big_probes) << "fan-out round " << r;
+    const double t0 = now + 0.001;  // the smallest round trip: when the first bytes arrive
+    std::vector<std::tuple<double, PeerId, std::uint32_t>> acks;
+    for (const auto& [peer, seq, size] : p.sent) {
+      const double per_probe = peer.value == 1 ? 0.001 : 0.01;  // 1000 bytes at 1e6 or 1e5 bytes/s
+      acks.emplace_back(t0 + per_probe * static_cast<double>((seq & ~LinkProber::fanout_bit) + 1), peer, seq);
+    }
+    std::sort(acks.begin(), acks.end(), [](const auto& a, const auto& b) { return std::get<0>(a) < std::get<0>(b); });
+    p.sent.clear();
+    for (const auto& [at, peer, seq] : acks) p.prober.on_ack(peer, seq, at);
+    now = std::get<0>(acks.back());
+  }
+  ASSERT_TRUE(p.value(What::out_bandwidth, "p"));
+  EXPECT_NEAR(*p.value(What::out_bandwidth, "p"), 1.1e6, 1e3);
 }
 
 TEST(LinkProber, AChildThatLeavesMidProbeDoesNotStallTheOthers) {
