@@ -331,3 +331,44 @@ TEST(Adversarial, AHostileChildOfAnInnerWorkerIsDroppedAndTheRunCompletes) {
     EXPECT_NE(log.find(std::string("dropping child '") + name + "'"), std::string::npos) << name << " was not dropped:\n" << log;
   for (const auto& t : tree.results().at("tasks")) EXPECT_EQ(t.at("node").get<std::string>(), tree.worker_name());
 }
+
+// Blame below an inner node (issue 13, docs/security.md): a scripted peer under the honest
+// worker forges a result; the master's spot check catches it and blames down through the
+// worker, which drops the forger and names it. The honest worker is NOT dropped: it keeps
+// computing and its later results are accepted; the forged task is redone; every task
+// once, 0 wrong; the forger cannot rejoin under the worker.
+TEST(Adversarial, AForgerBelowAnInnerWorkerIsConvictedAndItsHonestParentKept) {
+  Tree tree("advblame", 1000, {"--spot-check", "1"});
+  tree.start_worker();
+  const auto ep = tree.worker_endpoint();
+  ASSERT_FALSE(ep.empty()) << tree.worker_log();
+  zmq::context_t ctx(1);
+  MaliciousPeer forger(ctx, ep, "forger");
+  ASSERT_TRUE(forger.wait_for<net::msg::Welcome>(20).has_value()) << tree.worker_log();
+  forger.send(net::msg::Request{1});
+  auto t = forger.wait_for<net::msg::Task>(20);
+  ASSERT_TRUE(t.has_value()) << tree.worker_log();
+  const auto id = std::get<net::msg::Task>(t->message).task_id;
+  forger.send(net::msg::Received{{id}});
+  net::msg::Result r;
+  r.task_id = id;
+  r.node = "forger";
+  r.checksum = 12345.0;
+  forger.send(r);
+  ASSERT_TRUE(forger.wait_for<net::msg::Shutdown>(20).has_value()) << "the worker did not drop the forger:\n" << tree.worker_log();
+  ASSERT_TRUE(wait_until([&] { return tree.master_log().find("convicted 'forger'") != std::string::npos; }, 20))
+      << tree.master_log();
+  // Caught, it is refused when it joins the worker again under the same name.
+  MaliciousPeer again(ctx, ep, "forger");
+  EXPECT_TRUE(again.wait_for<net::msg::Shutdown>(20).has_value());
+  tree.expect_clean_completion();
+  const auto mlog = tree.master_log(), wlog = tree.worker_log();
+  EXPECT_EQ(mlog.find("dropping child '" + tree.worker_name() + "'"), std::string::npos) << "honest worker dropped:\n" << mlog;
+  EXPECT_NE(mlog.find("its honest ancestors keep their results"), std::string::npos) << mlog;
+  EXPECT_NE(wlog.find("dropping child 'forger': forged the result of task"), std::string::npos) << wlog;
+  EXPECT_NE(wlog.find("refusing 'forger'"), std::string::npos) << wlog;
+  // Every task, the forged one included, was computed by the honest worker and recorded once.
+  std::size_t by_worker = 0;
+  for (const auto& task : tree.results().at("tasks")) by_worker += task.at("node").get<std::string>() == tree.worker_name();
+  EXPECT_EQ(by_worker, 2000u);
+}
