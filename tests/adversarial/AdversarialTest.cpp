@@ -31,6 +31,15 @@ class MaliciousPeer {
   }
   void send(const net::Message& m) { net::send(socket_, m); }
   zmq::socket_t& socket() { return socket_; }
+  /// Waits for its Welcome, asks for `count` tasks and waits for the first: its id, or
+  /// nullopt if either never came.
+  std::optional<std::uint64_t> join_and_take(std::uint32_t count) {
+    if (!wait_for<net::msg::Welcome>(20)) return std::nullopt;
+    send(net::msg::Request{count});
+    auto t = wait_for<net::msg::Task>(20);
+    if (!t) return std::nullopt;
+    return std::get<net::msg::Task>(t->message).task_id;
+  }
   /// Waits up to `seconds` for a message of kind K (others are discarded).
   template <class K>
   std::optional<net::Received> wait_for(double seconds) {
@@ -291,9 +300,7 @@ TEST(Adversarial, AHostileChildOfAnInnerWorkerIsDroppedAndTheRunCompletes) {
   zmq::context_t ctx(1);
   // Takes tasks, then sends garbage: dropped, its tasks re-queued by the worker.
   MaliciousPeer holder(ctx, ep, "holder");
-  ASSERT_TRUE(holder.wait_for<net::msg::Welcome>(20).has_value()) << tree.worker_log();
-  holder.send(net::msg::Request{2});
-  EXPECT_TRUE(holder.wait_for<net::msg::Task>(20).has_value()) << tree.worker_log();
+  EXPECT_TRUE(holder.join_and_take(2).has_value()) << tree.worker_log();
   MaliciousPeer foreign(ctx, ep, "foreign");
   ASSERT_TRUE(foreign.wait_for<net::msg::Welcome>(20).has_value());
   for (std::uint64_t i = 0; i < 20; ++i) {
@@ -348,14 +355,11 @@ TEST(Adversarial, AForgerBelowAnInnerWorkerIsConvictedAndItsHonestParentKept) {
   ASSERT_FALSE(ep.empty()) << tree.worker_log();
   zmq::context_t ctx(1);
   MaliciousPeer forger(ctx, ep, "forger");
-  ASSERT_TRUE(forger.wait_for<net::msg::Welcome>(20).has_value()) << tree.worker_log();
-  forger.send(net::msg::Request{1});
-  auto t = forger.wait_for<net::msg::Task>(20);
-  ASSERT_TRUE(t.has_value()) << tree.worker_log();
-  const auto id = std::get<net::msg::Task>(t->message).task_id;
-  forger.send(net::msg::Received{{id}});
+  const auto id = forger.join_and_take(1);
+  ASSERT_TRUE(id.has_value()) << tree.worker_log();
+  forger.send(net::msg::Received{{*id}});
   net::msg::Result r;
-  r.task_id = id;
+  r.task_id = *id;
   r.node = "forger";
   r.checksum = 12345.0;
   forger.send(r);
