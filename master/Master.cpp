@@ -262,23 +262,47 @@ int run_master(const MasterOptions& options) {
       check_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       ++checked;
       if (!tasks::checksum_matches(expected, r.checksum, ex.apps[k])) {
-        verdict.forged = true;
-        ++convicted;
-        for (const auto& [app, index] : task_log->revoke_via(task_log->intern(via))) {
-          verdict.redo.push_back(core::TaskRef{core::TaskId::make(core::AppId{app}, index)});
-          --per_app[app];
-          --done;
-          if (journal) journal->revoke(app, index);
-        }
-        redone += verdict.redo.size();
-        spdlog::error("master: spot check caught child '{}' (result of task {} of '{}', node '{}', checksum {} "
-                      "instead of {}): disconnected, {} of its results redone",
-                      via, id.index(), ex.apps[k].name, r.node, r.checksum, expected, verdict.redo.size());
+        verdict.forged = true;  // the driver finds the forger below `via` and calls root.convict
+        spdlog::error("master: spot check caught child '{}' passing a forged result (task {} of '{}', node '{}', "
+                      "checksum {} instead of {})",
+                      via, id.index(), ex.apps[k].name, r.node, r.checksum, expected);
         return verdict;
       }
     }
     arriving_via[r.task_id] = task_log->intern(via);
     return verdict;
+  };
+  // Issue 13, "Blame below an inner node": revoke what the convicted node (and the nodes
+  // below it, as their NodeJoined placed them) computed — or, when the master's child is
+  // itself held responsible, everything that came through it.
+  root.convict = [&](const std::string& culprit, const std::string& via, bool whole_child) {
+    ++convicted;
+    std::vector<std::pair<std::uint32_t, std::uint64_t>> revoked;
+    if (whole_child) {
+      revoked = task_log->revoke_via(task_log->intern(via));
+    } else {
+      std::unordered_set<std::string> below{culprit};
+      for (bool grew = true; grew;) {
+        grew = false;
+        for (const auto& n : results.nodes)
+          if (below.contains(n.parent) && below.insert(n.name).second) grew = true;
+      }
+      std::unordered_set<std::uint32_t> ids;
+      for (const auto& name : below) ids.insert(task_log->intern(name));
+      revoked = task_log->revoke_if([&](const metrics::PackedTaskRecord& rec) { return ids.contains(rec.node); });
+    }
+    std::vector<core::TaskRef> redo;
+    for (const auto& [app, index] : revoked) {
+      redo.push_back(core::TaskRef{core::TaskId::make(core::AppId{app}, index)});
+      --per_app[app];
+      --done;
+      if (journal) journal->revoke(app, index);
+    }
+    redone += redo.size();
+    spdlog::error("master: convicted '{}' of forging ({}): disconnected, {} results redone", culprit,
+                  whole_child ? "held responsible for everything through it" : "its honest ancestors keep their results",
+                  redo.size());
+    return redo;
   };
   root.on_result = [&](const net::msg::Result& r, bool duplicate, double now) {
     std::uint32_t via = metrics::PackedTaskRecord::no_via;
@@ -444,7 +468,7 @@ int run_master(const MasterOptions& options) {
   if (!calibrating) {
     const auto made = inputs.stats();
     spdlog::info("master: spot checks: {} of {} results from children recomputed ({:.2f} %, {:.3f} s), {} "
-                 "children caught forging, {} results redone; {} task inputs generated ({:.3f} s; {} ready ahead, "
+                 "nodes convicted of forging, {} results redone; {} task inputs generated ({:.3f} s; {} ready ahead, "
                  "{} waited for)",
                  checked, from_children,
                  from_children ? 100.0 * static_cast<double>(checked) / static_cast<double>(from_children) : 0.0,

@@ -90,10 +90,15 @@ void TaskLog::scan(const std::function<void(std::uint64_t, const PackedTaskRecor
 }
 
 std::vector<std::pair<std::uint32_t, std::uint64_t>> TaskLog::revoke_via(std::uint32_t via) {
+  return revoke_if([via](const PackedTaskRecord& r) { return r.via == via; });
+}
+
+std::vector<std::pair<std::uint32_t, std::uint64_t>> TaskLog::revoke_if(
+    const std::function<bool(const PackedTaskRecord&)>& pred) {
   std::vector<std::pair<std::uint32_t, std::uint64_t>> out;
   std::vector<std::uint64_t> positions;
   scan([&](std::uint64_t pos, const PackedTaskRecord& r) {
-    if (r.via == via && !revoked_[pos]) {
+    if (!revoked_[pos] && pred(r)) {
       positions.push_back(pos);
       out.emplace_back(r.app, r.index);
     }

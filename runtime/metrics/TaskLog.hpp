@@ -55,6 +55,9 @@ class TaskLog {
   /// Revokes every live record that came through child `via` (its node was caught forging:
   /// the tasks are done again). Returns their (application, index) pairs.
   std::vector<std::pair<std::uint32_t, std::uint64_t>> revoke_via(std::uint32_t via);
+  /// Revokes every live record for which `pred` holds (e.g. those computed by a convicted
+  /// node and its subtree, issue 13 "Blame"). Returns their (application, index) pairs.
+  std::vector<std::pair<std::uint32_t, std::uint64_t>> revoke_if(const std::function<bool(const PackedTaskRecord&)>& pred);
 
   /// Calls `f` for every live (not revoked) record, in the order they were added.
   void for_each(const std::function<void(const PackedTaskRecord&)>& f) const;

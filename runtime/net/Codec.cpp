@@ -103,7 +103,7 @@ class Reader {
 // kinds and the alternatives in the same order, which these assertions hold it to.
 template <Kind k, typename T>
 constexpr bool kind_is = std::is_same_v<std::variant_alternative_t<static_cast<std::size_t>(k) - 1, Message>, T>;
-static_assert(std::variant_size_v<Message> == static_cast<std::size_t>(Kind::pull_reply));
+static_assert(std::variant_size_v<Message> == static_cast<std::size_t>(Kind::blame_reply));
 static_assert(kind_is<Kind::hello, msg::Hello> && kind_is<Kind::welcome, msg::Welcome> &&
               kind_is<Kind::request, msg::Request> && kind_is<Kind::task, msg::Task> &&
               kind_is<Kind::result, msg::Result> && kind_is<Kind::node_joined, msg::NodeJoined> &&
@@ -112,13 +112,14 @@ static_assert(kind_is<Kind::hello, msg::Hello> && kind_is<Kind::welcome, msg::We
               kind_is<Kind::measure, msg::Measure> && kind_is<Kind::policy, msg::Policy> &&
               kind_is<Kind::received, msg::Received> && kind_is<Kind::tree_query, msg::TreeQuery> &&
               kind_is<Kind::tree_info, msg::TreeInfo> && kind_is<Kind::pull, msg::Pull> &&
-              kind_is<Kind::pull_reply, msg::PullReply>);
+              kind_is<Kind::pull_reply, msg::PullReply> && kind_is<Kind::blame, msg::Blame> &&
+              kind_is<Kind::blame_reply, msg::BlameReply>);
 
 /// The names of the kinds, in Kind order (those of the msg:: structs).
 constexpr std::array<const char*, std::variant_size_v<Message>> kind_names = {
     "Hello", "Welcome", "Request", "Task", "Result", "NodeJoined", "Heartbeat",
     "Shutdown", "Bye", "Probe", "ProbeAck", "Measure", "Policy", "Received", "TreeQuery", "TreeInfo", "Pull",
-    "PullReply"};
+    "PullReply", "Blame", "BlameReply"};
 
 Kind kind_of(const Message& m) { return static_cast<Kind>(m.index() + 1); }
 
@@ -257,6 +258,16 @@ std::vector<std::byte> encode(const Message& m) {
           body.put(x.bcs[i]);
         }
         body.put(x.rejected);
+      },
+      [&](const msg::Blame& x) {
+        if (!(x.wait_seconds >= 0 && x.wait_seconds <= 3600)) throw std::invalid_argument("Blame with a wait out of 0..3600 s");
+        body.put(x.task_id);
+        body.put_string(x.node);
+        body.put(x.wait_seconds);
+      },
+      [&](const msg::BlameReply& x) {
+        body.put(x.task_id);
+        body.put_string(x.culprit);
       }},
       m);
   if (body.bytes().size() > max_body_bytes) throw std::invalid_argument("message body too large to send");
@@ -279,7 +290,7 @@ Message decode(std::span<const std::byte> header_frame, std::size_t payload_fram
   if (version != wire_version)
     throw DecodeError("protocol version " + std::to_string(version) + ", this node speaks " + std::to_string(wire_version));
   const auto raw_kind = head.get<std::uint16_t>("kind");
-  if (raw_kind < static_cast<std::uint16_t>(Kind::hello) || raw_kind > static_cast<std::uint16_t>(Kind::pull_reply))
+  if (raw_kind < static_cast<std::uint16_t>(Kind::hello) || raw_kind > static_cast<std::uint16_t>(Kind::blame_reply))
     throw DecodeError("unknown message kind " + std::to_string(raw_kind));
   const auto kind = static_cast<Kind>(raw_kind);
   const auto body_len = head.get<std::uint32_t>("body_length");
@@ -496,6 +507,22 @@ Message decode(std::span<const std::byte> header_frame, std::size_t payload_fram
       }
       x.rejected = r.get<std::uint32_t>("rejected");
       if (n == 0 && x.rejected == 0) throw DecodeError("PullReply that neither returns nor rejects a task");
+      m = std::move(x);
+      break;
+    }
+    case Kind::blame: {
+      msg::Blame x;
+      x.task_id = r.get<std::uint64_t>("task_id");
+      x.node = r.get_string("node");
+      x.wait_seconds = r.get_finite("wait_seconds");
+      if (x.wait_seconds < 0 || x.wait_seconds > 3600) throw DecodeError("Blame with a wait of " + std::to_string(x.wait_seconds) + " s");
+      m = std::move(x);
+      break;
+    }
+    case Kind::blame_reply: {
+      msg::BlameReply x;
+      x.task_id = r.get<std::uint64_t>("task_id");
+      x.culprit = r.get_string("culprit");
       m = std::move(x);
       break;
     }

@@ -32,6 +32,7 @@ enum class Kind : std::uint16_t {
   hello = 1, welcome = 2, request = 3, task = 4, result = 5, node_joined = 6,
   heartbeat = 7, shutdown = 8, bye = 9, probe = 10, probe_ack = 11, measure = 12, policy = 13, received = 14,
   tree_query = 15, tree_info = 16, pull = 17, pull_reply = 18,
+  blame = 19, blame_reply = 20,
 };
 
 namespace msg {
@@ -187,12 +188,28 @@ struct PullReply {
   std::vector<std::uint32_t> bcs;
   std::uint32_t rejected = 0;
 };
+/// Parent → child, issue 13 (docs/security.md, "Blame"): the result of task `task_id`
+/// this child sent up, said computed by `node`, was proven forged by the master's spot
+/// check. The child names who sent it the result (BlameReply), dropping that child of its
+/// own or passing the Blame further down.
+struct Blame {
+  std::uint64_t task_id = 0;
+  std::string node;             ///< Result::node of the forged result.
+  /// seconds the child may wait for its own child's answer before it answers (0..3600).
+  double wait_seconds = 0;
+};
+/// Child → parent, the answer to a Blame: the node convicted of the forgery (the sender
+/// itself, or a node of its subtree it has dropped); "" = it no longer knows who sent it.
+struct BlameReply {
+  std::uint64_t task_id = 0;
+  std::string culprit;
+};
 }  // namespace msg
 
 using Message = std::variant<msg::Hello, msg::Welcome, msg::Request, msg::Task, msg::Result,
                              msg::NodeJoined, msg::Heartbeat, msg::Shutdown, msg::Bye, msg::Probe,
                              msg::ProbeAck, msg::Measure, msg::Policy, msg::Received, msg::TreeQuery,
-                             msg::TreeInfo, msg::Pull, msg::PullReply>;
+                             msg::TreeInfo, msg::Pull, msg::PullReply, msg::Blame, msg::BlameReply>;
 
 Kind kind_of(const Message& m);
 const char* kind_name(Kind k);

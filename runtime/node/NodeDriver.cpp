@@ -335,6 +335,7 @@ void NodeDriver::carry_out(core::Action& action, double now) {
         spdlog::info("{}: task {} of '{}': late copy's result dropped as a duplicate", opt_.name, a.task.id.index(),
                      apps_.at(a.task.app().value).name);
         results_.erase(a.task.id);
+        blame_.retract(a.task.id.value);
       },
       [&](core::action::SendPolicyMessage& a) {
         net::msg::Policy m{std::move(a.payload)};
@@ -471,6 +472,7 @@ void NodeDriver::on_job_done(std::uint64_t id, JobOutcome outcome, double now) {
     local_seconds_[job.app] += outcome.run_seconds;
     ++local_runs_[job.app];
   }
+  blame_.record(task.id.value, BlameLedger::local);
   results_[task.id] = std::move(r);
   post(core::event::LocalTaskFinished{task, outcome.run_seconds});
   drain(now);
@@ -551,6 +553,7 @@ void NodeDriver::on_parent_message(net::Message message, Payload payload, double
         post(core::event::PullRequested{p.count, p.nbc});
         drain(now);
       },
+      [&](net::msg::Blame& b) { on_blame(b, now); },
       [&](auto& other) {
         parent_lost(std::string("unexpected ") + net::kind_name(net::kind_of(net::Message{other})) + " from the parent", now);
       }},
@@ -600,6 +603,8 @@ void NodeDriver::parent_lost(const std::string& why, double now) {
   events_.clear();
   payloads_.clear();
   results_.clear();
+  blame_.clear();
+  departed_.clear();
   acks_.clear();
   local_pending_ = 0;
   for (auto it = jobs_.begin(); it != jobs_.end();)
@@ -762,18 +767,13 @@ void NodeDriver::handle_child(Child& child, PeerId peer, net::Message& message, 
       [&](net::msg::Result& s) {
         const core::TaskId id{s.task_id};
         if (id.app().value >= apps_.size()) return drop_child(peer, "result for an unknown application", true, now);
-        if (is_root() && root_->check_result) {
-          auto verdict = root_->check_result(s, child.name);
-          if (verdict.forged) {
-            convicted_.push_back(child.name);
-            drop_child(peer, "forged the result of task " + std::to_string(id.index()) + " of '" +
-                                       apps_.at(id.app().value).name + "'; " + std::to_string(verdict.redo.size()) +
-                                       " of its results are redone", true, now);
-            post(core::event::TasksReopened{std::move(verdict.redo)});
-            drain(now);
-            return;
-          }
-        }
+        // Result::node is bound to the connection at each hop: a child names only itself or
+        // a node it reported joined below it (issue 13, "Blame below an inner node").
+        if (!child.subtree.contains(s.node))
+          return drop_child(peer, "sent a result computed by '" + s.node + "', outside its subtree", true, now);
+        if (is_root() && root_->check_result && root_->check_result(s, child.name).forged)
+          return blame_forgery(child, peer, s, now);
+        blame_.record(s.task_id, child.id.value);
         results_[id] = std::move(s);
         post(core::event::ResultArrived{child.id, core::TaskRef{id}});
         drain(now);
@@ -804,6 +804,7 @@ void NodeDriver::handle_child(Child& child, PeerId peer, net::Message& message, 
         post(std::move(e));
         drain(now);
       },
+      [&](net::msg::BlameReply& r) { on_blame_reply(child, peer, r, now); },
       [&](net::msg::Heartbeat&) {},
       [&](net::msg::Bye&) {
         drop_child(peer, "said goodbye", false, now);
@@ -842,6 +843,7 @@ void NodeDriver::drop_child(PeerId peer, const std::string& why, bool tell, doub
   if (!quiet) spdlog::warn("{}: dropping child '{}': {}", opt_.name, it->second->name, why);
   if (tell) transport_.send_child(peer, net::msg::Shutdown{wire_text("dropped by its parent: " + why)});
   const core::ChildId id = it->second->id;
+  const std::string name = it->second->name;
   // Its unacknowledged transfers are over: the port they held is free again.
   for (const auto& [task_id, s] : it->second->sends) {
     if (s.released) released_bytes_ -= static_cast<std::uint64_t>(s.bytes);
@@ -852,6 +854,10 @@ void NodeDriver::drop_child(PeerId peer, const std::string& why, bool tell, doub
   transport_.drop_child(peer);
   if (prober_) prober_->child_left(peer, now);
   if (sched_) post(core::event::ChildLeft{id});
+  // A Blame can still name it (it forged, then left): keep the names of recent departures.
+  departed_.emplace_back(id.value, name);
+  if (departed_.size() > 4096) departed_.pop_front();
+  for (const auto& p : blame_.forget_child(id.value)) blame_found(p.task_id, name, name, now);  // accused, then gone
 }
 
 void NodeDriver::node_joined(const net::msg::NodeJoined& j, double now) {
@@ -947,6 +953,7 @@ std::optional<double> NodeDriver::next_deadline() const {
   t = earliest(t, next_tick_);
   t = earliest(t, wait_deadline_);
   t = earliest(t, calib_start_at_);
+  if (auto due = blame_.next_deadline()) t = earliest(t, *due);
   if (is_root() && dispatching_ && !calibrating_ && phase_ == Phase::running)
     t = earliest(t, orphan_since_ + opt_.orphan_timeout);
   if (sched_ && phase_ == Phase::running && !calibrating_ && (!is_root() || dispatching_))
@@ -981,6 +988,7 @@ void NodeDriver::on_timer(double now) {
     return;
   }
   if (next_heartbeat_ >= 0 && now >= next_heartbeat_) heartbeats(now);
+  expire_blames(now);
   if (phase_ == Phase::closing) {
     maybe_closed(now);
     return;
@@ -1132,6 +1140,126 @@ void NodeDriver::calibration_done(std::size_t k, const JobOutcome& done, double 
     report(net::msg::Measure{opt_.name, apps_[k].name, net::msg::Measure::What::task_seconds, median});
   }
   submit_calibration();
+}
+
+// ---- blame (issue 13) --------------------------------------------------------------
+// docs/security.md, "Blame below an inner node". Only the root can prove a result forged
+// (spot checks need the run's secret inputs); only the nodes on the result's way up know
+// who sent it. Each asks the child it came from (msg::Blame), down to the node whose leaf
+// child or own executor produced it: that node drops the forger and msg::BlameReply names
+// it on the way up, each hop checking the name is in the answering child's subtree. A
+// child that cannot or does not answer in time, or names a node outside its subtree, is
+// convicted by its parent instead: an inner node is trusted exactly as far as its subtree.
+
+namespace {
+std::string task_text(std::uint64_t task_id, const std::vector<model::AppSpec>& apps) {
+  const core::TaskId id{task_id};
+  const auto k = id.app().value;
+  return "task " + std::to_string(id.index()) + (k < apps.size() ? " of '" + apps[k].name + "'" : std::string());
+}
+}  // namespace
+
+void NodeDriver::blame_forgery(Child& child, PeerId peer, const net::msg::Result& forged, double now) {
+  const core::TaskRef task{core::TaskId{forged.task_id}};
+  // The child's hold on the task ends; with no stored result nothing is recorded, and the
+  // task is done again.
+  post(core::event::ResultArrived{child.id, task});
+  post(core::event::TasksReopened{{task}});
+  const bool leaf = child.subtree.size() == 1 || forged.node == child.name;
+  if (!leaf && blame_.expect(forged.task_id, child.id.value, now + opt_.blame_timeout)) {
+    spdlog::warn("{}: the result of {} computed by '{}' is forged; asking '{}' who sent it", opt_.name,
+                 task_text(forged.task_id, apps_), forged.node, child.name);
+    transport_.send_child(peer, net::msg::Blame{forged.task_id, forged.node, opt_.blame_timeout / 2});
+  } else {
+    const std::string name = child.name;
+    drop_child(peer, "forged the result of " + task_text(forged.task_id, apps_), true, now);
+    blame_found(forged.task_id, name, name, now);
+  }
+  drain(now);
+}
+
+void NodeDriver::on_blame(const net::msg::Blame& b, double now) {
+  const auto from = blame_.who_sent(b.task_id);
+  std::string culprit;
+  if (!from) {
+    spdlog::warn("{}: blamed for {}, which it no longer remembers passing up", opt_.name, task_text(b.task_id, apps_));
+    transport_.send_parent(net::msg::BlameReply{b.task_id, ""});
+    return;
+  }
+  if (*from == BlameLedger::local) {
+    spdlog::error("{}: its own executor computed the forged result of {}", opt_.name, task_text(b.task_id, apps_));
+    transport_.send_parent(net::msg::BlameReply{b.task_id, opt_.name});
+    return;
+  }
+  Child* c = child_by_core(core::ChildId{*from});
+  if (!c) {  // it sent the result, then left: it is the one this node can name
+    for (const auto& [core_id, name] : departed_)
+      if (core_id == *from) culprit = name;
+    if (!culprit.empty()) blame_found(b.task_id, culprit, culprit, now);
+    else transport_.send_parent(net::msg::BlameReply{b.task_id, ""});
+    return;
+  }
+  const PeerId peer = peer_of_core_.at(*from);
+  const bool leaf = c->subtree.size() == 1 || b.node == c->name;
+  const double wait = std::min(b.wait_seconds, opt_.blame_timeout);
+  if (!leaf && wait > 0 && blame_.expect(b.task_id, *from, now + wait)) {
+    spdlog::warn("{}: blamed for {}: asking '{}' who sent it", opt_.name, task_text(b.task_id, apps_), c->name);
+    transport_.send_child(peer, net::msg::Blame{b.task_id, b.node, wait / 2});
+    return;
+  }
+  culprit = c->name;
+  drop_child(peer, "forged the result of " + task_text(b.task_id, apps_), true, now);
+  blame_found(b.task_id, culprit, culprit, now);
+  drain(now);
+}
+
+void NodeDriver::on_blame_reply(Child& child, PeerId peer, const net::msg::BlameReply& r, double now) {
+  if (!blame_.answered(r.task_id, child.id.value))
+    return drop_child(peer, "answered a Blame it was not asked", true, now);
+  if (!r.culprit.empty() && r.culprit != child.name && child.subtree.contains(r.culprit)) {
+    child.subtree.erase(r.culprit);  // its parent has dropped it: no more results in its name
+    blame_found(r.task_id, child.name, r.culprit, now);
+  } else {
+    // It forged the result itself, no longer knows who sent it, or names a node outside its
+    // subtree: it is held responsible.
+    const std::string why = r.culprit.empty()       ? "could not say who sent the forged result of "
+                            : r.culprit == child.name ? "forged the result of "
+                                                      : "named '" + wire_text(r.culprit) + "', outside its subtree, for ";
+    const std::string name = child.name;
+    drop_child(peer, why + task_text(r.task_id, apps_), true, now);
+    blame_found(r.task_id, name, name, now);
+  }
+  drain(now);
+}
+
+void NodeDriver::expire_blames(double now) {
+  bool any = false;
+  for (const auto& p : blame_.expired(now)) {
+    const auto peer = peer_of_core_.find(p.child);
+    if (peer == peer_of_core_.end()) continue;
+    const std::string name = children_.at(peer->second)->name;
+    drop_child(peer->second, "did not answer the Blame of " + task_text(p.task_id, apps_) + " in time", true, now);
+    blame_found(p.task_id, name, name, now);
+    any = true;
+  }
+  if (any) drain(now);
+}
+
+/// `culprit` is convicted of forging the result of `task_id`, which came through child
+/// `via` (== culprit: the child itself is held responsible, and has been dropped).
+void NodeDriver::blame_found(std::uint64_t task_id, const std::string& via, const std::string& culprit, double now) {
+  (void)now;
+  if (std::find(convicted_.begin(), convicted_.end(), culprit) == convicted_.end()) convicted_.push_back(culprit);
+  if (!is_root()) {
+    spdlog::warn("{}: '{}' convicted of forging the result of {}", opt_.name, culprit, task_text(task_id, apps_));
+    transport_.send_parent(net::msg::BlameReply{task_id, culprit});
+    return;
+  }
+  std::vector<core::TaskRef> redo;
+  if (root_->convict) redo = root_->convict(culprit, via, culprit == via);
+  spdlog::error("{}: '{}' (below child '{}') convicted of forging the result of {}; {} of its results are redone",
+                opt_.name, culprit, via, task_text(task_id, apps_), redo.size());
+  if (!redo.empty()) post(core::event::TasksReopened{std::move(redo)});
 }
 
 }  // namespace treefarm::node

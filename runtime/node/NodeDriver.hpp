@@ -29,6 +29,7 @@
 #include "runtime/core/Policy.hpp"
 #include "runtime/model/Application.hpp"
 #include "runtime/net/Messages.hpp"
+#include "runtime/node/BlameLedger.hpp"
 #include "runtime/node/ExitCode.hpp"
 #include "runtime/node/LinkProber.hpp"
 #include "runtime/node/LocalRunner.hpp"
@@ -91,14 +92,17 @@ struct NodeOptions {
   /// with pull, an idle node takes waiting tasks back from its children. Every node
   /// answers its parent's pulls whatever its own mode.
   core::MigrationMode migration = core::MigrationMode::off;
+  /// seconds the root waits for a child's BlameReply after a forged result came through it
+  /// (docs/security.md, "Blame below an inner node"); each inner node waits half of what
+  /// its parent allowed. No answer in time: the child asked is convicted.
+  double blame_timeout = 5;
 };
 
 /// The root's verdict on a child's result before it is recorded (issue 13, hole 4).
 struct ResultVerdict {
-  /// The result is proven wrong: the child it came through is dropped (told why), its name
-  /// refused from then on, the tasks it held re-queued, and the tasks in `redo` done again.
+  /// The result is proven wrong: it is not recorded, its task is done again, and the root
+  /// finds the forger below the child it came through (msg::Blame; RootSetup::convict).
   bool forged = false;
-  std::vector<core::TaskRef> redo;  ///< Tasks already recorded from that child.
 };
 
 /// What only the root has: the run configuration and the bag of tasks.
@@ -113,6 +117,14 @@ struct RootSetup {
   /// Called for each result a child sends the root, before the core sees it; `via` is the
   /// name of the child it came through (the one held responsible). Unset = accept all.
   std::function<ResultVerdict(const net::msg::Result&, const std::string& via)> check_result;
+  /// A forger was found after a forged result (docs/security.md, "Blame below an inner
+  /// node"): `culprit` is the node convicted (now dropped by its parent, its name refused
+  /// there and here), `via` the root's child its results came through. `whole_child`: the
+  /// root holds `via` itself responsible (it was the forger, did not answer the Blame in
+  /// time, or answered outside its subtree) and has dropped it — every result that came
+  /// through `via` is to be revoked; otherwise only those computed by `culprit` and the
+  /// nodes below it. Returns the recorded tasks to do again. Unset: nothing is revoked.
+  std::function<std::vector<core::TaskRef>(const std::string& culprit, const std::string& via, bool whole_child)> convict;
   /// A result reached the root; `duplicate` if the task was already recorded.
   std::function<void(const net::msg::Result&, bool duplicate, double now)> on_result;
   /// A node joined somewhere in the tree.
@@ -240,6 +252,12 @@ class NodeDriver {
   void submit_calibration();
   void calibration_done(std::size_t app, const JobOutcome& outcome, double now);
   Child* child_by_core(core::ChildId id);
+  // Blame below an inner node (issue 13; NodeDriver.cpp, "blame").
+  void blame_forgery(Child& child, PeerId peer, const net::msg::Result& forged, double now);
+  void on_blame(const net::msg::Blame& blame, double now);
+  void on_blame_reply(Child& child, PeerId peer, const net::msg::BlameReply& reply, double now);
+  void blame_found(std::uint64_t task_id, const std::string& via, const std::string& culprit, double now);
+  void expire_blames(double now);
 
   NodeOptions opt_;
   Transport& transport_;
@@ -274,7 +292,9 @@ class NodeDriver {
   std::map<PeerId, std::unique_ptr<Child>> children_;
   std::unordered_map<std::uint32_t, PeerId> peer_of_core_;
   std::vector<std::pair<PeerId, net::msg::Hello>> waiting_hellos_;  ///< before this node is configured
-  std::vector<std::string> convicted_;  ///< root: children caught forging, refused if they join again
+  std::vector<std::string> convicted_;  ///< nodes convicted of forging here, refused if they join again
+  BlameLedger blame_;                   ///< who sent each result passed up; Blames passed down
+  std::deque<std::pair<std::uint32_t, std::string>> departed_;  ///< core id -> name of recent children gone
   std::uint32_t next_core_child_ = 0;
 
   // Tree repair: the current parent, its ancestors (parent first), and while rejoining the

@@ -31,6 +31,15 @@ class MaliciousPeer {
   }
   void send(const net::Message& m) { net::send(socket_, m); }
   zmq::socket_t& socket() { return socket_; }
+  /// Waits for its Welcome, asks for `count` tasks and waits for the first: its id, or
+  /// nullopt if either never came.
+  std::optional<std::uint64_t> join_and_take(std::uint32_t count) {
+    if (!wait_for<net::msg::Welcome>(20)) return std::nullopt;
+    send(net::msg::Request{count});
+    auto t = wait_for<net::msg::Task>(20);
+    if (!t) return std::nullopt;
+    return std::get<net::msg::Task>(t->message).task_id;
+  }
   /// Waits up to `seconds` for a message of kind K (others are discarded).
   template <class K>
   std::optional<net::Received> wait_for(double seconds) {
@@ -256,7 +265,9 @@ TEST(Adversarial, ASteadyForgerIsCaughtBySpotChecksAndItsResultsRedone) {
   EXPECT_NE(tree.master_log().find("spot check caught child 'forger'"), std::string::npos)
       << "forged " << forged << " results, never caught:\n" << tree.master_log();
   // Every result it got recorded before it was caught was done again by the honest worker.
-  for (const auto& t : tree.results().at("tasks")) EXPECT_NE(t.at("node").get<std::string>(), "forger");
+  const auto results = tree.results();  // kept: a range-for over a temporary's member dangles
+  ASSERT_EQ(results.at("tasks").size(), 2000u);
+  for (const auto& t : results.at("tasks")) EXPECT_NE(t.at("node").get<std::string>(), "forger");
 }
 
 // Hole 3 (names bound to keys): a second connection under the honest worker's name must
@@ -289,9 +300,7 @@ TEST(Adversarial, AHostileChildOfAnInnerWorkerIsDroppedAndTheRunCompletes) {
   zmq::context_t ctx(1);
   // Takes tasks, then sends garbage: dropped, its tasks re-queued by the worker.
   MaliciousPeer holder(ctx, ep, "holder");
-  ASSERT_TRUE(holder.wait_for<net::msg::Welcome>(20).has_value()) << tree.worker_log();
-  holder.send(net::msg::Request{2});
-  EXPECT_TRUE(holder.wait_for<net::msg::Task>(20).has_value()) << tree.worker_log();
+  EXPECT_TRUE(holder.join_and_take(2).has_value()) << tree.worker_log();
   MaliciousPeer foreign(ctx, ep, "foreign");
   ASSERT_TRUE(foreign.wait_for<net::msg::Welcome>(20).has_value());
   for (std::uint64_t i = 0; i < 20; ++i) {
@@ -329,5 +338,46 @@ TEST(Adversarial, AHostileChildOfAnInnerWorkerIsDroppedAndTheRunCompletes) {
   const auto log = tree.worker_log();
   for (const char* name : {"holder", "foreign", "hoarder", "spoofer", "junk"})
     EXPECT_NE(log.find(std::string("dropping child '") + name + "'"), std::string::npos) << name << " was not dropped:\n" << log;
-  for (const auto& t : tree.results().at("tasks")) EXPECT_EQ(t.at("node").get<std::string>(), tree.worker_name());
+  const auto results = tree.results();  // kept: a range-for over a temporary's member dangles
+  ASSERT_EQ(results.at("tasks").size(), 800u);
+  for (const auto& t : results.at("tasks")) EXPECT_EQ(t.at("node").get<std::string>(), tree.worker_name());
+}
+
+// Blame below an inner node (issue 13, docs/security.md): a scripted peer under the honest
+// worker forges a result; the master's spot check catches it and blames down through the
+// worker, which drops the forger and names it. The honest worker is NOT dropped: it keeps
+// computing and its later results are accepted; the forged task is redone; every task
+// once, 0 wrong; the forger cannot rejoin under the worker.
+TEST(Adversarial, AForgerBelowAnInnerWorkerIsConvictedAndItsHonestParentKept) {
+  Tree tree("advblame", 1000, {"--spot-check", "1"});
+  tree.start_worker();
+  const auto ep = tree.worker_endpoint();
+  ASSERT_FALSE(ep.empty()) << tree.worker_log();
+  zmq::context_t ctx(1);
+  MaliciousPeer forger(ctx, ep, "forger");
+  const auto id = forger.join_and_take(1);
+  ASSERT_TRUE(id.has_value()) << tree.worker_log();
+  forger.send(net::msg::Received{{*id}});
+  net::msg::Result r;
+  r.task_id = *id;
+  r.node = "forger";
+  r.checksum = 12345.0;
+  forger.send(r);
+  ASSERT_TRUE(forger.wait_for<net::msg::Shutdown>(20).has_value()) << "the worker did not drop the forger:\n" << tree.worker_log();
+  ASSERT_TRUE(wait_until([&] { return tree.master_log().find("convicted 'forger'") != std::string::npos; }, 20))
+      << tree.master_log();
+  // Caught, it is refused when it joins the worker again under the same name.
+  MaliciousPeer again(ctx, ep, "forger");
+  EXPECT_TRUE(again.wait_for<net::msg::Shutdown>(20).has_value());
+  tree.expect_clean_completion();
+  const auto mlog = tree.master_log(), wlog = tree.worker_log();
+  EXPECT_EQ(mlog.find("dropping child '" + tree.worker_name() + "'"), std::string::npos) << "honest worker dropped:\n" << mlog;
+  EXPECT_NE(mlog.find("its honest ancestors keep their results"), std::string::npos) << mlog;
+  EXPECT_NE(wlog.find("dropping child 'forger': forged the result of task"), std::string::npos) << wlog;
+  EXPECT_NE(wlog.find("refusing 'forger'"), std::string::npos) << wlog;
+  // Every task, the forged one included, was computed by the honest worker and recorded once.
+  const auto results = tree.results();  // kept: a range-for over a temporary's member dangles
+  std::size_t by_worker = 0;
+  for (const auto& task : results.at("tasks")) by_worker += task.at("node").get<std::string>() == tree.worker_name();
+  EXPECT_EQ(by_worker, 2000u);
 }

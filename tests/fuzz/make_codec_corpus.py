@@ -12,6 +12,7 @@ import sys
 
 MAGIC, VERSION = 0x4D524654, 3
 HELLO, WELCOME, REQUEST, TASK, RESULT, NODE_JOINED, HEARTBEAT, SHUTDOWN, BYE, PROBE, PROBE_ACK, MEASURE, POLICY, RECEIVED = range(1, 15)
+BLAME, BLAME_REPLY = 19, 20
 
 
 def s(text):
@@ -67,6 +68,10 @@ SEEDS = {
     "valid-measure-task": (0, frame(MEASURE, s("w1") + s("mm") + struct.pack("<Bd", 0, 0.125))),
     "valid-measure-link": (0, frame(MEASURE, s("w2") + s("") + struct.pack("<Bd", 1, 1.1e9))),
     "valid-received": (0, frame(RECEIVED, struct.pack("<IQQ", 2, 7, 1 << 41))),
+    "valid-blame": (0, frame(BLAME, struct.pack("<Q", (1 << 40) | 5) + s("w7") + struct.pack("<d", 2.5))),
+    "valid-blame-reply": (0, frame(BLAME_REPLY, struct.pack("<Q", (1 << 40) | 5) + s("w7"))),
+    "valid-blame-reply-unknown": (0, frame(BLAME_REPLY, struct.pack("<Q", 5) + s(""))),
+    "bad-blame-negative-wait": (0, frame(BLAME, struct.pack("<Q", 5) + s("w7") + struct.pack("<d", -1.0))),
     # edge cases that must be rejected
     "bad-empty-frame": (0, b""),
     "bad-truncated-header": (0, frame(HELLO, hello())[:11]),

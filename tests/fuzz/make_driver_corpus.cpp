@@ -65,6 +65,35 @@ int main(int argc, char** argv) {
     s.lone(4, msg::Shutdown{"done"});
     seeds.push_back(s.b);
   }
+  // Blame below an inner node (issue 13, kinds 19-20): the root blames c1 for a forged
+  // result (the fuzz root calls negative checksums forged) said computed by g, below c1;
+  // c1 answers, or stays silent past the timeout; a worker is blamed for a result it
+  // passed up from c0, and for one its own executor computed.
+  for (const bool answers : {true, false}) {
+    Session s(1);
+    s.lone(1, msg::NodeJoined{"g", "c1", 1, 0});
+    s.lone(1, msg::Request{2});
+    s.lone(1, msg::Received{{task(0, 0), task(0, 1)}});
+    s.lone(1, msg::Result{task(0, 0), "g", 0.1, 0, -1, false, ""});
+    if (answers) s.lone(1, msg::BlameReply{task(0, 0), "g"});
+    s.timer(600);
+    s.lone(1, msg::Result{task(0, 1), "g", 0.1, 0, 1, false, ""});
+    s.lone(2, msg::BlameReply{task(0, 1), "c2"});
+    seeds.push_back(s.b);
+  }
+  {
+    Session s(0);
+    s.lone(4, msg::Task{task(0, 0)}, 100);
+    s.lone(4, msg::Task{task(0, 1)}, 100);
+    s.lone(0, msg::Request{1});
+    s.op(6, Bytes{std::byte{1}});
+    s.lone(0, msg::Received{{task(0, 1)}});
+    s.lone(0, msg::Result{task(0, 1), "c0", 0.1, 0, 1, false, ""});
+    s.lone(4, msg::Blame{task(0, 1), "c0", 2.5});
+    s.lone(4, msg::Blame{task(0, 0), "w", 2.5});
+    s.lone(4, msg::Blame{task(0, 9), "x", 0});
+    seeds.push_back(s.b);
+  }
   int i = 0;
   for (const auto& seed : seeds) {
     std::ofstream f(dir + "/seed-" + std::to_string(i++), std::ios::binary);

@@ -160,6 +160,8 @@ std::vector<Message> sample_messages() {
       sample_tree_info(),
       msg::Pull{3, 1},
       msg::PullReply{{9, 10}, {1, 0}, 2},
+      msg::Blame{(1ull << 40) | 7, "w3", 2.5},
+      msg::BlameReply{(1ull << 40) | 7, "w3"},
   };
 }
 
@@ -214,6 +216,20 @@ TEST(Codec, TreeQueryAndTreeInfoRoundTripAndAreBounded) {
   auto bad = in;
   bad.task_seconds.pop_back();
   EXPECT_THROW(encode(Message{bad}), std::invalid_argument);
+}
+
+TEST(Codec, BlameAndBlameReplyRoundTripWithTheirKinds) {
+  const auto blame = round_trip(msg::Blame{(3ull << 40) | 12, "leaf-7", 1.25});
+  EXPECT_EQ(blame.task_id, (3ull << 40) | 12);
+  EXPECT_EQ(blame.node, "leaf-7");
+  EXPECT_EQ(blame.wait_seconds, 1.25);
+  EXPECT_THROW(encode(Message{msg::Blame{1, "x", -1}}), std::invalid_argument);
+  const auto reply = round_trip(msg::BlameReply{5, ""});  // "" = the sender no longer knows
+  EXPECT_EQ(reply.task_id, 5u);
+  EXPECT_TRUE(reply.culprit.empty());
+  EXPECT_EQ(static_cast<int>(kind_of(Message{msg::Blame{}})), 19);
+  EXPECT_EQ(static_cast<int>(kind_of(Message{msg::BlameReply{}})), 20);
+  EXPECT_STREQ(kind_name(Kind::blame_reply), "BlameReply");
 }
 
 TEST(Codec, PullAndPullReplyRoundTripAndAreBounded) {
@@ -691,3 +707,4 @@ TEST(CodecFuzz, RandomMutationsOfValidFrames) {
 
 }  // namespace
 }  // namespace treefarm::net
+
