@@ -21,6 +21,7 @@ void add_all_commands(CLI::App& app, Commands& out) {
   add_emulate_command(app, out);
   add_experiment_command(app, out);
   add_plan_command(app, out);
+  add_probe_command(app, out);
   add_hwdetect_command(app, out);
   add_bench_command(app, out);
 }
