@@ -569,8 +569,7 @@ void NodeDriver::on_parent_lost(const std::string& why, double now) {
 /// the parent, then each of its ancestors up to the root (the nearest live one wins);
 /// rounds are spaced by the back-off 0.5, 1, 2, 4, 8, 8, ... s.
 void NodeDriver::parent_lost(const std::string& why, double now) {
-  if (why.starts_with("re-parenting")) spdlog::info("{}: leaving the parent: {}", opt_.name, why);  // move_to
-  else spdlog::error("{}: lost the parent: {}", opt_.name, why);
+  spdlog::error("{}: lost the parent: {}", opt_.name, why);
   if (opt_.rejoin_timeout <= 0) {
     for (auto& [peer, c] : children_) transport_.send_child(peer, net::msg::Shutdown{"parent lost"});
     end(exit_parent_lost);

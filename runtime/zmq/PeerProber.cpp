@@ -95,8 +95,10 @@ net::msg::ProbeReport PeerProber::measure(const net::msg::ProbeRequest& request)
         if (!a) throw std::runtime_error(unanswered());
         fastest = std::min(fastest, a->seconds);
       }
-      // A probe faster than the round trip resolves counts as 1 µs (a bound, not a figure).
-      r.bandwidth = static_cast<double>(request.bytes) / std::max(fastest - round_trip, 1e-6);
+      // A probe that came back faster than the smallest empty round trip (noise on a fast
+      // link): bytes over its whole time, a lower bound, rather than an absurd figure.
+      const double transfer = fastest - round_trip;
+      r.bandwidth = static_cast<double>(request.bytes) / (transfer > 0 ? transfer : fastest);
     }
     r.ok = true;
   } catch (const std::exception& e) {

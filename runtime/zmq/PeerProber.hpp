@@ -8,7 +8,8 @@
 ///
 /// Link: `rounds` empty TreeQuery round trips to the target (the smallest is the round
 /// trip, seconds), then `rounds` TreeQuery answered with `bytes` bytes; bandwidth =
-/// bytes / (fastest − smallest round trip), bytes/s, from the target to this node.
+/// bytes / (fastest − smallest round trip), bytes/s, from the target to this node (bytes /
+/// fastest when the difference is not positive: a lower bound).
 /// Speed: the node's speed function (flop/s per core; none: refused).
 
 #include <condition_variable>
