@@ -1,5 +1,6 @@
 #include "worker/AutoParent.hpp"
 
+#include <algorithm>
 #include <deque>
 #include <set>
 #include <stdexcept>
@@ -10,13 +11,34 @@
 
 namespace treefarm::worker {
 
-AutoParentResult find_parent(const AutoParentOptions& o) {
-  zmq_node::TreeQueryClient client;
+namespace {
+/// What the joiner learnt of the live tree: the nodes' answers, the links measured from
+/// each to here, their keys (CURVE), the name of the node at `join`.
+struct Learnt {
   std::vector<net::msg::TreeInfo> infos;
+  std::map<std::string, double> measured;
+  std::map<std::string, std::string> key_of;  // endpoint -> public key (CURVE)
+  std::string entry;
+  std::string parent_of_leaving;              // the parent's name of o.leaving ("" = not seen)
+};
+
+/// Breadth-first over the tree from `o.join` (every node names its parent's endpoint and
+/// its children's), then a link probe from every node reached. A node named `o.leaving`
+/// (re-parenting: this worker) is neither asked nor kept, nor is its subtree.
+Learnt learn_tree(const AutoParentOptions& o) {
+  zmq_node::TreeQueryClient client;
+  Learnt l;
+  const auto learn_key = [&](const std::string& endpoint, const std::string& key) {
+    if (!o.curve || endpoint.empty() || key.empty()) return;
+    l.key_of.emplace(endpoint, key);
+    client.server_key(endpoint, key);
+  };
+  if (o.curve) {
+    client.set_curve(*o.curve);
+    learn_key(o.join, o.join_key);
+  }
   std::set<std::string> asked, names;
   std::deque<std::string> queue{o.join};
-  std::string entry;
-  // Breadth-first over the tree: every node names its parent's endpoint and its children's.
   while (!queue.empty() && asked.size() < o.max_nodes) {
     const std::string ep = queue.front();
     queue.pop_front();
@@ -24,30 +46,75 @@ AutoParentResult find_parent(const AutoParentOptions& o) {
     auto a = client.ask(ep, 0, o.timeout);
     if (!a) {
       if (ep == o.join) throw std::runtime_error("--join " + o.join + ": no treefarm node answered there within " +
-                                                 std::to_string(o.timeout) + " s");
+                                                 std::to_string(o.timeout) + " s" +
+                                                 (o.curve ? " (under CURVE: is --parent-key that node's key, and this "
+                                                            "worker's key in its authorized_keys?)" : ""));
       spdlog::warn("{}: --parent auto: {} did not answer; it will not be a candidate", o.name, ep);
       continue;
     }
-    if (ep == o.join) entry = a->info.name;
+    if (!o.leaving.empty() && a->info.name == o.leaving) continue;  // itself (reached through an address)
+    if (ep == o.join) l.entry = a->info.name;
     if (!names.insert(a->info.name).second) continue;  // the same node under another address
     a->info.endpoint = ep;  // where it answered: reachable from here
+    learn_key(a->info.parent_endpoint, a->info.parent_public_key);
     queue.push_back(a->info.parent_endpoint);
-    for (const auto& c : a->info.children) queue.push_back(c.endpoint);
-    infos.push_back(std::move(a->info));
+    auto& children = a->info.children;
+    if (!o.leaving.empty()) {
+      const auto self = std::find_if(children.begin(), children.end(), [&](const auto& c) { return c.name == o.leaving; });
+      if (self != children.end()) {
+        l.parent_of_leaving = a->info.name;
+        children.erase(self);
+      }
+    }
+    for (const auto& c : children) {
+      learn_key(c.endpoint, c.public_key);
+      queue.push_back(c.endpoint);
+    }
+    l.infos.push_back(std::move(a->info));
   }
-  AutoParentResult r;
-  for (const auto& i : infos) {
+  for (const auto& i : l.infos) {
     if (auto bw = client.bandwidth(i.endpoint, o.probe_bytes, o.probe_repeats, o.timeout)) {
-      r.measured[i.name] = *bw;
+      l.measured[i.name] = *bw;
       spdlog::info("{}: --parent auto: {} ({}) -> here: {:.1f} MB/s", o.name, i.name, i.endpoint, *bw / 1e6);
     } else {
       spdlog::warn("{}: --parent auto: could not measure the link from {}", o.name, i.name);
     }
   }
-  r.tree = plan::live_tree(infos, r.measured);
+  return l;
+}
+
+std::string key_for(const AutoParentOptions& o, const Learnt& l, const std::string& endpoint) {
+  if (!o.curve) return {};
+  const auto key = l.key_of.find(endpoint);
+  if (key == l.key_of.end()) throw std::runtime_error("--parent auto: no public key known for " + endpoint);
+  return key->second;
+}
+}  // namespace
+
+AutoParentResult find_parent(const AutoParentOptions& o) {
+  Learnt l = learn_tree(o);
+  AutoParentResult r;
+  r.measured = std::move(l.measured);
+  r.tree = plan::live_tree(l.infos, r.measured);
   plan::ParentChoiceOptions po;
   po.seed = o.seed;
-  r.parent = plan::choose_live_parent(r.tree, r.measured, o.name, o.cores, o.speed, entry, po);
+  r.parent = plan::choose_live_parent(r.tree, r.measured, o.name, o.cores, o.speed, l.entry, po);
+  r.parent_key = key_for(o, l, r.parent.endpoint);
+  return r;
+}
+
+ReparentResult evaluate_reparent(const AutoParentOptions& o, double min_gain) {
+  if (o.leaving.empty()) throw std::invalid_argument("evaluate_reparent needs the leaving node's name");
+  Learnt l = learn_tree(o);
+  ReparentResult r;
+  r.current_parent = l.parent_of_leaving;
+  const auto tree = plan::live_tree(l.infos, l.measured);
+  r.choice = plan::reparent_choice(tree, l.measured, o.name, o.cores, o.speed, l.parent_of_leaving, min_gain);
+  if (r.choice.best) {
+    r.target.name = tree.model.nodes[*r.choice.best].name;
+    r.target.endpoint = tree.endpoints[*r.choice.best];
+    r.target.public_key = key_for(o, l, r.target.endpoint);
+  }
   return r;
 }
 

@@ -7,9 +7,11 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 
 #include "runtime/plan/LiveTree.hpp"
+#include "runtime/zmq/Curve.hpp"
 
 namespace treefarm::worker {
 
@@ -23,6 +25,13 @@ struct AutoParentOptions {
   double timeout = 10;                      ///< seconds per question
   std::size_t max_nodes = 256;              ///< nodes asked at most
   std::uint64_t seed = 1;
+  /// CURVE: this worker's keys and the public key of the node at `join` (the others' keys
+  /// are learnt from the answers, msg::TreeInfo); this worker's key must be in their
+  /// authorized_keys. Without: unencrypted questions.
+  std::optional<net::KeyPair> curve;
+  std::string join_key;
+  /// Re-parenting: this worker's own name; it and its subtree are left out of the tree.
+  std::string leaving;
 };
 
 /// The choice, the tree it was made on and the measured links (bytes/s by node name).
@@ -30,10 +39,20 @@ struct AutoParentResult {
   plan::AutoParent parent;
   plan::LiveTree tree;
   std::map<std::string, double> measured;
+  std::string parent_key;   ///< CURVE: the chosen parent's public key ("" = no CURVE)
 };
 
 /// Throws std::runtime_error when the node at `join` does not answer, std::invalid_argument
 /// when the tree cannot be modelled (no root reached, no application yet).
 AutoParentResult find_parent(const AutoParentOptions& options);
+
+/// Re-parenting later (`--reparent-every`, docs/planning.md): the tree learnt again from
+/// `options.join` without this worker (`options.leaving`), and plan::reparent_choice.
+struct ReparentResult {
+  std::string current_parent;     ///< name of its parent as the tree lists it ("" = not seen)
+  plan::ReparentChoice choice;
+  net::msg::Ancestor target;      ///< the best other node (name, endpoint, CURVE key)
+};
+ReparentResult evaluate_reparent(const AutoParentOptions& options, double min_gain);
 
 }  // namespace treefarm::worker

@@ -1,7 +1,9 @@
 // treefarm-worker: joins a treefarm tree at any depth, computes on its own cores and
 // serves its own children (docs/commands.md).
+#include <atomic>
 #include <chrono>
 #include <csignal>
+#include <thread>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -9,6 +11,7 @@
 
 #include "runtime/cli/CliSupport.hpp"
 #include "tasks/BlasKernel.hpp"
+#include "tasks/Benchmark.hpp"
 #include "runtime/exec/CpuList.hpp"
 #include "runtime/zmq/ZmqNode.hpp"
 #include "runtime/exec/Topology.hpp"
@@ -47,6 +50,9 @@ int main(int argc, char** argv) {
   app.add_option("--advertise", endpoints.advertise, "This worker's listening endpoint as other machines reach it (told to --parent auto joiners; default: the bound one)");
   app.add_option("--speed", autop.speed, "With --parent auto: flop/s per core of this machine (default: the tree's median task times)")->check(CLI::NonNegativeNumber);
   app.add_option("--probe-bytes", autop.probe_bytes, "With --parent auto: bytes per link probe to each node")->capture_default_str()->check(CLI::Range(std::uint64_t{1}, treefarm::net::max_tree_probe_bytes));
+  double reparent_every = 0, reparent_gain = 0.1;
+  app.add_option("--reparent-every", reparent_every, "seconds between re-evaluations of the parent: the tree is asked and measured again and this worker moves (leaving its parent cleanly) when another node predicts a fair throughput above (1 + --reparent-gain) x the current one (0 = never; docs/planning.md)")->capture_default_str()->check(CLI::NonNegativeNumber);
+  app.add_option("--reparent-gain", reparent_gain, "With --reparent-every: the least relative gain that moves this worker (negative: move to the best other node every time, for tests)")->capture_default_str();
   app.add_option("--listen", endpoints.listen, "Endpoint for this worker's own children (\"\" = none)")->capture_default_str();
   app.add_option("--name", opt.name, "Unique node name (default HOSTNAME-PID)")->capture_default_str();
   app.add_option("--cores", cores, "Compute on this many cores (default: all usable; 0 = only forward)");
@@ -57,7 +63,7 @@ int main(int argc, char** argv) {
   app.add_option("--rejoin-timeout", opt.rejoin_timeout, "seconds to keep rejoining a lost parent, or else one of its ancestors up to the master, counted from the loss, with back-off 0.5-8 s (0 = exit at once)")->capture_default_str()->check(treefarm::cli_support::non_negative_seconds());
   std::string curve_secret, authorized, parent_key;
   app.add_option("--curve-secret", curve_secret, "This worker's CURVE secret key file (treefarm keygen): encrypts and authenticates its links")->check(CLI::ExistingFile);
-  app.add_option("--parent-key", parent_key, "The parent's CURVE public key file (NAME.key)")->check(CLI::ExistingFile);
+  app.add_option("--parent-key", parent_key, "The parent's CURVE public key file (NAME.key); with --parent auto, the --join node's")->check(CLI::ExistingFile);
   app.add_option("--authorized-keys", authorized, "Public keys of the workers admitted as children (authorized_keys file)")->check(CLI::ExistingFile);
   app.add_flag("--insecure", endpoints.insecure, "Allow unencrypted links on non-loopback addresses");
   app.add_option("--max-task-losses", opt.max_task_losses, "A task lost with this many dead children is reported failed")->capture_default_str();
@@ -92,6 +98,15 @@ int main(int argc, char** argv) {
     compute.cores = usable;
     compute.memory = topo.memory_bytes;
     compute.backfill = !no_backfill;
+    // `treefarm probe` asks for the speed per core: one core times a 512x512 matmul
+    // (2·512³ flop), median of 3 runs after a warm-up.
+    compute.speed_probe = [] {
+      treefarm::model::AppSpec mm;
+      mm.name = "probe";
+      mm.kernel = treefarm::model::Kernel::matmul;
+      mm.n = 512;
+      return mm.task_flops() / treefarm::tasks::time_kernel(mm, 3, nullptr);
+    };
     if (!curve_secret.empty()) {
       if (parent_key.empty()) throw cs::UsageError("--curve-secret needs --parent-key (the parent's public key file)");
       endpoints.curve.enabled = true;
@@ -107,7 +122,10 @@ int main(int argc, char** argv) {
     }
     if (endpoints.parent == "auto") {
       if (autop.join.empty()) throw cs::UsageError("--parent auto needs --join tcp://ANY-NODE:PORT (a node of the tree)");
-      if (endpoints.curve.enabled) throw cs::UsageError("--parent auto does not work with CURVE yet (--curve-secret): give --parent");
+      if (endpoints.curve.enabled) {  // --parent-key is the --join node's key; the others' come with the answers
+        autop.curve = endpoints.curve.own;
+        autop.join_key = endpoints.curve.parent_public_key;
+      }
       autop.name = opt.name;
       autop.cores = static_cast<std::uint32_t>(compute.cores.size());
       const auto found = treefarm::worker::find_parent(autop);
@@ -115,6 +133,7 @@ int main(int argc, char** argv) {
                    opt.name, found.parent.name, found.parent.endpoint, found.tree.model.nodes.size(),
                    found.parent.choice.fair_throughput, found.parent.choice.evaluations);
       endpoints.parent = found.parent.endpoint;
+      if (endpoints.curve.enabled) endpoints.curve.parent_public_key = found.parent_key;
     } else if (!autop.join.empty()) {
       throw cs::UsageError("--join is for --parent auto");
     }
@@ -123,7 +142,40 @@ int main(int argc, char** argv) {
     std::signal(SIGINT, on_signal);
     std::signal(SIGTERM, on_signal);
     const auto started = std::chrono::steady_clock::now();
+    // Re-parenting later (docs/planning.md): a thread re-evaluates the parent every
+    // --reparent-every seconds and asks the node's loop to move.
+    std::atomic<bool> done{false};
+    std::thread reparenter;
+    if (reparent_every > 0) {
+      autop.name = opt.name;
+      autop.cores = static_cast<std::uint32_t>(compute.cores.size());
+      if (endpoints.curve.enabled) autop.curve = endpoints.curve.own;
+      reparenter = std::thread([&] {
+        for (std::uint64_t round = 1; !done; ++round) {
+          for (double slept = 0; slept < reparent_every && !done; slept += 0.1)
+            std::this_thread::sleep_for(std::chrono::milliseconds(100));
+          const auto parent = node.parent();
+          if (done || parent.endpoint.empty()) continue;
+          treefarm::worker::AutoParentOptions o = autop;
+          o.join = parent.endpoint;
+          o.join_key = parent.public_key;
+          o.leaving = opt.name;
+          o.seed = autop.seed + round;
+          try {
+            const auto r = treefarm::worker::evaluate_reparent(o, reparent_gain);
+            spdlog::info("{}: re-parenting check: under '{}' {:.4g} tasks/s, best other '{}' {:.4g} tasks/s ({} LP solves): {}",
+                         opt.name, r.current_parent, r.choice.current_throughput, r.target.name, r.choice.best_throughput,
+                         r.choice.evaluations, r.choice.move ? "moving" : "staying");
+            if (r.choice.move && !done) node.move_to(r.target);
+          } catch (const std::exception& e) {
+            spdlog::warn("{}: re-parenting check failed: {}", opt.name, e.what());
+          }
+        }
+      });
+    }
     const int rc = node.run();
+    done = true;
+    if (reparenter.joinable()) reparenter.join();
     running = nullptr;
     if (rc == treefarm::node::exit_parent_lost) {
       const double tried = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();

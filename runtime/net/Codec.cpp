@@ -103,7 +103,8 @@ class Reader {
 // kinds and the alternatives in the same order, which these assertions hold it to.
 template <Kind k, typename T>
 constexpr bool kind_is = std::is_same_v<std::variant_alternative_t<static_cast<std::size_t>(k) - 1, Message>, T>;
-static_assert(std::variant_size_v<Message> == static_cast<std::size_t>(Kind::blame_reply));
+static_assert(std::variant_size_v<Message> == static_cast<std::size_t>(Kind::probe_report));
+static_assert(kind_is<Kind::probe_request, msg::ProbeRequest> && kind_is<Kind::probe_report, msg::ProbeReport>);
 static_assert(kind_is<Kind::hello, msg::Hello> && kind_is<Kind::welcome, msg::Welcome> &&
               kind_is<Kind::request, msg::Request> && kind_is<Kind::task, msg::Task> &&
               kind_is<Kind::result, msg::Result> && kind_is<Kind::node_joined, msg::NodeJoined> &&
@@ -119,7 +120,7 @@ static_assert(kind_is<Kind::hello, msg::Hello> && kind_is<Kind::welcome, msg::We
 constexpr std::array<const char*, std::variant_size_v<Message>> kind_names = {
     "Hello", "Welcome", "Request", "Task", "Result", "NodeJoined", "Heartbeat",
     "Shutdown", "Bye", "Probe", "ProbeAck", "Measure", "Policy", "Received", "TreeQuery", "TreeInfo", "Pull",
-    "PullReply", "Blame", "BlameReply"};
+    "PullReply", "Blame", "BlameReply", "Unassigned", "Unassigned", "ProbeRequest", "ProbeReport"};
 
 Kind kind_of(const Message& m) { return static_cast<Kind>(m.index() + 1); }
 
@@ -240,6 +241,9 @@ std::vector<std::byte> encode(const Message& m) {
           body.put_string(c.endpoint);
           body.put_all(c.cores, c.link_bandwidth);
         }
+        body.put_string(t.public_key);
+        body.put_string(t.parent_public_key);
+        for (std::size_t i = 0; i < children; ++i) body.put_string(t.children[i].public_key);
       },
       [&](const msg::Pull& x) {
         if (x.count == 0) throw std::invalid_argument("Pull of 0 tasks");
@@ -268,6 +272,24 @@ std::vector<std::byte> encode(const Message& m) {
       [&](const msg::BlameReply& x) {
         body.put(x.task_id);
         body.put_string(x.culprit);
+      },
+      [&]<std::uint16_t K>(const msg::Unassigned<K>&) {
+        throw std::invalid_argument("message kind " + std::to_string(K) + " is not defined in this build");
+      },
+      [&](const msg::ProbeRequest& x) {
+        if (x.bytes > max_tree_probe_bytes || x.rounds == 0 || x.rounds > max_probe_rounds || !(x.timeout > 0))
+          throw std::invalid_argument("ProbeRequest out of range");
+        body.put_string(x.target);
+        body.put_string(x.target_key);
+        body.put_all(x.bytes, x.rounds, x.timeout);
+      },
+      [&](const msg::ProbeReport& x) {
+        body.put_string(x.node);
+        body.put_string(x.target);
+        body.put_string(x.target_name);
+        body.put<std::uint8_t>(x.ok ? 1 : 0);
+        body.put_string(x.error.size() > max_text_bytes ? x.error.substr(0, max_text_bytes) : x.error, max_text_bytes);
+        body.put_all(x.bandwidth, x.round_trip, x.speed, x.cores);
       }},
       m);
   if (body.bytes().size() > max_body_bytes) throw std::invalid_argument("message body too large to send");
@@ -290,7 +312,8 @@ Message decode(std::span<const std::byte> header_frame, std::size_t payload_fram
   if (version != wire_version)
     throw DecodeError("protocol version " + std::to_string(version) + ", this node speaks " + std::to_string(wire_version));
   const auto raw_kind = head.get<std::uint16_t>("kind");
-  if (raw_kind < static_cast<std::uint16_t>(Kind::hello) || raw_kind > static_cast<std::uint16_t>(Kind::blame_reply))
+  if (raw_kind < static_cast<std::uint16_t>(Kind::hello) || raw_kind > static_cast<std::uint16_t>(Kind::probe_report) ||
+      (raw_kind > static_cast<std::uint16_t>(Kind::blame_reply) && raw_kind < static_cast<std::uint16_t>(Kind::probe_request)))
     throw DecodeError("unknown message kind " + std::to_string(raw_kind));
   const auto kind = static_cast<Kind>(raw_kind);
   const auto body_len = head.get<std::uint32_t>("body_length");
@@ -489,6 +512,15 @@ Message decode(std::span<const std::byte> header_frame, std::size_t payload_fram
         if (c.name.empty() || c.cores > 1u << 16 || c.link_bandwidth < 0) throw DecodeError("TreeInfo with a child out of range");
         t.children.push_back(std::move(c));
       }
+      if (!r.at_end()) {  // CURVE keys (optional)
+        t.public_key = r.get_string("public_key");
+        t.parent_public_key = r.get_string("parent_public_key");
+        for (auto& c : t.children) c.public_key = r.get_string("child.public_key");
+        auto bad_key = [](const std::string& k) { return !k.empty() && k.size() != 40; };
+        bool bad = bad_key(t.public_key) || bad_key(t.parent_public_key);
+        for (const auto& c : t.children) bad = bad || bad_key(c.public_key);
+        if (bad) throw DecodeError("TreeInfo with a public key that is not 40 Z85 characters");
+      }
       m = std::move(t);
       break;
     }
@@ -526,6 +558,36 @@ Message decode(std::span<const std::byte> header_frame, std::size_t payload_fram
       m = std::move(x);
       break;
     }
+    case Kind::probe_request: {
+      msg::ProbeRequest x;
+      x.target = r.get_string("target");
+      x.target_key = r.get_string("target_key");
+      x.bytes = r.get<std::uint64_t>("bytes");
+      x.rounds = r.get<std::uint32_t>("rounds");
+      x.timeout = r.get_finite("timeout");
+      if (x.bytes > max_tree_probe_bytes || x.rounds == 0 || x.rounds > max_probe_rounds || !(x.timeout > 0) || x.timeout > 3600)
+        throw DecodeError("ProbeRequest with " + std::to_string(x.rounds) + " rounds of " + std::to_string(x.bytes) + " bytes");
+      m = std::move(x);
+      break;
+    }
+    case Kind::probe_report: {
+      msg::ProbeReport x;
+      x.node = r.get_string("node");
+      x.target = r.get_string("target");
+      x.target_name = r.get_string("target_name");
+      x.ok = r.get<std::uint8_t>("ok") != 0;
+      x.error = r.get_string("error", max_text_bytes);
+      x.bandwidth = r.get_finite("bandwidth");
+      x.round_trip = r.get_finite("round_trip");
+      x.speed = r.get_finite("speed");
+      x.cores = r.get<std::uint32_t>("cores");
+      if (x.bandwidth < 0 || x.round_trip < 0 || x.speed < 0 || x.cores > 1u << 16)
+        throw DecodeError("ProbeReport out of range");
+      m = std::move(x);
+      break;
+    }
+    default:
+      throw DecodeError("unknown message kind " + std::to_string(raw_kind));
   }
   r.finish();
   return m;

@@ -27,12 +27,15 @@ constexpr std::uint64_t max_payload_bytes = 2ull << 30;   ///< bytes, one task's
 constexpr std::uint64_t max_tree_probe_bytes = 64ull << 20;  ///< bytes, one TreeQuery probe
 constexpr std::size_t max_tree_children = 256;            ///< children listed in one TreeInfo
 constexpr std::size_t max_ancestors = 32;                 ///< entries of Welcome::ancestors
+constexpr std::uint32_t max_probe_rounds = 100;           ///< rounds of one ProbeRequest
 
 enum class Kind : std::uint16_t {
   hello = 1, welcome = 2, request = 3, task = 4, result = 5, node_joined = 6,
   heartbeat = 7, shutdown = 8, bye = 9, probe = 10, probe_ack = 11, measure = 12, policy = 13, received = 14,
   tree_query = 15, tree_info = 16, pull = 17, pull_reply = 18,
   blame = 19, blame_reply = 20,
+  // 21-22: assigned to a change not landed yet (msg::Unassigned).
+  probe_request = 23, probe_report = 24,
 };
 
 namespace msg {
@@ -167,6 +170,7 @@ struct TreeInfo {
     std::string endpoint;             ///< its listening endpoint ("" = not advertised)
     std::uint32_t cores = 0;
     double link_bandwidth = 0;        ///< bytes/s of the link to it (0 = unknown)
+    std::string public_key = {};      ///< Z85 CURVE key of its listener ("" = no CURVE)
   };
   std::string name;
   std::string endpoint;               ///< this node's listening endpoint ("" = none)
@@ -176,6 +180,10 @@ struct TreeInfo {
   std::vector<double> task_seconds;   ///< per app of `apps`: seconds per task here (0 = unknown)
   std::vector<App> apps;              ///< the run's applications (empty before Welcome)
   std::vector<Child> children;        ///< at most max_tree_children
+  // CURVE (`--parent auto` under CURVE): optional on the wire, after the children; filled
+  // by the ZeroMQ transport, so that a joiner can authenticate the nodes it learns of.
+  std::string public_key = {};        ///< this node's listener key ("" = no CURVE)
+  std::string parent_public_key = {}; ///< its parent's ("" = root or no CURVE)
 };
 /// Parent → child, task migration PULL (papers/lee2010 slide 16, docs/migration.md): give
 /// back up to `count` waiting tasks whose backfilling counter is >= `nbc`.
@@ -203,13 +211,39 @@ struct Blame {
 struct BlameReply {
   std::uint64_t task_id = 0;
   std::string culprit;
+/// A kind number assigned but not defined in this build: never sent, refused on receipt.
+template <std::uint16_t K>
+struct Unassigned {};
+/// Anyone → a node's listening socket, outside the tree (`treefarm probe`,
+/// docs/machines-file.md): measure the link from the node listening at `target` to you
+/// (`rounds` TreeQuery probes of `bytes` bytes, after `rounds` empty ones for the round
+/// trip), or, with an empty `target`, the speed of your cores. Answered by one ProbeReport.
+struct ProbeRequest {
+  std::string target;         ///< tcp://HOST:PORT of another node ("" = measure the speed)
+  std::string target_key;     ///< Z85 CURVE public key of the target's listener ("" = no CURVE)
+  std::uint64_t bytes = 0;    ///< bytes per bandwidth probe, at most max_tree_probe_bytes
+  std::uint32_t rounds = 3;   ///< probes of each kind, 1 to max_probe_rounds
+  double timeout = 10;        ///< seconds to wait for each answer of the target (> 0, ≤ 3600)
+};
+/// The answer to a ProbeRequest.
+struct ProbeReport {
+  std::string node;           ///< the measuring node's name
+  std::string target;         ///< as requested
+  std::string target_name;    ///< the target node's name, as it answered ("" = speed, or no answer)
+  bool ok = false;
+  std::string error;          ///< why not, when !ok (at most max_text_bytes)
+  double bandwidth = 0;       ///< bytes/s from the target to the measuring node (fastest probe)
+  double round_trip = 0;      ///< seconds, smallest round trip of an empty TreeQuery
+  double speed = 0;           ///< flop/s per core (speed requests)
+  std::uint32_t cores = 0;    ///< the measuring node's computing cores
 };
 }  // namespace msg
 
 using Message = std::variant<msg::Hello, msg::Welcome, msg::Request, msg::Task, msg::Result,
                              msg::NodeJoined, msg::Heartbeat, msg::Shutdown, msg::Bye, msg::Probe,
                              msg::ProbeAck, msg::Measure, msg::Policy, msg::Received, msg::TreeQuery,
-                             msg::TreeInfo, msg::Pull, msg::PullReply, msg::Blame, msg::BlameReply>;
+                             msg::TreeInfo, msg::Pull, msg::PullReply, msg::Blame, msg::BlameReply, msg::Unassigned<21>,
+                             msg::Unassigned<22>, msg::ProbeRequest, msg::ProbeReport>;
 
 Kind kind_of(const Message& m);
 const char* kind_name(Kind k);

@@ -634,6 +634,23 @@ void NodeDriver::parent_lost(const std::string& why, double now) {
                target.name.empty() ? std::string("the parent") : "'" + target.name + "' at " + target.endpoint, delay);
 }
 
+bool NodeDriver::move_to(const net::msg::Ancestor& target, double now) {
+  if (is_root() || phase_ != Phase::running || opt_.rejoin_timeout <= 0 || target.endpoint.empty() ||
+      target.endpoint == parent_link_.endpoint)
+    return false;
+  spdlog::info("{}: re-parenting: leaving {} for '{}' at {}", opt_.name, parent_link_.endpoint, target.name, target.endpoint);
+  transport_.send_parent(net::msg::Bye{});  // the old parent re-queues this subtree's tasks at once
+  const auto old_ancestors = ancestors_;
+  parent_lost("re-parenting to " + target.endpoint, now);
+  if (phase_ != Phase::rejoin_wait) return true;
+  rejoin_targets_.assign(1, target);  // the new parent first, then the old tree's nodes
+  for (const auto& a : old_ancestors)
+    if (a.endpoint != target.endpoint) rejoin_targets_.push_back(a);
+  rejoin_next_ = 0;
+  rejoin_at_ = now + 0.1;  // the Bye leaves first
+  return true;
+}
+
 net::msg::Welcome NodeDriver::welcome_for_children() const {
   net::msg::Welcome w = welcome_;
   w.sender = opt_.name;
@@ -694,7 +711,7 @@ net::msg::TreeInfo NodeDriver::tree_info() const {
   net::msg::TreeInfo t;
   t.name = opt_.name;
   t.endpoint = opt_.endpoint;
-  t.parent_endpoint = is_root() ? std::string() : opt_.parent_endpoint;
+  t.parent_endpoint = is_root() ? std::string() : parent_link_.endpoint;  // the parent now (after a repair or a move)
   t.cores = runner_ ? runner_->cores() : 0;
   if (auto bw = hint_bandwidth_.find(opt_.name); bw != hint_bandwidth_.end()) t.link_bandwidth = bw->second;
   const net::msg::NodeHint* own = nullptr;

@@ -173,6 +173,13 @@ class NodeDriver {
   /// Tree repair: the nodes this one would rejoin, nearest first (its parent, then the
   /// parent's ancestors up to the root), as the last Welcome announced them.
   const std::vector<net::msg::Ancestor>& ancestors() const { return ancestors_; }
+  /// Re-parenting (docs/planning.md): leaves the parent cleanly (Bye: it re-queues every
+  /// task this subtree holds) and joins `target` through the rejoin path — this node
+  /// forgets its tasks, its children rejoin it, and if `target` cannot be joined the old
+  /// ancestors are tried. Exactly once holds as after a lost parent. False (nothing done)
+  /// unless the node is a running worker with rejoin_timeout > 0 and `target` is not its
+  /// parent.
+  bool move_to(const net::msg::Ancestor& target, double now);
   /// A message from a child (or a peer that wants to become one).
   void on_child_message(PeerId peer, net::Message message, Payload payload, double now);
   /// A child's message could not be decoded, or its connection is gone: it is dropped.

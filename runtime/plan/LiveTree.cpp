@@ -5,6 +5,9 @@
 #include <limits>
 #include <stdexcept>
 
+#include "runtime/lp/ClpSolver.hpp"
+#include "runtime/lp/SteadyState.hpp"
+
 namespace treefarm::plan {
 
 namespace {
@@ -108,15 +111,7 @@ AutoParent choose_live_parent(const LiveTree& tree, const std::map<std::string, 
                               const std::string& joiner_name, std::uint32_t cores, double speed,
                               const std::string& entry, const ParentChoiceOptions& options) {
   const auto& m = tree.model;
-  JoiningNode j;
-  j.name = joiner_name;
-  j.cores = cores;
-  for (std::size_t k = 0; k < m.apps.size(); ++k) {
-    const double s = speed > 0 && tree.flops[k] > 0 ? tree.flops[k] / (static_cast<double>(m.apps[k].cores_per_task) * speed) : 0.0;
-    std::vector<double> v;
-    for (const auto& n : m.nodes) v.push_back(n.task_seconds[k]);
-    j.task_seconds.push_back(s > 0 ? s : median(v));
-  }
+  const JoiningNode j = live_joiner(tree, joiner_name, cores, speed);
   std::vector<ParentCandidate> candidates;
   std::size_t entry_node = 0;
   for (std::size_t u = 0; u < m.nodes.size(); ++u) {
@@ -130,6 +125,44 @@ AutoParent choose_live_parent(const LiveTree& tree, const std::map<std::string, 
   out.node = out.choice.parent;
   out.name = m.nodes[out.node].name;
   out.endpoint = tree.endpoints[out.node];
+  return out;
+}
+
+JoiningNode live_joiner(const LiveTree& tree, const std::string& name, std::uint32_t cores, double speed) {
+  const auto& m = tree.model;
+  JoiningNode j;
+  j.name = name;
+  j.cores = cores;
+  for (std::size_t k = 0; k < m.apps.size(); ++k) {
+    const double s = speed > 0 && tree.flops[k] > 0 ? tree.flops[k] / (static_cast<double>(m.apps[k].cores_per_task) * speed) : 0.0;
+    std::vector<double> v;
+    for (const auto& n : m.nodes) v.push_back(n.task_seconds[k]);
+    j.task_seconds.push_back(s > 0 ? s : median(v));
+  }
+  return j;
+}
+
+ReparentChoice reparent_choice(const LiveTree& tree, const std::map<std::string, double>& measured,
+                               const std::string& name, std::uint32_t cores, double speed,
+                               const std::string& current_parent, double min_gain) {
+  const auto& m = tree.model;
+  const JoiningNode j = live_joiner(tree, name, cores, speed);
+  lp::ClpSolver solver;
+  ReparentChoice out;
+  for (std::size_t u = 0; u < m.nodes.size(); ++u) {
+    const auto it = measured.find(m.nodes[u].name);
+    if (it == measured.end() || !(it->second > 0) || tree.endpoints[u].empty()) continue;
+    const double v = lp::solve(with_joiner(m, j, u, it->second), solver).fair_throughput;
+    ++out.evaluations;
+    if (m.nodes[u].name == current_parent) {
+      out.current = u;
+      out.current_throughput = v;
+    } else if (!out.best || v > out.best_throughput) {
+      out.best = u;
+      out.best_throughput = v;
+    }
+  }
+  out.move = out.best && (!out.current || out.best_throughput > (1 + min_gain) * out.current_throughput);
   return out;
 }
 

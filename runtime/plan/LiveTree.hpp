@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -51,5 +52,28 @@ struct AutoParent {
 AutoParent choose_live_parent(const LiveTree& tree, const std::map<std::string, double>& measured,
                               const std::string& joiner_name, std::uint32_t cores, double speed,
                               const std::string& entry, const ParentChoiceOptions& options = {});
+
+/// The joiner as the live model sees it: task durations from `speed` flop/s per core when
+/// > 0, else the median of the tree's nodes for each application.
+JoiningNode live_joiner(const LiveTree& tree, const std::string& name, std::uint32_t cores, double speed);
+
+/// Re-parenting a live node later (`treefarm-worker --reparent-every`, docs/planning.md):
+/// the node, taken out of the live tree with its subtree, is a joiner again; it moves when
+/// the best other measured node predicts a fair throughput above (1 + min_gain) times the
+/// prediction under its current parent (a negative min_gain moves it whenever another
+/// node can be measured, which is how the tests exercise the move).
+struct ReparentChoice {
+  std::optional<std::size_t> current;    ///< its parent in the model (nullopt: not reached or not measured)
+  double current_throughput = 0;         ///< tasks/s per unit of weight, under `current` (0 if none)
+  std::optional<std::size_t> best;       ///< the best other measured node
+  double best_throughput = 0;            ///< tasks/s per unit of weight, under `best`
+  bool move = false;
+  std::size_t evaluations = 0;           ///< LP solves
+};
+/// Evaluates every measured node (the live tree of one run has at most a few hundred: one
+/// LP each). `current_parent`: the name of the node's parent now.
+ReparentChoice reparent_choice(const LiveTree& tree, const std::map<std::string, double>& measured,
+                               const std::string& name, std::uint32_t cores, double speed,
+                               const std::string& current_parent, double min_gain);
 
 }  // namespace treefarm::plan

@@ -22,9 +22,21 @@ std::optional<TreeQueryClient::Answer> TreeQueryClient::ask(const std::string& e
                                                             double timeout) {
   auto& slot = sockets_[endpoint];
   if (!slot) {
+    net::CurveConfig curve;
+    if (own_) {
+      const auto key = server_keys_.find(endpoint);
+      if (key == server_keys_.end() || key->second.empty()) {
+        sockets_.erase(endpoint);
+        return std::nullopt;  // CURVE without the node's key: it cannot be asked
+      }
+      curve.enabled = true;
+      curve.own = *own_;
+      curve.parent_public_key = key->second;
+    }
     slot = std::make_unique<zmq::socket_t>(ctx_, zmq::socket_type::dealer);
     net::configure_socket(*slot, false);
     slot->set(zmq::sockopt::linger, 0);
+    net::apply_curve_client(*slot, curve);
     slot->connect(endpoint);
   }
   auto& socket = *slot;

@@ -4,7 +4,8 @@
 /// msg::TreeInfo, docs/protocol.md), with an optional link probe: the answer carries
 /// `probe_bytes` bytes, so the time to get it measures the link from that node to here.
 /// Used by `treefarm-worker --parent auto` (docs/planning.md). One DEALER per node,
-/// kept open between questions; unencrypted (CURVE trees are not supported).
+/// kept open between questions; under CURVE (set_curve) each node's listener must prove the
+/// public key given for its endpoint, and this client's key must be in its authorized_keys.
 
 #include <cstdint>
 #include <map>
@@ -15,6 +16,7 @@
 #include <zmq.hpp>
 
 #include "runtime/net/Messages.hpp"
+#include "runtime/zmq/Curve.hpp"
 
 namespace treefarm::zmq_node {
 
@@ -41,8 +43,17 @@ class TreeQueryClient {
   /// `probe_bytes` bytes gives bytes / (time − overhead). nullopt if it stops answering.
   std::optional<double> bandwidth(const std::string& endpoint, std::uint64_t probe_bytes, int repeats, double timeout);
 
+  /// CURVE from now on: questions go encrypted with `own`'s keys; an endpoint is asked
+  /// only once its server key is known (server_key), else ask() returns nullopt.
+  void set_curve(net::KeyPair own) { own_ = std::move(own); }
+  /// The Z85 public key of the listener at `endpoint` (CURVE only).
+  void server_key(const std::string& endpoint, const std::string& key) { server_keys_[endpoint] = key; }
+  bool curve() const { return own_.has_value(); }
+
  private:
   zmq::context_t ctx_;
+  std::optional<net::KeyPair> own_;
+  std::map<std::string, std::string> server_keys_;
   std::map<std::string, std::unique_ptr<zmq::socket_t>> sockets_;
 };
 

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <thread>
 #include <unordered_map>
@@ -14,6 +15,7 @@
 #include <zmq.hpp>
 
 #include "runtime/exec/ExecutorRunner.hpp"
+#include "runtime/zmq/PeerProber.hpp"
 #include "runtime/zmq/Wire.hpp"
 
 namespace treefarm::zmq_node {
@@ -80,6 +82,7 @@ struct ZmqNode::Impl final : node::Transport {
   std::unique_ptr<net::ZapHandler> zap;
   std::unique_ptr<exec::ExecutorRunner> runner;
   std::unique_ptr<node::NodeDriver> driver;
+  std::unique_ptr<PeerProber> prober;  ///< `treefarm probe` requests (docs/machines-file.md)
   std::string bound;
   int monitor_count = 0;
   const std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now();
@@ -219,6 +222,18 @@ struct ZmqNode::Impl final : node::Transport {
   bool send_child(node::PeerId peer, const net::Message& message, const node::Payload& payload) override {
     auto it = identity_of.find(peer.value);
     if (it == identity_of.end() || !down) return false;
+    if (const auto* info = std::get_if<net::msg::TreeInfo>(&message); info && endpoints.curve.enabled) {
+      // `--parent auto` under CURVE: the keys of this node, its parent and its children
+      // (a child's routing identity is its name, its key the one it connected with).
+      net::msg::TreeInfo t = *info;
+      t.public_key = endpoints.curve.own.public_key;
+      t.parent_public_key = endpoints.curve.parent_public_key;
+      for (auto& c : t.children)
+        if (auto key = key_of_identity.find(c.name); key != key_of_identity.end()) c.public_key = key->second;
+      if (!flush_child(peer.value)) return false;
+      zmq::message_t frame = frame_of(payload);
+      return net::send(*down, t, &it->second, &frame);
+    }
     if (const auto* welcome = std::get_if<net::msg::Welcome>(&message)) {
       net::msg::Welcome w = *welcome;
       w.features |= net::feature_batches;
@@ -446,6 +461,10 @@ struct ZmqNode::Impl final : node::Transport {
         continue;
       }
       auto& r = std::get<net::Received>(*got);
+      if (auto* probe = std::get_if<net::msg::ProbeRequest>(&r.message)) {  // outside the tree
+        if (prober) prober->submit(r.identity, std::move(*probe));
+        continue;
+      }
       if (!authenticated(r)) continue;
       const auto peer = peer_for(r.identity, std::holds_alternative<net::msg::Hello>(r.message));
       if (!peer) continue;
@@ -488,6 +507,15 @@ struct ZmqNode::Impl final : node::Transport {
     }
   }
 
+  void send_probe_reports() {
+    for (auto& [identity, report] : prober->take_done()) {
+      if (down) (void)net::send(*down, report, &identity);
+    }
+  }
+
+  /// Set by ZmqNode::run: called each loop turn to take a re-parenting request.
+  std::function<void()> take_move;
+
   int loop(const std::atomic<int>& stop_code, std::atomic<bool>& finish_requested) {
     driver->start(now());
     bool stopped = false;
@@ -513,6 +541,7 @@ struct ZmqNode::Impl final : node::Transport {
       if (auto due = driver->next_deadline()) wait = std::clamp(*due - now(), 0.0, 1.0);
       if (runner && runner->has_inline_done()) wait = 0;
       if (auto due = parent_flush_due()) wait = std::clamp(*due - now(), 0.0, wait);
+      if (prober && prober->busy()) wait = std::min(wait, 0.01);
       try {
         zmq::poll(items, static_cast<std::size_t>(n), std::chrono::milliseconds(static_cast<long>(std::ceil(wait * 1000))));
       } catch (const zmq::error_t& e) {
@@ -526,6 +555,8 @@ struct ZmqNode::Impl final : node::Transport {
       if (i_mon >= 0 && (items[i_mon].revents & ZMQ_POLLIN)) check_parent_connection();
       driver->flush(now());
       if (auto due = driver->next_deadline(); due && now() >= *due) driver->on_timer(now());
+      if (prober) send_probe_reports();
+      if (take_move) take_move();
     }
     flush_all(true);
     spdlog::debug("{}: {} loop turns; sent {} frames ({} messages) to the parent, {} frames ({} messages) to children; "
@@ -560,6 +591,8 @@ ZmqNode::ZmqNode(node::NodeOptions options, Endpoints endpoints, Compute compute
   if (options.parent_endpoint.empty()) options.parent_endpoint = endpoints.parent;
   options.parent_public_key = endpoints.curve.enabled ? endpoints.curve.parent_public_key : std::string();
   impl_->options = options;
+  impl_->prober = std::make_unique<PeerProber>(options.name, static_cast<std::uint32_t>(compute.cores.size()),
+                                               endpoints.curve, std::move(compute.speed_probe));
   impl_->endpoints = std::move(endpoints);
   impl_->driver = std::make_unique<node::NodeDriver>(std::move(options), *impl_, impl_->runner.get(), std::move(root));
 }
@@ -582,6 +615,17 @@ int ZmqNode::run() {
       if (!m.endpoints.ready_file.empty()) write_ready_file(m.endpoints.ready_file, m.bound);
     }
     if (!m.endpoints.parent.empty()) m.open_parent();
+    m.take_move = [this, &m] {
+      std::optional<net::msg::Ancestor> target;
+      {
+        std::lock_guard lock(move_mutex_);
+        target = std::exchange(move_request_, std::nullopt);
+        parent_now_.endpoint = m.endpoints.parent;
+        parent_now_.public_key = m.endpoints.curve.enabled ? m.endpoints.curve.parent_public_key : std::string();
+      }
+      if (target && !m.driver->move_to(*target, m.now()))
+        spdlog::info("{}: not re-parenting to {} now (not running, or already its parent)", m.options.name, target->endpoint);
+    };
     rc = m.loop(stop_code_, finish_requested_);
   } catch (const zmq::error_t& e) {
     spdlog::error("{}: ZeroMQ error: {}", m.options.name, e.what());
@@ -597,5 +641,15 @@ int ZmqNode::run() {
 void ZmqNode::stop(int exit_code) { stop_code_ = exit_code; }
 void ZmqNode::finish() { finish_requested_ = true; }
 std::string ZmqNode::endpoint() const { return impl_->bound; }
+
+void ZmqNode::move_to(net::msg::Ancestor target) {
+  std::lock_guard lock(move_mutex_);
+  move_request_ = std::move(target);
+}
+
+net::msg::Ancestor ZmqNode::parent() const {
+  std::lock_guard lock(move_mutex_);
+  return parent_now_;
+}
 
 }  // namespace treefarm::zmq_node

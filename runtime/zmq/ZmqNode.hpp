@@ -10,7 +10,9 @@
 /// Used by treefarm-master (the root) and treefarm-worker alike.
 
 #include <atomic>
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -37,6 +39,9 @@ struct Compute {
   std::vector<int> cores;     ///< OS indices (empty: only forward).
   std::uint64_t memory = 0;   ///< bytes handed to tasks (0: not accounted).
   bool backfill = true;
+  /// Measures flop/s per core here, for `treefarm probe` (msg::ProbeRequest without a
+  /// target); empty: such requests are refused.
+  std::function<double()> speed_probe = {};
 };
 
 class ZmqNode {
@@ -56,12 +61,21 @@ class ZmqNode {
   void finish();
   /// The endpoint children connect to, once run() has bound it.
   std::string endpoint() const;
+  /// Re-parenting (thread-safe): asks run() to leave the parent for `target` at the next
+  /// loop turn (NodeDriver::move_to; under CURVE `target.public_key` is the new parent's).
+  void move_to(net::msg::Ancestor target);
+  /// The parent now: endpoint ("" at the root or before run()) and, under CURVE, its
+  /// public key; thread-safe.
+  net::msg::Ancestor parent() const;
 
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
   std::atomic<int> stop_code_{-1};
   std::atomic<bool> finish_requested_{false};
+  mutable std::mutex move_mutex_;
+  std::optional<net::msg::Ancestor> move_request_;  ///< guarded by move_mutex_
+  net::msg::Ancestor parent_now_;                    ///< guarded by move_mutex_
 };
 
 }  // namespace treefarm::zmq_node

@@ -22,6 +22,7 @@ void add_all_commands(CLI::App& app, Commands& out) {
   add_experiment_command(app, out);
   add_lee_command(app, out);
   add_plan_command(app, out);
+  add_probe_command(app, out);
   add_hwdetect_command(app, out);
   add_bench_command(app, out);
 }

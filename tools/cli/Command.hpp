@@ -43,6 +43,8 @@ void add_bench_command(CLI::App& app, Commands& out);
 void add_launch_command(CLI::App& app, Commands& out);
 void add_sweep_command(CLI::App& app, Commands& out);
 void add_report_command(CLI::App& app, Commands& out);
+/// `probe`: MACHINES.toml measured on running workers (docs/machines-file.md).
+void add_probe_command(CLI::App& app, Commands& out);
 
 /// Registers every subcommand above, in the order `treefarm --help` lists them.
 void add_all_commands(CLI::App& app, Commands& out);

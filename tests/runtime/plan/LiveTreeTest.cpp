@@ -62,5 +62,31 @@ TEST(LiveTree, TheJoinerGoesWhereItsMeasuredLinkIsFast) {
   EXPECT_THROW(choose_live_parent(t, {{"c", 100e6}}, "new", 8, 0, "m"), std::invalid_argument);  // c: no endpoint
 }
 
+TEST(LiveTree, ReparentingMovesOnlyForTheGainAsked) {
+  const auto t = live_tree(three_levels(), {});
+  // Under a (1 MB/s measured) now; b offers 100 MB/s: far more than 10 % better.
+  const std::map<std::string, double> measured{{"m", 1e6}, {"a", 1e6}, {"b", 100e6}};
+  const auto r = reparent_choice(t, measured, "new", 8, 0, "a", 0.1);
+  ASSERT_TRUE(r.current.has_value());
+  EXPECT_EQ(t.model.nodes[*r.current].name, "a");
+  ASSERT_TRUE(r.best.has_value());
+  EXPECT_EQ(t.model.nodes[*r.best].name, "b");
+  EXPECT_GT(r.best_throughput, 1.1 * r.current_throughput);
+  EXPECT_TRUE(r.move);
+  EXPECT_EQ(r.evaluations, 3u);
+  // Under b already: the others are slower, it stays; a gain threshold it cannot reach keeps it too.
+  EXPECT_FALSE(reparent_choice(t, measured, "new", 8, 0, "b", 0.1).move);
+  const auto huge = reparent_choice(t, measured, "new", 8, 0, "a", 1e6);
+  EXPECT_FALSE(huge.move);
+  // A negative threshold moves it to the best other node even when that is worse.
+  const auto forced = reparent_choice(t, measured, "new", 8, 0, "b", -1);
+  EXPECT_TRUE(forced.move);
+  EXPECT_LT(forced.best_throughput, forced.current_throughput);
+  // Its parent was not measured (or is gone): any measured node is better than none.
+  const auto orphan = reparent_choice(t, {{"m", 1e6}}, "new", 8, 0, "a", 0.1);
+  EXPECT_FALSE(orphan.current.has_value());
+  EXPECT_TRUE(orphan.move);
+}
+
 }  // namespace
 }  // namespace treefarm::plan
