@@ -83,6 +83,10 @@ struct NodeOptions {
   /// with pull, an idle node takes waiting tasks back from its children. Every node
   /// answers its parent's pulls whatever its own mode.
   core::MigrationMode migration = core::MigrationMode::off;
+  /// Root of a served tree (docs/serve.md): a run that ends normally tells the children
+  /// Shutdown with `reset` — they forget the run and say Hello again on the same connection,
+  /// ready for the next one — instead of sending them away.
+  bool serve = false;
 };
 
 /// The root's verdict on a child's result before it is recorded (issue 13, hole 4).
@@ -177,6 +181,11 @@ class NodeDriver {
   void interrupt(double now, int exit_code);
 
   bool finished() const { return phase_ == Phase::done; }
+  /// The run ends (or ended) with a reset (docs/serve.md): the adapter keeps the connections
+  /// and, once finished(), starts a new driver on them.
+  bool reset_requested() const { return reset_; }
+  /// Closing for a reset: a Hello arriving now belongs to the next run (the adapter keeps it).
+  bool closing_for_reset() const { return reset_ && phase_ == Phase::closing; }
   int exit_code() const { return exit_code_; }
   /// A worker gave up (parent lost for good) and wants a fresh start: the adapter
   /// restarts its transport through the driver; exposed for logs.
@@ -283,6 +292,8 @@ class NodeDriver {
   double wait_deadline_ = -1;
   double orphan_since_ = 0;
   bool closing_from_parent_ = false;
+  bool reset_ = false;        ///< this run ends with a reset (served tree)
+  bool parent_idle_ = false;  ///< joining: the parent serves a tree with no run yet; wait
   int closing_code_ = exit_ok;
 
   // Root.
