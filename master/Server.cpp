@@ -148,13 +148,15 @@ class Channel {
       for (const auto& j : shared_.queue)
         queue.push_back({{"id", j.id}, {"name", j.name}, {"policy", j.policy}, {"position", ++position},
                          {"waiting_seconds", now() - j.submitted}});
+      json finished = json::array();
+      for (const auto& f : shared_.finished) finished.push_back(f);
       json reply{{"type", "status"},
                  {"serving", opt_.name},
                  {"tree", shared_.tree},
                  {"waiting", shared_.waiting},
                  {"running", shared_.running},
                  {"queue", queue},
-                 {"finished", json(shared_.finished.begin(), shared_.finished.end())}};
+                 {"finished", finished}};
       shared_.outbox.emplace_back(client, reply.dump());
       return;
     }

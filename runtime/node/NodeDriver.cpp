@@ -656,6 +656,9 @@ void NodeDriver::on_child_message(PeerId peer, net::Message message, Payload pay
   }
   if (it == children_.end()) {
     auto* hello = std::get_if<net::msg::Hello>(&message);
+    if (!hello && std::holds_alternative<net::msg::Heartbeat>(message) &&
+        std::any_of(waiting_hellos_.begin(), waiting_hellos_.end(), [&](const auto& w) { return w.first == peer; }))
+      return;  // a child waiting for this node to join (a served tree between runs: for long)
     if (!hello) {
       spdlog::warn("{}: dropping unknown peer: first message is {}, not Hello", opt_.name,
                    net::kind_name(net::kind_of(message)));
