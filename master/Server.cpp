@@ -315,16 +315,30 @@ int serve(const ServeOptions& o) {
       error = e.what();
       spdlog::error("{}: experiment {}: {}", o.name, job.id, error);
     }
-    last_nodes = seen;
     const std::string results = read_text(std::filesystem::path(m.out_dir) / "results.json");
+    // The tree and the figures as the run ended (a run shorter than a tick has no status yet).
+    json tree = json::array(), apps = json::array();
+    if (auto r = json::parse(results, nullptr, false); !results.empty() && r.is_object()) {
+      for (const auto& n : r.value("nodes", json::array())) {
+        const std::string parent = n.contains("parent") && n["parent"].is_string() ? n["parent"].get<std::string>() : "";
+        if (!parent.empty()) seen.insert(n.value("name", ""));
+        tree.push_back({{"name", n.value("name", "")}, {"parent", parent}, {"cores", n.value("cores", 0u)},
+                        {"done", n.value("tasks_computed", std::uint64_t{0})}});
+      }
+      for (const auto& a : r.value("apps", json::array()))
+        apps.push_back({{"name", a.value("name", "")}, {"tasks", a.value("tasks", std::uint64_t{0})},
+                        {"done", a.value("completed", std::uint64_t{0})}, {"throughput", a.value("throughput", 0.0)},
+                        {"predicted", a.contains("predicted") ? a["predicted"] : json()}});
+    }
+    last_nodes = seen;
     json done{{"type", "done"}, {"id", job.id}, {"exit_code", rc}, {"directory", dir.string()},
               {"results", results.empty() ? json() : json(results)}};
     if (!error.empty()) done["error"] = error;
     spdlog::info("{}: experiment {} ended with exit code {}", o.name, job.id, rc);
     {
       std::lock_guard lock(shared.mu);
-      json summary{{"id", job.id}, {"name", job.name}, {"exit_code", rc}};
-      if (!shared.running.is_null() && shared.running.contains("apps")) summary["apps"] = shared.running["apps"];
+      json summary{{"id", job.id}, {"name", job.name}, {"exit_code", rc}, {"apps", apps}};
+      if (!tree.empty()) shared.tree = tree;
       shared.finished.push_back(std::move(summary));
       if (shared.finished.size() > finished_kept) shared.finished.pop_front();
       shared.running = json();

@@ -132,6 +132,20 @@ TEST(Serve, ThreeSubmissionsRunOnOneTreeWithoutRestartingAWorkerAndALateJoinerIs
   EXPECT_FALSE(inner->wait(0).has_value());
   EXPECT_FALSE(leaf->wait(0).has_value());
 
+  // compare --to: every policy asked for runs on the same live tree, nothing restarts.
+  const auto cmp = run_command(treefarm_bin + " compare " + exp + " --to " + sep + " --no-calibrate --policies fcfs,cgbc --out " +
+                               (dir.path() / "cmp").string());
+  ASSERT_EQ(cmp.exit_code, 0) << cmp.output << master.output();
+  const auto doc = nlohmann::json::parse(read_file(dir.path() / "cmp" / "compare.json"));
+  ASSERT_EQ(doc.at("policies").size(), 2u) << doc.dump();
+  for (const auto* policy : {"fcfs", "cgbc"}) {
+    const auto r = nlohmann::json::parse(read_file(dir.path() / "cmp" / policy / "results.json"));
+    EXPECT_EQ(r.at("policy").get<std::string>(), policy);
+    check_every_task_once(r);
+  }
+  for (auto* w : {inner.get(), leaf.get(), late.get()}) EXPECT_FALSE(w->wait(0).has_value()) << w->output();
+  EXPECT_EQ(count_of(inner->output(), "staying connected for the next one"), 6u) << inner->output();
+
   // The served master stops on SIGTERM and sends its waiting workers away.
   kill(master.pid(), SIGTERM);
   const auto mrc = master.wait(20);
