@@ -22,6 +22,14 @@ struct TaskRef {
   bool operator==(const TaskRef&) const = default;
 };
 
+/// Task migration (papers/lee2010 slide 16): the answer to a pull, as the child sends it
+/// (action::ReturnTasks) and as the parent receives it (event::TasksReturned).
+struct ReturnedTasks {
+  std::vector<TaskRef> tasks;        ///< Waiting tasks given back.
+  std::vector<std::uint32_t> bcs;    ///< Their backfilling counters, same order.
+  std::uint32_t rejected = 0;        ///< How many more of the pull were rejected.
+};
+
 /// What a node knows of a child when it joins.
 struct ChildInfo {
   std::string name;                 ///< The child's node name.
@@ -67,11 +75,8 @@ struct TasksReopened { std::vector<TaskRef> tasks; };
 struct PullRequested { std::uint32_t count = 1; std::uint32_t nbc = 0; };
 /// Task migration: child `child` gave back `tasks` (waiting tasks it held, each with its
 /// backfilling counter in `bcs`, same order) and rejected `rejected` more of a pull.
-struct TasksReturned {
+struct TasksReturned : ReturnedTasks {
   ChildId child{};
-  std::vector<TaskRef> tasks;
-  std::vector<std::uint32_t> bcs;
-  std::uint32_t rejected = 0;
 };
 }  // namespace event
 
@@ -120,11 +125,7 @@ struct SendPull { ChildId child{}; std::uint32_t count = 1; std::uint32_t nbc = 
 /// Task migration: give `tasks` (with their backfilling counters) back to the parent and
 /// reject `rejected` more of its pull (event::TasksReturned there). The node has
 /// forgotten the tasks: the adapter drops their inputs.
-struct ReturnTasks {
-  std::vector<TaskRef> tasks;
-  std::vector<std::uint32_t> bcs;
-  std::uint32_t rejected = 0;
-};
+struct ReturnTasks : ReturnedTasks {};
 }  // namespace action
 
 using Action = std::variant<action::RequestWork, action::SendTask, action::StartTask,

@@ -1,25 +1,23 @@
 #include "runtime/core/Migration.hpp"
 
 #include <algorithm>
+#include <array>
 #include <stdexcept>
 
 #include "runtime/core/NodeState.hpp"
 
 namespace treefarm::core {
 
-const char* to_string(MigrationMode mode) {
-  switch (mode) {
-    case MigrationMode::off: return "off";
-    case MigrationMode::pull: return "pull";
-    case MigrationMode::push: return "push";
-  }
-  return "?";
-}
+namespace {
+/// The modes' names, indexed by MigrationMode.
+constexpr std::array<const char*, 3> mode_names{"off", "pull", "push"};
+}  // namespace
+
+const char* to_string(MigrationMode mode) { return mode_names.at(static_cast<std::size_t>(mode)); }
 
 std::optional<MigrationMode> migration_from_string(std::string_view text) {
-  if (text == "off") return MigrationMode::off;
-  if (text == "pull") return MigrationMode::pull;
-  if (text == "push") return MigrationMode::push;
+  for (std::size_t i = 0; i < mode_names.size(); ++i)
+    if (text == mode_names[i]) return static_cast<MigrationMode>(i);
   return std::nullopt;
 }
 

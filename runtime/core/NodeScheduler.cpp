@@ -1,6 +1,7 @@
 #include "runtime/core/NodeScheduler.hpp"
 
 #include <algorithm>
+#include <array>
 #include <string>
 
 #include "runtime/core/Overloaded.hpp"
@@ -25,21 +26,13 @@ bool has_consumer(const NodeState& s) {
 }  // namespace
 
 std::string_view event_name(const Event& e) {
-  return std::visit(Overloaded{
-      [](const event::TaskArrived&) { return std::string_view("TaskArrived"); },
-      [](const event::WorkRequested&) { return std::string_view("WorkRequested"); },
-      [](const event::SendDone&) { return std::string_view("SendDone"); },
-      [](const event::LocalTaskFinished&) { return std::string_view("LocalTaskFinished"); },
-      [](const event::ResultArrived&) { return std::string_view("ResultArrived"); },
-      [](const event::ChildJoined&) { return std::string_view("ChildJoined"); },
-      [](const event::ChildLeft&) { return std::string_view("ChildLeft"); },
-      [](const event::TransferObserved&) { return std::string_view("TransferObserved"); },
-      [](const event::Tick&) { return std::string_view("Tick"); },
-      [](const event::PolicyMessage&) { return std::string_view("PolicyMessage"); },
-      [](const event::TasksReopened&) { return std::string_view("TasksReopened"); },
-      [](const event::PullRequested&) { return std::string_view("PullRequested"); },
-      [](const event::TasksReturned&) { return std::string_view("TasksReturned"); }},
-      e);
+  // Indexed like the alternatives of Event (Events.hpp), in the same order.
+  static constexpr std::array<std::string_view, std::variant_size_v<Event>> names{
+      "TaskArrived", "WorkRequested", "SendDone", "LocalTaskFinished", "ResultArrived",
+      "ChildJoined", "ChildLeft", "TransferObserved", "Tick", "PolicyMessage",
+      "TasksReopened", "PullRequested", "TasksReturned"};
+  static_assert(names.back() != std::string_view{}, "one name per alternative of Event");
+  return names[e.index()];
 }
 
 std::uint64_t NodeState::source_remaining(AppId k) const {

@@ -2,6 +2,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <typeinfo>
 
 #include "runtime/core/policies/CgbcPolicy.hpp"
 #include "runtime/core/policies/DataCentricPolicy.hpp"
@@ -50,19 +51,26 @@ std::vector<std::string> no_keys() { return {}; }
 /// parser, the tools and make_policy all read it.
 struct RegistryEntry {
   std::string_view name;
+  const std::type_info* type;  ///< The class, for Policy::name().
   std::unique_ptr<Policy> (*create)(std::string_view, const PolicyOptions&);
   std::vector<std::string> (*keys)();
 };
-constexpr RegistryEntry registry[] = {
-    {"fcfs", &create<FcfsPolicy>, &no_keys},
-    {"cgbc", &create<CgbcPolicy>, &no_keys},
-    {"pbc", &create<PbcPolicy>, &no_keys},
-    {"lp", &create<LpPolicy>, &no_keys},
-    {"data-centric", &create<DataCentricPolicy>, &no_keys},
-    {"price", &create_price, &PriceParams::keys},  // papers/bertin2008 §4
+const RegistryEntry registry[] = {
+    {"fcfs", &typeid(FcfsPolicy), &create<FcfsPolicy>, &no_keys},
+    {"cgbc", &typeid(CgbcPolicy), &create<CgbcPolicy>, &no_keys},
+    {"pbc", &typeid(PbcPolicy), &create<PbcPolicy>, &no_keys},
+    {"lp", &typeid(LpPolicy), &create<LpPolicy>, &no_keys},
+    {"data-centric", &typeid(DataCentricPolicy), &create<DataCentricPolicy>, &no_keys},
+    {"price", &typeid(PricePolicy), &create_price, &PriceParams::keys},  // papers/bertin2008 §4
 };
 
 }  // namespace
+
+std::string_view Policy::name() const {
+  for (const auto& entry : registry)
+    if (*entry.type == typeid(*this)) return entry.name;
+  return "unregistered";  // a policy class not in the registry (only a test's own)
+}
 
 std::vector<std::string> policy_names() {
   std::vector<std::string> names;

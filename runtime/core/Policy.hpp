@@ -26,8 +26,9 @@ class Policy {
  public:
   virtual ~Policy() = default;
 
-  /// The policy's name as given in experiment files ("fcfs", ...).
-  virtual std::string_view name() const = 0;
+  /// The policy's name as given in experiment files ("fcfs", ...), from the registry
+  /// (Policy.cpp), the one list of policy names.
+  std::string_view name() const;
 
   /// Called once when the node scheduler is created.
   virtual void start(const NodeState& state);

@@ -1,6 +1,7 @@
 #include "runtime/model/Experiment.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
@@ -39,12 +40,8 @@ FileError::FileError(std::string file, int line, std::string field, const std::s
       field_(std::move(field)) {}
 
 const char* to_string(EventKind kind) {
-  switch (kind) {
-    case EventKind::cpu_quota: return "cpu_quota";
-    case EventKind::speed: return "speed";
-    case EventKind::bandwidth: return "bandwidth";
-  }
-  return "?";
+  static constexpr std::array<const char*, 3> names{"cpu_quota", "speed", "bandwidth"};  // by EventKind
+  return names.at(static_cast<std::size_t>(kind));
 }
 
 std::optional<std::size_t> Experiment::node_index(const std::string& name) const {

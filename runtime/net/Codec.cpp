@@ -76,6 +76,12 @@ class Reader {
     pos_ += n;
     return std::vector<std::uint8_t>(p, p + n);
   }
+  /// A count of tasks (a Request's or a Pull's), 1 to 2^20; `what` starts the error.
+  std::uint32_t get_task_count(const char* what) {
+    const auto n = get<std::uint32_t>("count");
+    if (n == 0 || n > 1u << 20) throw DecodeError(std::string(what) + " " + std::to_string(n) + " tasks");
+    return n;
+  }
   double get_finite(const char* field) {
     const double v = get<double>(field);
     if (!std::isfinite(v)) throw DecodeError(std::string("field '") + field + "' is not a finite number");
@@ -376,13 +382,7 @@ Message decode(std::span<const std::byte> header_frame, std::size_t payload_fram
       m = std::move(w);
       break;
     }
-    case Kind::request: {
-      msg::Request q;
-      q.count = r.get<std::uint32_t>("count");
-      if (q.count == 0 || q.count > 1u << 20) throw DecodeError("Request for " + std::to_string(q.count) + " tasks");
-      m = q;
-      break;
-    }
+    case Kind::request: m = msg::Request{r.get_task_count("Request for")}; break;
     case Kind::task: m = msg::Task{r.get<std::uint64_t>("task_id")}; break;
     case Kind::result: {
       msg::Result s;
@@ -493,14 +493,8 @@ Message decode(std::span<const std::byte> header_frame, std::size_t payload_fram
       m = std::move(t);
       break;
     }
-    case Kind::pull: {
-      msg::Pull x;
-      x.count = r.get<std::uint32_t>("count");
-      if (x.count == 0 || x.count > 1u << 20) throw DecodeError("Pull of " + std::to_string(x.count) + " tasks");
-      x.nbc = r.get<std::uint32_t>("nbc");
-      m = x;
-      break;
-    }
+    // Braced initialisation reads the fields in order (count, then nbc).
+    case Kind::pull: m = msg::Pull{r.get_task_count("Pull of"), r.get<std::uint32_t>("nbc")}; break;
     case Kind::pull_reply: {
       const auto n = r.get<std::uint32_t>("count");
       if (n > max_received_ids)

@@ -48,38 +48,36 @@ double earliest(double a, double b) {
 }
 }  // namespace
 
+/// The fields an application and its wire form name alike, copied from one to the other.
+template <class From, class To>
+void copy_named_alike(const From& from, To& to) {
+  to.name = from.name;
+  to.n = from.n;
+  to.weight = from.weight;
+  to.tasks = from.tasks;
+  to.cores_per_task = from.cores_per_task;
+  to.memory_per_task = from.memory_per_task;
+  to.argv = from.argv;
+  to.timeout = from.timeout;
+  to.expect_digest = from.expect_digest;
+}
+
 model::AppSpec app_from_wire(const net::msg::AppInfo& info) {
   model::AppSpec a;
-  a.name = info.name;
+  copy_named_alike(info, a);
   a.kernel = static_cast<model::Kernel>(info.kernel);
-  a.n = info.n;
   a.bytes = info.bytes;
   a.flops = info.flops;
-  a.weight = info.weight;
-  a.tasks = info.tasks;
-  a.cores_per_task = info.cores_per_task;
-  a.memory_per_task = info.memory_per_task;
-  a.argv = info.argv;
-  a.timeout = info.timeout;
-  a.expect_digest = info.expect_digest;
   if (a.kernel == model::Kernel::matmul || a.kernel == model::Kernel::matadd) a.bytes = 0;
   return a;
 }
 
 net::msg::AppInfo app_to_wire(const model::AppSpec& app) {
   net::msg::AppInfo info;
-  info.name = app.name;
+  copy_named_alike(app, info);
   info.kernel = static_cast<std::uint8_t>(app.kernel);
-  info.n = app.n;
   info.bytes = app.input_bytes();
   info.flops = app.task_flops();
-  info.weight = app.weight;
-  info.tasks = app.tasks;
-  info.cores_per_task = app.cores_per_task;
-  info.memory_per_task = app.memory_per_task;
-  info.argv = app.argv;
-  info.timeout = app.timeout;
-  info.expect_digest = app.expect_digest;
   return info;
 }
 
@@ -804,7 +802,7 @@ void NodeDriver::handle_child(Child& child, PeerId peer, net::Message& message, 
       },
       [&](net::msg::Measure& m) { report(m); },
       [&](net::msg::PullReply& r) {
-        core::event::TasksReturned e{child.id, {}, std::move(r.bcs), r.rejected};
+        core::event::TasksReturned e{{{}, std::move(r.bcs), r.rejected}, child.id};
         for (auto id : r.task_ids) e.tasks.push_back(core::TaskRef{core::TaskId{id}});
         post(std::move(e));
         drain(now);

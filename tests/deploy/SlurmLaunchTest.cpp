@@ -16,8 +16,10 @@
 #include <set>
 #include <sstream>
 #include <thread>
+#include <tuple>
 #include <unistd.h>
 
+#include "tests/support/TreeToml.hpp"
 #include "tests/support/TempDir.hpp"
 #include "tools/deploy/ChildProcess.hpp"
 
@@ -105,42 +107,9 @@ class MiniSlurm {
   std::string problem_;
 };
 
-constexpr const char* quickstart = R"(
-[[node]]
-name = "master"
-cores = 0
-[[node]]
-name = "w1"
-parent = "master"
-cores = 1
-[[node]]
-name = "w2"
-parent = "master"
-cores = 1
-[[node]]
-name = "w1a"
-parent = "w1"
-cores = 1
-[[node]]
-name = "w1b"
-parent = "w1"
-cores = 1
-[[app]]
-name = "mm"
-kernel = "matmul"
-n = 384
-weight = 1
-tasks = 300
-[[app]]
-name = "ma"
-kernel = "matadd"
-n = 512
-weight = 2
-tasks = 600
-[run]
-buffer = 4
-comm_model = "multi-port"
-)";
+// The quickstart's tree and applications, fewer tasks.
+const std::string quickstart = test_support::quickstart_nodes_toml() + test_support::quickstart_apps_toml(300, 600) +
+                               test_support::multiport_run_toml(4);
 
 // Processes whose command line mentions `needle` (the run's work directory).
 std::vector<std::string> processes_mentioning(const std::string& needle) {
@@ -181,7 +150,14 @@ TEST(SlurmLaunch, QuickstartInAnAllocationCompletesEveryTaskExactlyOnce) {
   EXPECT_EQ(summary.at("transport"), "srun");
   EXPECT_EQ(summary.at("nodes").size(), 5u);
   // The job is gone, and so is every process and file of the run.
-  const auto [qrc, queue] = run_with_input({"squeue", "-h"}, "", 10);
+  // A job may still be completing (state CG) for a moment after the launch returns.
+  int qrc = -1;
+  std::string queue;
+  for (int k = 0; k < 100; ++k) {
+    std::tie(qrc, queue) = run_with_input({"squeue", "-h"}, "", 10);
+    if (qrc != 0 || queue.empty()) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
   EXPECT_EQ(qrc, 0);
   EXPECT_EQ(queue, "");
   EXPECT_TRUE(fs::is_empty(work)) << work;

@@ -14,6 +14,7 @@
 #include <sstream>
 #include <thread>
 
+#include "tests/support/TreeToml.hpp"
 #include "tests/emulate/EmulationTestSupport.hpp"
 #include "tools/deploy/ChildProcess.hpp"
 #include "tools/emulate/Command.hpp"
@@ -45,45 +46,6 @@ std::string slurp(const fs::path& p) {
   s << f.rdbuf();
   return s.str();
 }
-
-// The quickstart's tree and applications, fewer tasks: a run of a few seconds.
-constexpr const char* quickstart = R"(
-[[node]]
-name = "master"
-cores = 0
-[[node]]
-name = "w1"
-parent = "master"
-cores = 1
-[[node]]
-name = "w2"
-parent = "master"
-cores = 1
-[[node]]
-name = "w1a"
-parent = "w1"
-cores = 1
-[[node]]
-name = "w1b"
-parent = "w1"
-cores = 1
-[[app]]
-name = "mm"
-kernel = "matmul"
-n = 384
-weight = 1
-tasks = TASKS_MM
-[[app]]
-name = "ma"
-kernel = "matadd"
-n = 512
-weight = 2
-tasks = TASKS_MA
-[run]
-buffer = 4
-policy = "fcfs"
-comm_model = "multi-port"
-)";
 
 // N hosts: namespaces PREFIX-n1..nN, around the client namespace PREFIX-n0 which routes
 // between them; an sshd on each host's address (unless told not to start it).
@@ -194,10 +156,11 @@ class SshHosts {
   std::vector<std::unique_ptr<ChildProcess>> sshd_;
 };
 
+// The quickstart's tree and applications, fewer tasks: a run of a few seconds.
 fs::path write_experiment(const fs::path& dir, int mm, int ma) {
-  std::string t = quickstart;
-  t.replace(t.find("TASKS_MM"), 8, std::to_string(mm));
-  t.replace(t.find("TASKS_MA"), 8, std::to_string(ma));
+  const std::string t = test_support::quickstart_nodes_toml() +
+                        test_support::quickstart_apps_toml(static_cast<std::uint64_t>(mm), static_cast<std::uint64_t>(ma)) +
+                        test_support::multiport_run_toml(4, "fcfs");
   const auto p = dir / "experiment.toml";
   std::ofstream(p) << t;
   return p;

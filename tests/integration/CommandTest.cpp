@@ -8,33 +8,15 @@
 #include <set>
 #include <sstream>
 
+#include "tests/support/TreeToml.hpp"
 #include "tests/integration/ProcessTestUtil.hpp"
 
 namespace treefarm::testing {
 namespace {
 
-
 /// A master that only forwards and two one-core workers, one application of `app_toml`.
 std::string command_tree(const std::string& app_toml) {
-  return R"(
-[[node]]
-name = "master"
-cores = 0
-[[node]]
-name = "w1"
-parent = "master"
-cores = 1
-[[node]]
-name = "w2"
-parent = "master"
-cores = 1
-
-)" + app_toml + R"(
-[run]
-buffer = 4
-policy = "fcfs"
-comm_model = "multi-port"
-)";
+  return test_support::star_nodes_toml(2) + app_toml + "\n" + test_support::multiport_run_toml(4, "fcfs");
 }
 
 nlohmann::json results_of(const fs::path& out) {

@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/support/TreeToml.hpp"
 #include "tests/integration/ProcessTestUtil.hpp"
 
 namespace treefarm::testing {
@@ -21,21 +22,8 @@ const std::string treefarm = bin_dir + "/treefarm";
 const std::string master = bin_dir + "/treefarm-master";
 const std::string worker = bin_dir + "/treefarm-worker";
 
-constexpr const char* tiny = R"([[node]]
-name = "master"
-cores = 0
-
-[[node]]
-name = "w1"
-parent = "master"
-cores = 1
-
-[[app]]
-name = "noop"
-kernel = "noop"
-bytes = 1e3
-tasks = 50
-)";
+const std::string tiny = test_support::star_nodes_toml(1) +
+                         "[[app]]\nname = \"noop\"\nkernel = \"noop\"\nbytes = 1e3\ntasks = 50\n";
 
 /// stdout only (stderr to a file), for output that must be machine-readable.
 CommandResult run_stdout(const std::string& cmd, const fs::path& err) {
@@ -123,10 +111,10 @@ TEST(Cli, CompareRepeatAndPriceSetAreChecked) {
 
 TEST(Cli, BadExperimentIsExitCode3NamingFileLineField) {
   TempDir dir("cli");
-  const auto exp = write_file(dir.path() / "bad.toml", std::string(tiny) + "cores_per_task = \"two\"\n");
+  const auto exp = write_file(dir.path() / "bad.toml", tiny + "cores_per_task = \"two\"\n");
   const auto r = run_command(treefarm + " predict " + exp);
   EXPECT_EQ(r.exit_code, 3) << r.output;
-  EXPECT_NE(r.output.find("bad.toml:15: field 'app[0].cores_per_task'"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("bad.toml:13: field 'app[0].cores_per_task'"), std::string::npos) << r.output;
 }
 
 TEST(Cli, InputsAboveTheFrameLimitAreRefusedAtStart) {

@@ -22,7 +22,6 @@ namespace treefarm::core {
 
 class CgbcPolicy final : public Policy {
  public:
-  std::string_view name() const override { return "cgbc"; }
   void start(const NodeState& state) override;
   std::optional<AppId> next_source_app(const NodeState& state) override;
   std::optional<Assignment> select(const NodeState& state) override;

@@ -81,10 +81,6 @@ std::vector<std::uint8_t> DataCentricPolicy::encode_rates(const std::vector<doub
 
 DataCentricPolicy::DataCentricPolicy(Seconds report_interval) : interval_(report_interval) {}
 
-void DataCentricPolicy::start(const NodeState& state) {
-  Policy::start(state);
-}
-
 const SubtreeSummary* DataCentricPolicy::child_summary(ChildId child) const {
   auto it = children_.find(child);
   return it == children_.end() || !it->second.summary ? nullptr : &*it->second.summary;

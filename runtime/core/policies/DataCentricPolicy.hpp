@@ -71,8 +71,6 @@ class DataCentricPolicy final : public RatePlanPolicy {
   /// `report_interval`: seconds between two recomputations (and messages) of a node.
   explicit DataCentricPolicy(Seconds report_interval = 0.25);
 
-  std::string_view name() const override { return "data-centric"; }
-  void start(const NodeState& state) override;
   void observe(const NodeState& state, const Event& event) override;
   std::optional<std::string> check_message(const NodeState& state, const event::PolicyMessage& message) const override;
   void take_messages(const NodeState& state, std::vector<Action>& out) override;

@@ -12,7 +12,6 @@ namespace treefarm::core {
 
 class FcfsPolicy final : public Policy {
  public:
-  std::string_view name() const override { return "fcfs"; }
   std::optional<Assignment> select(const NodeState& state) override;
 };
 

@@ -24,7 +24,6 @@ namespace treefarm::core {
 
 class LpPolicy final : public RatePlanPolicy {
  public:
-  std::string_view name() const override { return "lp"; }
   void start(const NodeState& state) override;
 
   /// Choices made by the FCFS fallback because no planned choice was feasible, since

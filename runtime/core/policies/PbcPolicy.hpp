@@ -28,7 +28,6 @@ namespace treefarm::core {
 
 class PbcPolicy final : public Policy {
  public:
-  std::string_view name() const override { return "pbc"; }
   std::optional<Assignment> select(const NodeState& state) override;
   void assigned(const NodeState& state, const Target& to, TaskRef task) override;
   bool one_port_per_application() const override { return true; }

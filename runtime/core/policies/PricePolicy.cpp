@@ -104,6 +104,16 @@ double relative_price(double price, double gain, double usage, double denom) {
   if (!(denom > 0)) return price / 2;
   return std::max(price + gain * (usage - 1) / denom, price / 2);
 }
+
+/// Algorithm 4's update of one resource's price from its usage (Σ cost·rate; 1 = full):
+/// relative steps (`relative_gain`), eq. 17–18 scaled by `denom`, or eq. 14–15 unscaled.
+/// A scaled update with nothing to scale by (denom = 0) keeps the price.
+double updated_price(double price, double usage, double denom, double gamma, bool relative, bool scaled,
+                     double relative_gain) {
+  if (relative) return relative_price(price, relative_gain, usage, denom);
+  if (!scaled) return plus(price + gamma * (usage - 1));
+  return denom > 0 ? plus(price + gamma * (usage - 1) / denom) : price;
+}
 }  // namespace
 
 std::vector<std::string> PriceParams::keys() {
@@ -349,16 +359,9 @@ void PricePolicy::update(const NodeState& state) {
       if (!rel) denom += a[k] * a[k] * rho_global_[k];
       else if (rho_[k] > 0) denom += step[k] * a[k] * a[k] * slope[k];
     }
-  if (known) {
-    if (rel) {
-      // No application computed here: the executor is idle, its price falls to 0.
-      lambda_ = relative_price(lambda_, params_.relative_price_gain, usage, denom);
-    } else if (!scaled) {
-      lambda_ = plus(lambda_ + gamma_lambda * (usage - 1));
-    } else if (denom > 0) {
-      lambda_ = plus(lambda_ + gamma_lambda * (usage - 1) / denom);
-    }
-  }
+  // Relative steps with no application computed here: the executor is idle, its price
+  // falls to 0.
+  if (known) lambda_ = updated_price(lambda_, usage, denom, gamma_lambda, rel, scaled, params_.relative_price_gain);
   // Algorithm 4, the links to the children (multi-port, eq. 18 or 15) or the port
   // (one-port: one resource shared by all the links of this node).
   double port_usage = 0, port_denom = 0, port_bw = 0;
@@ -379,23 +382,10 @@ void PricePolicy::update(const NodeState& state) {
     port_denom += d;
     port_bw = std::max(port_bw, bw);
     if (state.config.one_port) continue;
-    if (rel) {
-      c.mu = relative_price(c.mu, params_.relative_price_gain, u, d);
-    } else if (!scaled) {
-      c.mu = plus(c.mu + gamma_mu * (u - 1));
-    } else if (d > 0) {
-      c.mu = plus(c.mu + gamma_mu * (u - 1) / d);
-    }
+    c.mu = updated_price(c.mu, u, d, gamma_mu, rel, scaled, params_.relative_price_gain);
   }
-  if (state.config.one_port && port_bw > 0) {
-    if (rel) {
-      port_price_ = relative_price(port_price_, params_.relative_price_gain, port_usage, port_denom);
-    } else if (!scaled) {
-      port_price_ = plus(port_price_ + gamma_mu * (port_usage - 1));
-    } else if (port_denom > 0) {
-      port_price_ = plus(port_price_ + gamma_mu * (port_usage - 1) / port_denom);
-    }
-  }
+  if (state.config.one_port && port_bw > 0)
+    port_price_ = updated_price(port_price_, port_usage, port_denom, gamma_mu, rel, scaled, params_.relative_price_gain);
 
   // Messages: σ up; η + the link's price, ϱ_k and the parameters down.
   if (!state.config.is_root) outbox_.push_back(action::SendPolicyMessage{true, ChildId{}, encode_up(sigma_, runnable, active)});

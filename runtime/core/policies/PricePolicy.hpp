@@ -90,7 +90,6 @@ class PricePolicy final : public RatePlanPolicy {
  public:
   explicit PricePolicy(PriceParams params = {});
 
-  std::string_view name() const override { return "price"; }
   void start(const NodeState& state) override;
   void observe(const NodeState& state, const Event& event) override;
   std::optional<std::string> check_message(const NodeState& state, const event::PolicyMessage& message) const override;

@@ -85,13 +85,13 @@ TEST(MigrationParent, PullsFromTheLongestQueueAndOwnershipMovesWithTheTask) {
   EXPECT_EQ(names(root->handle(event::SendDone{ChildId{1}}, 2)), Strings{"SendTask child 1 0:2"});
   root->handle(event::SendDone{ChildId{1}}, 3);
   // Unsolicited answers are refused.
-  EXPECT_THROW(root->handle(event::TasksReturned{ChildId{1}, {task(0, 2)}, {0}, 0}, 3), ProtocolError);
+  EXPECT_THROW(root->handle(event::TasksReturned{{{task(0, 2)}, {0}, 0}, ChildId{1}}, 3), ProtocolError);
   EXPECT_EQ(names(root->handle(event::WorkRequested{child(2), 1}, 4)), Strings{"SendPull child 1 x1 nbc 0"});
   EXPECT_EQ(root->migration().outstanding(ChildId{1}), 1u);
   // A task it does not hold, or a mismatched counter list, drops the child.
-  EXPECT_THROW(root->handle(event::TasksReturned{ChildId{2}, {task(0, 2)}, {0}, 0}, 5), ProtocolError);
-  EXPECT_THROW(root->handle(event::TasksReturned{ChildId{1}, {task(0, 2)}, {}, 0}, 5), ProtocolError);
-  EXPECT_EQ(names(root->handle(event::TasksReturned{ChildId{1}, {task(0, 2)}, {0}, 0}, 5)),
+  EXPECT_THROW(root->handle(event::TasksReturned{{{task(0, 2)}, {0}, 0}, ChildId{2}}, 5), ProtocolError);
+  EXPECT_THROW(root->handle(event::TasksReturned{{{task(0, 2)}, {}, 0}, ChildId{1}}, 5), ProtocolError);
+  EXPECT_EQ(names(root->handle(event::TasksReturned{{{task(0, 2)}, {0}, 0}, ChildId{1}}, 5)),
             Strings{"SendTask child 2 0:2"});
   EXPECT_EQ(root->migration().tasks_pulled(), 1u);
   EXPECT_EQ(root->state().children.at(ChildId{1}).in_flight, 2u);
@@ -130,7 +130,7 @@ TEST(MigrationParent, ARejectingChildIsAskedAgainAfterTheHold) {
   root->handle(event::SendDone{ChildId{1}}, 2);
   root->handle(event::SendDone{ChildId{1}}, 2);
   EXPECT_EQ(names(root->handle(event::WorkRequested{child(2), 1}, 3)), Strings{"SendPull child 1 x1 nbc 0"});
-  EXPECT_EQ(names(root->handle(event::TasksReturned{ChildId{1}, {}, {}, 1}, 3)), Strings{});
+  EXPECT_EQ(names(root->handle(event::TasksReturned{{{}, {}, 1}, ChildId{1}}, 3)), Strings{});
   ASSERT_TRUE(root->next_deadline());
   EXPECT_DOUBLE_EQ(*root->next_deadline(), 3.5);
   EXPECT_EQ(names(root->handle(event::Tick{}, 3.2)), Strings{});

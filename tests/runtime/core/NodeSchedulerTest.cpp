@@ -59,6 +59,14 @@ void expect_rejected(NodeScheduler& node, const Event& e, Seconds now, const std
   EXPECT_TRUE(Snapshot::of(node) == before) << describe(e) << " changed the state although rejected";
 }
 
+TEST(NodeScheduler, EventNamesAreTheirStructNames) {
+  EXPECT_EQ(event_name(event::TaskArrived{}), "TaskArrived");
+  EXPECT_EQ(event_name(event::ResultArrived{}), "ResultArrived");
+  EXPECT_EQ(event_name(event::Tick{}), "Tick");
+  EXPECT_EQ(event_name(event::PullRequested{}), "PullRequested");
+  EXPECT_EQ(event_name(event::TasksReturned{}), "TasksReturned");
+}
+
 TEST(NodeScheduler, RejectsBadConfigurations) {
   EXPECT_THROW(NodeScheduler(node_config(false, 4, {}), make_policy("fcfs")), std::invalid_argument);
   EXPECT_THROW(NodeScheduler(node_config(false, 0, {app("a", 1, 1)}), make_policy("fcfs")), std::invalid_argument);

@@ -343,7 +343,7 @@ void TreeHarness::carry_out(std::size_t v, const std::vector<Action>& actions) {
           }
           migrated_ += x.tasks.size();
           push(now_ + me.latency_seconds, parent, v,
-               event::TasksReturned{ChildId{static_cast<std::uint32_t>(v)}, x.tasks, x.bcs, x.rejected});
+               event::TasksReturned{{x.tasks, x.bcs, x.rejected}, ChildId{static_cast<std::uint32_t>(v)}});
         }},
         a);
   }

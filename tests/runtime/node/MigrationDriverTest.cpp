@@ -11,12 +11,7 @@
 namespace treefarm::node {
 namespace {
 
-using testing::FakeRunner;
-using testing::RecordingTransport;
-using testing::noop_app;
-using testing::task_bytes;
-using testing::welcome;
-constexpr std::optional<PeerId> parent = std::nullopt;
+using namespace testing;  // RecordingTransport.hpp
 
 core::TaskId task(std::uint64_t i) { return core::TaskId::make(core::AppId{0}, i); }
 Payload bytes() { return std::make_shared<SizeOnly>(task_bytes); }

@@ -8,13 +8,7 @@
 namespace treefarm::node {
 namespace {
 
-using testing::FakeRunner;
-using testing::RecordingTransport;
-using testing::noop_app;
-using testing::task_bytes;
-using testing::welcome;
-using Parent = std::optional<PeerId>;
-constexpr Parent parent = std::nullopt;
+using namespace testing;  // RecordingTransport.hpp
 
 NodeOptions options(const std::string& name) {
   NodeOptions o;

@@ -90,6 +90,9 @@ class FakeRunner final : public LocalRunner {
 
 constexpr std::uint64_t task_bytes = 100;  ///< bytes of each test task's input
 
+/// The peer argument of RecordingTransport::take for what was sent to the parent.
+constexpr std::optional<PeerId> parent = std::nullopt;
+
 /// `tasks` no-op tasks of task_bytes each.
 inline model::AppSpec noop_app(std::uint64_t tasks = 10) {
   model::AppSpec a;

@@ -10,12 +10,7 @@
 namespace treefarm::node {
 namespace {
 
-using testing::FakeRunner;
-using testing::RecordingTransport;
-using testing::noop_app;
-using testing::task_bytes;
-using testing::welcome;
-constexpr std::optional<PeerId> parent = std::nullopt;
+using namespace testing;  // RecordingTransport.hpp
 
 NodeOptions options(const std::string& name) {
   NodeOptions o;

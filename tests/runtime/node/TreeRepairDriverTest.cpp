@@ -8,9 +8,7 @@
 namespace treefarm::node {
 namespace {
 
-using testing::RecordingTransport;
-using testing::welcome;
-constexpr std::optional<PeerId> parent = std::nullopt;
+using namespace testing;  // RecordingTransport.hpp
 
 const std::string key_w1(40, '1'), key_m(40, 'm');
 
