@@ -12,12 +12,7 @@
 namespace treefarm::node {
 namespace {
 
-using testing::FakeRunner;
-using testing::RecordingTransport;
-using testing::noop_app;
-using testing::task_bytes;
-using testing::welcome;
-constexpr std::optional<PeerId> parent = std::nullopt;
+using namespace testing;  // RecordingTransport.hpp
 
 NodeDriver serving_root(RecordingTransport& t, std::uint64_t tasks) {
   RootSetup root;
