@@ -50,6 +50,28 @@ std::atomic<zmq_node::ZmqNode*> running{nullptr};
 std::atomic<bool> stop_requested{false};
 }
 
+namespace {
+/// The running experiment's progress for `treefarm status` (MasterOptions::on_status).
+nlohmann::json status_json(const metrics::RunResults& results, const std::vector<std::uint64_t>& per_app,
+                           const std::unordered_map<std::string, std::uint64_t>& done_by_node, double elapsed) {
+  nlohmann::json apps = nlohmann::json::array(), nodes = nlohmann::json::array();
+  for (std::size_t k = 0; k < results.apps.size() && k < per_app.size(); ++k) {
+    const auto& a = results.apps[k];
+    apps.push_back({{"name", a.name},
+                    {"tasks", a.tasks},
+                    {"done", per_app[k]},
+                    {"throughput", elapsed > 0 ? static_cast<double>(per_app[k]) / elapsed : 0.0},
+                    {"predicted", a.predicted ? nlohmann::json(*a.predicted) : nlohmann::json()}});
+  }
+  for (const auto& n : results.nodes) {
+    const auto it = done_by_node.find(n.name);
+    nodes.push_back({{"name", n.name}, {"parent", n.parent}, {"cores", n.cores},
+                     {"done", it == done_by_node.end() ? std::uint64_t{0} : it->second}});
+  }
+  return {{"elapsed", elapsed}, {"apps", apps}, {"nodes", nodes}};
+}
+}  // namespace
+
 void stop_master() {
   stop_requested = true;
   if (auto* node = running.load()) node->stop();
@@ -192,7 +214,7 @@ int run_master(const MasterOptions& options) {
   zmq_node::Compute compute;
   if (options.cores) {
     compute.cores = *options.cores;
-  } else if (master_node.cores > 0) {
+  } else if (master_node.cores > 0 && !options.live) {  // a served root computes on its --cpus only
     compute.cores = exec::restrict_cores(exec::discover_topology(), master_node.cores);
   }
   results.nodes.push_back(metrics::NodeResult{master_node.name, "", static_cast<std::uint32_t>(compute.cores.size()), 0});
@@ -354,8 +376,15 @@ int run_master(const MasterOptions& options) {
                                        : ::isatty(2)           ? Progress::Mode::bar
                                                                : Progress::Mode::plain;
   Progress progress(progress_apps, progress_mode, progress_mode == Progress::Mode::json ? std::cout : std::cerr);
+  std::unordered_map<std::string, std::uint64_t> done_by_node;  // `treefarm status` (on_status only)
+  if (options.on_status)
+    root.on_result = [&, record = root.on_result](const net::msg::Result& r, bool duplicate, double now) {
+      if (!duplicate) ++done_by_node[r.node];
+      record(r, duplicate, now);
+    };
   root.on_tick = [&](double now) {
     if (journal) journal->flush();  // at most ~1 s of results is lost to a crash
+    if (options.on_status) options.on_status(status_json(results, per_app, done_by_node, start > 0 ? now - start : 0.0));
     if (start == 0 && done == 0) return;
     progress.tick(now - start, per_app);
   };
@@ -459,10 +488,13 @@ int run_master(const MasterOptions& options) {
     spdlog::info("master: LP optimum fair throughput {:.4f} tasks/s", solution.fair_throughput);
   }
 
-  zmq_node::ZmqNode runtime(node_options, endpoints, compute, std::move(root));
+  // Served tree (docs/serve.md): the run goes to the live root, which keeps its children.
+  std::optional<zmq_node::ZmqNode> own;
+  if (!options.live) own.emplace(node_options, endpoints, compute, std::move(root));
+  zmq_node::ZmqNode& runtime = options.live ? *options.live : *own;
   self = &runtime;
   running = &runtime;
-  int rc = runtime.run();
+  int rc = options.live ? runtime.run_root(std::move(root)) : runtime.run();
   running = nullptr;
   if (journal) journal->flush();
   if (!calibrating) {

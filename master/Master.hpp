@@ -6,11 +6,16 @@
 /// exactly once, and writes results.json.
 
 #include <cstddef>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "runtime/zmq/Curve.hpp"
+
+namespace treefarm::zmq_node { class ZmqNode; }
 
 namespace treefarm::master {
 
@@ -49,6 +54,13 @@ struct MasterOptions {
   /// chosen secretly per task; docs/security.md). A wrong one disconnects the child it came
   /// through and redoes everything recorded from it.
   double spot_check = 0.01;
+  /// Served tree (master/Server.hpp, docs/serve.md): run on this live root instead of
+  /// opening a tree of its own (listen, curve and cores are the live node's).
+  zmq_node::ZmqNode* live = nullptr;
+  /// Called about once a second while tasks run, on the loop thread, with the run's
+  /// progress: {"elapsed" s, "apps": [{name, tasks, done, throughput tasks/s, predicted
+  /// tasks/s or null}], "nodes": [{name, parent, cores, done}]} (`treefarm status`).
+  std::function<void(const nlohmann::json&)> on_status;
 };
 
 /// Runs a whole experiment as its master. Returns the exit code: 0 when every task was

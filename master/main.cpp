@@ -7,6 +7,7 @@
 #include "runtime/cli/CliSupport.hpp"
 #include "tasks/BlasKernel.hpp"
 #include "master/Master.hpp"
+#include "master/Server.hpp"
 #include "runtime/model/Experiment.hpp"
 #include "runtime/exec/CpuList.hpp"
 
@@ -21,7 +22,18 @@ int main(int argc, char** argv) {
   std::string cpus, log_level = "info";
   bool quiet = false;
   std::uint32_t buffer = 0;
-  app.add_option("experiment", opt.experiment, "Experiment file (TOML, docs/experiment-file.md)")->required()->check(CLI::ExistingFile);
+  auto* experiment_opt = app.add_option("experiment", opt.experiment, "Experiment file (TOML, docs/experiment-file.md); none with --serve")->check(CLI::ExistingFile);
+  treefarm::master::ServeOptions serve;
+  bool serving = false;
+  app.add_flag("--serve", serving,
+               "Serve a tree (docs/serve.md): workers stay connected across experiments, which `treefarm submit FILE "
+               "--to ENDPOINT` sends to the --bind channel and which run one after another");
+  app.add_option("--bind", serve.bind, "--serve: the submit/status channel's endpoint (CURVE as the tree's)")->capture_default_str();
+  app.add_option("--bind-file", serve.bind_file, "--serve: write the bound channel endpoint to this file");
+  app.add_option("--name", serve.name, "--serve: the root's node name")->capture_default_str();
+  app.add_option("--state-dir", serve.state_dir, "--serve: each experiment's file and results go to DIR/job-N/ (default: a new temporary directory)");
+  app.add_option("--live-wait", serve.live_wait, "--serve: seconds an experiment without [[node]] tables waits for the last run's nodes")
+      ->capture_default_str()->check(CLI::NonNegativeNumber);
   app.add_option("--listen", opt.listen, "Endpoint workers connect to")->capture_default_str();
   app.add_option("--out", opt.out_dir, "Write DIR/results.json");
   app.add_option("--policy", opt.policy, "Scheduling policy (overrides [run] policy)");
@@ -61,8 +73,8 @@ int main(int argc, char** argv) {
   if (buffer > 0) opt.buffer = buffer;
   opt.progress = !quiet;
   opt.table = !no_table;
-  std::signal(SIGINT, [](int) { treefarm::master::stop_master(); });
-  std::signal(SIGTERM, [](int) { treefarm::master::stop_master(); });
+  std::signal(SIGINT, [](int) { treefarm::master::stop_master(); treefarm::master::stop_serving(); });
+  std::signal(SIGTERM, [](int) { treefarm::master::stop_master(); treefarm::master::stop_serving(); });
   try {
     if (!cpus.empty()) opt.cores = treefarm::exec::parse_cpu_list(cpus);
     if (!curve_secret.empty()) {
@@ -72,6 +84,14 @@ int main(int argc, char** argv) {
       opt.curve.authorized = treefarm::net::load_authorized_keys(authorized, &opt.curve.key_names);
       opt.curve.authorized_file = authorized;
     }
+    if (serving) {
+      if (*experiment_opt) throw cs::UsageError("--serve takes no experiment file: submit them (treefarm submit FILE --to ENDPOINT)");
+      if (!opt.out_dir.empty() || opt.resume || !opt.calibrate_out.empty() || !opt.calibration.empty())
+        throw cs::UsageError("--serve: --out, --resume, --calibration and --calibrate-out belong to each submission");
+      serve.base = opt;
+      return treefarm::master::serve(serve);
+    }
+    if (!*experiment_opt) throw cs::UsageError("an experiment file is needed (or --serve)");
     return treefarm::master::run_master(opt);
   } catch (const std::exception& e) {
     spdlog::error("{}", e.what());

@@ -195,7 +195,10 @@ std::vector<std::byte> encode(const Message& m) {
         body.put(j.memory);
       },
       [&](const msg::Heartbeat&) {},
-      [&](const msg::Shutdown& s) { body.put_string(s.reason); },
+      [&](const msg::Shutdown& s) {
+        body.put_string(s.reason);
+        if (s.reset) body.put<std::uint8_t>(1);  // optional trailing field (served trees)
+      },
       [&](const msg::Bye&) {},
       [&](const msg::Probe& p) { body.put(p.seq); },
       [&](const msg::ProbeAck& p) { body.put(p.seq); },
@@ -437,7 +440,16 @@ Message decode(std::span<const std::byte> header_frame, std::size_t payload_fram
       break;
     }
     case Kind::heartbeat: m = msg::Heartbeat{}; break;
-    case Kind::shutdown: m = msg::Shutdown{r.get_string("reason")}; break;
+    case Kind::shutdown: {
+      msg::Shutdown s{r.get_string("reason")};
+      if (!r.at_end()) {  // served trees: absent from older Shutdowns
+        const auto reset = r.get<std::uint8_t>("reset");
+        if (reset != 1) throw DecodeError("Shutdown with reset byte " + std::to_string(reset) + ", expected 1 or absent");
+        s.reset = true;
+      }
+      m = std::move(s);
+      break;
+    }
     case Kind::bye: m = msg::Bye{}; break;
     case Kind::probe: m = msg::Probe{r.get<std::uint32_t>("seq")}; break;
     case Kind::probe_ack: m = msg::ProbeAck{r.get<std::uint32_t>("seq")}; break;

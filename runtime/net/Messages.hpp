@@ -119,8 +119,15 @@ struct NodeJoined {
   std::uint64_t memory = 0;     ///< bytes
 };
 struct Heartbeat {};
-/// Parent → child: the run is over; pass it on and exit.
-struct Shutdown { std::string reason; };
+/// Parent → child: the run is over; pass it on and exit. With `reset` (a served tree,
+/// docs/serve.md) the child passes it on, says Bye, forgets the run and says Hello again
+/// on the same connection instead of exiting; a joining child told `reset` waits for the
+/// next run as long as its connection lives. `reset` is an optional trailing byte (left
+/// out when false, so older Shutdowns keep their bytes; wire version 3 unchanged).
+struct Shutdown {
+  std::string reason;
+  bool reset = false;
+};
 /// Child → parent: leaving.
 struct Bye {};
 /// Parent → child: a link probe; `payload_bytes` follow in one payload frame.

@@ -126,6 +126,7 @@ void NodeDriver::start(double now) {
   parent_link_ = net::msg::Ancestor{"", opt_.parent_endpoint, opt_.parent_public_key};
   if (opt_.heartbeat_interval > 0) next_heartbeat_ = now + opt_.heartbeat_interval;
   if (is_root()) {
+    reset_ = opt_.serve;
     configure(root_->welcome, now);
     next_tick_ = now + root_->tick_interval;
     begin_running(now);
@@ -517,7 +518,15 @@ void NodeDriver::on_parent_message(net::Message message, Payload payload, double
       begin_running(now);
       return;
     }
-    if (std::holds_alternative<net::msg::Shutdown>(message)) {
+    if (const auto* s = std::get_if<net::msg::Shutdown>(&message)) {
+      if (s->reset) {  // a served tree between runs: wait for the next one (docs/serve.md)
+        if (!parent_idle_) spdlog::info("{}: the parent serves a tree with no run now; waiting", opt_.name);
+        parent_idle_ = true;
+        join_deadline_ = -1;
+        for (auto& [peer, hello] : waiting_hellos_) transport_.send_child(peer, net::msg::Shutdown{s->reason, true});
+        return;
+      }
+      for (auto& [peer, hello] : waiting_hellos_) transport_.send_child(peer, net::msg::Shutdown{s->reason});
       end(exit_ok);
       return;
     }
@@ -538,8 +547,9 @@ void NodeDriver::on_parent_message(net::Message message, Payload payload, double
         drain(now);
       },
       [&](net::msg::Shutdown& s) {
-        spdlog::info("{}: shutdown from parent ({})", opt_.name, s.reason);
+        spdlog::info("{}: {} from parent ({})", opt_.name, s.reset ? "reset" : "shutdown", s.reason);
         closing_from_parent_ = true;
+        reset_ = s.reset;
         begin_closing(s.reason, now);
       },
       [&](net::msg::Heartbeat&) {},
@@ -677,6 +687,9 @@ void NodeDriver::on_child_message(PeerId peer, net::Message message, Payload pay
   }
   if (it == children_.end()) {
     auto* hello = std::get_if<net::msg::Hello>(&message);
+    if (!hello && std::holds_alternative<net::msg::Heartbeat>(message) &&
+        std::any_of(waiting_hellos_.begin(), waiting_hellos_.end(), [&](const auto& w) { return w.first == peer; }))
+      return;  // a child waiting for this node to join (a served tree between runs: for long)
     if (!hello) {
       spdlog::warn("{}: dropping unknown peer: first message is {}, not Hello", opt_.name,
                    net::kind_name(net::kind_of(message)));
@@ -684,10 +697,11 @@ void NodeDriver::on_child_message(PeerId peer, net::Message message, Payload pay
       return;
     }
     if (phase_ == Phase::closing) {
-      transport_.send_child(peer, net::msg::Shutdown{"run complete"});
+      transport_.send_child(peer, net::msg::Shutdown{"run complete", reset_});
       return;
     }
     if (!configured_ || phase_ != Phase::running) {
+      if (parent_idle_) transport_.send_child(peer, net::msg::Shutdown{"no run now", true});  // wait with this node
       waiting_hellos_.emplace_back(peer, std::move(*hello));
       return;
     }
@@ -915,7 +929,7 @@ void NodeDriver::begin_closing(const std::string& reason, double now) {
   closing_code_ = exit_ok;
   for (auto& [peer, c] : children_) {
     c->closing = true;
-    transport_.send_child(peer, net::msg::Shutdown{wire_text(reason)});
+    transport_.send_child(peer, net::msg::Shutdown{wire_text(reason), reset_});
   }
   closing_deadline_ = now + opt_.shutdown_grace;
   maybe_closed(now);
@@ -946,6 +960,7 @@ void NodeDriver::interrupt(double now, int code) {
     closing_code_ = code;
     return;
   }
+  reset_ = false;  // an interrupted node sends its children away, served tree or not
   begin_closing("interrupted", now);
   closing_code_ = code;
   // An interrupted node does not wait for its children: it tells them and leaves.

@@ -96,6 +96,10 @@ struct NodeOptions {
   /// (docs/security.md, "Blame below an inner node"); each inner node waits half of what
   /// its parent allowed. No answer in time: the child asked is convicted.
   double blame_timeout = 5;
+  /// Root of a served tree (docs/serve.md): a run that ends normally tells the children
+  /// Shutdown with `reset` — they forget the run and say Hello again on the same connection,
+  /// ready for the next one — instead of sending them away.
+  bool serve = false;
 };
 
 /// The root's verdict on a child's result before it is recorded (issue 13, hole 4).
@@ -204,6 +208,11 @@ class NodeDriver {
   void interrupt(double now, int exit_code);
 
   bool finished() const { return phase_ == Phase::done; }
+  /// The run ends (or ended) with a reset (docs/serve.md): the adapter keeps the connections
+  /// and, once finished(), starts a new driver on them.
+  bool reset_requested() const { return reset_; }
+  /// Closing for a reset: a Hello arriving now belongs to the next run (the adapter keeps it).
+  bool closing_for_reset() const { return reset_ && phase_ == Phase::closing; }
   int exit_code() const { return exit_code_; }
   /// The scheduler's policy once the node has joined (else null).
   const core::Policy* policy() const;
@@ -322,6 +331,8 @@ class NodeDriver {
   double wait_deadline_ = -1;
   double orphan_since_ = 0;
   bool closing_from_parent_ = false;
+  bool reset_ = false;        ///< this run ends with a reset (served tree)
+  bool parent_idle_ = false;  ///< joining: the parent serves a tree with no run yet; wait
   int closing_code_ = exit_ok;
 
   // Root.

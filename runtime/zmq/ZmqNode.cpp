@@ -69,6 +69,36 @@ void write_ready_file(const std::string& path, const std::string& endpoint) {
   std::filesystem::rename(tmp, path);
 }
 
+/// The executor as each successive driver of a served tree sees it (docs/serve.md): a
+/// driver's job ids carry its generation in the top 16 bits, so that a job still running
+/// from the previous run is not taken for the new driver's job of the same number.
+class GenerationRunner final : public node::LocalRunner {
+ public:
+  explicit GenerationRunner(exec::ExecutorRunner& runner) : runner_(runner) {}
+  std::uint32_t cores() const override { return runner_.cores(); }
+  void start(std::uint64_t job, const model::AppSpec& app, const node::Payload& input) override {
+    runner_.start(tag(job), app, input);
+  }
+  void start_task(std::uint64_t job, const model::AppSpec& app, const node::Payload& input, std::uint64_t index) override {
+    runner_.start_task(tag(job), app, input, index);
+  }
+  node::Payload calibration_input(const model::AppSpec& app, std::uint64_t seed, std::uint32_t k) override {
+    return runner_.calibration_input(app, seed, k);
+  }
+  void next_generation() { ++generation_; }
+  /// The driver's job id of an executor job of the current generation; nullopt for older ones.
+  std::optional<std::uint64_t> current(std::uint64_t tagged) const {
+    if ((tagged >> shift) != (generation_ & 0xffff)) return std::nullopt;
+    return tagged & ((std::uint64_t{1} << shift) - 1);
+  }
+
+ private:
+  static constexpr int shift = 48;
+  std::uint64_t tag(std::uint64_t job) const { return ((generation_ & 0xffff) << shift) | job; }
+  exec::ExecutorRunner& runner_;
+  std::uint64_t generation_ = 0;
+};
+
 /// Messages read from one socket per loop turn at most, so that no socket starves the
 /// others (or the executor).
 constexpr int burst = 256;
@@ -81,6 +111,7 @@ struct ZmqNode::Impl final : node::Transport {
   std::optional<zmq::socket_t> up, down, up_monitor;
   std::unique_ptr<net::ZapHandler> zap;
   std::unique_ptr<exec::ExecutorRunner> runner;
+  std::unique_ptr<GenerationRunner> jobs;  ///< what the drivers see of `runner`
   std::unique_ptr<node::NodeDriver> driver;
   std::unique_ptr<PeerProber> prober;  ///< `treefarm probe` requests (docs/machines-file.md)
   std::string bound;
@@ -96,6 +127,10 @@ struct ZmqNode::Impl final : node::Transport {
   /// CURVE: the public key each routing identity said Hello with (names bound to keys).
   std::unordered_map<std::string, std::string> key_of_identity;
   std::uint32_t next_peer = 0;
+  /// Served trees: Hellos that arrived while the driver closed for a reset, or between
+  /// runs; the next driver gets them (docs/serve.md).
+  std::vector<std::pair<node::PeerId, net::msg::Hello>> next_hellos;
+  bool served_root = false;
 
   // Batching (runtime/net/Batch.hpp): small messages to a peer that announced
   // feature_batches wait here until the end of the loop turn, then go as one frame.
@@ -290,7 +325,9 @@ struct ZmqNode::Impl final : node::Transport {
     std::vector<std::uint32_t> gone;
     for (auto& [peer, out] : child_out)
       if (!out.empty() && !flush_child(peer)) gone.push_back(peer);
-    for (auto peer : gone) driver->on_child_failed(node::PeerId{peer}, "unreachable (its connection closed)", now());
+    for (auto peer : gone)
+      if (driver) driver->on_child_failed(node::PeerId{peer}, "unreachable (its connection closed)", now());
+      else drop_child(node::PeerId{peer});
   }
 
   void drop_child(node::PeerId peer) override {
@@ -421,18 +458,36 @@ struct ZmqNode::Impl final : node::Transport {
     if (const auto* h = std::get_if<net::msg::Hello>(&message)) {
       if (h->features & net::feature_batches) child_out[peer.value] = net::BatchWriter();  // a new incarnation
       else child_out.erase(peer.value);
+      if (!driver || driver->closing_for_reset()) {  // served tree: it joins the next run
+        std::erase_if(next_hellos, [&](const auto& e) { return e.first == peer; });
+        next_hellos.emplace_back(peer, *h);
+        send_child(peer, net::msg::Shutdown{"no run now", true}, {});
+        return;
+      }
     }
+    if (!driver) return;  // between runs: only Hellos matter (heartbeats, goodbyes)
     driver->on_child_message(peer, std::move(message), std::move(payload), now());
   }
 
+  /// Hands the Hellos kept for the next run to the new driver.
+  void replay_hellos() {
+    auto waiting = std::move(next_hellos);
+    next_hellos.clear();
+    for (auto& [peer, hello] : waiting)
+      if (identity_of.contains(peer.value)) driver->on_child_message(peer, std::move(hello), {}, now());
+  }
+
+  bool accepting() const { return !driver || !driver->finished(); }
+
   void read_children() {
-    for (int k = 0; k < burst && down && !driver->finished(); ++k) {
+    for (int k = 0; k < burst && down && accepting(); ++k) {
       auto got = net::try_receive_any(*down, true);
       if (!got) return;
       count_in(*got);
       if (auto* bad = std::get_if<net::BadMessage>(&*got)) {
         if (auto it = by_identity.find(bad->identity); it != by_identity.end()) {
-          driver->on_child_failed(it->second, "malformed message: " + bad->reason, now());
+          if (driver) driver->on_child_failed(it->second, "malformed message: " + bad->reason, now());
+          else drop_child(it->second);
         } else if (dropped.size() < max_dropped && dropped.insert(bad->identity).second) {
           spdlog::warn("{}: dropping unknown peer: malformed message: {}", options.name, bad->reason);
         }
@@ -453,7 +508,7 @@ struct ZmqNode::Impl final : node::Transport {
         const node::PeerId peer = known->second;
         const auto frame = share_frame(*batch);
         for (auto& e : batch->entries) {
-          if (driver->finished() || !identity_of.contains(peer.value)) break;
+          if (!accepting() || !identity_of.contains(peer.value)) break;
           node::Payload payload;
           if (e.has_payload) payload = std::make_shared<FrameSlice>(frame, e.payload_offset, e.payload_size);
           from_child(peer, std::move(e.message), std::move(payload));
@@ -502,7 +557,9 @@ struct ZmqNode::Impl final : node::Transport {
   /// that a node's buffer of tiny tasks drains in one turn, not one turn per task.
   void collect() {
     for (int k = 0; k < burst && !driver->finished(); ++k) {
-      runner->collect([&](std::uint64_t job, node::JobOutcome o) { driver->on_job_done(job, std::move(o), now()); });
+      runner->collect([&](std::uint64_t tagged, node::JobOutcome o) {
+        if (auto job = jobs->current(tagged)) driver->on_job_done(*job, std::move(o), now());
+      });
       if (!runner->has_inline_done()) return;
     }
   }
@@ -518,8 +575,24 @@ struct ZmqNode::Impl final : node::Transport {
 
   int loop(const std::atomic<int>& stop_code, std::atomic<bool>& finish_requested) {
     driver->start(now());
+    replay_hellos();
     bool stopped = false;
-    while (!driver->finished()) {
+    while (true) {
+      if (driver->finished()) {
+        // A worker of a served tree told to reset: a new driver on the same connections
+        // says Hello again and waits for the next run as long as the parent is there.
+        if (served_root || !driver->reset_requested() || stopped) break;
+        flush_all(true);
+        node::NodeOptions next = options;
+        next.join_timeout = 1e9;  // seconds: the parent says when the next run starts
+        if (jobs) jobs->next_generation();
+        driver = std::make_unique<node::NodeDriver>(std::move(next), *this, jobs.get(), std::nullopt);
+        if (!bound.empty()) driver->set_endpoint(endpoints.advertise.empty() ? bound : endpoints.advertise);
+        spdlog::info("{}: run over; staying connected for the next one", options.name);
+        driver->start(now());
+        replay_hellos();
+        continue;
+      }
       if (const int code = stop_code.load(); code >= 0 && !stopped) {
         stopped = true;
         driver->interrupt(now(), code);
@@ -569,7 +642,9 @@ struct ZmqNode::Impl final : node::Transport {
 
 ZmqNode::ZmqNode(node::NodeOptions options, Endpoints endpoints, Compute compute, std::optional<node::RootSetup> root)
     : impl_(std::make_unique<Impl>()) {
-  const bool is_root = root.has_value();
+  const bool is_root = root.has_value() || endpoints.serve;
+  if (endpoints.serve && (root.has_value() || !endpoints.parent.empty()))
+    throw std::invalid_argument("a served root has no parent and gets its runs from run_root()");
   if (!is_root && endpoints.parent.empty())
     throw std::invalid_argument("a worker needs a parent endpoint (--parent tcp://HOST:PORT)");
   const bool exposed = (!endpoints.listen.empty() && !net::is_loopback_endpoint(endpoints.listen)) ||
@@ -586,6 +661,7 @@ ZmqNode::ZmqNode(node::NodeOptions options, Endpoints endpoints, Compute compute
     ec.memory = compute.memory;
     ec.backfill = compute.backfill;
     impl_->runner = std::make_unique<exec::ExecutorRunner>(std::move(ec));
+    impl_->jobs = std::make_unique<GenerationRunner>(*impl_->runner);
   }
   if (options.memory == 0) options.memory = compute.memory;
   if (options.parent_endpoint.empty()) options.parent_endpoint = endpoints.parent;
@@ -594,13 +670,16 @@ ZmqNode::ZmqNode(node::NodeOptions options, Endpoints endpoints, Compute compute
   impl_->prober = std::make_unique<PeerProber>(options.name, static_cast<std::uint32_t>(compute.cores.size()),
                                                endpoints.curve, std::move(compute.speed_probe));
   impl_->endpoints = std::move(endpoints);
-  impl_->driver = std::make_unique<node::NodeDriver>(std::move(options), *impl_, impl_->runner.get(), std::move(root));
+  impl_->served_root = impl_->endpoints.serve;
+  if (!impl_->served_root)
+    impl_->driver = std::make_unique<node::NodeDriver>(std::move(options), *impl_, impl_->jobs.get(), std::move(root));
 }
 
 ZmqNode::~ZmqNode() = default;
 
 int ZmqNode::run() {
   Impl& m = *impl_;
+  if (m.served_root) throw std::logic_error("a served root runs experiments with run_root()");
   int rc = node::exit_error;
   // Every child is a connection (a file descriptor): allow as many as the system does.
   if (rlimit lim{}; getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur < lim.rlim_max) {
@@ -636,6 +715,74 @@ int ZmqNode::run() {
   }
   m.runner.reset();  // waits for running tasks
   return rc;
+}
+
+std::string ZmqNode::open() {
+  Impl& m = *impl_;
+  if (!m.served_root) throw std::logic_error("ZmqNode::open is for a served root");
+  if (m.down) return m.bound;
+  if (rlimit lim{}; getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur < lim.rlim_max) {
+    lim.rlim_cur = lim.rlim_max;
+    (void)setrlimit(RLIMIT_NOFILE, &lim);
+  }
+  m.open_children(m.endpoints.listen);
+  spdlog::info("{}: serving a tree on {}", m.options.name, m.bound);
+  if (!m.endpoints.ready_file.empty()) write_ready_file(m.endpoints.ready_file, m.bound);
+  return m.bound;
+}
+
+int ZmqNode::run_root(node::RootSetup root) {
+  Impl& m = *impl_;
+  (void)open();
+  node::NodeOptions o = m.options;
+  o.serve = true;
+  finish_requested_ = false;
+  int rc = node::exit_error;
+  try {
+    if (m.jobs) m.jobs->next_generation();
+    m.driver = std::make_unique<node::NodeDriver>(std::move(o), m, m.jobs.get(), std::move(root));
+    m.driver->set_endpoint(m.endpoints.advertise.empty() ? m.bound : m.endpoints.advertise);
+    rc = m.loop(stop_code_, finish_requested_);
+  } catch (const zmq::error_t& e) {
+    spdlog::error("{}: ZeroMQ error: {}", m.options.name, e.what());
+    rc = 2;
+  } catch (const std::exception& e) {
+    spdlog::error("{}: {}", m.options.name, e.what());
+    rc = node::exit_error;
+  }
+  m.driver.reset();  // between runs: no driver; Hellos wait in next_hellos
+  return rc;
+}
+
+bool ZmqNode::idle(const std::function<bool()>& wake) {
+  Impl& m = *impl_;
+  (void)open();
+  while (stop_code_.load() < 0) {
+    if (wake()) return true;
+    zmq::pollitem_t items[2];
+    int n = 0;
+    items[n++] = {static_cast<void*>(*m.down), 0, ZMQ_POLLIN, 0};
+    if (m.runner) items[n++] = {nullptr, m.runner->notify_fd(), ZMQ_POLLIN, 0};
+    try {
+      zmq::poll(items, static_cast<std::size_t>(n), std::chrono::milliseconds(100));
+    } catch (const zmq::error_t& e) {
+      if (e.num() == EINTR) continue;
+      throw;
+    }
+    if (m.runner) m.runner->collect([](std::uint64_t, node::JobOutcome) {});  // a late duplicate: the run is over
+    if (items[0].revents & ZMQ_POLLIN) m.read_children();
+    m.flush_all(true);
+  }
+  for (const auto& [peer, hello] : m.next_hellos) m.send_child(peer, net::msg::Shutdown{"the served master stops"}, {});
+  m.next_hellos.clear();
+  m.flush_all(true);
+  return false;
+}
+
+std::vector<std::string> ZmqNode::waiting_children() const {
+  std::vector<std::string> names;
+  for (const auto& [peer, hello] : impl_->next_hellos) names.push_back(hello.name);
+  return names;
 }
 
 void ZmqNode::stop(int exit_code) { stop_code_ = exit_code; }

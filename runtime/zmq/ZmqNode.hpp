@@ -32,6 +32,9 @@ struct Endpoints {
   /// The listening endpoint as other machines reach it, told to `--parent auto` joiners
   /// (msg::TreeInfo); "" = the bound endpoint (a wildcard host stays a wildcard).
   std::string advertise;
+  /// Root of a served tree (docs/serve.md): constructed without a RootSetup; run_root()
+  /// runs one experiment after another on the same sockets, idle() keeps the tree between.
+  bool serve = false;
 };
 
 /// The cores a node computes on.
@@ -67,6 +70,22 @@ class ZmqNode {
   /// The parent now: endpoint ("" at the root or before run()) and, under CURVE, its
   /// public key; thread-safe.
   net::msg::Ancestor parent() const;
+
+  // ---- Served root (Endpoints::serve; docs/serve.md) ----------------------------------
+  /// Binds the children's socket (once; later calls only return it) and writes the
+  /// ready file. Returns the bound endpoint.
+  std::string open();
+  /// Runs one experiment on the live tree: the children that said Hello since the last
+  /// run (or during its end) join it at once. At its normal end every child is told to
+  /// reset (forget the run, say Hello again) instead of exiting. Returns the run's exit
+  /// code (node::ExitCode). Call from one thread, never while idle() runs.
+  int run_root(node::RootSetup root);
+  /// Between runs: keeps the children's connections, answers each Hello "wait, no run now"
+  /// (a Shutdown with reset) and keeps it for the next run, until `wake()` is true or stop()
+  /// was called (then returns false). `wake` is called about every 0.1 s on this thread.
+  bool idle(const std::function<bool()>& wake);
+  /// Names of the children waiting for the next run (said Hello since the last one ended).
+  std::vector<std::string> waiting_children() const;
 
  private:
   struct Impl;

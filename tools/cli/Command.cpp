@@ -15,6 +15,8 @@ void add_all_commands(CLI::App& app, Commands& out) {
   add_calibrate_command(app, out);
   add_predict_command(app, out);
   add_compare_command(app, out);
+  add_submit_command(app, out);
+  add_status_command(app, out);
   add_sweep_command(app, out);
   add_simulate_command(app, out);
   add_gen_platform_command(app, out);

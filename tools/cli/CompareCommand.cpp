@@ -4,6 +4,7 @@
 
 #include "runtime/model/Experiment.hpp"
 #include "tools/Compare.hpp"
+#include "tools/ServeClient.hpp"
 #include "tools/TreeLauncher.hpp"
 #include "tools/cli/Command.hpp"
 
@@ -13,11 +14,35 @@ namespace {
 struct CompareCli {
   std::string experiment, policies = "all";
   tools::CompareOptions co;
+  tools::ServeEndpoint to;  ///< a served tree (docs/serve.md): every policy runs on it
 };
 
 int run_compare(CompareCli o) {
   const auto ex = model::load_experiment(o.experiment);
   if (o.policies != "all") o.co.policies = CLI::detail::split(o.policies, ',');
+  if (!o.to.endpoint.empty()) {
+    // A served tree: each policy is one submission; no process starts or stops.
+    if (o.co.calibration.empty() && !o.co.no_calibrate)
+      throw std::invalid_argument("compare --to: give --calibration FILE (made beforehand) or --no-calibrate: a served tree is not calibrated in place");
+    tools::ServeClient client(o.to);
+    return tools::compare_policies(
+        ex, o.co,
+        [&](const tools::LaunchOptions& l) {
+          tools::Submission s;
+          s.experiment = o.experiment;
+          s.policy = l.policy;
+          s.calibration = l.calibration;
+          s.out_dir = l.out_dir;
+          s.timeout = l.timeout;
+          if (!l.quiet)
+            s.on_message = [&](const nlohmann::json& m) {
+              if (m.value("type", "") == "started") std::cout << "compare: policy " << l.policy << " started on the served tree\n";
+            };
+          const auto done = client.submit(s, &interrupted());
+          return done.value("exit_code", 1);
+        },
+        std::cout);
+  }
   return tools::compare_policies(
       ex, o.co, [&](const tools::LaunchOptions& l) { return tools::launch_tree(ex, l, interrupted()); }, std::cout);
 }
@@ -36,6 +61,9 @@ void add_compare_command(CLI::App& app, Commands& out) {
       ->check(CLI::Range(1u, 1000u))->capture_default_str();
   cmp->add_option("--timeout", o->co.launch.timeout, "seconds per run (0 = none)");
   cmp->add_flag("--quiet", o->co.launch.quiet, "No progress lines");
+  cmp->add_option("--to", o->to.endpoint, "Run every policy on a served tree (treefarm-master --serve --bind ENDPOINT) without restarting it");
+  cmp->add_option("--curve-secret", o->to.curve_secret, "--to: this client's CURVE secret key file")->check(CLI::ExistingFile);
+  cmp->add_option("--server-key", o->to.server_key, "--to: the master's CURVE public key file")->check(CLI::ExistingFile);
   out.push_back({cmp, [o] { return run_compare(*o); }});
 }
 

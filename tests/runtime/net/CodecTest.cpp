@@ -752,3 +752,20 @@ TEST(CodecFuzz, RandomMutationsOfValidFrames) {
 }  // namespace
 }  // namespace treefarm::net
 
+namespace treefarm::net {
+namespace {
+// Served trees (docs/serve.md): Shutdown's optional reset byte.
+TEST(CodecServe, ShutdownCarriesResetOnlyWhenSetAndRejectsAnyOtherByte) {
+  const Bytes plain = encode(Message{msg::Shutdown{"run complete"}});
+  const Bytes reset = encode(Message{msg::Shutdown{"run complete", true}});
+  EXPECT_EQ(reset.size(), plain.size() + 1) << "the reset byte is the only difference";
+  EXPECT_FALSE(std::get<msg::Shutdown>(decode_frame(plain, 0)).reset);
+  const auto back = std::get<msg::Shutdown>(decode_frame(reset, 0));
+  EXPECT_TRUE(back.reset);
+  EXPECT_EQ(back.reason, "run complete");
+  Bytes bad = reset;
+  bad.back() = std::byte{2};
+  EXPECT_THROW(decode_frame(bad, 0), DecodeError);
+}
+}  // namespace
+}  // namespace treefarm::net

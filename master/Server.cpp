@@ -1,0 +1,355 @@
+#include "master/Server.hpp"
+
+#include <chrono>
+#include <deque>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+#include <zmq.hpp>
+
+#include "runtime/core/Policy.hpp"
+#include "runtime/model/Experiment.hpp"
+#include "runtime/node/ExitCode.hpp"
+#include "runtime/zmq/Wire.hpp"
+#include "runtime/zmq/ZmqNode.hpp"
+
+namespace treefarm::master {
+
+namespace {
+using nlohmann::json;
+
+/// Largest experiment text accepted on the submit channel (bytes).
+constexpr std::size_t max_experiment_bytes = 4u << 20;
+/// Finished experiments kept for `treefarm status`.
+constexpr std::size_t finished_kept = 20;
+
+std::atomic<zmq_node::ZmqNode*> serving{nullptr};
+
+struct Job {
+  std::uint64_t id = 0;
+  std::string client;  ///< routing identity of the submitter
+  std::string name;    ///< the experiment file's name, as submitted
+  std::string text;    ///< the experiment (TOML), with a master [[node]] added if it had none
+  std::string policy;  ///< "" = the experiment's
+  std::string calibration;  ///< calibration file text ("" = none)
+  bool live_tree = false;  ///< the experiment had no [[node]]: it runs on the tree as it is
+  double submitted = 0;    ///< seconds since the server started
+};
+
+/// What the loop thread and the channel thread share (under `mu`).
+struct Shared {
+  std::mutex mu;
+  std::deque<Job> queue;
+  std::vector<std::pair<std::string, std::string>> outbox;  ///< client identity, JSON text
+  json running;                                             ///< null between runs
+  json tree = json::array();                                ///< the last run's nodes
+  std::vector<std::string> waiting;                         ///< children waiting for the next run
+  std::deque<json> finished;
+  std::uint64_t next_id = 1;
+  void send(const std::string& client, const json& j) {
+    std::lock_guard lock(mu);
+    outbox.emplace_back(client, j.dump());
+  }
+};
+
+/// True if the experiment text has its own [[node]] tables.
+bool has_node_tables(const std::string& text) {
+  static const std::regex header(R"(^\s*\[\[\s*node\s*\]\])");
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);)
+    if (std::regex_search(line, header)) return true;
+  return false;
+}
+
+/// The submit/status channel: a ROUTER on its own thread and context.
+class Channel {
+ public:
+  Channel(const ServeOptions& o, Shared& shared, std::chrono::steady_clock::time_point t0)
+      : opt_(o), shared_(shared), t0_(t0), socket_(ctx_, zmq::socket_type::router) {
+    net::configure_socket(socket_, true);
+    socket_.set(zmq::sockopt::handshake_ivl, 5000);
+    const auto& curve = o.base.curve;
+    if (curve.enabled) {
+      zap_ = std::make_unique<net::ZapHandler>(ctx_, curve.authorized, o.name + "-submit", curve.authorized_file,
+                                               curve.key_names);
+      net::apply_curve_server(socket_, curve);
+    } else if (!net::is_loopback_endpoint(o.bind) && !o.base.insecure) {
+      throw std::invalid_argument("refusing an unencrypted submit channel on a non-loopback address (--bind " + o.bind +
+                                  "): give CURVE keys or --insecure");
+    }
+    socket_.bind(o.bind);
+    endpoint_ = socket_.get(zmq::sockopt::last_endpoint);
+    thread_ = std::thread([this] { loop(); });
+  }
+  ~Channel() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+  }
+  const std::string& endpoint() const { return endpoint_; }
+
+ private:
+  double now() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count(); }
+
+  void loop() {
+    while (!stop_) {
+      {
+        std::vector<std::pair<std::string, std::string>> out;
+        {
+          std::lock_guard lock(shared_.mu);
+          out.swap(shared_.outbox);
+        }
+        for (auto& [client, text] : out) {
+          try {
+            socket_.send(zmq::buffer(client), zmq::send_flags::sndmore);
+            socket_.send(zmq::buffer(text), zmq::send_flags::none);
+          } catch (const zmq::error_t& e) {  // the client left: its results stay in the job directory
+            spdlog::warn("{}: could not answer a client: {}", opt_.name, e.what());
+          }
+        }
+      }
+      zmq::pollitem_t item{static_cast<void*>(socket_), 0, ZMQ_POLLIN, 0};
+      try {
+        zmq::poll(&item, 1, std::chrono::milliseconds(50));
+      } catch (const zmq::error_t& e) {
+        if (e.num() == EINTR) continue;
+        throw;
+      }
+      if (!(item.revents & ZMQ_POLLIN)) continue;
+      std::vector<zmq::message_t> frames;
+      for (bool more = true; more;) {
+        zmq::message_t f;
+        if (!socket_.recv(f, zmq::recv_flags::dontwait)) break;
+        more = f.more();
+        frames.push_back(std::move(f));
+      }
+      if (frames.size() != 2) continue;  // not our client: ignored
+      const std::string client = frames[0].to_string();
+      try {
+        handle(client, json::parse(frames[1].to_string_view()));
+      } catch (const std::exception& e) {
+        shared_.send(client, {{"type", "error"}, {"message", e.what()}});
+      }
+    }
+  }
+
+  void handle(const std::string& client, const json& request) {
+    const std::string type = request.value("type", "");
+    if (type == "status") {
+      std::lock_guard lock(shared_.mu);
+      json queue = json::array();
+      std::size_t position = 0;
+      for (const auto& j : shared_.queue)
+        queue.push_back({{"id", j.id}, {"name", j.name}, {"policy", j.policy}, {"position", ++position},
+                         {"waiting_seconds", now() - j.submitted}});
+      json finished = json::array();
+      for (const auto& f : shared_.finished) finished.push_back(f);
+      json reply{{"type", "status"},
+                 {"serving", opt_.name},
+                 {"tree", shared_.tree},
+                 {"waiting", shared_.waiting},
+                 {"running", shared_.running},
+                 {"queue", queue},
+                 {"finished", finished}};
+      shared_.outbox.emplace_back(client, reply.dump());
+      return;
+    }
+    if (type != "submit") throw std::invalid_argument("unknown request type '" + type + "' (expected submit or status)");
+    Job job;
+    job.client = client;
+    job.name = std::filesystem::path(request.at("name").get<std::string>()).filename().string();
+    job.text = request.at("experiment").get<std::string>();
+    job.policy = request.value("policy", "");
+    job.calibration = request.value("calibration", "");
+    if (job.name.empty()) job.name = "experiment.toml";
+    if (job.text.size() > max_experiment_bytes)
+      throw std::invalid_argument("experiment of " + std::to_string(job.text.size()) + " bytes, limit " +
+                                  std::to_string(max_experiment_bytes));
+    job.live_tree = !has_node_tables(job.text);
+    if (job.live_tree) job.text += "\n\n# added by the served master: the experiment runs on the live tree\n[[node]]\nname = \"" + opt_.name + "\"\ncores = 0\n";
+    // Refused at once if it does not parse (file, line, field), not when its turn comes.
+    auto ex = model::parse_experiment(job.text, job.name);
+    if (!job.policy.empty()) (void)core::make_policy(job.policy, {});  // an unknown policy name throws here
+    std::lock_guard lock(shared_.mu);
+    job.id = shared_.next_id++;
+    job.submitted = now();
+    shared_.queue.push_back(job);
+    spdlog::info("{}: experiment {} ({}, {} tasks{}) queued at position {}", opt_.name, job.id, job.name,
+                 ex.total_tasks(), job.live_tree ? ", live tree" : "", shared_.queue.size());
+    shared_.outbox.emplace_back(client, json{{"type", "queued"}, {"id", job.id}, {"position", shared_.queue.size()}}.dump());
+  }
+
+  const ServeOptions& opt_;
+  Shared& shared_;
+  std::chrono::steady_clock::time_point t0_;
+  zmq::context_t ctx_{1};
+  std::unique_ptr<net::ZapHandler> zap_;
+  zmq::socket_t socket_;
+  std::string endpoint_;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+std::string read_text(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return {};
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+}  // namespace
+
+void stop_serving() {
+  if (auto* root = serving.load()) root->stop();
+}
+
+int serve(const ServeOptions& o) {
+  const auto t0 = std::chrono::steady_clock::now();
+  std::filesystem::path state = o.state_dir;
+  if (state.empty()) {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "treefarm-serve-XXXXXX").string();
+    if (!::mkdtemp(tmpl.data())) throw std::runtime_error("cannot create a directory under " + tmpl);
+    state = tmpl;
+  }
+  std::filesystem::create_directories(state);
+
+  node::NodeOptions node_options;
+  node_options.name = o.name;
+  node_options.heartbeat_interval = o.base.heartbeat_interval;
+  node_options.heartbeat_timeout = o.base.heartbeat_timeout;
+  node_options.max_task_losses = o.base.max_task_losses;
+  node_options.task_deadline_factor = o.base.task_deadline_factor;
+  node_options.task_deadline_floor = o.base.task_deadline_floor;
+  node_options.ack_timeout = o.base.ack_timeout;
+  zmq_node::Endpoints endpoints;
+  endpoints.listen = o.base.listen;
+  endpoints.ready_file = o.base.ready_file;
+  endpoints.curve = o.base.curve;
+  endpoints.insecure = o.base.insecure;
+  endpoints.serve = true;
+  zmq_node::Compute compute;
+  if (o.base.cores) compute.cores = *o.base.cores;
+  zmq_node::ZmqNode root(node_options, endpoints, compute);
+  const std::string tree_endpoint = root.open();
+  serving = &root;
+
+  Shared shared;
+  Channel channel(o, shared, t0);
+  if (!o.bind_file.empty()) {
+    const auto tmp = o.bind_file + ".tmp";
+    std::ofstream(tmp) << channel.endpoint() << "\n";
+    std::filesystem::rename(tmp, o.bind_file);
+  }
+  spdlog::info("{}: workers join at {}; experiments are submitted at {} (treefarm submit FILE --to {}); state in {}",
+               o.name, tree_endpoint, channel.endpoint(), channel.endpoint(), state.string());
+
+  std::set<std::string> last_nodes;  // nodes of the last run besides the root
+  const auto refresh_waiting = [&] {
+    auto waiting = root.waiting_children();
+    std::lock_guard lock(shared.mu);
+    shared.waiting = std::move(waiting);
+    return !shared.queue.empty();
+  };
+  while (root.idle(refresh_waiting)) {
+    Job job;
+    {
+      std::lock_guard lock(shared.mu);
+      job = shared.queue.front();
+      shared.queue.pop_front();
+      shared.running = {{"id", job.id}, {"name", job.name}, {"policy", job.policy}, {"live_tree", job.live_tree},
+                        {"elapsed", 0}, {"apps", json::array()}};
+    }
+    const auto dir = state / ("job-" + std::to_string(job.id));
+    std::filesystem::create_directories(dir);
+    const auto file = dir / job.name;
+    {
+      std::ofstream out(file, std::ios::binary);
+      out << job.text;
+    }
+    MasterOptions m = o.base;
+    if (!job.calibration.empty()) {
+      m.calibration = (dir / "calibration.toml").string();
+      std::ofstream(m.calibration, std::ios::binary) << job.calibration;
+    }
+    m.experiment = file.string();
+    m.out_dir = (dir / "out").string();
+    m.policy = job.policy;
+    m.live = &root;
+    m.progress = false;
+    m.table = false;
+    m.json_progress = false;
+    m.resume = false;
+    if (job.live_tree) {  // the tree as it is: the nodes of the last run and those waiting now
+      std::set<std::string> expected = last_nodes;
+      for (const auto& n : root.waiting_children()) expected.insert(n);
+      m.wait_for_nodes = std::max<std::size_t>(1, expected.size());
+      m.wait_timeout = std::min(m.wait_timeout, o.live_wait);
+    }
+    std::set<std::string> seen;
+    m.on_status = [&](const json& status) {
+      for (const auto& n : status.at("nodes"))
+        if (!n.at("parent").get<std::string>().empty()) seen.insert(n.at("name").get<std::string>());
+      std::lock_guard lock(shared.mu);
+      json r = status;
+      r["id"] = job.id;
+      r["name"] = job.name;
+      r["policy"] = job.policy;
+      r["live_tree"] = job.live_tree;
+      shared.running = std::move(r);
+      shared.tree = status.at("nodes");
+    };
+    shared.send(job.client, {{"type", "started"}, {"id", job.id}});
+    spdlog::info("{}: experiment {} ({}) starts", o.name, job.id, job.name);
+    int rc = node::exit_error;
+    std::string error;
+    try {
+      std::filesystem::create_directories(m.out_dir);
+      rc = run_master(m);
+    } catch (const std::exception& e) {
+      error = e.what();
+      spdlog::error("{}: experiment {}: {}", o.name, job.id, error);
+    }
+    const std::string results = read_text(std::filesystem::path(m.out_dir) / "results.json");
+    // The tree and the figures as the run ended (a run shorter than a tick has no status yet).
+    json tree = json::array(), apps = json::array();
+    if (auto r = json::parse(results, nullptr, false); !results.empty() && r.is_object()) {
+      for (const auto& n : r.value("nodes", json::array())) {
+        const std::string parent = n.contains("parent") && n["parent"].is_string() ? n["parent"].get<std::string>() : "";
+        if (!parent.empty()) seen.insert(n.value("name", ""));
+        tree.push_back({{"name", n.value("name", "")}, {"parent", parent}, {"cores", n.value("cores", 0u)},
+                        {"done", n.value("tasks_computed", std::uint64_t{0})}});
+      }
+      for (const auto& a : r.value("apps", json::array()))
+        apps.push_back({{"name", a.value("name", "")}, {"tasks", a.value("tasks", std::uint64_t{0})},
+                        {"done", a.value("completed", std::uint64_t{0})}, {"throughput", a.value("throughput", 0.0)},
+                        {"predicted", a.contains("predicted") ? a["predicted"] : json()}});
+    }
+    last_nodes = seen;
+    json done{{"type", "done"}, {"id", job.id}, {"exit_code", rc}, {"directory", dir.string()},
+              {"results", results.empty() ? json() : json(results)}};
+    if (!error.empty()) done["error"] = error;
+    spdlog::info("{}: experiment {} ended with exit code {}", o.name, job.id, rc);
+    {
+      std::lock_guard lock(shared.mu);
+      json summary{{"id", job.id}, {"name", job.name}, {"exit_code", rc}, {"apps", apps}};
+      if (!tree.empty()) shared.tree = tree;
+      shared.finished.push_back(std::move(summary));
+      if (shared.finished.size() > finished_kept) shared.finished.pop_front();
+      shared.running = json();
+    }
+    shared.send(job.client, done);
+    if (rc == node::exit_interrupted) break;
+  }
+  serving = nullptr;
+  spdlog::info("{}: no longer serving", o.name);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the last answers leave
+  return 0;
+}
+
+}  // namespace treefarm::master

@@ -1,0 +1,43 @@
+#pragma once
+/// @file Server.hpp
+/// A served tree (issue 20, docs/serve.md): `treefarm-master --serve` keeps its workers
+/// connected across experiments. Experiments arrive on a submit channel — a ROUTER socket
+/// of its own (`--bind`), under CURVE with the same authorized keys as the tree (who may
+/// submit is who may join) — wait in a queue, and run one after another on the live root
+/// (zmq_node::ZmqNode::run_root). Between runs the workers wait, connected; a worker that
+/// joins between two runs is used by the next.
+///
+/// Submit channel: one JSON object per frame, from a DEALER (tools/ServeClient.hpp):
+///   {"type":"submit","name":FILE,"experiment":TOML text,"policy":P?}  → "queued" {id, position},
+///      later "started" {id}, then "done" {id, exit_code, results: results.json text | null,
+///      error?}; a refused submission → "error" {message}
+///   {"type":"status"} → "status" {serving, tree, waiting, running?, queue, finished}
+
+#include <string>
+
+#include "master/Master.hpp"
+
+namespace treefarm::master {
+
+struct ServeOptions {
+  /// Run settings shared by every experiment (listen, curve, cores, heartbeats, spot
+  /// checks, ...); `experiment`, `out_dir` and `policy` come from each submission.
+  MasterOptions base;
+  std::string name = "master";                ///< The root's node name.
+  std::string bind = "tcp://127.0.0.1:*";     ///< The submit/status channel.
+  std::string bind_file;                      ///< The bound channel endpoint is written here.
+  /// Each submission's experiment file and results go to DIR/job-N/ (default: a fresh
+  /// directory under the system's temporary directory).
+  std::string state_dir;
+  /// seconds an experiment without [[node]] tables waits for the nodes of the last run
+  /// before starting with those present.
+  double live_wait = 10;
+};
+
+/// Serves until interrupted (stop_master()); returns the exit code (0, or 1 on error).
+int serve(const ServeOptions& options);
+
+/// Ends serve() soon: the running experiment is interrupted (async-signal-safe).
+void stop_serving();
+
+}  // namespace treefarm::master

@@ -1,0 +1,180 @@
+// A served tree (issue 20, docs/serve.md), with real processes on loopback: one
+// `treefarm-master --serve`, a worker w1 under it and w2 under w1 (depth 2). Three
+// experiments without [[node]] tables are submitted at once (two wait in the queue) and run
+// one after another on the same workers: no worker restarts (same PIDs, each says it stays
+// connected after every run) and each results.json counts every task exactly once. Then a
+// worker w3 joins between two experiments, waits connected, and the next submission uses it.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/integration/ProcessTestUtil.hpp"
+
+using namespace treefarm::testing;
+
+namespace {
+
+std::string live_experiment(std::uint64_t tasks) {
+  return "[[app]]\nname = \"mm\"\nkernel = \"matmul\"\nn = 160\ntasks = " + std::to_string(tasks) +
+         "\n[[app]]\nname = \"nop\"\nkernel = \"noop\"\nbytes = 4096\nweight = 2\ntasks = " + std::to_string(2 * tasks) +
+         "\n[run]\nbuffer = 4\n";
+}
+
+/// Every application's tasks recorded once each; returns tasks per node.
+std::map<std::string, std::uint64_t> check_every_task_once(const nlohmann::json& r) {
+  std::map<std::string, std::set<std::uint64_t>> ids;
+  std::map<std::string, std::uint64_t> per_node;
+  std::uint64_t records = 0;
+  for (const auto& t : r.at("tasks")) {
+    ids[t.at("app").get<std::string>()].insert(t.at("id").get<std::uint64_t>());
+    ++per_node[t.at("node").get<std::string>()];
+    ++records;
+  }
+  std::uint64_t expected = 0;
+  for (const auto& a : r.at("apps")) {
+    const auto name = a.at("name").get<std::string>();
+    const auto tasks = a.at("tasks").get<std::uint64_t>();
+    expected += tasks;
+    EXPECT_EQ(a.at("completed").get<std::uint64_t>(), tasks) << name;
+    EXPECT_EQ(a.at("wrong").get<std::uint64_t>(), 0u) << name;
+    EXPECT_EQ(ids[name].size(), tasks) << name;
+    if (!ids[name].empty()) EXPECT_EQ(*ids[name].rbegin(), tasks - 1) << name;
+  }
+  EXPECT_EQ(records, expected) << "a task recorded twice";
+  return per_node;
+}
+
+std::size_t count_of(const std::string& text, const std::string& needle) {
+  std::size_t n = 0;
+  for (auto pos = text.find(needle); pos != std::string::npos; pos = text.find(needle, pos + 1)) ++n;
+  return n;
+}
+
+TEST(Serve, ThreeSubmissionsRunOnOneTreeWithoutRestartingAWorkerAndALateJoinerIsUsed) {
+  TempDir dir;
+  const std::string tag = "sv" + std::to_string(getpid());
+  const std::string w1 = tag + "w1", w2 = tag + "w2", w3 = tag + "w3";
+  const auto hb = std::vector<std::string>{"--heartbeat-timeout", "2", "--heartbeat-interval", "0.3"};
+  std::vector<std::string> margs{master_bin, "--serve", "--name", "m", "--ready-file", (dir.path() / "m.ep").string(),
+                                 "--bind", "tcp://127.0.0.1:*", "--bind-file", (dir.path() / "submit.ep").string(),
+                                 "--state-dir", (dir.path() / "state").string(), "--live-wait", "20"};
+  margs.insert(margs.end(), hb.begin(), hb.end());
+  Child master(margs, dir.path() / "master.log");
+  const auto mep = wait_for_line(dir.path() / "m.ep");
+  const auto sep = wait_for_line(dir.path() / "submit.ep");
+  ASSERT_FALSE(mep.empty() || sep.empty()) << master.output();
+
+  auto worker = [&](const std::string& name, const std::string& parent, bool listen) {
+    std::vector<std::string> a{worker_bin, "--parent", parent, "--name", name, "--cores", "1"};
+    if (listen) a.insert(a.end(), {"--ready-file", (dir.path() / (name + ".ep")).string()});
+    else a.insert(a.end(), {"--listen", ""});
+    a.insert(a.end(), hb.begin(), hb.end());
+    return std::make_unique<Child>(a, dir.path() / (name + ".log"));
+  };
+  auto inner = worker(w1, mep, true);
+  const auto w1ep = wait_for_line(dir.path() / (w1 + ".ep"));
+  ASSERT_FALSE(w1ep.empty()) << inner->output();
+  auto leaf = worker(w2, w1ep, false);
+  const pid_t pid1 = inner->pid(), pid2 = leaf->pid();
+
+  // Both wait, connected, before anything is submitted (w2 through w1).
+  auto status = [&] {
+    const auto r = run_command(treefarm_bin + " status --json --to " + sep);
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    return nlohmann::json::parse(r.output.substr(r.output.find('{')));
+  };
+  ASSERT_TRUE(wait_until([&] { return status().at("waiting").size() == 1; }, 30)) << master.output();
+
+  const auto exp = write_file(dir.path() / "live.toml", live_experiment(150));
+  std::vector<std::unique_ptr<Child>> submits;
+  for (int k = 1; k <= 3; ++k) {
+    submits.push_back(std::make_unique<Child>(
+        std::vector<std::string>{treefarm_bin, "submit", exp, "--to", sep, "--out", (dir.path() / ("out" + std::to_string(k))).string(),
+                                 "--timeout", "150"},
+        dir.path() / ("submit" + std::to_string(k) + ".log")));
+    // In submission order (the queue is first come, first served).
+    ASSERT_TRUE(wait_until([&] { return submits.back()->output().find("queued") != std::string::npos; }, 30))
+        << submits.back()->output() << master.output();
+  }
+  // While the first runs, the others wait in the queue.
+  EXPECT_EQ(submits[2]->output().find("queued (position 1)"), std::string::npos) << submits[2]->output();
+  const auto busy = status();
+  EXPECT_TRUE(!busy.at("running").is_null() || !busy.at("queue").empty()) << busy.dump();
+
+  for (int k = 0; k < 3; ++k) {
+    const auto rc = submits[static_cast<std::size_t>(k)]->wait(150);
+    ASSERT_TRUE(rc.has_value()) << submits[static_cast<std::size_t>(k)]->output() << master.output();
+    ASSERT_EQ(*rc, 0) << submits[static_cast<std::size_t>(k)]->output() << master.output();
+    const auto r = nlohmann::json::parse(read_file(dir.path() / ("out" + std::to_string(k + 1)) / "results.json"));
+    const auto per_node = check_every_task_once(r);
+    // From the second run on the master knows the whole tree and waits for w2 (depth 2).
+    if (k > 0) EXPECT_GT(per_node.count(w2) ? per_node.at(w2) : 0, 0u) << "the depth-2 worker computed nothing in run " << k + 1;
+  }
+  // No worker restarted: the same processes, each stayed connected after every run.
+  EXPECT_FALSE(inner->wait(0).has_value()) << inner->output();
+  EXPECT_FALSE(leaf->wait(0).has_value()) << leaf->output();
+  EXPECT_EQ(inner->pid(), pid1);
+  EXPECT_EQ(leaf->pid(), pid2);
+  EXPECT_EQ(count_of(inner->output(), "staying connected for the next one"), 3u) << inner->output();
+  EXPECT_EQ(count_of(leaf->output(), "staying connected for the next one"), 3u) << leaf->output();
+
+  // A worker that joins between two experiments waits connected and is used by the next.
+  auto late = worker(w3, mep, false);
+  ASSERT_TRUE(wait_until([&] { return status().at("waiting").size() == 2; }, 30)) << late->output();
+  const auto r4 = run_command(treefarm_bin + " submit " + exp + " --to " + sep + " --out " + (dir.path() / "out4").string() +
+                              " --timeout 150");
+  ASSERT_EQ(r4.exit_code, 0) << r4.output << master.output();
+  const auto per_node = check_every_task_once(nlohmann::json::parse(read_file(dir.path() / "out4" / "results.json")));
+  EXPECT_GT(per_node.count(w3) ? per_node.at(w3) : 0, 0u) << "the late worker was not used";
+  EXPECT_FALSE(inner->wait(0).has_value());
+  EXPECT_FALSE(leaf->wait(0).has_value());
+
+  // compare --to: every policy asked for runs on the same live tree, nothing restarts.
+  const auto cmp = run_command(treefarm_bin + " compare " + exp + " --to " + sep + " --no-calibrate --policies fcfs,cgbc --out " +
+                               (dir.path() / "cmp").string());
+  ASSERT_EQ(cmp.exit_code, 0) << cmp.output << master.output();
+  const auto doc = nlohmann::json::parse(read_file(dir.path() / "cmp" / "compare.json"));
+  ASSERT_EQ(doc.at("policies").size(), 2u) << doc.dump();
+  for (const auto* policy : {"fcfs", "cgbc"}) {
+    const auto r = nlohmann::json::parse(read_file(dir.path() / "cmp" / policy / "results.json"));
+    EXPECT_EQ(r.at("policy").get<std::string>(), policy);
+    check_every_task_once(r);
+  }
+  for (auto* w : {inner.get(), leaf.get(), late.get()}) EXPECT_FALSE(w->wait(0).has_value()) << w->output();
+  EXPECT_EQ(count_of(inner->output(), "staying connected for the next one"), 6u) << inner->output();
+
+  // The served master stops on SIGTERM and sends its waiting workers away.
+  kill(master.pid(), SIGTERM);
+  const auto mrc = master.wait(20);
+  ASSERT_TRUE(mrc.has_value()) << master.output();
+  EXPECT_EQ(*mrc, 0) << master.output();
+  for (auto* w : {inner.get(), leaf.get(), late.get()}) {
+    const auto rc = w->wait(20);
+    EXPECT_TRUE(rc.has_value()) << w->output();
+  }
+}
+
+TEST(Serve, ABadSubmissionIsRefusedWithFileLineAndField) {
+  TempDir dir;
+  Child master({master_bin, "--serve", "--ready-file", (dir.path() / "m.ep").string(), "--bind-file",
+                (dir.path() / "submit.ep").string(), "--state-dir", (dir.path() / "state").string()},
+               dir.path() / "master.log");
+  const auto sep = wait_for_line(dir.path() / "submit.ep");
+  ASSERT_FALSE(sep.empty()) << master.output();
+  const auto bad = write_file(dir.path() / "bad.toml", "[[app]]\nname = \"mm\"\nkernel = \"matmul\"\nn = -3\ntasks = 5\n");
+  const auto r = run_command(treefarm_bin + " submit " + bad + " --to " + sep);
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("bad.toml"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("app[0].n"), std::string::npos) << r.output;
+  const auto p = run_command(treefarm_bin + " submit " + write_file(dir.path() / "ok.toml", live_experiment(5)) +
+                             " --to " + sep + " --policy nosuch");
+  EXPECT_NE(p.exit_code, 0) << p.output;
+  EXPECT_NE(p.output.find("nosuch"), std::string::npos) << p.output;
+  kill(master.pid(), SIGTERM);
+  EXPECT_TRUE(master.wait(20).has_value());
+}
+
+}  // namespace

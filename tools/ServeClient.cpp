@@ -1,0 +1,111 @@
+#include "tools/ServeClient.hpp"
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+#include <zmq.hpp>
+
+#include "runtime/metrics/AtomicFile.hpp"
+#include "runtime/zmq/Curve.hpp"
+#include "runtime/zmq/Wire.hpp"
+
+namespace treefarm::tools {
+
+namespace {
+std::string read_file(const std::string& path, const char* what) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::invalid_argument(std::string("cannot read the ") + what + " " + path);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+}  // namespace
+
+struct ServeClient::Impl {
+  zmq::context_t ctx{1};
+  zmq::socket_t socket{ctx, zmq::socket_type::dealer};
+};
+
+ServeClient::ServeClient(const ServeEndpoint& e) : impl_(std::make_unique<Impl>()) {
+  if (e.endpoint.empty()) throw std::invalid_argument("--to: the served master's channel endpoint is needed (tcp://HOST:PORT)");
+  net::configure_socket(impl_->socket, false);
+  if (!e.curve_secret.empty()) {
+    if (e.server_key.empty()) throw std::invalid_argument("--curve-secret needs --server-key (the master's public key file)");
+    net::CurveConfig c;
+    c.enabled = true;
+    c.own = net::load_secret_key_file(e.curve_secret);
+    c.parent_public_key = net::load_public_key_file(e.server_key);
+    net::apply_curve_client(impl_->socket, c);
+  } else if (!net::is_loopback_endpoint(e.endpoint) && !e.insecure) {
+    throw std::invalid_argument("refusing an unencrypted channel to " + e.endpoint +
+                                ": give --curve-secret and --server-key, or --insecure");
+  }
+  impl_->socket.connect(e.endpoint);
+}
+
+ServeClient::~ServeClient() = default;
+
+nlohmann::json ServeClient::receive(double timeout, const std::atomic<bool>* stop) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout > 0 ? timeout : 1e9);
+  while (std::chrono::steady_clock::now() < until) {
+    if (stop && stop->load()) throw std::runtime_error("interrupted (the experiment goes on on the served tree)");
+    zmq::pollitem_t item{static_cast<void*>(impl_->socket), 0, ZMQ_POLLIN, 0};
+    try {
+      zmq::poll(&item, 1, std::chrono::milliseconds(200));
+    } catch (const zmq::error_t& err) {
+      if (err.num() == EINTR) continue;
+      throw;
+    }
+    if (!(item.revents & ZMQ_POLLIN)) continue;
+    zmq::message_t frame;
+    if (!impl_->socket.recv(frame, zmq::recv_flags::dontwait)) continue;
+    auto j = nlohmann::json::parse(frame.to_string_view(), nullptr, false);
+    if (j.is_discarded() || !j.is_object()) throw std::runtime_error("the server sent something that is not a JSON object");
+    if (j.value("type", "") == "error") throw std::runtime_error("the served master refused: " + j.value("message", "?"));
+    return j;
+  }
+  throw std::runtime_error("no answer from the served master within " + std::to_string(timeout) +
+                           " s (is `treefarm-master --serve` running there, with this client's key authorized?)");
+}
+
+nlohmann::json ServeClient::status(double timeout) {
+  const std::string req = nlohmann::json{{"type", "status"}}.dump();
+  impl_->socket.send(zmq::buffer(req), zmq::send_flags::none);
+  for (;;) {
+    auto j = receive(timeout, nullptr);
+    if (j.value("type", "") == "status") return j;
+  }
+}
+
+nlohmann::json ServeClient::submit(const Submission& s, const std::atomic<bool>* stop) {
+  nlohmann::json req{{"type", "submit"},
+                     {"name", std::filesystem::path(s.experiment).filename().string()},
+                     {"experiment", read_file(s.experiment, "experiment file")}};
+  if (!s.policy.empty()) req["policy"] = s.policy;
+  if (!s.calibration.empty()) req["calibration"] = read_file(s.calibration, "calibration file");
+  if (!s.out_dir.empty()) std::filesystem::create_directories(s.out_dir);
+  const std::string text = req.dump();
+  impl_->socket.send(zmq::buffer(text), zmq::send_flags::none);
+  // The first answer (queued or refused) comes at once; the end when the run is over.
+  auto j = receive(30, stop);
+  const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(s.timeout);
+  for (;;) {
+    if (s.on_message) s.on_message(j);
+    if (j.value("type", "") == "done") break;
+    double left = 0;
+    if (s.timeout > 0) {
+      left = std::chrono::duration<double>(until - std::chrono::steady_clock::now()).count();
+      if (left <= 0) throw std::runtime_error("the experiment did not end within " + std::to_string(s.timeout) + " s");
+    }
+    j = receive(left, stop);
+  }
+  if (!s.out_dir.empty() && j.contains("results") && j["results"].is_string())
+    metrics::write_file_atomically(std::filesystem::path(s.out_dir) / "results.json", j["results"].get<std::string>());
+  return j;
+}
+
+}  // namespace treefarm::tools

@@ -1,0 +1,56 @@
+#pragma once
+/// @file ServeClient.hpp
+/// The client side of a served tree's submit/status channel (master/Server.hpp,
+/// docs/serve.md): `treefarm submit`, `treefarm status` and `treefarm compare --to`.
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace treefarm::tools {
+
+/// How to reach a served master.
+struct ServeEndpoint {
+  std::string endpoint;     ///< tcp://HOST:PORT of its --bind channel
+  std::string curve_secret; ///< this client's CURVE secret key file ("" = no CURVE)
+  std::string server_key;   ///< the master's public key file (with curve_secret)
+  bool insecure = false;    ///< allow an unencrypted non-loopback endpoint
+};
+
+/// One submission.
+struct Submission {
+  std::string experiment;   ///< experiment file (TOML); sent as text
+  std::string policy;       ///< overrides [run] policy ("" = keep)
+  std::string calibration;  ///< calibration file sent along ("" = none): the LP prediction
+  std::string out_dir;      ///< results.json is written here ("" = not written)
+  double timeout = 0;       ///< seconds to wait for the end (0 = no limit)
+  /// Each message of the server ("queued", "started", "done") as it arrives.
+  std::function<void(const nlohmann::json&)> on_message;
+};
+
+class ServeClient {
+ public:
+  /// Throws std::invalid_argument for unsafe or incomplete settings (key files named).
+  explicit ServeClient(const ServeEndpoint& endpoint);
+  ~ServeClient();
+  ServeClient(const ServeClient&) = delete;
+  ServeClient& operator=(const ServeClient&) = delete;
+
+  /// The server's status (master/Server.hpp). Throws std::runtime_error if no answer came
+  /// within `timeout` seconds.
+  nlohmann::json status(double timeout = 10);
+  /// Submits and waits for the end: returns the server's "done" message (its `results`
+  /// also written to out_dir/results.json). Throws std::runtime_error for a refusal (the
+  /// server's message), a timeout or an interruption (`stop` set).
+  nlohmann::json submit(const Submission& submission, const std::atomic<bool>* stop = nullptr);
+
+ private:
+  nlohmann::json receive(double timeout, const std::atomic<bool>* stop);
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace treefarm::tools
