@@ -16,7 +16,7 @@ namespace treefarm::node {
 namespace {
 
 using testing::RecordingTransport;
-constexpr std::optional<PeerId> up = std::nullopt;
+using testing::parent;
 constexpr double forged_checksum = -1;  ///< what the root's check calls forged
 
 /// The root's side of a run: a bag of no-op tasks, a check that calls negative checksums
@@ -173,7 +173,7 @@ TEST_F(TwoLevels, AnInnerNodeThatNoLongerKnowsTheSenderAnswersUnknown) {
   work(honest, "honest", false, 2);
   net::msg::Blame b{core::TaskId::make(core::AppId{0}, 999).value, "forger", 1};
   a_->on_parent_message(b, {}, now_);
-  auto replies = at_.take<net::msg::BlameReply>(up);
+  auto replies = at_.take<net::msg::BlameReply>(parent);
   ASSERT_EQ(replies.size(), 1u);
   EXPECT_EQ(replies[0].first.culprit, "");
 }
