@@ -35,6 +35,15 @@ void check_positive(const std::string& node, const std::string& field, double va
 
 }  // namespace
 
+double PlatformModel::port_hold_per_task(std::size_t u, std::size_t k) const {
+  const double hold = nodes[u].port_hold;
+  const double bytes = apps[k].bytes;
+  const auto window = static_cast<double>(one_port_window);
+  if (one_port_window == 0 || bytes > window) return hold;
+  if (bytes <= 0) return 0.0;
+  return hold / std::floor(window / bytes);
+}
+
 bool PlatformModel::can_run(std::size_t u, std::size_t k) const {
   const Node& node = nodes[u];
   const double t = node.task_seconds[k];
@@ -272,6 +281,7 @@ PlatformModel model_from_calibration(model::Experiment experiment, const model::
       model.nodes[i].request_round_trip = *nc.link_round_trip;
       model.nodes[i].port_hold = *nc.link_round_trip;
     }
+    model.one_port_window = model::default_one_port_window;  // the ZeroMQ adapter's (NodeOptions)
     model.nodes[i].cpus = nc.cpus;
   }
   validate(model);

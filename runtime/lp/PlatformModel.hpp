@@ -79,6 +79,14 @@ struct PlatformModel {
   /// B: tasks a node holds or has requested (`[run] buffer`); 0 = unbounded (no
   /// latency row in the LP).
   std::uint32_t buffer = 0;
+  /// bytes: the one-port window of the real transport (model::default_one_port_window on a
+  /// calibrated platform, 0 in simulation, where a send holds the port for its latency).
+  std::uint64_t one_port_window = 0;
+
+  /// Seconds node u's parent's one-port stays busy per task of application k beyond its
+  /// bytes: port_hold, or, for a task within one_port_window, port_hold shared by the
+  /// floor(window / b(k)) tasks that are in flight during one acknowledgement round trip.
+  double port_hold_per_task(std::size_t u, std::size_t k) const;
 
   /// True if node u can run application k (cores >= cores_per_task, finite positive
   /// task duration).

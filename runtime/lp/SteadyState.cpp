@@ -175,17 +175,17 @@ LpProblem build_steady_state_lp(const PlatformModel& m, SteadyStateVariables& va
       row.clear();
       for (std::size_t v : children[u]) {
         const double bw = m.nodes[v].link_bandwidth;
-        const double hold = m.nodes[v].port_hold;
         for (std::size_t k = 0; k < kk; ++k) {
           if (var.sent[v][k] == none || up[v][k]) continue;  // up: v sends it, not u
-          const double busy = (m.apps[k].bytes == 0.0 || std::isinf(bw) ? 0.0 : m.apps[k].bytes / bw) + hold;
+          const double busy =
+              (m.apps[k].bytes == 0.0 || std::isinf(bw) ? 0.0 : m.apps[k].bytes / bw) + m.port_hold_per_task(v, k);
           if (busy > 0.0) row.push_back({var.sent[v][k], busy});
         }
       }
       for (std::size_t k = 0; u > 0 && k < kk; ++k) {  // u sends k up to its parent
         if (var.sent[u][k] == none || !up[u][k]) continue;
         const double bw = m.nodes[u].link_bandwidth;
-        const double busy = (m.apps[k].bytes == 0.0 || std::isinf(bw) ? 0.0 : m.apps[k].bytes / bw) + m.nodes[u].port_hold;
+        const double busy = (m.apps[k].bytes == 0.0 || std::isinf(bw) ? 0.0 : m.apps[k].bytes / bw) + m.port_hold_per_task(u, k);
         if (busy > 0.0) row.push_back({var.sent[u][k], busy});
       }
       if (!row.empty()) lp.add_row(row, -lp_infinity, 1.0);
@@ -354,7 +354,7 @@ Solution solve(const PlatformModel& m, LpSolver& solver, const SolveOptions& opt
   for (std::size_t u = 1; u < n; ++u) {
     if (m.comm_model == model::CommModel::one_port) {
       double hold = 0.0;
-      for (std::size_t k = 0; k < kk; ++k) hold += s.sent[u][k] * m.nodes[u].port_hold;
+      for (std::size_t k = 0; k < kk; ++k) hold += s.sent[u][k] * m.port_hold_per_task(u, k);
       s.port_utilisation[m.nodes[u].parent] += s.link_utilisation[u] + hold;
     }
   }

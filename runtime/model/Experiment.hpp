@@ -54,6 +54,12 @@ using core::MigrationMode;
 /// Communication model of the steady-state LP (papers/beaumont2006 §2.1, bertin2008 §2.1).
 enum class CommModel { one_port, multi_port };
 
+/// bytes. One-port over a stream transport (the ZeroMQ adapter): task transfers of at most
+/// this many bytes free the port when handed to the transport, as long as their bytes not
+/// yet acknowledged stay within it (NodeOptions::one_port_window; the LP charges the
+/// acknowledgement's round trip accordingly, PlatformModel::port_hold_per_task).
+constexpr std::uint64_t default_one_port_window = 64 * 1024;
+
 /// [run] table.
 struct RunSpec {
   std::uint32_t buffer = 10;        ///< Buffer bound B in tasks, per node.

@@ -136,9 +136,7 @@ std::vector<std::byte> encode(const Message& m) {
   std::visit(Overloaded{
       [&](const msg::Hello& h) {
         body.put_string(h.name);
-        body.put(h.cores);
-        body.put(h.memory);
-        body.put(h.features);
+        body.put_all(h.cores, h.memory, h.features);
       },
       [&](const msg::Welcome& w) {
         body.put(w.buffer);
@@ -430,15 +428,10 @@ Message decode(std::span<const std::byte> header_frame, std::size_t payload_fram
       m = std::move(s);
       break;
     }
-    case Kind::node_joined: {
-      msg::NodeJoined j;
-      j.name = r.get_string("name");
-      j.parent = r.get_string("parent");
-      j.cores = r.get<std::uint32_t>("cores");
-      j.memory = r.get<std::uint64_t>("memory");
-      m = std::move(j);
+    case Kind::node_joined:
+      m = msg::NodeJoined{r.get_string("name"), r.get_string("parent"), r.get<std::uint32_t>("cores"),
+                          r.get<std::uint64_t>("memory")};
       break;
-    }
     case Kind::heartbeat: m = msg::Heartbeat{}; break;
     case Kind::shutdown: {
       msg::Shutdown s{r.get_string("reason")};
@@ -536,7 +529,7 @@ Message decode(std::span<const std::byte> header_frame, std::size_t payload_fram
       m = std::move(t);
       break;
     }
-    // Braced initialisation reads the fields in order (count, then nbc).
+    // Braced initialisation (here and below) reads the fields in the order written.
     case Kind::pull: m = msg::Pull{r.get_task_count("Pull of"), r.get<std::uint32_t>("nbc")}; break;
     case Kind::pull_reply: {
       const auto n = r.get<std::uint32_t>("count");
@@ -563,20 +556,10 @@ Message decode(std::span<const std::byte> header_frame, std::size_t payload_fram
       m = std::move(x);
       break;
     }
-    case Kind::blame_reply: {
-      msg::BlameReply x;
-      x.task_id = r.get<std::uint64_t>("task_id");
-      x.culprit = r.get_string("culprit");
-      m = std::move(x);
-      break;
-    }
+    case Kind::blame_reply: m = msg::BlameReply{r.get<std::uint64_t>("task_id"), r.get_string("culprit")}; break;
     case Kind::probe_request: {
-      msg::ProbeRequest x;
-      x.target = r.get_string("target");
-      x.target_key = r.get_string("target_key");
-      x.bytes = r.get<std::uint64_t>("bytes");
-      x.rounds = r.get<std::uint32_t>("rounds");
-      x.timeout = r.get_finite("timeout");
+      msg::ProbeRequest x{r.get_string("target"), r.get_string("target_key"), r.get<std::uint64_t>("bytes"),
+                          r.get<std::uint32_t>("rounds"), r.get_finite("timeout")};
       if (x.bytes > max_tree_probe_bytes || x.rounds == 0 || x.rounds > max_probe_rounds || !(x.timeout > 0) || x.timeout > 3600)
         throw DecodeError("ProbeRequest with " + std::to_string(x.rounds) + " rounds of " + std::to_string(x.bytes) + " bytes");
       m = std::move(x);

@@ -218,6 +218,7 @@ struct Blame {
 struct BlameReply {
   std::uint64_t task_id = 0;
   std::string culprit;
+};
 /// A kind number assigned but not defined in this build: never sent, refused on receipt.
 template <std::uint16_t K>
 struct Unassigned {};

@@ -28,6 +28,7 @@
 #include "runtime/core/Events.hpp"
 #include "runtime/core/Policy.hpp"
 #include "runtime/model/Application.hpp"
+#include "runtime/model/Experiment.hpp"
 #include "runtime/net/Messages.hpp"
 #include "runtime/node/BlameLedger.hpp"
 #include "runtime/node/ExitCode.hpp"
@@ -75,7 +76,7 @@ struct NodeOptions {
   /// their bytes, not for a round trip each. Larger transfers hold the port until their
   /// acknowledgement (papers/beaumont2006 §2: a send occupies the port for its size /
   /// bandwidth). 0: every transfer holds the port until acknowledged.
-  std::uint64_t one_port_window = 64 * 1024;
+  std::uint64_t one_port_window = model::default_one_port_window;
   /// How this node reaches its parent (the ZeroMQ adapter fills them from --parent and
   /// --parent-key): passed down in Welcome::ancestors so that descendants can rejoin the
   /// parent if this node dies (tree repair, docs/fault-tolerance.md). Empty: not passed.

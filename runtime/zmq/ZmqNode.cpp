@@ -59,6 +59,29 @@ std::span<const std::byte> bytes_of(const node::Payload& payload) {
   return {payload->data(), payload->size()};
 }
 
+/// Every child is a connection (a file descriptor): allow as many as the system does.
+void raise_descriptor_limit() {
+  if (rlimit lim{}; getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur < lim.rlim_max) {
+    lim.rlim_cur = lim.rlim_max;
+    (void)setrlimit(RLIMIT_NOFILE, &lim);
+  }
+}
+
+/// Runs a node's loop (`body`), turning what it throws into a log line and the exit code
+/// (2 for a ZeroMQ error, node::exit_error for any other).
+template <class Body>
+int exit_code_of(const std::string& name, Body&& body) {
+  try {
+    return body();
+  } catch (const zmq::error_t& e) {
+    spdlog::error("{}: ZeroMQ error: {}", name, e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    spdlog::error("{}: {}", name, e.what());
+    return node::exit_error;
+  }
+}
+
 void write_ready_file(const std::string& path, const std::string& endpoint) {
   const std::string tmp = path + ".tmp";
   {
@@ -680,13 +703,8 @@ ZmqNode::~ZmqNode() = default;
 int ZmqNode::run() {
   Impl& m = *impl_;
   if (m.served_root) throw std::logic_error("a served root runs experiments with run_root()");
-  int rc = node::exit_error;
-  // Every child is a connection (a file descriptor): allow as many as the system does.
-  if (rlimit lim{}; getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur < lim.rlim_max) {
-    lim.rlim_cur = lim.rlim_max;
-    (void)setrlimit(RLIMIT_NOFILE, &lim);
-  }
-  try {
+  raise_descriptor_limit();
+  const int rc = exit_code_of(m.options.name, [&] {
     m.open_children(m.endpoints.listen);
     if (!m.bound.empty()) {
       m.driver->set_endpoint(m.endpoints.advertise.empty() ? m.bound : m.endpoints.advertise);
@@ -705,14 +723,8 @@ int ZmqNode::run() {
       if (target && !m.driver->move_to(*target, m.now()))
         spdlog::info("{}: not re-parenting to {} now (not running, or already its parent)", m.options.name, target->endpoint);
     };
-    rc = m.loop(stop_code_, finish_requested_);
-  } catch (const zmq::error_t& e) {
-    spdlog::error("{}: ZeroMQ error: {}", m.options.name, e.what());
-    rc = 2;
-  } catch (const std::exception& e) {
-    spdlog::error("{}: {}", m.options.name, e.what());
-    rc = node::exit_error;
-  }
+    return m.loop(stop_code_, finish_requested_);
+  });
   m.runner.reset();  // waits for running tasks
   return rc;
 }
@@ -721,10 +733,7 @@ std::string ZmqNode::open() {
   Impl& m = *impl_;
   if (!m.served_root) throw std::logic_error("ZmqNode::open is for a served root");
   if (m.down) return m.bound;
-  if (rlimit lim{}; getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur < lim.rlim_max) {
-    lim.rlim_cur = lim.rlim_max;
-    (void)setrlimit(RLIMIT_NOFILE, &lim);
-  }
+  raise_descriptor_limit();
   m.open_children(m.endpoints.listen);
   spdlog::info("{}: serving a tree on {}", m.options.name, m.bound);
   if (!m.endpoints.ready_file.empty()) write_ready_file(m.endpoints.ready_file, m.bound);
@@ -737,19 +746,12 @@ int ZmqNode::run_root(node::RootSetup root) {
   node::NodeOptions o = m.options;
   o.serve = true;
   finish_requested_ = false;
-  int rc = node::exit_error;
-  try {
+  const int rc = exit_code_of(m.options.name, [&] {
     if (m.jobs) m.jobs->next_generation();
     m.driver = std::make_unique<node::NodeDriver>(std::move(o), m, m.jobs.get(), std::move(root));
     m.driver->set_endpoint(m.endpoints.advertise.empty() ? m.bound : m.endpoints.advertise);
-    rc = m.loop(stop_code_, finish_requested_);
-  } catch (const zmq::error_t& e) {
-    spdlog::error("{}: ZeroMQ error: {}", m.options.name, e.what());
-    rc = 2;
-  } catch (const std::exception& e) {
-    spdlog::error("{}: {}", m.options.name, e.what());
-    rc = node::exit_error;
-  }
+    return m.loop(stop_code_, finish_requested_);
+  });
   m.driver.reset();  // between runs: no driver; Hellos wait in next_hellos
   return rc;
 }
