@@ -41,7 +41,9 @@ std::map<std::string, std::uint64_t> check_every_task_once(const nlohmann::json&
     EXPECT_EQ(a.at("completed").get<std::uint64_t>(), tasks) << name;
     EXPECT_EQ(a.at("wrong").get<std::uint64_t>(), 0u) << name;
     EXPECT_EQ(ids[name].size(), tasks) << name;
-    if (!ids[name].empty()) EXPECT_EQ(*ids[name].rbegin(), tasks - 1) << name;
+    if (!ids[name].empty()) {
+      EXPECT_EQ(*ids[name].rbegin(), tasks - 1) << name;
+    }
   }
   EXPECT_EQ(records, expected) << "a task recorded twice";
   return per_node;
@@ -111,7 +113,9 @@ TEST(Serve, ThreeSubmissionsRunOnOneTreeWithoutRestartingAWorkerAndALateJoinerIs
     const auto r = nlohmann::json::parse(read_file(dir.path() / ("out" + std::to_string(k + 1)) / "results.json"));
     const auto per_node = check_every_task_once(r);
     // From the second run on the master knows the whole tree and waits for w2 (depth 2).
-    if (k > 0) EXPECT_GT(per_node.count(w2) ? per_node.at(w2) : 0, 0u) << "the depth-2 worker computed nothing in run " << k + 1;
+    if (k > 0) {
+      EXPECT_GT(per_node.count(w2) ? per_node.at(w2) : 0, 0u) << "the depth-2 worker computed nothing in run " << k + 1;
+    }
   }
   // No worker restarted: the same processes, each stayed connected after every run.
   EXPECT_FALSE(inner->wait(0).has_value()) << inner->output();
