@@ -16,6 +16,7 @@
 
 #include "runtime/core/Policy.hpp"
 #include "runtime/model/Experiment.hpp"
+#include "runtime/model/ExperimentText.hpp"
 #include "runtime/node/ExitCode.hpp"
 #include "runtime/zmq/Wire.hpp"
 #include "runtime/zmq/ZmqNode.hpp"
@@ -60,13 +61,6 @@ struct Shared {
 };
 
 /// True if the experiment text has its own [[node]] tables.
-bool has_node_tables(const std::string& text) {
-  static const std::regex header(R"(^\s*\[\[\s*node\s*\]\])");
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);)
-    if (std::regex_search(line, header)) return true;
-  return false;
-}
 
 /// The submit/status channel: a ROUTER on its own thread and context.
 class Channel {
@@ -171,7 +165,7 @@ class Channel {
     if (job.text.size() > max_experiment_bytes)
       throw std::invalid_argument("experiment of " + std::to_string(job.text.size()) + " bytes, limit " +
                                   std::to_string(max_experiment_bytes));
-    job.live_tree = !has_node_tables(job.text);
+    job.live_tree = !model::has_node_tables(job.text);
     if (job.live_tree) job.text += "\n\n# added by the served master: the experiment runs on the live tree\n[[node]]\nname = \"" + opt_.name + "\"\ncores = 0\n";
     // Refused at once if it does not parse (file, line, field), not when its turn comes.
     auto ex = model::parse_experiment(job.text, job.name);

@@ -1,6 +1,8 @@
 #include "runtime/model/Experiment.hpp"
+#include "runtime/model/ExperimentText.hpp"
 
 #include <algorithm>
+#include <regex>
 #include <array>
 #include <cerrno>
 #include <cmath>
@@ -574,6 +576,14 @@ void require_root_origins(const Experiment& experiment, const std::string& what)
                         "'; applications from several masters (origin = '" + origin +
                         "') work in `treefarm predict` and the price study (`simulate --policy price --trace`) only");
   }
+}
+
+bool has_node_tables(const std::string& text) {
+  static const std::regex header(R"(^\s*\[\[\s*node\s*\]\])");
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);)
+    if (std::regex_search(line, header)) return true;
+  return false;
 }
 
 Experiment load_experiment(const std::string& path) {

@@ -1200,9 +1200,14 @@ std::string task_text(std::uint64_t task_id, const std::vector<model::AppSpec>& 
 
 void NodeDriver::blame_forgery(Child& child, PeerId peer, const net::msg::Result& forged, double now) {
   const core::TaskRef task{core::TaskId{forged.task_id}};
+  const core::ChildId id = child.id;
   // The child's hold on the task ends; with no stored result nothing is recorded, and the
-  // task is done again.
-  post(core::event::ResultArrived{child.id, task});
+  // task is done again. A child that does not hold the task (a result for a task it was
+  // never sent, or out of the bag's range) is dropped by the scheduler's check right here
+  // (drain): then there is nothing to reopen or blame (found by fuzz_driver).
+  post(core::event::ResultArrived{id, task});
+  drain(now);
+  if (child_by_core(id) == nullptr) return;
   post(core::event::TasksReopened{{task}});
   const bool leaf = child.subtree.size() == 1 || forged.node == child.name;
   if (!leaf && blame_.expect(forged.task_id, child.id.value, now + opt_.blame_timeout)) {

@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "runtime/model/Experiment.hpp"
+#include "runtime/model/ExperimentText.hpp"
 #include "tools/Compare.hpp"
 #include "tools/ServeClient.hpp"
 #include "tools/TreeLauncher.hpp"
@@ -18,7 +19,11 @@ struct CompareCli {
 };
 
 int run_compare(CompareCli o) {
-  const auto ex = model::load_experiment(o.experiment);
+  // On a served tree an experiment without [[node]] tables runs on the tree as it is: read
+  // here with a master node only, as the served master reads it (master/Server.cpp).
+  std::string text = model::read_input_file(o.experiment);
+  if (!o.to.endpoint.empty() && !model::has_node_tables(text)) text += "\n[[node]]\nname = \"master\"\ncores = 0\n";
+  const auto ex = model::parse_experiment(text, o.experiment);
   if (o.policies != "all") o.co.policies = CLI::detail::split(o.policies, ',');
   if (!o.to.endpoint.empty()) {
     // A served tree: each policy is one submission; no process starts or stops.

@@ -431,7 +431,9 @@ TEST(CodecRejects, TruncatedBodyAtEveryLength) {
   for (const auto& [frame, payloads] : valid_frames()) {
     const std::size_t body = frame.size() - header_bytes;
     const bool welcome = peek<std::uint16_t>(frame, off_kind) == static_cast<std::uint16_t>(Kind::welcome);
+    const bool tree_info = peek<std::uint16_t>(frame, off_kind) == static_cast<std::uint16_t>(Kind::tree_info);
     int older_welcomes = 0;
+    int older_tree_infos = 0;
     for (std::size_t n = 0; n < body; ++n) {
       SCOPED_TRACE(std::string(kind_name(static_cast<Kind>(peek<std::uint16_t>(frame, off_kind)))) + " body prefix " +
                    std::to_string(n));
@@ -449,9 +451,19 @@ TEST(CodecRejects, TruncatedBodyAtEveryLength) {
         } catch (const DecodeError&) {
         }
       }
+      if (tree_info) {  // cut exactly before the optional CURVE keys: an older TreeInfo
+        try {
+          const auto t = std::get<msg::TreeInfo>(decode(cut, payloads));
+          EXPECT_TRUE(t.public_key.empty() && t.parent_public_key.empty());
+          ++older_tree_infos;
+          continue;
+        } catch (const DecodeError&) {
+        }
+      }
       expect_rejected(cut, payloads, "truncated");
     }
     EXPECT_LE(older_welcomes, 1);
+    EXPECT_LE(older_tree_infos, 1);
   }
 }
 
@@ -501,7 +513,7 @@ TEST(CodecRejects, WrongVersion) {
 
 TEST(CodecRejects, UnknownKind) {
   const auto first_unused = static_cast<std::uint16_t>(std::variant_size_v<Message> + 1);
-  for (std::uint16_t k : {std::uint16_t{0}, std::uint16_t{19}, std::uint16_t{22}, first_unused, std::uint16_t{999}, std::uint16_t{0xFFFF}}) {
+  for (std::uint16_t k : {std::uint16_t{0}, std::uint16_t{21}, std::uint16_t{22}, first_unused, std::uint16_t{999}, std::uint16_t{0xFFFF}}) {
     expect_rejected(make_frame(k, {}, 0), 0, "unknown message kind " + std::to_string(k));
     expect_rejected(make_frame(k, {}, 1), 1, "unknown message kind");
   }
@@ -538,8 +550,12 @@ TEST(CodecRejects, TrailingBytes) {
     f.push_back(std::byte{0});
     poke<std::uint32_t>(f, off_body_length, static_cast<std::uint32_t>(f.size() - header_bytes));
     // A Welcome may go on with the optional tree repair fields: one byte is a cut sender.
-    const bool welcome = peek<std::uint16_t>(frame, off_kind) == static_cast<std::uint16_t>(Kind::welcome);
-    expect_rejected(f, payloads, welcome ? "truncated body at field 'sender'" : "1 unexpected trailing bytes");
+    // A Shutdown may go on with the optional reset byte, which must be 1.
+    const auto kind = static_cast<Kind>(peek<std::uint16_t>(frame, off_kind));
+    expect_rejected(f, payloads,
+                    kind == Kind::welcome    ? "truncated body at field 'sender'"
+                    : kind == Kind::shutdown ? "reset byte 0, expected 1"
+                                             : "1 unexpected trailing bytes");
   }
 }
 
