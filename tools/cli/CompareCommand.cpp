@@ -23,7 +23,8 @@ int run_compare(CompareCli o) {
   // here with a master node only, as the served master reads it (master/Server.cpp).
   std::string text = model::read_input_file(o.experiment);
   if (!o.to.endpoint.empty() && !model::has_node_tables(text)) text += "\n[[node]]\nname = \"master\"\ncores = 0\n";
-  const auto ex = model::parse_experiment(text, o.experiment);
+  auto ex = model::parse_experiment(text, o.experiment);
+  ex.path = o.experiment;  // as load_experiment: the launched master reads the file itself
   if (o.policies != "all") o.co.policies = CLI::detail::split(o.policies, ',');
   if (!o.to.endpoint.empty()) {
     // A served tree: each policy is one submission; no process starts or stops.
