@@ -8,6 +8,8 @@
 #include <fcntl.h>
 #include <filesystem>
 #include <fstream>
+#include <memory>
+#include <functional>
 #include <optional>
 #include <cstdlib>
 #include <string>
@@ -145,5 +147,54 @@ inline std::uint64_t progress_done(const std::string& output) {
   }
   return done;
 }
+
+/// The chain m → w1 → w2 (one core each, buffer 4) with `tasks` matmul tasks of size `n`,
+/// started as real processes in `dir`; the master waits for a fourth node (the one a test
+/// adds: --parent auto, re-parenting). `extra(name)` gives each process more arguments
+/// (e.g. its CURVE keys).
+struct ChainTree {
+  std::unique_ptr<Child> master, w1, w2;
+  std::string w2_endpoint;
+
+  /// Empty once every node is up and w2 has joined w1; else what went wrong (with logs).
+  std::string start(const fs::path& dir, std::uint64_t tasks, int n,
+                    const std::function<std::vector<std::string>(const std::string&)>& extra = {}) {
+    const auto exp = write_file(dir / "chain.toml",
+                                "[[node]]\nname = \"m\"\ncores = 0\n"
+                                "[[node]]\nname = \"w1\"\nparent = \"m\"\ncores = 1\n"
+                                "[[node]]\nname = \"w2\"\nparent = \"w1\"\ncores = 1\n"
+                                "[[app]]\nname = \"mm\"\nkernel = \"matmul\"\nn = " + std::to_string(n) +
+                                "\ntasks = " + std::to_string(tasks) + "\n[run]\nbuffer = 4\n");
+    const auto with = [&](std::vector<std::string> argv, const std::string& name) {
+      if (extra)
+        for (auto& a : extra(name)) argv.push_back(a);
+      return argv;
+    };
+    master = std::make_unique<Child>(with({master_bin, exp, "--ready-file", (dir / "m.ep").string(), "--out",
+                                           (dir / "out").string(), "--wait-workers", "3", "--wait-timeout", "60"},
+                                          "m"),
+                                     dir / "master.log");
+    const auto m_ep = wait_for_line(dir / "m.ep");
+    if (m_ep.empty()) return "master not ready: " + master->output();
+    w1 = std::make_unique<Child>(
+        with({worker_bin, "--parent", m_ep, "--name", "w1", "--cores", "1", "--ready-file", (dir / "w1.ep").string()}, "w1"),
+        dir / "w1.log");
+    const auto w1_ep = wait_for_line(dir / "w1.ep");
+    if (w1_ep.empty()) return "w1 not ready: " + w1->output();
+    w2 = std::make_unique<Child>(
+        with({worker_bin, "--parent", w1_ep, "--name", "w2", "--cores", "1", "--ready-file", (dir / "w2.ep").string()}, "w2"),
+        dir / "w2.log");
+    w2_endpoint = wait_for_line(dir / "w2.ep");
+    if (w2_endpoint.empty()) return "w2 not ready: " + w2->output();
+    // w2 has joined w1 and advertised its endpoint once w1 logs it as a child.
+    if (!wait_until([&] { return w1->output().find("child 'w2' joined") != std::string::npos; }, 30))
+      return "w2 did not join w1: " + w1->output();
+    return {};
+  }
+  /// The log of node `name` of the chain.
+  std::string output_of(const std::string& name) const {
+    return name == "m" ? master->output() : name == "w1" ? w1->output() : w2->output();
+  }
+};
 
 }  // namespace treefarm::testing

@@ -24,26 +24,11 @@ std::size_t count_of(const std::string& text, const std::string& what) {
 TEST(ReparentTest, AWorkerThatMovesDuringTheRunKeepsEveryTaskExactlyOnce) {
   TempDir dir;
   const std::uint64_t tasks = 1500;
-  const auto exp = write_file(dir.path() / "re.toml",
-                              "[[node]]\nname = \"m\"\ncores = 0\n"
-                              "[[node]]\nname = \"w1\"\nparent = \"m\"\ncores = 1\n"
-                              "[[node]]\nname = \"w2\"\nparent = \"w1\"\ncores = 1\n"
-                              "[[app]]\nname = \"mm\"\nkernel = \"matmul\"\nn = 200\ntasks = " + std::to_string(tasks) +
-                              "\n[run]\nbuffer = 4\n");
-  Child master({master_bin, exp, "--ready-file", (dir.path() / "m.ep").string(), "--out", (dir.path() / "out").string(),
-                "--wait-workers", "3", "--wait-timeout", "60"},
-               dir.path() / "master.log");
-  const auto m_ep = wait_for_line(dir.path() / "m.ep");
-  ASSERT_FALSE(m_ep.empty()) << master.output();
-  Child w1({worker_bin, "--parent", m_ep, "--name", "w1", "--cores", "1", "--ready-file", (dir.path() / "w1.ep").string()},
-           dir.path() / "w1.log");
-  const auto w1_ep = wait_for_line(dir.path() / "w1.ep");
-  ASSERT_FALSE(w1_ep.empty()) << w1.output();
-  Child w2({worker_bin, "--parent", w1_ep, "--name", "w2", "--cores", "1", "--ready-file", (dir.path() / "w2.ep").string()},
-           dir.path() / "w2.log");
-  const auto w2_ep = wait_for_line(dir.path() / "w2.ep");
-  ASSERT_FALSE(w2_ep.empty()) << w2.output();
-  ASSERT_TRUE(wait_until([&] { return w1.output().find("child 'w2' joined") != std::string::npos; }, 30)) << w1.output();
+  ChainTree tree;
+  const auto problem = tree.start(dir.path(), tasks, 200);
+  ASSERT_TRUE(problem.empty()) << problem;
+  auto& master = *tree.master;
+  const std::string w2_ep = tree.w2_endpoint;
   Child mover({worker_bin, "--join", w2_ep, "--parent", "auto", "--name", "mover", "--cores", "1", "--probe-bytes", "65536",
                "--reparent-every", "1", "--reparent-gain", "-1", "--listen", ""},
               dir.path() / "mover.log");
@@ -55,8 +40,8 @@ TEST(ReparentTest, AWorkerThatMovesDuringTheRunKeepsEveryTaskExactlyOnce) {
   const std::size_t moves = count_of(log, "re-parenting: leaving");
   EXPECT_GE(moves, 1u) << log;
   const std::size_t joins =
-      count_of(master.output(), "child 'mover' joined") + count_of(w1.output(), "child 'mover' joined") +
-      count_of(w2.output(), "child 'mover' joined");
+      count_of(master.output(), "child 'mover' joined") + count_of(tree.w1->output(), "child 'mover' joined") +
+      count_of(tree.w2->output(), "child 'mover' joined");
   EXPECT_GE(joins, moves) << log;  // the last move may be cut short by the end of the run
   EXPECT_GE(joins, 2u) << log;
   // Every task exactly once.
