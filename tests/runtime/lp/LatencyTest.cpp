@@ -161,5 +161,41 @@ comm_model = "multi-port"
   EXPECT_NEAR(solve(m).fair_throughput, 2 / 0.51, 1e-6);
 }
 
+// `--one-port-window` (run, treefarm-master, predict) reaches the prediction through
+// RunSpec::one_port_window: 1 KiB tasks behind a calibrated 1 ms round trip share the hold
+// among floor(W / 1 KiB) tasks in flight; W = 0 is a whole round trip per task.
+TEST(LpLatency, TheCalibratedModelTakesTheRunsOnePortWindow) {
+  auto ex = model::parse_experiment(R"(
+[[node]]
+name = "m"
+cores = 0
+[[node]]
+name = "w"
+parent = "m"
+cores = 1
+[[app]]
+name = "a"
+bytes = 1024
+flops = "1Mf"
+tasks = 10
+)", "t.toml");
+  model::Calibration cal;
+  cal.experiment = "t.toml";
+  cal.nodes["m"].cores = 0;
+  auto& w = cal.nodes["w"];
+  w.cores = 1;
+  w.task_seconds["a"] = 1e-6;
+  w.link_bandwidth = 1e9;
+  w.link_round_trip = 1e-3;
+  EXPECT_EQ(ex.run.one_port_window, model::default_one_port_window);
+  EXPECT_NEAR(model_from_calibration(ex, cal).port_hold_per_task(1, 0), 1e-3 / 64, 1e-12);
+  ex.run.one_port_window = 4096;
+  EXPECT_NEAR(model_from_calibration(ex, cal).port_hold_per_task(1, 0), 1e-3 / 4, 1e-12);
+  ex.run.one_port_window = 0;
+  const auto off = model_from_calibration(ex, cal);
+  EXPECT_NEAR(off.port_hold_per_task(1, 0), 1e-3, 1e-12);
+  EXPECT_NEAR(solve(off).fair_throughput, 1000.0, 5.0);  // 1 ms per task; 1 KiB / 1 GB/s and 1 µs beside it
+}
+
 }  // namespace
 }  // namespace treefarm::lp
