@@ -33,6 +33,12 @@ nice_cmd=(nice -n -10)
 # Users do not set OPENBLAS_CORETYPE: the worker chooses its BLAS kernel itself.
 run() { env -u OPENBLAS_CORETYPE "${nice_cmd[@]}" "$@"; }
 load() { cut -d' ' -f1 /proc/loadavg; }
+# table TITLE "| col | col |": a section heading and a markdown table header.
+table() {
+  local sep
+  sep=$(sed 's/[^|]//g; s/|/|---/g; s/---$//' <<<"$2")
+  printf '\n## %s\n\n%s\n%s\n' "$1" "$2" "$sep"
+}
 tasks=200000
 peer_noop=2000
 peer_mm=200
@@ -40,11 +46,8 @@ peer_mm=200
 
 echo "# treefarm headline figures ($(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'))"
 echo "main binary: $tf ($("$tf" --version 2>/dev/null | head -1))${old:+; old binary: $old}"
-echo
-echo "## Dispatch: no-op tasks, master -> 1 worker on loopback (\`treefarm bench dispatch --tasks $tasks --buffer 1000 --json\`)"
-echo
-echo "| binary | depth | comm model | load (1 min) | tasks/s | raw ZeroMQ one-way msgs/s (same run) | goal |"
-echo "|---|---|---|---|---|---|---|"
+table "Dispatch: no-op tasks, master -> 1 worker on loopback (\`treefarm bench dispatch --tasks $tasks --buffer 1000 --json\`)" \
+  "| binary | depth | comm model | load (1 min) | tasks/s | raw ZeroMQ one-way msgs/s (same run) | goal |"
 for depth in 1 2; do
   for model in multi-port one-port; do
     for bin in "$tf" ${old:+"$old"}; do
@@ -57,21 +60,15 @@ for depth in 1 2; do
     done
   done
 done
-echo
-echo "## dgemm per core beside the measured FMA peak (\`treefarm bench kernel --json\`)"
-echo
-echo "| load (1 min) | BLAS, kernel | standalone dgemm GFLOP/s, wall (n) | CPU share | GFLOP/s per CPU-second | peak GFLOP/s per core (GHz × flop/cycle) | of peak (wall) | of peak (per CPU-second) | goal |"
-echo "|---|---|---|---|---|---|---|---|---|"
+table "dgemm per core beside the measured FMA peak (\`treefarm bench kernel --json\`)" \
+  "| load (1 min) | BLAS, kernel | standalone dgemm GFLOP/s, wall (n) | CPU share | GFLOP/s per CPU-second | peak GFLOP/s per core (GHz × flop/cycle) | of peak (wall) | of peak (per CPU-second) | goal |"
 l=$(load)
 j=$(run "$tf" bench kernel --json 2>/dev/null) || j='{}'
 # A loaded machine lowers the wall figure, not the rate per CPU-second (thread CPU time).
 jq -r --arg l "$l" '(.efficiency.standalone_gflops // 0) as $g | (.efficiency.standalone_cpu_share // 1) as $c | (.peak.peak_gflops_per_core // 0) as $p |
   "| \($l) | \(.blas.library // "?") \(.blas.kernel // "?") | \($g * 10 | floor / 10) (\(.efficiency.n // "?")) | \($c * 1000 | floor / 1000) | \($g / $c * 10 | floor / 10) | \($p * 10 | floor / 10) (\(.peak.ghz // 0 | . * 100 | floor / 100) × \(.peak.flop_per_cycle // "?")) | \(if $p > 0 then $g / $p * 1000 | floor / 1000 else "?" end) | \(if $p > 0 then $g / $c / $p * 1000 | floor / 1000 else "?" end) | ≥ 0.75 |"' <<<"$j"
-echo
-echo "## Peers, 2 workers × 1 core each (\`treefarm bench peers --peer-noop-tasks $peer_noop --peer-matmul-tasks $peer_mm --json\`)"
-echo
-echo "| load (1 min) | runtime | no-op tasks/s | treefarm / it | matmul tasks/s | treefarm / it |"
-echo "|---|---|---|---|---|---|"
+table "Peers, 2 workers × 1 core each (\`treefarm bench peers --peer-noop-tasks $peer_noop --peer-matmul-tasks $peer_mm --json\`)" \
+  "| load (1 min) | runtime | no-op tasks/s | treefarm / it | matmul tasks/s | treefarm / it |"
 l=$(load)
 peer_args=(--peer-noop-tasks "$peer_noop" --peer-matmul-tasks "$peer_mm")
 [[ $quick == 1 ]] && peer_args+=(--treefarm-noop-tasks "$tasks" --treefarm-matmul-tasks 200)
@@ -79,11 +76,7 @@ j=$(run "$tf" bench peers "${peer_args[@]}" --json 2>/dev/null) || j='{}'
 jq -r --arg l "$l" '"| \($l) | treefarm | \(.treefarm.noop_tasks_per_s // 0 | floor) | – | \(.treefarm.matmul_tasks_per_s // 0 | . * 10 | floor / 10) | – |"' <<<"$j"
 jq -r --arg l "$l" '.peers[]? | if .skipped then "| \($l) | \(.name) | skipped: \(.reason) | | | |" else "| \($l) | \(.name) | \(.noop_tasks_per_s | . * 10 | floor / 10) | \(.noop_ratio | floor)×\(if .name == "dask" then " (goal ≥ 400×)" else "" end) | \(.matmul_tasks_per_s | . * 100 | floor / 100) | \(.matmul_ratio | . * 10 | floor / 10)× |" end' <<<"$j"
 if [[ $memory == 1 ]]; then
-  echo
-  echo "## Master memory per task (\`treefarm bench memory --json\`, 10M no-op tasks)"
-  echo
-  echo "| load (1 min) | bytes per task (peak RSS) | goal |"
-  echo "|---|---|---|"
+  table "Master memory per task (\`treefarm bench memory --json\`, 10M no-op tasks)" "| load (1 min) | bytes per task (peak RSS) | goal |"
   l=$(load)
   j=$(run "$tf" bench memory --json 2>/dev/null) || j='{}'
   jq -r --arg l "$l" '"| \($l) | \(.bytes_per_task // "failed") | ≤ 100 |"' <<<"$j"
