@@ -73,9 +73,9 @@ void Journal::add(const JournalEntry& e) {
   // what printf's "%.9g" does (the standard defines it so) without printf's per-call
   // format parsing and multi-precision digit loop (issue 14: a tenth of the master's time
   // per task went to snprintf here).
-  char buf[96];
+  char buf[96];  // at most 10 + 20 + 2 x 16 digits and signs + 4 tabs
   char* p = buf;
-  char* const end = buf + sizeof buf;
+  char* const end = buf + sizeof buf - 1;  // room for the tab after every field
   const auto field = [&](auto value, auto... format) {
     p = std::to_chars(p, end, value, format...).ptr;
     *p++ = '\t';
