@@ -100,7 +100,7 @@ TEST(Cli, BadValuesAreRefusedAtStart) {
 TEST(Cli, OnePortWindowIsCheckedAndReachesTheMaster) {
   TempDir dir("cli");
   const auto exp = write_file(dir.path() / "tiny.toml", tiny);
-  for (const std::string& bad : {" --one-port-window -1", " --one-port-window 64KiB", " --one-port-window 2147483648"}) {
+  for (const char* bad : {" --one-port-window -1", " --one-port-window 64KiB", " --one-port-window 2147483648"}) {
     for (const std::string& cmd : {treefarm + " run " + exp + bad, master + " " + exp + bad,
                                    worker + " tcp://127.0.0.1:1" + bad, treefarm + " predict " + exp + bad}) {
       const auto r = run_command(cmd);
