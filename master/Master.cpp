@@ -87,6 +87,7 @@ int run_master(const MasterOptions& options) {
   model::require_root_origins(ex, "treefarm-master");  // one master per run (bertin2008 §2.2 origins: not yet)
   if (!options.policy.empty()) ex.run.policy = options.policy;
   if (options.buffer) ex.run.buffer = *options.buffer;
+  ex.run.one_port_window = options.one_port_window;
   if (!options.migration.empty()) {
     const auto m = core::migration_from_string(options.migration);
     if (!m || *m == core::MigrationMode::push)
@@ -153,6 +154,7 @@ int run_master(const MasterOptions& options) {
                       {"seed", ex.run.seed},
                       {"comm_model", ex.run.comm_model == model::CommModel::one_port ? "one-port" : "multi-port"},
                       {"migration", core::to_string(ex.run.migration)},
+                      {"one_port_window", ex.run.one_port_window},
                       {"listen", options.listen},
                       {"wait_for_nodes", options.wait_for_nodes.value_or(ex.nodes.size() - 1)},
                       {"wait_timeout", options.wait_timeout},
@@ -205,6 +207,7 @@ int run_master(const MasterOptions& options) {
   node_options.task_deadline_factor = options.task_deadline_factor;
   node_options.task_deadline_floor = options.task_deadline_floor;
   node_options.migration = ex.run.migration;  // lee2010 PULL (docs/migration.md)
+  node_options.one_port_window = ex.run.one_port_window;
   node_options.ack_timeout = options.ack_timeout;
   zmq_node::Endpoints endpoints;
   endpoints.listen = options.listen;

@@ -13,6 +13,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "runtime/model/Experiment.hpp"
 #include "runtime/zmq/Curve.hpp"
 
 namespace treefarm::zmq_node { class ZmqNode; }
@@ -44,6 +45,8 @@ struct MasterOptions {
   double heartbeat_interval = 1.0;             ///< seconds
   double heartbeat_timeout = 6.0;              ///< seconds
   std::string migration;                       ///< "off" | "pull"; "" = the experiment's run.migration
+  /// bytes: node::NodeOptions::one_port_window, also used by the LP prediction (0 = off).
+  std::uint64_t one_port_window = model::default_one_port_window;
   double task_deadline_factor = 4;             ///< node::NodeOptions::task_deadline_factor
   double task_deadline_floor = 60;             ///< seconds (node::NodeOptions::task_deadline_floor)
   double ack_timeout = 60;                     ///< seconds (node::NodeOptions::ack_timeout)

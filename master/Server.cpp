@@ -221,6 +221,7 @@ int serve(const ServeOptions& o) {
   node_options.task_deadline_factor = o.base.task_deadline_factor;
   node_options.task_deadline_floor = o.base.task_deadline_floor;
   node_options.ack_timeout = o.base.ack_timeout;
+  node_options.one_port_window = o.base.one_port_window;
   zmq_node::Endpoints endpoints;
   endpoints.listen = o.base.listen;
   endpoints.ready_file = o.base.ready_file;

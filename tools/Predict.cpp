@@ -13,7 +13,8 @@
 namespace treefarm::tools {
 
 int predict_command(const std::string& experiment, const PredictOptions& options, std::ostream& out) {
-  const auto ex = model::load_experiment(experiment);
+  auto ex = model::load_experiment(experiment);
+  ex.run.one_port_window = options.one_port_window;  // only a calibrated platform uses it (PlatformModel)
   std::optional<model::Calibration> calibration;
   if (!options.calibration.empty()) calibration = model::load_calibration_for(options.calibration, ex);
   const auto platform = calibration ? lp::model_from_calibration(ex, *calibration) : lp::model_from_experiment(ex);

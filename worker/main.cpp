@@ -69,6 +69,7 @@ int main(int argc, char** argv) {
   app.add_option("--max-task-losses", opt.max_task_losses, "A task lost with this many dead children is reported failed")->capture_default_str();
   app.add_option("--heartbeat-interval", opt.heartbeat_interval, "seconds between heartbeats")->capture_default_str()->check(treefarm::cli_support::positive_seconds());
   app.add_option("--heartbeat-timeout", opt.heartbeat_timeout, "seconds of silence after which a peer is declared dead")->capture_default_str()->check(treefarm::cli_support::positive_seconds());
+  treefarm::cli_support::add_one_port_window_option(app, opt.one_port_window);
   std::string migration = "off";
   app.add_option("--migration", migration, "Task migration (docs/migration.md): pull = when idle, take waiting tasks back from the child with the longest queue for the others (every node answers its parent's pulls)")->capture_default_str()->check(CLI::IsMember({"off", "pull"}));
   app.add_option("--task-deadline-factor", opt.task_deadline_factor, "A task a child holds past max(floor, FACTOR x expected seconds) is re-issued elsewhere (0 = never)")->capture_default_str()->check(CLI::NonNegativeNumber);

@@ -6,6 +6,7 @@
 /// the `--log-level` check, and the mapping of an exception to an exit code
 /// (docs/commands.md, "Exit codes").
 
+#include <cstdint>
 #include <exception>
 #include <optional>
 #include <stdexcept>
@@ -36,6 +37,13 @@ const CLI::Validator& log_level_check();
 /// one > 0.
 const CLI::Validator& non_negative_seconds();
 const CLI::Validator& positive_seconds();
+
+/// Adds `--one-port-window BYTES` bound to `bytes` (default model::default_one_port_window;
+/// 0 = off: every task transfer holds the one-port until acknowledged; at most
+/// max_one_port_window). A value out of range or not a number is a parse error (exit 2).
+CLI::Option* add_one_port_window_option(CLI::App& app, std::uint64_t& bytes);
+/// bytes: the largest `--one-port-window` accepted (1 GiB).
+constexpr std::uint64_t max_one_port_window = std::uint64_t{1} << 30;
 
 /// Adds `--log-level` (checked against log_level_check) bound to `level`.
 CLI::Option* add_log_level_option(CLI::App& app, std::string& level);

@@ -157,11 +157,13 @@ void NodeScheduler::apply(const Event& event, std::vector<Action>& out) {
         if (state_.requested_from_parent == 0) reject(event, "no task was requested");
         try { check_task(e.task, "task"); } catch (const ProtocolError& err) { reject(event, err.what()); }
         if (in_flight_.contains(e.task.id) ||
-            std::find(state_.buffer.begin(), state_.buffer.end(), e.task) != state_.buffer.end() ||
+            (buffered_ids_.contains(e.task.id) &&
+             std::find(state_.buffer.begin(), state_.buffer.end(), e.task) != state_.buffer.end()) ||
             std::find(reissue_.begin(), reissue_.end(), e.task) != reissue_.end())
           reject(event, "task " + std::to_string(e.task.id.value) + " is already here");
         --state_.requested_from_parent;
         state_.buffer.push_back(e.task);
+        buffered_ids_.insert(e.task.id);
       },
       [&](const event::WorkRequested& e) {
         if (e.count == 0) reject(event, "a request for 0 tasks");
@@ -263,6 +265,7 @@ void NodeScheduler::apply(const Event& event, std::vector<Action>& out) {
           }
         }
         state_.buffer.insert(state_.buffer.begin(), requeue.begin(), requeue.end());
+        for (const TaskRef t : requeue) buffered_ids_.insert(t.id);
         std::erase_if(state_.requests, [&](const PendingRequest& r) { return r.from == gone; });
         state_.children.erase(e.child);
         migration_.child_left(e.child);
@@ -299,6 +302,7 @@ void NodeScheduler::apply(const Event& event, std::vector<Action>& out) {
         }
         std::sort(again.begin(), again.end(), [](TaskRef a, TaskRef b) { return a.id < b.id; });
         state_.buffer.insert(state_.buffer.begin(), again.begin(), again.end());
+        for (const TaskRef t : again) buffered_ids_.insert(t.id);
       },
       [&](const event::PullRequested& e) {
         if (state_.config.is_root) reject(event, "the root has no parent");
@@ -352,6 +356,7 @@ void NodeScheduler::pump(std::vector<Action>& out) {
         if (k->value >= state_.config.apps.size() || state_.source_remaining(*k) == 0)
           throw std::logic_error("policy drew from an empty or unknown application");
         state_.buffer.push_back(TaskRef{TaskId::make(*k, state_.drawn[k->value]++)});
+        buffered_ids_.insert(state_.buffer.back().id);
         skip_done_before(k->value);
       }
     }
@@ -365,6 +370,7 @@ void NodeScheduler::pump(std::vector<Action>& out) {
         throw std::logic_error("policy chose a request it cannot serve now");
       migration_.on_assign(state_.buffer, choice->task);
       state_.buffer.erase(state_.buffer.begin() + static_cast<std::ptrdiff_t>(choice->task));
+      buffered_ids_.erase(task.id);
       assign(choice->request, task, out);
       progressed = true;
     }
@@ -504,8 +510,11 @@ void NodeScheduler::late_copy_done(TaskRef task, const Target& from, std::vector
   } else if (auto r = std::find(reissue_.begin(), reissue_.end(), task); r != reissue_.end()) {
     reissue_.erase(r);
     pending = true;
-  } else if (auto b = std::find(state_.buffer.begin(), state_.buffer.end(), task); b != state_.buffer.end()) {
+  } else if (auto b = buffered_ids_.contains(task.id) ? std::find(state_.buffer.begin(), state_.buffer.end(), task)
+                                                      : state_.buffer.end();
+             b != state_.buffer.end()) {
     state_.buffer.erase(b);
+    buffered_ids_.erase(task.id);
     pending = true;
   }
   if (pending) {
@@ -540,6 +549,7 @@ void NodeScheduler::pull_requested(const event::PullRequested& e, std::vector<Ac
   }
   for (std::size_t i : picked) {
     migration_.gave_back(state_.buffer[i].id);
+    buffered_ids_.erase(state_.buffer[i].id);
     state_.buffer.erase(state_.buffer.begin() + static_cast<std::ptrdiff_t>(i));
   }
   back.rejected = e.count - static_cast<std::uint32_t>(picked.size());
@@ -583,6 +593,7 @@ void NodeScheduler::tasks_returned(const Event& event, const event::TasksReturne
     }
   }
   state_.buffer.insert(state_.buffer.begin(), back.begin(), back.end());
+  for (const TaskRef t : back) buffered_ids_.insert(t.id);
   migration_.count_pulled(back.size());
   migration_.answered(e.child, e.tasks.size(), e.rejected, state_.now);
 }

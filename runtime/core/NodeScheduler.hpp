@@ -26,6 +26,7 @@
 #include <set>
 #include <stdexcept>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "runtime/core/Events.hpp"
@@ -116,6 +117,11 @@ class NodeScheduler {
   std::unordered_map<TaskId, std::vector<Target>> late_copies_;  ///< earlier holders of re-issued tasks
   std::unordered_map<TaskId, std::uint32_t> reissues_;  ///< times each task was re-issued
   std::deque<TaskRef> reissue_;                         ///< re-issued, waiting for a consumer
+  /// Ids of the tasks in state_.buffer, kept at every insertion and removal in
+  /// NodeScheduler.cpp (issue 14: the duplicate check of TaskArrived scanned the whole
+  /// buffer, B entries, per task). A hit is confirmed against the buffer itself, so an id
+  /// left here by mistake costs a scan, never a wrong rejection.
+  std::unordered_set<TaskId> buffered_ids_;
   std::uint64_t reissued_count_ = 0;
   std::uint64_t late_duplicate_count_ = 0;
   // Root bookkeeping: exactly-once recording of results.

@@ -281,7 +281,7 @@ PlatformModel model_from_calibration(model::Experiment experiment, const model::
       model.nodes[i].request_round_trip = *nc.link_round_trip;
       model.nodes[i].port_hold = *nc.link_round_trip;
     }
-    model.one_port_window = model::default_one_port_window;  // the ZeroMQ adapter's (NodeOptions)
+    model.one_port_window = experiment.run.one_port_window;  // the ZeroMQ adapter's (NodeOptions)
     model.nodes[i].cpus = nc.cpus;
   }
   validate(model);

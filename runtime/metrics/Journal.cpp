@@ -69,11 +69,26 @@ Journal::~Journal() {
 }
 
 void Journal::add(const JournalEntry& e) {
-  char buf[96];
-  const int n = std::snprintf(buf, sizeof buf, "%u\t%llu\t%.9g\t%.9g\t", e.app,
-                              static_cast<unsigned long long>(e.index), e.completed_at, e.compute_seconds);
-  pending_.append(buf, static_cast<std::size_t>(n));
-  pending_ += clean(e.node);
+  // One line per verified result, on the master's hot path: std::to_chars writes exactly
+  // what printf's "%.9g" does (the standard defines it so) without printf's per-call
+  // format parsing and multi-precision digit loop (issue 14: a tenth of the master's time
+  // per task went to snprintf here).
+  char buf[96];  // at most 10 + 20 + 2 x 16 digits and signs + 4 tabs
+  char* p = buf;
+  char* const end = buf + sizeof buf - 1;  // room for the tab after every field
+  const auto field = [&](auto value, auto... format) {
+    p = std::to_chars(p, end, value, format...).ptr;
+    *p++ = '\t';
+  };
+  field(e.app);
+  field(static_cast<unsigned long long>(e.index));
+  field(e.completed_at, std::chars_format::general, 9);
+  field(e.compute_seconds, std::chars_format::general, 9);
+  pending_.append(buf, static_cast<std::size_t>(p - buf));
+  const std::size_t at = pending_.size();
+  pending_ += e.node;
+  for (std::size_t i = at; i < pending_.size(); ++i)  // clean(), without a copy of the name
+    if (pending_[i] == '\t' || pending_[i] == '\n' || pending_[i] == '\r') pending_[i] = '_';
   pending_ += '\n';
   if (++pending_count_ >= batch_size) flush();
 }

@@ -70,6 +70,10 @@ struct RunSpec {
   std::optional<double> max_out_bandwidth;  ///< bytes/s cap per node (multi-port).
   /// Migration of waiting tasks between neighbours (`migration = "pull"`; lee2010).
   MigrationMode migration = MigrationMode::off;
+  /// bytes: the one-port window of the real transport (default_one_port_window; 0 = off).
+  /// Not a key of the file: `--one-port-window` of run, treefarm-master and predict sets it,
+  /// so that the LP's prediction (PlatformModel::port_hold_per_task) follows the run's value.
+  std::uint64_t one_port_window = default_one_port_window;
   /// `[policy.NAME]` tables: per policy name, its numeric options (e.g. the step sizes of
   /// "price", papers/bertin2008 Table 1). Only the one of `policy` is used.
   std::map<std::string, std::map<std::string, double>> policy_options;

@@ -94,6 +94,26 @@ TEST(Cli, BadValuesAreRefusedAtStart) {
   EXPECT_EQ(run_command(worker + " tcp://127.0.0.1:1 --join-timeout -1").exit_code, 2);
 }
 
+// issue 14: `--one-port-window BYTES` on run, treefarm-master, treefarm-worker and predict:
+// a negative, non-numeric or too large value is a usage error; a run passes it to the
+// master, which records it in results.json's settings.
+TEST(Cli, OnePortWindowIsCheckedAndReachesTheMaster) {
+  TempDir dir("cli");
+  const auto exp = write_file(dir.path() / "tiny.toml", tiny);
+  for (const char* bad : {" --one-port-window -1", " --one-port-window 64KiB", " --one-port-window 2147483648"}) {
+    for (const std::string& cmd : {treefarm + " run " + exp + bad, master + " " + exp + bad,
+                                   worker + " tcp://127.0.0.1:1" + bad, treefarm + " predict " + exp + bad}) {
+      const auto r = run_command(cmd);
+      EXPECT_EQ(r.exit_code, 2) << cmd << "\n" << r.output;
+      EXPECT_NE(r.output.find("--one-port-window"), std::string::npos) << cmd << "\n" << r.output;
+    }
+  }
+  const auto out = dir.path() / "out";
+  const auto r = run_command(treefarm + " run " + exp + " --one-port-window 0 --quiet --timeout 60 --out " + out.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(nlohmann::json::parse(read_file(out / "results.json")).at("settings").at("one_port_window"), 0);
+}
+
 // `compare --repeat 0`, and `experiment price --set` with an unknown key or a value that is
 // not a number, are usage errors (exit 2) naming what was wrong, before anything runs.
 TEST(Cli, CompareRepeatAndPriceSetAreChecked) {

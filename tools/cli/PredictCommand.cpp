@@ -2,6 +2,7 @@
 #include <iostream>
 #include <memory>
 
+#include "runtime/cli/CliSupport.hpp"
 #include "tools/Predict.hpp"
 #include "tools/cli/Command.hpp"
 
@@ -25,6 +26,7 @@ void add_predict_command(CLI::App& app, Commands& out) {
                    "maxmin (steady-state LP) | proportional (max sum w*log rate) | alpha:A "
                    "(max sum w*rate^(1-A)/(1-A)), bertin2008 section 2.4, solved with Ipopt")
       ->capture_default_str();
+  cli_support::add_one_port_window_option(*pred, o->po.one_port_window);
   out.push_back({pred, [o] { return tools::predict_command(o->experiment, o->po, std::cout); }});
 }
 

@@ -24,6 +24,7 @@ struct RunOptions {
   bool resume = false;
   std::string spot_check;
   double hb_interval = 0, hb_timeout = 0;
+  std::uint64_t one_port_window = 0;  ///< bytes, passed to the master and every worker
 };
 
 int run_run(RunOptions o) {
@@ -61,6 +62,7 @@ int run_run(RunOptions o) {
   for (auto* args : {&lo.master_args, &lo.worker_args}) {
     if (o.hb_interval > 0) args->insert(args->end(), {"--heartbeat-interval", std::to_string(o.hb_interval)});
     if (o.hb_timeout > 0) args->insert(args->end(), {"--heartbeat-timeout", std::to_string(o.hb_timeout)});
+    args->insert(args->end(), {"--one-port-window", std::to_string(o.one_port_window)});
   }
   return tools::launch_tree(ex, lo, interrupted());
 }
@@ -86,6 +88,7 @@ void add_run_command(CLI::App& app, Commands& out) {
                 "({\"type\":\"results\",...}) instead of the table");
   run->add_option("--heartbeat-interval", o->hb_interval, "seconds between heartbeats (default 1)")->check(cli_support::positive_seconds());
   run->add_option("--heartbeat-timeout", o->hb_timeout, "seconds of silence after which a node is declared dead (default 6)")->check(cli_support::positive_seconds());
+  cli_support::add_one_port_window_option(*run, o->one_port_window);
   run->add_flag("--encrypt", o->lo.encrypt, "CURVE-encrypt and authenticate every link, loopback included (keys made for the run)");
   cli_support::add_log_level_option(*run, o->lo.log_level);
   out.push_back({run, [o] { return run_run(*o); }});

@@ -124,7 +124,14 @@ def run_workqueue(workers, noop_tasks, matmul_tasks, n, workdir):
 def main():
     peer, workers, noop_tasks, matmul_tasks, n, workdir = sys.argv[1:7]
     args = (int(workers), int(noop_tasks), int(matmul_tasks), int(n), workdir)
-    if peer == "dask":
+    try:
+        import numpy  # noqa: F401  (both peers' matmul inputs)
+    except ImportError:
+        result = {"skipped": True, "reason": "NumPy is not installed for /usr/bin/python3: apt-get install python3-numpy"}
+        peer = None
+    if peer is None:
+        pass
+    elif peer == "dask":
         result = run_dask(*args)
     elif peer == "workqueue":
         result = run_workqueue(*args)

@@ -129,16 +129,31 @@ comm_model = "multi-port"
   EXPECT_NE(out.str().find("buffer"), std::string::npos) << out.str();
 }
 
+/// A master (0 cores) and one 1-core worker "w" under it, with `app_and_run` (TOML: the
+/// [[app]] "a" and any [run] table), and a calibration of w: seconds per task of "a",
+/// link bytes/s and the measured round trip in seconds.
+struct CalibratedPair {
+  model::Experiment ex;
+  model::Calibration cal;
+};
+CalibratedPair calibrated_pair(const std::string& app_and_run, double task_seconds, double bandwidth,
+                               double round_trip) {
+  CalibratedPair p{model::parse_experiment("[[node]]\nname = \"m\"\ncores = 0\n"
+                                           "[[node]]\nname = \"w\"\nparent = \"m\"\ncores = 1\n" + app_and_run,
+                                           "t.toml"),
+                   {}};
+  p.cal.experiment = "t.toml";
+  p.cal.nodes["m"].cores = 0;
+  auto& w = p.cal.nodes["w"];
+  w.cores = 1;
+  w.task_seconds["a"] = task_seconds;
+  w.link_bandwidth = bandwidth;
+  w.link_round_trip = round_trip;
+  return p;
+}
+
 TEST(LpLatency, ACalibratedRoundTripReplacesTheDeclaredLatency) {
-  auto ex = model::parse_experiment(R"(
-[[node]]
-name = "m"
-cores = 0
-[[node]]
-name = "w"
-parent = "m"
-cores = 1
-[[app]]
+  const auto p = calibrated_pair(R"([[app]]
 name = "a"
 bytes = "1MB"
 flops = "100Mf"
@@ -146,19 +161,26 @@ tasks = 10
 [run]
 buffer = 2
 comm_model = "multi-port"
-)", "t.toml");
-  model::Calibration cal;
-  cal.experiment = "t.toml";
-  cal.nodes["m"].cores = 0;
-  auto& w = cal.nodes["w"];
-  w.cores = 1;
-  w.task_seconds["a"] = 0.1;
-  w.link_bandwidth = 1e8;
-  w.link_round_trip = 0.5;
-  const auto m = model_from_calibration(ex, cal);
+)", 0.1, 1e8, 0.5);
+  const auto m = model_from_calibration(p.ex, p.cal);
   EXPECT_DOUBLE_EQ(m.nodes[1].request_round_trip, 0.5);
   EXPECT_DOUBLE_EQ(m.nodes[1].port_hold, 0.5);
   EXPECT_NEAR(solve(m).fair_throughput, 2 / 0.51, 1e-6);
+}
+
+// `--one-port-window` (run, treefarm-master, predict) reaches the prediction through
+// RunSpec::one_port_window: 1 KiB tasks behind a calibrated 1 ms round trip share the hold
+// among floor(W / 1 KiB) tasks in flight; W = 0 is a whole round trip per task.
+TEST(LpLatency, TheCalibratedModelTakesTheRunsOnePortWindow) {
+  auto p = calibrated_pair("[[app]]\nname = \"a\"\nbytes = 1024\nflops = \"1Mf\"\ntasks = 10\n", 1e-6, 1e9, 1e-3);
+  EXPECT_EQ(p.ex.run.one_port_window, model::default_one_port_window);
+  EXPECT_NEAR(model_from_calibration(p.ex, p.cal).port_hold_per_task(1, 0), 1e-3 / 64, 1e-12);
+  p.ex.run.one_port_window = 4096;
+  EXPECT_NEAR(model_from_calibration(p.ex, p.cal).port_hold_per_task(1, 0), 1e-3 / 4, 1e-12);
+  p.ex.run.one_port_window = 0;
+  const auto off = model_from_calibration(p.ex, p.cal);
+  EXPECT_NEAR(off.port_hold_per_task(1, 0), 1e-3, 1e-12);
+  EXPECT_NEAR(solve(off).fair_throughput, 1000.0, 5.0);  // 1 ms per task; 1 KiB / 1 GB/s and 1 µs beside it
 }
 
 }  // namespace
