@@ -28,7 +28,7 @@ inline std::map<std::string, std::uint64_t> every_task_once(const nlohmann::json
     const auto id = t.at("id").get<std::uint64_t>();
     const bool first = ids[app].insert(id).second;
     EXPECT_TRUE(first) << "task " << app << "/" << id << " recorded twice";
-    distinct += first ? 1 : 0;
+    if (first) ++distinct;
     ++per_node[t.at("node").get<std::string>()];
     ++records;
   }

@@ -138,13 +138,13 @@ std::vector<Worker> discover(const ProbeOptions& o, const std::optional<net::Key
     key_of.emplace(endpoint, key);
     client.server_key(endpoint, key);
   };
-  std::string entry = o.tree;
+  const auto eq = o.tree.find('=');
+  const bool named = eq != std::string::npos && o.tree.find("://") > eq;
+  const std::string entry = named ? o.tree.substr(eq + 1) : o.tree;
   if (own) {
-    const auto eq = o.tree.find('=');
-    if (eq == std::string::npos || o.tree.find("://") < eq)
+    if (!named)
       throw cli_support::UsageError("--tree: under CURVE name the node (--tree NAME=tcp://HOST:PORT) so that its key "
                                     "NAME.key is found in --keys");
-    entry = o.tree.substr(eq + 1);
     client.set_curve(*own);
     learn_key(entry, net::load_public_key_file((std::filesystem::path(o.keys_dir) / (o.tree.substr(0, eq) + ".key")).string()));
   }
