@@ -24,6 +24,7 @@
 #include "runtime/cli/CliSupport.hpp"
 #include "runtime/lp/SteadyState.hpp"
 #include "runtime/metrics/AtomicFile.hpp"
+#include "tasks/Benchmark.hpp"
 #include "tasks/BlasKernel.hpp"
 #include "runtime/metrics/Results.hpp"
 #include "runtime/net/Codec.hpp"
@@ -221,6 +222,7 @@ int run_master(const MasterOptions& options) {
     compute.cores = exec::restrict_cores(exec::discover_topology(), master_node.cores);
   }
   results.nodes.push_back(metrics::NodeResult{master_node.name, "", static_cast<std::uint32_t>(compute.cores.size()), 0});
+  compute.speed_probe = tasks::speed_per_core;  // `treefarm probe` measures the master too
 
   node::RootSetup root;
   root.welcome.buffer = ex.run.buffer;

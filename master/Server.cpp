@@ -20,6 +20,7 @@
 #include "runtime/node/ExitCode.hpp"
 #include "runtime/zmq/Wire.hpp"
 #include "runtime/zmq/ZmqNode.hpp"
+#include "tasks/Benchmark.hpp"
 
 namespace treefarm::master {
 
@@ -230,6 +231,7 @@ int serve(const ServeOptions& o) {
   endpoints.serve = true;
   zmq_node::Compute compute;
   if (o.base.cores) compute.cores = *o.base.cores;
+  compute.speed_probe = tasks::speed_per_core;  // `treefarm probe` measures the master too
   zmq_node::ZmqNode root(node_options, endpoints, compute);
   const std::string tree_endpoint = root.open();
   serving = &root;

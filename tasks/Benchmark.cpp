@@ -41,4 +41,12 @@ double time_kernel(const model::AppSpec& app, int repetitions, tbb::task_arena* 
   return 0.5 * (lower + upper);
 }
 
+double speed_per_core() {
+  model::AppSpec mm;
+  mm.name = "probe";
+  mm.kernel = model::Kernel::matmul;
+  mm.n = 512;
+  return mm.task_flops() / time_kernel(mm, 3, nullptr);
+}
+
 }  // namespace treefarm::tasks

@@ -17,4 +17,9 @@ namespace treefarm::tasks {
 /// A task's rate for the model is app.task_flops() / time_kernel(...) flop/s.
 double time_kernel(const model::AppSpec& app, int repetitions, tbb::task_arena* arena);
 
+/// Flop/s of one core, as `treefarm probe` asks a node for it (msg::ProbeRequest without a
+/// target; the worker and the master answer alike): a 512×512 matmul (2·512³ flop) on the
+/// calling thread, median of 3 runs after a warm-up.
+double speed_per_core();
+
 }  // namespace treefarm::tasks

@@ -83,6 +83,46 @@ Learnt learn_tree(const AutoParentOptions& o) {
   return l;
 }
 
+/// Re-parenting: this worker's own subtree, asked from its own listener downwards (its
+/// TreeInfo with the parent left out, so that live_tree() makes it the root), or nullopt
+/// when it has no listener, no child, or does not answer itself (under CURVE its own key
+/// must be in its authorized_keys).
+std::optional<plan::LiveTree> learn_subtree(const AutoParentOptions& o) {
+  if (o.self_endpoint.empty()) return std::nullopt;
+  zmq_node::TreeQueryClient client;
+  if (o.curve) {
+    client.set_curve(*o.curve);
+    client.server_key(o.self_endpoint, o.curve->public_key);
+  }
+  std::vector<net::msg::TreeInfo> infos;
+  std::set<std::string> asked;
+  std::deque<std::string> queue{o.self_endpoint};
+  while (!queue.empty() && asked.size() < o.max_nodes) {
+    const std::string ep = queue.front();
+    queue.pop_front();
+    if (ep.empty() || !asked.insert(ep).second) continue;
+    auto a = client.ask(ep, 0, o.timeout);
+    if (!a) {
+      spdlog::warn("{}: re-parenting: {} of this subtree did not answer; not counted", o.name, ep);
+      if (ep == o.self_endpoint) return std::nullopt;
+      continue;
+    }
+    if (ep == o.self_endpoint) a->info.parent_endpoint.clear();
+    for (const auto& c : a->info.children) {
+      if (o.curve && !c.public_key.empty()) client.server_key(c.endpoint, c.public_key);
+      queue.push_back(c.endpoint);
+    }
+    infos.push_back(std::move(a->info));
+  }
+  if (infos.empty() || infos.front().children.empty()) return std::nullopt;
+  try {
+    return plan::live_tree(infos, {});
+  } catch (const std::invalid_argument& e) {
+    spdlog::warn("{}: re-parenting: this subtree cannot be modelled ({}); not counted", o.name, e.what());
+    return std::nullopt;
+  }
+}
+
 std::string key_for(const AutoParentOptions& o, const Learnt& l, const std::string& endpoint) {
   if (!o.curve) return {};
   const auto key = l.key_of.find(endpoint);
@@ -109,7 +149,10 @@ ReparentResult evaluate_reparent(const AutoParentOptions& o, double min_gain) {
   ReparentResult r;
   r.current_parent = l.parent_of_leaving;
   const auto tree = plan::live_tree(l.infos, l.measured);
-  r.choice = plan::reparent_choice(tree, l.measured, o.name, o.cores, o.speed, l.parent_of_leaving, min_gain);
+  const auto subtree = learn_subtree(o);
+  r.subtree_nodes = subtree ? subtree->model.nodes.size() - 1 : 0;
+  r.choice = plan::reparent_choice(tree, l.measured, o.name, o.cores, o.speed, l.parent_of_leaving, min_gain,
+                                   subtree ? &*subtree : nullptr);
   if (r.choice.best) {
     r.target.name = tree.model.nodes[*r.choice.best].name;
     r.target.endpoint = tree.endpoints[*r.choice.best];

@@ -32,6 +32,9 @@ struct AutoParentOptions {
   std::string join_key;
   /// Re-parenting: this worker's own name; it and its subtree are left out of the tree.
   std::string leaving;
+  /// Re-parenting: this worker's listening endpoint ("" = none): its subtree is asked from
+  /// there and counted in each candidate's prediction (plan::reparent_choice).
+  std::string self_endpoint;
 };
 
 /// The choice, the tree it was made on and the measured links (bytes/s by node name).
@@ -52,6 +55,7 @@ struct ReparentResult {
   std::string current_parent;     ///< name of its parent as the tree lists it ("" = not seen)
   plan::ReparentChoice choice;
   net::msg::Ancestor target;      ///< the best other node (name, endpoint, CURVE key)
+  std::size_t subtree_nodes = 0;  ///< nodes below this worker counted with it
 };
 ReparentResult evaluate_reparent(const AutoParentOptions& options, double min_gain);
 

@@ -99,15 +99,7 @@ int main(int argc, char** argv) {
     compute.cores = usable;
     compute.memory = topo.memory_bytes;
     compute.backfill = !no_backfill;
-    // `treefarm probe` asks for the speed per core: one core times a 512x512 matmul
-    // (2·512³ flop), median of 3 runs after a warm-up.
-    compute.speed_probe = [] {
-      treefarm::model::AppSpec mm;
-      mm.name = "probe";
-      mm.kernel = treefarm::model::Kernel::matmul;
-      mm.n = 512;
-      return mm.task_flops() / treefarm::tasks::time_kernel(mm, 3, nullptr);
-    };
+    compute.speed_probe = treefarm::tasks::speed_per_core;  // `treefarm probe` asks for it
     if (!curve_secret.empty()) {
       if (parent_key.empty()) throw cs::UsageError("--curve-secret needs --parent-key (the parent's public key file)");
       endpoints.curve.enabled = true;
@@ -161,13 +153,26 @@ int main(int argc, char** argv) {
           o.join = parent.endpoint;
           o.join_key = parent.public_key;
           o.leaving = opt.name;
+          o.self_endpoint = endpoints.advertise.empty() ? node.endpoint() : endpoints.advertise;
           o.seed = autop.seed + round;
           try {
             const auto r = treefarm::worker::evaluate_reparent(o, reparent_gain);
-            spdlog::info("{}: re-parenting check: under '{}' {:.4g} tasks/s, best other '{}' {:.4g} tasks/s ({} LP solves): {}",
+            spdlog::info("{}: re-parenting check: under '{}' {:.4g} tasks/s, best other '{}' {:.4g} tasks/s ({} LP solves, "
+                         "{} nodes below this one counted): {}",
                          opt.name, r.current_parent, r.choice.current_throughput, r.target.name, r.choice.best_throughput,
-                         r.choice.evaluations, r.choice.move ? "moving" : "staying");
-            if (r.choice.move && !done) node.move_to(r.target);
+                         r.choice.evaluations, r.subtree_nodes, r.choice.move ? "moving" : "staying");
+            if (r.choice.move && !done) {
+              // A voluntary move (docs/planning.md): the reason and the predicted gain, at info.
+              spdlog::info("{}: re-parenting from '{}' to '{}': predicted fair throughput {:.4g} -> {:.4g} tasks/s ({}, "
+                           "--reparent-gain {})",
+                           opt.name, r.current_parent, r.target.name, r.choice.current_throughput,
+                           r.choice.best_throughput,
+                           r.choice.current && r.choice.current_throughput > 0 ? fmt::format("gain {:+.1f} %", 100 * (r.choice.best_throughput /
+                                                                                      r.choice.current_throughput - 1))
+                                            : std::string("the current parent could not be measured"),
+                           reparent_gain);
+              node.move_to(r.target);
+            }
           } catch (const std::exception& e) {
             spdlog::warn("{}: re-parenting check failed: {}", opt.name, e.what());
           }

@@ -589,8 +589,8 @@ void NodeDriver::on_parent_lost(const std::string& why, double now) {
 /// rejoin_timeout seconds counted from the loss. Tree repair: each round of attempts tries
 /// the parent, then each of its ancestors up to the root (the nearest live one wins);
 /// rounds are spaced by the back-off 0.5, 1, 2, 4, 8, 8, ... s.
-void NodeDriver::parent_lost(const std::string& why, double now) {
-  spdlog::error("{}: lost the parent: {}", opt_.name, why);
+void NodeDriver::parent_lost(const std::string& why, double now, bool voluntary) {
+  if (!voluntary) spdlog::error("{}: lost the parent: {}", opt_.name, why);
   if (opt_.rejoin_timeout <= 0) {
     for (auto& [peer, c] : children_) transport_.send_child(peer, net::msg::Shutdown{"parent lost"});
     end(exit_parent_lost);
@@ -651,7 +651,7 @@ bool NodeDriver::move_to(const net::msg::Ancestor& target, double now) {
   spdlog::info("{}: re-parenting: leaving {} for '{}' at {}", opt_.name, parent_link_.endpoint, target.name, target.endpoint);
   transport_.send_parent(net::msg::Bye{});  // the old parent re-queues this subtree's tasks at once
   const auto old_ancestors = ancestors_;
-  parent_lost("re-parenting to " + target.endpoint, now);
+  parent_lost("re-parenting to " + target.endpoint, now, true);
   if (phase_ != Phase::rejoin_wait) return true;
   rejoin_targets_.assign(1, target);  // the new parent first, then the old tree's nodes
   for (const auto& a : old_ancestors)

@@ -258,7 +258,8 @@ class NodeDriver {
   void drop_child(PeerId peer, const std::string& why, bool tell, double now);
   void node_joined(const net::msg::NodeJoined& joined, double now);
   void report(const net::msg::Measure& measure);
-  void parent_lost(const std::string& why, double now);
+  /// `voluntary`: a re-parenting move (move_to), logged as info, not as an error.
+  void parent_lost(const std::string& why, double now, bool voluntary = false);
   net::msg::Welcome welcome_for_children() const;
   void begin_closing(const std::string& reason, double now);
   void maybe_closed(double now);

@@ -142,9 +142,29 @@ JoiningNode live_joiner(const LiveTree& tree, const std::string& name, std::uint
   return j;
 }
 
+lp::PlatformModel with_subtree(lp::PlatformModel model, const LiveTree& subtree) {
+  const auto& sub = subtree.model;
+  if (model.nodes.empty() || sub.nodes.size() < 2) return model;
+  const std::size_t mover = model.nodes.size() - 1;
+  const std::size_t apps = model.apps.size();
+  for (std::size_t s = 1; s < sub.nodes.size(); ++s) {
+    lp::PlatformModel::Node n = sub.nodes[s];
+    const int p = sub.nodes[s].parent;  // parents come before children in both models
+    n.parent = static_cast<int>(p <= 0 ? mover : mover + static_cast<std::size_t>(p));
+    n.task_seconds.assign(apps, 0.0);
+    for (std::size_t k = 0; k < apps; ++k) {
+      n.task_seconds[k] = model.nodes[mover].task_seconds[k];
+      for (std::size_t j = 0; j < sub.apps.size() && j < sub.nodes[s].task_seconds.size(); ++j)
+        if (sub.apps[j].name == model.apps[k].name) n.task_seconds[k] = sub.nodes[s].task_seconds[j];
+    }
+    model.nodes.push_back(std::move(n));
+  }
+  return model;
+}
+
 ReparentChoice reparent_choice(const LiveTree& tree, const std::map<std::string, double>& measured,
                                const std::string& name, std::uint32_t cores, double speed,
-                               const std::string& current_parent, double min_gain) {
+                               const std::string& current_parent, double min_gain, const LiveTree* subtree) {
   const auto& m = tree.model;
   const JoiningNode j = live_joiner(tree, name, cores, speed);
   lp::ClpSolver solver;
@@ -152,7 +172,9 @@ ReparentChoice reparent_choice(const LiveTree& tree, const std::map<std::string,
   for (std::size_t u = 0; u < m.nodes.size(); ++u) {
     const auto it = measured.find(m.nodes[u].name);
     if (it == measured.end() || !(it->second > 0) || tree.endpoints[u].empty()) continue;
-    const double v = lp::solve(with_joiner(m, j, u, it->second), solver).fair_throughput;
+    auto candidate = with_joiner(m, j, u, it->second);
+    if (subtree) candidate = with_subtree(std::move(candidate), *subtree);
+    const double v = lp::solve(candidate, solver).fair_throughput;
     ++out.evaluations;
     if (m.nodes[u].name == current_parent) {
       out.current = u;

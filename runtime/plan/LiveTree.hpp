@@ -71,9 +71,19 @@ struct ReparentChoice {
   std::size_t evaluations = 0;           ///< LP solves
 };
 /// Evaluates every measured node (the live tree of one run has at most a few hundred: one
-/// LP each). `current_parent`: the name of the node's parent now.
+/// LP each). `current_parent`: the name of the node's parent now. `subtree` (optional): the
+/// moving node's own subtree as live_tree() builds it from the TreeInfo of the node and its
+/// descendants (model node 0 = the moving node, whose cores and durations are taken from
+/// `cores`/`speed` as without a subtree); its descendants move with it, so each candidate's
+/// prediction counts them below the moving node, behind the candidate's measured link.
 ReparentChoice reparent_choice(const LiveTree& tree, const std::map<std::string, double>& measured,
                                const std::string& name, std::uint32_t cores, double speed,
-                               const std::string& current_parent, double min_gain);
+                               const std::string& current_parent, double min_gain, const LiveTree* subtree = nullptr);
+
+/// `model` (a live model with the moving node appended last, plan::with_joiner) with the
+/// descendants of `subtree`'s node 0 appended below that last node. Their task durations
+/// are matched to `model`'s applications by name (an application the subtree does not
+/// know: the moving node's duration).
+lp::PlatformModel with_subtree(lp::PlatformModel model, const LiveTree& subtree);
 
 }  // namespace treefarm::plan

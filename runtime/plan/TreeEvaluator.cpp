@@ -81,24 +81,26 @@ lp::Solution TreeEvaluator::solve(const PlanTree& tree) const {
   return lp::solve(model(tree), solver);
 }
 
-double TreeEvaluator::upper_bound(const PlanTree& tree) const {
-  const auto order = tree.breadth_first();
+double TreeEvaluator::upper_bound(const PlanTree& tree) const { return upper_bound(tree, tree.breadth_first()); }
+
+double TreeEvaluator::upper_bound(const PlanTree& tree, const std::vector<std::size_t>& order) const {
   const std::size_t n = tree.parent.size();
   const bool one_port = run_.comm_model == model::CommModel::one_port;
   const double max_out = run_.max_out_bandwidth.value_or(inf);
   double bound = inf;
-  std::vector<double> absorb(n, 0.0);  // tasks/s of app k that machine i's subtree can take in
-  // children's (link bandwidth bytes/s, absorb tasks/s), per parent, filled leaves first
-  std::vector<std::vector<std::pair<double, double>>> kids(n);
+  auto& absorb = absorb_;  // tasks/s of app k that machine i's subtree can take in
+  absorb.assign(n, 0.0);
+  auto& c = kids_;  // u's children: (link bandwidth bytes/s, absorb tasks/s), leaves first
   for (std::size_t k = 0; k < apps_.size(); ++k) {
     const double bytes = static_cast<double>(apps_[k].input_bytes());
     const double cpt = static_cast<double>(apps_[k].cores_per_task);
-    for (auto& c : kids) c.clear();
     for (auto it = order.rbegin(); it != order.rend(); ++it) {
       const std::size_t u = *it;
       const double t = task_seconds_[u][k];
       double rate = std::isfinite(t) && t > 0 ? static_cast<double>(machines_.machines[u].cores) / (t * cpt) : 0.0;
-      auto& c = kids[u];
+      c.clear();  // in reverse breadth-first order, as they were absorbed
+      for (auto v = order.rbegin(); v != it; ++v)
+        if (tree.parent[*v] == static_cast<int>(u)) c.push_back({machines_.bandwidth(u, *v), absorb[*v]});
       if (one_port) {
         // Fractional knapsack: a task to child v costs bytes/bw_v seconds of u's port.
         std::sort(c.begin(), c.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
@@ -115,8 +117,6 @@ double TreeEvaluator::upper_bound(const PlanTree& tree) const {
         rate += std::min(fwd, max_out / bytes);
       }
       absorb[u] = rate;
-      const int p = tree.parent[u];
-      if (p >= 0) kids[static_cast<std::size_t>(p)].push_back({machines_.bandwidth(static_cast<std::size_t>(p), u), rate});
     }
     bound = std::min(bound, absorb[order.front()] / apps_[k].weight);
   }

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "runtime/lp/PlatformModel.hpp"
@@ -52,6 +53,9 @@ class TreeEvaluator {
   /// so it is never below the LP optimum; exhaustive() skips trees whose bound cannot beat
   /// the best tree found.
   double upper_bound(const PlanTree& tree) const;
+  /// The same with `order` = tree.breadth_first() already at hand (exhaustive() builds each
+  /// tree breadth-first). Uses scratch buffers of the evaluator: not for concurrent calls.
+  double upper_bound(const PlanTree& tree, const std::vector<std::size_t>& order) const;
 
   /// LP solves done so far.
   std::size_t evaluations() const { return evaluations_; }
@@ -75,6 +79,9 @@ class TreeEvaluator {
   std::unordered_map<std::vector<int>, double, Hash> cache_;
   std::size_t evaluations_ = 0;
   std::size_t cache_hits_ = 0;
+  // upper_bound()'s scratch (no allocation per tree: the exhaustive search bounds millions).
+  mutable std::vector<double> absorb_;
+  mutable std::vector<std::pair<double, double>> kids_;
 };
 
 }  // namespace treefarm::plan

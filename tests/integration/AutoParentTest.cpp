@@ -3,11 +3,10 @@
 // a parent, joins it, and the run completes with every task recorded exactly once.
 #include <gtest/gtest.h>
 
-#include <set>
-
 #include <nlohmann/json.hpp>
 
 #include "tests/integration/ProcessTestUtil.hpp"
+#include "tests/support/EveryTaskOnce.hpp"
 
 using namespace treefarm::testing;
 
@@ -39,15 +38,9 @@ TEST(AutoParentTest, AWorkerWithParentAutoJoinsAThreeNodeTreeAndTheRunCompletesE
   EXPECT_NE(parent_log.find("child 'auto1' joined"), std::string::npos) << parent_log;
   // Every task exactly once, the joiner computed some.
   const auto j = nlohmann::json::parse(read_file(dir.path() / "out" / "results.json"));
-  std::set<std::uint64_t> seen;
-  std::uint64_t by_joiner = 0;
-  for (const auto& t : j.at("tasks")) {
-    EXPECT_TRUE(seen.insert(t.at("id").get<std::uint64_t>()).second);
-    if (t.at("node") == "auto1") ++by_joiner;
-  }
-  EXPECT_EQ(seen.size(), tasks);
+  const auto per_node = treefarm::test_support::every_task_once(j, tasks);
   EXPECT_TRUE(j.at("ok").get<bool>());
-  EXPECT_GT(by_joiner, 0u);
+  EXPECT_GT(per_node.count("auto1") ? per_node.at("auto1") : 0, 0u);
   EXPECT_EQ(joiner.wait(30).value_or(-1), 0) << log;
 }
 
@@ -90,15 +83,9 @@ TEST(AutoParentTest, UnderCurveTheJoinerLearnsTheKeysAndJoinsExactlyOnce) {
   const std::string parent_log = tree.output_of(chosen);
   EXPECT_NE(parent_log.find("child 'auto1' joined"), std::string::npos) << chosen << "\n" << parent_log;
   const auto j = nlohmann::json::parse(read_file(dir.path() / "out" / "results.json"));
-  std::set<std::uint64_t> seen;
-  std::uint64_t by_joiner = 0;
-  for (const auto& t : j.at("tasks")) {
-    EXPECT_TRUE(seen.insert(t.at("id").get<std::uint64_t>()).second);
-    if (t.at("node") == "auto1") ++by_joiner;
-    EXPECT_NE(t.at("node"), "plain");
-  }
-  EXPECT_EQ(seen.size(), tasks);
-  EXPECT_GT(by_joiner, 0u);
+  const auto per_node = treefarm::test_support::every_task_once(j, tasks);
+  EXPECT_GT(per_node.count("auto1") ? per_node.at("auto1") : 0, 0u);
+  EXPECT_EQ(per_node.count("plain"), 0u);
   EXPECT_EQ(joiner.wait(30).value_or(-1), 0) << log;
   const auto plain_rc = plain.wait(30);
   ASSERT_TRUE(plain_rc.has_value());

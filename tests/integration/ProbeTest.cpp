@@ -25,6 +25,7 @@ struct IdleTree {
   std::unique_ptr<Child> master;
   std::vector<std::unique_ptr<Child>> workers;
   std::vector<std::string> endpoints;
+  std::string master_endpoint;
 
   /// `master_extra` / `worker_extra(i)`: extra arguments (CURVE keys) or none.
   void start(const std::vector<std::string>& master_extra, const std::function<std::vector<std::string>(int)>& worker_extra) {
@@ -40,6 +41,7 @@ struct IdleTree {
     master = std::make_unique<Child>(margv, dir.path() / "master.log");
     const auto m_ep = wait_for_line(dir.path() / "m.ep");
     ASSERT_FALSE(m_ep.empty()) << master->output();
+    master_endpoint = m_ep;
     for (int i = 1; i <= 3; ++i) {
       const std::string name = "w" + std::to_string(i);
       std::vector<std::string> argv{worker_bin, "--parent", m_ep, "--name", name, "--cores", "1", "--ready-file",
@@ -121,4 +123,49 @@ TEST(ProbeTest, UnderCurveTheWorkersAuthenticateAndAnUnadmittedOneIsRefusedClear
   EXPECT_NE(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("w3 could not measure the link from w1"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("authorized_keys"), std::string::npos) << r.output;
+}
+
+// Under CURVE the --tree form works as the --workers form does: only the entry node is named
+// (its key NAME.key from --keys), the others' keys come with the tree's answers. And the
+// master answers a speed probe as a worker does.
+TEST(ProbeTest, UnderCurveTheTreeFormLearnsTheKeysAndTheMasterAnswersASpeedProbe) {
+  IdleTree tree;
+  const auto keys = tree.dir.path() / "keys";
+  auto k = run_command(treefarm_bin + " keygen m w1 w2 w3 prober --out " + keys.string());
+  ASSERT_EQ(k.exit_code, 0) << k.output;
+  const auto key = [&](const std::string& f) { return (keys / f).string(); };
+  ASSERT_NO_FATAL_FAILURE(tree.start({"--curve-secret", key("m.key_secret"), "--authorized-keys", key("authorized_keys")},
+                                     [&](int i) {
+                                       const std::string n = "w" + std::to_string(i);
+                                       return std::vector<std::string>{"--curve-secret", key(n + ".key_secret"), "--parent-key",
+                                                                       key("m.key"), "--authorized-keys",
+                                                                       key("authorized_keys")};
+                                     }));
+  const std::string base = treefarm_bin + " probe --curve-secret " + key("prober.key_secret") + " --keys " + keys.string() +
+                           " --bytes 65536 --rounds 2 --timeout 2";
+  const auto out = tree.dir.path() / "machines.toml";
+  // Entering at w2: m (no cores: not probed), w1 and w3 are found through it.
+  auto r = run_command(base + " --no-speed --tree w2=" + tree.endpoints[1] + " --out " + out.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto set = treefarm::plan::load_machines(out.string());
+  ASSERT_EQ(set.machines.size(), 3u);
+  for (std::size_t i = 0; i < 3; ++i)
+    for (std::size_t j = 0; j < 3; ++j)
+      if (i != j) EXPECT_GT(set.pair_bandwidth[i][j], 0) << i << "," << j;
+  // Unnamed under CURVE: refused with the form to use.
+  r = run_command(base + " --no-speed --tree " + tree.endpoints[1]);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("NAME=tcp://HOST:PORT"), std::string::npos) << r.output;
+  // The master measures its own speed on request.
+  r = run_command(base + " --workers m=" + tree.master_endpoint + ",w1=" + tree.endpoints[0] + " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto j = nlohmann::json::parse(r.output.substr(r.output.find('{')));
+  bool saw_master = false;
+  for (const auto& m : j.at("machines"))
+    if (m.at("name") == "m") {
+      saw_master = true;
+      EXPECT_GT(m.at("speed").get<double>(), 1e7) << m.dump();
+      EXPECT_LT(m.at("speed").get<double>(), 1e12) << m.dump();
+    }
+  EXPECT_TRUE(saw_master) << j.dump();
 }

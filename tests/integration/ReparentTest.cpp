@@ -5,11 +5,10 @@
 // Bye and rejoins the new one, and every task is still recorded exactly once.
 #include <gtest/gtest.h>
 
-#include <set>
-
 #include <nlohmann/json.hpp>
 
 #include "tests/integration/ProcessTestUtil.hpp"
+#include "tests/support/EveryTaskOnce.hpp"
 
 using namespace treefarm::testing;
 
@@ -39,6 +38,11 @@ TEST(ReparentTest, AWorkerThatMovesDuringTheRunKeepsEveryTaskExactlyOnce) {
   // It moved at least once, and a node admitted it again after each move.
   const std::size_t moves = count_of(log, "re-parenting: leaving");
   EXPECT_GE(moves, 1u) << log;
+  // A voluntary move is logged at info with its reason and predicted gain, never as the
+  // error of a lost parent.
+  EXPECT_EQ(count_of(log, "lost the parent: re-parenting"), 0u) << log;
+  EXPECT_GE(count_of(log, "[info] mover: re-parenting from '"), moves) << log;
+  EXPECT_NE(log.find("predicted fair throughput"), std::string::npos) << log;
   const std::size_t joins =
       count_of(master.output(), "child 'mover' joined") + count_of(tree.w1->output(), "child 'mover' joined") +
       count_of(tree.w2->output(), "child 'mover' joined");
@@ -46,9 +50,7 @@ TEST(ReparentTest, AWorkerThatMovesDuringTheRunKeepsEveryTaskExactlyOnce) {
   EXPECT_GE(joins, 2u) << log;
   // Every task exactly once.
   const auto j = nlohmann::json::parse(read_file(dir.path() / "out" / "results.json"));
-  std::set<std::uint64_t> seen;
-  for (const auto& t : j.at("tasks")) EXPECT_TRUE(seen.insert(t.at("id").get<std::uint64_t>()).second);
-  EXPECT_EQ(seen.size(), tasks);
+  treefarm::test_support::every_task_once(j, tasks);
   EXPECT_TRUE(j.at("ok").get<bool>());
   EXPECT_EQ(mover.wait(30).value_or(-1), 0) << log;
 }

@@ -6,12 +6,11 @@
 // worker w3 joins between two experiments, waits connected, and the next submission uses it.
 #include <gtest/gtest.h>
 
-#include <map>
-#include <set>
 
 #include <nlohmann/json.hpp>
 
 #include "tests/integration/ProcessTestUtil.hpp"
+#include "tests/support/EveryTaskOnce.hpp"
 
 using namespace treefarm::testing;
 
@@ -21,32 +20,6 @@ std::string live_experiment(std::uint64_t tasks) {
   return "[[app]]\nname = \"mm\"\nkernel = \"matmul\"\nn = 160\ntasks = " + std::to_string(tasks) +
          "\n[[app]]\nname = \"nop\"\nkernel = \"noop\"\nbytes = 4096\nweight = 2\ntasks = " + std::to_string(2 * tasks) +
          "\n[run]\nbuffer = 4\n";
-}
-
-/// Every application's tasks recorded once each; returns tasks per node.
-std::map<std::string, std::uint64_t> check_every_task_once(const nlohmann::json& r) {
-  std::map<std::string, std::set<std::uint64_t>> ids;
-  std::map<std::string, std::uint64_t> per_node;
-  std::uint64_t records = 0;
-  for (const auto& t : r.at("tasks")) {
-    ids[t.at("app").get<std::string>()].insert(t.at("id").get<std::uint64_t>());
-    ++per_node[t.at("node").get<std::string>()];
-    ++records;
-  }
-  std::uint64_t expected = 0;
-  for (const auto& a : r.at("apps")) {
-    const auto name = a.at("name").get<std::string>();
-    const auto tasks = a.at("tasks").get<std::uint64_t>();
-    expected += tasks;
-    EXPECT_EQ(a.at("completed").get<std::uint64_t>(), tasks) << name;
-    EXPECT_EQ(a.at("wrong").get<std::uint64_t>(), 0u) << name;
-    EXPECT_EQ(ids[name].size(), tasks) << name;
-    if (!ids[name].empty()) {
-      EXPECT_EQ(*ids[name].rbegin(), tasks - 1) << name;
-    }
-  }
-  EXPECT_EQ(records, expected) << "a task recorded twice";
-  return per_node;
 }
 
 std::size_t count_of(const std::string& text, const std::string& needle) {
@@ -118,7 +91,7 @@ TEST(Serve, ThreeSubmissionsRunOnOneTreeWithoutRestartingAWorkerAndALateJoinerIs
     ASSERT_TRUE(rc.has_value()) << submits[static_cast<std::size_t>(k)]->output() << master.output();
     ASSERT_EQ(*rc, 0) << submits[static_cast<std::size_t>(k)]->output() << master.output();
     const auto r = nlohmann::json::parse(read_file(dir.path() / ("out" + std::to_string(k + 1)) / "results.json"));
-    const auto per_node = check_every_task_once(r);
+    const auto per_node = treefarm::test_support::every_task_once(r);
     // From the second run on the master knows the whole tree and waits for w2 (depth 2).
     if (k > 0) {
       EXPECT_GT(per_node.count(w2) ? per_node.at(w2) : 0, 0u) << "the depth-2 worker computed nothing in run " << k + 1;
@@ -138,7 +111,7 @@ TEST(Serve, ThreeSubmissionsRunOnOneTreeWithoutRestartingAWorkerAndALateJoinerIs
   const auto r4 = run_command(treefarm_bin + " submit " + exp + " --to " + sep + " --out " + (dir.path() / "out4").string() +
                               " --timeout 150");
   ASSERT_EQ(r4.exit_code, 0) << r4.output << master.output();
-  const auto per_node = check_every_task_once(nlohmann::json::parse(read_file(dir.path() / "out4" / "results.json")));
+  const auto per_node = treefarm::test_support::every_task_once(nlohmann::json::parse(read_file(dir.path() / "out4" / "results.json")));
   EXPECT_GT(per_node.count(w3) ? per_node.at(w3) : 0, 0u) << "the late worker was not used";
   EXPECT_FALSE(inner->wait(0).has_value());
   EXPECT_FALSE(leaf->wait(0).has_value());
@@ -152,7 +125,7 @@ TEST(Serve, ThreeSubmissionsRunOnOneTreeWithoutRestartingAWorkerAndALateJoinerIs
   for (const auto* policy : {"fcfs", "cgbc"}) {
     const auto r = nlohmann::json::parse(read_file(dir.path() / "cmp" / policy / "results.json"));
     EXPECT_EQ(r.at("policy").get<std::string>(), policy);
-    check_every_task_once(r);
+    treefarm::test_support::every_task_once(r);
   }
   for (auto* w : {inner.get(), leaf.get(), late.get()}) EXPECT_FALSE(w->wait(0).has_value()) << w->output();
   EXPECT_EQ(count_of(inner->output(), "staying connected for the next one"), 6u) << inner->output();

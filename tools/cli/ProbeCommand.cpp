@@ -127,25 +127,58 @@ std::vector<Worker> parse_workers(const ProbeOptions& o) {
 }
 
 /// Every node of the tree reachable from `o.tree` that computes (cores > 0), breadth-first.
-std::vector<Worker> discover(const ProbeOptions& o) {
+/// Under CURVE (`own`) `o.tree` is NAME=tcp://HOST:PORT: the key of the node there is
+/// NAME.key in --keys; every other node's key comes with the answers (msg::TreeInfo carries
+/// the node's own, its parent's and its children's), as `--parent auto` learns them.
+std::vector<Worker> discover(const ProbeOptions& o, const std::optional<net::KeyPair>& own) {
   zmq_node::TreeQueryClient client;
+  std::map<std::string, std::string> key_of;  // endpoint -> listener key (CURVE)
+  const auto learn_key = [&](const std::string& endpoint, const std::string& key) {
+    if (!own || endpoint.empty() || key.empty()) return;
+    key_of.emplace(endpoint, key);
+    client.server_key(endpoint, key);
+  };
+  const auto eq = o.tree.find('=');
+  const bool named = eq != std::string::npos && o.tree.find("://") > eq;
+  const std::string entry = named ? o.tree.substr(eq + 1) : o.tree;
+  if (own) {
+    if (!named)
+      throw cli_support::UsageError("--tree: under CURVE name the node (--tree NAME=tcp://HOST:PORT) so that its key "
+                                    "NAME.key is found in --keys");
+    client.set_curve(*own);
+    learn_key(entry, net::load_public_key_file((std::filesystem::path(o.keys_dir) / (o.tree.substr(0, eq) + ".key")).string()));
+  }
+  if (entry.rfind("tcp://", 0) != 0) throw cli_support::UsageError("--tree: '" + o.tree + "' is not tcp://HOST:PORT");
   std::vector<Worker> out;
   std::set<std::string> asked, names;
-  std::deque<std::string> queue{o.tree};
+  std::deque<std::string> queue{entry};
   while (!queue.empty() && asked.size() < 1024) {
     const auto ep = queue.front();
     queue.pop_front();
     if (ep.empty() || !asked.insert(ep).second) continue;
     auto a = client.ask(ep, 0, 10);
     if (!a) {
-      if (ep == o.tree) throw std::runtime_error("--tree " + o.tree + ": no treefarm node answered there within 10 s");
+      if (ep == entry)
+        throw std::runtime_error("--tree " + entry + ": no treefarm node answered there within 10 s" +
+                                 (own ? std::string(" (under CURVE: is the prober's key in its authorized_keys, and "
+                                                    "NAME.key that node's key?)")
+                                      : std::string()));
       spdlog::warn("probe: {} did not answer; skipped", ep);
       continue;
     }
     if (!names.insert(a->info.name).second) continue;
+    learn_key(a->info.parent_endpoint, a->info.parent_public_key);
     queue.push_back(a->info.parent_endpoint);
-    for (const auto& c : a->info.children) queue.push_back(c.endpoint);
-    if (a->info.cores > 0) out.push_back({ep, a->info.name, "", a->info.cores, 0});
+    for (const auto& c : a->info.children) {
+      learn_key(c.endpoint, c.public_key);
+      queue.push_back(c.endpoint);
+    }
+    std::string key;
+    if (own) {
+      const auto k = key_of.find(ep);
+      key = k != key_of.end() ? k->second : a->info.public_key;
+    }
+    if (a->info.cores > 0) out.push_back({ep, a->info.name, key, a->info.cores, 0});
   }
   return out;
 }
@@ -163,12 +196,11 @@ int run_probe(const ProbeOptions& o) {
   std::optional<net::KeyPair> own;
   if (!o.curve_secret.empty()) {
     if (o.keys_dir.empty()) throw cli_support::UsageError("--curve-secret needs --keys DIR (the workers' NAME.key files)");
-    if (!o.tree.empty()) throw cli_support::UsageError("under CURVE give the workers by name (--workers NAME=tcp://HOST:PORT), not --tree");
     own = net::load_secret_key_file(o.curve_secret);
   } else if (!o.keys_dir.empty()) {
     throw cli_support::UsageError("--keys needs --curve-secret (the prober's own key pair)");
   }
-  std::vector<Worker> workers = o.tree.empty() ? parse_workers(o) : discover(o);
+  std::vector<Worker> workers = o.tree.empty() ? parse_workers(o) : discover(o, own);
   if (workers.size() < 2) throw std::runtime_error("probe needs at least 2 workers, found " + std::to_string(workers.size()));
   Requester requester(own);
   // A report comes after at most 2·rounds questions of `timeout` each (a speed: ~1 s).
@@ -276,7 +308,7 @@ void add_probe_command(CLI::App& app, Commands& out) {
       "(each worker measures the links to itself on request). docs/machines-file.md");
   probe->add_option("--workers", o->workers, "The workers' listening endpoints: tcp://HOST:PORT or NAME=tcp://HOST:PORT, comma-separated")
       ->delimiter(',');
-  probe->add_option("--tree", o->tree, "Or: any node of a running tree, tcp://HOST:PORT; every node that computes is probed");
+  probe->add_option("--tree", o->tree, "Or: any node of a running tree, tcp://HOST:PORT (under CURVE NAME=tcp://HOST:PORT, its key NAME.key in --keys; the others' keys come with the tree's answers); every node that computes is probed");
   probe->add_option("--out", o->out, "Write the MACHINES.toml here (default: print it)");
   probe->add_option("--bytes", o->bytes, "bytes per bandwidth probe")
       ->capture_default_str()
@@ -290,7 +322,7 @@ void add_probe_command(CLI::App& app, Commands& out) {
   probe->add_flag("--json", o->json, "Print one JSON object (machines, links, seconds; the file under machines_toml unless --out)");
   probe->add_option("--curve-secret", o->curve_secret, "Under CURVE: the prober's key pair (its public key must be in every worker's authorized_keys)")
       ->check(CLI::ExistingFile);
-  probe->add_option("--keys", o->keys_dir, "Under CURVE: directory of the workers' public keys, NAME.key (treefarm keygen)")
+  probe->add_option("--keys", o->keys_dir, "Under CURVE: directory of the workers' public keys, NAME.key (treefarm keygen); with --tree only the named entry node's is read")
       ->check(CLI::ExistingDirectory);
   out.push_back({probe, [o, probe] {
                    std::ostringstream cmd;

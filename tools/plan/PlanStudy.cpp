@@ -8,6 +8,7 @@
 #include <map>
 #include <ostream>
 #include <sstream>
+#include <stdexcept>
 
 #include <nlohmann/json.hpp>
 
@@ -73,13 +74,34 @@ double star_throughput(const plan::MachineSet& set, const std::vector<model::App
   return ev.fair_throughput(plan::PlanTree::star(set.machines.size(), best));
 }
 
+/// Writes `text` to `path` through a temporary file and a rename, so that a reader (or a
+/// run stopped part-way) sees either the previous whole file or the new one.
+void write_atomically(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::trunc);
+    f << text;
+    if (!f.flush()) throw std::runtime_error("cannot write " + tmp);
+  }
+  std::filesystem::rename(tmp, path);
+}
+
 }  // namespace
 
 int plan_study(const PlanStudyOptions& o, std::ostream& out) {
   std::filesystem::create_directories(o.out_dir);
   const auto apps = study_apps();
   nlohmann::json rows = nlohmann::json::array();
+  nlohmann::json qos_json = nlohmann::json::array();
   std::ostringstream md;
+  // Both files are rewritten after every set (`in_progress`: the part under way, appended
+  // to the finished sections), so a stopped study keeps every set it finished.
+  const auto save = [&](const std::string& in_progress, bool complete) {
+    write_atomically(o.out_dir + "/plan-study.md", md.str() + in_progress);
+    write_atomically(o.out_dir + "/plan-study.json",
+                     nlohmann::json{{"command", o.command}, {"complete", complete}, {"rows", rows},
+                                    {"qos_failures", qos_json}}.dump(1) + "\n");
+  };
   md << "# Planning study\n\nCommand: `" << o.command << "`\n\n"
      << "Applications: mm (matmul n=2048: 64 MiB in, 17.2 Gflop) and add (matadd n=512: 4 MiB in, 0.26 Mflop), "
         "weight 1 each. Sets from `treefarm gen-machines` defaults (1-8 cores, 1-4 Gflop/s per core, LANs "
@@ -96,6 +118,17 @@ int plan_study(const PlanStudyOptions& o, std::ostream& out) {
     const std::uint32_t lans = n >= 6 ? 3 : 2;
     std::map<std::string, Stats> ratio, secs;
     std::size_t hits = 0;
+    const auto small_row = [&] {
+      const auto sets = ratio["rmshc"].values.size();
+      auto pair = [&](const std::string& k) { return fmt(ratio[k].mean()) + ", " + fmt(ratio[k].min()); };
+      std::ostringstream r;
+      r << "| " << n << " | " << lans << " | " << sets << " | " << hits << "/" << sets << " ("
+        << fmt(100.0 * static_cast<double>(hits) / static_cast<double>(std::max<std::size_t>(sets, 1)), 0) << "%) | "
+        << pair("rmshc") << " | " << pair("qlse") << " | " << pair("greedy") << " | " << pair("gateway") << " | "
+        << pair("star") << " | " << fmt(secs["exhaustive"].mean(), 2) << " | " << fmt(secs["rmshc"].mean(), 3) << " | "
+        << fmt(secs["qlse"].mean(), 4) << " |\n";
+      return r.str();
+    };
     for (std::uint32_t i = 0; i < o.small_sets; ++i) {
       plan::GenMachinesOptions g;
       g.machines = n;
@@ -125,17 +158,15 @@ int plan_study(const PlanStudyOptions& o, std::ostream& out) {
       rows.push_back(row);
       out << "small n=" << n << " set " << i << ": rmshc/opt " << fmt(ratio["rmshc"].values.back(), 4) << ", qlse/opt "
           << fmt(ratio["qlse"].values.back(), 4) << ", exhaustive " << fmt(opt.seconds, 1) << " s ("
-          << opt.evaluations << " LP solves, " << (opt.search ? opt.search->trees_pruned : 0) << " trees pruned)\n"
-          << std::flush;
+          << opt.evaluations << " LP solves, " << (opt.search ? opt.search->trees_pruned : 0) << " trees pruned)\n";
+      save(small_row() + "\n(stopped or under way: " + std::to_string(i + 1) + " of " + std::to_string(o.small_sets) +
+               " sets of " + std::to_string(n) + " machines done)\n",
+           false);
+      out << std::flush;
     }
     hits_all += hits;
     cases_all += o.small_sets;
-    auto pair = [&](const std::string& k) { return fmt(ratio[k].mean()) + ", " + fmt(ratio[k].min()); };
-    md << "| " << n << " | " << lans << " | " << o.small_sets << " | " << hits << "/" << o.small_sets << " ("
-       << fmt(100.0 * static_cast<double>(hits) / o.small_sets, 0) << "%) | " << pair("rmshc") << " | " << pair("qlse")
-       << " | " << pair("greedy") << " | " << pair("gateway") << " | " << pair("star") << " | "
-       << fmt(secs["exhaustive"].mean(), 2) << " | " << fmt(secs["rmshc"].mean(), 3) << " | "
-       << fmt(secs["qlse"].mean(), 4) << " |\n";
+    md << small_row();
   }
   md << "\nOver all small sets: RMSHC found the exhaustive optimum in " << hits_all << " of " << cases_all << " ("
      << fmt(100.0 * static_cast<double>(hits_all) / static_cast<double>(std::max<std::size_t>(cases_all, 1)), 1)
@@ -149,6 +180,14 @@ int plan_study(const PlanStudyOptions& o, std::ostream& out) {
   for (std::uint32_t n : o.large_sizes) {
     const std::uint32_t lans = std::max<std::uint32_t>(2, n / 16);
     std::map<std::string, Stats> ratio, secs, evals;
+    const auto large_row = [&] {
+      std::ostringstream r;
+      r << "| " << n << " | " << lans << " | " << ratio["rmshc"].values.size() << " | " << fmt(ratio["rmshc"].mean())
+        << " | " << fmt(ratio["qlse"].mean()) << " | " << fmt(ratio["greedy"].mean()) << " | "
+        << fmt(ratio["gateway"].mean()) << " | " << fmt(secs["rmshc"].mean(), 2) << " | " << fmt(evals["rmshc"].mean(), 0)
+        << " | " << fmt(secs["qlse"].mean(), 3) << " | " << fmt(secs["greedy"].mean(), 3) << " |\n";
+      return r.str();
+    };
     for (std::uint32_t i = 0; i < o.large_sets; ++i) {
       plan::GenMachinesOptions g;
       g.machines = n;
@@ -173,18 +212,39 @@ int plan_study(const PlanStudyOptions& o, std::ostream& out) {
       ratio["gateway"].add(gw / best);
       rows.push_back(row);
       out << "large n=" << n << " set " << i << ": rmshc " << fmt(res["rmshc"].seconds, 1) << " s, qlse "
-          << fmt(res["qlse"].seconds, 3) << " s\n" << std::flush;
+          << fmt(res["qlse"].seconds, 3) << " s\n";
+      save(large_row() + "\n(stopped or under way: " + std::to_string(i + 1) + " of " + std::to_string(o.large_sets) +
+               " sets of " + std::to_string(n) + " machines done)\n",
+           false);
+      out << std::flush;
     }
-    md << "| " << n << " | " << lans << " | " << o.large_sets << " | " << fmt(ratio["rmshc"].mean()) << " | "
-       << fmt(ratio["qlse"].mean()) << " | " << fmt(ratio["greedy"].mean()) << " | " << fmt(ratio["gateway"].mean())
-       << " | " << fmt(secs["rmshc"].mean(), 2) << " | " << fmt(evals["rmshc"].mean(), 0) << " | "
-       << fmt(secs["qlse"].mean(), 3) << " | " << fmt(secs["greedy"].mean(), 3) << " |\n";
+    md << large_row();
   }
 
   // Part C: QoS failures against the load (baraglia slide 13).
   const std::vector<double> loads{0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0};
   std::map<std::string, std::vector<int>> failures;
   for (const char* k : {"qlse", "greedy", "rmshc", "gateway"}) failures[k].assign(loads.size(), 0);
+  // The table over the first `done` sets (fills qos_json alike).
+  const auto qos_table = [&](std::uint32_t done) {
+    std::ostringstream t;
+    t << "\n## QoS failures against the load\n\n" << done << " sets of " << o.qos_machines
+      << " machines in 4 LANs. Load = requested fair throughput / the best fair throughput any method reaches on "
+         "the set with QoS maximum (so RMSHC, usually that best, rarely falls below). Failure: no mapping, or the LP "
+         "of the planned tree does not sustain the requested rates.\n\n| load | QLSE failures | greedy failures | "
+         "RMSHC (max) below the request | LAN-gateway tree below |\n|---|---|---|---|---|\n";
+    qos_json = nlohmann::json::array();
+    for (std::size_t l = 0; l < loads.size(); ++l) {
+      auto pct = [&](const char* k) { return 100.0 * failures[k][l] / std::max<std::uint32_t>(done, 1); };
+      t << "| " << loads[l] << " | " << fmt(pct("qlse"), 0) << "% | " << fmt(pct("greedy"), 0) << "% | "
+        << fmt(pct("rmshc"), 0) << "% | " << fmt(pct("gateway"), 0) << "% |\n";
+      qos_json.push_back({{"load", loads[l]}, {"qlse", pct("qlse")}, {"greedy", pct("greedy")}, {"rmshc", pct("rmshc")},
+                          {"gateway", pct("gateway")}, {"sets", done}});
+    }
+    if (done < o.qos_sets)
+      t << "\n(stopped or under way: " << done << " of " << o.qos_sets << " QoS sets done)\n";
+    return t.str();
+  };
   for (std::uint32_t i = 0; i < o.qos_sets; ++i) {
     plan::GenMachinesOptions g;
     g.machines = o.qos_machines;
@@ -209,25 +269,13 @@ int plan_study(const PlanStudyOptions& o, std::ostream& out) {
       if (rmshc_max < loads[l] * bound * (1 - 1e-6)) ++failures["rmshc"][l];
       if (gw < loads[l] * bound * (1 - 1e-6)) ++failures["gateway"][l];
     }
-    out << "qos set " << i << " done\n" << std::flush;
+    out << "qos set " << i << " done\n";
+    save(qos_table(i + 1), false);
+    out << std::flush;
   }
-  md << "\n## QoS failures against the load\n\n" << o.qos_sets << " sets of " << o.qos_machines
-     << " machines in 4 LANs. Load = requested fair throughput / the best fair throughput any method reaches on "
-        "the set with QoS maximum (so RMSHC, usually that best, rarely falls below). Failure: no mapping, or the LP of the planned tree does not sustain the "
-        "requested rates.\n\n| load | QLSE failures | greedy failures | RMSHC (max) below the request | LAN-gateway "
-        "tree below |\n|---|---|---|---|---|\n";
-  nlohmann::json qos_json = nlohmann::json::array();
-  for (std::size_t l = 0; l < loads.size(); ++l) {
-    auto pct = [&](const char* k) { return 100.0 * failures[k][l] / std::max<std::uint32_t>(o.qos_sets, 1); };
-    md << "| " << loads[l] << " | " << fmt(pct("qlse"), 0) << "% | " << fmt(pct("greedy"), 0) << "% | "
-       << fmt(pct("rmshc"), 0) << "% | " << fmt(pct("gateway"), 0) << "% |\n";
-    qos_json.push_back({{"load", loads[l]}, {"qlse", pct("qlse")}, {"greedy", pct("greedy")}, {"rmshc", pct("rmshc")},
-                        {"gateway", pct("gateway")}});
-  }
+  md << qos_table(o.qos_sets);
   out << "\n" << md.str();
-  std::ofstream(o.out_dir + "/plan-study.md") << md.str();
-  std::ofstream(o.out_dir + "/plan-study.json")
-      << nlohmann::json{{"command", o.command}, {"rows", rows}, {"qos_failures", qos_json}}.dump(1) << "\n";
+  save("", true);
   return 0;
 }
 

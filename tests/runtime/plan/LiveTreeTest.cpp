@@ -88,5 +88,32 @@ TEST(LiveTree, ReparentingMovesOnlyForTheGainAsked) {
   EXPECT_TRUE(orphan.move);
 }
 
+TEST(LiveTree, ReparentingCountsTheMovingNodesSubtree) {
+  const auto t = live_tree(three_levels(), {});
+  // The moving node "new" (8 cores) has a child "kid" of 16 cores behind 1 GB/s: both move.
+  const std::vector<TreeInfo::App> apps{{"mm", 8ull << 20, 2e9, 1.0, 1}};
+  TreeInfo self{"new", "tcp://new:1", "", 8, 0, {1.0}, apps, {{"kid", "tcp://kid:1", 16, 1e9}}};
+  TreeInfo kid{"kid", "tcp://kid:1", "tcp://new:1", 16, 0, {1.0}, apps, {}};
+  const auto sub = live_tree({self, kid}, {});
+  const std::map<std::string, double> measured{{"m", 1e9}, {"a", 100e6}, {"b", 100e6}};
+  const auto alone = reparent_choice(t, measured, "new", 8, 0, "a", 0.1);
+  const auto with_kid = reparent_choice(t, measured, "new", 8, 0, "a", 0.1, &sub);
+  ASSERT_TRUE(with_kid.best.has_value());
+  EXPECT_EQ(t.model.nodes[*with_kid.best].name, "m");
+  // Under m over 1 GB/s (119 tasks/s of 8 MiB) the kid's 16 cores add to the prediction (at
+  // most its 16 tasks/s; the root's port is shared).
+  EXPECT_GT(with_kid.best_throughput - alone.best_throughput, 1.0);
+  EXPECT_LE(with_kid.best_throughput - alone.best_throughput, 16.0 + 1e-6);
+  EXPECT_GT(with_kid.current_throughput, 0.0);
+  EXPECT_EQ(with_kid.evaluations, alone.evaluations);
+  // The appended model: kid below the moving node, its own durations.
+  const auto model = with_subtree(with_joiner(t.model, live_joiner(t, "new", 8, 0), 0, 1e9), sub);
+  ASSERT_EQ(model.nodes.size(), t.model.nodes.size() + 2);
+  EXPECT_EQ(model.nodes.back().name, "kid");
+  EXPECT_EQ(model.nodes.back().parent, static_cast<int>(t.model.nodes.size()));
+  EXPECT_EQ(model.nodes.back().cores, 16u);
+  EXPECT_DOUBLE_EQ(model.nodes.back().link_bandwidth, 1e9);
+}
+
 }  // namespace
 }  // namespace treefarm::plan
