@@ -40,6 +40,10 @@ class LocalRunner {
   /// The input a calibration run of application number `k` computes on (inputs are
   /// generated from the run's seed, as the master's are).
   virtual Payload calibration_input(const model::AppSpec& app, std::uint64_t seed, std::uint32_t k) = 0;
+  /// The shortest window, seconds, over which calibration may time the kernels: several
+  /// periods of a CPU quota when the node runs under one (runtime/node/CalibrationWindow.hpp),
+  /// else long enough to span a few scheduler time slices of a shared machine.
+  virtual double calibration_window_seconds() const { return 0.3; }
 };
 
 }  // namespace treefarm::node

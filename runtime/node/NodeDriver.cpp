@@ -1114,15 +1114,21 @@ void NodeDriver::check_acknowledgements(double now) {
 // ---- calibration -----------------------------------------------------------------
 
 /// Keeps every core busy with the applications' kernels, interleaved, until each has run
-/// calibrate_reps times and for at least calibrate_seconds in all: all nodes measure at
-/// the same time, so on shared cores the durations include the sharing, as in a run
-/// (docs/calibration.md). Reports the median per application.
+/// calibrate_reps times and for at least calibrate_seconds in all, over a window of at
+/// least the runner's calibration_window_seconds: all nodes measure at the same time, so
+/// on shared cores the durations include the sharing, as in a run (docs/calibration.md).
+/// Reports the sustained time per task of each application (CalibrationWindow).
 void NodeDriver::start_calibration(double now) {
   calib_start_at_ = -1;
   calib_started_ = now;
   if (!runner_) return;
-  calib_samples_.assign(apps_.size(), {});
-  calib_total_.assign(apps_.size(), 0.0);
+  std::vector<std::uint32_t> cores_per_task;
+  for (const auto& app : apps_) cores_per_task.push_back(app.cores_per_task);
+  CalibrationWindow::Limits limits;
+  limits.reps = welcome_.calibrate_reps;
+  limits.min_window = runner_->calibration_window_seconds();
+  limits.min_kernel_seconds = calibrate_seconds;
+  calib_window_.emplace(std::move(cores_per_task), runner_->cores(), now, limits);
   calib_reported_.assign(apps_.size(), true);
   calib_inputs_.assign(apps_.size(), nullptr);
   for (std::size_t k = 0; k < apps_.size(); ++k) {
@@ -1139,7 +1145,7 @@ void NodeDriver::submit_calibration() {
   std::optional<std::size_t> best;
   for (std::size_t k = 0; k < apps_.size(); ++k) {
     if (calib_reported_[k]) continue;
-    if (!best || calib_total_[k] < calib_total_[*best]) best = k;
+    if (!best || calib_window_->kernel_seconds(k) < calib_window_->kernel_seconds(*best)) best = k;
   }
   if (!best) return;
   const std::uint64_t id = next_job_++;
@@ -1157,26 +1163,19 @@ void NodeDriver::calibration_done(std::size_t k, const JobOutcome& done, double 
     calib_reported_[k] = true;
     return;
   }
-  auto& samples = calib_samples_[k];
-  samples.push_back(done.run_seconds);
-  calib_total_[k] += done.run_seconds;
-  // Enough: reps runs and a second of kernel time — or, for tiny kernels (noop), a
-  // thousand runs or three seconds of trying.
-  const bool enough = calib_total_[k] >= calibrate_seconds || samples.size() >= 1000 ||
-                      now - calib_started_ >= 3 * calibrate_seconds;
-  if (!calib_reported_[k] && samples.size() >= welcome_.calibrate_reps && enough) {
+  calib_window_->record(k, done.run_seconds, now);
+  if (!calib_reported_[k] && calib_window_->enough(k, now)) {
     calib_reported_[k] = true;
-    // The mean over back-to-back runs, not the median: under a CPU quota (cgroup CPU
-    // bandwidth, `treefarm emulate`) runs shorter than the quota's budget per period go at
-    // the core's full speed and the run that meets the throttle waits out the period, so
-    // the median measures the unthrottled core (seen: a 113 Mflop matmul "in 1.6 ms" on
-    // 0.3 core) while the mean is the sustained time per task (issue 21).
-    const double mean = calib_total_[k] / static_cast<double>(samples.size());
-    std::sort(samples.begin(), samples.end());
-    const double median = samples[samples.size() / 2];
-    spdlog::info("{}: '{}' takes {:.6f} s per task here (mean of {} runs; median {:.6f} s)", opt_.name,
-                 apps_[k].name, mean, samples.size(), median);
-    report(net::msg::Measure{opt_.name, apps_[k].name, net::msg::Measure::What::task_seconds, mean});
+    // The sustained time per task over a window of several quota periods, not the runs'
+    // own times: under a CPU quota runs shorter than the quota's budget per period go at
+    // the core's full speed, and the stop that follows may fall between two runs
+    // (runtime/node/CalibrationWindow.hpp; issue 21).
+    const double sustained = calib_window_->sustained_seconds(k, now);
+    spdlog::info("{}: '{}' takes {:.6f} s per task here (sustained over {:.3f} s, {} runs; mean run {:.6f} s, "
+                 "median {:.6f} s)",
+                 opt_.name, apps_[k].name, sustained, now - calib_started_, calib_window_->runs(k),
+                 calib_window_->mean_run_seconds(k), calib_window_->median_run_seconds(k));
+    report(net::msg::Measure{opt_.name, apps_[k].name, net::msg::Measure::What::task_seconds, sustained});
   }
   submit_calibration();
 }
