@@ -83,8 +83,4 @@ std::optional<CpuQuota> cpu_quota(const std::string& proc_cgroup, const std::str
   return tightest;
 }
 
-double calibration_window_seconds(const std::optional<CpuQuota>& quota) {
-  return std::max(0.3, quota ? 5 * quota->period_seconds : 0.0);
-}
-
 }  // namespace treefarm::exec

@@ -22,8 +22,4 @@ struct CpuQuota {
 std::optional<CpuQuota> cpu_quota(const std::string& proc_cgroup = "/proc/self/cgroup",
                                   const std::string& root = "/sys/fs/cgroup");
 
-/// The calibration window for a process under `quota`: at least 5 of its periods and
-/// 0.3 s (docs/calibration.md).
-double calibration_window_seconds(const std::optional<CpuQuota>& quota);
-
 }  // namespace treefarm::exec

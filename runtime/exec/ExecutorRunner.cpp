@@ -21,7 +21,9 @@ struct ExecutorRunner::Run {
 };
 
 ExecutorRunner::ExecutorRunner(ExecutorConfig config)
-    : exec_(std::move(config)), calibration_window_(calibration_window_seconds(cpu_quota())) {}
+    : exec_(std::move(config)) {
+  if (const auto q = cpu_quota()) quota_period_ = q->period_seconds;
+}
 ExecutorRunner::~ExecutorRunner() = default;
 
 std::uint32_t ExecutorRunner::cores() const { return exec_.total_cores(); }

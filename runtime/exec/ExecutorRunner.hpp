@@ -28,8 +28,8 @@ class ExecutorRunner final : public node::LocalRunner {
   void start_task(std::uint64_t job, const model::AppSpec& app, const node::Payload& input,
                   std::uint64_t task_index) override;
   node::Payload calibration_input(const model::AppSpec& app, std::uint64_t seed, std::uint32_t k) override;
-  /// Five periods of the CPU quota this process runs under, at least 0.3 s (CpuQuota.hpp).
-  double calibration_window_seconds() const override { return calibration_window_; }
+  /// The period of the CPU quota this process runs under (CpuQuota.hpp), read once.
+  std::optional<double> cpu_quota_period() const override { return quota_period_; }
 
   /// Readable while finished jobs of the executor wait in collect().
   int notify_fd() const;
@@ -41,7 +41,7 @@ class ExecutorRunner final : public node::LocalRunner {
  private:
   struct Run;
   Executor exec_;
-  double calibration_window_;  ///< seconds, read once from the process's control group
+  std::optional<double> quota_period_;  ///< seconds; nullopt: no quota
   std::unordered_map<std::uint64_t, std::shared_ptr<Run>> runs_;  ///< by executor id
   std::vector<std::pair<std::uint64_t, node::JobOutcome>> inline_done_;  ///< fast path, in order
 };

@@ -347,7 +347,6 @@ class NodeDriver {
   double calib_start_at_ = -1;
   double calib_started_ = 0;
   std::optional<CalibrationWindow> calib_window_;     ///< the runs so far, per app
-  std::vector<bool> calib_reported_;
   std::vector<Payload> calib_inputs_;
   std::unique_ptr<LinkProber> prober_;
 

@@ -23,7 +23,9 @@ void add_experiment_command(CLI::App& app, Commands& out) {
                    auto c = *camp;
                    c.command = "treefarm experiment paper --out " + c.out_dir + " --jobs " + std::to_string(c.jobs) +
                                (c.quick ? " --quick" : "");
-                   return tools::paper_campaign(c.quick ? tools::quick_subset(c) : c, std::cout);
+                   // SIGINT/SIGTERM: no new simulation, the running ones ended, what finished written.
+                   const int rc = tools::paper_campaign(c.quick ? tools::quick_subset(c) : c, std::cout, &interrupted());
+                   return rc == 130 ? 128 + interrupt_signal() : rc;
                  }});
 
   auto pc = std::make_shared<tools::PriceCampaignOptions>();
