@@ -247,7 +247,8 @@ PlatformModel model_from_experiment(const model::Experiment& experiment,
 
 namespace treefarm::lp {
 
-PlatformModel model_from_calibration(model::Experiment experiment, const model::Calibration& calibration) {
+PlatformModel model_from_calibration(model::Experiment experiment, const model::Calibration& calibration,
+                                     bool same_host_links_bind) {
   MeasuredSeconds seconds;
   MeasuredBandwidth bandwidth;
   for (const auto& [name, nc] : calibration.nodes) {
@@ -283,6 +284,28 @@ PlatformModel model_from_calibration(model::Experiment experiment, const model::
     }
     model.one_port_window = model::default_one_port_window;  // the ZeroMQ adapter's (NodeOptions)
     model.nodes[i].cpus = nc.cpus;
+  }
+  if (!same_host_links_bind) {
+    // A link within one host is the host's CPUs copying bytes: the host row charges it.
+    const auto same_host = [&](std::size_t v) {
+      const auto& n = model.nodes[v];
+      return n.parent >= 0 && n.host >= 0 && model.nodes[static_cast<std::size_t>(n.parent)].host == n.host;
+    };
+    std::vector<bool> child_elsewhere(model.nodes.size(), false);
+    for (std::size_t v = 1; v < model.nodes.size(); ++v) {
+      if (same_host(v))
+        model.nodes[v].link_bandwidth = std::numeric_limits<double>::infinity();
+      else if (model.nodes[v].parent >= 0)
+        child_elsewhere[static_cast<std::size_t>(model.nodes[v].parent)] = true;
+    }
+    for (std::size_t u = 0; u < model.nodes.size(); ++u) {
+      const auto it = calibration.nodes.find(model.nodes[u].name);
+      const bool measured_out = it != calibration.nodes.end() && it->second.out_bandwidth;
+      if (measured_out && !child_elsewhere[u] && model.nodes[u].host >= 0)
+        model.nodes[u].max_out_bandwidth = experiment.run.max_out_bandwidth
+                                               ? *experiment.run.max_out_bandwidth
+                                               : std::numeric_limits<double>::infinity();
+    }
   }
   validate(model);
   return model;

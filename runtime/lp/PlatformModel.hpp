@@ -139,7 +139,17 @@ PlatformModel model_from_experiment(const model::Experiment& experiment,
 /// the machine's cores and its measured CPU cost per byte moved; a measured link round
 /// trip (`link_round_trip`) sets request_round_trip and port_hold (the ZeroMQ adapter's
 /// one-port waits for the child's acknowledgement).
-PlatformModel model_from_calibration(model::Experiment experiment, const model::Calibration& calibration);
+///
+/// Links within one host (a node and its parent on the same calibrated host): a
+/// "transfer" there is a memory copy over loopback that costs the host's CPUs, which the
+/// host row charges (γ_h per byte, docs/lp.md "Hosts"); its probe measures how busy those
+/// CPUs were, not a link (its rounds spread ~5× on a loaded 2-core machine). By default
+/// such a link and the aggregate output of a node whose children all share its host are
+/// therefore not bandwidth constraints. `same_host_links_bind` keeps them (the pessimistic
+/// end of the prediction interval, runtime/lp/PredictionInterval.hpp), so the probes'
+/// spread stays visible.
+PlatformModel model_from_calibration(model::Experiment experiment, const model::Calibration& calibration,
+                                     bool same_host_links_bind = false);
 
 /// Checks the invariants documented on PlatformModel (tree order, positive bandwidths and
 /// weights, cores_per_task >= 1, one task duration per application, every application
