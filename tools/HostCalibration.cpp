@@ -52,12 +52,19 @@ void add_local_host(model::Calibration& calibration, const model::Experiment& ex
   }
 }
 
+namespace {
+/// The CPU cost of a byte on this machine, with messages of the experiment's largest input.
+CommCost tree_comm_cost(const model::Experiment& experiment, bool encrypt) {
+  std::uint64_t bytes = 1;
+  for (const auto& app : experiment.apps) bytes = std::max<std::uint64_t>(bytes, app.input_bytes());
+  return measure_comm_cost(bytes, encrypt);
+}
+}  // namespace
+
 void calibrate_local_host(const model::Experiment& experiment, const std::string& file, bool encrypt,
                           std::ostream& log) {
   auto calibration = model::load_calibration(file);
-  std::uint64_t bytes = 1;
-  for (const auto& app : experiment.apps) bytes = std::max<std::uint64_t>(bytes, app.input_bytes());
-  const auto cost = measure_comm_cost(bytes, encrypt);
+  const auto cost = tree_comm_cost(experiment, encrypt);
   const auto topo = exec::discover_topology();
   char name[256] = {};
   if (gethostname(name, sizeof name - 1) != 0 || name[0] == '\0') std::snprintf(name, sizeof name, "localhost");
@@ -73,9 +80,7 @@ void calibrate_local_host(const model::Experiment& experiment, const std::string
 void calibrate_emulated_hosts(const model::Experiment& experiment, const std::string& file, bool encrypt,
                               std::ostream& log) {
   auto calibration = model::load_calibration(file);
-  std::uint64_t bytes = 1;
-  for (const auto& app : experiment.apps) bytes = std::max<std::uint64_t>(bytes, app.input_bytes());
-  const auto cost = measure_comm_cost(bytes, encrypt);
+  const auto cost = tree_comm_cost(experiment, encrypt);
   const double machine = static_cast<double>(exec::discover_topology().cores.size());
   for (const auto& spec : experiment.nodes) {
     auto& nc = calibration.nodes[spec.name];
