@@ -1,5 +1,6 @@
 #include "runtime/lp/PlatformModel.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <sstream>
@@ -286,25 +287,17 @@ PlatformModel model_from_calibration(model::Experiment experiment, const model::
     model.nodes[i].cpus = nc.cpus;
   }
   if (!same_host_links_bind) {
-    // A link within one host is the host's CPUs copying bytes: the host row charges it.
-    const auto same_host = [&](std::size_t v) {
-      const auto& n = model.nodes[v];
-      return n.parent >= 0 && n.host >= 0 && model.nodes[static_cast<std::size_t>(n.parent)].host == n.host;
-    };
-    std::vector<bool> child_elsewhere(model.nodes.size(), false);
+    // A link within one host: its probe rounds are slowed by everything else the host's
+    // CPUs do, which the host row charges already; the link's own limit is its fastest
+    // round (none resolved: unconstrained). The node's measured aggregate output (the
+    // fan-out probe: its one sending path) stays.
     for (std::size_t v = 1; v < model.nodes.size(); ++v) {
-      if (same_host(v))
-        model.nodes[v].link_bandwidth = std::numeric_limits<double>::infinity();
-      else if (model.nodes[v].parent >= 0)
-        child_elsewhere[static_cast<std::size_t>(model.nodes[v].parent)] = true;
-    }
-    for (std::size_t u = 0; u < model.nodes.size(); ++u) {
-      const auto it = calibration.nodes.find(model.nodes[u].name);
-      const bool measured_out = it != calibration.nodes.end() && it->second.out_bandwidth;
-      if (measured_out && !child_elsewhere[u] && model.nodes[u].host >= 0)
-        model.nodes[u].max_out_bandwidth = experiment.run.max_out_bandwidth
-                                               ? *experiment.run.max_out_bandwidth
-                                               : std::numeric_limits<double>::infinity();
+      auto& n = model.nodes[v];
+      if (n.parent < 0 || n.host < 0 || model.nodes[static_cast<std::size_t>(n.parent)].host != n.host) continue;
+      const auto it = calibration.nodes.find(n.name);
+      if (it == calibration.nodes.end() || !it->second.link_bandwidth) continue;  // not measured / unconstrained
+      n.link_bandwidth = it->second.link_bandwidth_max ? std::max(*it->second.link_bandwidth_max, n.link_bandwidth)
+                                                       : std::numeric_limits<double>::infinity();
     }
   }
   validate(model);

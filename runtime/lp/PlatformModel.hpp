@@ -142,12 +142,14 @@ PlatformModel model_from_experiment(const model::Experiment& experiment,
 ///
 /// Links within one host (a node and its parent on the same calibrated host): a
 /// "transfer" there is a memory copy over loopback that costs the host's CPUs, which the
-/// host row charges (γ_h per byte, docs/lp.md "Hosts"); its probe measures how busy those
-/// CPUs were, not a link (its rounds spread ~5× on a loaded 2-core machine). By default
-/// such a link and the aggregate output of a node whose children all share its host are
-/// therefore not bandwidth constraints. `same_host_links_bind` keeps them (the pessimistic
-/// end of the prediction interval, runtime/lp/PredictionInterval.hpp), so the probes'
-/// spread stays visible.
+/// host row charges (γ_h per byte, docs/lp.md "Hosts"); a probe round is slowed by
+/// whatever else those CPUs did meanwhile (rounds ~5× apart on a loaded 2-core machine),
+/// which the host row also charges. By default such a link is therefore bounded by its
+/// fastest round (unconstrained when none was resolved), not its median;
+/// `same_host_links_bind` keeps the median (the pessimistic end of the prediction
+/// interval, runtime/lp/PredictionInterval.hpp, then takes the slowest round), so the
+/// probes' spread stays visible. A node's measured aggregate output (`out_bandwidth`, its
+/// one sending path) applies either way.
 PlatformModel model_from_calibration(model::Experiment experiment, const model::Calibration& calibration,
                                      bool same_host_links_bind = false);
 
