@@ -52,12 +52,19 @@ void add_local_host(model::Calibration& calibration, const model::Experiment& ex
   }
 }
 
+namespace {
+/// The CPU cost of a byte on this machine, with messages of the experiment's largest input.
+CommCost tree_comm_cost(const model::Experiment& experiment, bool encrypt) {
+  std::uint64_t bytes = 1;
+  for (const auto& app : experiment.apps) bytes = std::max<std::uint64_t>(bytes, app.input_bytes());
+  return measure_comm_cost(bytes, encrypt);
+}
+}  // namespace
+
 void calibrate_local_host(const model::Experiment& experiment, const std::string& file, bool encrypt,
                           std::ostream& log) {
   auto calibration = model::load_calibration(file);
-  std::uint64_t bytes = 1;
-  for (const auto& app : experiment.apps) bytes = std::max<std::uint64_t>(bytes, app.input_bytes());
-  const auto cost = measure_comm_cost(bytes, encrypt);
+  const auto cost = tree_comm_cost(experiment, encrypt);
   const auto topo = exec::discover_topology();
   char name[256] = {};
   if (gethostname(name, sizeof name - 1) != 0 || name[0] == '\0') std::snprintf(name, sizeof name, "localhost");
@@ -68,6 +75,32 @@ void calibrate_local_host(const model::Experiment& experiment, const std::string
       << " nodes; moving a byte between two of its processes" << (encrypt ? " (CURVE)" : "") << " costs "
       << cost.cpu_seconds_per_byte * 1e9 << " CPU-ns (spread " << cost.spread * 100 << " % over "
       << cost.repetitions << " repetitions, " << cost.bytes_per_second / 1e9 << " GB/s)\n";
+}
+
+void calibrate_emulated_hosts(const model::Experiment& experiment, const std::string& file, bool encrypt,
+                              std::ostream& log) {
+  auto calibration = model::load_calibration(file);
+  const auto cost = tree_comm_cost(experiment, encrypt);
+  const double machine = static_cast<double>(exec::discover_topology().cores.size());
+  for (const auto& spec : experiment.nodes) {
+    auto& nc = calibration.nodes[spec.name];
+    const std::uint32_t cores = nc.cores > 0 ? nc.cores : spec.cores;
+    double cpu = machine;
+    if (!spec.cpuset.empty()) cpu = static_cast<double>(exec::parse_cpu_list(spec.cpuset).size());
+    if (spec.cpu_quota) cpu = std::min(cpu, *spec.cpu_quota);
+    auto& host = calibration.hosts[spec.name];
+    host.cores = std::max(cpu, 1e-6);
+    host.comm_cpu_seconds_per_byte = cost.cpu_seconds_per_byte;
+    host.comm_cpu_spread = cost.spread;
+    nc.host = spec.name;
+    nc.cpus.clear();
+    nc.cpu_share = cores > 0 ? std::clamp(cpu / static_cast<double>(cores), 1e-6, 1.0) : 1.0;
+  }
+  model::save_calibration(calibration, file);
+  log << "emulated LAN: each of the " << experiment.nodes.size()
+      << " nodes is a host of its own (its CPU quota as its cores); moving a byte costs "
+      << cost.cpu_seconds_per_byte * 1e9 << " CPU-ns on this machine (spread " << cost.spread * 100 << " % over "
+      << cost.repetitions << " repetitions)\n";
 }
 
 }  // namespace treefarm::tools

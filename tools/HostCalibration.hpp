@@ -35,4 +35,16 @@ void add_local_host(model::Calibration& calibration, const model::Experiment& ex
 void calibrate_local_host(const model::Experiment& experiment, const std::string& file, bool encrypt,
                           std::ostream& log);
 
+/// After a calibration of `experiment` on an emulated LAN (`treefarm emulate`), written
+/// to `file`: every node is a machine of its own, so each becomes a host of its own with
+/// the CPU it may use — its `cpu_quota` (else its cpuset's size, else this machine's
+/// CPUs) — its cpu_share = those cores / its cores (a quota slows each of its cores; its
+/// sustained task times, CalibrationWindow, include that), and the CPU cost of a byte
+/// measured on this machine (`treefarm emulate` runs every node on it). The LP's host rows
+/// then charge each node the CPU its own transfers cost (half of every link's bytes on
+/// each end; docs/lp.md "Hosts"), which a node with a twentieth of a core cannot ignore
+/// (docs/results/emulated-lans.md, lan-slices). Prints one line to `log`.
+void calibrate_emulated_hosts(const model::Experiment& experiment, const std::string& file, bool encrypt,
+                              std::ostream& log);
+
 }  // namespace treefarm::tools

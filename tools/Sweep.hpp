@@ -25,9 +25,10 @@ struct SweepOptions {
   std::optional<std::uint64_t> tasks;   ///< Tasks of every application (default: the file's).
   std::string out_dir;                  ///< DIR/sweep.json, DIR/sweep.png, DIR/n-N/ (default out/sweep-NAME).
   LaunchOptions launch;                 ///< Base options of every run.
-  /// Add the host record (calibrate_local_host) after each calibration: true when the
-  /// tree's nodes share this machine's CPUs; false on an emulated LAN, where every node
-  /// has its own CPU quota (as `compare` does for a wrapped launch).
+  /// The host record added after each calibration: true when the tree's nodes share this
+  /// machine's CPUs (calibrate_local_host); false on an emulated LAN, where every node is
+  /// a host of its own with its CPU quota (calibrate_emulated_hosts, as `compare` does
+  /// for a wrapped launch).
   bool host_record = true;
 };
 

@@ -9,7 +9,10 @@
 #include "tools/cli/Command.hpp"
 
 namespace {
-void on_signal(int) { treefarm::cli::interrupted() = true; }
+void on_signal(int sig) {
+  treefarm::cli::interrupt_signal() = sig;  // lock-free atomics: safe in a handler
+  treefarm::cli::interrupted() = true;
+}
 }  // namespace
 
 int main(int argc, char** argv) {

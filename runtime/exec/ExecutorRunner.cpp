@@ -4,6 +4,7 @@
 #include <span>
 #include <stdexcept>
 
+#include "runtime/exec/CpuQuota.hpp"
 #include "tasks/CommandTask.hpp"
 #include "tasks/Payload.hpp"
 #include "tasks/TaskRunner.hpp"
@@ -19,7 +20,10 @@ struct ExecutorRunner::Run {
   std::string error;
 };
 
-ExecutorRunner::ExecutorRunner(ExecutorConfig config) : exec_(std::move(config)) {}
+ExecutorRunner::ExecutorRunner(ExecutorConfig config)
+    : exec_(std::move(config)) {
+  if (const auto q = cpu_quota()) quota_period_ = q->period_seconds;
+}
 ExecutorRunner::~ExecutorRunner() = default;
 
 std::uint32_t ExecutorRunner::cores() const { return exec_.total_cores(); }

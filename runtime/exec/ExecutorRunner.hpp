@@ -28,6 +28,8 @@ class ExecutorRunner final : public node::LocalRunner {
   void start_task(std::uint64_t job, const model::AppSpec& app, const node::Payload& input,
                   std::uint64_t task_index) override;
   node::Payload calibration_input(const model::AppSpec& app, std::uint64_t seed, std::uint32_t k) override;
+  /// The period of the CPU quota this process runs under (CpuQuota.hpp), read once.
+  std::optional<double> cpu_quota_period() const override { return quota_period_; }
 
   /// Readable while finished jobs of the executor wait in collect().
   int notify_fd() const;
@@ -39,6 +41,7 @@ class ExecutorRunner final : public node::LocalRunner {
  private:
   struct Run;
   Executor exec_;
+  std::optional<double> quota_period_;  ///< seconds; nullopt: no quota
   std::unordered_map<std::uint64_t, std::shared_ptr<Run>> runs_;  ///< by executor id
   std::vector<std::pair<std::uint64_t, node::JobOutcome>> inline_done_;  ///< fast path, in order
 };

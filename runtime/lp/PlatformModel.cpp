@@ -1,5 +1,6 @@
 #include "runtime/lp/PlatformModel.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <sstream>
@@ -247,7 +248,8 @@ PlatformModel model_from_experiment(const model::Experiment& experiment,
 
 namespace treefarm::lp {
 
-PlatformModel model_from_calibration(model::Experiment experiment, const model::Calibration& calibration) {
+PlatformModel model_from_calibration(model::Experiment experiment, const model::Calibration& calibration,
+                                     bool same_host_links_bind) {
   MeasuredSeconds seconds;
   MeasuredBandwidth bandwidth;
   for (const auto& [name, nc] : calibration.nodes) {
@@ -283,6 +285,20 @@ PlatformModel model_from_calibration(model::Experiment experiment, const model::
     }
     model.one_port_window = experiment.run.one_port_window;  // the ZeroMQ adapter's (NodeOptions)
     model.nodes[i].cpus = nc.cpus;
+  }
+  if (!same_host_links_bind) {
+    // A link within one host: its probe rounds are slowed by everything else the host's
+    // CPUs do, which the host row charges already; the link's own limit is its fastest
+    // round (none resolved: unconstrained). The node's measured aggregate output (the
+    // fan-out probe: its one sending path) stays.
+    for (std::size_t v = 1; v < model.nodes.size(); ++v) {
+      auto& n = model.nodes[v];
+      if (n.parent < 0 || n.host < 0 || model.nodes[static_cast<std::size_t>(n.parent)].host != n.host) continue;
+      const auto it = calibration.nodes.find(n.name);
+      if (it == calibration.nodes.end() || !it->second.link_bandwidth) continue;  // not measured / unconstrained
+      n.link_bandwidth = it->second.link_bandwidth_max ? std::max(*it->second.link_bandwidth_max, n.link_bandwidth)
+                                                       : std::numeric_limits<double>::infinity();
+    }
   }
   validate(model);
   return model;

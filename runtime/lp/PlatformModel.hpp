@@ -139,7 +139,19 @@ PlatformModel model_from_experiment(const model::Experiment& experiment,
 /// the machine's cores and its measured CPU cost per byte moved; a measured link round
 /// trip (`link_round_trip`) sets request_round_trip and port_hold (the ZeroMQ adapter's
 /// one-port waits for the child's acknowledgement).
-PlatformModel model_from_calibration(model::Experiment experiment, const model::Calibration& calibration);
+///
+/// Links within one host (a node and its parent on the same calibrated host): a
+/// "transfer" there is a memory copy over loopback that costs the host's CPUs, which the
+/// host row charges (γ_h per byte, docs/lp.md "Hosts"); a probe round is slowed by
+/// whatever else those CPUs did meanwhile (rounds ~5× apart on a loaded 2-core machine),
+/// which the host row also charges. By default such a link is therefore bounded by its
+/// fastest round (unconstrained when none was resolved), not its median;
+/// `same_host_links_bind` keeps the median (the pessimistic end of the prediction
+/// interval, runtime/lp/PredictionInterval.hpp, then takes the slowest round), so the
+/// probes' spread stays visible. A node's measured aggregate output (`out_bandwidth`, its
+/// one sending path) applies either way.
+PlatformModel model_from_calibration(model::Experiment experiment, const model::Calibration& calibration,
+                                     bool same_host_links_bind = false);
 
 /// Checks the invariants documented on PlatformModel (tree order, positive bandwidths and
 /// weights, cores_per_task >= 1, one task duration per application, every application

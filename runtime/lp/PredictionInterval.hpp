@@ -6,6 +6,9 @@
 /// (NodeCalibration::link_bandwidth_min/max; a fastest round too fast to resolve is an
 /// unconstrained link); hosts: the CPU cost of a byte at median·(1 ± spread/2). Task
 /// durations are medians of their repetitions with no spread recorded, so they stay.
+/// Links within one host, which the median and optimistic solutions bound by their
+/// fastest round (the host's CPU row charges the rest), bind at their slowest round at the
+/// pessimistic end (model_from_calibration's same_host_links_bind).
 /// The LP optimum is monotone in each of these figures, so the two solutions bound
 /// every mix of them.
 

@@ -6,6 +6,7 @@
 /// task's flops on its host, tests use a fake.
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "runtime/model/Application.hpp"
@@ -40,6 +41,10 @@ class LocalRunner {
   /// The input a calibration run of application number `k` computes on (inputs are
   /// generated from the run's seed, as the master's are).
   virtual Payload calibration_input(const model::AppSpec& app, std::uint64_t seed, std::uint32_t k) = 0;
+  /// The period, seconds, of the CPU quota this node runs under (cgroup CPU bandwidth);
+  /// nullopt when there is none. Calibration then measures the sustained time per task
+  /// over several periods (runtime/node/CalibrationWindow.hpp).
+  virtual std::optional<double> cpu_quota_period() const { return std::nullopt; }
 };
 
 }  // namespace treefarm::node

@@ -1113,70 +1113,62 @@ void NodeDriver::check_acknowledgements(double now) {
 
 // ---- calibration -----------------------------------------------------------------
 
-/// Keeps every core busy with the applications' kernels, interleaved, until each has run
-/// calibrate_reps times and for at least calibrate_seconds in all: all nodes measure at
-/// the same time, so on shared cores the durations include the sharing, as in a run
-/// (docs/calibration.md). Reports the median per application.
+/// Keeps every core busy with the applications' kernels — interleaved, or one application
+/// at a time under a CPU quota (CalibrationWindow) — until each has run calibrate_reps
+/// times and for at least calibrate_seconds in all: all nodes measure at the same time, so
+/// on shared cores the durations include the sharing, as in a run (docs/calibration.md).
 void NodeDriver::start_calibration(double now) {
   calib_start_at_ = -1;
   calib_started_ = now;
   if (!runner_) return;
-  calib_samples_.assign(apps_.size(), {});
-  calib_total_.assign(apps_.size(), 0.0);
-  calib_reported_.assign(apps_.size(), true);
+  std::vector<std::uint32_t> cores_per_task;
+  std::vector<bool> measure;
   calib_inputs_.assign(apps_.size(), nullptr);
   for (std::size_t k = 0; k < apps_.size(); ++k) {
     const auto& app = apps_[k];
-    if (app.cores_per_task > runner_->cores() || app.kernel == model::Kernel::abstract) continue;
-    calib_inputs_[k] = runner_->calibration_input(app, welcome_.seed, static_cast<std::uint32_t>(k));
-    calib_reported_[k] = false;
+    cores_per_task.push_back(app.cores_per_task);
+    measure.push_back(app.cores_per_task <= runner_->cores() && app.kernel != model::Kernel::abstract);
+    if (measure.back())
+      calib_inputs_[k] = runner_->calibration_input(app, welcome_.seed, static_cast<std::uint32_t>(k));
   }
+  CalibrationWindow::Limits limits;
+  limits.reps = welcome_.calibrate_reps;
+  limits.min_kernel_seconds = calibrate_seconds;
+  if (const auto quota = runner_->cpu_quota_period()) {
+    // Under a CPU quota: one application at a time over five of its periods (issue 21).
+    limits.sustained = true;
+    limits.min_window = std::max(limits.min_window, 5 * *quota);
+  }
+  calib_window_.emplace(std::move(cores_per_task), std::move(measure), runner_->cores(), now, limits);
   for (std::uint32_t c = 0; c < runner_->cores(); ++c) submit_calibration();
 }
 
-/// Submits one more calibration run: the application furthest from done.
+/// Submits one more calibration run: the application the window asks for.
 void NodeDriver::submit_calibration() {
-  std::optional<std::size_t> best;
-  for (std::size_t k = 0; k < apps_.size(); ++k) {
-    if (calib_reported_[k]) continue;
-    if (!best || calib_total_[k] < calib_total_[*best]) best = k;
-  }
-  if (!best) return;
+  const auto k = calib_window_ ? calib_window_->next() : std::nullopt;
+  if (!k) return;
   const std::uint64_t id = next_job_++;
   auto job = std::make_unique<Job>();
-  job->app = *best;
-  job->cores = apps_[*best].cores_per_task;
+  job->app = *k;
+  job->cores = apps_[*k].cores_per_task;
   jobs_.emplace(id, std::move(job));
-  runner_->start(id, apps_[*best], calib_inputs_[*best]);
+  runner_->start(id, apps_[*k], calib_inputs_[*k]);
 }
 
 void NodeDriver::calibration_done(std::size_t k, const JobOutcome& done, double now) {
-  if (!calibrating_ || k >= calib_reported_.size()) return;
+  if (!calibrating_ || !calib_window_ || k >= apps_.size()) return;
   if (done.failed) {
-    spdlog::error("{}: calibration of '{}' failed: {}", opt_.name, apps_[k].name, done.error);
-    calib_reported_[k] = true;
+    if (!calib_window_->done(k)) spdlog::error("{}: calibration of '{}' failed: {}", opt_.name, apps_[k].name, done.error);
+    calib_window_->abandon(k);
+    submit_calibration();
     return;
   }
-  auto& samples = calib_samples_[k];
-  samples.push_back(done.run_seconds);
-  calib_total_[k] += done.run_seconds;
-  // Enough: reps runs and a second of kernel time — or, for tiny kernels (noop), a
-  // thousand runs or three seconds of trying.
-  const bool enough = calib_total_[k] >= calibrate_seconds || samples.size() >= 1000 ||
-                      now - calib_started_ >= 3 * calibrate_seconds;
-  if (!calib_reported_[k] && samples.size() >= welcome_.calibrate_reps && enough) {
-    calib_reported_[k] = true;
-    // The mean over back-to-back runs, not the median: under a CPU quota (cgroup CPU
-    // bandwidth, `treefarm emulate`) runs shorter than the quota's budget per period go at
-    // the core's full speed and the run that meets the throttle waits out the period, so
-    // the median measures the unthrottled core (seen: a 113 Mflop matmul "in 1.6 ms" on
-    // 0.3 core) while the mean is the sustained time per task (issue 21).
-    const double mean = calib_total_[k] / static_cast<double>(samples.size());
-    std::sort(samples.begin(), samples.end());
-    const double median = samples[samples.size() / 2];
-    spdlog::info("{}: '{}' takes {:.6f} s per task here (mean of {} runs; median {:.6f} s)", opt_.name,
-                 apps_[k].name, mean, samples.size(), median);
-    report(net::msg::Measure{opt_.name, apps_[k].name, net::msg::Measure::What::task_seconds, mean});
+  const double window = calib_window_->window_seconds(k, now);
+  if (const auto seconds = calib_window_->record(k, done.run_seconds, now)) {
+    spdlog::info("{}: '{}' takes {:.6f} s per task here ({} runs over {:.3f} s; mean run {:.6f} s, median {:.6f} s)",
+                 opt_.name, apps_[k].name, *seconds, calib_window_->runs(k), window,
+                 calib_window_->mean_run_seconds(k), calib_window_->median_run_seconds(k));
+    report(net::msg::Measure{opt_.name, apps_[k].name, net::msg::Measure::What::task_seconds, *seconds});
   }
   submit_calibration();
 }

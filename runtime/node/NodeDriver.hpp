@@ -31,6 +31,7 @@
 #include "runtime/model/Experiment.hpp"
 #include "runtime/net/Messages.hpp"
 #include "runtime/node/BlameLedger.hpp"
+#include "runtime/node/CalibrationWindow.hpp"
 #include "runtime/node/ExitCode.hpp"
 #include "runtime/node/LinkProber.hpp"
 #include "runtime/node/LocalRunner.hpp"
@@ -346,9 +347,7 @@ class NodeDriver {
   bool calibrating_ = false;
   double calib_start_at_ = -1;
   double calib_started_ = 0;
-  std::vector<std::vector<double>> calib_samples_;   ///< per app, seconds
-  std::vector<double> calib_total_;                  ///< per app, seconds
-  std::vector<bool> calib_reported_;
+  std::optional<CalibrationWindow> calib_window_;     ///< the runs so far, per app
   std::vector<Payload> calib_inputs_;
   std::unique_ptr<LinkProber> prober_;
 

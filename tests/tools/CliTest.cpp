@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <fstream>
 #include <optional>
 #include <regex>
 #include <sstream>
@@ -178,6 +179,38 @@ TEST(Cli, AnInterruptedMasterWritesNoResultsAndExits130) {
   EXPECT_EQ(*rc, 130) << read_file(dir.path() / "master.log");
   EXPECT_FALSE(fs::exists(dir.path() / "out" / "results.json"));
   EXPECT_EQ(read_file(dir.path() / "master.log").find("throughput/s"), std::string::npos);  // no table of zeros
+}
+
+// issue 21: `treefarm experiment paper` on SIGTERM starts no more simulations, ends the
+// running one, writes the report of those that finished (saying so) and exits 143.
+TEST(Cli, AnInterruptedPaperCampaignWritesWhatFinishedAndExits143) {
+  TempDir dir("cli");
+  const auto out = dir.path() / "campaign";
+  const auto log = dir.path() / "campaign.log";
+  Child c({treefarm, "experiment", "paper", "--quick", "--jobs", "1", "--out", out.string()}, log);
+  // The platforms are made, then 44 simulations run one at a time; the first progress line
+  // ("[N/44 simulations]") comes after 10 s: then at least one has finished.
+  bool progress = false;
+  for (int i = 0; i < 1200 && !progress; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    progress = read_file(log).find(" simulations] ") != std::string::npos;
+    if (c.wait(0)) break;
+  }
+  ASSERT_TRUE(progress) << read_file(log);
+  ::kill(c.pid(), SIGTERM);
+  const auto rc = c.wait(60);
+  ASSERT_TRUE(rc.has_value()) << "still running 60 s after SIGTERM: " << read_file(log);
+  EXPECT_EQ(*rc, 143) << read_file(log);
+  const auto text = read_file(log);
+  EXPECT_NE(text.find("interrupted after "), std::string::npos) << text;
+  std::ifstream f(out / "campaign.json");
+  ASSERT_TRUE(f) << "no campaign.json: " << text;
+  const auto j = nlohmann::json::parse(f);
+  ASSERT_TRUE(j.contains("interrupted")) << j.dump();
+  EXPECT_GE(j.at("simulations").get<std::size_t>(), 1u);
+  EXPECT_LT(j.at("simulations").get<std::size_t>(), 44u);
+  EXPECT_EQ(j.at("incomplete").get<std::size_t>(), 0u) << "the simulation ended by the signal is no failure";
+  EXPECT_NE(read_file(out / "paper-campaign.md").find("Incomplete campaign"), std::string::npos);
 }
 
 TEST(Cli, KeygenRefusesAPathNameAndKeepsExistingKeys) {

@@ -1,10 +1,17 @@
 #include "tools/cli/Command.hpp"
 
+#include <csignal>
+
 namespace treefarm::cli {
 
 std::atomic<bool>& interrupted() {
   static std::atomic<bool> flag{false};
   return flag;
+}
+
+std::atomic<int>& interrupt_signal() {
+  static std::atomic<int> sig{SIGINT};
+  return sig;
 }
 
 void add_all_commands(CLI::App& app, Commands& out) {

@@ -22,6 +22,8 @@ using Commands = std::vector<Command>;
 
 /// Set by SIGINT/SIGTERM; long-running commands poll it.
 std::atomic<bool>& interrupted();
+/// The signal that set interrupted() (SIGINT or SIGTERM; SIGINT until one came).
+std::atomic<int>& interrupt_signal();
 
 // Each adds its subcommand(s) to `app` and its entry to `out` (one file per subcommand).
 void add_run_command(CLI::App& app, Commands& out);

@@ -24,8 +24,8 @@ int run_sweep(SweepCli o) {
   if (o.tasks > 0) o.so.tasks = o.tasks;
   if (o.emulate) {
     // Each calibration and each run on a freshly built emulated LAN (treefarm emulate run:
-    // namespaces, tbf-shaped links, CPU quotas); every node has its own quota, so no host
-    // record (docs/emulation.md).
+    // namespaces, tbf-shaped links, CPU quotas); every node is a host of its own with its
+    // quota (calibrate_emulated_hosts; docs/emulation.md).
     if (const auto why = emulate::emulation_unavailable(); !why.empty())
       throw emulate::EmulateError("treefarm sweep --emulate: " + why);
     o.so.host_record = false;

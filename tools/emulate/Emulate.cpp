@@ -3,6 +3,7 @@
 #include <filesystem>
 
 #include "tools/Compare.hpp"
+#include "tools/HostCalibration.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -140,6 +141,7 @@ int emulate_command(const std::string& experiment, const std::string& mode, cons
     const std::string file = std::filesystem::absolute(options.calibration_out).string();
     lo.master_args.insert(lo.master_args.end(), {"--calibrate-out", file});
     rc = tools::launch_tree(ex, lo, interrupted);
+    if (rc == 0 && std::filesystem::exists(file)) tools::calibrate_emulated_hosts(ex, file, lo.encrypt, log);
   } else {
     tools::CompareOptions co;
     co.policies = options.policies;

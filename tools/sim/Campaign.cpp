@@ -84,9 +84,12 @@ RunResult result_of(const ProcessOutcome& outcome) {
 /// Runs every job, at most `parallel` forked simulations at once (ProcessPool). Each
 /// child runs SimGrid once (sim::simulate_in_this_process: it solves the LP for the lp
 /// policy's plan and the prediction) and sends a small JSON summary through a pipe.
+/// `ran[i]` says whether job i ran to its end (false: never started, or stopped by `stop`).
 std::vector<RunResult> run_jobs(const std::vector<Platform>& platforms, const std::vector<Job>& jobs,
-                                const CampaignOptions& o, std::uint32_t parallel, std::ostream& progress) {
+                                const CampaignOptions& o, std::uint32_t parallel, std::ostream& progress,
+                                const std::atomic<bool>* stop, std::vector<bool>& ran) {
   std::vector<RunResult> results(jobs.size());
+  ran.assign(jobs.size(), false);
   std::size_t finished = 0, failed = 0;
   const auto t0 = Clock::now();
   auto last_report = t0;
@@ -112,6 +115,8 @@ std::vector<RunResult> run_jobs(const std::vector<Platform>& platforms, const st
         };
       },
       [&](std::size_t i, const ProcessOutcome& outcome) {
+        if (outcome.stopped) return;  // ended by us on SIGINT/SIGTERM: neither a result nor a failure
+        ran[i] = true;
         auto& r = results[i] = result_of(outcome);
         ++finished;
         if (!r.done || !r.completed) {
@@ -129,7 +134,8 @@ std::vector<RunResult> run_jobs(const std::vector<Platform>& platforms, const st
                         failed ? (", " + std::to_string(failed) + " incomplete").c_str() : "");
           progress << line << std::endl;
         }
-      });
+      },
+      stop);
   return results;
 }
 
@@ -144,7 +150,7 @@ CampaignOptions quick_subset(CampaignOptions o) {
   return o;
 }
 
-int paper_campaign(const CampaignOptions& options, std::ostream& progress) {
+int paper_campaign(const CampaignOptions& options, std::ostream& progress, const std::atomic<bool>* stop) {
   const auto o = options.quick ? quick_subset(options) : options;
   check_options(o);
   const std::uint32_t parallel = o.jobs > 0 ? o.jobs : std::max(1u, std::thread::hardware_concurrency());
@@ -157,14 +163,33 @@ int paper_campaign(const CampaignOptions& options, std::ostream& progress) {
            << " platforms" << std::endl;
   const auto platforms = make_platforms(o);
   const double gen_seconds = seconds_since(t0);
-  const auto jobs = make_jobs(platforms, o);
+  auto jobs = make_jobs(platforms, o);
   progress << "  " << jobs.size() << " simulations, " << parallel << " at once (platforms and theoretical "
            << "throughputs in " << fmt("%.1f", gen_seconds) << " s)" << std::endl;
-  const auto results = run_jobs(platforms, jobs, o, parallel, progress);
+  std::vector<bool> ran;
+  auto results = run_jobs(platforms, jobs, o, parallel, progress, stop, ran);
   const double wall = seconds_since(t0);
+  const bool interrupted = stop && stop->load();
+  std::string note;
+  if (interrupted) {
+    // Interrupted (SIGINT/SIGTERM): the report covers the simulations that ran to their end.
+    const std::size_t planned = jobs.size();
+    std::vector<Job> kept_jobs;
+    std::vector<RunResult> kept_results;
+    for (std::size_t i = 0; i < planned; ++i)
+      if (ran[i]) {
+        kept_jobs.push_back(jobs[i]);
+        kept_results.push_back(std::move(results[i]));
+      }
+    jobs = std::move(kept_jobs);
+    results = std::move(kept_results);
+    note = "interrupted after " + std::to_string(jobs.size()) + " of " + std::to_string(planned) +
+           " simulations: the figures cover only those";
+    progress << "paper campaign: " << note << std::endl;
+  }
 
   const auto stats = compute_stats(platforms, jobs, results, o);
-  const CampaignRun run{o, parallel, started, wall, platforms, jobs, stats};
+  const CampaignRun run{o, parallel, started, wall, platforms, jobs, stats, note};
   const std::string plot_error = plot_histograms(out, run);
   if (!plot_error.empty()) progress << "  histograms: " << plot_error << std::endl;
   write_json(out, run);
@@ -178,6 +203,7 @@ int paper_campaign(const CampaignOptions& options, std::ostream& progress) {
              << ", worst " << fmt("%.2f", std::exp(s.ln_ratio.max())) << " (" << s.ln_ratio.size() << " platforms)"
              << std::endl;
   }
+  if (interrupted) return 130;
   return stats.incomplete == 0 ? 0 : 4;
 }
 

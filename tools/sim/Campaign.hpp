@@ -11,6 +11,7 @@
 /// of the experimental fair throughput from the theoretical one. docs/simulation.md ("The
 /// paper's campaign") documents the choices; docs/results/paper-campaign.md is its report.
 
+#include <atomic>
 #include <cstdint>
 #include <iosfwd>
 #include <string>
@@ -64,8 +65,11 @@ CampaignOptions quick_subset(CampaignOptions options);
 /// OUT/campaign.json, OUT/ln-ratio.png, OUT/deviation.png (gnuplot; skipped with a note if
 /// gnuplot is missing) and the histogram data. Progress lines go to `progress`. Returns 0
 /// when every simulation completed every task, 4 when some did not (they are reported and
-/// left out of the statistics). Throws std::invalid_argument for bad options and
-/// std::runtime_error when the output cannot be written.
-int paper_campaign(const CampaignOptions& options, std::ostream& progress);
+/// left out of the statistics), 130 when `stop` became true (SIGINT/SIGTERM): no
+/// simulation is started after that, the running ones are ended, and the report and
+/// campaign.json cover the simulations that had finished (they say so). Throws
+/// std::invalid_argument for bad options and std::runtime_error when the output cannot be
+/// written.
+int paper_campaign(const CampaignOptions& options, std::ostream& progress, const std::atomic<bool>* stop = nullptr);
 
 }  // namespace treefarm::tools

@@ -24,6 +24,7 @@ struct CampaignRun {
   const std::vector<Platform>& platforms;
   const std::vector<Job>& jobs;
   const CampaignStats& stats;
+  std::string interrupted;                 ///< "" or why the campaign covers fewer simulations than planned
 };
 
 /// printf of one number; "–" when it is not finite.

@@ -6,10 +6,12 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <csignal>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <iostream>
+#include <optional>
 #include <stdexcept>
 #include <vector>
 
@@ -35,7 +37,8 @@ ProcessPool::ProcessPool(std::uint32_t parallel, double kill_after, std::ostream
 }
 
 void ProcessPool::run(std::size_t count, const std::function<Work(std::size_t)>& prepare,
-                      const std::function<void(std::size_t, const ProcessOutcome&)>& finished) const {
+                      const std::function<void(std::size_t, const ProcessOutcome&)>& finished,
+                      const std::atomic<bool>* stop) const {
   struct Active {
     std::size_t index;
     pid_t pid;
@@ -43,11 +46,26 @@ void ProcessPool::run(std::size_t count, const std::function<Work(std::size_t)>&
     std::string text;
     Clock::time_point started;
     bool killed = false;
+    bool stopped = false;
   };
   std::vector<Active> active;
   std::size_t next = 0;
-  while (next < count || !active.empty()) {
-    while (next < count && active.size() < parallel_) {
+  std::optional<Clock::time_point> stopping;  // when `stop` was seen
+  while ((next < count && !stopping) || !active.empty()) {
+    if (!stopping && stop && stop->load()) {
+      stopping = Clock::now();
+      for (auto& a : active) {
+        ::kill(a.pid, SIGTERM);  // our own children
+        a.stopped = true;
+      }
+    }
+    if (stopping && seconds_since(*stopping) > 2)
+      for (auto& a : active)
+        if (!a.killed) {
+          ::kill(a.pid, SIGKILL);
+          a.killed = true;
+        }
+    while (!stopping && next < count && active.size() < parallel_) {
       const Work work = prepare(next);
       int fds[2];
       if (::pipe(fds) != 0) fail("pipe");
@@ -62,6 +80,8 @@ void ProcessPool::run(std::size_t count, const std::function<Work(std::size_t)>&
         fail("fork");
       }
       if (pid == 0) {
+        std::signal(SIGINT, SIG_DFL);
+        std::signal(SIGTERM, SIG_DFL);
         sim::die_with_parent();
         ::close(fds[0]);
         for (const auto& a : active) ::close(a.fd);
@@ -80,7 +100,7 @@ void ProcessPool::run(std::size_t count, const std::function<Work(std::size_t)>&
 
     std::vector<pollfd> pfds;
     for (const auto& a : active) pfds.push_back({a.fd, POLLIN, 0});
-    const int n = ::poll(pfds.data(), pfds.size(), 1000);
+    const int n = ::poll(pfds.data(), pfds.size(), stopping ? 100 : 1000);
     if (n < 0 && errno != EINTR) fail("poll");
     for (std::size_t i = active.size(); i-- > 0;) {
       auto& a = active[i];
@@ -102,7 +122,8 @@ void ProcessPool::run(std::size_t count, const std::function<Work(std::size_t)>&
         int status = 0;
         while (::waitpid(a.pid, &status, 0) < 0 && errno == EINTR) {
         }
-        const ProcessOutcome outcome{std::move(a.text), status, a.killed, seconds_since(a.started)};
+        const ProcessOutcome outcome{std::move(a.text), status, a.killed, seconds_since(a.started),
+                                     a.stopped && WIFSIGNALED(status)};
         const std::size_t index = a.index;
         active.erase(active.begin() + static_cast<std::ptrdiff_t>(i));
         finished(index, outcome);

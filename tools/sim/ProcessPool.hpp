@@ -8,6 +8,7 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -22,6 +23,7 @@ struct ProcessOutcome {
   int status = 0;             ///< waitpid() status.
   bool killed = false;        ///< Killed by the pool after `kill_after` seconds.
   double wall_seconds = 0;    ///< From its fork to its end, seconds.
+  bool stopped = false;       ///< Ended by the pool's signal because `stop` was set (its output is partial).
 };
 
 class ProcessPool {
@@ -36,9 +38,14 @@ class ProcessPool {
   /// Runs `count` pieces of work. For i in order, `prepare(i)` runs in this process and
   /// returns the Work that a forked child runs; `finished(i, outcome)` runs in this
   /// process when child i has ended, in the order the children end.
+  /// When `stop` is given and becomes true (a signal handler sets it), no child is
+  /// started any more, the running ones get SIGTERM (SIGKILL 2 s later) and are reported
+  /// with `stopped` set, and run returns once they have ended. A child starts with
+  /// SIGINT and SIGTERM at their defaults (a handler of the parent's would keep it alive).
   /// Throws std::runtime_error when pipe, fork or poll fail.
   void run(std::size_t count, const std::function<Work(std::size_t)>& prepare,
-           const std::function<void(std::size_t, const ProcessOutcome&)>& finished) const;
+           const std::function<void(std::size_t, const ProcessOutcome&)>& finished,
+           const std::atomic<bool>* stop = nullptr) const;
 
  private:
   std::uint32_t parallel_;

@@ -103,6 +103,42 @@ TEST(ModelFromCalibration, UsesMeasuresAndTheAdvertisedCores) {
   EXPECT_TRUE(std::isinf(m.nodes[1].max_out_bandwidth));
 }
 
+// issue 21: on one host a link is the host's CPUs copying bytes; its probe rounds are
+// slowed by everything else on those CPUs, which the host row charges: the link is bounded
+// by its fastest round (none resolved: unconstrained) — unless asked (the pessimistic end
+// of the interval). The measured aggregate output stays.
+TEST(ModelFromCalibration, LinksWithinOneHostTakeTheirFastestRound) {
+  model::Calibration cal;
+  cal.hosts["h"] = model::HostCalibration{2.0, 1e-9, 0.5};
+  cal.hosts["g"] = model::HostCalibration{4.0, 1e-9, 0.5};
+  for (const char* n : {"master", "w1", "w2"}) cal.nodes[n].host = "h";
+  cal.nodes["w1"].link_bandwidth = 2e6;  // no fastest round recorded
+  cal.nodes["w2"].link_bandwidth = 5e6;
+  cal.nodes["w2"].link_bandwidth_min = 1e6;
+  cal.nodes["w2"].link_bandwidth_max = 8e6;
+  cal.nodes["master"].out_bandwidth = 3e6;
+  const PlatformModel m = model_from_calibration(experiment(), cal);
+  EXPECT_TRUE(std::isinf(m.nodes[1].link_bandwidth));
+  EXPECT_EQ(m.nodes[2].link_bandwidth, 8e6);
+  EXPECT_EQ(m.nodes[0].max_out_bandwidth, 3e6);
+  const PlatformModel bound = model_from_calibration(experiment(), cal, true);
+  EXPECT_EQ(bound.nodes[1].link_bandwidth, 2e6);
+  EXPECT_EQ(bound.nodes[2].link_bandwidth, 5e6);
+
+  // w1 on another machine: its link is a link.
+  cal.nodes["w1"].host = "g";
+  const PlatformModel split = model_from_calibration(experiment(), cal);
+  EXPECT_EQ(split.nodes[1].link_bandwidth, 2e6);
+  EXPECT_EQ(split.nodes[2].link_bandwidth, 8e6);
+
+  // Without hosts (older files) the medians.
+  for (const char* n : {"master", "w1", "w2"}) cal.nodes[n].host.clear();
+  cal.hosts.clear();
+  const PlatformModel lan = model_from_calibration(experiment(), cal);
+  EXPECT_EQ(lan.nodes[1].link_bandwidth, 2e6);
+  EXPECT_EQ(lan.nodes[2].link_bandwidth, 5e6);
+}
+
 TEST(ModelFromExperiment, ForwardOnlyNodeNeedsNoSpeed) {
   model::Experiment e = experiment();
   e.nodes[0].cores = 0;

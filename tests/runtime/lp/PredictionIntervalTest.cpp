@@ -46,6 +46,20 @@ TEST(PredictionInterval, LinksAtTheirSlowestAndFastestRounds) {
   EXPECT_NEAR(i.high, 4.0, 1e-6);
 }
 
+// Master and worker on one host: the prediction takes the link's fastest round (4 tasks/s
+// where the median gives 2), the low end still its slowest (1), so the probes' spread
+// stays in the interval.
+TEST(PredictionInterval, ALinkWithinOneHostTakesItsFastestRoundButItsSlowestAtTheLowEnd) {
+  auto cal = calibrated(2e6, 1e6, 4e6);
+  cal.hosts["h"] = model::HostCalibration{2.0, 0.0, 0.0};
+  cal.nodes["m"].host = "h";
+  cal.nodes["w"].host = "h";
+  const auto i = prediction_interval(link_bound(), cal);
+  EXPECT_NEAR(i.median, 4.0, 1e-6);
+  EXPECT_NEAR(i.high, 4.0, 1e-6);
+  EXPECT_NEAR(i.low, 1.0, 1e-6);
+}
+
 TEST(PredictionInterval, AnUnresolvedFastestRoundLeavesTheLinkUnconstrained) {
   // The fastest round too fast to measure: the link no longer binds, the core does
   // (1 / 0.001 s = 1000 tasks/s).
