@@ -30,6 +30,7 @@
 #include "runtime/model/Calibration.hpp"
 #include "runtime/model/Experiment.hpp"
 #include "tasks/Checksum.hpp"
+#include "tasks/CommandTask.hpp"
 #include "tasks/Payload.hpp"
 #include "tasks/InputPrefetcher.hpp"
 #include "tasks/RunSecret.hpp"
@@ -113,6 +114,11 @@ int run_master(const MasterOptions& options) {
   if (options.resume && options.out_dir.empty())
     throw std::invalid_argument("--resume continues the journal in the --out directory: give --out DIR");
   if (options.resume && calibrating) throw std::invalid_argument("--resume does not apply to a calibration run");
+  // Output files (docs/command-tasks.md): each task's output is written under OUT/outputs/APP/.
+  for (std::size_t k = 0; k < ex.apps.size() && !calibrating; ++k)
+    if (ex.apps[k].send_output && options.out_dir.empty())
+      throw model::FileError(ex.path, ex.apps[k].line, "app[" + std::to_string(k) + "].output_file",
+                             "the outputs are written under OUT/outputs/" + ex.apps[k].name + "/: give --out DIR");
 
   if (!(options.spot_check >= 0 && options.spot_check <= 1))
     throw std::invalid_argument("--spot-check " + std::to_string(options.spot_check) + ": expected a fraction in [0, 1]");
@@ -352,6 +358,32 @@ int run_master(const MasterOptions& options) {
     task_log->add(rec);
     ++per_app[k];
     ++done;
+  };
+  // Output files (issue 20): an output must give its result's checksum (the SHA-256 the
+  // computing node reported); it is written once, when its result is recorded.
+  root.check_output = [&](const net::msg::Result& r, const node::Payload& output) {
+    const auto digest = tasks::sha256_hex(std::span<const std::byte>(output->data(), output->size()));
+    if (tasks::sha256_checksum(digest) == r.checksum) return true;
+    const core::TaskId id{r.task_id};
+    spdlog::error("master: the output of task {} of '{}' from '{}' does not match its result's digest", id.index(),
+                  ex.apps.at(id.app().value).name, r.node);
+    return false;
+  };
+  root.on_output = [&](const net::msg::Result& r, const node::Payload& output) {
+    const core::TaskId id{r.task_id};
+    const auto& app = ex.apps.at(id.app().value);
+    const auto dir = std::filesystem::path(options.out_dir) / "outputs" / app.name;
+    std::string name = app.output_file;
+    for (auto at = name.find("{index}"); at != std::string::npos; at = name.find("{index}", at))
+      name.replace(at, 7, std::to_string(id.index()));
+    std::filesystem::create_directories(dir);
+    const auto part = dir / (name + ".part");
+    {
+      std::ofstream out(part, std::ios::binary | std::ios::trunc);
+      out.write(reinterpret_cast<const char*>(output->data()), static_cast<std::streamsize>(output->size()));
+      if (!out) throw std::runtime_error("cannot write " + part.string());
+    }
+    std::filesystem::rename(part, dir / name);  // a crash leaves no half-written output under its name
   };
   root.on_joined = [&](const net::msg::NodeJoined& j) {
     // A worker that rejoins (restarted or reconnected) is the same node.

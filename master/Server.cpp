@@ -41,6 +41,7 @@ struct Job {
   std::string policy;  ///< "" = the experiment's
   std::string calibration;  ///< calibration file text ("" = none)
   bool live_tree = false;  ///< the experiment had no [[node]]: it runs on the tree as it is
+  bool outputs = false;    ///< the client takes the output files (submit --out)
   double submitted = 0;    ///< seconds since the server started
 };
 
@@ -48,7 +49,13 @@ struct Job {
 struct Shared {
   std::mutex mu;
   std::deque<Job> queue;
-  std::vector<std::pair<std::string, std::string>> outbox;  ///< client identity, JSON text
+  /// To a client: a JSON text, and with `file` a second frame holding that file's bytes
+  /// (an output file, read only when it is sent).
+  struct Out {
+    std::string client, text;
+    std::filesystem::path file = {};
+  };
+  std::vector<Out> outbox;
   json running;                                             ///< null between runs
   json tree = json::array();                                ///< the last run's nodes
   std::vector<std::string> waiting;                         ///< children waiting for the next run
@@ -56,9 +63,19 @@ struct Shared {
   std::uint64_t next_id = 1;
   void send(const std::string& client, const json& j) {
     std::lock_guard lock(mu);
-    outbox.emplace_back(client, j.dump());
+    outbox.push_back({client, j.dump()});
   }
 };
+
+/// A file's bytes as one frame (read into the message itself: no second copy).
+zmq::message_t read_frame(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  if (!in) return zmq::message_t();
+  zmq::message_t m(static_cast<std::size_t>(in.tellg()));
+  in.seekg(0);
+  in.read(static_cast<char*>(m.data()), static_cast<std::streamsize>(m.size()));
+  return m;
+}
 
 /// True if the experiment text has its own [[node]] tables.
 
@@ -94,15 +111,21 @@ class Channel {
   void loop() {
     while (!stop_) {
       {
-        std::vector<std::pair<std::string, std::string>> out;
+        std::vector<Shared::Out> out;
         {
           std::lock_guard lock(shared_.mu);
           out.swap(shared_.outbox);
         }
-        for (auto& [client, text] : out) {
+        for (auto& o : out) {
           try {
-            socket_.send(zmq::buffer(client), zmq::send_flags::sndmore);
-            socket_.send(zmq::buffer(text), zmq::send_flags::none);
+            socket_.send(zmq::buffer(o.client), zmq::send_flags::sndmore);
+            if (o.file.empty()) {
+              socket_.send(zmq::buffer(o.text), zmq::send_flags::none);
+              continue;
+            }
+            zmq::message_t bytes = read_frame(o.file);
+            socket_.send(zmq::buffer(o.text), zmq::send_flags::sndmore);
+            socket_.send(bytes, zmq::send_flags::none);
           } catch (const zmq::error_t& e) {  // the client left: its results stay in the job directory
             spdlog::warn("{}: could not answer a client: {}", opt_.name, e.what());
           }
@@ -151,7 +174,7 @@ class Channel {
                  {"running", shared_.running},
                  {"queue", queue},
                  {"finished", finished}};
-      shared_.outbox.emplace_back(client, reply.dump());
+      shared_.outbox.push_back({client, reply.dump()});
       return;
     }
     if (type != "submit") throw std::invalid_argument("unknown request type '" + type + "' (expected submit or status)");
@@ -161,6 +184,7 @@ class Channel {
     job.text = request.at("experiment").get<std::string>();
     job.policy = request.value("policy", "");
     job.calibration = request.value("calibration", "");
+    job.outputs = request.value("outputs", false);
     if (job.name.empty()) job.name = "experiment.toml";
     if (job.text.size() > max_experiment_bytes)
       throw std::invalid_argument("experiment of " + std::to_string(job.text.size()) + " bytes, limit " +
@@ -176,7 +200,7 @@ class Channel {
     shared_.queue.push_back(job);
     spdlog::info("{}: experiment {} ({}, {} tasks{}) queued at position {}", opt_.name, job.id, job.name,
                  ex.total_tasks(), job.live_tree ? ", live tree" : "", shared_.queue.size());
-    shared_.outbox.emplace_back(client, json{{"type", "queued"}, {"id", job.id}, {"position", shared_.queue.size()}}.dump());
+    shared_.outbox.push_back({client, json{{"type", "queued"}, {"id", job.id}, {"position", shared_.queue.size()}}.dump()});
   }
 
   const ServeOptions& opt_;
@@ -337,6 +361,26 @@ int serve(const ServeOptions& o) {
       if (shared.finished.size() > finished_kept) shared.finished.pop_front();
       shared.running = json();
     }
+    // Output files (docs/command-tasks.md): each one to a client that takes them, before "done".
+    std::uint64_t sent_outputs = 0;
+    if (job.outputs) {
+      std::error_code ec;
+      const auto outputs = std::filesystem::path(m.out_dir) / "outputs";
+      std::vector<Shared::Out> files;
+      for (const auto& app : std::filesystem::directory_iterator(outputs, ec)) {
+        if (!app.is_directory()) continue;
+        for (const auto& f : std::filesystem::directory_iterator(app.path(), ec)) {
+          if (!f.is_regular_file() || f.path().extension() == ".part") continue;
+          json head{{"type", "output"}, {"id", job.id}, {"app", app.path().filename().string()},
+                    {"name", f.path().filename().string()}, {"bytes", f.file_size(ec)}};
+          files.push_back({job.client, head.dump(), f.path()});
+        }
+      }
+      sent_outputs = files.size();
+      std::lock_guard lock(shared.mu);
+      for (auto& f : files) shared.outbox.push_back(std::move(f));
+    }
+    done["outputs"] = sent_outputs;
     shared.send(job.client, done);
     if (rc == node::exit_interrupted) break;
   }

@@ -28,7 +28,16 @@ std::string read_file(const std::string& path, const char* what) {
 struct ServeClient::Impl {
   zmq::context_t ctx{1};
   zmq::socket_t socket{ctx, zmq::socket_type::dealer};
+  zmq::message_t attached;  ///< the second frame of the last message received (an output file)
 };
+
+namespace {
+/// A name the server sent for a directory or file under --out: one plain path component.
+bool plain_name(const std::string& name) {
+  return !name.empty() && name.size() <= 255 && name != "." && name != ".." && name.find('/') == std::string::npos &&
+         name.find('\0') == std::string::npos;
+}
+}  // namespace
 
 ServeClient::ServeClient(const ServeEndpoint& e) : impl_(std::make_unique<Impl>()) {
   if (e.endpoint.empty()) throw std::invalid_argument("--to: the served master's channel endpoint is needed (tcp://HOST:PORT)");
@@ -63,6 +72,11 @@ nlohmann::json ServeClient::receive(double timeout, const std::atomic<bool>* sto
     if (!(item.revents & ZMQ_POLLIN)) continue;
     zmq::message_t frame;
     if (!impl_->socket.recv(frame, zmq::recv_flags::dontwait)) continue;
+    impl_->attached = zmq::message_t();
+    if (frame.more()) {  // an output file follows its JSON header; anything more is refused
+      (void)impl_->socket.recv(impl_->attached, zmq::recv_flags::none);
+      if (impl_->attached.more()) throw std::runtime_error("the server sent a message of more than two frames");
+    }
     auto j = nlohmann::json::parse(frame.to_string_view(), nullptr, false);
     if (j.is_discarded() || !j.is_object()) throw std::runtime_error("the server sent something that is not a JSON object");
     if (j.value("type", "") == "error") throw std::runtime_error("the served master refused: " + j.value("message", "?"));
@@ -81,11 +95,26 @@ nlohmann::json ServeClient::status(double timeout) {
   }
 }
 
+void ServeClient::write_output(const std::string& out_dir, const nlohmann::json& head) {
+  if (out_dir.empty()) return;
+  const auto app = head.value("app", std::string()), name = head.value("name", std::string());
+  if (!plain_name(app) || !plain_name(name))
+    throw std::runtime_error("the server sent an output file named '" + app + "/" + name + "': not a plain file name");
+  if (head.value("bytes", std::uint64_t{0}) != impl_->attached.size())
+    throw std::runtime_error("the server sent output " + app + "/" + name + " with " +
+                             std::to_string(impl_->attached.size()) + " bytes, its header says " +
+                             std::to_string(head.value("bytes", std::uint64_t{0})));
+  const auto dir = std::filesystem::path(out_dir) / "outputs" / app;
+  std::filesystem::create_directories(dir);
+  metrics::write_file_atomically(dir / name, impl_->attached.to_string_view());
+}
+
 nlohmann::json ServeClient::submit(const Submission& s, const std::atomic<bool>* stop) {
   nlohmann::json req{{"type", "submit"},
                      {"name", std::filesystem::path(s.experiment).filename().string()},
                      {"experiment", read_file(s.experiment, "experiment file")}};
   if (!s.policy.empty()) req["policy"] = s.policy;
+  if (!s.out_dir.empty()) req["outputs"] = true;  // output files come back into out_dir/outputs/
   if (!s.calibration.empty()) req["calibration"] = read_file(s.calibration, "calibration file");
   if (!s.out_dir.empty()) std::filesystem::create_directories(s.out_dir);
   const std::string text = req.dump();
@@ -96,6 +125,7 @@ nlohmann::json ServeClient::submit(const Submission& s, const std::atomic<bool>*
   for (;;) {
     if (s.on_message) s.on_message(j);
     if (j.value("type", "") == "done") break;
+    if (j.value("type", "") == "output") write_output(s.out_dir, j);
     double left = 0;
     if (s.timeout > 0) {
       left = std::chrono::duration<double>(until - std::chrono::steady_clock::now()).count();

@@ -25,7 +25,7 @@ struct Submission {
   std::string experiment;   ///< experiment file (TOML); sent as text
   std::string policy;       ///< overrides [run] policy ("" = keep)
   std::string calibration;  ///< calibration file sent along ("" = none): the LP prediction
-  std::string out_dir;      ///< results.json is written here ("" = not written)
+  std::string out_dir;      ///< results.json and outputs/APP/ (command output files) go here ("" = not written)
   double timeout = 0;       ///< seconds to wait for the end (0 = no limit)
   /// Each message of the server ("queued", "started", "done") as it arrives.
   std::function<void(const nlohmann::json&)> on_message;
@@ -43,12 +43,15 @@ class ServeClient {
   /// within `timeout` seconds.
   nlohmann::json status(double timeout = 10);
   /// Submits and waits for the end: returns the server's "done" message (its `results`
-  /// also written to out_dir/results.json). Throws std::runtime_error for a refusal (the
+  /// also written to out_dir/results.json, the output files of command applications with
+  /// output_file to out_dir/outputs/APP/, docs/command-tasks.md). Throws std::runtime_error for a refusal (the
   /// server's message), a timeout or an interruption (`stop` set).
   nlohmann::json submit(const Submission& submission, const std::atomic<bool>* stop = nullptr);
 
  private:
   nlohmann::json receive(double timeout, const std::atomic<bool>* stop);
+  /// Writes the output file that came with an "output" message under out_dir/outputs/APP/.
+  void write_output(const std::string& out_dir, const nlohmann::json& head);
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

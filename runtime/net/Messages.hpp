@@ -2,7 +2,8 @@
 /// @file Messages.hpp
 /// The messages of the wire protocol (docs/protocol.md). Every message is one header
 /// frame — a fixed 16-byte header then a body — followed by `payload_frames` payload
-/// frames sent without copying (only Task has one: the task's input bytes).
+/// frames sent without copying (Task: the task's input bytes; Probe, TreeInfo: probe
+/// bytes; a Result with `has_output`: a command's output file).
 
 #include <cstdint>
 #include <string>
@@ -61,6 +62,9 @@ struct AppInfo {
   std::vector<std::string> argv;  ///< program and arguments, each at most max_text_bytes
   double timeout = 0;             ///< seconds (0: no limit)
   std::string expect_digest;      ///< SHA-256 hex of every output, or empty
+  /// Each task's output travels back with its Result, up to this many bytes (a larger one
+  /// fails the task); 0: not sent back (docs/command-tasks.md, "Output files").
+  std::uint64_t max_output_bytes = 0;
 };
 /// What the master knows of one node from a calibration and the LP solution
 /// (papers/beaumont2006 §4.1, §5.1.4): passed down so policies need not learn it.
@@ -110,6 +114,12 @@ struct Result {
   double checksum = 0;
   bool failed = false;          ///< The kernel raised an error (message in `error`).
   std::string error;            ///< at most max_text_bytes (a command's stderr is cut to fit)
+  /// A command's output file travels with the result (docs/command-tasks.md, "Output
+  /// files"): then one payload frame of exactly `output_bytes` bytes follows the header,
+  /// whose SHA-256 gives `checksum`. Optional trailing fields (absent when false: a
+  /// Result without output keeps its bytes and its zero payload frames).
+  bool has_output = false;
+  std::uint64_t output_bytes = 0;  ///< bytes, at most max_payload_bytes
 };
 /// Child → parent, travelling up to the master: a node joined the tree.
 struct NodeJoined {

@@ -66,6 +66,8 @@ model::AppSpec app_from_wire(const net::msg::AppInfo& info) {
   model::AppSpec a;
   copy_named_alike(info, a);
   a.kernel = static_cast<model::Kernel>(info.kernel);
+  a.send_output = info.max_output_bytes > 0;
+  if (a.send_output) a.max_output_bytes = info.max_output_bytes;
   a.bytes = info.bytes;
   a.flops = info.flops;
   if (a.kernel == model::Kernel::matmul || a.kernel == model::Kernel::matadd) a.bytes = 0;
@@ -78,6 +80,7 @@ net::msg::AppInfo app_to_wire(const model::AppSpec& app) {
   info.kernel = static_cast<std::uint8_t>(app.kernel);
   info.bytes = app.input_bytes();
   info.flops = app.task_flops();
+  if (app.send_output) info.max_output_bytes = app.max_output_bytes;
   return info;
 }
 
@@ -311,13 +314,15 @@ void NodeDriver::carry_out(core::Action& action, double now) {
       [&](core::action::StartTask& a) { start_local(a.task); },
       [&](core::action::ForwardResult& a) {
         if (auto it = results_.find(a.task.id); it != results_.end()) {
-          transport_.send_parent(it->second);
+          transport_.send_parent(it->second, take_output(a.task.id));  // the output frame shared, not copied
           results_.erase(it);
         }
         payloads_.erase(a.task.id);
       },
       [&](core::action::TaskCompleted& a) {
         if (auto it = results_.find(a.task.id); it != results_.end()) {
+          const Payload output = take_output(a.task.id);
+          if (output && !a.duplicate && root_->on_output) root_->on_output(it->second, output);
           if (root_->on_result) root_->on_result(it->second, a.duplicate, now);
           results_.erase(it);
         }
@@ -336,6 +341,7 @@ void NodeDriver::carry_out(core::Action& action, double now) {
         spdlog::info("{}: task {} of '{}': late copy's result dropped as a duplicate", opt_.name, a.task.id.index(),
                      apps_.at(a.task.app().value).name);
         results_.erase(a.task.id);
+        outputs_.erase(a.task.id);
         blame_.retract(a.task.id.value);
       },
       [&](core::action::SendPolicyMessage& a) {
@@ -374,6 +380,15 @@ void NodeDriver::carry_out(core::Action& action, double now) {
         begin_closing("run complete", now);
       }},
       action);
+}
+
+Payload NodeDriver::take_output(core::TaskId id) {
+  if (outputs_.empty()) return {};
+  auto it = outputs_.find(id);
+  if (it == outputs_.end()) return {};
+  Payload output = std::move(it->second);
+  outputs_.erase(it);
+  return output;
 }
 
 void NodeDriver::send_task(core::ChildId child, core::TaskRef task, double now) {
@@ -472,6 +487,11 @@ void NodeDriver::on_job_done(std::uint64_t id, JobOutcome outcome, double now) {
     local_runs_.resize(apps_.size(), 0);
     local_seconds_[job.app] += outcome.run_seconds;
     ++local_runs_[job.app];
+  }
+  if (outcome.output && !outcome.failed) {
+    r.has_output = true;
+    r.output_bytes = outcome.output->size();
+    outputs_[task.id] = std::move(outcome.output);
   }
   blame_.record(task.id.value, BlameLedger::local);
   results_[task.id] = std::move(r);
@@ -613,6 +633,7 @@ void NodeDriver::parent_lost(const std::string& why, double now) {
   events_.clear();
   payloads_.clear();
   results_.clear();
+  outputs_.clear();
   blame_.clear();
   departed_.clear();
   acks_.clear();
@@ -783,7 +804,6 @@ void NodeDriver::admit(PeerId peer, const net::msg::Hello& hello, double now) {
 }
 
 void NodeDriver::handle_child(Child& child, PeerId peer, net::Message& message, Payload& payload, double now) {
-  (void)payload;
   std::visit(Overloaded{
       [&](net::msg::Request& q) {
         // A child asks only while its buffer has room (papers/beaumont2006 §4, Figure 1):
@@ -802,9 +822,20 @@ void NodeDriver::handle_child(Child& child, PeerId peer, net::Message& message, 
         // a node it reported joined below it (issue 13, "Blame below an inner node").
         if (!child.subtree.contains(s.node))
           return drop_child(peer, "sent a result computed by '" + s.node + "', outside its subtree", true, now);
+        if (s.has_output) {  // a command's output file (docs/command-tasks.md, "Output files")
+          const model::AppSpec& app = apps_[id.app().value];
+          if (!app.send_output || s.failed)
+            return drop_child(peer, "sent an output with a result of '" + app.name + "', which sends none back", true, now);
+          if (!payload || payload->size() != s.output_bytes || s.output_bytes > app.max_output_bytes)
+            return drop_child(peer, "sent an output of " + std::to_string(payload ? payload->size() : 0) + " bytes, said " +
+                                        std::to_string(s.output_bytes) + " (limit " + std::to_string(app.max_output_bytes) + ")",
+                              true, now);
+          if (is_root() && root_->check_output && !root_->check_output(s, payload)) return blame_forgery(child, peer, s, now);
+        }
         if (is_root() && root_->check_result && root_->check_result(s, child.name).forged)
           return blame_forgery(child, peer, s, now);
         blame_.record(s.task_id, child.id.value);
+        if (s.has_output) outputs_[id] = std::move(payload);
         results_[id] = std::move(s);
         post(core::event::ResultArrived{child.id, core::TaskRef{id}});
         drain(now);
