@@ -489,6 +489,19 @@ int run_master(const MasterOptions& options) {
     };
   }
 
+  // Cancelled by a client of a served tree: the run ends as a finished one (the children
+  // reset and stay), with what completed so far.
+  bool cancelled = false;
+  if (options.cancel && !calibrating)
+    root.on_tick = [&, tick = root.on_tick](double now) {
+      if (!cancelled && options.cancel->load() && self) {
+        cancelled = true;
+        spdlog::warn("master: cancelled by a client after {} of {} tasks: ending the run", done, total);
+        self->finish();
+      }
+      if (tick) tick(now);
+    };
+
   if (ex.run.policy == "lp" && options.calibration.empty() && !calibrating)
     throw std::invalid_argument("policy 'lp' follows the LP solution, which needs the platform measured: give "
                                 "--calibration FILE or use `treefarm run --calibrate`");
@@ -587,12 +600,14 @@ int run_master(const MasterOptions& options) {
       metrics::write_results_json(sink, results, [&] {
         // Measured once every task is written: the master's peak includes results.json.
         const auto now_memory = metrics::process_memory();
-        return nlohmann::json{{"master_memory",
-                               {{"rss_at_start_bytes", memory_at_start.rss_bytes},
-                                {"peak_rss_bytes", now_memory.peak_rss_bytes},
-                                {"tasks_recorded", results.task_count()},
-                                {"tasks_write_seconds",
-                                 std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()}}}};
+        nlohmann::json trailer{{"master_memory",
+                                {{"rss_at_start_bytes", memory_at_start.rss_bytes},
+                                 {"peak_rss_bytes", now_memory.peak_rss_bytes},
+                                 {"tasks_recorded", results.task_count()},
+                                 {"tasks_write_seconds",
+                                  std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()}}}};
+        if (cancelled) trailer["cancelled"] = true;  // `treefarm cancel`: what completed is above
+        return trailer;
       });
     });
     spdlog::info("master: results.json written in {:.3f} s",
@@ -609,6 +624,7 @@ int run_master(const MasterOptions& options) {
   } else if (options.table) {
     metrics::print_table(std::cout, results);
   }
+  if (cancelled) return node::exit_interrupted;
   if (!results.ok()) {
     spdlog::error("master: run not OK: {} lost, {} wrong or failed", results.lost,
                   [&] { std::uint64_t n = 0; for (auto& a : results.apps) n += a.wrong + a.failed; return n; }());

@@ -1,5 +1,6 @@
 #include "master/Server.hpp"
 
+#include <atomic>
 #include <chrono>
 #include <deque>
 #include <filesystem>
@@ -61,6 +62,8 @@ struct Shared {
   std::vector<std::string> waiting;                         ///< children waiting for the next run
   std::deque<json> finished;
   std::uint64_t next_id = 1;
+  std::uint64_t running_id = 0;           ///< the experiment running now (0: none)
+  std::atomic<bool> cancel_running{false};  ///< `treefarm cancel` of the running one (MasterOptions::cancel)
   void send(const std::string& client, const json& j) {
     std::lock_guard lock(mu);
     outbox.push_back({client, j.dump()});
@@ -177,7 +180,9 @@ class Channel {
       shared_.outbox.push_back({client, reply.dump()});
       return;
     }
-    if (type != "submit") throw std::invalid_argument("unknown request type '" + type + "' (expected submit or status)");
+    if (type == "cancel") return cancel(client, request.at("id").get<std::uint64_t>());
+    if (type != "submit")
+      throw std::invalid_argument("unknown request type '" + type + "' (expected submit, status or cancel)");
     Job job;
     job.client = client;
     job.name = std::filesystem::path(request.at("name").get<std::string>()).filename().string();
@@ -201,6 +206,32 @@ class Channel {
     spdlog::info("{}: experiment {} ({}, {} tasks{}) queued at position {}", opt_.name, job.id, job.name,
                  ex.total_tasks(), job.live_tree ? ", live tree" : "", shared_.queue.size());
     shared_.outbox.push_back({client, json{{"type", "queued"}, {"id", job.id}, {"position", shared_.queue.size()}}.dump()});
+  }
+
+  /// `treefarm cancel` (docs/serve.md): a queued experiment leaves the queue (its submitter
+  /// gets "done" with cancelled); the running one ends at the master's next tick, its
+  /// results.json saying cancelled. Anyone who may submit may cancel.
+  void cancel(const std::string& client, std::uint64_t id) {
+    std::lock_guard lock(shared_.mu);
+    if (shared_.running_id == id) {
+      shared_.cancel_running = true;
+      spdlog::warn("{}: experiment {} cancelled by a client while running", opt_.name, id);
+      shared_.outbox.push_back({client, json{{"type", "cancelled"}, {"id", id}, {"was", "running"}}.dump()});
+      return;
+    }
+    for (auto it = shared_.queue.begin(); it != shared_.queue.end(); ++it) {
+      if (it->id != id) continue;
+      spdlog::warn("{}: experiment {} cancelled by a client while queued", opt_.name, id);
+      shared_.outbox.push_back({it->client, json{{"type", "done"}, {"id", id}, {"exit_code", node::exit_interrupted},
+                                                 {"cancelled", true}, {"results", nullptr}, {"outputs", 0}}.dump()});
+      shared_.finished.push_back({{"id", id}, {"name", it->name}, {"exit_code", node::exit_interrupted}, {"cancelled", true},
+                                  {"apps", json::array()}});
+      if (shared_.finished.size() > finished_kept) shared_.finished.pop_front();
+      shared_.queue.erase(it);
+      shared_.outbox.push_back({client, json{{"type", "cancelled"}, {"id", id}, {"was", "queued"}}.dump()});
+      return;
+    }
+    throw std::invalid_argument("no queued or running experiment " + std::to_string(id));
   }
 
   const ServeOptions& opt_;
@@ -280,6 +311,8 @@ int serve(const ServeOptions& o) {
       std::lock_guard lock(shared.mu);
       job = shared.queue.front();
       shared.queue.pop_front();
+      shared.running_id = job.id;
+      shared.cancel_running = false;
       shared.running = {{"id", job.id}, {"name", job.name}, {"policy", job.policy}, {"live_tree", job.live_tree},
                         {"elapsed", 0}, {"apps", json::array()}};
     }
@@ -303,6 +336,7 @@ int serve(const ServeOptions& o) {
     m.table = false;
     m.json_progress = false;
     m.resume = false;
+    m.cancel = &shared.cancel_running;
     if (job.live_tree) {  // the tree as it is: the nodes of the last run and those waiting now
       std::set<std::string> expected = last_nodes;
       for (const auto& n : root.waiting_children()) expected.insert(n);
@@ -349,13 +383,17 @@ int serve(const ServeOptions& o) {
                         {"predicted", a.contains("predicted") ? a["predicted"] : json()}});
     }
     last_nodes = seen;
+    const bool cancelled = shared.cancel_running.load();
     json done{{"type", "done"}, {"id", job.id}, {"exit_code", rc}, {"directory", dir.string()},
               {"results", results.empty() ? json() : json(results)}};
+    if (cancelled) done["cancelled"] = true;
     if (!error.empty()) done["error"] = error;
     spdlog::info("{}: experiment {} ended with exit code {}", o.name, job.id, rc);
     {
       std::lock_guard lock(shared.mu);
       json summary{{"id", job.id}, {"name", job.name}, {"exit_code", rc}, {"apps", apps}};
+      if (cancelled) summary["cancelled"] = true;
+      shared.running_id = 0;
       if (!tree.empty()) shared.tree = tree;
       shared.finished.push_back(std::move(summary));
       if (shared.finished.size() > finished_kept) shared.finished.pop_front();
@@ -382,7 +420,7 @@ int serve(const ServeOptions& o) {
     }
     done["outputs"] = sent_outputs;
     shared.send(job.client, done);
-    if (rc == node::exit_interrupted) break;
+    if (rc == node::exit_interrupted && !cancelled) break;  // the master was stopped (SIGINT/SIGTERM)
   }
   serving = nullptr;
   spdlog::info("{}: no longer serving", o.name);

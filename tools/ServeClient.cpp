@@ -95,6 +95,15 @@ nlohmann::json ServeClient::status(double timeout) {
   }
 }
 
+nlohmann::json ServeClient::cancel(std::uint64_t id, double timeout) {
+  const std::string req = nlohmann::json{{"type", "cancel"}, {"id", id}}.dump();
+  impl_->socket.send(zmq::buffer(req), zmq::send_flags::none);
+  for (;;) {
+    auto j = receive(timeout, nullptr);  // a refusal ("no queued or running experiment N") throws
+    if (j.value("type", "") == "cancelled" && j.value("id", std::uint64_t{0}) == id) return j;
+  }
+}
+
 void ServeClient::write_output(const std::string& out_dir, const nlohmann::json& head) {
   if (out_dir.empty()) return;
   const auto app = head.value("app", std::string()), name = head.value("name", std::string());
@@ -121,17 +130,36 @@ nlohmann::json ServeClient::submit(const Submission& s, const std::atomic<bool>*
   impl_->socket.send(zmq::buffer(text), zmq::send_flags::none);
   // The first answer (queued or refused) comes at once; the end when the run is over.
   auto j = receive(30, stop);
-  const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(s.timeout);
+  const std::uint64_t id = j.value("id", std::uint64_t{0});
+  auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(s.timeout);
+  bool cancelling = false;
+  // Ctrl-C: this submitter's own experiment is cancelled; its end (and results) still come.
+  const auto start_cancelling = [&] {
+    cancelling = true;
+    const std::string req = nlohmann::json{{"type", "cancel"}, {"id", id}}.dump();
+    impl_->socket.send(zmq::buffer(req), zmq::send_flags::none);
+    if (s.on_message) s.on_message({{"type", "cancelling"}, {"id", id}});
+    until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  };
   for (;;) {
-    if (s.on_message) s.on_message(j);
+    if (!j.empty() && s.on_message) s.on_message(j);
     if (j.value("type", "") == "done") break;
     if (j.value("type", "") == "output") write_output(s.out_dir, j);
+    if (!cancelling && stop && stop->load()) start_cancelling();
     double left = 0;
-    if (s.timeout > 0) {
+    if (s.timeout > 0 || cancelling) {
       left = std::chrono::duration<double>(until - std::chrono::steady_clock::now()).count();
-      if (left <= 0) throw std::runtime_error("the experiment did not end within " + std::to_string(s.timeout) + " s");
+      if (left <= 0)
+        throw std::runtime_error(cancelling ? "the cancelled experiment did not end within 60 s"
+                                            : "the experiment did not end within " + std::to_string(s.timeout) + " s");
     }
-    j = receive(left, stop);
+    try {
+      j = receive(left, cancelling ? nullptr : stop);
+    } catch (const std::runtime_error&) {
+      if (cancelling || !stop || !stop->load()) throw;
+      start_cancelling();
+      j = nlohmann::json::object();  // nothing received
+    }
   }
   if (!s.out_dir.empty() && j.contains("results") && j["results"].is_string())
     metrics::write_file_atomically(std::filesystem::path(s.out_dir) / "results.json", j["results"].get<std::string>());

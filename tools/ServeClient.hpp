@@ -46,7 +46,16 @@ class ServeClient {
   /// also written to out_dir/results.json, the output files of command applications with
   /// output_file to out_dir/outputs/APP/, docs/command-tasks.md). Throws std::runtime_error for a refusal (the
   /// server's message), a timeout or an interruption (`stop` set).
+  ///
+  /// When `stop` is set (Ctrl-C) after the server queued the experiment, the client
+  /// cancels it (cancel()) and waits up to 60 s more for its "done" (results.json with
+  /// `"cancelled": true` if it was running); before that it throws at once.
   nlohmann::json submit(const Submission& submission, const std::atomic<bool>* stop = nullptr);
+  /// Cancels experiment `id` (docs/serve.md): a queued one leaves the queue, a running one
+  /// ends (the tree is reset and stays). Returns the server's "cancelled" answer
+  /// ({id, was: "queued" | "running"}). Throws std::runtime_error with the server's message
+  /// if there is no such experiment, or if no answer came within `timeout` seconds.
+  nlohmann::json cancel(std::uint64_t id, double timeout = 10);
 
  private:
   nlohmann::json receive(double timeout, const std::atomic<bool>* stop);

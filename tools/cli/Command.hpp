@@ -45,9 +45,10 @@ void add_sweep_command(CLI::App& app, Commands& out);
 void add_report_command(CLI::App& app, Commands& out);
 /// `probe`: MACHINES.toml measured on running workers (docs/machines-file.md).
 void add_probe_command(CLI::App& app, Commands& out);
-/// `submit` and `status` on a served tree (docs/serve.md).
+/// `submit`, `status` and `cancel` on a served tree (docs/serve.md).
 void add_submit_command(CLI::App& app, Commands& out);
 void add_status_command(CLI::App& app, Commands& out);
+void add_cancel_command(CLI::App& app, Commands& out);
 
 /// Registers every subcommand above, in the order `treefarm --help` lists them.
 void add_all_commands(CLI::App& app, Commands& out);
