@@ -54,7 +54,8 @@ std::atomic<bool> stop_requested{false};
 namespace {
 /// The running experiment's progress for `treefarm status` (MasterOptions::on_status).
 nlohmann::json status_json(const metrics::RunResults& results, const std::vector<std::uint64_t>& per_app,
-                           const std::unordered_map<std::string, std::uint64_t>& done_by_node, double elapsed) {
+                           const std::unordered_map<std::string, std::uint64_t>& done_by_node,
+                           const std::unordered_map<std::string, net::msg::NodeLoad>& load_by_node, double elapsed) {
   nlohmann::json apps = nlohmann::json::array(), nodes = nlohmann::json::array();
   for (std::size_t k = 0; k < results.apps.size() && k < per_app.size(); ++k) {
     const auto& a = results.apps[k];
@@ -68,6 +69,13 @@ nlohmann::json status_json(const metrics::RunResults& results, const std::vector
     const auto it = done_by_node.find(n.name);
     nodes.push_back({{"name", n.name}, {"parent", n.parent}, {"cores", n.cores},
                      {"done", it == done_by_node.end() ? std::uint64_t{0} : it->second}});
+    // Its state as its last heartbeat brought it up (issue 20): busy cores, tasks held and
+    // not running, the machine's 1-minute load average (null: unknown).
+    if (const auto l = load_by_node.find(n.name); l != load_by_node.end()) {
+      nodes.back()["busy_cores"] = l->second.busy_cores;
+      nodes.back()["queued"] = l->second.queued;
+      nodes.back()["load1"] = l->second.load1 >= 0 ? nlohmann::json(l->second.load1) : nlohmann::json();
+    }
   }
   return {{"elapsed", elapsed}, {"apps", apps}, {"nodes", nodes}};
 }
@@ -409,6 +417,8 @@ int run_master(const MasterOptions& options) {
                                                                : Progress::Mode::plain;
   Progress progress(progress_apps, progress_mode, progress_mode == Progress::Mode::json ? std::cout : std::cerr);
   std::unordered_map<std::string, std::uint64_t> done_by_node;  // `treefarm status` (on_status only)
+  std::unordered_map<std::string, net::msg::NodeLoad> load_by_node;
+  if (options.on_status) root.on_load = [&](const net::msg::NodeLoad& l) { load_by_node[l.name] = l; };
   if (options.on_status)
     root.on_result = [&, record = root.on_result](const net::msg::Result& r, bool duplicate, double now) {
       if (!duplicate) ++done_by_node[r.node];
@@ -416,7 +426,8 @@ int run_master(const MasterOptions& options) {
     };
   root.on_tick = [&](double now) {
     if (journal) journal->flush();  // at most ~1 s of results is lost to a crash
-    if (options.on_status) options.on_status(status_json(results, per_app, done_by_node, start > 0 ? now - start : 0.0));
+    if (options.on_status)
+      options.on_status(status_json(results, per_app, done_by_node, load_by_node, start > 0 ? now - start : 0.0));
     if (start == 0 && done == 0) return;
     progress.tick(now - start, per_app);
   };

@@ -203,7 +203,15 @@ std::vector<std::byte> encode(const Message& m) {
         body.put(j.cores);
         body.put(j.memory);
       },
-      [&](const msg::Heartbeat&) {},
+      [&](const msg::Heartbeat& h) {
+        if (h.loads.empty()) return;  // optional trailing list (issue 20, `treefarm status`)
+        if (h.loads.size() > max_loads) throw std::invalid_argument("heartbeat with too many node states");
+        body.put<std::uint32_t>(static_cast<std::uint32_t>(h.loads.size()));
+        for (const auto& l : h.loads) {
+          body.put_string(l.name);
+          body.put_all(l.cores, l.busy_cores, l.queued, l.load1);
+        }
+      },
       [&](const msg::Shutdown& s) {
         body.put_string(s.reason);
         if (s.reset) body.put<std::uint8_t>(1);  // optional trailing field (served trees)
@@ -461,7 +469,28 @@ Message decode(std::span<const std::byte> header_frame, std::size_t payload_fram
       m = msg::NodeJoined{r.get_string("name"), r.get_string("parent"), r.get<std::uint32_t>("cores"),
                           r.get<std::uint64_t>("memory")};
       break;
-    case Kind::heartbeat: m = msg::Heartbeat{}; break;
+    case Kind::heartbeat: {
+      msg::Heartbeat h;
+      if (!r.at_end()) {  // node states (child → parent), absent from an empty Heartbeat
+        const auto count = r.get<std::uint32_t>("load_count");
+        if (count == 0 || count > max_loads)
+          throw DecodeError("Heartbeat with " + std::to_string(count) + " node states, expected 1 to " + std::to_string(max_loads));
+        for (std::uint32_t i = 0; i < count; ++i) {
+          msg::NodeLoad l;
+          l.name = r.get_string("load.name");
+          if (l.name.empty()) throw DecodeError("Heartbeat with a node state of no name");
+          l.cores = r.get<std::uint32_t>("load.cores");
+          l.busy_cores = r.get<std::uint32_t>("load.busy_cores");
+          l.queued = r.get<std::uint32_t>("load.queued");
+          l.load1 = r.get_finite("load.load1");
+          if (l.cores > 1u << 16 || l.busy_cores > l.cores || !(l.load1 >= -1))
+            throw DecodeError("Heartbeat with an impossible state of '" + l.name + "'");
+          h.loads.push_back(std::move(l));
+        }
+      }
+      m = std::move(h);
+      break;
+    }
     case Kind::shutdown: {
       msg::Shutdown s{r.get_string("reason")};
       if (!r.at_end()) {  // served trees: absent from older Shutdowns

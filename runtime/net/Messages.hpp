@@ -29,6 +29,7 @@ constexpr std::uint64_t max_tree_probe_bytes = 64ull << 20;  ///< bytes, one Tre
 constexpr std::size_t max_tree_children = 256;            ///< children listed in one TreeInfo
 constexpr std::size_t max_ancestors = 32;                 ///< entries of Welcome::ancestors
 constexpr std::uint32_t max_probe_rounds = 100;           ///< rounds of one ProbeRequest
+constexpr std::size_t max_loads = 256;                    ///< node states in one Heartbeat
 
 enum class Kind : std::uint16_t {
   hello = 1, welcome = 2, request = 3, task = 4, result = 5, node_joined = 6,
@@ -128,7 +129,20 @@ struct NodeJoined {
   std::uint32_t cores = 0;
   std::uint64_t memory = 0;     ///< bytes
 };
-struct Heartbeat {};
+/// One node's state as `treefarm status` shows it (issue 20, docs/serve.md).
+struct NodeLoad {
+  std::string name;
+  std::uint32_t cores = 0;        ///< cores it computes on
+  std::uint32_t busy_cores = 0;   ///< cores held by its running tasks (≤ cores)
+  std::uint32_t queued = 0;       ///< tasks held there and not running (waiting or on their way to a child)
+  double load1 = -1;              ///< the machine's 1-minute load average (-1: unknown)
+};
+/// Either way, every heartbeat interval. Child → parent it may carry, as an optional
+/// trailing list, the state of the sender and of the nodes below it (at most max_loads;
+/// left out when empty, so an empty Heartbeat keeps its bytes).
+struct Heartbeat {
+  std::vector<NodeLoad> loads = {};
+};
 /// Parent → child: the run is over; pass it on and exit. With `reset` (a served tree,
 /// docs/serve.md) the child passes it on, says Bye, forgets the run and says Hello again
 /// on the same connection instead of exiting; a joining child told `reset` waits for the

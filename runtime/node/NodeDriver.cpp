@@ -95,6 +95,7 @@ struct NodeDriver::Child {
   std::unordered_map<std::uint64_t, SendRecord> sends;  ///< task transfers not yet acknowledged
   std::string endpoint;                              ///< advertised by its TreeInfo ("" = none)
   std::uint32_t cores = 0;
+  std::vector<net::msg::NodeLoad> loads;             ///< its subtree's states, from its last heartbeat
 };
 
 /// A job on the local runner: a task, or a calibration run of application `app`.
@@ -380,6 +381,21 @@ void NodeDriver::carry_out(core::Action& action, double now) {
         begin_closing("run complete", now);
       }},
       action);
+}
+
+net::msg::NodeLoad NodeDriver::own_load() const {
+  net::msg::NodeLoad l;
+  l.name = opt_.name;
+  l.cores = runner_ ? runner_->cores() : 0;
+  l.busy_cores = static_cast<std::uint32_t>(std::min<std::uint64_t>(committed_cores_, l.cores));
+  std::size_t running = 0;
+  for (const auto& [id, job] : jobs_)
+    if (job->task && job->epoch == epoch_) ++running;
+  const std::size_t held = is_root() ? 0 : payloads_.size();
+  l.queued = static_cast<std::uint32_t>(held > running ? held - running : 0);
+  l.load1 = opt_.machine_load ? opt_.machine_load() : -1.0;
+  if (!(l.load1 >= 0)) l.load1 = -1.0;
+  return l;
 }
 
 Payload NodeDriver::take_output(core::TaskId id) {
@@ -867,7 +883,13 @@ void NodeDriver::handle_child(Child& child, PeerId peer, net::Message& message, 
         drain(now);
       },
       [&](net::msg::BlameReply& r) { on_blame_reply(child, peer, r, now); },
-      [&](net::msg::Heartbeat&) {},
+      [&](net::msg::Heartbeat& h) {
+        // Its own state and its subtree's only (as Result::node and NodeJoined are bound).
+        for (const auto& l : h.loads)
+          if (!child.subtree.contains(l.name))
+            return drop_child(peer, "reported the state of '" + l.name + "', outside its subtree", true, now);
+        if (!h.loads.empty()) child.loads = std::move(h.loads);
+      },
       [&](net::msg::Bye&) {
         drop_child(peer, "said goodbye", false, now);
         maybe_closed(now);
@@ -1100,7 +1122,21 @@ void NodeDriver::flush(double now) {
 /// queue behind task payloads on slow links.
 void NodeDriver::heartbeats(double now) {
   next_heartbeat_ = now + opt_.heartbeat_interval;
-  if (!is_root() && phase_ != Phase::rejoin_wait) transport_.send_parent(net::msg::Heartbeat{});
+  // Node states ride on the heartbeats up the tree (`treefarm status`): this node's, then
+  // those its children last reported, as many as one heartbeat carries.
+  net::msg::Heartbeat up;
+  if (!is_root() || root_->on_load) {
+    up.loads.push_back(own_load());
+    for (const auto& [peer, c] : children_)
+      for (const auto& l : c->loads)
+        if (up.loads.size() < net::max_loads) up.loads.push_back(l);
+  }
+  if (is_root()) {
+    if (root_->on_load)
+      for (const auto& l : up.loads) root_->on_load(l);
+  } else if (phase_ != Phase::rejoin_wait) {
+    transport_.send_parent(up);
+  }
   std::vector<PeerId> silent;
   for (auto& [peer, c] : children_) {
     transport_.send_child(peer, net::msg::Heartbeat{});
