@@ -783,5 +783,40 @@ TEST(CodecServe, ShutdownCarriesResetOnlyWhenSetAndRejectsAnyOtherByte) {
   bad.back() = std::byte{2};
   EXPECT_THROW(decode_frame(bad, 0), DecodeError);
 }
+// `treefarm status` (issue 20): node states ride on a child's Heartbeat as an optional
+// trailing list; an empty Heartbeat keeps its bytes; bad states are DecodeErrors.
+TEST(CodecServe, HeartbeatCarriesNodeStatesOnlyWhenGivenAndChecksThem) {
+  msg::Heartbeat h;
+  h.loads = {msg::NodeLoad{"w1", 4, 3, 7, 1.25}, msg::NodeLoad{"w1a", 1, 0, 0, -1}};
+  const Bytes frame = encode(Message{h});
+  EXPECT_EQ(encode(Message{msg::Heartbeat{}}).size(), header_bytes) << "an empty Heartbeat grew";
+  const auto back = std::get<msg::Heartbeat>(decode_frame(frame, 0));
+  ASSERT_EQ(back.loads.size(), 2u);
+  EXPECT_EQ(back.loads[0].name, "w1");
+  EXPECT_EQ(back.loads[0].cores, 4u);
+  EXPECT_EQ(back.loads[0].busy_cores, 3u);
+  EXPECT_EQ(back.loads[0].queued, 7u);
+  EXPECT_DOUBLE_EQ(back.loads[0].load1, 1.25);
+  EXPECT_DOUBLE_EQ(back.loads[1].load1, -1);
+
+  auto busier = h;
+  busier.loads[1].busy_cores = 2;  // more busy cores than cores
+  EXPECT_THROW(decode_frame(encode(Message{busier}), 0), DecodeError);
+  auto nameless = h;
+  nameless.loads[0].name.clear();
+  EXPECT_THROW(decode_frame(encode(Message{nameless}), 0), DecodeError);
+  auto below = h;
+  below.loads[0].load1 = -2;
+  EXPECT_THROW(decode_frame(encode(Message{below}), 0), DecodeError);
+  Bytes zero = encode(Message{msg::Heartbeat{}});  // a count of 0 is not how an empty list is sent
+  zero.insert(zero.end(), 4, std::byte{0});
+  poke<std::uint32_t>(zero, off_body_length, 4);
+  EXPECT_THROW(decode_frame(zero, 0), DecodeError);
+  msg::Heartbeat many;
+  many.loads.assign(max_loads + 1, msg::NodeLoad{"w", 1, 0, 0, 0});
+  EXPECT_THROW(encode(Message{many}), std::invalid_argument);
+  many.loads.pop_back();
+  EXPECT_EQ(std::get<msg::Heartbeat>(decode_frame(encode(Message{many}), 0)).loads.size(), max_loads);
+}
 }  // namespace
 }  // namespace treefarm::net
