@@ -8,8 +8,6 @@
 
 namespace treefarm::cli {
 
-void add_serve_endpoint_options(CLI::App& cmd, tools::ServeEndpoint& to, bool required);
-
 namespace {
 struct CancelCli {
   tools::ServeEndpoint to;

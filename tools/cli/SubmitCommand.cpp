@@ -67,7 +67,9 @@ int run_submit(const SubmitCli& o) {
 
 /// --to, --curve-secret, --server-key, --insecure (submit, status, compare --to).
 void add_serve_endpoint_options(CLI::App& cmd, tools::ServeEndpoint& to, bool required) {
-  auto* opt = cmd.add_option("--to", to.endpoint, "The served master's channel (treefarm-master --serve --bind ENDPOINT)");
+  auto* opt = cmd.add_option("--to", to.endpoint,
+                             required ? "The served master's channel (treefarm-master --serve --bind ENDPOINT)"
+                                      : "Run on a served tree (treefarm-master --serve --bind ENDPOINT), restarting nothing");
   if (required) opt->required();
   cmd.add_option("--curve-secret", to.curve_secret, "This client's CURVE secret key file (its public key in the master's authorized_keys)")
       ->check(CLI::ExistingFile);
