@@ -15,6 +15,7 @@
 #include <iostream>
 #include <memory>
 #include <set>
+#include <span>
 
 #include <spdlog/spdlog.h>
 

@@ -8,6 +8,7 @@
 #include <mutex>
 #include <regex>
 #include <set>
+#include <span>
 #include <sstream>
 #include <thread>
 
@@ -29,6 +30,8 @@ using nlohmann::json;
 
 /// Largest experiment text accepted on the submit channel (bytes).
 constexpr std::size_t max_experiment_bytes = 4u << 20;
+/// Input files one submission may bring (a command's input_file, issue 20).
+constexpr std::size_t max_input_files = 64;
 /// Finished experiments kept for `treefarm status`.
 constexpr std::size_t finished_kept = 20;
 
@@ -85,8 +88,8 @@ zmq::message_t read_frame(const std::filesystem::path& path) {
 /// The submit/status channel: a ROUTER on its own thread and context.
 class Channel {
  public:
-  Channel(const ServeOptions& o, Shared& shared, std::chrono::steady_clock::time_point t0)
-      : opt_(o), shared_(shared), t0_(t0), socket_(ctx_, zmq::socket_type::router) {
+  Channel(const ServeOptions& o, std::filesystem::path state, Shared& shared, std::chrono::steady_clock::time_point t0)
+      : opt_(o), state_(std::move(state)), shared_(shared), t0_(t0), socket_(ctx_, zmq::socket_type::router) {
     net::configure_socket(socket_, true);
     socket_.set(zmq::sockopt::handshake_ivl, 5000);
     const auto& curve = o.base.curve;
@@ -149,17 +152,17 @@ class Channel {
         more = f.more();
         frames.push_back(std::move(f));
       }
-      if (frames.size() != 2) continue;  // not our client: ignored
+      if (frames.size() < 2) continue;  // not our client: ignored
       const std::string client = frames[0].to_string();
       try {
-        handle(client, json::parse(frames[1].to_string_view()));
+        handle(client, json::parse(frames[1].to_string_view()), std::span(frames).subspan(2));
       } catch (const std::exception& e) {
         shared_.send(client, {{"type", "error"}, {"message", e.what()}});
       }
     }
   }
 
-  void handle(const std::string& client, const json& request) {
+  void handle(const std::string& client, const json& request, std::span<zmq::message_t> files) {
     const std::string type = request.value("type", "");
     if (type == "status") {
       std::lock_guard lock(shared_.mu);
@@ -181,6 +184,7 @@ class Channel {
       return;
     }
     if (type == "cancel") return cancel(client, request.at("id").get<std::uint64_t>());
+    if (type != "submit" && !files.empty()) throw std::invalid_argument("a " + type + " request with file frames");
     if (type != "submit")
       throw std::invalid_argument("unknown request type '" + type + "' (expected submit, status or cancel)");
     Job job;
@@ -196,16 +200,53 @@ class Channel {
                                   std::to_string(max_experiment_bytes));
     job.live_tree = !model::has_node_tables(job.text);
     if (job.live_tree) job.text += "\n\n# added by the served master: the experiment runs on the live tree\n[[node]]\nname = \"" + opt_.name + "\"\ncores = 0\n";
-    // Refused at once if it does not parse (file, line, field), not when its turn comes.
-    auto ex = model::parse_experiment(job.text, job.name);
-    if (!job.policy.empty()) (void)core::make_policy(job.policy, {});  // an unknown policy name throws here
+    {
+      std::lock_guard lock(shared_.mu);
+      job.id = shared_.next_id++;
+    }
+    // The job's directory holds the experiment and the input files sent with it, so that a
+    // command's relative input_file resolves there as beside the client's copy (issue 20).
+    const auto dir = state_ / ("job-" + std::to_string(job.id));
+    model::Experiment ex;
+    try {
+      std::filesystem::create_directories(dir);
+      write_inputs(dir, request.value("inputs", json::array()), files);
+      // Refused at once if it does not parse (file, line, field), not when its turn comes.
+      ex = model::parse_experiment(job.text, (dir / job.name).string());
+      if (!job.policy.empty()) (void)core::make_policy(job.policy, {});  // an unknown policy name throws here
+    } catch (...) {
+      std::error_code ec;
+      std::filesystem::remove_all(dir, ec);
+      throw;
+    }
     std::lock_guard lock(shared_.mu);
-    job.id = shared_.next_id++;
     job.submitted = now();
     shared_.queue.push_back(job);
     spdlog::info("{}: experiment {} ({}, {} tasks{}) queued at position {}", opt_.name, job.id, job.name,
                  ex.total_tasks(), job.live_tree ? ", live tree" : "", shared_.queue.size());
     shared_.outbox.push_back({client, json{{"type", "queued"}, {"id", job.id}, {"position", shared_.queue.size()}}.dump()});
+  }
+
+  /// The input files a submission brought (`inputs`: [{path, bytes}], one frame each, in
+  /// order), written under the job's directory; each path relative and inside it.
+  static void write_inputs(const std::filesystem::path& dir, const json& inputs, std::span<zmq::message_t> files) {
+    if (!inputs.is_array() || inputs.size() != files.size() || files.size() > max_input_files)
+      throw std::invalid_argument("a submission with " + std::to_string(files.size()) + " file frames for " +
+                                  std::to_string(inputs.is_array() ? inputs.size() : 0) + " inputs (at most " +
+                                  std::to_string(max_input_files) + ")");
+    for (std::size_t i = 0; i < files.size(); ++i) {
+      const std::filesystem::path rel(inputs[i].at("path").get<std::string>());
+      bool inside = !rel.empty() && rel.is_relative();
+      for (const auto& part : rel) inside = inside && part != ".." && !part.empty();
+      if (!inside) throw std::invalid_argument("input file '" + rel.string() + "': not a path inside the experiment's folder");
+      if (inputs[i].at("bytes").get<std::uint64_t>() != files[i].size())
+        throw std::invalid_argument("input file '" + rel.string() + "': its frame does not have the size announced");
+      const auto path = dir / rel.lexically_normal();
+      std::filesystem::create_directories(path.parent_path());
+      std::ofstream out(path, std::ios::binary | std::ios::trunc);
+      out.write(static_cast<const char*>(files[i].data()), static_cast<std::streamsize>(files[i].size()));
+      if (!out) throw std::runtime_error("cannot write " + path.string() + " on the master");
+    }
   }
 
   /// `treefarm cancel` (docs/serve.md): a queued experiment leaves the queue (its submitter
@@ -235,6 +276,7 @@ class Channel {
   }
 
   const ServeOptions& opt_;
+  std::filesystem::path state_;  ///< STATE: job-N/ directories
   Shared& shared_;
   std::chrono::steady_clock::time_point t0_;
   zmq::context_t ctx_{1};
@@ -289,7 +331,7 @@ int serve(const ServeOptions& o) {
   serving = &root;
 
   Shared shared;
-  Channel channel(o, shared, t0);
+  Channel channel(o, state, shared, t0);
   if (!o.bind_file.empty()) {
     const auto tmp = o.bind_file + ".tmp";
     std::ofstream(tmp) << channel.endpoint() << "\n";

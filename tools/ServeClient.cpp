@@ -6,10 +6,13 @@
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
+#include <utility>
+#include <vector>
 
 #include <zmq.hpp>
 
 #include "runtime/metrics/AtomicFile.hpp"
+#include "runtime/model/Experiment.hpp"
 #include "runtime/zmq/Curve.hpp"
 #include "runtime/zmq/Wire.hpp"
 
@@ -24,6 +27,32 @@ std::string read_file(const std::string& path, const char* what) {
   return s.str();
 }
 }  // namespace
+
+/// The input files of the experiment's command applications that lie inside its folder:
+/// (path relative to the folder, as the served master writes it beside its copy; the file
+/// here). An input_file elsewhere (absolute, or outside the folder) is not sent: it must
+/// exist at that path on the master. A file this client cannot parse is sent as it is (the
+/// master names its mistakes).
+static std::vector<std::pair<std::string, std::filesystem::path>> input_files_of(const std::string& experiment) {
+  std::vector<std::pair<std::string, std::filesystem::path>> out;
+  model::Experiment ex;
+  try {
+    ex = model::load_experiment(experiment);
+  } catch (const std::exception&) {
+    return out;
+  }
+  const auto folder = std::filesystem::absolute(experiment).parent_path().lexically_normal();
+  for (const auto& app : ex.apps) {
+    if (app.input_file.empty()) continue;
+    const auto file = std::filesystem::absolute(app.input_file).lexically_normal();
+    const auto rel = file.lexically_relative(folder);
+    if (rel.empty() || *rel.begin() == "..") continue;
+    bool seen = false;
+    for (const auto& [r, f] : out) seen = seen || r == rel.string();
+    if (!seen) out.emplace_back(rel.string(), file);
+  }
+  return out;
+}
 
 struct ServeClient::Impl {
   zmq::context_t ctx{1};
@@ -126,8 +155,18 @@ nlohmann::json ServeClient::submit(const Submission& s, const std::atomic<bool>*
   if (!s.out_dir.empty()) req["outputs"] = true;  // output files come back into out_dir/outputs/
   if (!s.calibration.empty()) req["calibration"] = read_file(s.calibration, "calibration file");
   if (!s.out_dir.empty()) std::filesystem::create_directories(s.out_dir);
+  // A command's input_file inside the experiment's folder travels with it (one frame each).
+  const auto inputs = input_files_of(s.experiment);
+  req["inputs"] = nlohmann::json::array();
+  for (const auto& [rel, path] : inputs)
+    req["inputs"].push_back({{"path", rel}, {"bytes", std::filesystem::file_size(path)}});
   const std::string text = req.dump();
-  impl_->socket.send(zmq::buffer(text), zmq::send_flags::none);
+  impl_->socket.send(zmq::buffer(text), inputs.empty() ? zmq::send_flags::none : zmq::send_flags::sndmore);
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    const std::string bytes = read_file(inputs[i].second.string(), "input file");
+    impl_->socket.send(zmq::message_t(bytes.data(), bytes.size()),
+                       i + 1 < inputs.size() ? zmq::send_flags::sndmore : zmq::send_flags::none);
+  }
   // The first answer (queued or refused) comes at once; the end when the run is over.
   auto j = receive(30, stop);
   const std::uint64_t id = j.value("id", std::uint64_t{0});

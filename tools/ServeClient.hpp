@@ -4,6 +4,7 @@
 /// docs/serve.md): `treefarm submit`, `treefarm status` and `treefarm compare --to`.
 
 #include <atomic>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>

@@ -1,4 +1,5 @@
 // treefarm cancel (docs/serve.md, docs/commands.md).
+#include <cstdint>
 #include <cstdio>
 #include <iostream>
 #include <memory>
