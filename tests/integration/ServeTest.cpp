@@ -280,6 +280,20 @@ TEST(Serve, CancelEndsARunningOrQueuedExperimentAndTheTreeStaysAndOutputsComeBac
   EXPECT_FALSE(worker.wait(0).has_value()) << worker.output();
   EXPECT_EQ(worker.pid(), wpid);
 
+  // A command's input_file relative to the experiment travels with the submission: the
+  // master resolves it in the job's directory, and each output (cat of it) is that file.
+  const auto sub = dir.path() / "elsewhere";
+  fs::create_directories(sub / "data");
+  const std::string text = "line one\nline two\n";
+  write_file(sub / "data" / "in.txt", text);
+  const auto cat = write_file(sub / "cat.toml", "[[app]]\nname = \"cat\"\nkind = \"command\"\nargv = [\"cat\"]\n"
+                                                "input_file = \"data/in.txt\"\ntasks = 4\noutput_file = \"{index}.txt\"\n");
+  const auto r4 = run_command("cd / && " + treefarm_bin + " submit " + cat + " --to " + sep + " --out " +
+                              (dir.path() / "out4").string() + " --timeout 120");
+  ASSERT_EQ(r4.exit_code, 0) << r4.output << master.output();
+  for (int i = 0; i < 4; ++i)
+    EXPECT_EQ(read_file(dir.path() / "out4" / "outputs" / "cat" / (std::to_string(i) + ".txt")), text) << i;
+
   kill(master.pid(), SIGTERM);
   EXPECT_TRUE(master.wait(20).has_value()) << master.output();
   EXPECT_TRUE(worker.wait(20).has_value()) << worker.output();
