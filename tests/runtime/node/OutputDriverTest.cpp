@@ -94,15 +94,19 @@ std::uint64_t one_task_to_a(NodeDriver& root, RecordingTransport& t) {
   return tasks.empty() ? 0 : tasks[0].first.task_id;
 }
 
+/// A worker `w` with one core that was given task 2 of the gzip application: it started.
+void one_task_started(NodeDriver& w, const testing::FakeRunner& runner) {
+  w.start(0);
+  w.on_parent_message(gzip_welcome(4), {}, 0.1);
+  w.on_parent_message(net::msg::Task{core::TaskId::make(core::AppId{0}, 2).value}, output_of(testing::task_bytes), 0.2);
+  ASSERT_EQ(runner.started.size(), 1u);
+}
+
 TEST(OutputDriver, AWorkersOutputGoesUpWithItsResultUncopied) {
   RecordingTransport t;
   testing::FakeRunner runner(1);
   NodeDriver w(quiet("w"), t, &runner, std::nullopt);
-  w.start(0);
-  w.on_parent_message(gzip_welcome(4), {}, 0.1);
-  const auto id = core::TaskId::make(core::AppId{0}, 2).value;
-  w.on_parent_message(net::msg::Task{id}, output_of(testing::task_bytes), 0.2);
-  ASSERT_EQ(runner.started.size(), 1u);
+  ASSERT_NO_FATAL_FAILURE(one_task_started(w, runner));
   const Payload out = output_of(321);
   JobOutcome done;
   done.run_seconds = 0.5;
@@ -120,10 +124,7 @@ TEST(OutputDriver, AFailedTaskSendsNoOutput) {
   RecordingTransport t;
   testing::FakeRunner runner(1);
   NodeDriver w(quiet("w"), t, &runner, std::nullopt);
-  w.start(0);
-  w.on_parent_message(gzip_welcome(4), {}, 0.1);
-  w.on_parent_message(net::msg::Task{core::TaskId::make(core::AppId{0}, 0).value}, output_of(testing::task_bytes), 0.2);
-  ASSERT_EQ(runner.started.size(), 1u);
+  ASSERT_NO_FATAL_FAILURE(one_task_started(w, runner));
   JobOutcome failed;
   failed.failed = true;
   failed.error = "output of 2000 bytes, over max_output_bytes 1000: not sent back";
