@@ -175,8 +175,8 @@ nlohmann::json ServeClient::submit(const Submission& s, const std::atomic<bool>*
   // Ctrl-C: this submitter's own experiment is cancelled; its end (and results) still come.
   const auto start_cancelling = [&] {
     cancelling = true;
-    const std::string req = nlohmann::json{{"type", "cancel"}, {"id", id}}.dump();
-    impl_->socket.send(zmq::buffer(req), zmq::send_flags::none);
+    const std::string cancel_request = nlohmann::json{{"type", "cancel"}, {"id", id}}.dump();
+    impl_->socket.send(zmq::buffer(cancel_request), zmq::send_flags::none);
     if (s.on_message) s.on_message({{"type", "cancelling"}, {"id", id}});
     until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   };
