@@ -550,12 +550,15 @@ TEST(CodecRejects, TrailingBytes) {
     f.push_back(std::byte{0});
     poke<std::uint32_t>(f, off_body_length, static_cast<std::uint32_t>(f.size() - header_bytes));
     // A Welcome may go on with the optional tree repair fields: one byte is a cut sender.
-    // A Shutdown may go on with the optional reset byte, which must be 1.
+    // A Shutdown may go on with the optional reset byte, which must be 1; a Result with its
+    // has_output byte, which must be 1; a Heartbeat with its node states (a cut count).
     const auto kind = static_cast<Kind>(peek<std::uint16_t>(frame, off_kind));
     expect_rejected(f, payloads,
-                    kind == Kind::welcome    ? "truncated body at field 'sender'"
-                    : kind == Kind::shutdown ? "reset byte 0, expected 1"
-                                             : "1 unexpected trailing bytes");
+                    kind == Kind::welcome     ? "truncated body at field 'sender'"
+                    : kind == Kind::shutdown  ? "reset byte 0, expected 1"
+                    : kind == Kind::result    ? "has_output byte 0, expected 1 or absent"
+                    : kind == Kind::heartbeat ? "truncated body at field 'load_count'"
+                                              : "1 unexpected trailing bytes");
   }
 }
 
