@@ -15,6 +15,7 @@
 #include <iostream>
 #include <memory>
 #include <set>
+#include <span>
 
 #include <spdlog/spdlog.h>
 
@@ -31,6 +32,7 @@
 #include "runtime/model/Calibration.hpp"
 #include "runtime/model/Experiment.hpp"
 #include "tasks/Checksum.hpp"
+#include "tasks/CommandTask.hpp"
 #include "tasks/Payload.hpp"
 #include "tasks/InputPrefetcher.hpp"
 #include "tasks/RunSecret.hpp"
@@ -54,7 +56,8 @@ std::atomic<bool> stop_requested{false};
 namespace {
 /// The running experiment's progress for `treefarm status` (MasterOptions::on_status).
 nlohmann::json status_json(const metrics::RunResults& results, const std::vector<std::uint64_t>& per_app,
-                           const std::unordered_map<std::string, std::uint64_t>& done_by_node, double elapsed) {
+                           const std::unordered_map<std::string, std::uint64_t>& done_by_node,
+                           const std::unordered_map<std::string, net::msg::NodeLoad>& load_by_node, double elapsed) {
   nlohmann::json apps = nlohmann::json::array(), nodes = nlohmann::json::array();
   for (std::size_t k = 0; k < results.apps.size() && k < per_app.size(); ++k) {
     const auto& a = results.apps[k];
@@ -68,6 +71,13 @@ nlohmann::json status_json(const metrics::RunResults& results, const std::vector
     const auto it = done_by_node.find(n.name);
     nodes.push_back({{"name", n.name}, {"parent", n.parent}, {"cores", n.cores},
                      {"done", it == done_by_node.end() ? std::uint64_t{0} : it->second}});
+    // Its state as its last heartbeat brought it up (issue 20): busy cores, tasks held and
+    // not running, the machine's 1-minute load average (null: unknown).
+    if (const auto l = load_by_node.find(n.name); l != load_by_node.end()) {
+      nodes.back()["busy_cores"] = l->second.busy_cores;
+      nodes.back()["queued"] = l->second.queued;
+      nodes.back()["load1"] = l->second.load1 >= 0 ? nlohmann::json(l->second.load1) : nlohmann::json();
+    }
   }
   return {{"elapsed", elapsed}, {"apps", apps}, {"nodes", nodes}};
 }
@@ -115,6 +125,11 @@ int run_master(const MasterOptions& options) {
   if (options.resume && options.out_dir.empty())
     throw std::invalid_argument("--resume continues the journal in the --out directory: give --out DIR");
   if (options.resume && calibrating) throw std::invalid_argument("--resume does not apply to a calibration run");
+  // Output files (docs/command-tasks.md): each task's output is written under OUT/outputs/APP/.
+  for (std::size_t k = 0; k < ex.apps.size() && !calibrating; ++k)
+    if (ex.apps[k].send_output && options.out_dir.empty())
+      throw model::FileError(ex.path, ex.apps[k].line, "app[" + std::to_string(k) + "].output_file",
+                             "the outputs are written under OUT/outputs/" + ex.apps[k].name + "/: give --out DIR");
 
   if (!(options.spot_check >= 0 && options.spot_check <= 1))
     throw std::invalid_argument("--spot-check " + std::to_string(options.spot_check) + ": expected a fraction in [0, 1]");
@@ -358,6 +373,32 @@ int run_master(const MasterOptions& options) {
     ++per_app[k];
     ++done;
   };
+  // Output files (issue 20): an output must give its result's checksum (the SHA-256 the
+  // computing node reported); it is written once, when its result is recorded.
+  root.check_output = [&](const net::msg::Result& r, const node::Payload& output) {
+    const auto digest = tasks::sha256_hex(std::span<const std::byte>(output->data(), output->size()));
+    if (tasks::sha256_checksum(digest) == r.checksum) return true;
+    const core::TaskId id{r.task_id};
+    spdlog::error("master: the output of task {} of '{}' from '{}' does not match its result's digest", id.index(),
+                  ex.apps.at(id.app().value).name, r.node);
+    return false;
+  };
+  root.on_output = [&](const net::msg::Result& r, const node::Payload& output) {
+    const core::TaskId id{r.task_id};
+    const auto& app = ex.apps.at(id.app().value);
+    const auto dir = std::filesystem::path(options.out_dir) / "outputs" / app.name;
+    std::string name = app.output_file;
+    for (auto at = name.find("{index}"); at != std::string::npos; at = name.find("{index}", at))
+      name.replace(at, 7, std::to_string(id.index()));
+    std::filesystem::create_directories(dir);
+    const auto part = dir / (name + ".part");
+    {
+      std::ofstream out(part, std::ios::binary | std::ios::trunc);
+      out.write(reinterpret_cast<const char*>(output->data()), static_cast<std::streamsize>(output->size()));
+      if (!out) throw std::runtime_error("cannot write " + part.string());
+    }
+    std::filesystem::rename(part, dir / name);  // a crash leaves no half-written output under its name
+  };
   root.on_joined = [&](const net::msg::NodeJoined& j) {
     // A worker that rejoins (restarted or reconnected) is the same node.
     for (auto& n : results.nodes)
@@ -382,6 +423,8 @@ int run_master(const MasterOptions& options) {
                                                                : Progress::Mode::plain;
   Progress progress(progress_apps, progress_mode, progress_mode == Progress::Mode::json ? std::cout : std::cerr);
   std::unordered_map<std::string, std::uint64_t> done_by_node;  // `treefarm status` (on_status only)
+  std::unordered_map<std::string, net::msg::NodeLoad> load_by_node;
+  if (options.on_status) root.on_load = [&](const net::msg::NodeLoad& l) { load_by_node[l.name] = l; };
   if (options.on_status)
     root.on_result = [&, record = root.on_result](const net::msg::Result& r, bool duplicate, double now) {
       if (!duplicate) ++done_by_node[r.node];
@@ -389,7 +432,8 @@ int run_master(const MasterOptions& options) {
     };
   root.on_tick = [&](double now) {
     if (journal) journal->flush();  // at most ~1 s of results is lost to a crash
-    if (options.on_status) options.on_status(status_json(results, per_app, done_by_node, start > 0 ? now - start : 0.0));
+    if (options.on_status)
+      options.on_status(status_json(results, per_app, done_by_node, load_by_node, start > 0 ? now - start : 0.0));
     if (start == 0 && done == 0) return;
     progress.tick(now - start, per_app);
   };
@@ -461,6 +505,19 @@ int run_master(const MasterOptions& options) {
       }
     };
   }
+
+  // Cancelled by a client of a served tree: the run ends as a finished one (the children
+  // reset and stay), with what completed so far.
+  bool cancelled = false;
+  if (options.cancel && !calibrating)
+    root.on_tick = [&, tick = root.on_tick](double now) {
+      if (!cancelled && options.cancel->load() && self) {
+        cancelled = true;
+        spdlog::warn("master: cancelled by a client after {} of {} tasks: ending the run", done, total);
+        self->finish();
+      }
+      if (tick) tick(now);
+    };
 
   if (ex.run.policy == "lp" && options.calibration.empty() && !calibrating)
     throw std::invalid_argument("policy 'lp' follows the LP solution, which needs the platform measured: give "
@@ -560,12 +617,14 @@ int run_master(const MasterOptions& options) {
       metrics::write_results_json(sink, results, [&] {
         // Measured once every task is written: the master's peak includes results.json.
         const auto now_memory = metrics::process_memory();
-        return nlohmann::json{{"master_memory",
-                               {{"rss_at_start_bytes", memory_at_start.rss_bytes},
-                                {"peak_rss_bytes", now_memory.peak_rss_bytes},
-                                {"tasks_recorded", results.task_count()},
-                                {"tasks_write_seconds",
-                                 std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()}}}};
+        nlohmann::json trailer{{"master_memory",
+                                {{"rss_at_start_bytes", memory_at_start.rss_bytes},
+                                 {"peak_rss_bytes", now_memory.peak_rss_bytes},
+                                 {"tasks_recorded", results.task_count()},
+                                 {"tasks_write_seconds",
+                                  std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()}}}};
+        if (cancelled) trailer["cancelled"] = true;  // `treefarm cancel`: what completed is above
+        return trailer;
       });
     });
     spdlog::info("master: results.json written in {:.3f} s",
@@ -582,6 +641,7 @@ int run_master(const MasterOptions& options) {
   } else if (options.table) {
     metrics::print_table(std::cout, results);
   }
+  if (cancelled) return node::exit_interrupted;
   if (!results.ok()) {
     spdlog::error("master: run not OK: {} lost, {} wrong or failed", results.lost,
                   [&] { std::uint64_t n = 0; for (auto& a : results.apps) n += a.wrong + a.failed; return n; }());

@@ -6,6 +6,7 @@
 /// exactly once, and writes results.json.
 
 #include <cstddef>
+#include <atomic>
 #include <functional>
 #include <optional>
 #include <string>
@@ -64,6 +65,10 @@ struct MasterOptions {
   /// progress: {"elapsed" s, "apps": [{name, tasks, done, throughput tasks/s, predicted
   /// tasks/s or null}], "nodes": [{name, parent, cores, done}]} (`treefarm status`).
   std::function<void(const nlohmann::json&)> on_status;
+  /// Served tree (`treefarm cancel`, docs/serve.md): once set, the run ends at the next
+  /// tick as a finished one would — the tree is reset and stays alive — and results.json
+  /// says `"cancelled": true` with what completed; run_master then returns 130.
+  const std::atomic<bool>* cancel = nullptr;
 };
 
 /// Runs a whole experiment as its master. Returns the exit code: 0 when every task was

@@ -1,5 +1,6 @@
 #include "master/Server.hpp"
 
+#include <atomic>
 #include <chrono>
 #include <deque>
 #include <filesystem>
@@ -7,6 +8,7 @@
 #include <mutex>
 #include <regex>
 #include <set>
+#include <span>
 #include <sstream>
 #include <thread>
 
@@ -29,6 +31,8 @@ using nlohmann::json;
 
 /// Largest experiment text accepted on the submit channel (bytes).
 constexpr std::size_t max_experiment_bytes = 4u << 20;
+/// Input files one submission may bring (a command's input_file, issue 20).
+constexpr std::size_t max_input_files = 64;
 /// Finished experiments kept for `treefarm status`.
 constexpr std::size_t finished_kept = 20;
 
@@ -42,6 +46,7 @@ struct Job {
   std::string policy;  ///< "" = the experiment's
   std::string calibration;  ///< calibration file text ("" = none)
   bool live_tree = false;  ///< the experiment had no [[node]]: it runs on the tree as it is
+  bool outputs = false;    ///< the client takes the output files (submit --out)
   double submitted = 0;    ///< seconds since the server started
 };
 
@@ -49,25 +54,43 @@ struct Job {
 struct Shared {
   std::mutex mu;
   std::deque<Job> queue;
-  std::vector<std::pair<std::string, std::string>> outbox;  ///< client identity, JSON text
+  /// To a client: a JSON text, and with `file` a second frame holding that file's bytes
+  /// (an output file, read only when it is sent).
+  struct Out {
+    std::string client, text;
+    std::filesystem::path file = {};
+  };
+  std::vector<Out> outbox;
   json running;                                             ///< null between runs
   json tree = json::array();                                ///< the last run's nodes
   std::vector<std::string> waiting;                         ///< children waiting for the next run
   std::deque<json> finished;
   std::uint64_t next_id = 1;
+  std::uint64_t running_id = 0;           ///< the experiment running now (0: none)
+  std::atomic<bool> cancel_running{false};  ///< `treefarm cancel` of the running one (MasterOptions::cancel)
   void send(const std::string& client, const json& j) {
     std::lock_guard lock(mu);
-    outbox.emplace_back(client, j.dump());
+    outbox.push_back({client, j.dump()});
   }
 };
+
+/// A file's bytes as one frame (read into the message itself: no second copy).
+zmq::message_t read_frame(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  if (!in) return zmq::message_t();
+  zmq::message_t m(static_cast<std::size_t>(in.tellg()));
+  in.seekg(0);
+  in.read(static_cast<char*>(m.data()), static_cast<std::streamsize>(m.size()));
+  return m;
+}
 
 /// True if the experiment text has its own [[node]] tables.
 
 /// The submit/status channel: a ROUTER on its own thread and context.
 class Channel {
  public:
-  Channel(const ServeOptions& o, Shared& shared, std::chrono::steady_clock::time_point t0)
-      : opt_(o), shared_(shared), t0_(t0), socket_(ctx_, zmq::socket_type::router) {
+  Channel(const ServeOptions& o, std::filesystem::path state, Shared& shared, std::chrono::steady_clock::time_point t0)
+      : opt_(o), state_(std::move(state)), shared_(shared), t0_(t0), socket_(ctx_, zmq::socket_type::router) {
     net::configure_socket(socket_, true);
     socket_.set(zmq::sockopt::handshake_ivl, 5000);
     const auto& curve = o.base.curve;
@@ -95,15 +118,21 @@ class Channel {
   void loop() {
     while (!stop_) {
       {
-        std::vector<std::pair<std::string, std::string>> out;
+        std::vector<Shared::Out> out;
         {
           std::lock_guard lock(shared_.mu);
           out.swap(shared_.outbox);
         }
-        for (auto& [client, text] : out) {
+        for (auto& o : out) {
           try {
-            socket_.send(zmq::buffer(client), zmq::send_flags::sndmore);
-            socket_.send(zmq::buffer(text), zmq::send_flags::none);
+            socket_.send(zmq::buffer(o.client), zmq::send_flags::sndmore);
+            if (o.file.empty()) {
+              socket_.send(zmq::buffer(o.text), zmq::send_flags::none);
+              continue;
+            }
+            zmq::message_t bytes = read_frame(o.file);
+            socket_.send(zmq::buffer(o.text), zmq::send_flags::sndmore);
+            socket_.send(bytes, zmq::send_flags::none);
           } catch (const zmq::error_t& e) {  // the client left: its results stay in the job directory
             spdlog::warn("{}: could not answer a client: {}", opt_.name, e.what());
           }
@@ -124,17 +153,17 @@ class Channel {
         more = f.more();
         frames.push_back(std::move(f));
       }
-      if (frames.size() != 2) continue;  // not our client: ignored
+      if (frames.size() < 2) continue;  // not our client: ignored
       const std::string client = frames[0].to_string();
       try {
-        handle(client, json::parse(frames[1].to_string_view()));
+        handle(client, json::parse(frames[1].to_string_view()), std::span(frames).subspan(2));
       } catch (const std::exception& e) {
         shared_.send(client, {{"type", "error"}, {"message", e.what()}});
       }
     }
   }
 
-  void handle(const std::string& client, const json& request) {
+  void handle(const std::string& client, const json& request, std::span<zmq::message_t> files) {
     const std::string type = request.value("type", "");
     if (type == "status") {
       std::lock_guard lock(shared_.mu);
@@ -152,35 +181,103 @@ class Channel {
                  {"running", shared_.running},
                  {"queue", queue},
                  {"finished", finished}};
-      shared_.outbox.emplace_back(client, reply.dump());
+      shared_.outbox.push_back({client, reply.dump()});
       return;
     }
-    if (type != "submit") throw std::invalid_argument("unknown request type '" + type + "' (expected submit or status)");
+    if (type == "cancel") return cancel(client, request.at("id").get<std::uint64_t>());
+    if (type != "submit" && !files.empty()) throw std::invalid_argument("a " + type + " request with file frames");
+    if (type != "submit")
+      throw std::invalid_argument("unknown request type '" + type + "' (expected submit, status or cancel)");
     Job job;
     job.client = client;
     job.name = std::filesystem::path(request.at("name").get<std::string>()).filename().string();
     job.text = request.at("experiment").get<std::string>();
     job.policy = request.value("policy", "");
     job.calibration = request.value("calibration", "");
+    job.outputs = request.value("outputs", false);
     if (job.name.empty()) job.name = "experiment.toml";
     if (job.text.size() > max_experiment_bytes)
       throw std::invalid_argument("experiment of " + std::to_string(job.text.size()) + " bytes, limit " +
                                   std::to_string(max_experiment_bytes));
     job.live_tree = !model::has_node_tables(job.text);
     if (job.live_tree) job.text += "\n\n# added by the served master: the experiment runs on the live tree\n[[node]]\nname = \"" + opt_.name + "\"\ncores = 0\n";
-    // Refused at once if it does not parse (file, line, field), not when its turn comes.
-    auto ex = model::parse_experiment(job.text, job.name);
-    if (!job.policy.empty()) (void)core::make_policy(job.policy, {});  // an unknown policy name throws here
+    {
+      std::lock_guard lock(shared_.mu);
+      job.id = shared_.next_id++;
+    }
+    // The job's directory holds the experiment and the input files sent with it, so that a
+    // command's relative input_file resolves there as beside the client's copy (issue 20).
+    const auto dir = state_ / ("job-" + std::to_string(job.id));
+    model::Experiment ex;
+    try {
+      std::filesystem::create_directories(dir);
+      write_inputs(dir, request.value("inputs", json::array()), files);
+      // Refused at once if it does not parse (file, line, field), not when its turn comes.
+      ex = model::parse_experiment(job.text, (dir / job.name).string());
+      if (!job.policy.empty()) (void)core::make_policy(job.policy, {});  // an unknown policy name throws here
+    } catch (...) {
+      std::error_code ec;
+      std::filesystem::remove_all(dir, ec);
+      throw;
+    }
     std::lock_guard lock(shared_.mu);
-    job.id = shared_.next_id++;
     job.submitted = now();
     shared_.queue.push_back(job);
     spdlog::info("{}: experiment {} ({}, {} tasks{}) queued at position {}", opt_.name, job.id, job.name,
                  ex.total_tasks(), job.live_tree ? ", live tree" : "", shared_.queue.size());
-    shared_.outbox.emplace_back(client, json{{"type", "queued"}, {"id", job.id}, {"position", shared_.queue.size()}}.dump());
+    shared_.outbox.push_back({client, json{{"type", "queued"}, {"id", job.id}, {"position", shared_.queue.size()}}.dump()});
+  }
+
+  /// The input files a submission brought (`inputs`: [{path, bytes}], one frame each, in
+  /// order), written under the job's directory; each path relative and inside it.
+  static void write_inputs(const std::filesystem::path& dir, const json& inputs, std::span<zmq::message_t> files) {
+    if (!inputs.is_array() || inputs.size() != files.size() || files.size() > max_input_files)
+      throw std::invalid_argument("a submission with " + std::to_string(files.size()) + " file frames for " +
+                                  std::to_string(inputs.is_array() ? inputs.size() : 0) + " inputs (at most " +
+                                  std::to_string(max_input_files) + ")");
+    for (std::size_t i = 0; i < files.size(); ++i) {
+      const std::filesystem::path rel(inputs[i].at("path").get<std::string>());
+      bool inside = !rel.empty() && rel.is_relative();
+      for (const auto& part : rel) inside = inside && part != ".." && !part.empty();
+      if (!inside) throw std::invalid_argument("input file '" + rel.string() + "': not a path inside the experiment's folder");
+      if (inputs[i].at("bytes").get<std::uint64_t>() != files[i].size())
+        throw std::invalid_argument("input file '" + rel.string() + "': its frame does not have the size announced");
+      const auto path = dir / rel.lexically_normal();
+      std::filesystem::create_directories(path.parent_path());
+      std::ofstream out(path, std::ios::binary | std::ios::trunc);
+      out.write(static_cast<const char*>(files[i].data()), static_cast<std::streamsize>(files[i].size()));
+      if (!out) throw std::runtime_error("cannot write " + path.string() + " on the master");
+    }
+  }
+
+  /// `treefarm cancel` (docs/serve.md): a queued experiment leaves the queue (its submitter
+  /// gets "done" with cancelled); the running one ends at the master's next tick, its
+  /// results.json saying cancelled. Anyone who may submit may cancel.
+  void cancel(const std::string& client, std::uint64_t id) {
+    std::lock_guard lock(shared_.mu);
+    if (shared_.running_id == id) {
+      shared_.cancel_running = true;
+      spdlog::warn("{}: experiment {} cancelled by a client while running", opt_.name, id);
+      shared_.outbox.push_back({client, json{{"type", "cancelled"}, {"id", id}, {"was", "running"}}.dump()});
+      return;
+    }
+    for (auto it = shared_.queue.begin(); it != shared_.queue.end(); ++it) {
+      if (it->id != id) continue;
+      spdlog::warn("{}: experiment {} cancelled by a client while queued", opt_.name, id);
+      shared_.outbox.push_back({it->client, json{{"type", "done"}, {"id", id}, {"exit_code", node::exit_interrupted},
+                                                 {"cancelled", true}, {"results", nullptr}, {"outputs", 0}}.dump()});
+      shared_.finished.push_back({{"id", id}, {"name", it->name}, {"exit_code", node::exit_interrupted}, {"cancelled", true},
+                                  {"apps", json::array()}});
+      if (shared_.finished.size() > finished_kept) shared_.finished.pop_front();
+      shared_.queue.erase(it);
+      shared_.outbox.push_back({client, json{{"type", "cancelled"}, {"id", id}, {"was", "queued"}}.dump()});
+      return;
+    }
+    throw std::invalid_argument("no queued or running experiment " + std::to_string(id));
   }
 
   const ServeOptions& opt_;
+  std::filesystem::path state_;  ///< STATE: job-N/ directories
   Shared& shared_;
   std::chrono::steady_clock::time_point t0_;
   zmq::context_t ctx_{1};
@@ -237,7 +334,7 @@ int serve(const ServeOptions& o) {
   serving = &root;
 
   Shared shared;
-  Channel channel(o, shared, t0);
+  Channel channel(o, state, shared, t0);
   if (!o.bind_file.empty()) {
     const auto tmp = o.bind_file + ".tmp";
     std::ofstream(tmp) << channel.endpoint() << "\n";
@@ -259,6 +356,8 @@ int serve(const ServeOptions& o) {
       std::lock_guard lock(shared.mu);
       job = shared.queue.front();
       shared.queue.pop_front();
+      shared.running_id = job.id;
+      shared.cancel_running = false;
       shared.running = {{"id", job.id}, {"name", job.name}, {"policy", job.policy}, {"live_tree", job.live_tree},
                         {"elapsed", 0}, {"apps", json::array()}};
     }
@@ -282,6 +381,7 @@ int serve(const ServeOptions& o) {
     m.table = false;
     m.json_progress = false;
     m.resume = false;
+    m.cancel = &shared.cancel_running;
     if (job.live_tree) {  // the tree as it is: the nodes of the last run and those waiting now
       std::set<std::string> expected = last_nodes;
       for (const auto& n : root.waiting_children()) expected.insert(n);
@@ -328,20 +428,44 @@ int serve(const ServeOptions& o) {
                         {"predicted", a.contains("predicted") ? a["predicted"] : json()}});
     }
     last_nodes = seen;
+    const bool cancelled = shared.cancel_running.load();
     json done{{"type", "done"}, {"id", job.id}, {"exit_code", rc}, {"directory", dir.string()},
               {"results", results.empty() ? json() : json(results)}};
+    if (cancelled) done["cancelled"] = true;
     if (!error.empty()) done["error"] = error;
     spdlog::info("{}: experiment {} ended with exit code {}", o.name, job.id, rc);
     {
       std::lock_guard lock(shared.mu);
       json summary{{"id", job.id}, {"name", job.name}, {"exit_code", rc}, {"apps", apps}};
+      if (cancelled) summary["cancelled"] = true;
+      shared.running_id = 0;
       if (!tree.empty()) shared.tree = tree;
       shared.finished.push_back(std::move(summary));
       if (shared.finished.size() > finished_kept) shared.finished.pop_front();
       shared.running = json();
     }
+    // Output files (docs/command-tasks.md): each one to a client that takes them, before "done".
+    std::uint64_t sent_outputs = 0;
+    if (job.outputs) {
+      std::error_code ec;
+      const auto outputs = std::filesystem::path(m.out_dir) / "outputs";
+      std::vector<Shared::Out> files;
+      for (const auto& app : std::filesystem::directory_iterator(outputs, ec)) {
+        if (!app.is_directory()) continue;
+        for (const auto& f : std::filesystem::directory_iterator(app.path(), ec)) {
+          if (!f.is_regular_file() || f.path().extension() == ".part") continue;
+          json head{{"type", "output"}, {"id", job.id}, {"app", app.path().filename().string()},
+                    {"name", f.path().filename().string()}, {"bytes", f.file_size(ec)}};
+          files.push_back({job.client, head.dump(), f.path()});
+        }
+      }
+      sent_outputs = files.size();
+      std::lock_guard lock(shared.mu);
+      for (auto& f : files) shared.outbox.push_back(std::move(f));
+    }
+    done["outputs"] = sent_outputs;
     shared.send(job.client, done);
-    if (rc == node::exit_interrupted) break;
+    if (rc == node::exit_interrupted && !cancelled) break;  // the master was stopped (SIGINT/SIGTERM)
   }
   serving = nullptr;
   spdlog::info("{}: no longer serving", o.name);

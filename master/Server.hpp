@@ -8,10 +8,16 @@
 /// joins between two runs is used by the next.
 ///
 /// Submit channel: one JSON object per frame, from a DEALER (tools/ServeClient.hpp):
-///   {"type":"submit","name":FILE,"experiment":TOML text,"policy":P?}  → "queued" {id, position},
-///      later "started" {id}, then "done" {id, exit_code, results: results.json text | null,
-///      error?}; a refused submission → "error" {message}
+///   {"type":"submit","name":FILE,"experiment":TOML text,"policy":P?,"outputs":bool?,
+///    "inputs":[{path, bytes}]?} followed by one frame per input (a command's input_file,
+///      written as STATE/job-N/PATH) → "queued" {id, position}, later "started" {id}; with "outputs" one "output" {id, app,
+///      name, bytes} per output file of a command application (docs/command-tasks.md), its
+///      bytes in a second frame; then "done" {id, exit_code, results: results.json text |
+///      null, outputs: count, error?}; a refused submission → "error" {message}
 ///   {"type":"status"} → "status" {serving, tree, waiting, running?, queue, finished}
+///   {"type":"cancel","id":N} → "cancelled" {id, was: "queued" | "running"}; a queued
+///      job's submitter gets "done" {cancelled: true, exit_code: 130}, a running one ends at
+///      the next tick (MasterOptions::cancel) and its "done" says cancelled
 
 #include <string>
 

@@ -35,7 +35,7 @@ int main(int argc, char** argv) {
   app.add_option("--live-wait", serve.live_wait, "--serve: seconds an experiment without [[node]] tables waits for the last run's nodes")
       ->capture_default_str()->check(CLI::NonNegativeNumber);
   app.add_option("--listen", opt.listen, "Endpoint workers connect to")->capture_default_str();
-  app.add_option("--out", opt.out_dir, "Write DIR/results.json");
+  app.add_option("--out", opt.out_dir, "Write DIR/results.json (and the output files of command applications with output_file: DIR/outputs/APP/)");
   app.add_option("--policy", opt.policy, "Scheduling policy (overrides [run] policy)");
   app.add_option("--buffer", buffer, "Buffer bound B in tasks, >= 1 (overrides [run] buffer)")->check(CLI::Range(1u, 1000000u));
   auto* wait_opt = app.add_option("--wait-workers", wait, "Start dispatching once this many nodes joined (default: all nodes of the experiment)");

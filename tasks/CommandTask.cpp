@@ -78,6 +78,17 @@ std::string tail_of(const fs::path& path, std::size_t limit) {
   return size > keep ? "..." + text : text;
 }
 
+/// A SHA-256 digest as 64 lowercase hex digits.
+std::string hex_of(const std::array<unsigned char, crypto_hash_sha256_BYTES>& digest) {
+  std::string hex(2 * digest.size(), '\0');
+  static constexpr char digits[] = "0123456789abcdef";
+  for (std::size_t i = 0; i < digest.size(); ++i) {
+    hex[2 * i] = digits[digest[i] >> 4];
+    hex[2 * i + 1] = digits[digest[i] & 15];
+  }
+  return hex;
+}
+
 /// SHA-256 (libsodium) of a file, streamed; its size in `bytes`.
 std::string sha256_of(const fs::path& path, std::uint64_t& bytes) {
   crypto_hash_sha256_state state;
@@ -96,13 +107,19 @@ std::string sha256_of(const fs::path& path, std::uint64_t& bytes) {
   }
   std::array<unsigned char, crypto_hash_sha256_BYTES> digest{};
   crypto_hash_sha256_final(&state, digest.data());
-  std::string hex(2 * digest.size(), '\0');
-  static constexpr char digits[] = "0123456789abcdef";
-  for (std::size_t i = 0; i < digest.size(); ++i) {
-    hex[2 * i] = digits[digest[i] >> 4];
-    hex[2 * i + 1] = digits[digest[i] & 15];
+  return hex_of(digest);
+}
+
+/// The whole content of a file (empty if it does not exist: a program that wrote nothing).
+std::shared_ptr<std::vector<std::byte>> read_whole(const fs::path& path, std::uint64_t size) {
+  auto bytes = std::make_shared<std::vector<std::byte>>(static_cast<std::size_t>(size));
+  std::ifstream in(path, std::ios::binary);
+  if (size > 0) {
+    in.read(reinterpret_cast<char*>(bytes->data()), static_cast<std::streamsize>(size));
+    if (static_cast<std::uint64_t>(in.gcount()) != size)
+      throw std::runtime_error("command task: cannot read its output " + path.string() + ": " + errno_text(errno));
   }
-  return hex;
+  return bytes;
 }
 
 /// Pins the calling thread to `cpus` while it lives (a spawned child inherits it), then
@@ -237,6 +254,14 @@ std::vector<std::string> expand_argv(const std::vector<std::string>& argv, std::
   return out;
 }
 
+std::string sha256_hex(std::span<const std::byte> bytes) {
+  static const int sodium = ::sodium_init();  // thread-safe, idempotent
+  if (sodium < 0) throw std::runtime_error("sha256_hex: libsodium cannot initialise");
+  std::array<unsigned char, crypto_hash_sha256_BYTES> digest{};
+  crypto_hash_sha256(digest.data(), reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size());
+  return hex_of(digest);
+}
+
 double sha256_checksum(const std::string& sha256_hex) {
   std::uint64_t v = 0;
   for (std::size_t i = 0; i < 16 && i < sha256_hex.size(); ++i) {
@@ -317,7 +342,24 @@ CommandOutcome run_command(const model::AppSpec& app, std::span<const std::byte>
     o.error = "'" + args[0] + "' " + why + (err.empty() ? std::string(", no stderr") : ": " + err);
     return o;
   }
-  o.sha256 = sha256_of(output_path, o.output_bytes);
+  if (app.send_output) {
+    // Output files (docs/command-tasks.md): the bytes go back up with the result, so the
+    // limit is checked before they are read.
+    std::error_code ec;
+    const std::uint64_t size = fs::exists(output_path, ec) ? fs::file_size(output_path, ec) : 0;
+    if (size > app.max_output_bytes) {
+      o.failed = true;
+      o.output_bytes = size;
+      o.error = "output of " + std::to_string(size) + " bytes, over max_output_bytes " +
+                std::to_string(app.max_output_bytes) + ": not sent back";
+      return o;
+    }
+    o.output = read_whole(output_path, size);
+    o.output_bytes = size;
+    o.sha256 = sha256_hex(*o.output);
+  } else {
+    o.sha256 = sha256_of(output_path, o.output_bytes);
+  }
   o.checksum = sha256_checksum(o.sha256);
   if (!app.expect_digest.empty() && o.sha256 != app.expect_digest) {
     o.failed = true;

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -23,6 +24,9 @@ struct CommandOutcome {
   std::string sha256;        ///< SHA-256 of the output, 64 lowercase hex digits
   double checksum = 0;       ///< The output digest as a result checksum (command_checksum)
   double seconds = 0;        ///< seconds from spawn to exit (wall clock)
+  /// The output's bytes, when the application sends its outputs back (AppSpec::send_output)
+  /// and the run succeeded; null otherwise.
+  std::shared_ptr<const std::vector<std::byte>> output = {};
 };
 
 /// The argument vector of task `index`: "{index}", "{input}" and "{output}" inside any
@@ -34,6 +38,9 @@ std::vector<std::string> expand_argv(const std::vector<std::string>& argv, std::
 /// (exact, so equal outputs give equal checksums and checksum_matches compares exactly).
 double sha256_checksum(const std::string& sha256_hex);
 
+/// The SHA-256 of `bytes` as 64 lowercase hex digits (libsodium).
+std::string sha256_hex(std::span<const std::byte> bytes);
+
 /// Runs task `index` of the command application `app` on `input`.
 ///
 /// In a fresh private directory under the temporary directory ($TMPDIR or /tmp): `input`
@@ -44,7 +51,8 @@ double sha256_checksum(const std::string& sha256_hex);
 /// group with default signal dispositions and an empty signal mask, pinned to `cpus`
 /// (OS core indices; empty: the caller's affinity) through the spawning thread's
 /// affinity, which it inherits. After app.timeout seconds (0: none) the whole process
-/// group is killed. The directory is removed afterwards.
+/// group is killed. With app.send_output the output's bytes are kept in the outcome, and
+/// an output over app.max_output_bytes fails the run. The directory is removed afterwards.
 ///
 /// Never throws for a failure of the program: it is reported in the outcome.
 /// @throws std::invalid_argument if app is not a command application.

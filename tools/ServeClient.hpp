@@ -4,6 +4,7 @@
 /// docs/serve.md): `treefarm submit`, `treefarm status` and `treefarm compare --to`.
 
 #include <atomic>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -25,7 +26,7 @@ struct Submission {
   std::string experiment;   ///< experiment file (TOML); sent as text
   std::string policy;       ///< overrides [run] policy ("" = keep)
   std::string calibration;  ///< calibration file sent along ("" = none): the LP prediction
-  std::string out_dir;      ///< results.json is written here ("" = not written)
+  std::string out_dir;      ///< results.json and outputs/APP/ (command output files) go here ("" = not written)
   double timeout = 0;       ///< seconds to wait for the end (0 = no limit)
   /// Each message of the server ("queued", "started", "done") as it arrives.
   std::function<void(const nlohmann::json&)> on_message;
@@ -43,12 +44,24 @@ class ServeClient {
   /// within `timeout` seconds.
   nlohmann::json status(double timeout = 10);
   /// Submits and waits for the end: returns the server's "done" message (its `results`
-  /// also written to out_dir/results.json). Throws std::runtime_error for a refusal (the
+  /// also written to out_dir/results.json, the output files of command applications with
+  /// output_file to out_dir/outputs/APP/, docs/command-tasks.md). Throws std::runtime_error for a refusal (the
   /// server's message), a timeout or an interruption (`stop` set).
+  ///
+  /// When `stop` is set (Ctrl-C) after the server queued the experiment, the client
+  /// cancels it (cancel()) and waits up to 60 s more for its "done" (results.json with
+  /// `"cancelled": true` if it was running); before that it throws at once.
   nlohmann::json submit(const Submission& submission, const std::atomic<bool>* stop = nullptr);
+  /// Cancels experiment `id` (docs/serve.md): a queued one leaves the queue, a running one
+  /// ends (the tree is reset and stays). Returns the server's "cancelled" answer
+  /// ({id, was: "queued" | "running"}). Throws std::runtime_error with the server's message
+  /// if there is no such experiment, or if no answer came within `timeout` seconds.
+  nlohmann::json cancel(std::uint64_t id, double timeout = 10);
 
  private:
   nlohmann::json receive(double timeout, const std::atomic<bool>* stop);
+  /// Writes the output file that came with an "output" message under out_dir/outputs/APP/.
+  void write_output(const std::string& out_dir, const nlohmann::json& head);
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

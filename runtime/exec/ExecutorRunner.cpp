@@ -18,6 +18,7 @@ struct ExecutorRunner::Run {
   double checksum = 0;
   bool failed = false;   ///< a command that failed (its reason in `error`); kernels throw instead
   std::string error;
+  node::Payload output = {};  ///< a command's output, when its application sends outputs back
 };
 
 ExecutorRunner::ExecutorRunner(ExecutorConfig config)
@@ -43,11 +44,12 @@ bool runs_inline(const model::AppSpec& app, const node::Payload& input) {
 }  // namespace
 
 void ExecutorRunner::start(std::uint64_t job, const model::AppSpec& app, const node::Payload& input) {
-  if (app.kernel == model::Kernel::command && !app.expect_digest.empty()) {
+  if (app.kernel == model::Kernel::command && (!app.expect_digest.empty() || app.send_output)) {
     // The driver calls start only for calibration runs (tasks come through start_task): their input is
-    // generated text, not the experiment's, so the expected digest cannot hold.
+    // generated text, not the experiment's, so the expected digest cannot hold; their output goes nowhere.
     model::AppSpec unchecked = app;
     unchecked.expect_digest.clear();
+    unchecked.send_output = false;
     start_task(job, unchecked, input, 0);
     return;
   }
@@ -87,6 +89,7 @@ void ExecutorRunner::start_task(std::uint64_t job, const model::AppSpec& app, co
       run->checksum = o.checksum;
       run->failed = o.failed;
       run->error = o.error;
+      if (o.output) run->output = node::share(o.output);
       return;
     }
     tbb::task_arena* arena = ctx.cores().size() > 1 ? &ctx.arena() : nullptr;
@@ -119,6 +122,7 @@ void ExecutorRunner::collect(const std::function<void(std::uint64_t, node::JobOu
     o.checksum = run->checksum;
     o.failed = run->failed;
     o.error = std::move(run->error);
+    o.output = std::move(run->output);
     if (d.error) {
       o.failed = true;
       try {

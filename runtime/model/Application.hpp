@@ -58,6 +58,15 @@ struct AppSpec {
   std::string expect_digest;
   /// The master re-runs the command for its spot checks (only for deterministic programs).
   bool spot_check = false;
+  /// Output files (docs/command-tasks.md, "Output files"): each task's output travels back
+  /// up the tree with its result and the master writes it as OUT/outputs/APP/NAME, NAME
+  /// this template with "{index}" replaced (master only; empty: outputs are not sent back).
+  std::string output_file = {};
+  /// bytes; a task whose output is larger fails (its output is not sent).
+  std::uint64_t max_output_bytes = std::uint64_t{64} << 20;
+  /// Whether each task's output is sent back: set with output_file on the master, from
+  /// the Welcome on the workers (which do not know output_file).
+  bool send_output = false;
 
   /// b(k): bytes sent down the tree for one task.
   std::uint64_t input_bytes() const;

@@ -88,6 +88,7 @@ constexpr std::int64_t max_matrix_order = 16384;
 constexpr std::int64_t max_tasks = 1'000'000'000;
 constexpr std::int64_t max_buffer = 1'000'000;
 constexpr std::uint64_t max_task_bytes = 1ull << 40;    // 1 TiB per task payload
+constexpr std::uint64_t max_output_limit = 2ull << 30;  // bytes: the wire's payload limit (net::max_payload_bytes)
 constexpr std::uint64_t max_task_memory = 1ull << 50;   // 1 PiB
 constexpr double max_weight = 1e9;
 
@@ -228,13 +229,29 @@ void read_command(const Reader& r, const Table& t, const std::string& prefix, co
     if (!b) r.wrong_type(*spot, prefix + "spot_check", "true or false");
     a.spot_check = b->get();
   }
+  if (const auto name = r.string_of(t, "output_file", prefix)) {
+    // A file name under OUT/outputs/APP/ on the master; {index} keeps the tasks' files apart.
+    r.require(name->find("{index}") != std::string::npos, t, "output_file", prefix,
+              "must contain {index} (one file per task), e.g. \"{index}.gz\"");
+    r.require(name->find('/') == std::string::npos && *name != "." && *name != "..", t, "output_file", prefix,
+              "a file name, not a path (it is written under OUT/outputs/" + a.name + "/)");
+    r.require(name->size() <= 200, t, "output_file", prefix, "at most 200 characters");
+    a.output_file = *name;
+    a.send_output = true;
+  }
+  if (t.contains("max_output_bytes")) {
+    r.require(!a.output_file.empty(), t, "max_output_bytes", prefix, "only with 'output_file' (outputs sent back)");
+    a.max_output_bytes = *r.bytes_of(t, "max_output_bytes", prefix, max_output_limit);
+    r.require(a.max_output_bytes > 0, t, "max_output_bytes", prefix, "must be > 0 bytes");
+  }
 }
 
 AppSpec read_app(const Reader& r, const Table& t, std::size_t index, const std::string& file) {
   const std::string prefix = index_prefix("app", index);
   r.check_keys(t, prefix,
                {"name", "kernel", "n", "bytes", "flops", "weight", "tasks", "cores_per_task",
-                "memory_per_task", "kind", "argv", "input_file", "timeout", "expect_digest", "spot_check", "origin"},
+                "memory_per_task", "kind", "argv", "input_file", "timeout", "expect_digest", "spot_check", "output_file",
+                "max_output_bytes", "origin"},
                "[[app]]");
   AppSpec a;
   a.line = line_of(t);
@@ -271,7 +288,9 @@ AppSpec read_app(const Reader& r, const Table& t, std::size_t index, const std::
                              {"input_file", command},
                              {"timeout", command},
                              {"expect_digest", command},
-                             {"spot_check", command}}) {
+                             {"spot_check", command},
+                             {"output_file", command},
+                             {"max_output_bytes", command}}) {
     if (command && key != "n" && key != "flops") continue;  // read_command checked them
     if (wanted)
       r.require_present(t, key, prefix, "required by kernel " + kernel_name);

@@ -40,12 +40,12 @@ void BatchWriter::reset() {
 }
 
 bool BatchWriter::batchable(const Message& m, std::size_t payload_bytes) {
-  return payload_frames_for(kind_of(m)) == 0 || payload_bytes <= max_batched_payload_bytes;
+  return payload_frames_of(m) == 0 || payload_bytes <= max_batched_payload_bytes;
 }
 
 bool BatchWriter::add(const Message& m, std::span<const std::byte> payload) {
-  const bool with_payload = payload_frames_for(kind_of(m)) == 1;
-  if (!with_payload && !payload.empty()) throw std::invalid_argument("a payload given for a message kind without one");
+  const bool with_payload = payload_frames_of(m) == 1;
+  if (!with_payload && !payload.empty()) throw std::invalid_argument("a payload given for a message without one");
   if (count_ >= max_batch_entries) return false;
   const auto header = encode(m);
   const std::size_t grow = 4 + header.size() + (with_payload ? 4 + payload.size() : 0);
@@ -98,13 +98,14 @@ std::vector<BatchEntry> decode_batch(std::span<const std::byte> frame) {
     if (frame.size() - pos < header_len) throw DecodeError("batch frame truncated in " + where + "'s header");
     const auto header = frame.subspan(pos, header_len);
     pos += header_len;
-    // The kind decides whether a payload follows; decode() then checks the pair.
-    std::uint16_t raw_kind = 0;
-    if (header_len >= 8) std::memcpy(&raw_kind, header.data() + 6, sizeof raw_kind);
-    const bool with_payload = payload_frames_for(static_cast<Kind>(raw_kind)) == 1;
+    // The header's payload_frames field says whether a payload follows (a Result may carry
+    // its output); decode() then checks it against the kind and the body.
+    std::uint16_t declared = 0;
+    if (header_len >= header_bytes) std::memcpy(&declared, header.data() + 12, sizeof declared);
+    const bool with_payload = declared == 1;
     BatchEntry e;
     try {
-      e.message = decode(header, with_payload ? 1 : 0);
+      e.message = decode(header, declared);
     } catch (const DecodeError& err) {
       throw DecodeError(where + ": " + err.what());
     }

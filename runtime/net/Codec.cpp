@@ -131,6 +131,11 @@ const char* kind_name(Kind k) {
 
 std::size_t payload_frames_for(Kind k) { return k == Kind::task || k == Kind::probe || k == Kind::tree_info ? 1 : 0; }
 
+std::size_t payload_frames_of(const Message& m) {
+  if (const auto* r = std::get_if<msg::Result>(&m)) return r->has_output ? 1 : 0;
+  return payload_frames_for(kind_of(m));
+}
+
 std::vector<std::byte> encode(const Message& m) {
   Writer body;
   std::visit(Overloaded{
@@ -152,6 +157,7 @@ std::vector<std::byte> encode(const Message& m) {
             for (const auto& arg : a.argv) body.put_string(arg, max_text_bytes);
             body.put(a.timeout);
             body.put_string(a.expect_digest);
+            body.put(a.max_output_bytes);  // issue 20, output files (0: not sent back)
           }
         }
         body.put_all(w.calibrate_reps, w.probe_bytes, w.seed);
@@ -185,6 +191,11 @@ std::vector<std::byte> encode(const Message& m) {
         body.put_all(r.compute_seconds, r.queued_seconds, r.checksum);
         body.put<std::uint8_t>(r.failed ? 1 : 0);
         body.put_string(r.error.size() > max_text_bytes ? r.error.substr(0, max_text_bytes) : r.error, max_text_bytes);
+        if (r.has_output) {  // optional trailing fields (issue 20, output files)
+          if (r.output_bytes > max_payload_bytes) throw std::invalid_argument("result output too large to send");
+          body.put<std::uint8_t>(1);
+          body.put(r.output_bytes);
+        }
       },
       [&](const msg::NodeJoined& j) {
         body.put_string(j.name);
@@ -192,7 +203,15 @@ std::vector<std::byte> encode(const Message& m) {
         body.put(j.cores);
         body.put(j.memory);
       },
-      [&](const msg::Heartbeat&) {},
+      [&](const msg::Heartbeat& h) {
+        if (h.loads.empty()) return;  // optional trailing list (issue 20, `treefarm status`)
+        if (h.loads.size() > max_loads) throw std::invalid_argument("heartbeat with too many node states");
+        body.put<std::uint32_t>(static_cast<std::uint32_t>(h.loads.size()));
+        for (const auto& l : h.loads) {
+          body.put_string(l.name);
+          body.put_all(l.cores, l.busy_cores, l.queued, l.load1);
+        }
+      },
       [&](const msg::Shutdown& s) {
         body.put_string(s.reason);
         if (s.reset) body.put<std::uint8_t>(1);  // optional trailing field (served trees)
@@ -298,7 +317,7 @@ std::vector<std::byte> encode(const Message& m) {
   Writer frame;
   frame.put_all(wire_magic, wire_version, static_cast<std::uint16_t>(kind),
                 static_cast<std::uint32_t>(body.bytes().size()),
-                static_cast<std::uint16_t>(payload_frames_for(kind)), std::uint16_t{0});
+                static_cast<std::uint16_t>(payload_frames_of(m)), std::uint16_t{0});
   auto& out = frame.bytes();
   out.insert(out.end(), body.bytes().begin(), body.bytes().end());
   return out;
@@ -323,7 +342,9 @@ Message decode(std::span<const std::byte> header_frame, std::size_t payload_fram
   if (body_len > max_body_bytes) throw DecodeError("body length " + std::to_string(body_len) + " over the limit " + std::to_string(max_body_bytes));
   if (header_frame.size() != header_bytes + body_len)
     throw DecodeError("header says " + std::to_string(body_len) + " body bytes, frame has " + std::to_string(header_frame.size() - header_bytes));
-  if (declared_payloads != payload_frames_for(kind) || payload_frames != declared_payloads)
+  // A Result may carry its output in one payload frame; its body says whether (below).
+  const bool payload_ok = declared_payloads == payload_frames_for(kind) || (kind == Kind::result && declared_payloads == 1);
+  if (!payload_ok || payload_frames != declared_payloads)
     throw DecodeError(std::string(kind_name(kind)) + " with " + std::to_string(payload_frames) + " payload frames, expected " + std::to_string(payload_frames_for(kind)));
 
   Reader r(header_frame.subspan(header_bytes));
@@ -372,6 +393,10 @@ Message decode(std::span<const std::byte> header_frame, std::size_t payload_fram
           a.timeout = r.get_finite("app.timeout");
           if (!(a.timeout >= 0)) throw DecodeError("Welcome with a negative command timeout");
           a.expect_digest = r.get_string("app.expect_digest");
+          a.max_output_bytes = r.get<std::uint64_t>("app.max_output_bytes");
+          if (a.max_output_bytes > max_payload_bytes)
+            throw DecodeError("Welcome with a command output limit of " + std::to_string(a.max_output_bytes) +
+                              " bytes, over the limit " + std::to_string(max_payload_bytes));
         }
         w.apps.push_back(std::move(a));
       }
@@ -425,6 +450,18 @@ Message decode(std::span<const std::byte> header_frame, std::size_t payload_fram
       s.checksum = r.get<double>("checksum");  // may be NaN if the kernel went wrong: the master judges
       s.failed = r.get<std::uint8_t>("failed") != 0;
       s.error = r.get_string("error", max_text_bytes);
+      if (!r.at_end()) {  // output files (issue 20): absent from a Result without output
+        const auto has = r.get<std::uint8_t>("has_output");
+        if (has != 1) throw DecodeError("Result with has_output byte " + std::to_string(has) + ", expected 1 or absent");
+        s.has_output = true;
+        s.output_bytes = r.get<std::uint64_t>("output_bytes");
+        if (s.output_bytes > max_payload_bytes)
+          throw DecodeError("Result with an output of " + std::to_string(s.output_bytes) + " bytes, over the limit " +
+                            std::to_string(max_payload_bytes));
+      }
+      if (payload_frames != (s.has_output ? 1u : 0u))
+        throw DecodeError("Result with " + std::to_string(payload_frames) + " payload frames, expected " +
+                          (s.has_output ? "1 (it carries an output)" : "0"));
       m = std::move(s);
       break;
     }
@@ -432,7 +469,28 @@ Message decode(std::span<const std::byte> header_frame, std::size_t payload_fram
       m = msg::NodeJoined{r.get_string("name"), r.get_string("parent"), r.get<std::uint32_t>("cores"),
                           r.get<std::uint64_t>("memory")};
       break;
-    case Kind::heartbeat: m = msg::Heartbeat{}; break;
+    case Kind::heartbeat: {
+      msg::Heartbeat h;
+      if (!r.at_end()) {  // node states (child → parent), absent from an empty Heartbeat
+        const auto count = r.get<std::uint32_t>("load_count");
+        if (count == 0 || count > max_loads)
+          throw DecodeError("Heartbeat with " + std::to_string(count) + " node states, expected 1 to " + std::to_string(max_loads));
+        for (std::uint32_t i = 0; i < count; ++i) {
+          msg::NodeLoad l;
+          l.name = r.get_string("load.name");
+          if (l.name.empty()) throw DecodeError("Heartbeat with a node state of no name");
+          l.cores = r.get<std::uint32_t>("load.cores");
+          l.busy_cores = r.get<std::uint32_t>("load.busy_cores");
+          l.queued = r.get<std::uint32_t>("load.queued");
+          l.load1 = r.get_finite("load.load1");
+          if (l.cores > 1u << 16 || l.busy_cores > l.cores || !(l.load1 >= -1))
+            throw DecodeError("Heartbeat with an impossible state of '" + l.name + "'");
+          h.loads.push_back(std::move(l));
+        }
+      }
+      m = std::move(h);
+      break;
+    }
     case Kind::shutdown: {
       msg::Shutdown s{r.get_string("reason")};
       if (!r.at_end()) {  // served trees: absent from older Shutdowns

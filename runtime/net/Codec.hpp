@@ -21,8 +21,12 @@ class DecodeError : public std::runtime_error {
 /// The header frame of `m` (header + body), little-endian.
 std::vector<std::byte> encode(const Message& m);
 
-/// Payload frames that must follow a message of kind k (1 for Task, else 0).
+/// Payload frames that always follow a message of kind k (1 for Task, Probe, TreeInfo,
+/// else 0).
 std::size_t payload_frames_for(Kind k);
+/// Payload frames that follow `m`: payload_frames_for its kind, and 1 for a Result that
+/// carries its output (msg::Result::has_output).
+std::size_t payload_frames_of(const Message& m);
 
 /// Decodes a header frame; `payload_frames` is how many frames followed it on the wire.
 /// Throws DecodeError naming what was wrong.

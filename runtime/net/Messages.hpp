@@ -2,7 +2,8 @@
 /// @file Messages.hpp
 /// The messages of the wire protocol (docs/protocol.md). Every message is one header
 /// frame — a fixed 16-byte header then a body — followed by `payload_frames` payload
-/// frames sent without copying (only Task has one: the task's input bytes).
+/// frames sent without copying (Task: the task's input bytes; Probe, TreeInfo: probe
+/// bytes; a Result with `has_output`: a command's output file).
 
 #include <cstdint>
 #include <string>
@@ -28,6 +29,7 @@ constexpr std::uint64_t max_tree_probe_bytes = 64ull << 20;  ///< bytes, one Tre
 constexpr std::size_t max_tree_children = 256;            ///< children listed in one TreeInfo
 constexpr std::size_t max_ancestors = 32;                 ///< entries of Welcome::ancestors
 constexpr std::uint32_t max_probe_rounds = 100;           ///< rounds of one ProbeRequest
+constexpr std::size_t max_loads = 256;                    ///< node states in one Heartbeat
 
 enum class Kind : std::uint16_t {
   hello = 1, welcome = 2, request = 3, task = 4, result = 5, node_joined = 6,
@@ -61,6 +63,9 @@ struct AppInfo {
   std::vector<std::string> argv;  ///< program and arguments, each at most max_text_bytes
   double timeout = 0;             ///< seconds (0: no limit)
   std::string expect_digest;      ///< SHA-256 hex of every output, or empty
+  /// Each task's output travels back with its Result, up to this many bytes (a larger one
+  /// fails the task); 0: not sent back (docs/command-tasks.md, "Output files").
+  std::uint64_t max_output_bytes = 0;
 };
 /// What the master knows of one node from a calibration and the LP solution
 /// (papers/beaumont2006 §4.1, §5.1.4): passed down so policies need not learn it.
@@ -110,6 +115,12 @@ struct Result {
   double checksum = 0;
   bool failed = false;          ///< The kernel raised an error (message in `error`).
   std::string error;            ///< at most max_text_bytes (a command's stderr is cut to fit)
+  /// A command's output file travels with the result (docs/command-tasks.md, "Output
+  /// files"): then one payload frame of exactly `output_bytes` bytes follows the header,
+  /// whose SHA-256 gives `checksum`. Optional trailing fields (absent when false: a
+  /// Result without output keeps its bytes and its zero payload frames).
+  bool has_output = false;
+  std::uint64_t output_bytes = 0;  ///< bytes, at most max_payload_bytes
 };
 /// Child → parent, travelling up to the master: a node joined the tree.
 struct NodeJoined {
@@ -118,7 +129,20 @@ struct NodeJoined {
   std::uint32_t cores = 0;
   std::uint64_t memory = 0;     ///< bytes
 };
-struct Heartbeat {};
+/// One node's state as `treefarm status` shows it (issue 20, docs/serve.md).
+struct NodeLoad {
+  std::string name;
+  std::uint32_t cores = 0;        ///< cores it computes on
+  std::uint32_t busy_cores = 0;   ///< cores held by its running tasks (≤ cores)
+  std::uint32_t queued = 0;       ///< tasks held there and not running (waiting or on their way to a child)
+  double load1 = -1;              ///< the machine's 1-minute load average (-1: unknown)
+};
+/// Either way, every heartbeat interval. Child → parent it may carry, as an optional
+/// trailing list, the state of the sender and of the nodes below it (at most max_loads;
+/// left out when empty, so an empty Heartbeat keeps its bytes).
+struct Heartbeat {
+  std::vector<NodeLoad> loads = {};
+};
 /// Parent → child: the run is over; pass it on and exit. With `reset` (a served tree,
 /// docs/serve.md) the child passes it on, says Bye, forgets the run and says Hello again
 /// on the same connection instead of exiting; a joining child told `reset` waits for the

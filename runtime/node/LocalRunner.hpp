@@ -21,6 +21,8 @@ struct JobOutcome {
   double checksum = 0;         ///< the kernel's result checksum (tasks/Checksum.hpp)
   bool failed = false;
   std::string error;           ///< why, when failed
+  /// A command's output file, when its application sends outputs back (AppSpec::send_output).
+  Payload output = {};
 };
 
 class LocalRunner {

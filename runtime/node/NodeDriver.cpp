@@ -66,6 +66,8 @@ model::AppSpec app_from_wire(const net::msg::AppInfo& info) {
   model::AppSpec a;
   copy_named_alike(info, a);
   a.kernel = static_cast<model::Kernel>(info.kernel);
+  a.send_output = info.max_output_bytes > 0;
+  if (a.send_output) a.max_output_bytes = info.max_output_bytes;
   a.bytes = info.bytes;
   a.flops = info.flops;
   if (a.kernel == model::Kernel::matmul || a.kernel == model::Kernel::matadd) a.bytes = 0;
@@ -78,6 +80,7 @@ net::msg::AppInfo app_to_wire(const model::AppSpec& app) {
   info.kernel = static_cast<std::uint8_t>(app.kernel);
   info.bytes = app.input_bytes();
   info.flops = app.task_flops();
+  if (app.send_output) info.max_output_bytes = app.max_output_bytes;
   return info;
 }
 
@@ -92,6 +95,7 @@ struct NodeDriver::Child {
   std::unordered_map<std::uint64_t, SendRecord> sends;  ///< task transfers not yet acknowledged
   std::string endpoint;                              ///< advertised by its TreeInfo ("" = none)
   std::uint32_t cores = 0;
+  std::vector<net::msg::NodeLoad> loads;             ///< its subtree's states, from its last heartbeat
 };
 
 /// A job on the local runner: a task, or a calibration run of application `app`.
@@ -311,13 +315,15 @@ void NodeDriver::carry_out(core::Action& action, double now) {
       [&](core::action::StartTask& a) { start_local(a.task); },
       [&](core::action::ForwardResult& a) {
         if (auto it = results_.find(a.task.id); it != results_.end()) {
-          transport_.send_parent(it->second);
+          transport_.send_parent(it->second, take_output(a.task.id));  // the output frame shared, not copied
           results_.erase(it);
         }
         payloads_.erase(a.task.id);
       },
       [&](core::action::TaskCompleted& a) {
         if (auto it = results_.find(a.task.id); it != results_.end()) {
+          const Payload output = take_output(a.task.id);
+          if (output && !a.duplicate && root_->on_output) root_->on_output(it->second, output);
           if (root_->on_result) root_->on_result(it->second, a.duplicate, now);
           results_.erase(it);
         }
@@ -336,6 +342,7 @@ void NodeDriver::carry_out(core::Action& action, double now) {
         spdlog::info("{}: task {} of '{}': late copy's result dropped as a duplicate", opt_.name, a.task.id.index(),
                      apps_.at(a.task.app().value).name);
         results_.erase(a.task.id);
+        outputs_.erase(a.task.id);
         blame_.retract(a.task.id.value);
       },
       [&](core::action::SendPolicyMessage& a) {
@@ -374,6 +381,30 @@ void NodeDriver::carry_out(core::Action& action, double now) {
         begin_closing("run complete", now);
       }},
       action);
+}
+
+net::msg::NodeLoad NodeDriver::own_load() const {
+  net::msg::NodeLoad l;
+  l.name = opt_.name;
+  l.cores = runner_ ? runner_->cores() : 0;
+  l.busy_cores = static_cast<std::uint32_t>(std::min<std::uint64_t>(committed_cores_, l.cores));
+  std::size_t running = 0;
+  for (const auto& [id, job] : jobs_)
+    if (job->task && job->epoch == epoch_) ++running;
+  const std::size_t held = is_root() ? 0 : payloads_.size();
+  l.queued = static_cast<std::uint32_t>(held > running ? held - running : 0);
+  l.load1 = opt_.machine_load ? opt_.machine_load() : -1.0;
+  if (!(l.load1 >= 0)) l.load1 = -1.0;
+  return l;
+}
+
+Payload NodeDriver::take_output(core::TaskId id) {
+  if (outputs_.empty()) return {};
+  auto it = outputs_.find(id);
+  if (it == outputs_.end()) return {};
+  Payload output = std::move(it->second);
+  outputs_.erase(it);
+  return output;
 }
 
 void NodeDriver::send_task(core::ChildId child, core::TaskRef task, double now) {
@@ -472,6 +503,11 @@ void NodeDriver::on_job_done(std::uint64_t id, JobOutcome outcome, double now) {
     local_runs_.resize(apps_.size(), 0);
     local_seconds_[job.app] += outcome.run_seconds;
     ++local_runs_[job.app];
+  }
+  if (outcome.output && !outcome.failed) {
+    r.has_output = true;
+    r.output_bytes = outcome.output->size();
+    outputs_[task.id] = std::move(outcome.output);
   }
   blame_.record(task.id.value, BlameLedger::local);
   results_[task.id] = std::move(r);
@@ -613,6 +649,7 @@ void NodeDriver::parent_lost(const std::string& why, double now, bool voluntary)
   events_.clear();
   payloads_.clear();
   results_.clear();
+  outputs_.clear();
   blame_.clear();
   departed_.clear();
   acks_.clear();
@@ -783,7 +820,6 @@ void NodeDriver::admit(PeerId peer, const net::msg::Hello& hello, double now) {
 }
 
 void NodeDriver::handle_child(Child& child, PeerId peer, net::Message& message, Payload& payload, double now) {
-  (void)payload;
   std::visit(Overloaded{
       [&](net::msg::Request& q) {
         // A child asks only while its buffer has room (papers/beaumont2006 §4, Figure 1):
@@ -802,9 +838,20 @@ void NodeDriver::handle_child(Child& child, PeerId peer, net::Message& message, 
         // a node it reported joined below it (issue 13, "Blame below an inner node").
         if (!child.subtree.contains(s.node))
           return drop_child(peer, "sent a result computed by '" + s.node + "', outside its subtree", true, now);
+        if (s.has_output) {  // a command's output file (docs/command-tasks.md, "Output files")
+          const model::AppSpec& app = apps_[id.app().value];
+          if (!app.send_output || s.failed)
+            return drop_child(peer, "sent an output with a result of '" + app.name + "', which sends none back", true, now);
+          if (!payload || payload->size() != s.output_bytes || s.output_bytes > app.max_output_bytes)
+            return drop_child(peer, "sent an output of " + std::to_string(payload ? payload->size() : 0) + " bytes, said " +
+                                        std::to_string(s.output_bytes) + " (limit " + std::to_string(app.max_output_bytes) + ")",
+                              true, now);
+          if (is_root() && root_->check_output && !root_->check_output(s, payload)) return blame_forgery(child, peer, s, now);
+        }
         if (is_root() && root_->check_result && root_->check_result(s, child.name).forged)
           return blame_forgery(child, peer, s, now);
         blame_.record(s.task_id, child.id.value);
+        if (s.has_output) outputs_[id] = std::move(payload);
         results_[id] = std::move(s);
         post(core::event::ResultArrived{child.id, core::TaskRef{id}});
         drain(now);
@@ -836,7 +883,13 @@ void NodeDriver::handle_child(Child& child, PeerId peer, net::Message& message, 
         drain(now);
       },
       [&](net::msg::BlameReply& r) { on_blame_reply(child, peer, r, now); },
-      [&](net::msg::Heartbeat&) {},
+      [&](net::msg::Heartbeat& h) {
+        // Its own state and its subtree's only (as Result::node and NodeJoined are bound).
+        for (const auto& l : h.loads)
+          if (!child.subtree.contains(l.name))
+            return drop_child(peer, "reported the state of '" + l.name + "', outside its subtree", true, now);
+        if (!h.loads.empty()) child.loads = std::move(h.loads);
+      },
       [&](net::msg::Bye&) {
         drop_child(peer, "said goodbye", false, now);
         maybe_closed(now);
@@ -1069,7 +1122,21 @@ void NodeDriver::flush(double now) {
 /// queue behind task payloads on slow links.
 void NodeDriver::heartbeats(double now) {
   next_heartbeat_ = now + opt_.heartbeat_interval;
-  if (!is_root() && phase_ != Phase::rejoin_wait) transport_.send_parent(net::msg::Heartbeat{});
+  // Node states ride on the heartbeats up the tree (`treefarm status`): this node's, then
+  // those its children last reported, as many as one heartbeat carries.
+  net::msg::Heartbeat up;
+  if (!is_root() || root_->on_load) {
+    up.loads.push_back(own_load());
+    for (const auto& [peer, c] : children_)
+      for (const auto& l : c->loads)
+        if (up.loads.size() < net::max_loads) up.loads.push_back(l);
+  }
+  if (is_root()) {
+    if (root_->on_load)
+      for (const auto& l : up.loads) root_->on_load(l);
+  } else if (phase_ != Phase::rejoin_wait) {
+    transport_.send_parent(up);
+  }
   std::vector<PeerId> silent;
   for (auto& [peer, c] : children_) {
     transport_.send_child(peer, net::msg::Heartbeat{});

@@ -98,6 +98,9 @@ struct NodeOptions {
   /// (docs/security.md, "Blame below an inner node"); each inner node waits half of what
   /// its parent allowed. No answer in time: the child asked is convicted.
   double blame_timeout = 5;
+  /// The machine's 1-minute load average, reported with this node's state in heartbeats
+  /// (`treefarm status`, issue 20); the ZeroMQ adapter reads sysinfo(2). Unset: unknown.
+  std::function<double()> machine_load = {};
   /// Root of a served tree (docs/serve.md): a run that ends normally tells the children
   /// Shutdown with `reset` — they forget the run and say Hello again on the same connection,
   /// ready for the next one — instead of sending them away.
@@ -133,6 +136,16 @@ struct RootSetup {
   std::function<std::vector<core::TaskRef>(const std::string& culprit, const std::string& via, bool whole_child)> convict;
   /// A result reached the root; `duplicate` if the task was already recorded.
   std::function<void(const net::msg::Result&, bool duplicate, double now)> on_result;
+  /// Output files (docs/command-tasks.md): a child's result carries `output` (exactly
+  /// Result::output_bytes bytes, checked by the driver). False: the output does not give
+  /// the result's checksum — the result is proven wrong, as a forged one (check_result).
+  /// Called before check_result. Unset: accepted.
+  std::function<bool(const net::msg::Result&, const Payload& output)> check_output;
+  /// A node's state (its own, every heartbeat interval, and each node's below it as its
+  /// heartbeats bring them up; `treefarm status`, issue 20).
+  std::function<void(const net::msg::NodeLoad&)> on_load;
+  /// The output of a result recorded (not a duplicate), called just before on_result.
+  std::function<void(const net::msg::Result&, const Payload& output)> on_output;
   /// A node joined somewhere in the tree.
   std::function<void(const net::msg::NodeJoined&)> on_joined;
   /// Called about every `tick_interval` seconds (progress lines).
@@ -273,6 +286,10 @@ class NodeDriver {
   Child* child_by_core(core::ChildId id);
   // Blame below an inner node (issue 13; NodeDriver.cpp, "blame").
   void blame_forgery(Child& child, PeerId peer, const net::msg::Result& forged, double now);
+  /// The output going up with the result of `id` (empty if none), taken out of outputs_.
+  Payload take_output(core::TaskId id);
+  /// This node's state now (cores, busy cores, tasks held and not running, machine load).
+  net::msg::NodeLoad own_load() const;
   void on_blame(const net::msg::Blame& blame, double now);
   void on_blame_reply(Child& child, PeerId peer, const net::msg::BlameReply& reply, double now);
   void blame_found(std::uint64_t task_id, const std::string& via, const std::string& culprit, double now);
@@ -296,6 +313,7 @@ class NodeDriver {
   // Tasks held here and results on their way up (payloads shared, never copied).
   std::unordered_map<core::TaskId, Payload> payloads_;
   std::unordered_map<core::TaskId, net::msg::Result> results_;
+  std::unordered_map<core::TaskId, Payload> outputs_;  ///< command outputs going up with results_
   std::vector<std::uint64_t> acks_;  ///< tasks received, acknowledged at the next flush
   std::uint64_t released_bytes_ = 0;  ///< bytes of released transfers not yet acknowledged
 

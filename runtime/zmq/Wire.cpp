@@ -71,8 +71,8 @@ std::optional<std::variant<Received, BadMessage, ReceivedBatch>> try_receive_any
 
 bool send(zmq::socket_t& socket, const Message& m, const std::string* identity, zmq::message_t* payload) {
   auto header = encode(m);
-  const bool with_payload = payload_frames_for(kind_of(m)) == 1;
-  if (with_payload && payload == nullptr) throw std::invalid_argument("a Task message needs its payload");
+  const bool with_payload = payload_frames_of(m) == 1;
+  if (with_payload && payload == nullptr) throw std::invalid_argument(std::string("a ") + kind_name(kind_of(m)) + " message needs its payload");
   try {
     if (identity) socket.send(zmq::buffer(*identity), zmq::send_flags::sndmore);
     socket.send(zmq::message_t(header.data(), header.size()), with_payload ? zmq::send_flags::sndmore : zmq::send_flags::none);

@@ -10,6 +10,7 @@
 #include <unordered_set>
 
 #include <sys/resource.h>
+#include <sys/sysinfo.h>
 
 #include <spdlog/spdlog.h>
 #include <zmq.hpp>
@@ -688,6 +689,11 @@ ZmqNode::ZmqNode(node::NodeOptions options, Endpoints endpoints, Compute compute
   }
   if (options.memory == 0) options.memory = compute.memory;
   if (options.parent_endpoint.empty()) options.parent_endpoint = endpoints.parent;
+  if (!options.machine_load)  // `treefarm status` shows it beside the busy cores (issue 20)
+    options.machine_load = [] {
+      struct sysinfo si {};
+      return ::sysinfo(&si) == 0 ? static_cast<double>(si.loads[0]) / static_cast<double>(1u << SI_LOAD_SHIFT) : -1.0;
+    };
   options.parent_public_key = endpoints.curve.enabled ? endpoints.curve.parent_public_key : std::string();
   impl_->options = options;
   impl_->prober = std::make_unique<PeerProber>(options.name, static_cast<std::uint32_t>(compute.cores.size()),

@@ -45,7 +45,7 @@ CodecOutcome check_codec_input(const std::uint8_t* data, std::size_t size) {
   }
   Message again;
   try {
-    again = decode(once, payload_frames_for(kind_of(m)));
+    again = decode(once, payload_frames_of(m));
   } catch (const DecodeError& e) {
     throw CodecPropertyViolated(std::string("decode(encode(m)) rejected: ") + e.what());
   }

@@ -127,5 +127,95 @@ tasks = 3
   EXPECT_NE(r.output.find("app[0].argv"), std::string::npos) << r.output;
 }
 
+std::string read_bytes(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+// Output files (docs/command-tasks.md, "Output files"): each task's gzip output comes
+// back to the master through the tree (w1a and w1b's through w1) and is written once as
+// OUT/outputs/gz/INDEX.gz; each decompresses to the input that task was given (which the
+// command also copies aside, so that the test can compare).
+TEST(CommandTest, GzipOutputsComeBackOncePerTaskAndDecompressToTheirInputs) {
+  TempDir dir("cmd-outputs");
+  const auto inputs = dir.path() / "inputs";
+  fs::create_directories(inputs);
+  const auto exp = write_file(dir.path() / "gzip.toml", test_support::quickstart_nodes_toml() + R"([[app]]
+name = "gz"
+kind = "command"
+argv = ["sh", "-c", "cp {input} )" + inputs.string() + R"(/{index}; exec gzip -9 -n -c {input}"]
+bytes = "64KiB"
+tasks = 40
+timeout = 60
+output_file = "{index}.gz"
+)" + "\n" + test_support::multiport_run_toml(4, "fcfs"));
+  const auto out = dir.path() / "out";
+  const auto r = run_command(treefarm_bin + " run " + exp + " --out " + out.string() + " --quiet --timeout 120");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+
+  const auto outputs = out / "outputs" / "gz";
+  std::set<std::string> files;
+  for (const auto& e : fs::directory_iterator(outputs)) files.insert(e.path().filename().string());
+  EXPECT_EQ(files.size(), 40u) << "an output is missing, or a part file was left";
+  for (int i = 0; i < 40; ++i) {
+    const auto gz = outputs / (std::to_string(i) + ".gz");
+    ASSERT_TRUE(fs::exists(gz)) << gz;
+    const auto unpacked = run_command("gzip -d -c " + gz.string() + " > " + (dir.path() / "unpacked").string());
+    ASSERT_EQ(unpacked.exit_code, 0) << unpacked.output;
+    const auto input = read_bytes(inputs / std::to_string(i));
+    EXPECT_EQ(input.size(), 64u * 1024);
+    EXPECT_TRUE(read_bytes(dir.path() / "unpacked") == input) << "task " << i << "'s output is not its input gzipped";
+  }
+  const auto j = results_of(out);
+  EXPECT_EQ(j.at("apps")[0].at("completed"), 40u);
+  EXPECT_EQ(j.at("apps")[0].at("failed"), 0u);
+  std::set<std::string> nodes;
+  for (const auto& t : j.at("tasks")) nodes.insert(t.at("node").get<std::string>());
+  EXPECT_TRUE(nodes.contains("w1a") || nodes.contains("w1b")) << "no output came through the inner node w1";
+}
+
+TEST(CommandTest, AnOutputOverMaxOutputBytesFailsThatTaskOnly) {
+  TempDir dir("cmd-output-limit");
+  const auto exp = write_file(dir.path() / "big.toml", command_tree(R"([[app]]
+name = "gz"
+kind = "command"
+argv = ["sh", "-c", "if [ {index} = 3 ]; then head -c 3000 /dev/zero; else gzip -n -c {input}; fi"]
+bytes = "1KiB"
+tasks = 12
+output_file = "out-{index}.gz"
+max_output_bytes = 2000
+)"));
+  const auto out = dir.path() / "out";
+  const auto r = run_command(treefarm_bin + " run " + exp + " --out " + out.string() + " --quiet --timeout 120");
+  EXPECT_EQ(r.exit_code, 4) << r.output;  // one task failed
+  const auto j = results_of(out);
+  EXPECT_EQ(j.at("apps")[0].at("failed"), 1u);
+  ASSERT_EQ(j.at("failures").size(), 1u);
+  EXPECT_EQ(j.at("failures")[0].at("id"), 3u);
+  const auto error = j.at("failures")[0].at("error").get<std::string>();
+  EXPECT_NE(error.find("output of 3000 bytes, over max_output_bytes 2000"), std::string::npos) << error;
+  const auto outputs = out / "outputs" / "gz";
+  for (int i = 0; i < 12; ++i)
+    EXPECT_EQ(fs::exists(outputs / ("out-" + std::to_string(i) + ".gz")), i != 3) << "task " << i;
+}
+
+TEST(CommandTest, AnOutputFileThatIsAPathIsRefusedWithFileLineAndField) {
+  TempDir dir("cmd-output-bad");
+  const auto exp = write_file(dir.path() / "bad.toml", command_tree(R"([[app]]
+name = "gz"
+kind = "command"
+argv = ["gzip", "-c"]
+bytes = 100
+tasks = 3
+output_file = "../{index}.gz"
+)"));
+  const auto r = run_command(treefarm_bin + " run " + exp + " --quiet --timeout 60");
+  EXPECT_EQ(r.exit_code, 3) << r.output;
+  EXPECT_NE(r.output.find("bad.toml:7"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("app[0].output_file"), std::string::npos) << r.output;
+}
+
 }  // namespace
 }  // namespace treefarm::testing

@@ -161,4 +161,115 @@ TEST(Serve, ABadSubmissionIsRefusedWithFileLineAndField) {
   EXPECT_TRUE(master.wait(20).has_value());
 }
 
+// `treefarm cancel` (docs/serve.md): a running experiment ends with the tree kept (the same
+// worker runs the next one), its results.json says cancelled with what completed; a queued
+// one leaves the queue and its submitter hears so; Ctrl-C on `submit` cancels its own
+// experiment. Then a command application's output files come back through `submit --out`.
+TEST(Serve, CancelEndsARunningOrQueuedExperimentAndTheTreeStaysAndOutputsComeBackToSubmit) {
+  TempDir dir;
+  const std::string w1 = "sc" + std::to_string(getpid()) + "w1";
+  Child master({master_bin, "--serve", "--name", "m", "--ready-file", (dir.path() / "m.ep").string(), "--bind-file",
+                (dir.path() / "submit.ep").string(), "--state-dir", (dir.path() / "state").string(), "--live-wait", "20",
+                "--heartbeat-timeout", "2", "--heartbeat-interval", "0.3"},
+               dir.path() / "master.log");
+  const auto mep = wait_for_line(dir.path() / "m.ep");
+  const auto sep = wait_for_line(dir.path() / "submit.ep");
+  ASSERT_FALSE(mep.empty() || sep.empty()) << master.output();
+  Child worker({worker_bin, "--parent", mep, "--name", w1, "--cores", "1", "--listen", "", "--heartbeat-timeout", "2",
+                "--heartbeat-interval", "0.3"},
+               dir.path() / "w1.log");
+  const pid_t wpid = worker.pid();
+  auto status = [&] {
+    const auto r = run_command(treefarm_bin + " status --json --to " + sep);
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    return nlohmann::json::parse(r.output.substr(r.output.find('{')));
+  };
+  ASSERT_TRUE(wait_until([&] { return status().at("waiting").size() == 1; }, 30)) << master.output();
+
+  // 300 tasks of 0.1 s: about 30 s unless cancelled.
+  const auto slow = write_file(dir.path() / "slow.toml",
+                               "[[app]]\nname = \"nap\"\nkind = \"command\"\nargv = [\"sleep\", \"0.1\"]\nbytes = 10\n"
+                               "tasks = 300\n[run]\nbuffer = 2\n");
+  Child first({treefarm_bin, "submit", slow, "--to", sep, "--out", (dir.path() / "out1").string(), "--timeout", "120"},
+              dir.path() / "submit1.log");
+  ASSERT_TRUE(wait_until([&] { return first.output().find("experiment 1 started") != std::string::npos; }, 30))
+      << first.output() << master.output();
+  Child second({treefarm_bin, "submit", slow, "--to", sep, "--out", (dir.path() / "out2").string(), "--timeout", "120"},
+               dir.path() / "submit2.log");
+  ASSERT_TRUE(wait_until([&] { return second.output().find("queued") != std::string::npos; }, 30)) << second.output();
+
+  // The queued one leaves the queue; its submitter ends with 130 and no results.json.
+  const auto q = run_command(treefarm_bin + " cancel 2 --to " + sep);
+  EXPECT_EQ(q.exit_code, 0) << q.output;
+  EXPECT_NE(q.output.find("removed from the queue"), std::string::npos) << q.output;
+  const auto rc2 = second.wait(30);
+  ASSERT_TRUE(rc2.has_value()) << second.output();
+  EXPECT_EQ(*rc2, 130) << second.output();
+  EXPECT_NE(second.output().find("was cancelled"), std::string::npos) << second.output();
+  EXPECT_FALSE(fs::exists(dir.path() / "out2" / "results.json"));
+
+  // An unknown id is refused with the master's message.
+  const auto none = run_command(treefarm_bin + " cancel 99 --to " + sep);
+  EXPECT_NE(none.exit_code, 0) << none.output;
+  EXPECT_NE(none.output.find("no queued or running experiment 99"), std::string::npos) << none.output;
+
+  // The running one, once it computed something, by Ctrl-C on its own submit.
+  ASSERT_TRUE(wait_until([&] {
+    const auto s = status();
+    return s.at("running").is_object() && !s.at("running").value("apps", nlohmann::json::array()).empty() &&
+           s.at("running").at("apps")[0].value("done", 0u) >= 5u;
+  }, 60)) << master.output();
+  kill(first.pid(), SIGINT);
+  const auto rc1 = first.wait(90);
+  ASSERT_TRUE(rc1.has_value()) << first.output() << master.output();
+  EXPECT_EQ(*rc1, 130) << first.output();
+  EXPECT_NE(first.output().find("cancelling experiment 1"), std::string::npos) << first.output();
+  const auto r1 = nlohmann::json::parse(read_file(dir.path() / "out1" / "results.json"));
+  EXPECT_TRUE(r1.value("cancelled", false)) << r1.dump().substr(0, 400);
+  const auto done1 = r1.at("apps")[0].at("completed").get<std::uint64_t>();
+  EXPECT_GE(done1, 5u);
+  EXPECT_LT(done1, 300u);
+  std::set<std::uint64_t> ids;
+  for (const auto& t : r1.at("tasks")) EXPECT_TRUE(ids.insert(t.at("id").get<std::uint64_t>()).second) << "a task twice";
+  EXPECT_EQ(ids.size(), done1);
+
+  // The tree stayed: the same worker runs the next experiment, whose outputs come back.
+  const auto inputs = dir.path() / "inputs";
+  fs::create_directories(inputs);
+  const auto gz = write_file(dir.path() / "gz.toml",
+                             "[[app]]\nname = \"gz\"\nkind = \"command\"\nargv = [\"sh\", \"-c\", \"cp {input} " +
+                                 inputs.string() + "/{index}; exec gzip -n -c {input}\"]\nbytes = \"24KiB\"\ntasks = 20\n"
+                                 "output_file = \"{index}.gz\"\n[run]\nbuffer = 2\n");
+  const auto r3 = run_command(treefarm_bin + " submit " + gz + " --to " + sep + " --out " + (dir.path() / "out3").string() +
+                              " --timeout 120");
+  ASSERT_EQ(r3.exit_code, 0) << r3.output << master.output();
+  for (int i = 0; i < 20; ++i) {
+    const auto file = dir.path() / "out3" / "outputs" / "gz" / (std::to_string(i) + ".gz");
+    ASSERT_TRUE(fs::exists(file)) << file << "\n" << r3.output;
+    const auto unpacked = run_command("gzip -d -c " + file.string());
+    ASSERT_EQ(unpacked.exit_code, 0);
+    EXPECT_TRUE(unpacked.output == read_file(inputs / std::to_string(i))) << "output " << i;
+  }
+  EXPECT_FALSE(worker.wait(0).has_value()) << worker.output();
+  EXPECT_EQ(worker.pid(), wpid);
+
+  // A command's input_file relative to the experiment travels with the submission: the
+  // master resolves it in the job's directory, and each output (cat of it) is that file.
+  const auto sub = dir.path() / "elsewhere";
+  fs::create_directories(sub / "data");
+  const std::string text = "line one\nline two\n";
+  write_file(sub / "data" / "in.txt", text);
+  const auto cat = write_file(sub / "cat.toml", "[[app]]\nname = \"cat\"\nkind = \"command\"\nargv = [\"cat\"]\n"
+                                                "input_file = \"data/in.txt\"\ntasks = 4\noutput_file = \"{index}.txt\"\n");
+  const auto r4 = run_command("cd / && " + treefarm_bin + " submit " + cat + " --to " + sep + " --out " +
+                              (dir.path() / "out4").string() + " --timeout 120");
+  ASSERT_EQ(r4.exit_code, 0) << r4.output << master.output();
+  for (int i = 0; i < 4; ++i)
+    EXPECT_EQ(read_file(dir.path() / "out4" / "outputs" / "cat" / (std::to_string(i) + ".txt")), text) << i;
+
+  kill(master.pid(), SIGTERM);
+  EXPECT_TRUE(master.wait(20).has_value()) << master.output();
+  EXPECT_TRUE(worker.wait(20).has_value()) << worker.output();
+}
+
 }  // namespace

@@ -180,5 +180,42 @@ TEST(CommandTask, RunTaskRunsTheCommandAndThrowsItsFailure) {
   EXPECT_FALSE(checksum_matches(sha256_checksum(hello_sha256), sha256_checksum(hello_sha256) + 1, app));
 }
 
+// Output files (docs/command-tasks.md): with send_output the output's bytes are kept.
+TEST(CommandTask, SentBackOutputKeepsItsBytesAndTheirDigest) {
+  auto app = command({"sh", "-c", "cp {input} {output}"});
+  app.send_output = true;
+  const auto o = run_command(app, bytes_of("hello\n"), 0, {});
+  ASSERT_FALSE(o.failed) << o.error;
+  ASSERT_NE(o.output, nullptr);
+  EXPECT_EQ(std::string(reinterpret_cast<const char*>(o.output->data()), o.output->size()), "hello\n");
+  EXPECT_EQ(o.sha256, hello_sha256);
+  EXPECT_EQ(sha256_hex(*o.output), hello_sha256);
+  EXPECT_EQ(o.output_bytes, 6u);
+
+  auto kept_nothing = command({"cat"});  // without send_output only the digest is kept
+  EXPECT_EQ(run_command(kept_nothing, bytes_of("hello\n"), 0, {}).output, nullptr);
+
+  auto empty = command({"true"});  // an empty output is an output of 0 bytes
+  empty.send_output = true;
+  const auto e = run_command(empty, {}, 0, {});
+  ASSERT_FALSE(e.failed) << e.error;
+  ASSERT_NE(e.output, nullptr);
+  EXPECT_TRUE(e.output->empty());
+}
+
+TEST(CommandTask, AnOutputOverTheLimitFailsTheTaskAndIsNotKept) {
+  auto app = command({"sh", "-c", "head -c 5000 /dev/zero"});
+  app.send_output = true;
+  app.max_output_bytes = 4999;
+  const auto o = run_command(app, {}, 0, {});
+  EXPECT_TRUE(o.failed);
+  EXPECT_EQ(o.output, nullptr);
+  EXPECT_NE(o.error.find("output of 5000 bytes, over max_output_bytes 4999"), std::string::npos) << o.error;
+  app.max_output_bytes = 5000;  // at the limit: kept
+  const auto p = run_command(app, {}, 0, {});
+  ASSERT_FALSE(p.failed) << p.error;
+  EXPECT_EQ(p.output->size(), 5000u);
+}
+
 }  // namespace
 }  // namespace treefarm::tasks

@@ -24,6 +24,7 @@ void add_all_commands(CLI::App& app, Commands& out) {
   add_compare_command(app, out);
   add_submit_command(app, out);
   add_status_command(app, out);
+  add_cancel_command(app, out);
   add_sweep_command(app, out);
   add_simulate_command(app, out);
   add_gen_platform_command(app, out);

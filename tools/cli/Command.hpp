@@ -6,6 +6,10 @@
 
 #include <CLI/CLI.hpp>
 
+namespace treefarm::tools {
+struct ServeEndpoint;
+}
+
 namespace treefarm::cli {
 
 /// One registered subcommand: the CLI11 app it parsed into and what to do when it was chosen.
@@ -47,9 +51,14 @@ void add_sweep_command(CLI::App& app, Commands& out);
 void add_report_command(CLI::App& app, Commands& out);
 /// `probe`: MACHINES.toml measured on running workers (docs/machines-file.md).
 void add_probe_command(CLI::App& app, Commands& out);
-/// `submit` and `status` on a served tree (docs/serve.md).
+/// `submit`, `status` and `cancel` on a served tree (docs/serve.md).
 void add_submit_command(CLI::App& app, Commands& out);
 void add_status_command(CLI::App& app, Commands& out);
+void add_cancel_command(CLI::App& app, Commands& out);
+
+/// --to, --curve-secret, --server-key and --insecure: how a client reaches a served master
+/// (submit, status, cancel, compare --to; defined in SubmitCommand.cpp).
+void add_serve_endpoint_options(CLI::App& cmd, tools::ServeEndpoint& to, bool required);
 
 /// Registers every subcommand above, in the order `treefarm --help` lists them.
 void add_all_commands(CLI::App& app, Commands& out);

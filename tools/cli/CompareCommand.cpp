@@ -67,9 +67,8 @@ void add_compare_command(CLI::App& app, Commands& out) {
       ->check(CLI::Range(1u, 1000u))->capture_default_str();
   cmp->add_option("--timeout", o->co.launch.timeout, "seconds per run (0 = none)");
   cmp->add_flag("--quiet", o->co.launch.quiet, "No progress lines");
-  cmp->add_option("--to", o->to.endpoint, "Run every policy on a served tree (treefarm-master --serve --bind ENDPOINT) without restarting it");
-  cmp->add_option("--curve-secret", o->to.curve_secret, "--to: this client's CURVE secret key file")->check(CLI::ExistingFile);
-  cmp->add_option("--server-key", o->to.server_key, "--to: the master's CURVE public key file")->check(CLI::ExistingFile);
+  // --to, --curve-secret, --server-key, --insecure: written once for submit, status, cancel and compare.
+  add_serve_endpoint_options(*cmp, o->to, false);
   out.push_back({cmp, [o] { return run_compare(*o); }});
 }
 

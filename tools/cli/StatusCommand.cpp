@@ -15,8 +15,6 @@
 
 namespace treefarm::cli {
 
-void add_serve_endpoint_options(CLI::App& cmd, tools::ServeEndpoint& to, bool required);
-
 namespace {
 struct StatusCli {
   tools::ServeEndpoint to;
@@ -43,14 +41,21 @@ std::string text_of(const nlohmann::json& st) {
   const double elapsed = running.is_object() ? running.value("elapsed", 0.0) : 0.0;
   const bool is_running = running.is_object();
   out << "tree" << (is_running ? " (running experiment)" : " (as of the last experiment)") << ":\n";
-  std::snprintf(line, sizeof line, "  %-24s %6s %10s %10s  %s\n", "node", "cores", "tasks", "tasks/s", "state");
+  std::snprintf(line, sizeof line, "  %-24s %6s %5s %6s %7s %10s %10s  %s\n", "node", "cores", "busy", "load",
+                "queued", "tasks", "tasks/s", "state");
   out << line;
   std::function<void(const nlohmann::json&, int)> show = [&](const nlohmann::json& n, int depth) {
     const auto name = n.value("name", "?");
     const auto done = n.value("done", 0ull);
-    std::snprintf(line, sizeof line, "  %-24s %6u %10llu %10.2f  %s\n",
+    // The node's own report (busy cores, machine load, tasks held): only while a run is on.
+    const bool reported = is_running && n.contains("busy_cores");
+    const std::string busy = reported ? std::to_string(n.value("busy_cores", 0u)) : "-";
+    const std::string queued = reported ? std::to_string(n.value("queued", 0u)) : "-";
+    char load[32] = "-";
+    if (reported && n.contains("load1") && n["load1"].is_number()) std::snprintf(load, sizeof load, "%.2f", n["load1"].get<double>());
+    std::snprintf(line, sizeof line, "  %-24s %6u %5s %6s %7s %10llu %10.2f  %s\n",
                   (std::string(static_cast<std::size_t>(2 * depth), ' ') + name).c_str(), n.value("cores", 0u),
-                  done, elapsed > 0 ? static_cast<double>(done) / elapsed : 0.0,
+                  busy.c_str(), load, queued.c_str(), done, elapsed > 0 ? static_cast<double>(done) / elapsed : 0.0,
                   is_running ? (done > 0 ? "computing" : "joined") : "idle");
     out << line;
     for (const auto* c : children[name]) show(*c, depth + 1);

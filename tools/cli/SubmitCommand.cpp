@@ -46,9 +46,14 @@ int run_submit(const SubmitCli& o) {
                    static_cast<unsigned long long>(m.value("id", 0ull)), static_cast<unsigned long long>(m.value("position", 0ull)));
     else if (type == "started")
       std::fprintf(stderr, "submit: experiment %llu started\n", static_cast<unsigned long long>(m.value("id", 0ull)));
+    else if (type == "cancelling")
+      std::fprintf(stderr, "submit: interrupted: cancelling experiment %llu and waiting for its end\n",
+                   static_cast<unsigned long long>(m.value("id", 0ull)));
   };
   const auto done = client.submit(s, &interrupted());
   const int rc = done.value("exit_code", 1);
+  if (done.value("cancelled", false))
+    std::fprintf(stderr, "submit: experiment %llu was cancelled\n", static_cast<unsigned long long>(done.value("id", 0ull)));
   if (done.contains("error")) std::fprintf(stderr, "submit: the served master says: %s\n", done["error"].get<std::string>().c_str());
   if (!o.json && done.contains("results") && done["results"].is_string()) {
     print_summary(nlohmann::json::parse(done["results"].get<std::string>()));
@@ -62,7 +67,9 @@ int run_submit(const SubmitCli& o) {
 
 /// --to, --curve-secret, --server-key, --insecure (submit, status, compare --to).
 void add_serve_endpoint_options(CLI::App& cmd, tools::ServeEndpoint& to, bool required) {
-  auto* opt = cmd.add_option("--to", to.endpoint, "The served master's channel (treefarm-master --serve --bind ENDPOINT)");
+  auto* opt = cmd.add_option("--to", to.endpoint,
+                             required ? "The served master's channel (treefarm-master --serve --bind ENDPOINT)"
+                                      : "Run on a served tree (treefarm-master --serve --bind ENDPOINT), restarting nothing");
   if (required) opt->required();
   cmd.add_option("--curve-secret", to.curve_secret, "This client's CURVE secret key file (its public key in the master's authorized_keys)")
       ->check(CLI::ExistingFile);
@@ -75,10 +82,13 @@ void add_submit_command(CLI::App& app, Commands& out) {
   auto* cmd = app.add_subcommand("submit",
                                  "Run an experiment on a served tree (treefarm-master --serve) and get its results.json back;\n"
                                  "queued if another one is running. An experiment without [[node]] tables runs on the tree as it is.\n"
+                                 "Ctrl-C cancels this submission's experiment (queued: removed; running: ended, the tree stays)\n"
+                                 "and still waits for its end and its results.json (\"cancelled\": true). Output files of\n"
+                                 "command applications come back into DIR/outputs/APP/ with --out.\n"
                                  "Example: treefarm submit examples/served.toml --to tcp://127.0.0.1:5600 --out out/served");
   cmd->add_option("experiment", o->s.experiment, "Experiment file (TOML)")->required()->check(CLI::ExistingFile);
   add_serve_endpoint_options(*cmd, o->to, true);
-  cmd->add_option("--out", o->s.out_dir, "Write DIR/results.json");
+  cmd->add_option("--out", o->s.out_dir, "Write DIR/results.json and the output files of command applications (DIR/outputs/APP/)");
   cmd->add_option("--policy", o->s.policy, "Scheduling policy (overrides [run] policy)");
   cmd->add_option("--calibration", o->s.calibration, "Calibration file sent along: the LP prediction beside the measured")
       ->check(CLI::ExistingFile);

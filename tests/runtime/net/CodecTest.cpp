@@ -179,14 +179,14 @@ bool encodable(const Message& m) {
 std::vector<std::pair<Bytes, std::size_t>> valid_frames() {
   std::vector<std::pair<Bytes, std::size_t>> out;
   for (const auto& m : sample_messages())
-    if (encodable(m)) out.emplace_back(encode(m), payload_frames_for(kind_of(m)));
+    if (encodable(m)) out.emplace_back(encode(m), payload_frames_of(m));
   return out;
 }
 
 template <class T>
 T round_trip(const T& m) {
   const Bytes frame = encode(Message{m});
-  const Message back = decode_frame(frame, payload_frames_for(kind_of(Message{m})));
+  const Message back = decode_frame(frame, payload_frames_of(Message{m}));
   EXPECT_TRUE(std::holds_alternative<T>(back)) << "decoded as " << kind_name(kind_of(back));
   return std::get<T>(back);
 }
@@ -550,12 +550,15 @@ TEST(CodecRejects, TrailingBytes) {
     f.push_back(std::byte{0});
     poke<std::uint32_t>(f, off_body_length, static_cast<std::uint32_t>(f.size() - header_bytes));
     // A Welcome may go on with the optional tree repair fields: one byte is a cut sender.
-    // A Shutdown may go on with the optional reset byte, which must be 1.
+    // A Shutdown may go on with the optional reset byte, which must be 1; a Result with its
+    // has_output byte, which must be 1; a Heartbeat with its node states (a cut count).
     const auto kind = static_cast<Kind>(peek<std::uint16_t>(frame, off_kind));
     expect_rejected(f, payloads,
-                    kind == Kind::welcome    ? "truncated body at field 'sender'"
-                    : kind == Kind::shutdown ? "reset byte 0, expected 1"
-                                             : "1 unexpected trailing bytes");
+                    kind == Kind::welcome     ? "truncated body at field 'sender'"
+                    : kind == Kind::shutdown  ? "reset byte 0, expected 1"
+                    : kind == Kind::result    ? "has_output byte 0, expected 1 or absent"
+                    : kind == Kind::heartbeat ? "truncated body at field 'load_count'"
+                                              : "1 unexpected trailing bytes");
   }
 }
 
@@ -696,7 +699,7 @@ bool decode_checked(const Bytes& frame, std::size_t payloads) {
   try {
     const Message m = decode_frame(frame, payloads);
     const Bytes again = encode(m);
-    const Message back = decode_frame(again, payload_frames_for(kind_of(m)));
+    const Message back = decode_frame(again, payload_frames_of(m));
     EXPECT_EQ(encode(back), again);
     return true;
   } catch (const DecodeError&) {
@@ -782,6 +785,41 @@ TEST(CodecServe, ShutdownCarriesResetOnlyWhenSetAndRejectsAnyOtherByte) {
   Bytes bad = reset;
   bad.back() = std::byte{2};
   EXPECT_THROW(decode_frame(bad, 0), DecodeError);
+}
+// `treefarm status` (issue 20): node states ride on a child's Heartbeat as an optional
+// trailing list; an empty Heartbeat keeps its bytes; bad states are DecodeErrors.
+TEST(CodecServe, HeartbeatCarriesNodeStatesOnlyWhenGivenAndChecksThem) {
+  msg::Heartbeat h;
+  h.loads = {msg::NodeLoad{"w1", 4, 3, 7, 1.25}, msg::NodeLoad{"w1a", 1, 0, 0, -1}};
+  const Bytes frame = encode(Message{h});
+  EXPECT_EQ(encode(Message{msg::Heartbeat{}}).size(), header_bytes) << "an empty Heartbeat grew";
+  const auto back = std::get<msg::Heartbeat>(decode_frame(frame, 0));
+  ASSERT_EQ(back.loads.size(), 2u);
+  EXPECT_EQ(back.loads[0].name, "w1");
+  EXPECT_EQ(back.loads[0].cores, 4u);
+  EXPECT_EQ(back.loads[0].busy_cores, 3u);
+  EXPECT_EQ(back.loads[0].queued, 7u);
+  EXPECT_DOUBLE_EQ(back.loads[0].load1, 1.25);
+  EXPECT_DOUBLE_EQ(back.loads[1].load1, -1);
+
+  auto busier = h;
+  busier.loads[1].busy_cores = 2;  // more busy cores than cores
+  EXPECT_THROW(decode_frame(encode(Message{busier}), 0), DecodeError);
+  auto nameless = h;
+  nameless.loads[0].name.clear();
+  EXPECT_THROW(decode_frame(encode(Message{nameless}), 0), DecodeError);
+  auto below = h;
+  below.loads[0].load1 = -2;
+  EXPECT_THROW(decode_frame(encode(Message{below}), 0), DecodeError);
+  Bytes zero = encode(Message{msg::Heartbeat{}});  // a count of 0 is not how an empty list is sent
+  zero.insert(zero.end(), 4, std::byte{0});
+  poke<std::uint32_t>(zero, off_body_length, 4);
+  EXPECT_THROW(decode_frame(zero, 0), DecodeError);
+  msg::Heartbeat many;
+  many.loads.assign(max_loads + 1, msg::NodeLoad{"w", 1, 0, 0, 0});
+  EXPECT_THROW(encode(Message{many}), std::invalid_argument);
+  many.loads.pop_back();
+  EXPECT_EQ(std::get<msg::Heartbeat>(decode_frame(encode(Message{many}), 0)).loads.size(), max_loads);
 }
 }  // namespace
 }  // namespace treefarm::net
