@@ -29,6 +29,7 @@
 #include "runtime/net/Codec.hpp"
 #include "runtime/model/Calibration.hpp"
 #include "runtime/model/Experiment.hpp"
+#include "runtime/model/Origins.hpp"
 #include "tasks/Checksum.hpp"
 #include "tasks/Payload.hpp"
 #include "tasks/InputPrefetcher.hpp"
@@ -84,7 +85,10 @@ int run_master(const MasterOptions& options) {
   std::vector<std::vector<bool>> resumed;  // per app: done in an earlier run
   double time_offset = 0;                  // seconds: resumed completions continue the journal's timeline
   model::Experiment ex = model::load_experiment(options.experiment);
-  model::require_root_origins(ex, "treefarm-master");  // one master per run (bertin2008 §2.2 origins: not yet)
+  if (options.origin.empty())
+    model::require_root_origins(ex, "treefarm-master");  // several masters: one per origin, --origin
+  else
+    ex = model::rerooted(ex, options.origin);  // bertin2008 §2.2: this origin's applications, its tree
   if (!options.policy.empty()) ex.run.policy = options.policy;
   if (options.buffer) ex.run.buffer = *options.buffer;
   if (!options.migration.empty()) {
