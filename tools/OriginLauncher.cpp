@@ -137,7 +137,7 @@ int launch_origins(const model::Experiment& ex, const LaunchOptions& options, co
   std::string text;
   metrics::write_results_json([&](std::string_view piece) { text += piece; }, all);
   metrics::write_file_atomically(out / "results.json", text);
-  if (!options.quiet || code == 0) metrics::print_table(std::cout, all);
+  metrics::print_table(std::cout, all);
   std::cout << "results: " << (out / "results.json").string() << " (per origin: " << (out / "origin-*").string() << ")\n";
   return code == 0 && !all.ok() ? 4 : code;
 }
