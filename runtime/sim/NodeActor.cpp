@@ -181,10 +181,12 @@ void NodeActor::operator()() {
       outgoing_.erase(outgoing_.begin() + static_cast<std::ptrdiff_t>(index));
       if (done.task) driver_->on_transfer_done(done.child, done.task_id, now());
     }
+    if (root_) world_.root_done = true;
     if (root_ && driver_->policy()) world_.policy_planned_fair_throughput = driver_->policy()->planned_fair_throughput();
     if (root_ && driver_->finished() && driver_->exit_code() != node::exit_ok && world_.error.empty())
       world_.error = "the root ended with exit code " + std::to_string(driver_->exit_code());
   } catch (const std::exception& e) {
+    if (!root_ && world_.root_done) return;  // the tree's run ended (other origins' trees go on)
     if (world_.error.empty()) world_.error = "node '" + spec_.name + "' at t=" + std::to_string(now()) + " s: " + e.what();
     if (world_.abort) world_.abort();  // ends the simulation
   }

@@ -46,6 +46,10 @@ struct SimWorld {
   /// (applications from several masters run one tree per origin, each with its own world).
   std::function<void()> abort;
   double start = 0;                                  ///< Simulated time the root started dispatching.
+  /// The root actor has ended: this tree's run is over. Its other actors live on as
+  /// daemons while other origins' trees run; a comm of theirs that fails because the root
+  /// is gone is the end of the tree, not an error.
+  bool root_done = false;
 
   metrics::RunResults results;                       ///< Filled by the root actor.
   bool completed = false;
