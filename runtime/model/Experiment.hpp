@@ -122,8 +122,7 @@ Experiment parse_experiment(const std::string& text, const std::string& path);
 
 /// Throws FileError (the file, the [[app]]'s line, "app[i].origin") if an application has
 /// an `origin` other than the master: `what` (e.g. "treefarm run") cannot route tasks
-/// from several masters (papers/bertin2008 §2.2; predict, the price study, the multi-port
-/// SimGrid simulation and `treefarm run` / `treefarm-master --origin` can).
+/// from several masters yet (papers/bertin2008 §2.2; only predict and the price study can).
 void require_root_origins(const Experiment& experiment, const std::string& what);
 
 }  // namespace treefarm::model
