@@ -31,6 +31,7 @@
 #include "runtime/net/Codec.hpp"
 #include "runtime/model/Calibration.hpp"
 #include "runtime/model/Experiment.hpp"
+#include "runtime/model/Origins.hpp"
 #include "tasks/Checksum.hpp"
 #include "tasks/CommandTask.hpp"
 #include "tasks/Payload.hpp"
@@ -95,7 +96,10 @@ int run_master(const MasterOptions& options) {
   std::vector<std::vector<bool>> resumed;  // per app: done in an earlier run
   double time_offset = 0;                  // seconds: resumed completions continue the journal's timeline
   model::Experiment ex = model::load_experiment(options.experiment);
-  model::require_root_origins(ex, "treefarm-master");  // one master per run (bertin2008 §2.2 origins: not yet)
+  if (options.origin.empty())
+    model::require_root_origins(ex, "treefarm-master");  // several masters: one per origin, --origin
+  else
+    ex = model::rerooted(ex, options.origin);  // bertin2008 §2.2: this origin's applications, its tree
   if (!options.policy.empty()) ex.run.policy = options.policy;
   if (options.buffer) ex.run.buffer = *options.buffer;
   ex.run.one_port_window = options.one_port_window;

@@ -23,6 +23,10 @@ namespace treefarm::master {
 
 struct MasterOptions {
   std::string experiment;                      ///< Experiment file (TOML).
+  /// Applications from several masters (papers/bertin2008 §2.2): run only the applications
+  /// whose `origin` is this node, as the master of the tree re-rooted there
+  /// (model::rerooted); "" = the experiment's master, which refuses other origins.
+  std::string origin;
   std::string listen = "tcp://127.0.0.1:*";    ///< Where workers connect.
   std::string out_dir;                         ///< results.json goes here ("" = none).
   std::string policy;                          ///< Overrides [run] policy if set.

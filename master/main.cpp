@@ -34,6 +34,7 @@ int main(int argc, char** argv) {
   app.add_option("--state-dir", serve.state_dir, "--serve: each experiment's file and results go to DIR/job-N/ (default: a new temporary directory)");
   app.add_option("--live-wait", serve.live_wait, "--serve: seconds an experiment without [[node]] tables waits for the last run's nodes")
       ->capture_default_str()->check(CLI::NonNegativeNumber);
+  app.add_option("--origin", opt.origin, "Run only the applications whose `origin` is this node, as the master of the tree re-rooted there (bertin2008 §2.2; docs/experiment-file.md)");
   app.add_option("--listen", opt.listen, "Endpoint workers connect to")->capture_default_str();
   app.add_option("--out", opt.out_dir, "Write DIR/results.json (and the output files of command applications with output_file: DIR/outputs/APP/)");
   app.add_option("--policy", opt.policy, "Scheduling policy (overrides [run] policy)");

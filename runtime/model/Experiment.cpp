@@ -593,7 +593,7 @@ void require_root_origins(const Experiment& experiment, const std::string& what)
     throw FileError(experiment.path, experiment.apps[i].line, "app[" + std::to_string(i) + "].origin",
                     what + " runs every application from the master '" + experiment.nodes[0].name +
                         "'; applications from several masters (origin = '" + origin +
-                        "') work in `treefarm predict` and the price study (`simulate --policy price --trace`) only");
+                        "') work in `treefarm predict`, the price study, `treefarm simulate` (multi-port) and `treefarm run` (`treefarm-master --origin NODE`) only");
   }
 }
 

@@ -75,7 +75,7 @@ node::RootSetup NodeActor::root_setup() {
   root.wait_for_nodes = platform_.nodes.size() - 1;
   root.wait_timeout = std::numeric_limits<double>::infinity();
   root.tick_interval = std::numeric_limits<double>::infinity();
-  root.on_start = [this](double t) { start_ = t; };
+  root.on_start = [this](double t) { world_.start = t; };
   root.on_measure = [this](const net::msg::Measure& m) {  // issue 21: policy fallbacks
     if (m.what == net::msg::Measure::What::fallbacks)
       world_.results.policy_fallbacks[m.node] = static_cast<std::uint64_t>(m.value);
@@ -90,7 +90,7 @@ node::RootSetup NodeActor::root_setup() {
     rec.app = id.app().value;
     rec.id = id.index();
     rec.node = r.node;
-    rec.completed_at = t - start_;
+    rec.completed_at = t - world_.start;
     rec.compute_seconds = r.compute_seconds;
     world_.results.tasks.push_back(std::move(rec));
     if (world_.results.tasks.size() == platform_.experiment.total_tasks()) world_.completed = true;
@@ -181,12 +181,14 @@ void NodeActor::operator()() {
       outgoing_.erase(outgoing_.begin() + static_cast<std::ptrdiff_t>(index));
       if (done.task) driver_->on_transfer_done(done.child, done.task_id, now());
     }
+    if (root_) world_.root_done = true;
     if (root_ && driver_->policy()) world_.policy_planned_fair_throughput = driver_->policy()->planned_fair_throughput();
     if (root_ && driver_->finished() && driver_->exit_code() != node::exit_ok && world_.error.empty())
       world_.error = "the root ended with exit code " + std::to_string(driver_->exit_code());
   } catch (const std::exception& e) {
+    if (!root_ && world_.root_done) return;  // the tree's run ended (other origins' trees go on)
     if (world_.error.empty()) world_.error = "node '" + spec_.name + "' at t=" + std::to_string(now()) + " s: " + e.what();
-    if (!root_ && world_.root_actor) world_.root_actor->kill();  // ends the simulation
+    if (world_.abort) world_.abort();  // ends the simulation
   }
 }
 

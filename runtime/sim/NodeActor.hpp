@@ -86,7 +86,6 @@ class NodeActor final : public node::Transport, public node::LocalRunner {
   const SimNode& spec_;
   const bool root_;
   std::unique_ptr<node::NodeDriver> driver_;
-  double start_ = 0;  ///< simulated time dispatching started (root)
 
   simgrid::s4u::CommPtr down_get_;
   SimMessage* down_buf_ = nullptr;

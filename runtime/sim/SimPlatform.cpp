@@ -1,6 +1,9 @@
 #include "runtime/sim/SimPlatform.hpp"
 
 #include <cmath>
+#include <algorithm>
+#include <deque>
+#include <stdexcept>
 
 namespace treefarm::sim {
 
@@ -73,6 +76,75 @@ SimPlatform make_sim_platform(const model::Experiment& experiment, const model::
     }
   }
   return p;
+}
+
+std::vector<OriginTree> origin_trees(const SimPlatform& platform) {
+  const std::size_t n = platform.nodes.size();
+  std::vector<OriginTree> trees;
+  for (std::size_t k = 0; k < platform.experiment.apps.size(); ++k) {
+    const std::string& name = platform.experiment.apps[k].origin;
+    std::size_t origin = 0;
+    if (!name.empty()) {
+      const auto u = platform.experiment.node_index(name);
+      if (!u) throw std::invalid_argument("app '" + platform.experiment.apps[k].name + "': no node called '" + name + "'");
+      origin = *u;
+    }
+    auto it = std::find_if(trees.begin(), trees.end(), [&](const OriginTree& t) { return t.origin == origin; });
+    if (it == trees.end()) it = trees.insert(trees.end(), OriginTree{origin, {}, {}});
+    it->apps.push_back(k);
+  }
+  for (auto& t : trees) {
+    SimPlatform& v = t.view;
+    v.experiment = platform.experiment;
+    v.experiment.apps.clear();
+    for (std::size_t k : t.apps) {
+      v.experiment.apps.push_back(platform.experiment.apps[k]);
+      v.experiment.apps.back().origin.clear();
+    }
+    v.calibrated = platform.calibrated;
+    v.nodes = platform.nodes;
+    for (std::size_t u = 0; u < n; ++u) {
+      SimNode& node = v.nodes[u];
+      node.parent = -1;
+      node.children.clear();
+      node.work.clear();
+      node.task_seconds.clear();
+      for (std::size_t k : t.apps) {
+        node.work.push_back(platform.nodes[u].work.at(k));
+        node.task_seconds.push_back(platform.nodes[u].task_seconds.at(k));
+      }
+    }
+    // Breadth-first from the origin over the physical edges; a node's children in the view
+    // are its physical children, then its physical parent when that is not its view parent
+    // (so the view from the root is the platform itself).
+    std::vector<bool> seen(n, false);
+    std::deque<std::size_t> queue{t.origin};
+    seen[t.origin] = true;
+    while (!queue.empty()) {
+      const std::size_t u = queue.front();
+      queue.pop_front();
+      std::vector<std::size_t> next = platform.nodes[u].children;
+      if (platform.nodes[u].parent >= 0) next.push_back(static_cast<std::size_t>(platform.nodes[u].parent));
+      for (std::size_t w : next) {
+        if (seen[w]) continue;
+        seen[w] = true;
+        v.nodes[w].parent = static_cast<int>(u);
+        v.nodes[u].children.push_back(w);
+        // The link between u and w is w's uplink when w is u's child, else u's own.
+        const SimNode& link = platform.nodes[w].parent == static_cast<int>(u) ? platform.nodes[w] : platform.nodes[u];
+        v.nodes[w].bandwidth = link.bandwidth;
+        v.nodes[w].latency = link.latency;
+        v.nodes[w].bandwidth_changes = link.bandwidth_changes;
+        queue.push_back(w);
+      }
+    }
+    if (t.origin != 0) {  // the view's root has no uplink: as the physical root
+      v.nodes[t.origin].bandwidth = platform.nodes[0].bandwidth;
+      v.nodes[t.origin].latency = platform.nodes[0].latency;
+      v.nodes[t.origin].bandwidth_changes.clear();
+    }
+  }
+  return trees;
 }
 
 }  // namespace treefarm::sim

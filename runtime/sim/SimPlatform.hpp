@@ -56,6 +56,29 @@ struct SimPlatform {
   bool calibrated = false;        ///< Durations/bandwidths come from a calibration file.
 };
 
+/// Applications from several masters (papers/bertin2008 §2.2, `origin` in `[[app]]`): the
+/// applications whose master is node `origin`, and the platform as they see it — the
+/// tree re-rooted at `origin` (each node's parent is its neighbour towards the origin,
+/// its children every other neighbour). The simulation runs one node driver per node and
+/// per such tree (docs/simulation.md, "Applications from several masters"): tasks of
+/// these applications go from the origin down this tree, requests and results up it.
+struct OriginTree {
+  std::size_t origin = 0;         ///< Index of the origin in the physical platform.
+  std::vector<std::size_t> apps;  ///< The applications' indices in the experiment, in order.
+  /// The re-rooted view: the same nodes in the same order (node u here is host u), each
+  /// node's `parent`, `children`, `bandwidth`, `latency` and `bandwidth_changes` those of
+  /// the re-rooted tree (a link crossed towards the physical parent keeps its bandwidth:
+  /// SimGrid's split-duplex links give each direction the link's capacity, as the model's
+  /// flows_up rows do); `work` and `task_seconds` and the experiment's `apps` only this
+  /// tree's applications, their origin cleared (the view's root is their origin). `model`
+  /// is left empty: the LP sees the physical platform.
+  SimPlatform view;
+};
+
+/// One OriginTree per distinct origin, in the order of each origin's first application
+/// (a single tree equal to `platform` when every application comes from the root).
+std::vector<OriginTree> origin_trees(const SimPlatform& platform);
+
 /// lp::MeasuredSeconds / MeasuredBandwidth of a calibration (as the master builds them).
 void measured_from_calibration(const model::Calibration& calibration, lp::MeasuredSeconds& seconds,
                                lp::MeasuredBandwidth& bandwidth);

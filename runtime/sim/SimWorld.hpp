@@ -1,9 +1,12 @@
 #pragma once
 /// @file SimWorld.hpp
 /// State shared by the actors of one simulation (internal to the SimGrid adapter): the
-/// platform, its SimGrid hosts and mailboxes, and what the root records.
+/// platform, its SimGrid hosts and mailboxes, and what the root records. With
+/// applications from several masters there is one world per origin tree (OriginTree):
+/// `platform` is then that tree's view, and the hosts are shared.
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -39,6 +42,14 @@ struct SimWorld {
   std::vector<simgrid::s4u::Mailbox*> control;       ///< policy messages parent -> node u
   std::vector<simgrid::s4u::Mailbox*> up;            ///< requests/results/policy node u -> parent
   simgrid::s4u::ActorPtr root_actor;
+  /// Ends the simulation after an actor's error: kills the root actor of every tree
+  /// (applications from several masters run one tree per origin, each with its own world).
+  std::function<void()> abort;
+  double start = 0;                                  ///< Simulated time the root started dispatching.
+  /// The root actor has ended: this tree's run is over. Its other actors live on as
+  /// daemons while other origins' trees run; a comm of theirs that fails because the root
+  /// is gone is the end of the tree, not an error.
+  bool root_done = false;
 
   metrics::RunResults results;                       ///< Filled by the root actor.
   bool completed = false;

@@ -6,11 +6,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <iostream>
+#include <memory>
 #include <stdexcept>
 
 #include <nlohmann/json.hpp>
@@ -35,11 +37,23 @@ long max_rss_kib() {
   return usage.ru_maxrss;  // KiB on Linux
 }
 
-std::vector<core::NodePlan> plans_from(const SimPlatform& p, const lp::Solution& s) {
+// The LP's rates as each node of `tree` follows them: per node, the tree's applications
+// computed there and sent to each of its children in the tree. A child there may be the
+// node's physical parent (the application's origin is below): its rate is then the flow
+// up the node's own link (lp::Solution::sent, bertin2008 §2.2).
+std::vector<core::NodePlan> plans_from(const SimPlatform& p, const OriginTree& tree, const lp::Solution& s) {
+  const auto pick = [&](const std::vector<double>& all) {
+    std::vector<double> mine;
+    for (std::size_t k : tree.apps) mine.push_back(all.at(k));
+    return mine;
+  };
   std::vector<core::NodePlan> plans(p.nodes.size());
   for (std::size_t u = 0; u < p.nodes.size(); ++u) {
-    plans[u].local = s.alpha.at(u);
-    for (std::size_t v : p.nodes[u].children) plans[u].children[p.nodes[v].name] = s.sent.at(v);
+    plans[u].local = pick(s.alpha.at(u));
+    for (std::size_t v : tree.view.nodes[u].children) {
+      const bool down = p.nodes[v].parent == static_cast<int>(u);
+      plans[u].children[p.nodes[v].name] = pick(s.sent.at(down ? v : u));
+    }
   }
   return plans;
 }
@@ -77,52 +91,86 @@ SimulationOutcome run_engine(const SimPlatform& p, const SimulationOptions& o, c
   engine.set_config("network/crosstraffic:0");
   engine.set_config("contexts/stack-size:" + std::to_string(o.stack_kib));
 
-  SimWorld world;
-  world.platform = &p;
-  world.options = &o;
-  if (solution) world.plans = plans_from(p, *solution);
-  world.hosts = build_platform(p);
-  for (const auto& n : p.nodes) {
-    world.down.push_back(sg4::Mailbox::by_name("down-" + n.name));
-    world.control.push_back(sg4::Mailbox::by_name("control-" + n.name));
-    world.up.push_back(sg4::Mailbox::by_name("up-" + n.name));
-  }
-  world.results = empty_results(p);
-  std::vector<sg4::ActorPtr> actors;
-  for (std::size_t u = 0; u < p.nodes.size(); ++u) {
-    actors.push_back(sg4::Actor::create(p.nodes[u].name, world.hosts[u], [&world, u] { NodeActor(world, u)(); }));
-    if (u == 0) world.root_actor = actors.back();
-  }
-  // Every mailbox has its reader as permanent receiver: a message flows as soon as it is
-  // put, as over a ZeroMQ socket, instead of waiting for the reader's next get. With one
-  // get posted at a time, messages to one reader crossed the link one after the other,
-  // each paying the whole latency: on a 1 s star the requests and results going up
-  // capped the run at one task per second (issue 21, docs/lp.md "Latency").
-  for (std::size_t u = 0; u < p.nodes.size(); ++u) {
-    world.down[u]->set_receiver(actors[u]);
-    world.control[u]->set_receiver(actors[u]);
-    if (p.nodes[u].parent >= 0) world.up[u]->set_receiver(actors[static_cast<std::size_t>(p.nodes[u].parent)]);
+  // One tree of node drivers per origin (a single one when every application comes from
+  // the root): applications from several masters, bertin2008 §2.2 (docs/simulation.md).
+  // The trees share the hosts, so their executions share each host's cores and their
+  // transfers each link's bandwidth in that direction; each tree's root records its
+  // applications' results.
+  const auto trees = origin_trees(p);
+  const auto hosts = build_platform(p);
+  std::vector<std::unique_ptr<SimWorld>> worlds;
+  std::vector<sg4::ActorPtr> roots;
+  for (std::size_t t = 0; t < trees.size(); ++t) {
+    const SimPlatform& view = trees[t].view;
+    const std::string suffix = trees.size() == 1 ? "" : "@" + p.nodes[trees[t].origin].name;
+    auto& world = *worlds.emplace_back(std::make_unique<SimWorld>());
+    world.platform = &view;
+    world.options = &o;
+    if (solution) world.plans = plans_from(p, trees[t], *solution);
+    world.hosts = hosts;
+    for (const auto& n : view.nodes) {
+      world.down.push_back(sg4::Mailbox::by_name("down-" + n.name + suffix));
+      world.control.push_back(sg4::Mailbox::by_name("control-" + n.name + suffix));
+      world.up.push_back(sg4::Mailbox::by_name("up-" + n.name + suffix));
+    }
+    world.abort = [&roots] {
+      for (auto& r : roots)
+        if (r && r != sg4::Actor::self()) r->kill();
+    };
+    std::vector<sg4::ActorPtr> actors;
+    for (std::size_t u = 0; u < view.nodes.size(); ++u) {
+      actors.push_back(sg4::Actor::create(view.nodes[u].name + suffix, world.hosts[u], [&world, u] { NodeActor(world, u)(); }));
+      if (view.nodes[u].parent < 0) {
+        world.root_actor = actors.back();
+        roots.push_back(actors.back());
+      }
+    }
+    // Every mailbox has its reader as permanent receiver: a message flows as soon as it is
+    // put, as over a ZeroMQ socket, instead of waiting for the reader's next get. With one
+    // get posted at a time, messages to one reader crossed the link one after the other,
+    // each paying the whole latency: on a 1 s star the requests and results going up
+    // capped the run at one task per second (issue 21, docs/lp.md "Latency").
+    for (std::size_t u = 0; u < view.nodes.size(); ++u) {
+      world.down[u]->set_receiver(actors[u]);
+      world.control[u]->set_receiver(actors[u]);
+      if (view.nodes[u].parent >= 0) world.up[u]->set_receiver(actors[static_cast<std::size_t>(view.nodes[u].parent)]);
+    }
   }
   const double setup = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   engine.run();
 
   SimulationOutcome out;
   out.simulated_seconds = sg4::Engine::get_clock();
-  out.completed = world.completed;
-  out.error = world.error;
+  out.completed = true;
+  metrics::RunResults results = empty_results(p);
+  double start = worlds.front()->start;
+  for (const auto& w : worlds) start = std::min(start, w->start);
+  for (std::size_t t = 0; t < worlds.size(); ++t) {
+    SimWorld& w = *worlds[t];
+    out.completed = out.completed && w.completed;
+    if (out.error.empty()) out.error = w.error;
+    out.events += w.events;
+    results.duplicates += w.results.duplicates;
+    for (const auto& [node, n] : w.results.policy_fallbacks) results.policy_fallbacks[node] += n;
+    for (auto& rec : w.results.tasks) {  // the tree's application index and clock to the run's
+      rec.app = static_cast<decltype(rec.app)>(trees[t].apps.at(rec.app));
+      rec.completed_at += w.start - start;
+      results.tasks.push_back(std::move(rec));
+    }
+    w.root_actor = nullptr;
+  }
   if (!out.completed && out.error.empty()) {
     out.error = "deadlock: no activity left at t=" + std::to_string(out.simulated_seconds) + " s with " +
-                std::to_string(world.results.tasks.size()) + " of " + std::to_string(p.experiment.total_tasks()) +
+                std::to_string(results.tasks.size()) + " of " + std::to_string(p.experiment.total_tasks()) +
                 " tasks recorded";
   }
-  out.events = world.events;
-  out.policy_planned_fair_throughput = world.policy_planned_fair_throughput;
-  world.results.compute();
-  out.results = std::move(world.results);
+  if (worlds.size() == 1) out.policy_planned_fair_throughput = worlds.front()->policy_planned_fair_throughput;
+  results.compute();
+  out.results = std::move(results);
   out.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   out.setup_seconds = setup;
   out.max_rss_kib = max_rss_kib();
-  world.root_actor = nullptr;
+  roots.clear();
   return out;
 }
 
@@ -150,6 +198,14 @@ SimulationOutcome outcome_from_json(const nlohmann::json& j) {
 }
 
 
+// Applications from several masters run one tree of drivers per origin, each tree with
+// its own port: the one-port model (one transfer at a time per node, whatever tree it
+// belongs to) is not kept there, so it is refused, naming the application's `origin`.
+void check_origins(const SimPlatform& p) {
+  if (p.experiment.run.comm_model == model::CommModel::one_port)
+    model::require_root_origins(p.experiment, "the SimGrid simulation with comm_model = \"one-port\"");
+}
+
 }  // namespace
 
 double add_prediction(const SimPlatform& platform, metrics::RunResults& results) {
@@ -159,6 +215,7 @@ double add_prediction(const SimPlatform& platform, metrics::RunResults& results)
 }
 
 SimulationOutcome simulate_in_this_process(const SimPlatform& platform, const SimulationOptions& options) {
+  check_origins(platform);
   const auto solution = lp::solve(platform.model);
   auto out = run_engine(platform, options, &solution);
   fill_prediction(solution, out.results);
@@ -167,6 +224,7 @@ SimulationOutcome simulate_in_this_process(const SimPlatform& platform, const Si
 }
 
 SimulationOutcome simulate(const SimPlatform& platform, const SimulationOptions& options) {
+  check_origins(platform);
   // The LP in the parent: its plan is inherited by the child (policy "lp") and its
   // optimum goes beside the measurements.
   const auto solution = lp::solve(platform.model);

@@ -10,7 +10,9 @@
 #include "runtime/model/Calibration.hpp"
 #include "runtime/model/Experiment.hpp"
 #include "tools/HostCalibration.hpp"
+#include "tools/OriginLauncher.hpp"
 #include "tools/TreeLauncher.hpp"
+#include "runtime/model/Origins.hpp"
 #include "tools/cli/Command.hpp"
 
 namespace treefarm::cli {
@@ -27,17 +29,34 @@ struct RunOptions {
   std::uint64_t one_port_window = 0;  ///< bytes, passed to the master and every worker
 };
 
+// The run's spot-check and heartbeat settings, for the master and every worker.
+void add_run_args(RunOptions& o) {
+  auto& lo = o.lo;
+  if (!o.spot_check.empty()) lo.master_args.insert(lo.master_args.end(), {"--spot-check", o.spot_check});
+  for (auto* args : {&lo.master_args, &lo.worker_args}) {
+    if (o.hb_interval > 0) args->insert(args->end(), {"--heartbeat-interval", std::to_string(o.hb_interval)});
+    if (o.hb_timeout > 0) args->insert(args->end(), {"--heartbeat-timeout", std::to_string(o.hb_timeout)});
+    args->insert(args->end(), {"--one-port-window", std::to_string(o.one_port_window)});
+  }
+}
+
 int run_run(RunOptions o) {
   const auto ex = model::load_experiment(o.experiment);
-  model::require_root_origins(ex, "treefarm run");  // one master per run (bertin2008 §2.2 origins: not yet)
   auto& lo = o.lo;
   // Issue 13: refuse what cannot work before anything starts (holes 8-10).
   if (o.resume && lo.out_dir.empty()) throw std::invalid_argument("--resume continues the journal in OUT: give --out DIR");
   if (!lo.out_dir.empty()) metrics::check_writable_directory(lo.out_dir);
   tools::check_fits_this_machine(ex, lo.buffer);
+  const std::string policy = lo.policy.empty() ? ex.run.policy : lo.policy;
+  if (model::has_origins_below_root(ex)) {
+    // Applications from several masters (bertin2008 §2.2): one tree of processes per origin.
+    if (o.calibrate || !o.calibration.empty() || o.resume || core::policy_needs_calibration(policy))
+      model::require_root_origins(ex, "treefarm run with --calibrate, --calibration, --resume or policy '" + policy + "'");
+    add_run_args(o);
+    return tools::launch_origins(ex, lo, interrupted());
+  }
   // A policy that follows the LP's plan needs the platform measured: with no
   // calibration given, measure it first and say so (issue 21).
-  const std::string policy = lo.policy.empty() ? ex.run.policy : lo.policy;
   if (!o.calibrate && o.calibration.empty() && core::policy_needs_calibration(policy)) {
     std::cerr << "treefarm run: policy '" << policy << "' follows the LP over a measured platform and no "
               << "--calibration was given: calibrating first\n";
@@ -58,12 +77,7 @@ int run_run(RunOptions o) {
   if (!o.calibration.empty()) (void)model::load_calibration_for(o.calibration, ex);
   lo.calibration = o.calibration;
   if (o.resume) lo.master_args.push_back("--resume");
-  if (!o.spot_check.empty()) lo.master_args.insert(lo.master_args.end(), {"--spot-check", o.spot_check});
-  for (auto* args : {&lo.master_args, &lo.worker_args}) {
-    if (o.hb_interval > 0) args->insert(args->end(), {"--heartbeat-interval", std::to_string(o.hb_interval)});
-    if (o.hb_timeout > 0) args->insert(args->end(), {"--heartbeat-timeout", std::to_string(o.hb_timeout)});
-    args->insert(args->end(), {"--one-port-window", std::to_string(o.one_port_window)});
-  }
+  add_run_args(o);
   return tools::launch_tree(ex, lo, interrupted());
 }
 }  // namespace

@@ -40,8 +40,11 @@ void print_simulation_summary(std::ostream& out, const sim::SimulationOutcome& o
 
 int simulate_command(const std::string& experiment, const SimulateOptions& options, std::ostream& out) {
   const auto ex = load_for_simulation(experiment, options);
-  // Applications from several masters (bertin2008 §2.2): the price study only, not SimGrid yet.
-  if (options.trace.empty() || !options.trace_only) model::require_root_origins(ex, "treefarm simulate (SimGrid)");
+  // Applications from several masters (bertin2008 §2.2): SimGrid runs one tree of drivers
+  // per origin (sim::origin_trees); each tree has its own one-port, so the one-port model,
+  // whose port is shared by every transfer of a node, is refused with origins.
+  if ((options.trace.empty() || !options.trace_only) && ex.run.comm_model == model::CommModel::one_port)
+    model::require_root_origins(ex, "treefarm simulate (SimGrid) with comm_model = \"one-port\"");
   std::optional<model::Calibration> calibration;
   if (!options.calibration.empty()) calibration = model::load_calibration_for(options.calibration, ex);
   const auto platform = sim::make_sim_platform(ex, calibration ? &*calibration : nullptr);
