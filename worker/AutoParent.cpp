@@ -22,6 +22,17 @@ struct Learnt {
   std::string parent_of_leaving;              // the parent's name of o.leaving ("" = not seen)
 };
 
+/// The next endpoint of a breadth-first walk over TreeQuery answers that was not asked yet
+/// ("" when the walk is over or has asked `max_nodes`).
+std::string next_to_ask(std::deque<std::string>& queue, std::set<std::string>& asked, std::size_t max_nodes) {
+  while (!queue.empty() && asked.size() < max_nodes) {
+    std::string ep = std::move(queue.front());
+    queue.pop_front();
+    if (!ep.empty() && asked.insert(ep).second) return ep;
+  }
+  return {};
+}
+
 /// Breadth-first over the tree from `o.join` (every node names its parent's endpoint and
 /// its children's), then a link probe from every node reached. A node named `o.leaving`
 /// (re-parenting: this worker) is neither asked nor kept, nor is its subtree.
@@ -39,10 +50,7 @@ Learnt learn_tree(const AutoParentOptions& o) {
   }
   std::set<std::string> asked, names;
   std::deque<std::string> queue{o.join};
-  while (!queue.empty() && asked.size() < o.max_nodes) {
-    const std::string ep = queue.front();
-    queue.pop_front();
-    if (ep.empty() || !asked.insert(ep).second) continue;
+  for (std::string ep; !(ep = next_to_ask(queue, asked, o.max_nodes)).empty();) {
     auto a = client.ask(ep, 0, o.timeout);
     if (!a) {
       if (ep == o.join) throw std::runtime_error("--join " + o.join + ": no treefarm node answered there within " +
@@ -97,10 +105,7 @@ std::optional<plan::LiveTree> learn_subtree(const AutoParentOptions& o) {
   std::vector<net::msg::TreeInfo> infos;
   std::set<std::string> asked;
   std::deque<std::string> queue{o.self_endpoint};
-  while (!queue.empty() && asked.size() < o.max_nodes) {
-    const std::string ep = queue.front();
-    queue.pop_front();
-    if (ep.empty() || !asked.insert(ep).second) continue;
+  for (std::string ep; !(ep = next_to_ask(queue, asked, o.max_nodes)).empty();) {
     auto a = client.ask(ep, 0, o.timeout);
     if (!a) {
       spdlog::warn("{}: re-parenting: {} of this subtree did not answer; not counted", o.name, ep);

@@ -6,6 +6,7 @@
 // a clear refusal.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <functional>
 #include <sstream>
 
@@ -52,6 +53,17 @@ struct IdleTree {
       endpoints.push_back(wait_for_line(dir.path() / (name + ".ep")));
       ASSERT_FALSE(endpoints.back().empty()) << workers.back()->output();
     }
+  }
+
+  /// Under CURVE with the keys `treefarm keygen` wrote in `keys`: the master admits
+  /// authorized_keys, worker i the file named `authorized(i)`.
+  void start_curve(const std::filesystem::path& keys, const std::function<std::string(int)>& authorized) {
+    const auto key = [&](const std::string& f) { return (keys / f).string(); };
+    start({"--curve-secret", key("m.key_secret"), "--authorized-keys", key("authorized_keys")}, [&](int i) {
+      const std::string n = "w" + std::to_string(i);
+      return std::vector<std::string>{"--curve-secret", key(n + ".key_secret"), "--parent-key", key("m.key"),
+                                      "--authorized-keys", key(authorized(i))};
+    });
   }
 };
 
@@ -102,13 +114,8 @@ TEST(ProbeTest, UnderCurveTheWorkersAuthenticateAndAnUnadmittedOneIsRefusedClear
     write_file(keys / "partial_keys", text);
   }
   const auto key = [&](const std::string& f) { return (keys / f).string(); };
-  ASSERT_NO_FATAL_FAILURE(tree.start({"--curve-secret", key("m.key_secret"), "--authorized-keys", key("authorized_keys")},
-                                     [&](int i) {
-                                       const std::string n = "w" + std::to_string(i);
-                                       return std::vector<std::string>{"--curve-secret", key(n + ".key_secret"), "--parent-key",
-                                                                       key("m.key"), "--authorized-keys",
-                                                                       key(i == 3 ? "authorized_keys" : "partial_keys")};
-                                     }));
+  ASSERT_NO_FATAL_FAILURE(
+      tree.start_curve(keys, [](int i) { return std::string(i == 3 ? "authorized_keys" : "partial_keys"); }));
   // w1 and w2: each admits the other.
   const auto out = tree.dir.path() / "machines.toml";
   const std::string base = treefarm_bin + " probe --curve-secret " + key("prober.key_secret") + " --keys " + keys.string() +
@@ -134,13 +141,7 @@ TEST(ProbeTest, UnderCurveTheTreeFormLearnsTheKeysAndTheMasterAnswersASpeedProbe
   auto k = run_command(treefarm_bin + " keygen m w1 w2 w3 prober --out " + keys.string());
   ASSERT_EQ(k.exit_code, 0) << k.output;
   const auto key = [&](const std::string& f) { return (keys / f).string(); };
-  ASSERT_NO_FATAL_FAILURE(tree.start({"--curve-secret", key("m.key_secret"), "--authorized-keys", key("authorized_keys")},
-                                     [&](int i) {
-                                       const std::string n = "w" + std::to_string(i);
-                                       return std::vector<std::string>{"--curve-secret", key(n + ".key_secret"), "--parent-key",
-                                                                       key("m.key"), "--authorized-keys",
-                                                                       key("authorized_keys")};
-                                     }));
+  ASSERT_NO_FATAL_FAILURE(tree.start_curve(keys, [](int) { return std::string("authorized_keys"); }));
   const std::string base = treefarm_bin + " probe --curve-secret " + key("prober.key_secret") + " --keys " + keys.string() +
                            " --bytes 65536 --rounds 2 --timeout 2";
   const auto out = tree.dir.path() / "machines.toml";
