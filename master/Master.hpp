@@ -43,7 +43,7 @@ struct MasterOptions {
   bool insecure = false;                       ///< Allow unencrypted non-loopback links.
   double heartbeat_interval = 1.0;             ///< seconds
   double heartbeat_timeout = 6.0;              ///< seconds
-  std::string migration;                       ///< "off" | "pull"; "" = the experiment's run.migration
+  std::string migration;                       ///< "off" | "pull" | "push"; "" = the experiment's run.migration
   double task_deadline_factor = 4;             ///< node::NodeOptions::task_deadline_factor
   double task_deadline_floor = 60;             ///< seconds (node::NodeOptions::task_deadline_floor)
   double ack_timeout = 60;                     ///< seconds (node::NodeOptions::ack_timeout)

@@ -193,9 +193,9 @@ int launch_tree(const model::Experiment& ex, const LaunchOptions& options, const
         args.push_back(cpus[next]);
       }
       // An inner worker pulls from its own children only with --migration itself
-      // (docs/migration.md); leaves have no one to pull from.
+      // (docs/migration.md); leaves have no one to pull from, but push to their parent.
       const std::string migration = options.migration.empty() ? core::to_string(ex.run.migration) : options.migration;
-      if (migration != "off" && std::any_of(ex.nodes.begin(), ex.nodes.end(), [&](const model::NodeSpec& n) { return n.parent == node.name; })) {
+      if (migration != "off" && (migration == "push" || std::any_of(ex.nodes.begin(), ex.nodes.end(), [&](const model::NodeSpec& n) { return n.parent == node.name; }))) {
         args.push_back("--migration");
         args.push_back(migration);
       }

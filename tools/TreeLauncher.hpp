@@ -16,7 +16,7 @@ namespace treefarm::tools {
 struct LaunchOptions {
   std::string out_dir;                 ///< results.json and logs/ go here ("" = a temp dir).
   std::string policy;                  ///< Overrides [run] policy.
-  std::string migration;               ///< Overrides [run] migration ("off", "pull"; docs/migration.md).
+  std::string migration;               ///< Overrides [run] migration ("off", "pull", "push"; docs/migration.md).
   std::uint32_t buffer = 0;            ///< Overrides [run] buffer (0 = keep).
   std::string calibration;             ///< Passed to the master for predictions.
   double timeout = 0;                  ///< seconds for the whole run (0 = none).

@@ -68,7 +68,7 @@ struct RunSpec {
   std::uint64_t seed = 1;           ///< Seed of the input matrices.
   CommModel comm_model = CommModel::one_port;
   std::optional<double> max_out_bandwidth;  ///< bytes/s cap per node (multi-port).
-  /// Migration of waiting tasks between neighbours (`migration = "pull"`; lee2010).
+  /// Migration of waiting tasks between neighbours (`migration = "pull"` or `"push"`; lee2010).
   MigrationMode migration = MigrationMode::off;
   /// `[policy.NAME]` tables: per policy name, its numeric options (e.g. the step sizes of
   /// "price", papers/bertin2008 Table 1). Only the one of `policy` is used.

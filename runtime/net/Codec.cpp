@@ -114,13 +114,14 @@ static_assert(kind_is<Kind::hello, msg::Hello> && kind_is<Kind::welcome, msg::We
               kind_is<Kind::received, msg::Received> && kind_is<Kind::tree_query, msg::TreeQuery> &&
               kind_is<Kind::tree_info, msg::TreeInfo> && kind_is<Kind::pull, msg::Pull> &&
               kind_is<Kind::pull_reply, msg::PullReply> && kind_is<Kind::blame, msg::Blame> &&
-              kind_is<Kind::blame_reply, msg::BlameReply>);
+              kind_is<Kind::blame_reply, msg::BlameReply> && kind_is<Kind::push, msg::Push> &&
+              kind_is<Kind::push_reply, msg::PushReply>);
 
 /// The names of the kinds, in Kind order (those of the msg:: structs).
 constexpr std::array<const char*, std::variant_size_v<Message>> kind_names = {
     "Hello", "Welcome", "Request", "Task", "Result", "NodeJoined", "Heartbeat",
     "Shutdown", "Bye", "Probe", "ProbeAck", "Measure", "Policy", "Received", "TreeQuery", "TreeInfo", "Pull",
-    "PullReply", "Blame", "BlameReply", "Unassigned", "Unassigned", "ProbeRequest", "ProbeReport"};
+    "PullReply", "Blame", "BlameReply", "Push", "PushReply", "ProbeRequest", "ProbeReport"};
 
 Kind kind_of(const Message& m) { return static_cast<Kind>(m.index() + 1); }
 
@@ -273,6 +274,21 @@ std::vector<std::byte> encode(const Message& m) {
       [&](const msg::BlameReply& x) {
         body.put(x.task_id);
         body.put_string(x.culprit);
+      },
+      [&](const msg::Push& x) {
+        if (x.task_ids.empty() || x.task_ids.size() > max_received_ids || x.bcs.size() != x.task_ids.size())
+          throw std::invalid_argument("Push with " + std::to_string(x.task_ids.size()) + " task ids, " +
+                                      std::to_string(x.bcs.size()) + " counters");
+        body.put<std::uint32_t>(static_cast<std::uint32_t>(x.task_ids.size()));
+        for (std::size_t i = 0; i < x.task_ids.size(); ++i) body.put_all(x.task_ids[i], x.bcs[i]);
+      },
+      [&](const msg::PushReply& x) {
+        if (x.refused.size() > max_received_ids || (!x.answer && !x.refused.empty()) || x.free > 1u << 20)
+          throw std::invalid_argument("PushReply out of range");
+        body.put<std::uint8_t>(x.answer ? 1 : 0);
+        body.put_all(x.free, x.queue, x.nbc);
+        body.put<std::uint32_t>(static_cast<std::uint32_t>(x.refused.size()));
+        for (auto id : x.refused) body.put(id);
       },
       [&]<std::uint16_t K>(const msg::Unassigned<K>&) {
         throw std::invalid_argument("message kind " + std::to_string(K) + " is not defined in this build");
@@ -557,6 +573,37 @@ Message decode(std::span<const std::byte> header_frame, std::size_t payload_fram
       break;
     }
     case Kind::blame_reply: m = msg::BlameReply{r.get<std::uint64_t>("task_id"), r.get_string("culprit")}; break;
+    case Kind::push: {
+      const auto n = r.get<std::uint32_t>("count");
+      if (n == 0 || n > max_received_ids)
+        throw DecodeError("Push of " + std::to_string(n) + " tasks, expected 1 to " + std::to_string(max_received_ids));
+      msg::Push x;
+      x.task_ids.reserve(n);
+      x.bcs.reserve(n);
+      for (std::uint32_t i = 0; i < n; ++i) {
+        x.task_ids.push_back(r.get<std::uint64_t>("task_id"));
+        x.bcs.push_back(r.get<std::uint32_t>("bc"));
+      }
+      m = std::move(x);
+      break;
+    }
+    case Kind::push_reply: {
+      msg::PushReply x;
+      const auto answer = r.get<std::uint8_t>("answer");
+      if (answer > 1) throw DecodeError("PushReply with answer " + std::to_string(answer) + ", expected 0 or 1");
+      x.answer = answer == 1;
+      x.free = r.get<std::uint32_t>("free");
+      x.queue = r.get<std::uint32_t>("queue");
+      x.nbc = r.get<std::uint32_t>("nbc");
+      if (x.free > 1u << 20) throw DecodeError("PushReply with " + std::to_string(x.free) + " free requesters");
+      const auto n = r.get<std::uint32_t>("count");
+      if (n > max_received_ids || (!x.answer && n > 0))
+        throw DecodeError("PushReply refusing " + std::to_string(n) + " tasks" + (x.answer ? "" : " without a push"));
+      x.refused.reserve(n);
+      for (std::uint32_t i = 0; i < n; ++i) x.refused.push_back(r.get<std::uint64_t>("task_id"));
+      m = std::move(x);
+      break;
+    }
     case Kind::probe_request: {
       msg::ProbeRequest x{r.get_string("target"), r.get_string("target_key"), r.get<std::uint64_t>("bytes"),
                           r.get<std::uint32_t>("rounds"), r.get_finite("timeout")};
