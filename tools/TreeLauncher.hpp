@@ -50,6 +50,12 @@ struct LaunchOptions {
   std::function<std::string(std::size_t node)> cpus;
 };
 
+/// The `--migration` arguments the launcher gives worker `worker` (docs/migration.md):
+/// options.migration, else the experiment's [run] migration; with pull only to workers
+/// that have children (leaves have no one to pull from), with push to every worker.
+std::vector<std::string> worker_migration_args(const model::Experiment& ex, const LaunchOptions& options,
+                                               const std::string& worker);
+
 /// Assigns the machine's usable cores to the nodes: a node's `cpuset` if given, else
 /// its `cores` cores taken round-robin (master first, then breadth-first), so that on
 /// one machine the nodes spread over the cores. Returns a CPU list string per node

@@ -978,6 +978,7 @@ void NodeDriver::interrupt(double now, int code) {
 }
 
 void NodeDriver::end(int code) {
+  if (phase_ != Phase::done) log_migration();
   phase_ = Phase::done;
   exit_code_ = code;
 }

@@ -280,6 +280,7 @@ class NodeDriver {
   void send_push_reply(const core::action::SendPushReply& reply);
   void on_push(core::ChildId child, const net::msg::Push& push, double now);
   void on_push_reply(const net::msg::PushReply& reply, double now);
+  void log_migration() const;  ///< the migration counters, once at the end (mode not off)
 
   NodeOptions opt_;
   Transport& transport_;
