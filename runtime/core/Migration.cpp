@@ -253,16 +253,29 @@ std::vector<action::SendPushReply> Migration::push_replies(const NodeState& stat
   for (auto& [child, refused] : answers_) {
     if (!state.children.contains(child)) continue;
     const PushStatus s = mode_ == MigrationMode::push ? status_for(state, child) : PushStatus{};
-    status_sent_[child] = s;
+    if (s == PushStatus{})
+      status_sent_.erase(child);
+    else
+      status_sent_[child] = s;
     out.push_back(action::SendPushReply{child, true, std::move(refused), s});
   }
   answers_.clear();
   if (mode_ != MigrationMode::push) return out;
+  // status_sent_ holds the children last told a non-zero status. While the buffer can
+  // serve every request (the bulk of a run) every status is zero: only those are told.
+  if (state.requests.size() <= state.buffer.size()) {
+    for (const auto& [id, s] : status_sent_) out.push_back(action::SendPushReply{id, false, {}, PushStatus{}});
+    status_sent_.clear();
+    return out;
+  }
   for (const auto& [id, c] : state.children) {
     const PushStatus s = status_for(state, id);
     auto it = status_sent_.find(id);
     if (it == status_sent_.end() ? s == PushStatus{} : it->second == s) continue;
-    status_sent_[id] = s;
+    if (s == PushStatus{})
+      status_sent_.erase(id);
+    else
+      status_sent_[id] = s;
     out.push_back(action::SendPushReply{id, false, {}, s});
   }
   return out;

@@ -148,7 +148,7 @@ class Migration {
   std::vector<std::pair<TaskRef, std::uint32_t>> pushing_;  ///< in flight to the parent, with BCs
   Seconds parent_hold_until_ = 0;
   std::uint32_t parent_refused_in_row_ = 0;
-  std::map<ChildId, PushStatus> status_sent_;
+  std::map<ChildId, PushStatus> status_sent_;  ///< children last told a non-zero status
   std::vector<std::pair<ChildId, std::vector<TaskRef>>> answers_;
   std::uint64_t pushes_sent_ = 0;
   std::uint64_t tasks_pushed_in_ = 0;
