@@ -5,6 +5,8 @@
 #include "runtime/node/NodeDriver.hpp"
 
 #include <algorithm>
+#include <memory>
+#include <stdexcept>
 
 #include <gtest/gtest.h>
 
