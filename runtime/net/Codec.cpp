@@ -82,6 +82,15 @@ class Reader {
     if (n == 0 || n > 1u << 20) throw DecodeError(std::string(what) + " " + std::to_string(n) + " tasks");
     return n;
   }
+  /// `n` pairs (task_id u64, bc u32): a PullReply's or a Push's tasks with their counters.
+  void get_ids_and_bcs(std::uint32_t n, std::vector<std::uint64_t>& ids, std::vector<std::uint32_t>& bcs) {
+    ids.reserve(n);
+    bcs.reserve(n);
+    for (std::uint32_t i = 0; i < n; ++i) {
+      ids.push_back(get<std::uint64_t>("task_id"));
+      bcs.push_back(get<std::uint32_t>("bc"));
+    }
+  }
   double get_finite(const char* field) {
     const double v = get<double>(field);
     if (!std::isfinite(v)) throw DecodeError(std::string("field '") + field + "' is not a finite number");
@@ -552,12 +561,7 @@ Message decode(std::span<const std::byte> header_frame, std::size_t payload_fram
       if (n > max_received_ids)
         throw DecodeError("PullReply with " + std::to_string(n) + " task ids, expected at most " + std::to_string(max_received_ids));
       msg::PullReply x;
-      x.task_ids.reserve(n);
-      x.bcs.reserve(n);
-      for (std::uint32_t i = 0; i < n; ++i) {
-        x.task_ids.push_back(r.get<std::uint64_t>("task_id"));
-        x.bcs.push_back(r.get<std::uint32_t>("bc"));
-      }
+      r.get_ids_and_bcs(n, x.task_ids, x.bcs);
       x.rejected = r.get<std::uint32_t>("rejected");
       if (n == 0 && x.rejected == 0) throw DecodeError("PullReply that neither returns nor rejects a task");
       m = std::move(x);
@@ -578,12 +582,7 @@ Message decode(std::span<const std::byte> header_frame, std::size_t payload_fram
       if (n == 0 || n > max_received_ids)
         throw DecodeError("Push of " + std::to_string(n) + " tasks, expected 1 to " + std::to_string(max_received_ids));
       msg::Push x;
-      x.task_ids.reserve(n);
-      x.bcs.reserve(n);
-      for (std::uint32_t i = 0; i < n; ++i) {
-        x.task_ids.push_back(r.get<std::uint64_t>("task_id"));
-        x.bcs.push_back(r.get<std::uint32_t>("bc"));
-      }
+      r.get_ids_and_bcs(n, x.task_ids, x.bcs);
       m = std::move(x);
       break;
     }

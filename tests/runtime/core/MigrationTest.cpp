@@ -5,6 +5,7 @@
 // exactly once while tasks migrate.
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <random>
 #include <string>
 
@@ -101,17 +102,23 @@ TEST(MigrationParent, PullsFromTheLongestQueueAndOwnershipMovesWithTheTask) {
   EXPECT_EQ(root->completed(), 1u);
 }
 
-// Queues that differ by less than 2 tasks are left alone (a task would only move back).
-TEST(MigrationParent, NearlyEqualQueuesAreNotPulledFrom) {
-  NodeConfig c = node_config(true, 2, {app("a", 1, 2)});
-  c.migration = MigrationMode::pull;
+/// A root (migration `mode`, buffer = `tasks`) with children 1 and 2 (one core each) that
+/// has sent every task of its bag to child 1.
+std::unique_ptr<NodeScheduler> root_with_bag_at_child_one(MigrationMode mode, std::uint32_t tasks) {
+  NodeConfig c = node_config(true, tasks, {app("a", 1, tasks)});
+  c.migration = mode;
   auto root = make_node(c);
   root->start(0);
   root->handle(event::ChildJoined{ChildId{1}, ChildInfo{"one", 1, 0}}, 0);
   root->handle(event::ChildJoined{ChildId{2}, ChildInfo{"two", 1, 0}}, 0);
-  root->handle(event::WorkRequested{child(1), 2}, 0);
-  root->handle(event::SendDone{ChildId{1}}, 1);
-  root->handle(event::SendDone{ChildId{1}}, 2);
+  root->handle(event::WorkRequested{child(1), tasks}, 0);
+  for (std::uint32_t i = 0; i < tasks; ++i) root->handle(event::SendDone{ChildId{1}}, 1);
+  return root;
+}
+
+// Queues that differ by less than 2 tasks are left alone (a task would only move back).
+TEST(MigrationParent, NearlyEqualQueuesAreNotPulledFrom) {
+  auto root = root_with_bag_at_child_one(MigrationMode::pull, 2);
   EXPECT_EQ(names(root->handle(event::WorkRequested{child(2), 1}, 3)), Strings{});
   EXPECT_EQ(root->migration().pulls_sent(), 0u);
 }
@@ -230,14 +237,7 @@ TEST(MigrationTree, RandomTreesWithPushRecordEveryTaskOnce) {
 // a task the child does not hold drops it; a taken task's result from its old holder is
 // a protocol error, the new holder's is recorded once.
 TEST(MigrationPush, ParentAdvertisesIdleRequestersAndTakesWhatFits) {
-  NodeConfig c = node_config(true, 4, {app("a", 1, 4)});
-  c.migration = MigrationMode::push;
-  auto root = make_node(c);
-  root->start(0);
-  root->handle(event::ChildJoined{ChildId{1}, ChildInfo{"one", 1, 0}}, 0);
-  root->handle(event::ChildJoined{ChildId{2}, ChildInfo{"two", 1, 0}}, 0);
-  root->handle(event::WorkRequested{child(1), 4}, 0);
-  for (int i = 0; i < 4; ++i) root->handle(event::SendDone{ChildId{1}}, 1);
+  auto root = root_with_bag_at_child_one(MigrationMode::push, 4);
   EXPECT_EQ(root->state().children.at(ChildId{1}).in_flight, 4u);
   // Child 2 asks; the bag is empty: child 1 (queue 3) hears of one idle requester (queue 0).
   EXPECT_EQ(names(root->handle(event::WorkRequested{child(2), 1}, 2)), Strings{"SendPushStatus child 1 free 1 queue 0"});

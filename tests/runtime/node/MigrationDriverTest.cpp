@@ -19,14 +19,19 @@ using namespace testing;  // RecordingTransport.hpp
 
 core::TaskId task(std::uint64_t i) { return core::TaskId::make(core::AppId{0}, i); }
 Payload bytes() { return std::make_shared<SizeOnly>(task_bytes); }
+/// A worker "w" without heartbeats.
+NodeOptions worker_options(core::MigrationMode mode = core::MigrationMode::off) {
+  NodeOptions o;
+  o.name = "w";
+  o.heartbeat_interval = 0;
+  o.migration = mode;
+  return o;
+}
 
 TEST(MigrationDriver, WorkerGivesBackWaitingTasksAndForgetsTheirInputs) {
   RecordingTransport t;
   FakeRunner r(1);
-  NodeOptions o;
-  o.name = "w";
-  o.heartbeat_interval = 0;
-  NodeDriver d(o, t, &r, std::nullopt);
+  NodeDriver d(worker_options(), t, &r, std::nullopt);
   d.start(0);
   d.on_parent_message(welcome(4, true, 100), {}, 0.1);
   for (std::uint64_t i = 0; i < 4; ++i) d.on_parent_message(net::msg::Task{task(i).value}, bytes(), 0.2);
@@ -98,8 +103,6 @@ namespace {
 
 using namespace testing;  // RecordingTransport.hpp
 
-core::TaskId push_task(std::uint64_t i) { return core::TaskId::make(core::AppId{0}, i); }
-
 /// A root in push mode with children a (peer 1, holding all 3 tasks of the bag, the
 /// transfers acknowledged) and b (peer 2, asking for one): a hears of b's idle request.
 struct PushRoot {
@@ -148,17 +151,17 @@ TEST(MigrationDriver, PushedTaskGoesToTheIdleChildAndItsResultComesBackThroughIt
   EXPECT_EQ(status[0].first.free, 1u);
   EXPECT_EQ(status[0].first.queue, 0u);
   EXPECT_TRUE(r.t.take<net::msg::PushReply>(PeerId{2}).empty()) << "b's own request is not offered to b";
-  r.d->on_child_message(PeerId{1}, net::msg::Push{{push_task(2).value}, {0}}, {}, 0.4);
+  r.d->on_child_message(PeerId{1}, net::msg::Push{{task(2).value}, {0}}, {}, 0.4);
   auto moved = r.t.take<net::msg::Task>(PeerId{2});
   ASSERT_EQ(moved.size(), 1u);
-  EXPECT_EQ(moved[0].first.task_id, push_task(2).value);
+  EXPECT_EQ(moved[0].first.task_id, task(2).value);
   EXPECT_EQ(moved[0].second.get(), r.shared.get());
   auto answer = r.t.take<net::msg::PushReply>(PeerId{1});
   ASSERT_EQ(answer.size(), 1u);
   EXPECT_TRUE(answer[0].first.answer);
   EXPECT_TRUE(answer[0].first.refused.empty());
   net::msg::Result res;
-  res.task_id = push_task(2).value;
+  res.task_id = task(2).value;
   res.node = "b";
   r.d->on_child_message(PeerId{2}, res, {}, 0.5);
   ASSERT_EQ(r.results.size(), 1u);
@@ -175,20 +178,20 @@ TEST(MigrationDriver, PushToAParentThatNoLongerFitsIsRefusedAndTheTaskStays) {
   PushRoot r;
   r.d->on_child_message(PeerId{2}, net::msg::Bye{}, {}, 0.35);
   r.t.sent.clear();
-  r.d->on_child_message(PeerId{1}, net::msg::Push{{push_task(2).value}, {0}}, {}, 0.4);
+  r.d->on_child_message(PeerId{1}, net::msg::Push{{task(2).value}, {0}}, {}, 0.4);
   auto answer = r.t.take<net::msg::PushReply>(PeerId{1});
   ASSERT_EQ(answer.size(), 1u);
   EXPECT_TRUE(answer[0].first.answer);
-  EXPECT_EQ(answer[0].first.refused, (std::vector<std::uint64_t>{push_task(2).value}));
+  EXPECT_EQ(answer[0].first.refused, (std::vector<std::uint64_t>{task(2).value}));
   EXPECT_EQ(answer[0].first.free, 0u);
   net::msg::Result res;
-  res.task_id = push_task(2).value;
+  res.task_id = task(2).value;
   res.node = "a";
   r.d->on_child_message(PeerId{1}, res, {}, 0.5);
   EXPECT_FALSE(r.t.dropped.contains(PeerId{1}));
   ASSERT_EQ(r.results.size(), 1u);
   // A push of a task a does not hold (any more) is a protocol error: a is dropped.
-  r.d->on_child_message(PeerId{1}, net::msg::Push{{push_task(2).value}, {0}}, {}, 0.6);
+  r.d->on_child_message(PeerId{1}, net::msg::Push{{task(2).value}, {0}}, {}, 0.6);
   EXPECT_TRUE(r.t.dropped.contains(PeerId{1}));
 }
 
@@ -198,23 +201,19 @@ TEST(MigrationDriver, PushToAParentThatNoLongerFitsIsRefusedAndTheTaskStays) {
 TEST(MigrationDriver, WorkerPushesWaitingTasksAndKeepsTheRefusedOnes) {
   RecordingTransport t;
   FakeRunner r(1);
-  NodeOptions o;
-  o.name = "w";
-  o.heartbeat_interval = 0;
-  o.migration = core::MigrationMode::push;
-  NodeDriver d(o, t, &r, std::nullopt);
+  NodeDriver d(worker_options(core::MigrationMode::push), t, &r, std::nullopt);
   d.start(0);
   d.on_parent_message(welcome(5, true, 100), {}, 0.1);
-  for (std::uint64_t i = 0; i < 5; ++i) d.on_parent_message(net::msg::Task{push_task(i).value}, bytes(), 0.2);
+  for (std::uint64_t i = 0; i < 5; ++i) d.on_parent_message(net::msg::Task{task(i).value}, bytes(), 0.2);
   ASSERT_EQ(r.started.size(), 1u);
   t.sent.clear();
   d.on_parent_message(net::msg::PushReply{false, {}, 3, 0, 0}, {}, 0.3);
   auto pushes = t.take<net::msg::Push>(parent);
   ASSERT_EQ(pushes.size(), 1u);
-  EXPECT_EQ(pushes[0].first.task_ids, (std::vector<std::uint64_t>{push_task(3).value, push_task(4).value}));
+  EXPECT_EQ(pushes[0].first.task_ids, (std::vector<std::uint64_t>{task(3).value, task(4).value}));
   // The parent took 3 and refused 4.
-  d.on_parent_message(net::msg::PushReply{true, {push_task(4).value}, 0, 0, 0}, {}, 0.4);
-  d.on_parent_message(net::msg::Task{push_task(3).value}, bytes(), 0.5);
+  d.on_parent_message(net::msg::PushReply{true, {task(4).value}, 0, 0, 0}, {}, 0.4);
+  d.on_parent_message(net::msg::Task{task(3).value}, bytes(), 0.5);
   EXPECT_EQ(t.restarts, 0) << "a task the parent took, sent again, was taken for a duplicate";
   // The executor works through the buffer: 1, 2, 4 (refused, kept here) and 3 (sent again).
   for (std::size_t i = 0; i < r.started.size() && i < 8; ++i)
@@ -222,8 +221,8 @@ TEST(MigrationDriver, WorkerPushesWaitingTasksAndKeepsTheRefusedOnes) {
   std::vector<std::uint64_t> done;
   for (const auto& [res, p] : t.take<net::msg::Result>(parent)) done.push_back(res.task_id);
   std::sort(done.begin(), done.end());
-  EXPECT_EQ(done, (std::vector<std::uint64_t>{push_task(0).value, push_task(1).value, push_task(2).value,
-                                               push_task(3).value, push_task(4).value}));
+  EXPECT_EQ(done, (std::vector<std::uint64_t>{task(0).value, task(1).value, task(2).value,
+                                               task(3).value, task(4).value}));
   // An answer with no push in flight is the parent's error: the worker leaves it.
   EXPECT_EQ(t.restarts, 0);
   d.on_parent_message(net::msg::PushReply{true, {}, 0, 0, 0}, {}, 9);
