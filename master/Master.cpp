@@ -105,8 +105,7 @@ int run_master(const MasterOptions& options) {
   ex.run.one_port_window = options.one_port_window;
   if (!options.migration.empty()) {
     const auto m = core::migration_from_string(options.migration);
-    if (!m || *m == core::MigrationMode::push)
-      throw std::invalid_argument("--migration: expected off or pull (push is not implemented yet), got '" + options.migration + "'");
+    if (!m) throw std::invalid_argument("--migration: expected off, pull or push, got '" + options.migration + "'");
     ex.run.migration = *m;
   }
   for (std::size_t k = 0; k < ex.apps.size(); ++k) {

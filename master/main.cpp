@@ -57,7 +57,7 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0.0, 1.0))->capture_default_str();
   app.add_flag("--resume", opt.resume, "Continue the run journaled in OUT/journal.tsv (needs --out): only tasks it lacks are done");
   treefarm::cli_support::add_one_port_window_option(app, opt.one_port_window);
-  app.add_option("--migration", opt.migration, "Task migration (docs/migration.md): pull = an idle master takes waiting tasks back from the longest worker queue for the others; off (default: the experiment's run.migration)")->check(CLI::IsMember({"off", "pull"}));
+  app.add_option("--migration", opt.migration, "Task migration (docs/migration.md): pull = an idle master takes waiting tasks back from the longest worker queue for the others; push = the master tells workers with long queues of its idle requesters and takes the tasks they push; off (default: the experiment's run.migration)")->check(CLI::IsMember({"off", "pull", "push"}));
   app.add_option("--task-deadline-factor", opt.task_deadline_factor, "A task a worker holds past max(floor, FACTOR x expected seconds) is re-issued elsewhere (0 = never)")->capture_default_str()->check(CLI::NonNegativeNumber);
   app.add_option("--task-deadline-floor", opt.task_deadline_floor, "seconds: the least time a worker is given for a task before it is re-issued")->capture_default_str()->check(CLI::NonNegativeNumber);
   app.add_option("--ack-timeout", opt.ack_timeout, "seconds a worker may take to acknowledge a task transfer before it is dropped (0 = never)")->capture_default_str()->check(CLI::NonNegativeNumber);

@@ -23,6 +23,16 @@ namespace treefarm::tools {
 
 namespace fs = std::filesystem;
 
+std::vector<std::string> worker_migration_args(const model::Experiment& ex, const LaunchOptions& options,
+                                               const std::string& worker) {
+  // An inner worker pulls from its own children only with --migration itself
+  // (docs/migration.md); leaves have no one to pull from, but push to their parent.
+  const std::string migration = options.migration.empty() ? core::to_string(ex.run.migration) : options.migration;
+  const bool inner = std::any_of(ex.nodes.begin(), ex.nodes.end(), [&](const model::NodeSpec& n) { return n.parent == worker; });
+  if (migration == "off" || (migration != "push" && !inner)) return {};
+  return {"--migration", migration};
+}
+
 std::vector<std::string> assign_cpus(const model::Experiment& ex, const std::vector<int>& usable) {
   std::vector<std::string> out;
   std::size_t cursor = 0;
@@ -192,13 +202,7 @@ int launch_tree(const model::Experiment& ex, const LaunchOptions& options, const
         args.push_back("--cpus");
         args.push_back(cpus[next]);
       }
-      // An inner worker pulls from its own children only with --migration itself
-      // (docs/migration.md); leaves have no one to pull from.
-      const std::string migration = options.migration.empty() ? core::to_string(ex.run.migration) : options.migration;
-      if (migration != "off" && std::any_of(ex.nodes.begin(), ex.nodes.end(), [&](const model::NodeSpec& n) { return n.parent == node.name; })) {
-        args.push_back("--migration");
-        args.push_back(migration);
-      }
+      for (auto& a : worker_migration_args(ex, options, node.name)) args.push_back(std::move(a));
       for (const auto& a : options.worker_args) args.push_back(a);
       key_args(next, args);
       argv_of[next] = args;

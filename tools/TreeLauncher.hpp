@@ -16,7 +16,7 @@ namespace treefarm::tools {
 struct LaunchOptions {
   std::string out_dir;                 ///< results.json and logs/ go here ("" = a temp dir).
   std::string policy;                  ///< Overrides [run] policy.
-  std::string migration;               ///< Overrides [run] migration ("off", "pull"; docs/migration.md).
+  std::string migration;               ///< Overrides [run] migration ("off", "pull", "push"; docs/migration.md).
   std::uint32_t buffer = 0;            ///< Overrides [run] buffer (0 = keep).
   std::string calibration;             ///< Passed to the master for predictions.
   double timeout = 0;                  ///< seconds for the whole run (0 = none).
@@ -49,6 +49,12 @@ struct LaunchOptions {
   /// CPU list per node (default: assign_cpus over this machine's usable cores).
   std::function<std::string(std::size_t node)> cpus;
 };
+
+/// The `--migration` arguments the launcher gives worker `worker` (docs/migration.md):
+/// options.migration, else the experiment's [run] migration; with pull only to workers
+/// that have children (leaves have no one to pull from), with push to every worker.
+std::vector<std::string> worker_migration_args(const model::Experiment& ex, const LaunchOptions& options,
+                                               const std::string& worker);
 
 /// Assigns the machine's usable cores to the nodes: a node's `cpuset` if given, else
 /// its `cores` cores taken round-robin (master first, then breadth-first), so that on

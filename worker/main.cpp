@@ -71,7 +71,7 @@ int main(int argc, char** argv) {
   app.add_option("--heartbeat-timeout", opt.heartbeat_timeout, "seconds of silence after which a peer is declared dead")->capture_default_str()->check(treefarm::cli_support::positive_seconds());
   treefarm::cli_support::add_one_port_window_option(app, opt.one_port_window);
   std::string migration = "off";
-  app.add_option("--migration", migration, "Task migration (docs/migration.md): pull = when idle, take waiting tasks back from the child with the longest queue for the others (every node answers its parent's pulls)")->capture_default_str()->check(CLI::IsMember({"off", "pull"}));
+  app.add_option("--migration", migration, "Task migration (docs/migration.md): pull = when idle, take waiting tasks back from the child with the longest queue for the others (every node answers its parent's pulls); push = push waiting tasks to the parent when it reports idle requesters with a queue 2 or more shorter, and tell the children of this node's own")->capture_default_str()->check(CLI::IsMember({"off", "pull", "push"}));
   app.add_option("--task-deadline-factor", opt.task_deadline_factor, "A task a child holds past max(floor, FACTOR x expected seconds) is re-issued elsewhere (0 = never)")->capture_default_str()->check(CLI::NonNegativeNumber);
   app.add_option("--task-deadline-floor", opt.task_deadline_floor, "seconds: the least time a child is given for a task before it is re-issued")->capture_default_str()->check(CLI::NonNegativeNumber);
   app.add_option("--ack-timeout", opt.ack_timeout, "seconds a child may take to acknowledge a task transfer before it is dropped (0 = never)")->capture_default_str()->check(CLI::NonNegativeNumber);

@@ -30,6 +30,17 @@ struct ReturnedTasks {
   std::uint32_t rejected = 0;        ///< How many more of the pull were rejected.
 };
 
+/// Task migration, PUSH (papers/lee2010 slide 16; docs/migration.md): what a parent
+/// tells a child of its residual capacity — the requests below it that its buffer cannot
+/// serve (`free`, not counting the child's own), the shortest estimated queue among
+/// those requesters (`queue`, tasks), and the parent's NBC (slide 15).
+struct PushStatus {
+  std::uint32_t free = 0;
+  std::uint32_t queue = 0;
+  std::uint32_t nbc = 0;
+  bool operator==(const PushStatus&) const = default;
+};
+
 /// What a node knows of a child when it joins.
 struct ChildInfo {
   std::string name;                 ///< The child's node name.
@@ -78,13 +89,28 @@ struct PullRequested { std::uint32_t count = 1; std::uint32_t nbc = 0; };
 struct TasksReturned : ReturnedTasks {
   ChildId child{};
 };
+/// Task migration, PUSH: child `child` pushes `tasks` (waiting tasks it holds, with their
+/// backfilling counters in `bcs`) to this node, which takes what its idle requesters can
+/// use now and refuses the rest (action::SendPushReply).
+struct TasksPushed {
+  ChildId child{};
+  std::vector<TaskRef> tasks;
+  std::vector<std::uint32_t> bcs;
+};
+/// Task migration, PUSH: the parent's status (`status`), and when `answer`, its answer
+/// to this node's push: `refused` stay here, the rest of the push is the parent's now.
+struct PushAnswered {
+  bool answer = false;
+  std::vector<TaskRef> refused;
+  PushStatus status;
+};
 }  // namespace event
 
 using Event = std::variant<event::TaskArrived, event::WorkRequested, event::SendDone,
                            event::LocalTaskFinished, event::ResultArrived, event::ChildJoined,
                            event::ChildLeft, event::TransferObserved, event::Tick,
                            event::PolicyMessage, event::TasksReopened, event::PullRequested,
-                           event::TasksReturned>;
+                           event::TasksReturned, event::TasksPushed, event::PushAnswered>;
 
 /// Name of the event's kind, for error messages.
 std::string_view event_name(const Event& e);
@@ -126,11 +152,30 @@ struct SendPull { ChildId child{}; std::uint32_t count = 1; std::uint32_t nbc = 
 /// reject `rejected` more of its pull (event::TasksReturned there). The node has
 /// forgotten the tasks: the adapter drops their inputs.
 struct ReturnTasks : ReturnedTasks {};
+/// Task migration, PUSH: send `tasks` (with their backfilling counters) to the parent
+/// (event::TasksPushed there). They wait, out of the buffer, for the parent's answer:
+/// the adapter keeps their inputs until a DropTasks.
+struct PushTasks {
+  std::vector<TaskRef> tasks;
+  std::vector<std::uint32_t> bcs;
+};
+/// Task migration, PUSH: tell child `child` this node's status, and when `answer`, answer
+/// its push: `refused` stay with it (event::PushAnswered there).
+struct SendPushReply {
+  ChildId child{};
+  bool answer = false;
+  std::vector<TaskRef> refused;
+  PushStatus status;
+};
+/// Task migration, PUSH: the parent took `tasks`: this node no longer holds them; the
+/// adapter drops their inputs.
+struct DropTasks { std::vector<TaskRef> tasks; };
 }  // namespace action
 
 using Action = std::variant<action::RequestWork, action::SendTask, action::StartTask,
                             action::ForwardResult, action::TaskCompleted, action::RunComplete,
                             action::TaskAbandoned, action::LateResultDropped,
-                            action::SendPolicyMessage, action::SendPull, action::ReturnTasks>;
+                            action::SendPolicyMessage, action::SendPull, action::ReturnTasks,
+                            action::PushTasks, action::SendPushReply, action::DropTasks>;
 
 }  // namespace treefarm::core

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <limits>
 #include <stdexcept>
 
 #include "runtime/core/NodeState.hpp"
@@ -11,6 +12,13 @@ namespace treefarm::core {
 namespace {
 /// The modes' names, indexed by MigrationMode.
 constexpr std::array<const char*, 3> mode_names{"off", "pull", "push"};
+
+/// A child's estimated queue: what its subtree holds beyond what it computes at once (the
+/// tasks in flight to it), less `asked` (tasks already pulled from it).
+std::int64_t queue_of(const NodeState& state, ChildId id, std::uint32_t asked) {
+  const auto& c = state.children.at(id);
+  return static_cast<std::int64_t>(c.in_flight) - std::max<std::int64_t>(1, c.info.cores) - static_cast<std::int64_t>(asked);
+}
 }  // namespace
 
 const char* to_string(MigrationMode mode) { return mode_names.at(static_cast<std::size_t>(mode)); }
@@ -22,8 +30,6 @@ std::optional<MigrationMode> migration_from_string(std::string_view text) {
 }
 
 Migration::Migration(MigrationMode mode, Seconds retry) : mode_(mode), retry_(retry) {
-  if (mode == MigrationMode::push)
-    throw std::invalid_argument("migration 'push' is not implemented yet; use 'pull' or 'off'");
   if (!(retry >= 0)) throw std::invalid_argument("migration: retry must be >= 0 seconds");
 }
 
@@ -93,19 +99,14 @@ std::optional<action::SendPull> Migration::next_pull(const NodeState& state) {
   for (const auto& [c, n] : outstanding_) asked += n;
   if (asked >= state.requests.size()) return std::nullopt;
 
-  // A child's estimated queue: what its subtree holds beyond what it computes at once (the
-  // tasks in flight to it), less what was asked of it already; the executor's is 0.
-  auto queue_of = [&](ChildId id) -> std::int64_t {
-    const auto& c = state.children.at(id);
-    return static_cast<std::int64_t>(c.in_flight) - std::max<std::int64_t>(1, c.info.cores) -
-           static_cast<std::int64_t>(outstanding(id));
-  };
+  // A child's estimated queue, less what was asked of it already; the executor's is 0.
+  auto estimate = [&](ChildId id) { return queue_of(state, id, outstanding(id)); };
   std::optional<ChildId> best;
   std::int64_t longest = 0;
   std::uint64_t best_count = 0;
   for (const auto& [id, c] : state.children) {
     if (auto h = hold_until_.find(id); h != hold_until_.end() && h->second > state.now) continue;
-    const std::int64_t queue = queue_of(id);
+    const std::int64_t queue = estimate(id);
     if (queue <= 0 || queue <= longest) continue;
     // Pulled only for requesters whose queue is shorter by 2 or more: a task then moves
     // from a longer queue to a shorter one and never back (a child refilling its buffer is
@@ -114,7 +115,7 @@ std::optional<action::SendPull> Migration::next_pull(const NodeState& state) {
     std::int64_t shortest = queue;
     for (const PendingRequest& r : state.requests) {
       if (!r.from.local && r.from.child == id) continue;
-      const std::int64_t q = r.from.local ? 0 : std::max<std::int64_t>(0, queue_of(r.from.child));
+      const std::int64_t q = r.from.local ? 0 : std::max<std::int64_t>(0, estimate(r.from.child));
       if (q + 1 >= queue) continue;
       ++eligible;
       shortest = std::min(shortest, q);
@@ -151,6 +152,9 @@ void Migration::answered(ChildId child, std::size_t n, std::uint32_t rejected, S
 }
 
 std::optional<Seconds> Migration::next_deadline(const NodeState& state) const {
+  if (mode_ == MigrationMode::push)  // the parent refused our last push: try again at the hold's end
+    return parent_status_.free > 0 && pushing_.empty() && parent_hold_until_ > state.now
+               ? std::optional<Seconds>(parent_hold_until_) : std::nullopt;
   if (mode_ != MigrationMode::pull || !state.buffer.empty() || state.requests.empty()) return std::nullopt;
   std::optional<Seconds> due;
   for (const auto& [id, t] : hold_until_)
@@ -164,9 +168,117 @@ std::uint32_t Migration::outstanding(ChildId child) const {
 }
 
 void Migration::child_left(ChildId child) {
+  status_sent_.erase(child);
+  std::erase_if(answers_, [&](const auto& a) { return a.first == child; });
   outstanding_.erase(child);
   rejected_in_row_.erase(child);
   hold_until_.erase(child);
+}
+
+// ---- PUSH (papers/lee2010 slide 16) -----------------------------------------------------
+
+std::optional<action::PushTasks> Migration::next_push(NodeState& state) {
+  if (mode_ != MigrationMode::push || state.config.is_root || !pushing_.empty()) return std::nullopt;
+  const PushStatus& p = parent_status_;
+  if (p.free == 0 || parent_hold_until_ > state.now) return std::nullopt;
+  // Slide 16's objective in the tree: the target requester with the shortest queue; a
+  // task moves only to a queue at least 2 shorter, half the difference at most (as PULL).
+  const std::uint64_t mine = state.buffer.size();
+  if (mine < std::uint64_t{p.queue} + 2) return std::nullopt;
+  const auto count = static_cast<std::uint32_t>(std::min<std::uint64_t>(p.free, std::max<std::uint64_t>(1, (mine - p.queue) / 2)));
+  const auto picked = pick_for_pull(state, count, p.nbc);  // descending; BC >= the parent's NBC
+  if (picked.empty()) return std::nullopt;
+  action::PushTasks push;
+  for (auto it = picked.rbegin(); it != picked.rend(); ++it) {
+    const TaskRef t = state.buffer[*it];
+    push.tasks.push_back(t);
+    push.bcs.push_back(bc(t.id));
+    pushing_.emplace_back(t, bc(t.id));
+  }
+  for (std::size_t i : picked) state.buffer.erase(state.buffer.begin() + static_cast<std::ptrdiff_t>(i));
+  ++pushes_sent_;
+  return push;
+}
+
+std::vector<TaskRef> Migration::push_answered(NodeState& state, const std::vector<TaskRef>& refused) {
+  if (pushing_.empty()) throw std::invalid_argument("an answer to a push that was not sent");
+  for (std::size_t i = 0; i < refused.size(); ++i) {
+    if (std::none_of(pushing_.begin(), pushing_.end(), [&](const auto& p) { return p.first == refused[i]; }))
+      throw std::invalid_argument("a push answer refusing a task that was not pushed");
+    for (std::size_t j = 0; j < i; ++j)
+      if (refused[j] == refused[i]) throw std::invalid_argument("a push answer refusing a task twice");
+  }
+  std::vector<TaskRef> taken;
+  for (const auto& [t, b] : pushing_) {
+    if (std::find(refused.begin(), refused.end(), t) != refused.end()) {
+      state.buffer.push_back(t);  // it stays here, with its counter
+      set_bc(t.id, b);
+    } else {
+      taken.push_back(t);
+      gave_back(t.id);
+    }
+  }
+  pushing_.clear();
+  push_refused_ += refused.size();
+  if (taken.empty()) {
+    const std::uint32_t row = std::min<std::uint32_t>(parent_refused_in_row_++, 4);
+    parent_hold_until_ = state.now + retry_ * static_cast<double>(1u << row);
+  } else {
+    parent_refused_in_row_ = 0;
+    parent_hold_until_ = 0;
+  }
+  return taken;
+}
+
+PushStatus Migration::status_for(const NodeState& state, ChildId child) const {
+  std::uint64_t others = 0;
+  std::int64_t shortest = std::numeric_limits<std::int64_t>::max();
+  for (const PendingRequest& r : state.requests) {
+    if (!r.from.local && r.from.child == child) continue;
+    ++others;
+    const std::int64_t q = r.from.local ? 0 : std::max<std::int64_t>(0, queue_of(state, r.from.child, outstanding(r.from.child)));
+    shortest = std::min(shortest, q);
+  }
+  if (others <= state.buffer.size() || !state.children.contains(child)) return {};
+  if (queue_of(state, child, outstanding(child)) < shortest + 2) return {};
+  return PushStatus{static_cast<std::uint32_t>(std::min<std::uint64_t>(others - state.buffer.size(), state.config.buffer)),
+                    static_cast<std::uint32_t>(std::min<std::int64_t>(shortest, std::numeric_limits<std::uint32_t>::max())),
+                    nbc(state.buffer)};
+}
+
+void Migration::answer_push(ChildId child, std::vector<TaskRef> refused) { answers_.emplace_back(child, std::move(refused)); }
+
+std::vector<action::SendPushReply> Migration::push_replies(const NodeState& state) {
+  std::vector<action::SendPushReply> out;
+  for (auto& [child, refused] : answers_) {
+    if (!state.children.contains(child)) continue;
+    const PushStatus s = mode_ == MigrationMode::push ? status_for(state, child) : PushStatus{};
+    if (s == PushStatus{})
+      status_sent_.erase(child);
+    else
+      status_sent_[child] = s;
+    out.push_back(action::SendPushReply{child, true, std::move(refused), s});
+  }
+  answers_.clear();
+  if (mode_ != MigrationMode::push) return out;
+  // status_sent_ holds the children last told a non-zero status. While the buffer can
+  // serve every request (the bulk of a run) every status is zero: only those are told.
+  if (state.requests.size() <= state.buffer.size()) {
+    for (const auto& [id, s] : status_sent_) out.push_back(action::SendPushReply{id, false, {}, PushStatus{}});
+    status_sent_.clear();
+    return out;
+  }
+  for (const auto& [id, c] : state.children) {
+    const PushStatus s = status_for(state, id);
+    auto it = status_sent_.find(id);
+    if (it == status_sent_.end() ? s == PushStatus{} : it->second == s) continue;
+    if (s == PushStatus{})
+      status_sent_.erase(id);
+    else
+      status_sent_[id] = s;
+    out.push_back(action::SendPushReply{id, false, {}, s});
+  }
+  return out;
 }
 
 }  // namespace treefarm::core

@@ -14,8 +14,15 @@
 ///  - ownership moves with the task: the parent's record of the task held by the child
 ///    goes back to the parent's buffer (the parent still has the task's input), so the
 ///    result's way up and the root's exactly-once recording are unchanged;
-///  - no loops: a node gives back each task at most once (visited-once rule), so a task
-///    migrates at most once per node of the tree.
+///  - PUSH (slide 16): a parent tells each child its residual capacity (requests below it
+///    that its buffer cannot serve, the shortest queue among those requesters, its NBC:
+///    PushStatus); a child whose waiting queue is longer by 2 or more sends it waiting
+///    tasks from the back of its buffer, and the parent takes what still fits (its idle
+///    requesters other than that child) and refuses the rest, which stay with the child.
+///    In the tree the neighbours a task can be pushed to are reached through the parent
+///    (siblings, the parent's executor); a push down to a child is the ordinary dispatch.
+///  - no loops: a node gives back each task at most once (visited-once rule, PULL and PUSH
+///    alike), so a task migrates at most once per node of the tree.
 
 #include <cstdint>
 #include <deque>
@@ -36,7 +43,7 @@ struct NodeState;
 enum class MigrationMode {
   off,   ///< tasks stay where they were sent (beaumont2006's demand-driven tree only)
   pull,  ///< lee2010 slide 16, receiver-initiated
-  push,  ///< lee2010 slide 16, sender-initiated (not implemented yet: rejected)
+  push,  ///< lee2010 slide 16, sender-initiated
 };
 
 /// "off", "pull", "push".
@@ -46,7 +53,6 @@ std::optional<MigrationMode> migration_from_string(std::string_view text);
 
 class Migration {
  public:
-  /// Throws std::invalid_argument for MigrationMode::push (not implemented).
   /// `retry` (seconds): a child that rejected a pull is not asked again before this.
   explicit Migration(MigrationMode mode = MigrationMode::off, Seconds retry = 0.5);
 
@@ -88,12 +94,42 @@ class Migration {
   std::uint32_t outstanding(ChildId child) const;
   void child_left(ChildId child);
 
+  // ---- PUSH, sender side (slide 16) -------------------------------------------------
+  /// The parent's status, as last heard.
+  void heard_status(const PushStatus& status) { parent_status_ = status; }
+  const PushStatus& parent_status() const { return parent_status_; }
+  /// The push to send now, if any: mode push, not the root, no push awaiting its answer,
+  /// the parent not on hold, and the parent has free requesters whose queue is at least 2
+  /// shorter than this node's buffer. Takes the tasks out of state.buffer (they wait for
+  /// the answer, see push_answered); at most half the difference, at most `free`.
+  std::optional<action::PushTasks> next_push(NodeState& state);
+  /// The parent's answer to the push in flight: `refused` go back to the back of
+  /// state.buffer with their counters; returns the tasks it took (given back for good).
+  /// Throws std::invalid_argument when no push waits or `refused` names a task not pushed.
+  std::vector<TaskRef> push_answered(NodeState& state, const std::vector<TaskRef>& refused);
+  /// Tasks pushed, waiting for the parent's answer.
+  std::size_t pushing() const { return pushing_.size(); }
+
+  // ---- PUSH, receiver side ----------------------------------------------------------
+  /// What this node would tell child `child` now: its requests other than the child's
+  /// that the buffer cannot serve, if the child's estimated queue is at least 2 longer
+  /// than the shortest of theirs; {0, 0, 0} otherwise.
+  PushStatus status_for(const NodeState& state, ChildId child) const;
+  /// A push from `child` was answered with these refused tasks: sent by push_replies().
+  void answer_push(ChildId child, std::vector<TaskRef> refused);
+  /// The statuses and answers to send now (mode push; a status only when it changed
+  /// since the last one sent to that child).
+  std::vector<action::SendPushReply> push_replies(const NodeState& state);
+  void count_pushed_in(std::size_t n) { tasks_pushed_in_ += n; }
   // ---- counters (docs/migration.md) -------------------------------------------------
   std::uint64_t pulls_sent() const { return pulls_sent_; }
   std::uint64_t tasks_pulled() const { return tasks_pulled_; }      ///< given back to this node
   std::uint64_t tasks_given() const { return tasks_given_; }        ///< given back by this node
   std::uint64_t rejects() const { return rejects_; }               ///< tasks of pulls rejected to this node
   void count_pulled(std::size_t n) { tasks_pulled_ += n; }
+  std::uint64_t pushes_sent() const { return pushes_sent_; }
+  std::uint64_t tasks_pushed_in() const { return tasks_pushed_in_; }  ///< pushed to this node and taken
+  std::uint64_t push_refused() const { return push_refused_; }       ///< tasks this node pushed, refused
 
  private:
   MigrationMode mode_;
@@ -107,6 +143,16 @@ class Migration {
   std::uint64_t tasks_pulled_ = 0;
   std::uint64_t tasks_given_ = 0;
   std::uint64_t rejects_ = 0;
+  // PUSH
+  PushStatus parent_status_;
+  std::vector<std::pair<TaskRef, std::uint32_t>> pushing_;  ///< in flight to the parent, with BCs
+  Seconds parent_hold_until_ = 0;
+  std::uint32_t parent_refused_in_row_ = 0;
+  std::map<ChildId, PushStatus> status_sent_;  ///< children last told a non-zero status
+  std::vector<std::pair<ChildId, std::vector<TaskRef>>> answers_;
+  std::uint64_t pushes_sent_ = 0;
+  std::uint64_t tasks_pushed_in_ = 0;
+  std::uint64_t push_refused_ = 0;
 };
 
 }  // namespace treefarm::core

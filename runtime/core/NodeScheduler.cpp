@@ -30,7 +30,7 @@ std::string_view event_name(const Event& e) {
   static constexpr std::array<std::string_view, std::variant_size_v<Event>> names{
       "TaskArrived", "WorkRequested", "SendDone", "LocalTaskFinished", "ResultArrived",
       "ChildJoined", "ChildLeft", "TransferObserved", "Tick", "PolicyMessage",
-      "TasksReopened", "PullRequested", "TasksReturned"};
+      "TasksReopened", "PullRequested", "TasksReturned", "TasksPushed", "PushAnswered"};
   static_assert(names.back() != std::string_view{}, "one name per alternative of Event");
   return names[e.index()];
 }
@@ -309,7 +309,9 @@ void NodeScheduler::apply(const Event& event, std::vector<Action>& out) {
         if (e.count == 0 || e.count > max_pending_requests) reject(event, "a pull of " + std::to_string(e.count) + " tasks");
         pull_requested(e, out);
       },
-      [&](const event::TasksReturned& e) { tasks_returned(event, e); }},
+      [&](const event::TasksReturned& e) { tasks_returned(event, e); },
+      [&](const event::TasksPushed& e) { tasks_pushed(event, e); },
+      [&](const event::PushAnswered& e) { push_answered(event, e, out); }},
       event);
 }
 
@@ -387,6 +389,8 @@ void NodeScheduler::pump(std::vector<Action>& out) {
     }
   }
   if (auto pull = migration_.next_pull(state_)) out.push_back(*pull);
+  if (auto push = migration_.next_push(state_)) out.push_back(std::move(*push));
+  for (auto& reply : migration_.push_replies(state_)) out.push_back(std::move(reply));
 }
 
 }  // namespace treefarm::core
@@ -596,6 +600,65 @@ void NodeScheduler::tasks_returned(const Event& event, const event::TasksReturne
   for (const TaskRef t : back) buffered_ids_.insert(t.id);
   migration_.count_pulled(back.size());
   migration_.answered(e.child, e.tasks.size(), e.rejected, state_.now);
+}
+
+/// A child pushes waiting tasks it holds (PUSH, slide 16): this node takes as many as its
+/// idle requesters other than that child can use now (Migration::status_for: it still
+/// fits), in the order pushed, and refuses the rest, which stay with the child. A taken
+/// task's holding record moves to this node's buffer (the inputs are here already), as
+/// for a pull. Everything is checked before anything changes.
+void NodeScheduler::tasks_pushed(const Event& event, const event::TasksPushed& e) {
+  auto child = state_.children.find(e.child);
+  if (child == state_.children.end()) reject(event, "tasks pushed by unknown child " + std::to_string(e.child.value));
+  if (e.tasks.empty() || e.tasks.size() != e.bcs.size()) reject(event, "a push needs tasks, one backfilling counter each");
+  const Target from = Target::to_child(e.child);
+  for (std::size_t i = 0; i < e.tasks.size(); ++i) {
+    try { check_task(e.tasks[i], "pushed task"); } catch (const ProtocolError& err) { reject(event, err.what()); }
+    auto it = in_flight_.find(e.tasks[i].id);
+    if ((it == in_flight_.end() || it->second != from) && !holds_late_copy(e.tasks[i].id, from))
+      reject(event, "task " + std::to_string(e.tasks[i].app().value) + ":" + std::to_string(e.tasks[i].id.index()) +
+                        " pushed, which this child does not hold");
+    for (std::size_t j = 0; j < i; ++j)
+      if (e.tasks[j] == e.tasks[i]) reject(event, "a task pushed twice");
+  }
+  std::uint32_t room = migration_.status_for(state_, e.child).free;
+  std::vector<TaskRef> taken, refused;
+  for (std::size_t i = 0; i < e.tasks.size(); ++i) {
+    const TaskRef t = e.tasks[i];
+    auto it = in_flight_.find(t.id);
+    // A late copy's holder keeps its copy (the task lives on elsewhere too): refused.
+    if (room == 0 || it == in_flight_.end() || it->second != from) {
+      refused.push_back(t);
+      continue;
+    }
+    --room;
+    in_flight_.erase(it);
+    if (child->second.in_flight > 0) --child->second.in_flight;
+    disarm_deadline(t.id);
+    migration_.set_bc(t.id, e.bcs[i]);
+    taken.push_back(t);
+  }
+  state_.buffer.insert(state_.buffer.begin(), taken.begin(), taken.end());
+  migration_.count_pushed_in(taken.size());
+  migration_.answer_push(e.child, std::move(refused));
+}
+
+/// The parent's status, or its answer to this node's push: the tasks it took are
+/// forgotten here (the adapter drops their inputs), the refused ones wait here again.
+void NodeScheduler::push_answered(const Event& event, const event::PushAnswered& e, std::vector<Action>& out) {
+  if (state_.config.is_root) reject(event, "the root has no parent");
+  if (e.status.free > max_pending_requests) reject(event, "a push status of " + std::to_string(e.status.free) + " free requesters");
+  if (!e.answer && !e.refused.empty()) reject(event, "a push status that refuses tasks");
+  if (e.answer) {
+    std::vector<TaskRef> taken;
+    try {
+      taken = migration_.push_answered(state_, e.refused);
+    } catch (const std::invalid_argument& err) {
+      reject(event, err.what());
+    }
+    if (!taken.empty()) out.push_back(action::DropTasks{std::move(taken)});
+  }
+  migration_.heard_status(e.status);
 }
 
 }  // namespace treefarm::core

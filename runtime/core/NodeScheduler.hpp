@@ -100,6 +100,8 @@ class NodeScheduler {
   [[noreturn]] void reject(const Event& event, const std::string& why) const;
   void pull_requested(const event::PullRequested& e, std::vector<Action>& out);
   void tasks_returned(const Event& event, const event::TasksReturned& e);
+  void tasks_pushed(const Event& event, const event::TasksPushed& e);
+  void push_answered(const Event& event, const event::PushAnswered& e, std::vector<Action>& out);
 
   NodeState state_;
   std::unique_ptr<Policy> policy_;

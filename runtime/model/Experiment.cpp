@@ -358,8 +358,7 @@ RunSpec read_run(const Reader& r, const Table& t) {
     r.require(*run.max_out_bandwidth > 0, t, "max_out_bandwidth", prefix, "must be > 0 bytes/s");
   if (const auto mode = r.string_of(t, "migration", prefix)) {
     const auto m = core::migration_from_string(*mode);
-    r.require(m.has_value() && *m != MigrationMode::push, t, "migration", prefix,
-              "unknown migration mode '" + *mode + "'; expected off or pull (push is not implemented yet)");
+    r.require(m.has_value(), t, "migration", prefix, "unknown migration mode '" + *mode + "'; expected off, pull or push");
     run.migration = *m;
   }
   return run;

@@ -68,7 +68,7 @@ struct RunSpec {
   std::uint64_t seed = 1;           ///< Seed of the input matrices.
   CommModel comm_model = CommModel::one_port;
   std::optional<double> max_out_bandwidth;  ///< bytes/s cap per node (multi-port).
-  /// Migration of waiting tasks between neighbours (`migration = "pull"`; lee2010).
+  /// Migration of waiting tasks between neighbours (`migration = "pull"` or `"push"`; lee2010).
   MigrationMode migration = MigrationMode::off;
   /// bytes: the one-port window of the real transport (default_one_port_window; 0 = off).
   /// Not a key of the file: `--one-port-window` of run, treefarm-master and predict sets it,

@@ -82,6 +82,15 @@ class Reader {
     if (n == 0 || n > 1u << 20) throw DecodeError(std::string(what) + " " + std::to_string(n) + " tasks");
     return n;
   }
+  /// `n` pairs (task_id u64, bc u32): a PullReply's or a Push's tasks with their counters.
+  void get_ids_and_bcs(std::uint32_t n, std::vector<std::uint64_t>& ids, std::vector<std::uint32_t>& bcs) {
+    ids.reserve(n);
+    bcs.reserve(n);
+    for (std::uint32_t i = 0; i < n; ++i) {
+      ids.push_back(get<std::uint64_t>("task_id"));
+      bcs.push_back(get<std::uint32_t>("bc"));
+    }
+  }
   double get_finite(const char* field) {
     const double v = get<double>(field);
     if (!std::isfinite(v)) throw DecodeError(std::string("field '") + field + "' is not a finite number");
@@ -114,13 +123,14 @@ static_assert(kind_is<Kind::hello, msg::Hello> && kind_is<Kind::welcome, msg::We
               kind_is<Kind::received, msg::Received> && kind_is<Kind::tree_query, msg::TreeQuery> &&
               kind_is<Kind::tree_info, msg::TreeInfo> && kind_is<Kind::pull, msg::Pull> &&
               kind_is<Kind::pull_reply, msg::PullReply> && kind_is<Kind::blame, msg::Blame> &&
-              kind_is<Kind::blame_reply, msg::BlameReply>);
+              kind_is<Kind::blame_reply, msg::BlameReply> && kind_is<Kind::push, msg::Push> &&
+              kind_is<Kind::push_reply, msg::PushReply>);
 
 /// The names of the kinds, in Kind order (those of the msg:: structs).
 constexpr std::array<const char*, std::variant_size_v<Message>> kind_names = {
     "Hello", "Welcome", "Request", "Task", "Result", "NodeJoined", "Heartbeat",
     "Shutdown", "Bye", "Probe", "ProbeAck", "Measure", "Policy", "Received", "TreeQuery", "TreeInfo", "Pull",
-    "PullReply", "Blame", "BlameReply", "Unassigned", "Unassigned", "ProbeRequest", "ProbeReport"};
+    "PullReply", "Blame", "BlameReply", "Push", "PushReply", "ProbeRequest", "ProbeReport"};
 
 Kind kind_of(const Message& m) { return static_cast<Kind>(m.index() + 1); }
 
@@ -293,6 +303,21 @@ std::vector<std::byte> encode(const Message& m) {
         body.put(x.task_id);
         body.put_string(x.culprit);
       },
+      [&](const msg::Push& x) {
+        if (x.task_ids.empty() || x.task_ids.size() > max_received_ids || x.bcs.size() != x.task_ids.size())
+          throw std::invalid_argument("Push with " + std::to_string(x.task_ids.size()) + " task ids, " +
+                                      std::to_string(x.bcs.size()) + " counters");
+        body.put<std::uint32_t>(static_cast<std::uint32_t>(x.task_ids.size()));
+        for (std::size_t i = 0; i < x.task_ids.size(); ++i) body.put_all(x.task_ids[i], x.bcs[i]);
+      },
+      [&](const msg::PushReply& x) {
+        if (x.refused.size() > max_received_ids || (!x.answer && !x.refused.empty()) || x.free > 1u << 20)
+          throw std::invalid_argument("PushReply out of range");
+        body.put<std::uint8_t>(x.answer ? 1 : 0);
+        body.put_all(x.free, x.queue, x.nbc);
+        body.put<std::uint32_t>(static_cast<std::uint32_t>(x.refused.size()));
+        for (auto id : x.refused) body.put(id);
+      },
       [&]<std::uint16_t K>(const msg::Unassigned<K>&) {
         throw std::invalid_argument("message kind " + std::to_string(K) + " is not defined in this build");
       },
@@ -332,8 +357,7 @@ Message decode(std::span<const std::byte> header_frame, std::size_t payload_fram
   if (version != wire_version)
     throw DecodeError("protocol version " + std::to_string(version) + ", this node speaks " + std::to_string(wire_version));
   const auto raw_kind = head.get<std::uint16_t>("kind");
-  if (raw_kind < static_cast<std::uint16_t>(Kind::hello) || raw_kind > static_cast<std::uint16_t>(Kind::probe_report) ||
-      (raw_kind > static_cast<std::uint16_t>(Kind::blame_reply) && raw_kind < static_cast<std::uint16_t>(Kind::probe_request)))
+  if (raw_kind < static_cast<std::uint16_t>(Kind::hello) || raw_kind > static_cast<std::uint16_t>(Kind::probe_report))
     throw DecodeError("unknown message kind " + std::to_string(raw_kind));
   const auto kind = static_cast<Kind>(raw_kind);
   const auto body_len = head.get<std::uint32_t>("body_length");
@@ -594,12 +618,7 @@ Message decode(std::span<const std::byte> header_frame, std::size_t payload_fram
       if (n > max_received_ids)
         throw DecodeError("PullReply with " + std::to_string(n) + " task ids, expected at most " + std::to_string(max_received_ids));
       msg::PullReply x;
-      x.task_ids.reserve(n);
-      x.bcs.reserve(n);
-      for (std::uint32_t i = 0; i < n; ++i) {
-        x.task_ids.push_back(r.get<std::uint64_t>("task_id"));
-        x.bcs.push_back(r.get<std::uint32_t>("bc"));
-      }
+      r.get_ids_and_bcs(n, x.task_ids, x.bcs);
       x.rejected = r.get<std::uint32_t>("rejected");
       if (n == 0 && x.rejected == 0) throw DecodeError("PullReply that neither returns nor rejects a task");
       m = std::move(x);
@@ -615,6 +634,32 @@ Message decode(std::span<const std::byte> header_frame, std::size_t payload_fram
       break;
     }
     case Kind::blame_reply: m = msg::BlameReply{r.get<std::uint64_t>("task_id"), r.get_string("culprit")}; break;
+    case Kind::push: {
+      const auto n = r.get<std::uint32_t>("count");
+      if (n == 0 || n > max_received_ids)
+        throw DecodeError("Push of " + std::to_string(n) + " tasks, expected 1 to " + std::to_string(max_received_ids));
+      msg::Push x;
+      r.get_ids_and_bcs(n, x.task_ids, x.bcs);
+      m = std::move(x);
+      break;
+    }
+    case Kind::push_reply: {
+      msg::PushReply x;
+      const auto answer = r.get<std::uint8_t>("answer");
+      if (answer > 1) throw DecodeError("PushReply with answer " + std::to_string(answer) + ", expected 0 or 1");
+      x.answer = answer == 1;
+      x.free = r.get<std::uint32_t>("free");
+      x.queue = r.get<std::uint32_t>("queue");
+      x.nbc = r.get<std::uint32_t>("nbc");
+      if (x.free > 1u << 20) throw DecodeError("PushReply with " + std::to_string(x.free) + " free requesters");
+      const auto n = r.get<std::uint32_t>("count");
+      if (n > max_received_ids || (!x.answer && n > 0))
+        throw DecodeError("PushReply refusing " + std::to_string(n) + " tasks" + (x.answer ? "" : " without a push"));
+      x.refused.reserve(n);
+      for (std::uint32_t i = 0; i < n; ++i) x.refused.push_back(r.get<std::uint64_t>("task_id"));
+      m = std::move(x);
+      break;
+    }
     case Kind::probe_request: {
       msg::ProbeRequest x{r.get_string("target"), r.get_string("target_key"), r.get<std::uint64_t>("bytes"),
                           r.get<std::uint32_t>("rounds"), r.get_finite("timeout")};

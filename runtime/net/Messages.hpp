@@ -35,8 +35,7 @@ enum class Kind : std::uint16_t {
   hello = 1, welcome = 2, request = 3, task = 4, result = 5, node_joined = 6,
   heartbeat = 7, shutdown = 8, bye = 9, probe = 10, probe_ack = 11, measure = 12, policy = 13, received = 14,
   tree_query = 15, tree_info = 16, pull = 17, pull_reply = 18,
-  blame = 19, blame_reply = 20,
-  // 21-22: assigned to a change not landed yet (msg::Unassigned).
+  blame = 19, blame_reply = 20, push = 21, push_reply = 22,
   probe_request = 23, probe_report = 24,
 };
 
@@ -243,9 +242,27 @@ struct BlameReply {
   std::uint64_t task_id = 0;
   std::string culprit;
 };
+/// Child → parent, task migration PUSH (papers/lee2010 slide 16, docs/migration.md): these
+/// waiting tasks the child holds, with their backfilling counters (same order), are
+/// offered to the parent (which holds their inputs: no payload). Answered by a PushReply.
+struct Push {
+  std::vector<std::uint64_t> task_ids;  ///< 1 to max_received_ids
+  std::vector<std::uint32_t> bcs;
+};
+/// Parent → child, PUSH: the parent's residual capacity for this child (`free` idle
+/// requesters other than the child, 0 to 2^20; the shortest estimated `queue` among
+/// them; the parent's NBC), sent when it changes; with `answer`, also the answer to the
+/// child's last Push: the `refused` tasks stay with the child, the rest are the parent's.
+struct PushReply {
+  bool answer = false;
+  std::vector<std::uint64_t> refused;   ///< empty unless `answer`
+  std::uint32_t free = 0;
+  std::uint32_t queue = 0;
+  std::uint32_t nbc = 0;
+};
 /// A kind number assigned but not defined in this build: never sent, refused on receipt.
 template <std::uint16_t K>
-struct Unassigned {};
+struct Unassigned { static constexpr std::uint16_t unassigned_kind = K; };
 /// Anyone → a node's listening socket, outside the tree (`treefarm probe`,
 /// docs/machines-file.md): measure the link from the node listening at `target` to you
 /// (`rounds` TreeQuery probes of `bytes` bytes, after `rounds` empty ones for the round
@@ -274,8 +291,8 @@ struct ProbeReport {
 using Message = std::variant<msg::Hello, msg::Welcome, msg::Request, msg::Task, msg::Result,
                              msg::NodeJoined, msg::Heartbeat, msg::Shutdown, msg::Bye, msg::Probe,
                              msg::ProbeAck, msg::Measure, msg::Policy, msg::Received, msg::TreeQuery,
-                             msg::TreeInfo, msg::Pull, msg::PullReply, msg::Blame, msg::BlameReply, msg::Unassigned<21>,
-                             msg::Unassigned<22>, msg::ProbeRequest, msg::ProbeReport>;
+                             msg::TreeInfo, msg::Pull, msg::PullReply, msg::Blame, msg::BlameReply, msg::Push,
+                             msg::PushReply, msg::ProbeRequest, msg::ProbeReport>;
 
 Kind kind_of(const Message& m);
 const char* kind_name(Kind k);

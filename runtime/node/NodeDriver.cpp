@@ -275,13 +275,15 @@ void NodeDriver::drain(double now) {
       if (auto* r = std::get_if<core::event::ResultArrived>(&e)) culprit = r->child;
       if (auto* r = std::get_if<core::event::PolicyMessage>(&e); r && !r->from_parent) culprit = r->child;
       if (auto* r = std::get_if<core::event::TasksReturned>(&e)) culprit = r->child;
+      if (auto* r = std::get_if<core::event::TasksPushed>(&e)) culprit = r->child;
       if (culprit) {
         if (child_by_core(*culprit)) drop_child(peer_of_core_.at(culprit->value), err.what(), true, now);
         continue;
       }
       if (!is_root() && (std::holds_alternative<core::event::TaskArrived>(e) ||
                          std::holds_alternative<core::event::PolicyMessage>(e) ||
-                         std::holds_alternative<core::event::PullRequested>(e))) {
+                         std::holds_alternative<core::event::PullRequested>(e) ||
+                         std::holds_alternative<core::event::PushAnswered>(e))) {
         draining_ = false;
         parent_lost(err.what(), now);
         return;
@@ -372,6 +374,11 @@ void NodeDriver::carry_out(core::Action& action, double now) {
         }
         reply.rejected = a.rejected;
         if (!reply.task_ids.empty() || reply.rejected > 0) transport_.send_parent(reply);
+      },
+      [&](core::action::PushTasks& a) { send_push(a); },
+      [&](core::action::SendPushReply& a) { send_push_reply(a); },
+      [&](core::action::DropTasks& a) {
+        for (const auto& t : a.tasks) payloads_.erase(t.id);  // the parent took them (PUSH)
       },
       [&](core::action::RunComplete&) {
         spdlog::info("{}: all tasks done", opt_.name);
@@ -599,6 +606,7 @@ void NodeDriver::on_parent_message(net::Message message, Payload payload, double
         post(core::event::PullRequested{p.count, p.nbc});
         drain(now);
       },
+      [&](net::msg::PushReply& r) { on_push_reply(r, now); },
       [&](net::msg::Blame& b) { on_blame(b, now); },
       [&](auto& other) {
         parent_lost(std::string("unexpected ") + net::kind_name(net::kind_of(net::Message{other})) + " from the parent", now);
@@ -882,6 +890,7 @@ void NodeDriver::handle_child(Child& child, PeerId peer, net::Message& message, 
         post(std::move(e));
         drain(now);
       },
+      [&](net::msg::Push& p) { on_push(child.id, p, now); },
       [&](net::msg::BlameReply& r) { on_blame_reply(child, peer, r, now); },
       [&](net::msg::Heartbeat& h) {
         // Its own state and its subtree's only (as Result::node and NodeJoined are bound).
@@ -1022,6 +1031,7 @@ void NodeDriver::interrupt(double now, int code) {
 }
 
 void NodeDriver::end(int code) {
+  if (phase_ != Phase::done) log_migration();
   phase_ = Phase::done;
   exit_code_ = code;
 }

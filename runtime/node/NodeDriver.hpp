@@ -294,6 +294,12 @@ class NodeDriver {
   void on_blame_reply(Child& child, PeerId peer, const net::msg::BlameReply& reply, double now);
   void blame_found(std::uint64_t task_id, const std::string& via, const std::string& culprit, double now);
   void expire_blames(double now);
+  // Task migration, PUSH (papers/lee2010 slide 16; NodeDriverPush.cpp).
+  void send_push(const core::action::PushTasks& push);
+  void send_push_reply(const core::action::SendPushReply& reply);
+  void on_push(core::ChildId child, const net::msg::Push& push, double now);
+  void on_push_reply(const net::msg::PushReply& reply, double now);
+  void log_migration() const;  ///< the migration counters, once at the end (mode not off)
 
   NodeOptions opt_;
   Transport& transport_;

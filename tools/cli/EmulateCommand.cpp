@@ -36,8 +36,8 @@ void add_emulate_command(CLI::App& app, Commands& out) {
   emu->add_option("--calibration", o->eo.launch.calibration, "run/compare: calibration file")->check(CLI::ExistingFile);
   emu->add_option("--calibration-out", o->eo.calibration_out, "calibrate: file to write")->capture_default_str();
   emu->add_option("--migration", o->eo.launch.migration,
-                  "run: task migration, off or pull (overrides [run] migration; inner workers pull from their children too; docs/migration.md)")
-      ->check(CLI::IsMember({"off", "pull"}));
+                  "run: task migration, off, pull or push (overrides [run] migration; inner workers pull from their children too, every worker pushes; docs/migration.md)")
+      ->check(CLI::IsMember({"off", "pull", "push"}));
   emu->add_option("--buffer", o->eo.launch.buffer, "Buffer bound B in tasks");
   emu->add_option("--timeout", o->eo.launch.timeout, "seconds per run (0 = none)");
   emu->add_option("--prefix", o->eo.prefix, "Name prefix of what is created (default tf + 4 random hex digits)");

@@ -19,7 +19,7 @@ void add_simulate_command(CLI::App& app, Commands& out) {
   auto* simc = app.add_subcommand("simulate", "Simulate the experiment with SimGrid, running the same scheduler core");
   simc->add_option("experiment", o->experiment, "Experiment file (speed/bandwidth/latency per node)")->required()->check(CLI::ExistingFile);
   simc->add_option("--policy", o->so.policy, "Scheduling policy (overrides [run] policy)");
-  simc->add_option("--migration", o->so.migration, "Task migration, off or pull (overrides [run] migration; docs/migration.md)")->check(CLI::IsMember({"off", "pull"}));
+  simc->add_option("--migration", o->so.migration, "Task migration, off, pull or push (overrides [run] migration; docs/migration.md)")->check(CLI::IsMember({"off", "pull", "push"}));
   simc->add_option("--buffer", o->so.buffer, "Buffer bound B in tasks (overrides [run] buffer)");
   simc->add_option("--out", o->so.out_dir, "Write DIR/results.json");
   simc->add_option("--calibration", o->so.calibration, "Simulate the calibrated platform")->check(CLI::ExistingFile);

@@ -18,8 +18,7 @@ model::Experiment load_for_simulation(const std::string& experiment, const Simul
   if (options.buffer > 0) ex.run.buffer = options.buffer;
   if (!options.migration.empty()) {
     const auto m = core::migration_from_string(options.migration);
-    if (!m || *m == core::MigrationMode::push)
-      throw std::invalid_argument("--migration: expected off or pull (push is not implemented yet), got '" + options.migration + "'");
+    if (!m) throw std::invalid_argument("--migration: expected off, pull or push, got '" + options.migration + "'");
     ex.run.migration = *m;
   }
   const auto it = ex.run.policy_options.find(ex.run.policy);

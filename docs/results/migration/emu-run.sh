@@ -8,7 +8,7 @@ D=docs/results/migration/emu
 X=examples/migration-quota-emulated.toml
 mkdir -p "$D"
 nice -n -10 "$B/bin/treefarm" emulate "$X" calibrate --calibration-out "$D/calibration.json" --out "$D/calibrate" --quiet
-for m in off pull; do
+for m in off pull push; do
   rm -rf "$D/run-$m"
   nice -n -10 "$B/bin/treefarm" emulate "$X" run --migration $m --out "$D/run-$m" --quiet > "$D/run-$m.log" 2>&1
 done
@@ -16,10 +16,10 @@ done
 # read off the w1 task that straddles it (docs/results/migration.md).
 EV=${EVENT:-39}
 /usr/bin/python3 docs/results/migration/emu-optimum.py "$D/calibration.json" "$D/calibration-after.json" --event "$EV" \
-  "$D/run-off/results.json" "$D/run-pull/results.json"
+  "$D/run-off/results.json" "$D/run-pull/results.json" "$D/run-push/results.json"
 "$B/bin/treefarm" predict "$X" --calibration "$D/calibration-after.json" --json > "$D/after-predict.json"
 OPT=$(/usr/bin/python3 -c "import json;print(json.load(open('$D/after-predict.json'))['fair_throughput'])")
 echo "LP optimum after the event (as measured): $OPT tasks/s"
-for m in off pull; do
+for m in off pull push; do
   /usr/bin/python3 docs/results/migration/windows.py "$D/run-$m/results.json" --event "$EV" --optimum "$OPT" --window 10
 done

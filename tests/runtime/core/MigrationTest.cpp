@@ -5,6 +5,7 @@
 // exactly once while tasks migrate.
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <random>
 #include <string>
 
@@ -30,8 +31,9 @@ TEST(Migration, BypassedTasksCountAndNbcIsTheMaximum) {
   EXPECT_EQ(m.nbc({}), 0u);
 }
 
-TEST(Migration, PushIsRejectedUntilItExists) {
-  EXPECT_THROW(Migration(MigrationMode::push), std::invalid_argument);
+TEST(Migration, ModesParse) {
+  EXPECT_EQ(Migration(MigrationMode::push).mode(), MigrationMode::push);
+  EXPECT_EQ(migration_from_string("push"), MigrationMode::push);
   EXPECT_EQ(migration_from_string("pull"), MigrationMode::pull);
   EXPECT_FALSE(migration_from_string("PULL"));
 }
@@ -100,17 +102,23 @@ TEST(MigrationParent, PullsFromTheLongestQueueAndOwnershipMovesWithTheTask) {
   EXPECT_EQ(root->completed(), 1u);
 }
 
-// Queues that differ by less than 2 tasks are left alone (a task would only move back).
-TEST(MigrationParent, NearlyEqualQueuesAreNotPulledFrom) {
-  NodeConfig c = node_config(true, 2, {app("a", 1, 2)});
-  c.migration = MigrationMode::pull;
+/// A root (migration `mode`, buffer = `tasks`) with children 1 and 2 (one core each) that
+/// has sent every task of its bag to child 1.
+std::unique_ptr<NodeScheduler> root_with_bag_at_child_one(MigrationMode mode, std::uint32_t tasks) {
+  NodeConfig c = node_config(true, tasks, {app("a", 1, tasks)});
+  c.migration = mode;
   auto root = make_node(c);
   root->start(0);
   root->handle(event::ChildJoined{ChildId{1}, ChildInfo{"one", 1, 0}}, 0);
   root->handle(event::ChildJoined{ChildId{2}, ChildInfo{"two", 1, 0}}, 0);
-  root->handle(event::WorkRequested{child(1), 2}, 0);
-  root->handle(event::SendDone{ChildId{1}}, 1);
-  root->handle(event::SendDone{ChildId{1}}, 2);
+  root->handle(event::WorkRequested{child(1), tasks}, 0);
+  for (std::uint32_t i = 0; i < tasks; ++i) root->handle(event::SendDone{ChildId{1}}, 1);
+  return root;
+}
+
+// Queues that differ by less than 2 tasks are left alone (a task would only move back).
+TEST(MigrationParent, NearlyEqualQueuesAreNotPulledFrom) {
+  auto root = root_with_bag_at_child_one(MigrationMode::pull, 2);
   EXPECT_EQ(names(root->handle(event::WorkRequested{child(2), 1}, 3)), Strings{});
   EXPECT_EQ(root->migration().pulls_sent(), 0u);
 }
@@ -141,7 +149,7 @@ TEST(MigrationParent, ARejectingChildIsAskedAgainAfterTheHold) {
 // A fast and a slow child under a root that only forwards: at the end of the bag the slow
 // child's buffer holds the last tasks. With PULL the root takes them back for the fast one:
 // the run ends sooner, and every task is still recorded exactly once.
-TEST(MigrationTree, PullShortensTheTailOfASlowChildAndKeepsExactlyOnce) {
+TEST(MigrationTree, PullAndPushShortenTheTailOfASlowChildAndKeepExactlyOnce) {
   auto run = [](MigrationMode mode, std::size_t* migrated) {
     TreeSpec spec;
     spec.apps = {app("a", 1, 60)};
@@ -171,18 +179,22 @@ TEST(MigrationTree, PullShortensTheTailOfASlowChildAndKeepsExactlyOnce) {
   EXPECT_EQ(moved_off, 0u);
   EXPECT_GT(moved_pull, 0u);
   EXPECT_LT(with, 0.8 * without) << "pull " << with << " s, without " << without << " s";
+  std::size_t moved_push = 0;
+  const Seconds pushed = run(MigrationMode::push, &moved_push);
+  EXPECT_GT(moved_push, 0u);
+  EXPECT_LT(pushed, 0.8 * without) << "push " << pushed << " s, without " << without << " s";
 }
 
-// Random trees (1-30 nodes, random speeds, buffers, links) with PULL on every node: every
-// run completes and records every task exactly once, whatever migrates.
-TEST(MigrationTree, RandomTreesWithPullRecordEveryTaskOnce) {
+// Random trees (1-30 nodes, random speeds, buffers, links) with PULL (or PUSH) on every
+// node: every run completes and records every task exactly once, whatever migrates.
+std::size_t random_trees(MigrationMode mode) {
   std::size_t migrated = 0;
   for (std::uint64_t seed = 1; seed <= 150; ++seed) {
     std::mt19937_64 rng(seed);
     auto uniform_int = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
     auto uniform = [&](double lo, double hi) { return std::uniform_real_distribution<double>(lo, hi)(rng); };
     TreeSpec spec;
-    spec.migration = MigrationMode::pull;
+    spec.migration = mode;
     spec.policy = seed % 3 == 0 ? "cgbc" : "fcfs";
     spec.one_port = uniform_int(0, 3) != 0;
     const int apps = uniform_int(1, 3);
@@ -204,11 +216,101 @@ TEST(MigrationTree, RandomTreesWithPullRecordEveryTaskOnce) {
     TreeHarness h(spec);
     h.start();
     h.run();
-    ASSERT_TRUE(h.emptiness_check());
+    EXPECT_TRUE(h.emptiness_check());
     EXPECT_EQ(h.node(0).duplicates(), 0u);
+    if (::testing::Test::HasFailure()) return migrated;
     migrated += h.migrated();
   }
-  EXPECT_GT(migrated, 100u) << "the random trees should exercise migration";
+  return migrated;
+}
+
+TEST(MigrationTree, RandomTreesWithPullRecordEveryTaskOnce) {
+  EXPECT_GT(random_trees(MigrationMode::pull), 100u) << "the random trees should exercise migration";
+}
+
+TEST(MigrationTree, RandomTreesWithPushRecordEveryTaskOnce) {
+  EXPECT_GT(random_trees(MigrationMode::push), 100u) << "the random trees should exercise migration";
+}
+
+// PUSH (slide 16), the parent's side: it tells a child with a long queue how many of its
+// requesters are idle; the child's push is taken up to that, the rest refused; a push of
+// a task the child does not hold drops it; a taken task's result from its old holder is
+// a protocol error, the new holder's is recorded once.
+TEST(MigrationPush, ParentAdvertisesIdleRequestersAndTakesWhatFits) {
+  auto root = root_with_bag_at_child_one(MigrationMode::push, 4);
+  EXPECT_EQ(root->state().children.at(ChildId{1}).in_flight, 4u);
+  // Child 2 asks; the bag is empty: child 1 (queue 3) hears of one idle requester (queue 0).
+  EXPECT_EQ(names(root->handle(event::WorkRequested{child(2), 1}, 2)), Strings{"SendPushStatus child 1 free 1 queue 0"});
+  EXPECT_EQ(root->migration().status_for(root->state(), ChildId{2}), PushStatus{});
+  // Nothing changed: no second status.
+  EXPECT_EQ(names(root->handle(event::Tick{}, 2)), Strings{});
+  EXPECT_THROW(root->handle(event::TasksPushed{ChildId{2}, {task(0, 3)}, {0}}, 3), ProtocolError);  // not its task
+  EXPECT_THROW(root->handle(event::TasksPushed{ChildId{1}, {task(0, 3)}, {}}, 3), ProtocolError);
+  EXPECT_THROW(root->handle(event::TasksPushed{ChildId{1}, {task(0, 3), task(0, 3)}, {0, 0}}, 3), ProtocolError);
+  // Two pushed, one fits: 0:3 goes to child 2, 0:2 is refused and stays with child 1.
+  EXPECT_EQ(names(root->handle(event::TasksPushed{ChildId{1}, {task(0, 3), task(0, 2)}, {0, 0}}, 3)),
+            (Strings{"SendTask child 2 0:3", "AnswerPush child 1 refused 0:2 free 0 queue 0"}));
+  EXPECT_EQ(root->migration().tasks_pushed_in(), 1u);
+  EXPECT_EQ(root->state().children.at(ChildId{1}).in_flight, 3u);
+  EXPECT_THROW(root->handle(event::ResultArrived{ChildId{1}, task(0, 3)}, 4), ProtocolError);
+  EXPECT_EQ(names(root->handle(event::ResultArrived{ChildId{2}, task(0, 3)}, 4)), Strings{"TaskCompleted 0:3"});
+}
+
+// PUSH, the child's side: it pushes from the back of its buffer when its parent has idle
+// requesters with a queue 2 or more shorter, keeps the task it starts next, forgets what
+// the parent took (DropTasks), takes back what it refused (the parent no longer fits) and
+// then waits for the hold before pushing again; a task is never pushed twice (no loop).
+TEST(MigrationPush, ChildPushesFromTheBackAndKeepsWhatIsRefused) {
+  NodeConfig c = node_config(false, 6, {app("a", 1, 100)});
+  c.migration = MigrationMode::push;
+  c.migration_retry = 0.5;
+  auto w = make_node(c);
+  w->handle(event::WorkRequested{Target::executor(), 1}, 0);
+  for (std::uint64_t i = 0; i < 6; ++i) w->handle(event::TaskArrived{task(0, i)}, 1);
+  ASSERT_EQ(w->state().buffer.size(), 5u);
+  // A status that refuses tasks, or an answer with no push, is the parent's fault.
+  EXPECT_THROW(w->handle(event::PushAnswered{false, {task(0, 1)}, {1, 0, 0}}, 1), ProtocolError);
+  EXPECT_THROW(w->handle(event::PushAnswered{true, {}, {}}, 1), ProtocolError);
+  // Three idle requesters at queue 0: half the difference of 5 is 2.
+  EXPECT_EQ(names(w->handle(event::PushAnswered{false, {}, {3, 0, 0}}, 2)), Strings{"PushTasks 0:4 0:5"});
+  EXPECT_EQ(w->state().buffer.size(), 3u);
+  EXPECT_EQ(w->migration().pushing(), 2u);
+  EXPECT_THROW(w->handle(event::PushAnswered{true, {task(0, 1)}, {}}, 2), ProtocolError);  // not pushed
+  // The parent took 0:4 and refused 0:5: 0:5 waits here again, 0:4 is forgotten.
+  EXPECT_EQ(names(w->handle(event::PushAnswered{true, {task(0, 5)}, {}}, 3)),
+            (Strings{"DropTasks 0:4", "RequestWork x1"}));
+  EXPECT_EQ(w->state().buffer.back(), task(0, 5));
+  EXPECT_EQ(w->migration().tasks_given(), 1u);
+  EXPECT_EQ(w->migration().push_refused(), 1u);
+  // Everything refused: the parent is held off (0.5 s), then asked again at the Tick.
+  EXPECT_EQ(names(w->handle(event::PushAnswered{false, {}, {1, 0, 0}}, 4)), Strings{"PushTasks 0:5"});
+  EXPECT_EQ(names(w->handle(event::PushAnswered{true, {task(0, 5)}, {1, 0, 0}}, 4)), Strings{});
+  ASSERT_TRUE(w->next_deadline());
+  EXPECT_DOUBLE_EQ(*w->next_deadline(), 4.5);
+  EXPECT_EQ(names(w->handle(event::Tick{}, 4.5)), Strings{"PushTasks 0:5"});
+  // The parent takes it; 0:4 comes back down later and is never pushed again.
+  EXPECT_EQ(names(w->handle(event::PushAnswered{true, {}, {}}, 5)), (Strings{"DropTasks 0:5", "RequestWork x1"}));
+  w->handle(event::TaskArrived{task(0, 6)}, 6);
+  w->handle(event::TaskArrived{task(0, 4)}, 6);  // now at the back: skipped
+  EXPECT_EQ(names(w->handle(event::PushAnswered{false, {}, {1, 0, 0}}, 7)), Strings{"PushTasks 0:6"});
+  auto root = make_node(node_config(true, 4, {app("a", 1, 4)}));
+  EXPECT_THROW(root->handle(event::PushAnswered{false, {}, {1, 0, 0}}, 0), ProtocolError);
+}
+
+// Slide 15 with PUSH: a task whose BC is below the parent's NBC is not pushed.
+TEST(MigrationPush, TasksBelowTheParentsNbcStay) {
+  NodeConfig c = node_config(false, 4, {app("a", 1, 100)});
+  c.migration = MigrationMode::push;
+  auto w = make_node(c);
+  w->handle(event::WorkRequested{Target::executor(), 1}, 0);
+  for (std::uint64_t i = 0; i < 4; ++i) w->handle(event::TaskArrived{task(0, i)}, 1);
+  EXPECT_EQ(names(w->handle(event::PushAnswered{false, {}, {2, 0, 1}}, 2)), Strings{});
+  EXPECT_EQ(w->migration().pushing(), 0u);
+  // Only PUSH nodes push: PULL and off nodes ignore the status.
+  auto off = make_node(node_config(false, 4, {app("a", 1, 100)}));
+  off->handle(event::WorkRequested{Target::executor(), 1}, 0);
+  for (std::uint64_t i = 0; i < 4; ++i) off->handle(event::TaskArrived{task(0, i)}, 1);
+  EXPECT_EQ(names(off->handle(event::PushAnswered{false, {}, {2, 0, 0}}, 2)), Strings{});
 }
 
 }  // namespace

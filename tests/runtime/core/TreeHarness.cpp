@@ -40,6 +40,16 @@ std::string describe(const Event& e) {
         for (const auto& t : x.tasks) out += " " + task_name(t);
         return out + " rejected " + std::to_string(x.rejected);
       },
+      [](const event::TasksPushed& x) {
+        std::string out = "TasksPushed child " + std::to_string(x.child.value);
+        for (const auto& t : x.tasks) out += " " + task_name(t);
+        return out;
+      },
+      [](const event::PushAnswered& x) {
+        std::string out = x.answer ? "PushAnswered" : "PushStatus";
+        for (const auto& t : x.refused) out += " refused " + task_name(t);
+        return out + " free " + std::to_string(x.status.free) + " queue " + std::to_string(x.status.queue);
+      },
       [](const event::PolicyMessage& x) {
         return "PolicyMessage from " + (x.from_parent ? std::string("parent") : "child " + std::to_string(x.child.value)) +
                " (" + std::to_string(x.payload.size()) + " bytes)";
@@ -78,6 +88,21 @@ std::string describe(const Action& a) {
         std::string out = "ReturnTasks";
         for (const auto& t : x.tasks) out += " " + task_name(t);
         return out + " rejected " + std::to_string(x.rejected);
+      },
+      [](const action::PushTasks& x) {
+        std::string out = "PushTasks";
+        for (const auto& t : x.tasks) out += " " + task_name(t);
+        return out;
+      },
+      [](const action::SendPushReply& x) {
+        std::string out = std::string(x.answer ? "AnswerPush" : "SendPushStatus") + " child " + std::to_string(x.child.value);
+        for (const auto& t : x.refused) out += " refused " + task_name(t);
+        return out + " free " + std::to_string(x.status.free) + " queue " + std::to_string(x.status.queue);
+      },
+      [](const action::DropTasks& x) {
+        std::string out = "DropTasks";
+        for (const auto& t : x.tasks) out += " " + task_name(t);
+        return out;
       }},
       a);
 }
@@ -344,7 +369,24 @@ void TreeHarness::carry_out(std::size_t v, const std::vector<Action>& actions) {
           migrated_ += x.tasks.size();
           push(now_ + me.latency_seconds, parent, v,
                event::TasksReturned{{x.tasks, x.bcs, x.rejected}, ChildId{static_cast<std::uint32_t>(v)}});
-        }},
+        },
+        [&](const action::PushTasks& x) {
+          if (v == 0) {
+            ADD_FAILURE() << "the root pushed tasks";
+            return;
+          }
+          ++pushes_;
+          push(now_ + me.latency_seconds, parent, v, event::TasksPushed{ChildId{static_cast<std::uint32_t>(v)}, x.tasks, x.bcs});
+        },
+        [&](const action::SendPushReply& x) {
+          const std::size_t c = x.child.value;
+          if (c == 0 || c >= nodes_.size() || spec_.nodes[c].parent != v) {
+            ADD_FAILURE() << "node " << v << " answered a push of " << c << ", not its child";
+            return;
+          }
+          push(now_ + spec_.nodes[c].latency_seconds, c, v, event::PushAnswered{x.answer, x.refused, x.status});
+        },
+        [&](const action::DropTasks& x) { migrated_ += x.tasks.size(); }},
         a);
   }
 }

@@ -125,6 +125,7 @@ class TreeHarness {
   std::size_t duplicate_completions() const { return duplicate_completions_; }
   /// Task migration: pulls sent, tasks given back to a parent.
   std::size_t pulls() const { return pulls_; }
+  std::size_t pushes() const { return pushes_; }
   std::size_t migrated() const { return migrated_; }
   /// Executor slots in use on node v.
   std::uint32_t running(std::size_t v) const { return running_.at(v); }
@@ -166,6 +167,7 @@ class TreeHarness {
   std::map<TaskId, std::size_t> completions_;
   std::size_t duplicate_completions_ = 0;
   std::size_t pulls_ = 0;
+  std::size_t pushes_ = 0;
   std::size_t migrated_ = 0;
 };
 
