@@ -226,6 +226,7 @@ TEST(MigrationDriver, WorkerPushesWaitingTasksAndKeepsTheRefusedOnes) {
   // An answer with no push in flight is the parent's error: the worker leaves it.
   EXPECT_EQ(t.restarts, 0);
   d.on_parent_message(net::msg::PushReply{true, {}, 0, 0, 0}, {}, 9);
+  d.on_timer(20);  // the rejoin starts after its back-off (NodeDriver::parent_lost)
   EXPECT_TRUE(t.restarts > 0 || d.finished()) << "a bogus push answer was accepted";
 }
 
