@@ -185,6 +185,14 @@ void NodeActor::operator()() {
     if (root_ && driver_->policy()) world_.policy_planned_fair_throughput = driver_->policy()->planned_fair_throughput();
     if (root_ && driver_->finished() && driver_->exit_code() != node::exit_ok && world_.error.empty())
       world_.error = "the root ended with exit code " + std::to_string(driver_->exit_code());
+    // The root ends the simulation with sends and gets still under way (messages to daemons that
+    // are never read): cancel them here, in the actor, or each CommPtr's destructor prints a
+    // SimGrid backtrace whose symbolisation cost seconds per simulation (issue 21, session 5).
+    if (root_) {
+      for (auto& o : outgoing_) o.comm->cancel();
+      for (auto& g : up_get_)
+        if (g) g->cancel();
+    }
   } catch (const std::exception& e) {
     if (!root_ && world_.root_done) return;  // the tree's run ended (other origins' trees go on)
     if (world_.error.empty()) world_.error = "node '" + spec_.name + "' at t=" + std::to_string(now()) + " s: " + e.what();
