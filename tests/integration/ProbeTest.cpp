@@ -152,7 +152,9 @@ TEST(ProbeTest, UnderCurveTheTreeFormLearnsTheKeysAndTheMasterAnswersASpeedProbe
   ASSERT_EQ(set.machines.size(), 3u);
   for (std::size_t i = 0; i < 3; ++i)
     for (std::size_t j = 0; j < 3; ++j)
-      if (i != j) EXPECT_GT(set.pair_bandwidth[i][j], 0) << i << "," << j;
+      if (i != j) {
+        EXPECT_GT(set.pair_bandwidth[i][j], 0) << i << "," << j;
+      }
   // Unnamed under CURVE: refused with the form to use.
   r = run_command(base + " --no-speed --tree " + tree.endpoints[1]);
   EXPECT_EQ(r.exit_code, 2) << r.output;
