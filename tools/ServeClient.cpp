@@ -13,6 +13,7 @@
 
 #include "runtime/metrics/AtomicFile.hpp"
 #include "runtime/model/Experiment.hpp"
+#include "runtime/model/ExperimentText.hpp"
 #include "runtime/zmq/Curve.hpp"
 #include "runtime/zmq/Wire.hpp"
 
@@ -37,7 +38,11 @@ static std::vector<std::pair<std::string, std::filesystem::path>> input_files_of
   std::vector<std::pair<std::string, std::filesystem::path>> out;
   model::Experiment ex;
   try {
-    ex = model::load_experiment(experiment);
+    // As the served master reads it: an experiment without [[node]] tables runs on the
+    // live tree, so a master node stands in for the tree here too (master/Server.cpp).
+    std::string text = model::read_input_file(experiment);
+    if (!model::has_node_tables(text)) text += "\n\n[[node]]\nname = \"master\"\ncores = 0\n";
+    ex = model::parse_experiment(text, experiment);
   } catch (const std::exception&) {
     return out;
   }
