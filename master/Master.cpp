@@ -14,6 +14,7 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <set>
 #include <span>
 
@@ -141,16 +142,26 @@ int run_master(const MasterOptions& options) {
   const tasks::RunSecret secret = tasks::RunSecret::random();
   // Inputs are generated ahead on a thread of their own (tasks/InputPrefetcher.hpp): on
   // the loop thread they stalled dispatch (issue 13's inputs, found on the quickstart).
-  tasks::InputPrefetcher inputs(ex.apps, [&secret](std::uint32_t app, std::uint64_t index) {
-    return secret.input_seed(app, index);
-  });
-  // A spot check regenerates the input it recomputes (it left the master long ago).
-  const auto regenerate_input = [&](core::TaskId id) {
+  // With --inputs pooled (trusted trees) task i of an application reuses input i mod 2 of a
+  // pool made once from the same secret: no generation and no fresh bytes per task.
+  constexpr std::uint64_t pool_size = 2;
+  const auto seed_index = [&](std::uint64_t index) { return options.pooled_inputs ? index % pool_size : index; };
+  std::optional<tasks::InputPrefetcher> inputs;
+  std::vector<std::vector<tasks::InputBuffer>> pool(ex.apps.size());
+  const auto make_input = [&](std::uint32_t app, std::uint64_t index) {
     auto bytes = std::make_shared<std::vector<std::byte>>();
-    tasks::fill_input(ex.apps.at(id.app().value), secret.input_seed(id.app().value, id.index()), id.app().value, 0,
-                      *bytes);
-    return std::shared_ptr<const std::vector<std::byte>>(std::move(bytes));
+    tasks::fill_input(ex.apps.at(app), secret.input_seed(app, seed_index(index)), app, 0, *bytes);
+    return tasks::InputBuffer(std::move(bytes));
   };
+  if (options.pooled_inputs) {
+    for (std::uint32_t k = 0; k < ex.apps.size(); ++k)
+      if (ex.apps[k].kernel != model::Kernel::command)
+        for (std::uint64_t j = 0; j < pool_size; ++j) pool[k].push_back(make_input(k, j));
+  } else {
+    inputs.emplace(ex.apps, [&secret](std::uint32_t app, std::uint64_t index) { return secret.input_seed(app, index); });
+  }
+  // A spot check regenerates the input it recomputes (it left the master long ago).
+  const auto regenerate_input = [&](core::TaskId id) { return make_input(id.app().value, id.index()); };
 
   metrics::RunResults results = metrics::empty_results(ex);
   // Per-task records go to a compact spill file, not memory (issue 14; TaskLog.hpp).
@@ -171,6 +182,7 @@ int run_master(const MasterOptions& options) {
                       {"buffer", ex.run.buffer},
                       {"epsilon", ex.run.epsilon},
                       {"seed", ex.run.seed},
+                      {"inputs", options.pooled_inputs ? "pooled" : "secret"},
                       {"comm_model", ex.run.comm_model == model::CommModel::one_port ? "one-port" : "multi-port"},
                       {"migration", core::to_string(ex.run.migration)},
                       {"one_port_window", ex.run.one_port_window},
@@ -263,7 +275,9 @@ int run_master(const MasterOptions& options) {
     const auto k = id.app().value;
     if (k < dispatched.size() && id.index() < dispatched[k].size())
       dispatched[k][id.index()] = std::chrono::duration<double>(std::chrono::steady_clock::now() - steady_start).count();
-    return node::share(inputs.get(id.app().value, id.index()));
+    if (!pool[k].empty()) return node::share(pool[k][id.index() % pool_size]);
+    if (!inputs) return node::share(make_input(k, id.index()));
+    return node::share(inputs->get(id.app().value, id.index()));
   };
   double start = 0;
   std::uint64_t done = results.task_count();
@@ -563,14 +577,14 @@ int run_master(const MasterOptions& options) {
   running = nullptr;
   if (journal) journal->flush();
   if (!calibrating) {
-    const auto made = inputs.stats();
+    const auto made = inputs ? inputs->stats() : tasks::InputPrefetcher::Stats{};
     spdlog::info("master: spot checks: {} of {} results from children recomputed ({:.2f} %, {:.3f} s), {} "
                  "nodes convicted of forging, {} results redone; {} task inputs generated ({:.3f} s; {} ready ahead, "
-                 "{} waited for)",
+                 "{} waited for{})",
                  checked, from_children,
                  from_children ? 100.0 * static_cast<double>(checked) / static_cast<double>(from_children) : 0.0,
                  check_seconds, convicted, redone, made.generated, made.generate_seconds, made.ready,
-                 made.generated_on_caller);
+                 made.generated_on_caller, options.pooled_inputs ? "; pooled: 2 per application reused" : "");
   }
   // Interrupted before or while dispatching: the node may end "cleanly" with tasks never
   // sent; that is an interruption (130), not a run with lost tasks (4).

@@ -62,6 +62,13 @@ struct MasterOptions {
   /// chosen secretly per task; docs/security.md). A wrong one disconnects the child it came
   /// through and redoes everything recorded from it.
   double spot_check = 0.01;
+  /// Task inputs (docs/security.md "Secret inputs"): false = a fresh input per task from
+  /// the run secret (the default: a worker can neither predict nor replay one); true = a
+  /// pool of two secret inputs per application that every task reuses (`--inputs pooled`,
+  /// for trees of trusted workers: a worker can replay a result it computed before, which
+  /// spot checks can no longer tell from a computed one). Pooled inputs spare the master
+  /// the generation and the machine the memory traffic of one fresh input per task.
+  bool pooled_inputs = false;
   /// Served tree (master/Server.hpp, docs/serve.md): run on this live root instead of
   /// opening a tree of its own (listen, curve and cores are the live node's).
   zmq_node::ZmqNode* live = nullptr;

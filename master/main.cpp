@@ -55,6 +55,9 @@ int main(int argc, char** argv) {
   app.add_option("--heartbeat-timeout", opt.heartbeat_timeout, "seconds of silence after which a worker is declared dead")->capture_default_str()->check(treefarm::cli_support::positive_seconds());
   app.add_option("--spot-check", opt.spot_check, "Fraction of results recomputed by the master; a child caught forging is disconnected and its results redone (docs/security.md)")
       ->check(CLI::Range(0.0, 1.0))->capture_default_str();
+  std::string inputs = "secret";
+  app.add_option("--inputs", inputs, "Task inputs: secret = a fresh input per task from the run secret (default); pooled = two secret inputs per application reused by every task, for trusted workers only (docs/security.md)")
+      ->check(CLI::IsMember({"secret", "pooled"}))->capture_default_str();
   app.add_flag("--resume", opt.resume, "Continue the run journaled in OUT/journal.tsv (needs --out): only tasks it lacks are done");
   treefarm::cli_support::add_one_port_window_option(app, opt.one_port_window);
   app.add_option("--migration", opt.migration, "Task migration (docs/migration.md): pull = an idle master takes waiting tasks back from the longest worker queue for the others; push = the master tells workers with long queues of its idle requesters and takes the tasks they push; off (default: the experiment's run.migration)")->check(CLI::IsMember({"off", "pull", "push"}));
@@ -73,6 +76,7 @@ int main(int argc, char** argv) {
   cs::setup_logging(log_level);
   if (*wait_opt) opt.wait_for_nodes = wait;
   if (buffer > 0) opt.buffer = buffer;
+  opt.pooled_inputs = inputs == "pooled";
   opt.progress = !quiet;
   opt.table = !no_table;
   std::signal(SIGINT, [](int) { treefarm::master::stop_master(); treefarm::master::stop_serving(); });

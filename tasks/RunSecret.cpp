@@ -8,6 +8,15 @@
 namespace treefarm::tasks {
 
 static_assert(RunSecret::key_bytes == crypto_generichash_KEYBYTES);
+static_assert(sizeof(std::array<std::uint8_t, 16>) == crypto_shorthash_KEYBYTES);
+
+RunSecret::RunSecret(const std::array<std::uint8_t, key_bytes>& key) {
+  // The PRF's key: BLAKE2b keyed with the secret over a fixed label (a key derivation, so
+  // the 32-byte secret is used whole and SipHash's key is independent of other uses).
+  static constexpr char label[] = "treefarm run secret: siphash key";
+  crypto_generichash(prf_key_.data(), prf_key_.size(), reinterpret_cast<const unsigned char*>(label), sizeof label - 1,
+                     key.data(), key.size());
+}
 
 RunSecret RunSecret::random() {
   if (sodium_init() < 0) throw std::runtime_error("RunSecret: libsodium failed to initialise");
@@ -23,8 +32,8 @@ std::uint64_t RunSecret::keyed_hash(char domain, std::uint32_t app, std::uint64_
   msg[0] = static_cast<std::uint8_t>(domain);
   for (int i = 0; i < 4; ++i) msg[1 + i] = static_cast<std::uint8_t>(app >> (8 * i));
   for (int i = 0; i < 8; ++i) msg[5 + i] = static_cast<std::uint8_t>(index >> (8 * i));
-  std::uint8_t out[crypto_generichash_BYTES];
-  crypto_generichash(out, sizeof out, msg, sizeof msg, key_.data(), key_.size());
+  std::uint8_t out[crypto_shorthash_BYTES];
+  crypto_shorthash(out, msg, sizeof msg, prf_key_.data());
   std::uint64_t h = 0;
   for (int i = 0; i < 8; ++i) h |= std::uint64_t{out[i]} << (8 * i);
   return h;

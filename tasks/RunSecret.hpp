@@ -2,10 +2,14 @@
 /// @file RunSecret.hpp
 /// The master's per-run secret (issue 13, hole 4; docs/security.md "Results a worker
 /// cannot forge"): 32 random bytes drawn from the operating system when the master
-/// starts, never sent to anyone. From it the master derives, with keyed BLAKE2b
-/// (libsodium crypto_generichash), each task's input seed (so no worker can predict an
-/// input before it arrives, nor see the same input twice) and which results it spot-checks
-/// (so no worker can tell a checked task from an unchecked one).
+/// starts, never sent to anyone. From it the master derives, with a keyed pseudo-random
+/// function, each task's input seed (so no worker can predict an input before it arrives,
+/// nor see the same input twice) and which results it spot-checks (so no worker can tell a
+/// checked task from an unchecked one). The PRF is SipHash-2-4 (libsodium
+/// crypto_shorthash), keyed with 16 bytes derived from the secret by keyed BLAKE2b:
+/// SipHash is a PRF designed for short messages such as these 13 bytes and costs ~20 ns,
+/// where keyed BLAKE2b over them costs ~0.45 µs — twice per task, a quarter of the master's
+/// CPU in `treefarm bench dispatch` (docs/benchmarks.md, session 6).
 
 #include <array>
 #include <cstdint>
@@ -21,20 +25,20 @@ class RunSecret {
   /// @throws std::runtime_error if libsodium cannot initialise.
   static RunSecret random();
   /// A fixed key: tests and reproducible benchmarks only.
-  explicit RunSecret(const std::array<std::uint8_t, key_bytes>& key) : key_(key) {}
+  explicit RunSecret(const std::array<std::uint8_t, key_bytes>& key);
 
   /// Seed of the input of task `index` of application `app` (for fill_input): the first
-  /// 8 bytes of BLAKE2b-256 keyed with the secret over ("input", app, index).
+  /// SipHash-2-4 keyed with the derived key over ('i', app, index).
   std::uint64_t input_seed(std::uint32_t app, std::uint64_t index) const;
 
-  /// Whether the master recomputes this task's result: BLAKE2b keyed with the secret over
-  /// ("spot", app, index), read as a uniform number in [0, 1), is below `fraction`.
+  /// Whether the master recomputes this task's result: SipHash-2-4 keyed with the derived
+  /// key over ('s', app, index), read as a uniform number in [0, 1), is below `fraction`.
   /// fraction ≤ 0: never; ≥ 1: always.
   bool spot_checked(std::uint32_t app, std::uint64_t index, double fraction) const;
 
  private:
   std::uint64_t keyed_hash(char domain, std::uint32_t app, std::uint64_t index) const;
-  std::array<std::uint8_t, key_bytes> key_;
+  std::array<std::uint8_t, 16> prf_key_{};  ///< crypto_shorthash_KEYBYTES, from the secret
 };
 
 }  // namespace treefarm::tasks

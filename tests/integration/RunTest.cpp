@@ -143,6 +143,35 @@ TEST(RunTest, InterruptEndsEveryProcessItStarted) {
   EXPECT_TRUE(processes_mentioning(prefix).empty());
 }
 
+// Pooled inputs (--inputs pooled, docs/security.md): every task once, and with every result
+// spot-checked the master's regenerated input (task index mod 2) matches what it sent, so
+// nobody is convicted and nothing is wrong. An unknown mode is a usage error.
+TEST(RunTest, PooledInputsRunExactlyOnceAndEverySpotCheckAgrees) {
+  TempDir dir;
+  const auto exp = write_file(dir.path() / "pooled.toml", deep_tree("pool", 100));
+  const auto out = dir.path() / "out";
+  const auto r = run_command(treefarm_bin + " run " + exp + " --out " + out.string() +
+                             " --inputs pooled --spot-check 1 --quiet --timeout 120");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto j = nlohmann::json::parse(read_file(out / "results.json"));
+  EXPECT_EQ(j.at("settings").at("inputs"), "pooled");
+  for (const auto& a : j.at("apps")) {
+    EXPECT_EQ(a.at("completed"), a.at("tasks")) << a.at("name");
+    EXPECT_EQ(a.at("wrong").get<std::uint64_t>(), 0u) << a.at("name");
+  }
+  std::set<std::pair<std::string, std::uint64_t>> seen;
+  for (const auto& t : j.at("tasks"))
+    EXPECT_TRUE(seen.insert({t.at("app").get<std::string>(), t.at("id").get<std::uint64_t>()}).second);
+  EXPECT_EQ(seen.size(), 600u);
+  const auto& log = r.output;  // the master logs to the run's stderr
+  EXPECT_NE(log.find("0 nodes convicted of forging"), std::string::npos) << log;
+  EXPECT_NE(log.find("pooled: 2 per application reused"), std::string::npos) << log;
+
+  const auto bad = run_command(treefarm_bin + " run " + exp + " --inputs shared --quiet");
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
+  EXPECT_NE(bad.output.find("--inputs"), std::string::npos) << bad.output;
+}
+
 TEST(RunTest, EveryPolicyCompletesARealRunExactlyOnce) {
   TempDir dir;
   const auto exp = write_file(dir.path() / "policies.toml", deep_tree("pol", 200));

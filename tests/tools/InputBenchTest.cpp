@@ -20,7 +20,8 @@ TEST(InputBench, JsonHasEveryFigureForTheInputSizeAndCountsEveryInputTaken) {
   ASSERT_EQ(bench_inputs(out, o), 0);
   const auto j = nlohmann::json::parse(out.str());
   EXPECT_EQ(j.at("bytes_per_input").get<std::uint64_t>(), 2u * 64 * 64 * 8);
-  for (const char* key : {"memcpy_ms", "fill_recycled_ms", "fill_fresh_ms", "prefetched_take_ms"})
+  for (const char* key : {"memcpy_ms", "fill_recycled_ms", "fill_fresh_ms", "prefetched_take_ms", "seed_ns",
+                          "seed_keyed_blake2b_ns"})
     EXPECT_GT(j.at(key).get<double>(), 0.0) << key;
   EXPECT_DOUBLE_EQ(j.at("fill_over_memcpy").get<double>(),
                    j.at("fill_recycled_ms").get<double>() / j.at("memcpy_ms").get<double>());

@@ -1,6 +1,8 @@
 #include "tools/bench/InputBench.hpp"
 
 #include <algorithm>
+#include <array>
+#include <utility>
 #include <chrono>
 #include <cstring>
 #include <memory>
@@ -9,10 +11,12 @@
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include <sodium.h>
 
 #include "runtime/model/Application.hpp"
 #include "tasks/InputPrefetcher.hpp"
 #include "tasks/Payload.hpp"
+#include "tasks/RunSecret.hpp"
 
 namespace treefarm::tools {
 
@@ -39,6 +43,33 @@ double ms_per_input(const InputBenchOptions& o, Once once) {
 }
 
 std::uint64_t seed_of(std::uint32_t, std::uint64_t index) { return 0x5eed + index; }
+
+/// Nanoseconds per call of each task's seed: RunSecret::input_seed (SipHash-2-4) beside
+/// keyed BLAKE2b-256 over the same 13 bytes (what RunSecret used before session 6), median
+/// of `rounds` rounds of `calls` calls.
+std::pair<double, double> seed_ns(std::uint32_t rounds) {
+  constexpr std::uint32_t calls = 200000;
+  const auto secret = tasks::RunSecret::random();
+  std::array<unsigned char, crypto_generichash_KEYBYTES> key{};
+  randombytes_buf(key.data(), key.size());
+  std::vector<double> prf, blake;
+  std::uint64_t sink = 0;
+  for (std::uint32_t r = 0; r < rounds; ++r) {
+    auto t0 = Clock::now();
+    for (std::uint64_t i = 0; i < calls; ++i) sink += secret.input_seed(0, i);
+    prf.push_back(std::chrono::duration<double, std::nano>(Clock::now() - t0).count() / calls);
+    t0 = Clock::now();
+    for (std::uint64_t i = 0; i < calls; ++i) {
+      unsigned char msg[13] = {'i'}, out[crypto_generichash_BYTES];
+      std::memcpy(msg + 5, &i, sizeof i);
+      crypto_generichash(out, sizeof out, msg, sizeof msg, key.data(), key.size());
+      sink += out[0];
+    }
+    blake.push_back(std::chrono::duration<double, std::nano>(Clock::now() - t0).count() / calls);
+  }
+  asm volatile("" : : "r"(sink) : "memory");
+  return {median(prf), median(blake)};
+}
 
 }  // namespace
 
@@ -81,6 +112,7 @@ int bench_inputs(std::ostream& out, const InputBenchOptions& o) {
   });
   const auto stats = prefetcher.stats();
   const double gb = static_cast<double>(bytes) / 1e9;
+  const auto [seed_prf_ns, seed_blake_ns] = seed_ns(o.rounds);
 
   if (o.json) {
     nlohmann::json j{{"n", o.n},
@@ -91,7 +123,9 @@ int bench_inputs(std::ostream& out, const InputBenchOptions& o) {
                      {"prefetched_take_ms", wait_ms},
                      {"fill_over_memcpy", recycled_ms / memcpy_ms},
                      {"prefetch_ready", stats.ready},
-                     {"prefetch_waited", stats.generated_on_caller}};
+                     {"prefetch_waited", stats.generated_on_caller},
+                     {"seed_ns", seed_prf_ns},
+                     {"seed_keyed_blake2b_ns", seed_blake_ns}};
     out << j.dump(2) << "\n";
     return 0;
   }
@@ -105,6 +139,8 @@ int bench_inputs(std::ostream& out, const InputBenchOptions& o) {
                      fresh_ms, gb / (fresh_ms / 1e3), fresh_ms / memcpy_ms);
   out << fmt::format("  {:<44} {:>9.3f} ms  ({} ready ahead, {} waited for)\n", "taken from the prefetcher, flat out",
                      wait_ms, stats.ready, stats.generated_on_caller);
+  out << fmt::format("  {:<44} {:>9.1f} ns  (reference: keyed BLAKE2b-256 over the same bytes {:.1f} ns)\n",
+                     "task input seed (SipHash-2-4, RunSecret)", seed_prf_ns, seed_blake_ns);
   out << "  (taken flat out, the generator thread is the limit: the figure is its fill time; a master taking fewer\n"
          "   inputs per second than the generator makes never waits)\n";
   return 0;

@@ -25,6 +25,7 @@ struct RunOptions {
   bool calibrate = false;
   bool resume = false;
   std::string spot_check;
+  std::string inputs;  ///< secret or pooled, passed to the master
   double hb_interval = 0, hb_timeout = 0;
   std::uint64_t one_port_window = 0;  ///< bytes, passed to the master and every worker
 };
@@ -33,6 +34,7 @@ struct RunOptions {
 void add_run_args(RunOptions& o) {
   auto& lo = o.lo;
   if (!o.spot_check.empty()) lo.master_args.insert(lo.master_args.end(), {"--spot-check", o.spot_check});
+  if (!o.inputs.empty()) lo.master_args.insert(lo.master_args.end(), {"--inputs", o.inputs});
   for (auto* args : {&lo.master_args, &lo.worker_args}) {
     if (o.hb_interval > 0) args->insert(args->end(), {"--heartbeat-interval", std::to_string(o.hb_interval)});
     if (o.hb_timeout > 0) args->insert(args->end(), {"--heartbeat-timeout", std::to_string(o.hb_timeout)});
@@ -93,6 +95,8 @@ void add_run_command(CLI::App& app, Commands& out) {
   run->add_flag("--resume", o->resume, "Continue the run journaled in OUT/journal.tsv (needs --out): only tasks it lacks are done");
   run->add_option("--spot-check", o->spot_check, "Fraction of results the master recomputes (default 0.01; docs/security.md)")
       ->check(CLI::Range(0.0, 1.0));
+  run->add_option("--inputs", o->inputs, "Task inputs: secret = a fresh input per task (default); pooled = two per application reused by every task, for trusted workers only (docs/security.md)")
+      ->check(CLI::IsMember({"secret", "pooled"}));
   run->add_option("--timeout", o->lo.timeout, "Give up after this many seconds (0 = never; exit code 124)")->capture_default_str()->check(cli_support::non_negative_seconds());
   run->add_option("--calibration", o->calibration, "Calibration file: print the LP prediction beside the measurements")->check(CLI::ExistingFile);
   run->add_flag("--calibrate", o->calibrate, "Calibrate in place first (OUT/calibration.json), then run and compare with the LP");
