@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "runtime/core/Policy.hpp"
+#include "tools/sim/GenPlatform.hpp"
 
 namespace treefarm::tools {
 
@@ -44,6 +45,9 @@ struct CampaignOptions {
   double ccr_max_low = 0.002;     ///< bytes/flop, lower end of the CCR_max draw (§5.1.3).
   double ccr_max_high = 4.6;      ///< bytes/flop, upper end of the CCR_max draw.
   bool ccr_log_uniform = true;    ///< CCR_max log-uniform (true) or uniform in the range.
+  /// Task sizes of the generated applications (GenOptions::task_sizes): the same work per
+  /// task (default) or the paper's 3500 × 3500 matrices (`--task-sizes paper`).
+  GenOptions::TaskSizes task_sizes = GenOptions::TaskSizes::same_work;
   /// Policies of the main runs; must contain "lp" (the reference of §5.2.2). The paper's
   /// five (§4), not every registered policy (bertin2008's price is studied by
   /// `treefarm experiment price`).

@@ -131,6 +131,7 @@ std::vector<Platform> make_platforms(const CampaignOptions& o) {
         g.ccr_max = p.ccr_max;
         g.tasks = o.tasks;
         g.buffer = o.buffer;
+        g.task_sizes = o.task_sizes;
         p.name = "n" + std::to_string(n) + "-d" + std::to_string(d) + "-t" + std::to_string(t);
         p.experiment = model::parse_experiment(generate_platform(g), p.name + ".toml");
         for (std::size_t u = 0; u < p.experiment.nodes.size(); ++u) {

@@ -50,6 +50,7 @@ std::string generate_platform(const GenOptions& o) {
         "--ccr-max must be >= the minimum CCR " + std::to_string(o.ccr_min) + " bytes/flop");
   check(o.tasks >= 1, "tasks per application must be >= 1");
   check(o.task_flops > 0, "task flops must be > 0");
+  check(o.task_bytes >= 1, "task bytes must be >= 1");
   check(o.speed_min > 0 && o.speed_max >= o.speed_min, "speed range must be > 0 and ordered");
   check(o.bandwidth_min > 0 && o.bandwidth_max >= o.bandwidth_min, "bandwidth range must be > 0 and ordered");
   check(o.latency_min > 0 && o.latency_max >= o.latency_min, "latency range must be > 0 and ordered");
@@ -94,12 +95,14 @@ std::string generate_platform(const GenOptions& o) {
     out << "\n";
   }
   // Applications (§5.1.3): CCRs evenly spaced in [ccr_min, ccr_max]; one application
-  // takes ccr_max. Same work per task, so the CCR sets the bytes.
+  // takes ccr_max. Either the same work per task (the CCR sets the bytes) or the same
+  // bytes, the paper's 3500 × 3500 matrices (the CCR sets the work).
+  const bool paper = o.task_sizes == GenOptions::TaskSizes::paper_matrices;
   for (std::uint32_t k = 0; k < o.apps; ++k) {
     const double ccr = o.apps == 1 ? o.ccr_max : o.ccr_min + (o.ccr_max - o.ccr_min) * k / (o.apps - 1);
-    const auto bytes = static_cast<unsigned long long>(std::llround(ccr * o.task_flops));
+    const auto bytes = static_cast<unsigned long long>(std::llround(paper ? o.task_bytes : ccr * o.task_flops));
     char flops[64];
-    std::snprintf(flops, sizeof flops, "%.17g", o.task_flops);
+    std::snprintf(flops, sizeof flops, "%.17g", paper ? static_cast<double>(bytes) / ccr : o.task_flops);
     std::string f = flops;
     if (f.find_first_of(".eEn") == std::string::npos) f += ".0";
     out << "[[app]]\nname = \"a" << k << "\"\nkernel = \"abstract\"\nbytes = " << bytes << "\nflops = " << f

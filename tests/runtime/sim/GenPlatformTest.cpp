@@ -68,6 +68,22 @@ TEST(GenPlatform, CcrsAreEvenlySpacedUpToCcrMax) {
   EXPECT_NEAR(generate(o).apps[0].ccr(), 2.001, 1e-9);
 }
 
+// §5.1.3: every task carries one 3500 × 3500 matrix of doubles; the CCR sets the work, from
+// about the product of two such matrices (CCR 0.001) to about their sum (CCR 4.6).
+TEST(GenPlatform, PaperTaskSizesAreTheMatricesAndTheCcrSetsTheirWork) {
+  GenOptions o;
+  o.apps = 2;
+  EXPECT_EQ(generate(o).apps[0].task_flops(), 1e9);  // the default: the same work, the CCR sets the bytes
+  EXPECT_EQ(generate(o).apps[1].bytes, 4600000000u);
+  o.task_sizes = GenOptions::TaskSizes::paper_matrices;
+  const auto ex = generate(o);
+  for (const auto& a : ex.apps) EXPECT_EQ(a.bytes, 98000000u) << a.name;
+  EXPECT_NEAR(ex.apps[0].task_flops(), 9.8e10, 1);
+  EXPECT_NEAR(ex.apps[1].task_flops(), 98e6 / 4.6, 1e-3);
+  EXPECT_GT(ex.apps[0].task_flops(), 2.0 * 3500 * 3500 * 3500 / 2);  // within 2x of the product's 2n^3
+  EXPECT_LT(ex.apps[1].task_flops(), 2.0 * 3500 * 3500);             // within 2x of the sum's n^2
+}
+
 TEST(GenPlatform, SameSeedSameFileOtherSeedOtherFile) {
   GenOptions o;
   o.nodes = 30;
