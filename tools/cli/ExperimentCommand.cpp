@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "tools/cli/Command.hpp"
+#include "tools/cli/TaskSizesOption.hpp"
 #include "tools/sim/Campaign.hpp"
 #include "runtime/cli/CliSupport.hpp"
 #include "runtime/core/policies/PricePolicy.hpp"
@@ -21,16 +22,12 @@ void add_experiment_command(CLI::App& app, Commands& out) {
   paper->add_option("--jobs", camp->jobs, "Simulations in parallel (0 = number of cores)")->capture_default_str();
   paper->add_flag("--quick", camp->quick, "A small subset, for a smoke run");
   paper->add_option("--seed", camp->seed, "Seed of the platforms")->capture_default_str();
-  auto paper_sizes = std::make_shared<std::string>("same-work");
-  paper->add_option("--task-sizes", *paper_sizes,
-                    "same-work: 1e9 flop per task, the CCR sets the bytes; paper: 3500x3500 matrices (98 MB) per task, "
-                    "the CCR sets the flop (section 5.1.3)")
-      ->check(CLI::IsMember({"same-work", "paper"}))->capture_default_str();
-  out.push_back({paper, [camp, paper_sizes] {
+  add_task_sizes_option(*paper, camp->task_sizes);
+  out.push_back({paper, [camp] {
                    auto c = *camp;
-                   if (*paper_sizes == "paper") c.task_sizes = tools::GenOptions::TaskSizes::paper_matrices;
+                   const bool paper_sizes = c.task_sizes == tools::GenOptions::TaskSizes::paper_matrices;
                    c.command = "treefarm experiment paper --out " + c.out_dir + " --jobs " + std::to_string(c.jobs) +
-                               (c.quick ? " --quick" : "") + (*paper_sizes == "paper" ? " --task-sizes paper" : "");
+                               (c.quick ? " --quick" : "") + (paper_sizes ? " --task-sizes paper" : "");
                    // SIGINT/SIGTERM: no new simulation, the running ones ended, what finished written.
                    const int rc = tools::paper_campaign(c.quick ? tools::quick_subset(c) : c, std::cout, &interrupted());
                    return rc == 130 ? 128 + interrupt_signal() : rc;

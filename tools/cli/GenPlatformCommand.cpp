@@ -1,11 +1,24 @@
 // treefarm gen-platform (docs/commands.md).
 #include <iostream>
 #include <memory>
+#include <string>
 
 #include "tools/cli/Command.hpp"
+#include "tools/cli/TaskSizesOption.hpp"
 #include "tools/sim/GenPlatform.hpp"
 
 namespace treefarm::cli {
+
+void add_task_sizes_option(CLI::App& cmd, tools::GenOptions::TaskSizes& sizes) {
+  cmd.add_option_function<std::string>(
+         "--task-sizes",
+         [&sizes](const std::string& v) {
+           sizes = v == "paper" ? tools::GenOptions::TaskSizes::paper_matrices : tools::GenOptions::TaskSizes::same_work;
+         },
+         "same-work (default): 1e9 flop per task, the CCR sets the bytes; paper: 3500x3500 matrices (98 MB) per task, "
+         "the CCR sets the flop (beaumont2006 section 5.1.3)")
+      ->check(CLI::IsMember({"same-work", "paper"}));
+}
 
 void add_gen_platform_command(CLI::App& app, Commands& out) {
   auto go = std::make_shared<tools::GenOptions>();
@@ -16,13 +29,8 @@ void add_gen_platform_command(CLI::App& app, Commands& out) {
   gen->add_option("--seed", go->seed, "Random seed")->required();
   gen->add_option("--ccr-max", go->ccr_max, "Largest CCR (bytes/flop); CCRs evenly spaced from 0.001")->capture_default_str();
   gen->add_option("--tasks", go->tasks, "Tasks per application")->capture_default_str();
-  auto sizes = std::make_shared<std::string>("same-work");
-  gen->add_option("--task-sizes", *sizes,
-                  "same-work: 1e9 flop per task, the CCR sets the bytes; paper: 3500x3500 matrices (98 MB) per task, the "
-                  "CCR sets the flop (section 5.1.3)")
-      ->check(CLI::IsMember({"same-work", "paper"}))->capture_default_str();
-  out.push_back({gen, [go, sizes] {
-                   if (*sizes == "paper") go->task_sizes = tools::GenOptions::TaskSizes::paper_matrices;
+  add_task_sizes_option(*gen, go->task_sizes);
+  out.push_back({gen, [go] {
                    std::cout << tools::generate_platform(*go);
                    return 0;
                  }});
