@@ -47,7 +47,11 @@ double treefarm_rate(const fs::path& dir, const std::string& name, const std::st
   toml << "\n[[app]]\nname = \"" << name << "\"\nkernel = \"" << kernel << "\"\n";
   if (kernel != "noop") toml << "n = " << n << "\n";
   else toml << "bytes = 16\n";  // as bench dispatch
-  toml << "weight = 1\ntasks = " << tasks << "\n\n[run]\nbuffer = 100\npolicy = \"fcfs\"\nseed = 1\n";
+  // Buffers: 1000 tasks for no-op tasks, as `bench dispatch` (a worker's requests come in
+  // batches of its free slots); 100 for matmul, whose 2.4 MB inputs a worker would
+  // otherwise hold by the gigabyte.
+  toml << "weight = 1\ntasks = " << tasks << "\n\n[run]\nbuffer = " << (kernel == "noop" ? 1000 : 100)
+       << "\npolicy = \"fcfs\"\nseed = 1\n";
   const fs::path file = dir / (name + ".toml");
   std::ofstream(file) << toml.str();
   const auto ex = model::load_experiment(file.string());
