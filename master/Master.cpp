@@ -491,6 +491,10 @@ int run_master(const MasterOptions& options) {
       }
       using What = net::msg::Measure::What;
       if (m.what == What::fallbacks) return;
+      if (m.what == What::output_bytes) {  // issue 20: not a measurement of its own, it comes with task_seconds
+        it->second.output_bytes[m.app] = m.value;
+        return;
+      }
       if (m.what == What::task_seconds) {
         it->second.task_seconds[m.app] = m.value;
       } else if (m.what == What::link_round_trip) {
@@ -599,7 +603,11 @@ int run_master(const MasterOptions& options) {
     std::printf("calibration written to %s\n", options.calibrate_out.c_str());
     for (const auto& [name, nc] : calibration.nodes) {
       std::printf("  %-12s", name.c_str());
-      for (const auto& [app, s] : nc.task_seconds) std::printf("  %s %.6f s/task", app.c_str(), s);
+      for (const auto& [app, s] : nc.task_seconds) {
+        std::printf("  %s %.6f s/task", app.c_str(), s);
+        if (const auto o = nc.output_bytes.find(app); o != nc.output_bytes.end())
+          std::printf(" (%.0f bytes of output)", o->second);
+      }
       if (nc.link_bandwidth) {
         std::printf("  link %.3g bytes/s", *nc.link_bandwidth);
         if (nc.link_bandwidth_min && nc.link_bandwidth_max)

@@ -19,6 +19,7 @@ struct ExecutorRunner::Run {
   bool failed = false;   ///< a command that failed (its reason in `error`); kernels throw instead
   std::string error;
   node::Payload output = {};  ///< a command's output, when its application sends outputs back
+  std::uint64_t output_bytes = 0;  ///< a command's output size, sent back or not
 };
 
 ExecutorRunner::ExecutorRunner(ExecutorConfig config)
@@ -46,7 +47,8 @@ bool runs_inline(const model::AppSpec& app, const node::Payload& input) {
 void ExecutorRunner::start(std::uint64_t job, const model::AppSpec& app, const node::Payload& input) {
   if (app.kernel == model::Kernel::command && (!app.expect_digest.empty() || app.send_output)) {
     // The driver calls start only for calibration runs (tasks come through start_task): their input is
-    // generated text, not the experiment's, so the expected digest cannot hold; their output goes nowhere.
+    // generated text, not the experiment's, so the expected digest cannot hold; their output goes nowhere
+    // (only its size is kept: JobOutcome::output_bytes, what the calibration reports for the LP).
     model::AppSpec unchecked = app;
     unchecked.expect_digest.clear();
     unchecked.send_output = false;
@@ -89,6 +91,7 @@ void ExecutorRunner::start_task(std::uint64_t job, const model::AppSpec& app, co
       run->checksum = o.checksum;
       run->failed = o.failed;
       run->error = o.error;
+      run->output_bytes = o.output_bytes;
       if (o.output) run->output = node::share(o.output);
       return;
     }
@@ -123,6 +126,7 @@ void ExecutorRunner::collect(const std::function<void(std::uint64_t, node::JobOu
     o.failed = run->failed;
     o.error = std::move(run->error);
     o.output = std::move(run->output);
+    o.output_bytes = run->output_bytes;
     if (d.error) {
       o.failed = true;
       try {

@@ -86,6 +86,8 @@ void validate(const PlatformModel& model) {
     if (!(app.bytes >= 0.0) || !std::isfinite(app.bytes)) {
       app_error(app.name, "bytes", "must be a finite number >= 0, got " + fmt(app.bytes));
     }
+    if (!(app.result_bytes >= 0.0) || !std::isfinite(app.result_bytes))
+      app_error(app.name, "result_bytes", "must be a finite number >= 0, got " + fmt(app.result_bytes));
   }
   for (std::size_t u = 0; u < model.nodes.size(); ++u) {
     const auto& node = model.nodes[u];
@@ -248,6 +250,20 @@ PlatformModel model_from_experiment(const model::Experiment& experiment,
 
 namespace treefarm::lp {
 
+void set_result_bytes(PlatformModel& model, const model::Experiment& experiment, const model::Calibration& calibration) {
+  for (std::size_t k = 0; k < model.apps.size() && k < experiment.apps.size(); ++k) {
+    if (!experiment.apps[k].send_output) continue;
+    double sum = 0.0;
+    int count = 0;
+    for (const auto& [name, nc] : calibration.nodes)
+      if (const auto it = nc.output_bytes.find(model.apps[k].name); it != nc.output_bytes.end()) {
+        sum += it->second;
+        ++count;
+      }
+    if (count > 0) model.apps[k].result_bytes = sum / count;
+  }
+}
+
 PlatformModel model_from_calibration(model::Experiment experiment, const model::Calibration& calibration,
                                      bool same_host_links_bind) {
   MeasuredSeconds seconds;
@@ -261,6 +277,7 @@ PlatformModel model_from_calibration(model::Experiment experiment, const model::
     if (it != calibration.nodes.end() && it->second.cores > 0) node.cores = it->second.cores;
   }
   auto model = model_from_experiment(experiment, &seconds, &bandwidth);
+  set_result_bytes(model, experiment, calibration);
   std::map<std::string, int> host_index;
   for (const auto& [name, h] : calibration.hosts) {
     host_index[name] = static_cast<int>(model.hosts.size());

@@ -71,6 +71,10 @@ struct PlatformModel {
     /// §2.2 (0: the root). Its tasks follow the tree re-rooted there: for k, a node's
     /// upstream neighbour is the one towards `origin` (see upstream()).
     std::size_t origin = 0;
+    /// bytes each task's output sends back the other way, towards the origin (a command
+    /// with `output_file`, calibrated: issue 20); 0 = negligible (a result's checksum),
+    /// the paper's assumption (beaumont2006 §2).
+    double result_bytes = 0.0;
   };
   std::vector<Node> nodes;  ///< Every parent before its children; node 0 is the root.
   std::vector<App> apps;
@@ -136,7 +140,9 @@ PlatformModel model_from_experiment(const model::Experiment& experiment,
 /// (calibration `cores` > 0), else the experiment's, and its measured aggregate output
 /// (`out_bandwidth`) as its max_out_bandwidth (used by the multi-port model), and the
 /// calibration's hosts: which nodes share a machine, their CPU shares and pinned CPUs,
-/// the machine's cores and its measured CPU cost per byte moved; a measured link round
+/// the machine's cores and its measured CPU cost per byte moved; for an application that
+/// sends its outputs back (`output_file`), result_bytes = the mean of the output sizes
+/// its nodes measured (issue 20); a measured link round
 /// trip (`link_round_trip`) sets request_round_trip and port_hold (the ZeroMQ adapter's
 /// one-port waits for the child's acknowledgement).
 ///
@@ -152,6 +158,13 @@ PlatformModel model_from_experiment(const model::Experiment& experiment,
 /// one sending path) applies either way.
 PlatformModel model_from_calibration(model::Experiment experiment, const model::Calibration& calibration,
                                      bool same_host_links_bind = false);
+
+/// Issue 20: for every application of `experiment` that sends its outputs back
+/// (`output_file`), result_bytes = the mean of the output sizes the calibration's nodes
+/// measured (an output's size depends on its input, not on the node); unchanged for the
+/// others and when no node measured it. model_from_calibration and the simulator's
+/// platform call it.
+void set_result_bytes(PlatformModel& model, const model::Experiment& experiment, const model::Calibration& calibration);
 
 /// Checks the invariants documented on PlatformModel (tree order, positive bandwidths and
 /// weights, cores_per_task >= 1, one task duration per application, every application

@@ -18,14 +18,46 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 /// The LP of beaumont2006 §3.1 (3), with the objective in max-min form: maximize T under
 /// α(k) >= w(k)·T. Variables that are 0 in every solution are not created: α_u^(k) when
 /// u cannot run k, sent_u^(k) when no node of u's subtree can run k.
+
+std::vector<std::vector<std::size_t>> children_of(const PlatformModel& m) {
+  std::vector<std::vector<std::size_t>> children(m.nodes.size());
+  for (std::size_t u = 1; u < m.nodes.size(); ++u) children[static_cast<std::size_t>(m.nodes[u].parent)].push_back(u);
+  return children;
+}
+
+/// Calls f(v, k, bytes, tasks) for every application k on every link node u is an end of
+/// (the link above each child v of u, and the link above u itself, v = u): `bytes` per
+/// unit of sent_v^(k) that u sends over it (send = true) or receives (send = false).
+/// Tasks go from k's upstream end of the link to the other (down, or up for an origin
+/// below it, bertin2008 §2.2); their outputs, result_bytes(k), come back the other way
+/// (issue 20; beaumont2006 §2 takes them as negligible and notes the model holds as well
+/// for outputs). `tasks` says which of the two the bytes are.
+template <class F>
+void for_each_transfer(const PlatformModel& m, const std::vector<std::vector<std::size_t>>& children, std::size_t u,
+                       bool send, F&& f) {
+  auto link = [&](std::size_t v, bool parent_end) {
+    for (std::size_t k = 0; k < m.apps.size(); ++k) {
+      const bool sends_tasks = parent_end != m.flows_up(v, k);
+      const bool tasks = sends_tasks == send;
+      f(v, k, tasks ? m.apps[k].bytes : m.apps[k].result_bytes, tasks);
+    }
+  };
+  for (std::size_t v : children[u]) link(v, true);
+  if (u > 0) link(u, false);
+}
+
+/// Seconds of link v one unit of a transfer of `bytes` holds (0 on loopback).
+double link_seconds(const PlatformModel& m, std::size_t v, double bytes) {
+  const double bw = m.nodes[v].link_bandwidth;
+  return bytes == 0.0 || std::isinf(bw) ? 0.0 : bytes / bw;
+}
 }  // namespace
 
 LpProblem build_steady_state_lp(const PlatformModel& m, SteadyStateVariables& var) {
   constexpr std::size_t none = SteadyStateVariables::none;
   const std::size_t n = m.nodes.size();
   const std::size_t kk = m.apps.size();
-  std::vector<std::vector<std::size_t>> children(n);
-  for (std::size_t u = 1; u < n; ++u) children[m.nodes[u].parent].push_back(u);
+  const auto children = children_of(m);
 
   // useful[u][k]: some node of u's subtree can run k (children come after parents, so
   // one backward pass suffices).
@@ -140,9 +172,9 @@ LpProblem build_steady_state_lp(const PlatformModel& m, SteadyStateVariables& va
       const bool parent_here = m.nodes[static_cast<std::size_t>(m.nodes[u].parent)].host == static_cast<int>(h);
       const double sides = (here ? 0.5 : 0.0) + (parent_here ? 0.5 : 0.0);
       if (sides == 0.0) continue;
-      for (std::size_t k = 0; k < kk; ++k)
-        if (var.sent[u][k] != none && m.apps[k].bytes > 0.0)
-          row.push_back({var.sent[u][k], gamma * sides * m.apps[k].bytes / cap});
+      for (std::size_t k = 0; k < kk; ++k)  // the tasks and, the other way, their outputs (issue 20)
+        if (const double bytes = m.apps[k].bytes + m.apps[k].result_bytes; var.sent[u][k] != none && bytes > 0.0)
+          row.push_back({var.sent[u][k], gamma * sides * bytes / cap});
     }
     if (!row.empty()) lp.add_row(row, -lp_infinity, 1.0);
     // CPU sets shared by two or more nodes of this host.
@@ -167,58 +199,55 @@ LpProblem build_steady_state_lp(const PlatformModel& m, SteadyStateVariables& va
   // Communication limits.
   for (std::size_t u = 0; u < n; ++u) {
     if (m.comm_model == model::CommModel::one_port) {
-      // One-port (LP (3) fourth line): u sends to one child at a time,
+      // One-port (LP (3) fourth line): u sends to one neighbour at a time,
       //   Σ_{v∈Γ(u)} Σ_k sent_{u→v}^(k) · (b(k) / b_v + hold_v) <= 1,
       // hold_v the seconds the port stays busy per task beyond the bytes (latency in the
       // simulator, the acknowledgement's round trip for real; issue 21, docs/lp.md
-      // "Latency"; 0 in the paper's model).
+      // "Latency"; 0 in the paper's model). The same port sends the outputs of the tasks
+      // u received back towards their origin (result_bytes, issue 20), with no hold.
       row.clear();
-      for (std::size_t v : children[u]) {
-        const double bw = m.nodes[v].link_bandwidth;
-        for (std::size_t k = 0; k < kk; ++k) {
-          if (var.sent[v][k] == none || up[v][k]) continue;  // up: v sends it, not u
-          const double busy =
-              (m.apps[k].bytes == 0.0 || std::isinf(bw) ? 0.0 : m.apps[k].bytes / bw) + m.port_hold_per_task(v, k);
-          if (busy > 0.0) row.push_back({var.sent[v][k], busy});
-        }
-      }
-      for (std::size_t k = 0; u > 0 && k < kk; ++k) {  // u sends k up to its parent
-        if (var.sent[u][k] == none || !up[u][k]) continue;
-        const double bw = m.nodes[u].link_bandwidth;
-        const double busy = (m.apps[k].bytes == 0.0 || std::isinf(bw) ? 0.0 : m.apps[k].bytes / bw) + m.port_hold_per_task(u, k);
-        if (busy > 0.0) row.push_back({var.sent[u][k], busy});
-      }
+      for_each_transfer(m, children, u, true, [&](std::size_t v, std::size_t k, double bytes, bool tasks) {
+        if (var.sent[v][k] == none) return;
+        const double busy = link_seconds(m, v, bytes) + (tasks ? m.port_hold_per_task(v, k) : 0.0);
+        if (busy > 0.0) row.push_back({var.sent[v][k], busy});
+      });
       if (!row.empty()) lp.add_row(row, -lp_infinity, 1.0);
+      // And receives from one neighbour at a time (beaumont2006 §2, "full overlap,
+      // single-port": one send and one receive at once). Only outputs make this row bind:
+      // without them u receives only its own tasks, from one neighbour.
+      row.clear();
+      bool outputs = false;
+      for_each_transfer(m, children, u, false, [&](std::size_t v, std::size_t k, double bytes, bool tasks) {
+        const double busy = link_seconds(m, v, bytes);
+        if (var.sent[v][k] == none || !(busy > 0.0)) return;
+        outputs = outputs || !tasks;
+        row.push_back({var.sent[v][k], busy});
+      });
+      if (outputs) lp.add_row(row, -lp_infinity, 1.0);
     } else {
-      // Bounded multi-port (bertin2008 §2.1): every link on its own,
-      //   Σ_k sent_{u→v}^(k) · b(k) <= b_v   (row below, for v = the child),
-      // and all of u's sends together, Σ_v Σ_k sent_{u→v}^(k) · b(k) <= max_out_u.
+      // Bounded multi-port (bertin2008 §2.1): every link on its own (rows below), and all
+      // of u's sends together, Σ_v Σ_k sent_{u→v}^(k) · b(k) <= max_out_u (outputs
+      // included).
       const double cap = m.nodes[u].max_out_bandwidth;
       if (std::isinf(cap)) continue;
       row.clear();
-      for (std::size_t v : children[u]) {
-        for (std::size_t k = 0; k < kk; ++k) {
-          if (var.sent[v][k] == none || m.apps[k].bytes == 0.0 || up[v][k]) continue;
-          row.push_back({var.sent[v][k], m.apps[k].bytes / cap});
-        }
-      }
-      for (std::size_t k = 0; u > 0 && k < kk; ++k)
-        if (var.sent[u][k] != none && m.apps[k].bytes > 0.0 && up[u][k]) row.push_back({var.sent[u][k], m.apps[k].bytes / cap});
+      for_each_transfer(m, children, u, true, [&](std::size_t v, std::size_t k, double bytes, bool) {
+        if (var.sent[v][k] != none && bytes > 0.0) row.push_back({var.sent[v][k], bytes / cap});
+      });
       if (!row.empty()) lp.add_row(row, -lp_infinity, 1.0);
     }
   }
   if (m.comm_model == model::CommModel::multi_port) {
     for (std::size_t v = 1; v < n; ++v) {
-      const double bw = m.nodes[v].link_bandwidth;
-      if (std::isinf(bw)) continue;
-      // A link has a capacity per direction ((P_i → P_j) of bertin2008 (3)): down, then
-      // up (the applications whose origin is below v).
-      for (const char direction : {char{0}, char{1}}) {
+      if (std::isinf(m.nodes[v].link_bandwidth)) continue;
+      // A link has a capacity per direction ((P_i → P_j) of bertin2008 (3)): what v's
+      // parent sends down it, then what v sends up (tasks of the applications whose
+      // origin is below v; outputs of the others).
+      for (const bool down : {true, false}) {
         row.clear();
-        for (std::size_t k = 0; k < kk; ++k) {
-          if (var.sent[v][k] == none || m.apps[k].bytes == 0.0 || up[v][k] != direction) continue;
-          row.push_back({var.sent[v][k], m.apps[k].bytes / bw});
-        }
+        for_each_transfer(m, children, v, !down, [&](std::size_t w, std::size_t k, double bytes, bool) {
+          if (w == v && var.sent[v][k] != none && bytes > 0.0) row.push_back({var.sent[v][k], link_seconds(m, v, bytes)});
+        });
         if (!row.empty()) lp.add_row(row, -lp_infinity, 1.0);
       }
     }
@@ -329,14 +358,12 @@ Solution solve(const PlatformModel& m, LpSolver& solver, const SolveOptions& opt
   s.cpu_utilisation.assign(n, 0.0);
   s.link_utilisation.assign(n, 0.0);
   s.port_utilisation.assign(n, 0.0);
-  std::vector<double> out_rate(n, 0.0);  // bytes/s leaving each node
+  const auto children = children_of(m);
   for (std::size_t u = 0; u < n; ++u) {
     const auto& node = m.nodes[u];
-    double busy = 0.0, bytes = 0.0;
-    for (std::size_t k = 0; k < kk; ++k) {
+    double busy = 0.0;
+    for (std::size_t k = 0; k < kk; ++k)
       if (s.alpha[u][k] > 0.0) busy += s.alpha[u][k] * node.task_seconds[k] * node.cpu_share * m.apps[k].cores_per_task;
-      bytes += s.sent[u][k] * m.apps[k].bytes;
-    }
     if (node.cores > 0) s.cpu_utilisation[u] = busy / node.cores;
     // Integer packing: a node whose task slots are all busy is saturated even with
     // cores left over (3 cores, tasks of 2: one slot, 2/3 of the cores).
@@ -346,24 +373,35 @@ Solution solve(const PlatformModel& m, LpSolver& solver, const SolveOptions& opt
       if (slots == 0 || !(s.alpha[u][k] > 0.0)) continue;
       s.cpu_utilisation[u] = std::max(s.cpu_utilisation[u], s.alpha[u][k] * node.task_seconds[k] * node.cpu_share / slots);
     }
-    if (u > 0) {
-      if (!std::isinf(node.link_bandwidth)) s.link_utilisation[u] = bytes / node.link_bandwidth;
-      out_rate[node.parent] += bytes;
+    // The link from the parent: its busier direction (the rows of each model bound each
+    // direction; outputs travel against their tasks, issue 20).
+    if (u > 0 && !std::isinf(node.link_bandwidth)) {
+      double in = 0.0, out = 0.0;
+      for_each_transfer(m, children, u, false, [&](std::size_t v, std::size_t k, double bytes, bool) {
+        if (v == u) in += s.sent[u][k] * bytes;
+      });
+      for_each_transfer(m, children, u, true, [&](std::size_t v, std::size_t k, double bytes, bool) {
+        if (v == u) out += s.sent[u][k] * bytes;
+      });
+      s.link_utilisation[u] = std::max(in, out) / node.link_bandwidth;
     }
-  }
-  for (std::size_t u = 1; u < n; ++u) {
-    if (m.comm_model == model::CommModel::one_port) {
-      double hold = 0.0;
-      for (std::size_t k = 0; k < kk; ++k) hold += s.sent[u][k] * m.port_hold_per_task(u, k);
-      s.port_utilisation[m.nodes[u].parent] += s.link_utilisation[u] + hold;
-    }
-  }
-  if (m.comm_model == model::CommModel::multi_port) {
-    for (std::size_t u = 0; u < n; ++u) {
-      if (!std::isinf(m.nodes[u].max_out_bandwidth)) {
-        s.port_utilisation[u] = out_rate[u] / m.nodes[u].max_out_bandwidth;
-      }
-    }
+    // The port: one-port, the busier of the send and the receive port (the rows above);
+    // multi-port, the bytes/s u sends over its max_out_bandwidth.
+    double sending = 0.0, receiving = 0.0, sent_bytes = 0.0;
+    bool outputs = false;
+    for_each_transfer(m, children, u, true, [&](std::size_t v, std::size_t k, double bytes, bool tasks) {
+      sending += s.sent[v][k] * (link_seconds(m, v, bytes) + (tasks ? m.port_hold_per_task(v, k) : 0.0));
+      sent_bytes += s.sent[v][k] * bytes;
+    });
+    for_each_transfer(m, children, u, false, [&](std::size_t v, std::size_t k, double bytes, bool tasks) {
+      const double busy = link_seconds(m, v, bytes);
+      receiving += s.sent[v][k] * busy;
+      outputs = outputs || (!tasks && busy > 0.0);
+    });
+    if (m.comm_model == model::CommModel::one_port)
+      s.port_utilisation[u] = std::max(sending, outputs ? receiving : 0.0);
+    else if (!std::isinf(node.max_out_bandwidth))
+      s.port_utilisation[u] = sent_bytes / node.max_out_bandwidth;
   }
   s.host_utilisation.assign(m.hosts.size(), 0.0);
   for (std::size_t u = 0; u < n; ++u) {
@@ -374,7 +412,7 @@ Solution solve(const PlatformModel& m, LpSolver& solver, const SolveOptions& opt
             s.alpha[u][k] * node.task_seconds[k] * node.cpu_share * m.apps[k].cores_per_task;
       if (u == 0) continue;
       const int here = node.host, parent = m.nodes[static_cast<std::size_t>(node.parent)].host;
-      const double bytes = s.sent[u][k] * m.apps[k].bytes;
+      const double bytes = s.sent[u][k] * (m.apps[k].bytes + m.apps[k].result_bytes);
       if (here >= 0) s.host_utilisation[static_cast<std::size_t>(here)] += 0.5 * bytes * m.hosts[static_cast<std::size_t>(here)].comm_cpu_seconds_per_byte;
       if (parent >= 0) s.host_utilisation[static_cast<std::size_t>(parent)] += 0.5 * bytes * m.hosts[static_cast<std::size_t>(parent)].comm_cpu_seconds_per_byte;
     }

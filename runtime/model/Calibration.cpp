@@ -125,7 +125,7 @@ Calibration parse_calibration(const std::string& text, const std::string& path) 
 
   c.named_objects(c.member(doc, "nodes", ""), "nodes",
                   {"name", "cores", "link_bandwidth", "out_bandwidth", "task_seconds", "host", "cpus", "cpu_share",
-                   "link_bandwidth_min", "link_bandwidth_max", "link_round_trip"},
+                   "link_bandwidth_min", "link_bandwidth_max", "link_round_trip", "output_bytes"},
                   [&](const Json& node, const std::string& prefix, const std::string& name) {
     NodeCalibration nc;
     const Json& cores = c.member(node, "cores", prefix);
@@ -154,6 +154,15 @@ Calibration parse_calibration(const std::string& text, const std::string& path) 
                std::string("expected an object {app name: seconds}, got ") + it->type_name());
       for (const auto& [app, seconds] : it->items())
         nc.task_seconds[app] = c.positive(seconds, prefix + "task_seconds." + app, "seconds");
+    }
+    if (const auto it = node.find("output_bytes"); it != node.end()) {
+      if (!it->is_object())
+        c.fail(prefix + "output_bytes", std::string("expected an object {app name: bytes}, got ") + it->type_name());
+      for (const auto& [app, bytes] : it->items()) {
+        if (!bytes.is_number() || !std::isfinite(bytes.get<double>()) || bytes.get<double>() < 0)
+          c.fail(prefix + "output_bytes." + app, "expected bytes (a number >= 0), got " + bytes.dump());
+        nc.output_bytes[app] = bytes.get<double>();
+      }
     }
     if (const auto it = node.find("host"); it != node.end()) {
       if (!it->is_string()) c.fail(prefix + "host", std::string("expected a string, got ") + it->type_name());
@@ -237,11 +246,18 @@ std::vector<std::string> calibration_differences(const Calibration& calibration,
   for (const auto& [name, nc] : calibration.nodes)
     if (!names.count(name)) out.push_back("node '" + name + "' is in the calibration, not in the experiment");
 
-  std::set<std::string> apps, measured;
-  for (const auto& [node, nc] : calibration.nodes)
+  std::set<std::string> apps, measured, output_measured;
+  for (const auto& [node, nc] : calibration.nodes) {
     for (const auto& [app, seconds] : nc.task_seconds) measured.insert(app);
+    for (const auto& [app, bytes] : nc.output_bytes) output_measured.insert(app);
+  }
   for (const auto& app : experiment.apps) {
     apps.insert(app.name);
+    // Issue 20: the LP charges the outputs' bytes on the way up; a calibration made before
+    // the application sent them has no size for them.
+    if (app.send_output && measured.count(app.name) && !output_measured.count(app.name))
+      out.push_back("application '" + app.name +
+                    "' sends its outputs back (output_file), the calibration has no output size for it");
     const auto it = calibration.apps.find(app.name);
     if (it == calibration.apps.end()) {
       if (!calibration.apps.empty())
@@ -308,6 +324,7 @@ std::string to_json(const Calibration& calibration) {
     if (nc.cpu_share != 1.0) node["cpu_share"] = nc.cpu_share;
     node["task_seconds"] = Json::object();
     for (const auto& [app, seconds] : nc.task_seconds) node["task_seconds"][app] = seconds;
+    if (!nc.output_bytes.empty()) node["output_bytes"] = nc.output_bytes;
     nodes.push_back(std::move(node));
   }
   Json doc = {{"format", format_name},

@@ -21,6 +21,10 @@ struct NodeCalibration {
   /// Seconds one task of an application takes on one slot of this node, by app name
   /// (measured, so it already includes the kernel's real rate on this node). Each > 0.
   std::map<std::string, double> task_seconds;
+  /// bytes of output one task writes on this node, by app name, for the applications
+  /// that send their outputs back up the tree (`output_file`, issue 20): the mean over
+  /// the calibration runs. Each >= 0.
+  std::map<std::string, double> output_bytes{};
   /// bytes/s of the link from the parent, measured (absent for the master or if not
   /// measured). > 0.
   std::optional<double> link_bandwidth;

@@ -533,7 +533,7 @@ Message decode(std::span<const std::byte> header_frame, std::size_t payload_fram
       x.node = r.get_string("node");
       x.app = r.get_string("app");
       const auto what = r.get<std::uint8_t>("what");
-      if (what > 6) throw DecodeError("Measure of unknown kind " + std::to_string(what));
+      if (what > 7) throw DecodeError("Measure of unknown kind " + std::to_string(what));
       x.what = static_cast<msg::Measure::What>(what);
       x.value = r.get_finite("value");
       if (x.value < 0) throw DecodeError("Measure with a negative value");

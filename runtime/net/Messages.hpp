@@ -166,12 +166,16 @@ struct Measure {
   /// round trips (seconds); all four are sent for a link, the median last (issue 21).
   enum class What : std::uint8_t {
     task_seconds = 0, link_bandwidth = 1, out_bandwidth = 2, fallbacks = 3,
-    link_bandwidth_min = 4, link_bandwidth_max = 5, link_round_trip = 6
+    link_bandwidth_min = 4, link_bandwidth_max = 5, link_round_trip = 6,
+    /// bytes: the mean size of a command's output file on this node, for an application
+    /// that sends its outputs back up (`output_file`; issue 20), sent just before its
+    /// task_seconds.
+    output_bytes = 7
   };
   std::string node;               ///< Node measured (link: the child end; out_bandwidth: the sender).
-  std::string app;                ///< Application (task_seconds only).
+  std::string app;                ///< Application (task_seconds and output_bytes only).
   What what = What::task_seconds;
-  double value = 0;               ///< seconds, or bytes/s (0 = too fast to resolve)
+  double value = 0;               ///< seconds, bytes/s (0 = too fast to resolve), or bytes
 };
 /// Between a parent and a child: a scheduling policy's own message (opaque to the
 /// transport; the policy checks it). docs/policies.md.

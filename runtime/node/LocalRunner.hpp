@@ -23,6 +23,9 @@ struct JobOutcome {
   std::string error;           ///< why, when failed
   /// A command's output file, when its application sends outputs back (AppSpec::send_output).
   Payload output = {};
+  /// bytes of a command's output (0 for the kernels), whether it is sent back or not: a
+  /// calibration run reports it for an application that sends outputs back (issue 20).
+  std::uint64_t output_bytes = 0;
 };
 
 class LocalRunner {

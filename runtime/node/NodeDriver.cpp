@@ -1201,6 +1201,7 @@ void NodeDriver::start_calibration(double now) {
   std::vector<std::uint32_t> cores_per_task;
   std::vector<bool> measure;
   calib_inputs_.assign(apps_.size(), nullptr);
+  calib_output_.assign(apps_.size(), {0.0, 0});
   for (std::size_t k = 0; k < apps_.size(); ++k) {
     const auto& app = apps_[k];
     cores_per_task.push_back(app.cores_per_task);
@@ -1241,7 +1242,18 @@ void NodeDriver::calibration_done(std::size_t k, const JobOutcome& done, double 
     return;
   }
   const double window = calib_window_->window_seconds(k, now);
+  auto& [output_sum, output_runs] = calib_output_[k];
+  output_sum += static_cast<double>(done.output_bytes);
+  ++output_runs;
   if (const auto seconds = calib_window_->record(k, done.run_seconds, now)) {
+    if (apps_[k].send_output) {
+      // The bytes each task sends back up (issue 20): before task_seconds, which the master
+      // counts as the application measured here.
+      const double bytes = output_sum / static_cast<double>(output_runs);
+      spdlog::info("{}: '{}' writes {:.0f} bytes of output per task here (mean of {} runs)", opt_.name,
+                   apps_[k].name, bytes, output_runs);
+      report(net::msg::Measure{opt_.name, apps_[k].name, net::msg::Measure::What::output_bytes, bytes});
+    }
     spdlog::info("{}: '{}' takes {:.6f} s per task here ({} runs over {:.3f} s; mean run {:.6f} s, median {:.6f} s)",
                  opt_.name, apps_[k].name, *seconds, calib_window_->runs(k), window,
                  calib_window_->mean_run_seconds(k), calib_window_->median_run_seconds(k));

@@ -373,6 +373,8 @@ class NodeDriver {
   double calib_started_ = 0;
   std::optional<CalibrationWindow> calib_window_;     ///< the runs so far, per app
   std::vector<Payload> calib_inputs_;
+  /// Per app: bytes of output of its calibration runs so far, and how many (issue 20).
+  std::vector<std::pair<double, std::uint64_t>> calib_output_;
   std::unique_ptr<LinkProber> prober_;
 
   // Per application: seconds and count of the tasks run here (TreeInfo task times).

@@ -11,6 +11,8 @@
 #include <simgrid/s4u/Actor.hpp>
 #include <simgrid/s4u/Engine.hpp>
 
+#include "runtime/core/Ids.hpp"
+
 namespace treefarm::sim {
 
 namespace sg4 = simgrid::s4u;
@@ -213,6 +215,10 @@ void NodeActor::post_get_up(std::size_t child) {
 std::uint64_t NodeActor::message_bytes(const net::Message& message) const {
   auto bytes = static_cast<std::uint64_t>(world_.options->control_bytes);
   if (auto* p = std::get_if<net::msg::Policy>(&message)) bytes += p->payload.size();
+  if (auto* r = std::get_if<net::msg::Result>(&message); r && !r->failed) {  // its output (issue 20)
+    const auto k = core::TaskId{r->task_id}.app().value;
+    if (k < platform_.result_bytes.size()) bytes += static_cast<std::uint64_t>(platform_.result_bytes[k]);
+  }
   return bytes;
 }
 

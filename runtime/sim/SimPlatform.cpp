@@ -26,6 +26,8 @@ SimPlatform make_sim_platform(const model::Experiment& experiment, const model::
   }
   p.model = calibration ? lp::model_from_experiment(experiment, &seconds, &bandwidth)
                         : lp::model_from_experiment(experiment);
+  if (calibration) lp::set_result_bytes(p.model, experiment, *calibration);
+  for (const auto& app : p.model.apps) p.result_bytes.push_back(app.result_bytes);
 
   const std::size_t n = experiment.nodes.size();
   p.nodes.resize(n);
@@ -97,9 +99,11 @@ std::vector<OriginTree> origin_trees(const SimPlatform& platform) {
     SimPlatform& v = t.view;
     v.experiment = platform.experiment;
     v.experiment.apps.clear();
+    v.result_bytes.clear();
     for (std::size_t k : t.apps) {
       v.experiment.apps.push_back(platform.experiment.apps[k]);
       v.experiment.apps.back().origin.clear();
+      v.result_bytes.push_back(k < platform.result_bytes.size() ? platform.result_bytes[k] : 0.0);
     }
     v.calibrated = platform.calibrated;
     v.nodes = platform.nodes;

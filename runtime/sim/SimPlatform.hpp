@@ -54,6 +54,9 @@ struct SimPlatform {
   lp::PlatformModel model;        ///< The LP's view of the same platform.
   std::vector<SimNode> nodes;     ///< Same order as experiment.nodes (root first).
   bool calibrated = false;        ///< Durations/bandwidths come from a calibration file.
+  /// Per application of `experiment`: bytes a task's result carries up beyond the control
+  /// message, its output's calibrated size (lp::PlatformModel::App::result_bytes, issue 20).
+  std::vector<double> result_bytes{};
 };
 
 /// Applications from several masters (papers/bertin2008 §2.2, `origin` in `[[app]]`): the

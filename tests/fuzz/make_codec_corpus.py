@@ -67,6 +67,7 @@ SEEDS = {
     "valid-probe-ack": (0, frame(PROBE_ACK, struct.pack("<I", 3))),
     "valid-measure-task": (0, frame(MEASURE, s("w1") + s("mm") + struct.pack("<Bd", 0, 0.125))),
     "valid-measure-link": (0, frame(MEASURE, s("w2") + s("") + struct.pack("<Bd", 1, 1.1e9))),
+    "valid-measure-output": (0, frame(MEASURE, s("w1") + s("gz") + struct.pack("<Bd", 7, 70123.0))),
     "valid-received": (0, frame(RECEIVED, struct.pack("<IQQ", 2, 7, 1 << 41))),
     "valid-blame": (0, frame(BLAME, struct.pack("<Q", (1 << 40) | 5) + s("w7") + struct.pack("<d", 2.5))),
     "valid-blame-reply": (0, frame(BLAME_REPLY, struct.pack("<Q", (1 << 40) | 5) + s("w7"))),
@@ -99,7 +100,7 @@ SEEDS = {
     "bad-result-inf-seconds": (0, frame(RESULT, result(compute=INF))),
     "bad-probe-without-payload": (0, frame(PROBE, struct.pack("<I", 3))),
     "bad-welcome-calibrate-reps": (0, frame(WELCOME, welcome([app("mm")], calibrate_reps=10001))),
-    "bad-measure-what": (0, frame(MEASURE, s("w1") + s("mm") + struct.pack("<Bd", 7, 1.0))),
+    "bad-measure-what": (0, frame(MEASURE, s("w1") + s("mm") + struct.pack("<Bd", 8, 1.0))),
     "bad-measure-negative": (0, frame(MEASURE, s("w1") + s("mm") + struct.pack("<Bd", 0, -1.0))),
 }
 

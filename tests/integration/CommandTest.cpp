@@ -177,6 +177,39 @@ output_file = "{index}.gz"
   EXPECT_TRUE(nodes.contains("w1a") || nodes.contains("w1b")) << "no output came through the inner node w1";
 }
 
+// The outputs' bytes in the model (docs/command-tasks.md, "Prediction"): the calibration
+// measures the size of the output each node's runs write, and the LP charges it on the
+// way up (result_bytes in `predict --json`).
+TEST(CommandTest, CalibrationMeasuresTheOutputSizeAndThePredictionChargesIt) {
+  TempDir dir("cmd-output-bytes");
+  const auto exp = write_file(dir.path() / "out.toml", command_tree(R"([[app]]
+name = "zeros"
+kind = "command"
+argv = ["head", "-c", "5000", "/dev/zero"]
+bytes = "1KiB"
+tasks = 10
+output_file = "{index}.bin"
+)"));
+  const auto cal = dir.path() / "cal.json";
+  const auto r = run_command(treefarm_bin + " calibrate " + exp + " --out " + cal.string() + " --reps 3 2>&1");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("(5000 bytes of output)"), std::string::npos) << r.output;
+  std::ifstream f(cal);
+  const auto j = nlohmann::json::parse(f);
+  int measured = 0;
+  for (const auto& node : j.at("nodes")) {
+    if (node.at("cores").get<int>() == 0) continue;
+    ASSERT_TRUE(node.contains("output_bytes")) << node;
+    EXPECT_EQ(node.at("output_bytes").at("zeros").get<double>(), 5000.0) << node;
+    ++measured;
+  }
+  EXPECT_EQ(measured, 2);
+  const auto p = run_command(treefarm_bin + " predict " + exp + " --calibration " + cal.string() + " --json 2>&1");
+  ASSERT_EQ(p.exit_code, 0) << p.output;
+  const auto pj = nlohmann::json::parse(p.output.substr(p.output.find('{')));
+  EXPECT_EQ(pj.at("apps")[0].at("result_bytes").get<double>(), 5000.0) << pj;
+}
+
 TEST(CommandTest, AnOutputOverMaxOutputBytesFailsThatTaskOnly) {
   TempDir dir("cmd-output-limit");
   const auto exp = write_file(dir.path() / "big.toml", command_tree(R"([[app]]

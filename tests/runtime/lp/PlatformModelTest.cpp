@@ -103,6 +103,31 @@ TEST(ModelFromCalibration, UsesMeasuresAndTheAdvertisedCores) {
   EXPECT_TRUE(std::isinf(m.nodes[1].max_out_bandwidth));
 }
 
+// issue 20: an application that sends its outputs back carries their calibrated size up
+// (the mean over the nodes that measured it); the others carry none.
+TEST(ModelFromCalibration, OutputsSentBackCarryTheirMeasuredSize) {
+  model::Experiment e = experiment();
+  e.apps[0].send_output = true;
+  e.apps[0].output_file = "{index}.out";
+  model::Calibration cal;
+  cal.nodes["w1"].task_seconds = {{"mm", 0.5}};
+  cal.nodes["w1"].output_bytes = {{"mm", 1000.0}, {"wide", 5.0}};
+  cal.nodes["w2"].task_seconds = {{"mm", 0.5}};
+  cal.nodes["w2"].output_bytes = {{"mm", 3000.0}};
+  const PlatformModel m = model_from_calibration(e, cal);
+  EXPECT_DOUBLE_EQ(m.apps[0].result_bytes, 2000.0);
+  EXPECT_EQ(m.apps[1].result_bytes, 0.0);  // "wide" sends no outputs back: a stray size is ignored
+  EXPECT_EQ(model_from_calibration(experiment(), cal).apps[0].result_bytes, 0.0);
+  PlatformModel bad = m;
+  bad.apps[0].result_bytes = -1;
+  try {
+    validate(bad);
+    FAIL() << "a negative result_bytes was accepted";
+  } catch (const std::invalid_argument& err) {
+    EXPECT_NE(std::string(err.what()).find("result_bytes"), std::string::npos) << err.what();
+  }
+}
+
 // issue 21: on one host a link is the host's CPUs copying bytes; its probe rounds are
 // slowed by everything else on those CPUs, which the host row charges: the link is bounded
 // by its fastest round (none resolved: unconstrained) — unless asked (the pessimistic end

@@ -124,6 +124,91 @@ TEST(SteadyState, TwoWorkerStarMultiPortWithMaxOut) {
   EXPECT_TRUE(is_saturated(s, 0, Resource::out_bandwidth));
 }
 
+// ---- outputs sent back (issue 20, docs/lp.md "Communication") ----------------------
+
+TEST(SteadyState, OutputsLargerThanInputsBindTheLinkUpwards) {
+  // Multi-port, one worker behind 1e6 B/s, 1e3 B in and 4e3 B out per task, 1 ms per task:
+  // down 1000 tasks/s, up 1e6/4e3 = 250 tasks/s: the way up binds.
+  Builder b;
+  b.comm(CommModel::multi_port).app("a", 1e3);
+  b.node("root", -1, 0, inf, {0.0});
+  b.node("w", 0, 1, 1e6, {1e-3});
+  expect_rel(solve(b.m).fair_throughput, 1000.0);
+  b.m.apps[0].result_bytes = 4e3;
+  const Solution s = solve(b.m);
+  expect_rel(s.fair_throughput, 250.0);
+  expect_rel(s.link_utilisation[1], 1.0);
+  EXPECT_TRUE(is_saturated(s, 1, Resource::link));
+  // Outputs smaller than inputs travel on the other direction's capacity: no change.
+  b.m.apps[0].result_bytes = 500;
+  expect_rel(solve(b.m).fair_throughput, 1000.0);
+}
+
+TEST(SteadyState, OnePortSendsOutputsUpOnTheSamePortAsTasksDown) {
+  // root -> a (forwards, 1e6 B/s) -> w (1e6 B/s, fast): a's one port sends w its tasks
+  // (1e-3 s each) and sends their outputs up to the root (1e-3 s each): 500 tasks/s, where
+  // without outputs it is 1000.
+  Builder b;
+  b.app("a", 1e3);
+  b.node("root", -1, 0, inf, {0.0});
+  b.node("a", 0, 0, 1e6, {0.0});
+  b.node("w", 1, 8, 1e6, {1e-6});
+  expect_rel(solve(b.m).fair_throughput, 1000.0);
+  b.m.apps[0].result_bytes = 1e3;
+  const Solution s = solve(b.m);
+  expect_rel(s.fair_throughput, 500.0);
+  expect_rel(s.port_utilisation[1], 1.0);
+  EXPECT_TRUE(is_saturated(s, 1, Resource::port));
+}
+
+TEST(SteadyState, OnePortReceivesOneOutputAtATime) {
+  // Single-port (beaumont2006 §2: one send and one receive at once): the root receives the
+  // outputs of two workers one at a time. Tasks of 10 B, outputs of 1e3 B, links 1e6 B/s,
+  // fast workers: each worker alone could send 1000 outputs/s, the root takes 1000 in all.
+  Builder b;
+  b.app("a", 10);
+  b.node("root", -1, 0, inf, {0.0});
+  b.node("w1", 0, 8, 1e6, {1e-6});
+  b.node("w2", 0, 8, 1e6, {1e-6});
+  b.m.apps[0].result_bytes = 1e3;
+  const Solution s = solve(b.m);
+  expect_rel(s.fair_throughput, 1000.0);
+  expect_rel(s.port_utilisation[0], 1.0);
+  EXPECT_TRUE(is_saturated(s, 0, Resource::port));
+  b.m.comm_model = CommModel::multi_port;  // each link on its own: 2000
+  expect_rel(solve(b.m).fair_throughput, 2000.0);
+}
+
+TEST(SteadyState, AnOutputFromAnOriginBelowComesDown) {
+  // bertin2008 §2.2: an application whose origin is the worker w; the root computes. Its
+  // tasks go up w's link, their outputs come down it: outputs of 4e3 B over 1e6 B/s bind
+  // at 250 tasks/s (multi-port: the down direction of the link).
+  Builder b;
+  b.comm(CommModel::multi_port).app("a", 1e3);
+  b.node("root", -1, 1, inf, {1e-6});
+  b.node("w", 0, 0, 1e6, {0.0});
+  b.m.apps[0].origin = 1;
+  b.m.apps[0].result_bytes = 4e3;
+  const Solution s = solve(b.m);
+  expect_rel(s.fair_throughput, 250.0);
+  EXPECT_TRUE(is_saturated(s, 1, Resource::link));
+}
+
+TEST(SteadyState, HostChargesTheOutputsBytesToo) {
+  // One host, gamma 1e-3 CPU-s per byte, a forwarding root and one worker at 1 s per task
+  // measured alone: a task costs 1 CPU-s plus gamma·(100 + 400) = 0.5: 2 CPUs / 1.5.
+  Builder b;
+  b.app("a", 100);
+  b.node("root", -1, 0, inf, {0.0});
+  b.node("w", 0, 4, inf, {1.0});
+  b.m.hosts.push_back(PlatformModel::Host{"here", 2.0, 1e-3});
+  for (auto& n : b.m.nodes) n.host = 0;
+  b.m.apps[0].result_bytes = 400;
+  const Solution s = solve(b.m);
+  expect_rel(s.fair_throughput, 2.0 / 1.5);
+  expect_rel(s.host_utilisation[0], 1.0);
+}
+
 // ---- hosts (issue 21, docs/lp.md "Hosts") ------------------------------------------
 
 /// The quickstart's shape: a forwarding root and four 1-core workers, all on one 2-CPU

@@ -25,6 +25,7 @@ Calibration sample() {
   c.nodes["w1"].link_bandwidth_min = 9.5e7;  // issue 21: the probe rounds' spread
   c.nodes["w1"].link_bandwidth_max = 1.21e8;
   c.nodes["w1"].link_round_trip = 2.5e-4;
+  c.nodes["w1"].output_bytes = {{"gz", 70123.5}};  // issue 20: a command's output size
   return c;
 }
 
@@ -105,6 +106,12 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"negative round trip",
                 HEAD "[{\"name\": \"a\", \"cores\": 1, \"link_round_trip\": -1}]}", 0,
                 "nodes[0].link_round_trip", ">= 0"},
+        BadCase{"negative output bytes",
+                HEAD "[{\"name\": \"a\", \"cores\": 1, \"output_bytes\": {\"gz\": -3}}]}", 0,
+                "nodes[0].output_bytes.gz", ">= 0"},
+        BadCase{"output bytes not an object",
+                HEAD "[{\"name\": \"a\", \"cores\": 1, \"output_bytes\": 12}]}", 0,
+                "nodes[0].output_bytes", "{app name: bytes}"},
         BadCase{"missing cores", HEAD "[{\"name\": \"a\"}]}", 0, "nodes[0].cores",
                 "missing required key"},
         BadCase{"duplicate node",
@@ -145,6 +152,19 @@ Calibration calibration_of(const Experiment& ex) {
       for (const auto& a : ex.apps) c.nodes[n.name].task_seconds[a.name] = 0.01;
   }
   return c;
+}
+
+// issue 20: the LP charges the outputs an application sends back; a calibration made
+// before it sent them has no size for them.
+TEST(CalibrationMatch, AnApplicationSendingOutputsNeedsTheirMeasuredSize) {
+  Experiment ex = two_app_experiment();
+  Calibration c = calibration_of(ex);
+  ex.apps[0].send_output = true;
+  const auto diffs = calibration_differences(c, ex);
+  ASSERT_EQ(diffs.size(), 1u);
+  EXPECT_NE(diffs[0].find("'mm' sends its outputs back"), std::string::npos) << diffs[0];
+  c.nodes["w1"].output_bytes["mm"] = 0.0;  // measured, and empty: enough
+  EXPECT_TRUE(calibration_differences(c, ex).empty());
 }
 
 TEST(CalibrationMatch, ItsOwnExperimentMatches) {

@@ -410,6 +410,10 @@ TEST(Codec, CalibrationKindsRoundTrip) {
   const auto t = round_trip(msg::Measure{"w3", "", msg::Measure::What::task_seconds, 0.0});
   EXPECT_EQ(t.what, msg::Measure::What::task_seconds);
   EXPECT_EQ(t.value, 0.0);  // 0 = too fast to resolve: allowed
+  const auto o = round_trip(msg::Measure{"w3", "gz", msg::Measure::What::output_bytes, 70123.5});
+  EXPECT_EQ(o.what, msg::Measure::What::output_bytes);
+  EXPECT_EQ(o.app, "gz");
+  EXPECT_EQ(o.value, 70123.5);
 }
 
 TEST(Codec, StringsAtTheLimitRoundTrip) {
@@ -690,7 +694,8 @@ TEST(CodecRejects, PolicyPayloadOverTheLimit) {
 TEST(CodecRejects, MeasureFieldsOutOfRange) {
   EXPECT_NO_THROW((void)decode_frame(make_frame(Kind::measure, measure_body(1, 1e9)), 0));
   EXPECT_NO_THROW((void)decode_frame(make_frame(Kind::measure, measure_body(3, 7.0)), 0));  // fallbacks (issue 21)
-  expect_rejected(make_frame(Kind::measure, measure_body(7, 1.0)), 0, "Measure of unknown kind 7");
+  EXPECT_NO_THROW((void)decode_frame(make_frame(Kind::measure, measure_body(7, 65536.0)), 0));  // output_bytes
+  expect_rejected(make_frame(Kind::measure, measure_body(8, 1.0)), 0, "Measure of unknown kind 8");
   EXPECT_NO_THROW((void)decode_frame(make_frame(Kind::measure, measure_body(2, 1e9)), 0));  // out_bandwidth
   expect_rejected(make_frame(Kind::measure, measure_body(0, -1.0)), 0, "negative value");
   expect_rejected(make_frame(Kind::measure, measure_body(0, std::numeric_limits<double>::quiet_NaN())), 0,
