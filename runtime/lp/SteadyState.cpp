@@ -394,9 +394,9 @@ Solution solve(const PlatformModel& m, LpSolver& solver, const SolveOptions& opt
       sent_bytes += s.sent[v][k] * bytes;
     });
     for_each_transfer(m, children, u, false, [&](std::size_t v, std::size_t k, double bytes, bool tasks) {
-      const double busy = link_seconds(m, v, bytes);
-      receiving += s.sent[v][k] * busy;
-      outputs = outputs || (!tasks && busy > 0.0);
+      const double seconds = link_seconds(m, v, bytes);
+      receiving += s.sent[v][k] * seconds;
+      outputs = outputs || (!tasks && seconds > 0.0);
     });
     if (m.comm_model == model::CommModel::one_port)
       s.port_utilisation[u] = std::max(sending, outputs ? receiving : 0.0);
