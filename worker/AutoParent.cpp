@@ -38,6 +38,7 @@ std::string next_to_ask(std::deque<std::string>& queue, std::set<std::string>& a
 /// (re-parenting: this worker) is neither asked nor kept, nor is its subtree.
 Learnt learn_tree(const AutoParentOptions& o) {
   zmq_node::TreeQueryClient client;
+  client.cancel_when(o.cancel);
   Learnt l;
   const auto learn_key = [&](const std::string& endpoint, const std::string& key) {
     if (!o.curve || endpoint.empty() || key.empty()) return;
@@ -98,6 +99,7 @@ Learnt learn_tree(const AutoParentOptions& o) {
 std::optional<plan::LiveTree> learn_subtree(const AutoParentOptions& o) {
   if (o.self_endpoint.empty()) return std::nullopt;
   zmq_node::TreeQueryClient client;
+  client.cancel_when(o.cancel);
   if (o.curve) {
     client.set_curve(*o.curve);
     client.server_key(o.self_endpoint, o.curve->public_key);

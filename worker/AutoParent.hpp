@@ -5,6 +5,7 @@
 /// every node reached to this machine, and choose the parent under which the LP predicts
 /// the highest fair throughput (plan::choose_live_parent: RMSHC, papers/wang2006 §3).
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -23,6 +24,9 @@ struct AutoParentOptions {
   std::uint64_t probe_bytes = 4ull << 20;   ///< bytes per link probe
   int probe_repeats = 2;
   double timeout = 10;                      ///< seconds per question
+  /// Set when the worker ends: questions still asked are given up within 0.1 s
+  /// (TreeQueryClient::cancel_when). nullptr: never.
+  const std::atomic<bool>* cancel = nullptr;
   std::size_t max_nodes = 256;              ///< nodes asked at most
   std::uint64_t seed = 1;
   /// CURVE: this worker's keys and the public key of the node at `join` (the others' keys

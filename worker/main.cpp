@@ -155,6 +155,7 @@ int main(int argc, char** argv) {
           o.leaving = opt.name;
           o.self_endpoint = endpoints.advertise.empty() ? node.endpoint() : endpoints.advertise;
           o.seed = autop.seed + round;
+          o.cancel = &done;  // the run is over: its nodes may not answer, do not wait for them
           try {
             const auto r = treefarm::worker::evaluate_reparent(o, reparent_gain);
             spdlog::info("{}: re-parenting check: under '{}' {:.4g} tasks/s, best other '{}' {:.4g} tasks/s ({} LP solves, "
@@ -174,7 +175,7 @@ int main(int argc, char** argv) {
               node.move_to(r.target);
             }
           } catch (const std::exception& e) {
-            spdlog::warn("{}: re-parenting check failed: {}", opt.name, e.what());
+            if (!done) spdlog::warn("{}: re-parenting check failed: {}", opt.name, e.what());
           }
         }
       });

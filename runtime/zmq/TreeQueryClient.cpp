@@ -20,6 +20,7 @@ TreeQueryClient::~TreeQueryClient() {
 
 std::optional<TreeQueryClient::Answer> TreeQueryClient::ask(const std::string& endpoint, std::uint64_t probe_bytes,
                                                             double timeout) {
+  if (cancelled()) return std::nullopt;
   auto& slot = sockets_[endpoint];
   if (!slot) {
     net::CurveConfig curve;
@@ -47,9 +48,10 @@ std::optional<TreeQueryClient::Answer> TreeQueryClient::ask(const std::string& e
   }
   while (true) {
     const double left = timeout - since(t0);
-    if (left <= 0) break;
+    if (left <= 0 || cancelled()) break;
     zmq_pollitem_t item{static_cast<void*>(socket), 0, ZMQ_POLLIN, 0};
-    zmq::poll(&item, 1, std::chrono::milliseconds(std::max<long>(1, static_cast<long>(left * 1000))));
+    const double slice = cancel_ ? std::min(left, 0.1) : left;  // seconds
+    zmq::poll(&item, 1, std::chrono::milliseconds(std::max<long>(1, static_cast<long>(slice * 1000))));
     if (!(item.revents & ZMQ_POLLIN)) continue;
     auto got = net::try_receive(socket, false);
     if (!got) continue;

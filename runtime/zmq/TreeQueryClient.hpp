@@ -7,6 +7,7 @@
 /// kept open between questions; under CURVE (set_curve) each node's listener must prove the
 /// public key given for its endpoint, and this client's key must be in its authorized_keys.
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -49,9 +50,15 @@ class TreeQueryClient {
   /// The Z85 public key of the listener at `endpoint` (CURVE only).
   void server_key(const std::string& endpoint, const std::string& key) { server_keys_[endpoint] = key; }
   bool curve() const { return own_.has_value(); }
+  /// From now on ask() gives up (nullopt) within 0.1 s of `*flag` becoming true, and asks
+  /// nothing while it is: a worker that ends does not wait for questions to nodes that
+  /// ended with it. nullptr: never.
+  void cancel_when(const std::atomic<bool>* flag) { cancel_ = flag; }
 
  private:
+  bool cancelled() const { return cancel_ && cancel_->load(); }
   zmq::context_t ctx_;
+  const std::atomic<bool>* cancel_ = nullptr;
   std::optional<net::KeyPair> own_;
   std::map<std::string, std::string> server_keys_;
   std::map<std::string, std::unique_ptr<zmq::socket_t>> sockets_;
