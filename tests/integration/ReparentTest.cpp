@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "runtime/node/ExitCode.hpp"
 #include "tests/integration/ProcessTestUtil.hpp"
 #include "tests/support/EveryTaskOnce.hpp"
 
@@ -29,7 +30,7 @@ TEST(ReparentTest, AWorkerThatMovesDuringTheRunKeepsEveryTaskExactlyOnce) {
   auto& master = *tree.master;
   const std::string w2_ep = tree.w2_endpoint;
   Child mover({worker_bin, "--join", w2_ep, "--parent", "auto", "--name", "mover", "--cores", "1", "--probe-bytes", "65536",
-               "--reparent-every", "1", "--reparent-gain", "-1", "--listen", ""},
+               "--reparent-every", "1", "--reparent-gain", "-1", "--listen", "", "--rejoin-timeout", "3"},
               dir.path() / "mover.log");
   const auto rc = master.wait(240);
   ASSERT_TRUE(rc.has_value()) << master.output();
@@ -52,5 +53,14 @@ TEST(ReparentTest, AWorkerThatMovesDuringTheRunKeepsEveryTaskExactlyOnce) {
   const auto j = nlohmann::json::parse(read_file(dir.path() / "out" / "results.json"));
   treefarm::test_support::every_task_once(j, tasks);
   EXPECT_TRUE(j.at("ok").get<bool>());
-  EXPECT_EQ(mover.wait(30).value_or(-1), 0) << log;
+  // It ends with the run — unless its last move raced the run's end: then it was between
+  // parents when the tree shut down, missed the Shutdown, and (as a worker whose parent
+  // may come back, docs/fault-tolerance.md) rejoins for --rejoin-timeout before exiting
+  // with "parent lost". Seen 3 times in 24 runs under load; the tasks are unaffected.
+  const int mover_rc = mover.wait(30).value_or(-1);
+  if (mover_rc != 0) {
+    const std::string final_log = mover.output();
+    EXPECT_EQ(mover_rc, treefarm::node::exit_parent_lost) << final_log;
+    EXPECT_NE(final_log.find("could not rejoin within"), std::string::npos) << final_log;
+  }
 }
