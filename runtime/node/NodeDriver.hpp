@@ -168,6 +168,14 @@ struct RootSetup {
 model::AppSpec app_from_wire(const net::msg::AppInfo& info);
 net::msg::AppInfo app_to_wire(const model::AppSpec& app);
 
+/// Calibration inputs (issue 21): a node's calibration runs of one application take
+/// several inputs in turn, together about this many bytes — more than a last-level
+/// cache, as a run's inputs arrive fresh from the network — and at most this many inputs.
+inline constexpr std::uint64_t calibration_pool_bytes = std::uint64_t{32} << 20;
+inline constexpr std::uint64_t calibration_pool_inputs = 8;
+/// How many inputs of `input_bytes` bytes the calibration of an application takes in turn.
+std::size_t calibration_inputs_for(std::uint64_t input_bytes);
+
 class NodeDriver {
  public:
   /// A worker (no root setup) or the root. `runner` may be null (a node that only
@@ -372,7 +380,10 @@ class NodeDriver {
   double calib_start_at_ = -1;
   double calib_started_ = 0;
   std::optional<CalibrationWindow> calib_window_;     ///< the runs so far, per app
-  std::vector<Payload> calib_inputs_;
+  /// Per app: the inputs its calibration runs take in turn (calibration_inputs_for), and
+  /// the next one's index.
+  std::vector<std::vector<Payload>> calib_inputs_;
+  std::vector<std::size_t> calib_next_input_;
   /// Per app: bytes of output of its calibration runs so far, and how many (issue 20).
   std::vector<std::pair<double, std::uint64_t>> calib_output_;
   std::unique_ptr<LinkProber> prober_;
