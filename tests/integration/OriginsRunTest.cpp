@@ -15,7 +15,9 @@ using namespace treefarm::testing;
 
 namespace {
 
-// m forwards only; w1 and w2 compute. "a" comes from the worker w1, "b" from m.
+// m forwards only; w1 and w2 compute. "a" comes from the worker w1, "b" from m. "a"'s
+// tasks take ~1 ms each (matmul n = 256), so that w1 cannot finish them all on its own
+// before w2's requests come up through m (with n = 32 it sometimes did under CI's load).
 constexpr const char* two_origins = R"(
 [[node]]
 name = "om"
@@ -31,7 +33,7 @@ cores = 1
 [[app]]
 name = "a"
 kernel = "matmul"
-n = 32
+n = 256
 tasks = 150
 origin = "ow1"
 [[app]]
