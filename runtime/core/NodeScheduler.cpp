@@ -129,6 +129,14 @@ std::vector<Action> NodeScheduler::handle(const Event& event, Seconds now) {
   expire_deadlines(out);
   pump(out);
   policy_->take_messages(state_, out);
+  // A push's answer goes before any task sent in the same step: a task taken from a push
+  // may go straight back to the child that pushed it, which must first learn that the
+  // parent took it (else it still holds the task and takes the new copy for a duplicate).
+  // The answer's status is the one after this step's dispatch.
+  std::stable_partition(out.begin(), out.end(), [](const Action& a) {
+    const auto* reply = std::get_if<action::SendPushReply>(&a);
+    return reply && reply->answer;
+  });
   return out;
 }
 
@@ -639,6 +647,7 @@ void NodeScheduler::tasks_pushed(const Event& event, const event::TasksPushed& e
     taken.push_back(t);
   }
   state_.buffer.insert(state_.buffer.begin(), taken.begin(), taken.end());
+  for (const TaskRef& t : taken) buffered_ids_.insert(t.id);
   migration_.count_pushed_in(taken.size());
   migration_.answer_push(e.child, std::move(refused));
 }

@@ -11,6 +11,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "runtime/core/Migration.hpp"
 #include "tests/runtime/core/CoreTestUtil.hpp"
 
@@ -249,11 +251,28 @@ TEST(MigrationPush, ParentAdvertisesIdleRequestersAndTakesWhatFits) {
   EXPECT_THROW(root->handle(event::TasksPushed{ChildId{1}, {task(0, 3), task(0, 3)}, {0, 0}}, 3), ProtocolError);
   // Two pushed, one fits: 0:3 goes to child 2, 0:2 is refused and stays with child 1.
   EXPECT_EQ(names(root->handle(event::TasksPushed{ChildId{1}, {task(0, 3), task(0, 2)}, {0, 0}}, 3)),
-            (Strings{"SendTask child 2 0:3", "AnswerPush child 1 refused 0:2 free 0 queue 0"}));
+            (Strings{"AnswerPush child 1 refused 0:2 free 0 queue 0", "SendTask child 2 0:3"}));
   EXPECT_EQ(root->migration().tasks_pushed_in(), 1u);
   EXPECT_EQ(root->state().children.at(ChildId{1}).in_flight, 3u);
   EXPECT_THROW(root->handle(event::ResultArrived{ChildId{1}, task(0, 3)}, 4), ProtocolError);
   EXPECT_EQ(names(root->handle(event::ResultArrived{ChildId{2}, task(0, 3)}, 4)), Strings{"TaskCompleted 0:3"});
+}
+
+// A task taken from a push can go straight back down to the child that pushed it (here its
+// own request is the oldest): the child must hear that the parent took it before the task
+// comes again, or it still holds it and takes the new copy for a duplicate ("task sent
+// twice": it dropped its parent, and the quickstart's tree came apart under --migration
+// push, session 7). The answer goes first.
+TEST(MigrationPush, TheAnswerGoesBeforeATakenTaskIsSentAgain) {
+  auto root = root_with_bag_at_child_one(MigrationMode::push, 4);
+  EXPECT_EQ(names(root->handle(event::WorkRequested{child(1), 1}, 2)), Strings{});
+  EXPECT_EQ(names(root->handle(event::WorkRequested{child(2), 1}, 2)), Strings{"SendPushStatus child 1 free 1 queue 0"});
+  const Strings out = names(root->handle(event::TasksPushed{ChildId{1}, {task(0, 3)}, {0}}, 3));
+  const auto answer = std::find_if(out.begin(), out.end(), [](const std::string& a) { return a.starts_with("AnswerPush child 1"); });
+  const auto again = std::find(out.begin(), out.end(), "SendTask child 1 0:3");
+  ASSERT_NE(answer, out.end()) << ::testing::PrintToString(out);
+  ASSERT_NE(again, out.end()) << ::testing::PrintToString(out);
+  EXPECT_LT(answer, again) << ::testing::PrintToString(out);
 }
 
 // PUSH, the child's side: it pushes from the back of its buffer when its parent has idle
