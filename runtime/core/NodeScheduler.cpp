@@ -125,6 +125,7 @@ std::vector<Action> NodeScheduler::handle(const Event& event, Seconds now) {
     state_.now = before;  // a rejected event leaves the state unchanged
     throw;
   }
+  const bool answering = migration_.answers_pending();  // only after a push: not on the per-task path
   policy_->observe(state_, event);
   expire_deadlines(out);
   pump(out);
@@ -133,10 +134,11 @@ std::vector<Action> NodeScheduler::handle(const Event& event, Seconds now) {
   // may go straight back to the child that pushed it, which must first learn that the
   // parent took it (else it still holds the task and takes the new copy for a duplicate).
   // The answer's status is the one after this step's dispatch.
-  std::stable_partition(out.begin(), out.end(), [](const Action& a) {
-    const auto* reply = std::get_if<action::SendPushReply>(&a);
-    return reply && reply->answer;
-  });
+  if (answering)
+    std::stable_partition(out.begin(), out.end(), [](const Action& a) {
+      const auto* reply = std::get_if<action::SendPushReply>(&a);
+      return reply && reply->answer;
+    });
   return out;
 }
 

@@ -32,18 +32,22 @@ std::vector<std::vector<std::size_t>> children_of(const PlatformModel& m) {
 /// below it, bertin2008 §2.2); their outputs, result_bytes(k), come back the other way
 /// (issue 20; beaumont2006 §2 takes them as negligible and notes the model holds as well
 /// for outputs). `tasks` says which of the two the bytes are.
+/// The same over the link above node v alone, seen from its parent's end (parent_end) or
+/// from v's.
+template <class F>
+void for_each_transfer_on(const PlatformModel& m, std::size_t v, bool parent_end, bool send, F&& f) {
+  for (std::size_t k = 0; k < m.apps.size(); ++k) {
+    const bool sends_tasks = parent_end != m.flows_up(v, k);
+    const bool tasks = sends_tasks == send;
+    f(v, k, tasks ? m.apps[k].bytes : m.apps[k].result_bytes, tasks);
+  }
+}
+
 template <class F>
 void for_each_transfer(const PlatformModel& m, const std::vector<std::vector<std::size_t>>& children, std::size_t u,
                        bool send, F&& f) {
-  auto link = [&](std::size_t v, bool parent_end) {
-    for (std::size_t k = 0; k < m.apps.size(); ++k) {
-      const bool sends_tasks = parent_end != m.flows_up(v, k);
-      const bool tasks = sends_tasks == send;
-      f(v, k, tasks ? m.apps[k].bytes : m.apps[k].result_bytes, tasks);
-    }
-  };
-  for (std::size_t v : children[u]) link(v, true);
-  if (u > 0) link(u, false);
+  for (std::size_t v : children[u]) for_each_transfer_on(m, v, true, send, f);
+  if (u > 0) for_each_transfer_on(m, u, false, send, f);
 }
 
 /// Seconds of link v one unit of a transfer of `bytes` holds (0 on loopback).
@@ -245,8 +249,8 @@ LpProblem build_steady_state_lp(const PlatformModel& m, SteadyStateVariables& va
       // origin is below v; outputs of the others).
       for (const bool down : {true, false}) {
         row.clear();
-        for_each_transfer(m, children, v, !down, [&](std::size_t w, std::size_t k, double bytes, bool) {
-          if (w == v && var.sent[v][k] != none && bytes > 0.0) row.push_back({var.sent[v][k], link_seconds(m, v, bytes)});
+        for_each_transfer_on(m, v, false, !down, [&](std::size_t, std::size_t k, double bytes, bool) {
+          if (var.sent[v][k] != none && bytes > 0.0) row.push_back({var.sent[v][k], link_seconds(m, v, bytes)});
         });
         if (!row.empty()) lp.add_row(row, -lp_infinity, 1.0);
       }
@@ -377,12 +381,8 @@ Solution solve(const PlatformModel& m, LpSolver& solver, const SolveOptions& opt
     // direction; outputs travel against their tasks, issue 20).
     if (u > 0 && !std::isinf(node.link_bandwidth)) {
       double in = 0.0, out = 0.0;
-      for_each_transfer(m, children, u, false, [&](std::size_t v, std::size_t k, double bytes, bool) {
-        if (v == u) in += s.sent[u][k] * bytes;
-      });
-      for_each_transfer(m, children, u, true, [&](std::size_t v, std::size_t k, double bytes, bool) {
-        if (v == u) out += s.sent[u][k] * bytes;
-      });
+      for_each_transfer_on(m, u, false, false, [&](std::size_t, std::size_t k, double bytes, bool) { in += s.sent[u][k] * bytes; });
+      for_each_transfer_on(m, u, false, true, [&](std::size_t, std::size_t k, double bytes, bool) { out += s.sent[u][k] * bytes; });
       s.link_utilisation[u] = std::max(in, out) / node.link_bandwidth;
     }
     // The port: one-port, the busier of the send and the receive port (the rows above);
