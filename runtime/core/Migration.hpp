@@ -117,8 +117,6 @@ class Migration {
   PushStatus status_for(const NodeState& state, ChildId child) const;
   /// A push from `child` was answered with these refused tasks: sent by push_replies().
   void answer_push(ChildId child, std::vector<TaskRef> refused);
-  /// Answers to pushes not yet taken by push_replies().
-  bool answers_pending() const { return !answers_.empty(); }
   /// The statuses and answers to send now (mode push; a status only when it changed
   /// since the last one sent to that child).
   std::vector<action::SendPushReply> push_replies(const NodeState& state);

@@ -125,7 +125,8 @@ std::vector<Action> NodeScheduler::handle(const Event& event, Seconds now) {
     state_.now = before;  // a rejected event leaves the state unchanged
     throw;
   }
-  const bool answering = migration_.answers_pending();  // only after a push: not on the per-task path
+  // Only a push is answered (tasks_pushed): not on the per-task path.
+  const bool answering = std::holds_alternative<event::TasksPushed>(event);
   policy_->observe(state_, event);
   expire_deadlines(out);
   pump(out);
