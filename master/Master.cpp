@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <optional>
 #include <set>
@@ -459,7 +460,16 @@ int run_master(const MasterOptions& options) {
   model::Calibration calibration;
   std::size_t expected_measures = 0, got_measures = 0;
   std::set<std::string> measured;
+  std::map<std::string, std::size_t> live_children;  // live tree: children joined per node
+  std::size_t live_joined = 0;                       // live tree: nodes joined
   zmq_node::ZmqNode* self = nullptr;
+  // A live tree's calibration is complete once every node that joined is measured and the
+  // nodes expected have joined, or the wait for them is over.
+  const auto calibration_complete = [&](double now) {
+    return got_measures >= expected_measures &&
+           (!options.live_tree || live_joined >= options.wait_for_nodes.value_or(0) || now >= options.wait_timeout);
+  };
+  double last_tick = 0;
   if (calibrating) {
     root.welcome.calibrate_reps = std::max<std::uint32_t>(1, options.calibrate_reps);
     std::uint64_t probe = 1 << 20;
@@ -468,20 +478,37 @@ int run_master(const MasterOptions& options) {
     root.wait_for_nodes = 0;
     calibration.experiment = ex.path;
     calibration.apps = model::app_signatures(ex);
+    const auto expect_kernels = [&](std::uint32_t cores) {
+      for (const auto& app : ex.apps)
+        if (cores > 0 && app.cores_per_task <= cores) ++expected_measures;
+    };
     for (std::size_t i = 0; i < ex.nodes.size(); ++i) {
       const auto& n = ex.nodes[i];
       calibration.nodes[n.name].cores = n.cores;
+      calibration.nodes[n.name].parent = n.parent.value_or("");
       if (i > 0) ++expected_measures;  // the link from its parent
       if (ex.children(i).size() >= 2) ++expected_measures;  // its aggregate output
-      const std::uint32_t cores = i == 0 ? static_cast<std::uint32_t>(compute.cores.size()) : n.cores;
-      for (const auto& app : ex.apps)
-        if (cores > 0 && app.cores_per_task <= cores) ++expected_measures;
+      expect_kernels(i == 0 ? static_cast<std::uint32_t>(compute.cores.size()) : n.cores);
     }
-    spdlog::info("master: calibration run, {} measurements expected", expected_measures);
-    // Record the cores each node advertises when it joins (what it really has).
-    root.on_joined = [&, listed = root.on_joined](const net::msg::NodeJoined& j) {
+    spdlog::info("master: calibration run, {} measurements expected{}", expected_measures,
+                 options.live_tree ? " from the master; more for each node of the live tree that joins" : "");
+    // Record the cores each node advertises when it joins (what it really has). On a live
+    // tree (docs/serve.md) the nodes are those that join: each one adds its link, its
+    // kernels and, at its parent's second child, the parent's aggregate output.
+    root.on_joined = [&, expect_kernels, listed = root.on_joined](const net::msg::NodeJoined& j) {
       listed(j);
-      if (auto it = calibration.nodes.find(j.name); it != calibration.nodes.end()) it->second.cores = j.cores;
+      if (auto it = calibration.nodes.find(j.name); it != calibration.nodes.end()) {
+        it->second.cores = j.cores;
+        return;
+      }
+      if (!options.live_tree) return;
+      auto& nc = calibration.nodes[j.name];
+      nc.cores = j.cores;
+      nc.parent = j.parent;
+      ++expected_measures;
+      expect_kernels(j.cores);
+      if (++live_children[j.parent] == 2) ++expected_measures;
+      ++live_joined;
     };
     root.on_measure = [&](const net::msg::Measure& m) {
       auto it = calibration.nodes.find(m.node);
@@ -514,9 +541,15 @@ int run_master(const MasterOptions& options) {
       // A node measures its aggregate output again when another child joins: count keys once.
       measured.insert(m.node + "/" + m.app + "/" + std::to_string(static_cast<int>(m.what)));
       got_measures = measured.size();
-      if (got_measures >= expected_measures && self) self->finish();
+      if (calibration_complete(last_tick) && self) self->finish();
     };
     root.on_tick = [&](double now) {
+      last_tick = now;
+      if (options.live_tree && calibration_complete(now) && self) {
+        spdlog::info("master: calibration of the live tree: {} nodes joined and measured", live_joined);
+        self->finish();
+        return;
+      }
       if (options.progress)
         std::fprintf(stderr, "[%d s] calibration: %zu/%zu measurements\n", static_cast<int>(now), got_measures,
                      expected_measures);

@@ -72,6 +72,11 @@ struct MasterOptions {
   /// Served tree (master/Server.hpp, docs/serve.md): run on this live root instead of
   /// opening a tree of its own (listen, curve and cores are the live node's).
   zmq_node::ZmqNode* live = nullptr;
+  /// With `live`: the experiment has no [[node]] tables of its own and runs on the tree as
+  /// it is. A calibration run then measures the nodes that join (up to wait_for_nodes, at
+  /// most wait_timeout seconds of waiting) and records each one's parent, so that the
+  /// calibration gives the LP the live tree's shape (docs/serve.md).
+  bool live_tree = false;
   /// Called about once a second while tasks run, on the loop thread, with the run's
   /// progress: {"elapsed" s, "apps": [{name, tasks, done, throughput tasks/s, predicted
   /// tasks/s or null}], "nodes": [{name, parent, cores, done}]} (`treefarm status`).

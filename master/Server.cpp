@@ -5,18 +5,21 @@
 #include <deque>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <mutex>
 #include <regex>
 #include <set>
 #include <span>
 #include <sstream>
 #include <thread>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 #include <zmq.hpp>
 
 #include "runtime/core/Policy.hpp"
+#include "runtime/model/Calibration.hpp"
 #include "runtime/model/Experiment.hpp"
 #include "runtime/model/ExperimentText.hpp"
 #include "runtime/node/ExitCode.hpp"
@@ -42,9 +45,12 @@ struct Job {
   std::uint64_t id = 0;
   std::string client;  ///< routing identity of the submitter
   std::string name;    ///< the experiment file's name, as submitted
-  std::string text;    ///< the experiment (TOML), with a master [[node]] added if it had none
+  std::string text;    ///< the experiment (TOML), as submitted
   std::string policy;  ///< "" = the experiment's
   std::string calibration;  ///< calibration file text ("" = none)
+  /// "" = no calibration here; "first" = calibrate the tree in place, then run with it;
+  /// "only" = calibrate and answer with the calibration, no run (docs/serve.md).
+  std::string calibrate;
   bool live_tree = false;  ///< the experiment had no [[node]]: it runs on the tree as it is
   bool outputs = false;    ///< the client takes the output files (submit --out)
   double submitted = 0;    ///< seconds since the server started
@@ -84,7 +90,47 @@ zmq::message_t read_frame(const std::filesystem::path& path) {
   return m;
 }
 
-/// True if the experiment text has its own [[node]] tables.
+/// The master [[node]] a node-less experiment gets on a served tree: the live root.
+std::string stand_in_master(const std::string& name) {
+  return "\n\n# added by the served master: the experiment runs on the live tree\n[[node]]\nname = " +
+         json(name).dump() + "\ncores = 0\n";
+}
+
+/// The [[node]] tables of the tree a calibration measured, from its nodes' parents, parents
+/// before children: what a node-less experiment gets on a served tree when it comes with a
+/// calibration, so that the LP sees the tree's shape (docs/serve.md, "Calibration and the
+/// lp policy"). `root` is the served master's name. Throws std::invalid_argument naming
+/// `source` when the calibration does not give one tree rooted at `root`.
+std::string tree_tables(const model::Calibration& cal, const std::string& root, const std::string& source) {
+  std::map<std::string, std::vector<std::string>> children;
+  std::vector<std::string> roots;
+  for (const auto& [name, nc] : cal.nodes) {
+    if (nc.parent.empty()) roots.push_back(name);
+    else children[nc.parent].push_back(name);
+  }
+  const auto what = "the calibration " + source + " ";
+  if (cal.nodes.size() > 1 && roots.size() == cal.nodes.size())
+    throw std::invalid_argument(what + "does not record its nodes' parents (it was made before they were recorded): "
+                                "calibrate the served tree in place (treefarm submit --calibrate, or treefarm "
+                                "compare --to without --calibration)");
+  if (roots.size() != 1 || roots[0] != root)
+    throw std::invalid_argument(what + "is of a tree whose master is " +
+                                (roots.size() == 1 ? "'" + roots[0] + "'" : std::to_string(roots.size()) + " nodes") +
+                                "; this served tree's master is '" + root + "'");
+  std::string text = "\n\n# added by the served master: the live tree as the calibration measured it\n";
+  std::vector<std::string> order{root};
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    const auto& name = order[i];
+    const auto& nc = cal.nodes.at(name);
+    text += "[[node]]\nname = " + json(name).dump() + "\n";
+    if (!nc.parent.empty()) text += "parent = " + json(nc.parent).dump() + "\n";
+    text += "cores = " + std::to_string(nc.cores) + "\n\n";
+    for (const auto& c : children[name]) order.push_back(c);
+  }
+  if (order.size() != cal.nodes.size())
+    throw std::invalid_argument(what + "has nodes whose parents are not in it or form a cycle");
+  return text;
+}
 
 /// The submit/status channel: a ROUTER on its own thread and context.
 class Channel {
@@ -194,13 +240,17 @@ class Channel {
     job.text = request.at("experiment").get<std::string>();
     job.policy = request.value("policy", "");
     job.calibration = request.value("calibration", "");
+    job.calibrate = request.value("calibrate", "");
+    if (job.calibrate != "" && job.calibrate != "first" && job.calibrate != "only")
+      throw std::invalid_argument("calibrate '" + job.calibrate + "': expected \"first\" or \"only\"");
+    if (!job.calibrate.empty() && !job.calibration.empty())
+      throw std::invalid_argument("a submission with a calibration file and a request to calibrate: one or the other");
     job.outputs = request.value("outputs", false);
     if (job.name.empty()) job.name = "experiment.toml";
     if (job.text.size() > max_experiment_bytes)
       throw std::invalid_argument("experiment of " + std::to_string(job.text.size()) + " bytes, limit " +
                                   std::to_string(max_experiment_bytes));
     job.live_tree = !model::has_node_tables(job.text);
-    if (job.live_tree) job.text += "\n\n# added by the served master: the experiment runs on the live tree\n[[node]]\nname = \"" + opt_.name + "\"\ncores = 0\n";
     {
       std::lock_guard lock(shared_.mu);
       job.id = shared_.next_id++;
@@ -213,8 +263,20 @@ class Channel {
       std::filesystem::create_directories(dir);
       write_inputs(dir, request.value("inputs", json::array()), files);
       // Refused at once if it does not parse (file, line, field), not when its turn comes.
-      ex = model::parse_experiment(job.text, (dir / job.name).string());
+      ex = model::parse_experiment(job.live_tree ? job.text + stand_in_master(opt_.name) : job.text,
+                                   (dir / job.name).string());
       if (!job.policy.empty()) (void)core::make_policy(job.policy, {});  // an unknown policy name throws here
+      // A calibration sent along is checked now too: a live tree's gives the tree's shape.
+      if (!job.calibration.empty()) {
+        const std::string source = "sent with " + job.name;
+        const auto cal = model::parse_calibration(job.calibration, "(the calibration " + source + ")");
+        if (job.live_tree)
+          model::check_calibration_matches(
+              cal, model::parse_experiment(job.text + tree_tables(cal, opt_.name, source), (dir / job.name).string()),
+              "(the calibration " + source + ")");
+        else
+          model::check_calibration_matches(cal, ex, "(the calibration " + source + ")");
+      }
     } catch (...) {
       std::error_code ec;
       std::filesystem::remove_all(dir, ec);
@@ -364,15 +426,13 @@ int serve(const ServeOptions& o) {
     const auto dir = state / ("job-" + std::to_string(job.id));
     std::filesystem::create_directories(dir);
     const auto file = dir / job.name;
-    {
-      std::ofstream out(file, std::ios::binary);
-      out << job.text;
-    }
+    const auto write_experiment = [&](const std::string& text) {
+      std::ofstream out(file, std::ios::binary | std::ios::trunc);
+      out << text;
+    };
+    write_experiment(job.live_tree ? job.text + stand_in_master(o.name) : job.text);
+    const auto calibration_file = dir / "calibration.json";
     MasterOptions m = o.base;
-    if (!job.calibration.empty()) {
-      m.calibration = (dir / "calibration.toml").string();
-      std::ofstream(m.calibration, std::ios::binary) << job.calibration;
-    }
     m.experiment = file.string();
     m.out_dir = (dir / "out").string();
     m.policy = job.policy;
@@ -405,12 +465,77 @@ int serve(const ServeOptions& o) {
     spdlog::info("{}: experiment {} ({}) starts", o.name, job.id, job.name);
     int rc = node::exit_error;
     std::string error;
-    try {
-      std::filesystem::create_directories(m.out_dir);
-      rc = run_master(m);
-    } catch (const std::exception& e) {
-      error = e.what();
-      spdlog::error("{}: experiment {}: {}", o.name, job.id, error);
+    const auto run = [&](const MasterOptions& options) {
+      try {
+        return run_master(options);
+      } catch (const std::exception& e) {
+        error = e.what();
+        spdlog::error("{}: experiment {}: {}", o.name, job.id, error);
+        return static_cast<int>(node::exit_error);
+      }
+    };
+    // Calibrated in place (docs/serve.md): every node of the tree as it is measures its
+    // kernels and its link, as `treefarm calibrate` does, and the file records each node's
+    // parent: the tree's shape for the LP.
+    std::string calibration = job.calibration;
+    bool calibrated_here = false;
+    if (!job.calibrate.empty()) {
+      MasterOptions c = m;
+      c.calibrate_out = calibration_file.string();
+      c.out_dir.clear();
+      c.cancel = nullptr;
+      c.live_tree = job.live_tree;
+      spdlog::info("{}: experiment {}: calibrating the {} in place", o.name, job.id, job.live_tree ? "live tree" : "experiment's tree");
+      rc = run(c);
+      calibration = rc == node::exit_ok ? read_text(calibration_file) : std::string();
+      calibrated_here = !calibration.empty();
+      if (calibrated_here) {  // one that measured too little (no node joined, say) is refused here
+        try {
+          const auto cal = model::parse_calibration(calibration, calibration_file.string());
+          const std::string tables = job.live_tree ? tree_tables(cal, o.name, calibration_file.string()) : "";
+          const auto measured_ex = model::parse_experiment(job.text + tables, file.string());
+          model::check_calibration_matches(cal, measured_ex, calibration_file.string());
+          for (const auto& app : measured_ex.apps) {
+            bool measured = false;
+            for (const auto& [name, nc] : cal.nodes) measured = measured || nc.task_seconds.count(app.name);
+            if (!measured)
+              throw std::invalid_argument("no node of the tree measured application '" + app.name + "' (" +
+                                          std::to_string(cal.nodes.size() - 1) +
+                                          " nodes besides the master joined; one needs cores >= its cores_per_task)");
+          }
+        } catch (const std::exception& e) {
+          error = std::string("the calibration of the served tree is not usable: ") + e.what();
+          calibrated_here = false;
+        }
+      }
+      if (!calibrated_here && error.empty())
+        error = "the calibration of the served tree failed (exit code " + std::to_string(rc) + ")";
+      if (!calibrated_here && rc == node::exit_ok) rc = node::exit_error;
+    }
+    if (job.calibrate != "only" && (job.calibrate.empty() || calibrated_here) && !shared.cancel_running.load()) {
+      if (!calibration.empty()) {
+        if (!calibrated_here) std::ofstream(calibration_file, std::ios::binary) << calibration;
+        m.calibration = calibration_file.string();
+        if (job.live_tree) {
+          // The run waits for the nodes the calibration measured, as an experiment with
+          // [[node]] tables does; a node gone since then is waited for --live-wait seconds.
+          try {
+            write_experiment(job.text + tree_tables(model::parse_calibration(calibration, m.calibration), o.name,
+                                                    m.calibration));
+            m.wait_for_nodes.reset();
+          } catch (const std::exception& e) {
+            error = e.what();
+          }
+        }
+      }
+      if (error.empty()) {
+        std::filesystem::create_directories(m.out_dir);
+        rc = run(m);
+      } else {
+        rc = node::exit_error;
+      }
+    } else if (job.calibrate == "first" && calibrated_here) {  // cancelled while it calibrated
+      rc = node::exit_interrupted;
     }
     const std::string results = read_text(std::filesystem::path(m.out_dir) / "results.json");
     // The tree and the figures as the run ended (a run shorter than a tick has no status yet).
@@ -433,6 +558,7 @@ int serve(const ServeOptions& o) {
               {"results", results.empty() ? json() : json(results)}};
     if (cancelled) done["cancelled"] = true;
     if (!error.empty()) done["error"] = error;
+    if (calibrated_here) done["calibration"] = calibration;
     spdlog::info("{}: experiment {} ended with exit code {}", o.name, job.id, rc);
     {
       std::lock_guard lock(shared.mu);

@@ -9,11 +9,13 @@
 ///
 /// Submit channel: one JSON object per frame, from a DEALER (tools/ServeClient.hpp):
 ///   {"type":"submit","name":FILE,"experiment":TOML text,"policy":P?,"outputs":bool?,
+///    "calibration":JSON text? | "calibrate":"first"|"only"?,
 ///    "inputs":[{path, bytes}]?} followed by one frame per input (a command's input_file,
 ///      written as STATE/job-N/PATH) → "queued" {id, position}, later "started" {id}; with "outputs" one "output" {id, app,
 ///      name, bytes} per output file of a command application (docs/command-tasks.md), its
 ///      bytes in a second frame; then "done" {id, exit_code, results: results.json text |
-///      null, outputs: count, error?}; a refused submission → "error" {message}
+///      null, outputs: count, error?, calibration: JSON text when the tree was calibrated
+///      in place ("calibrate", docs/serve.md)}; a refused submission → "error" {message}
 ///   {"type":"status"} → "status" {serving, tree, waiting, running?, queue, finished}
 ///   {"type":"cancel","id":N} → "cancelled" {id, was: "queued" | "running"}; a queued
 ///      job's submitter gets "done" {cancelled: true, exit_code: 130}, a running one ends at

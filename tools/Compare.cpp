@@ -364,7 +364,8 @@ int compare_policies(const model::Experiment& ex, const CompareOptions& options,
       return rc;
     }
     // A tree started on this machine shares its CPUs (not an emulated LAN: its own hooks).
-    if (!lo.wrap && !lo.cpus && fs::exists(calibration)) calibrate_local_host(ex, calibration, lo.encrypt, out);
+    if (!options.served && !lo.wrap && !lo.cpus && fs::exists(calibration))
+      calibrate_local_host(ex, calibration, lo.encrypt, out);
     // An emulated LAN: every node a machine of its own, with the CPU its quota gives it.
     if (lo.wrap && fs::exists(calibration)) calibrate_emulated_hosts(ex, calibration, lo.encrypt, out);
   }
@@ -402,6 +403,10 @@ int compare_policies(const model::Experiment& ex, const CompareOptions& options,
     fs::create_directories(dir / policy);
     results.emplace_back(policy, docs.front());
     runs.emplace_back(policy, std::move(docs));
+  }
+  if (runs.empty()) {  // nothing to tabulate or plot: each failure was printed above
+    out << "compare: no policy produced results\n";
+    return worst != 0 ? worst : 1;
   }
   const auto cmp = compare_json(runs);
   auto doc = cmp;

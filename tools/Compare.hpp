@@ -24,6 +24,10 @@ struct CompareOptions {
   /// table, compare.json and compare.png give the mean and the spread of the runs.
   unsigned repeat = 1;
   LaunchOptions launch;                ///< Base options of every run (hooks for emulation).
+  /// The runs go to a served tree (compare --to, docs/serve.md): the runner calibrates it
+  /// there when asked (`--calibrate-out FILE` in master_args), and no host row is added
+  /// from this machine (which nodes of a served tree share a machine is not known).
+  bool served = false;
   /// Called after the table with the output directory (emulation adds the link usage).
   std::function<void(const std::string& dir, std::ostream& out)> after;
 };

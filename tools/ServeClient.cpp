@@ -159,6 +159,7 @@ nlohmann::json ServeClient::submit(const Submission& s, const std::atomic<bool>*
   if (!s.policy.empty()) req["policy"] = s.policy;
   if (!s.out_dir.empty()) req["outputs"] = true;  // output files come back into out_dir/outputs/
   if (!s.calibration.empty()) req["calibration"] = read_file(s.calibration, "calibration file");
+  if (s.calibrate != Submission::Calibrate::no) req["calibrate"] = s.calibrate == Submission::Calibrate::only ? "only" : "first";
   if (!s.out_dir.empty()) std::filesystem::create_directories(s.out_dir);
   // A command's input_file inside the experiment's folder travels with it (one frame each).
   const auto inputs = input_files_of(s.experiment);
@@ -207,6 +208,16 @@ nlohmann::json ServeClient::submit(const Submission& s, const std::atomic<bool>*
   }
   if (!s.out_dir.empty() && j.contains("results") && j["results"].is_string())
     metrics::write_file_atomically(std::filesystem::path(s.out_dir) / "results.json", j["results"].get<std::string>());
+  // A calibration made on the served tree (submit --calibrate, calibrate --to).
+  if (j.contains("calibration") && j["calibration"].is_string()) {
+    const auto file = !s.calibration_out.empty() ? std::filesystem::path(s.calibration_out)
+                      : !s.out_dir.empty()       ? std::filesystem::path(s.out_dir) / "calibration.json"
+                                                 : std::filesystem::path();
+    if (!file.empty()) {
+      if (file.has_parent_path()) std::filesystem::create_directories(file.parent_path());
+      metrics::write_file_atomically(file, j["calibration"].get<std::string>());
+    }
+  }
   return j;
 }
 

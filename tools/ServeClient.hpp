@@ -26,6 +26,13 @@ struct Submission {
   std::string experiment;   ///< experiment file (TOML); sent as text
   std::string policy;       ///< overrides [run] policy ("" = keep)
   std::string calibration;  ///< calibration file sent along ("" = none): the LP prediction
+  /// Calibrate on the served tree (docs/serve.md): `first` = measure the tree in place,
+  /// then run with that calibration (the LP prediction beside the measured); `only` =
+  /// measure and return the calibration, no run. Not with `calibration`.
+  enum class Calibrate { no, first, only } calibrate = Calibrate::no;
+  /// Where a calibration made on the served tree is written ("" = out_dir/calibration.json,
+  /// or nowhere without out_dir); it is also in the "done" message's `calibration`.
+  std::string calibration_out;
   std::string out_dir;      ///< results.json and outputs/APP/ (command output files) go here ("" = not written)
   double timeout = 0;       ///< seconds to wait for the end (0 = no limit)
   /// Each message of the server ("queued", "started", "done") as it arrives.

@@ -124,7 +124,7 @@ Calibration parse_calibration(const std::string& text, const std::string& path) 
   }
 
   c.named_objects(c.member(doc, "nodes", ""), "nodes",
-                  {"name", "cores", "link_bandwidth", "out_bandwidth", "task_seconds", "host", "cpus", "cpu_share",
+                  {"name", "parent", "cores", "link_bandwidth", "out_bandwidth", "task_seconds", "host", "cpus", "cpu_share",
                    "link_bandwidth_min", "link_bandwidth_max", "link_round_trip", "output_bytes"},
                   [&](const Json& node, const std::string& prefix, const std::string& name) {
     NodeCalibration nc;
@@ -167,6 +167,11 @@ Calibration parse_calibration(const std::string& text, const std::string& path) 
     if (const auto it = node.find("host"); it != node.end()) {
       if (!it->is_string()) c.fail(prefix + "host", std::string("expected a string, got ") + it->type_name());
       nc.host = it->get<std::string>();
+    }
+    if (const auto it = node.find("parent"); it != node.end()) {
+      if (!it->is_string()) c.fail(prefix + "parent", std::string("expected a node name, got ") + it->type_name());
+      nc.parent = it->get<std::string>();
+      if (nc.parent == name) c.fail(prefix + "parent", "node '" + name + "' is its own parent");
     }
     if (const auto it = node.find("cpus"); it != node.end()) {
       if (!it->is_array()) c.fail(prefix + "cpus", std::string("expected an array of CPU numbers, got ") + it->type_name());
@@ -240,8 +245,16 @@ std::vector<std::string> calibration_differences(const Calibration& calibration,
   std::set<std::string> names;
   for (const auto& node : experiment.nodes) {
     names.insert(node.name);
-    if (!calibration.nodes.count(node.name))
+    const auto it = calibration.nodes.find(node.name);
+    if (it == calibration.nodes.end()) {
       out.push_back("node '" + node.name + "' is in the experiment, not in the calibration");
+      continue;
+    }
+    // The link measured is the one from the node's parent then (files that record it).
+    const std::string parent = node.parent.value_or("");
+    if (!it->second.parent.empty() && it->second.parent != parent)
+      out.push_back("node '" + node.name + "': its parent is " + (parent.empty() ? "none" : "'" + parent + "'") +
+                    " in the experiment, '" + it->second.parent + "' in the calibration");
   }
   for (const auto& [name, nc] : calibration.nodes)
     if (!names.count(name)) out.push_back("node '" + name + "' is in the calibration, not in the experiment");
@@ -314,6 +327,7 @@ std::string to_json(const Calibration& calibration) {
   Json nodes = Json::array();
   for (const auto& [name, nc] : calibration.nodes) {
     Json node = {{"name", name}, {"cores", nc.cores}};
+    if (!nc.parent.empty()) node["parent"] = nc.parent;
     if (nc.link_bandwidth) node["link_bandwidth"] = *nc.link_bandwidth;
     if (nc.out_bandwidth) node["out_bandwidth"] = *nc.out_bandwidth;
     if (nc.link_bandwidth_min) node["link_bandwidth_min"] = *nc.link_bandwidth_min;

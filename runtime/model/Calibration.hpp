@@ -41,6 +41,10 @@ struct NodeCalibration {
   std::optional<double> out_bandwidth;
   /// Cores the node really computes with.
   std::uint32_t cores = 0;
+  /// Name of the node's parent in the calibrated tree ("" for the master, or unknown in a
+  /// file written before this field existed). What lets a served tree's calibration give
+  /// the tree's shape to the LP (docs/serve.md, "Calibration and the lp policy").
+  std::string parent{};
   /// Name of the host (in Calibration::hosts) the node ran on; "" = unknown.
   std::string host{};
   /// CPUs its executor was pinned to (empty = unknown).

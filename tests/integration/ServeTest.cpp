@@ -6,6 +6,8 @@
 // worker w3 joins between two experiments, waits connected, and the next submission uses it.
 #include <gtest/gtest.h>
 
+#include <map>
+#include <set>
 
 #include <nlohmann/json.hpp>
 
@@ -273,3 +275,107 @@ TEST(Serve, CancelEndsARunningOrQueuedExperimentAndTheTreeStaysAndOutputsComeBac
 }
 
 }  // namespace
+
+// `lp` on a live tree (docs/serve.md, "Calibration and the lp policy"): the served master
+// calibrates the tree as it is — the nodes that joined, each one's parent recorded — and a
+// node-less experiment sent with that calibration runs on that tree with the LP beside it.
+// `compare --to` without --calibration does the same once, then runs all six policies,
+// lp included, on the same workers: none restarts.
+TEST(Serve, CompareOnALiveTreeCalibratesItInPlaceAndRunsEveryPolicyLpIncluded) {
+  TempDir dir;
+  const std::string tag = "sc" + std::to_string(getpid());
+  const std::string w1 = tag + "w1", w2 = tag + "w2";
+  const auto hb = std::vector<std::string>{"--heartbeat-timeout", "2", "--heartbeat-interval", "0.3"};
+  std::vector<std::string> margs{master_bin, "--serve", "--name", "m", "--ready-file", (dir.path() / "m.ep").string(),
+                                 "--bind", "tcp://127.0.0.1:*", "--bind-file", (dir.path() / "submit.ep").string(),
+                                 "--state-dir", (dir.path() / "state").string(), "--live-wait", "20"};
+  margs.insert(margs.end(), hb.begin(), hb.end());
+  Child master(margs, dir.path() / "master.log");
+  const auto mep = wait_for_line(dir.path() / "m.ep");
+  const auto sep = wait_for_line(dir.path() / "submit.ep");
+  ASSERT_FALSE(mep.empty() || sep.empty()) << master.output();
+  auto worker = [&](const std::string& name, const std::string& parent, bool listen) {
+    std::vector<std::string> a{worker_bin, "--parent", parent, "--name", name, "--cores", "1"};
+    if (listen) a.insert(a.end(), {"--ready-file", (dir.path() / (name + ".ep")).string()});
+    else a.insert(a.end(), {"--listen", ""});
+    a.insert(a.end(), hb.begin(), hb.end());
+    return std::make_unique<Child>(a, dir.path() / (name + ".log"));
+  };
+  auto inner = worker(w1, mep, true);
+  const auto w1ep = wait_for_line(dir.path() / (w1 + ".ep"));
+  ASSERT_FALSE(w1ep.empty()) << inner->output();
+  auto leaf = worker(w2, w1ep, false);
+  const pid_t pid1 = inner->pid(), pid2 = leaf->pid();
+  // w2 reached w1, which keeps its Hello for the next run (docs/serve.md, "How it works").
+  ASSERT_TRUE(wait_until([&] { return leaf->output().find("no run now; waiting") != std::string::npos; }, 30))
+      << inner->output() << leaf->output();
+  const auto exp = write_file(dir.path() / "live.toml", live_experiment(100));
+
+  // The tree as it is, measured in place: both workers, each with its parent and kernels.
+  const auto cal_file = (dir.path() / "cal.json").string();
+  const auto cal = run_command(treefarm_bin + " calibrate " + exp + " --to " + sep + " --out " + cal_file);
+  ASSERT_EQ(cal.exit_code, 0) << cal.output << master.output();
+  const auto c = nlohmann::json::parse(read_file(cal_file));
+  std::map<std::string, nlohmann::json> nodes;
+  for (const auto& n : c.at("nodes")) nodes[n.at("name").get<std::string>()] = n;
+  ASSERT_EQ(nodes.size(), 3u) << c.dump(1);
+  EXPECT_EQ(nodes.at(w1).value("parent", ""), "m") << c.dump(1);
+  EXPECT_EQ(nodes.at(w2).value("parent", ""), w1) << c.dump(1);
+  EXPECT_FALSE(nodes.at("m").contains("parent")) << c.dump(1);
+  for (const auto& w : {w1, w2}) {
+    EXPECT_GT(nodes.at(w).at("task_seconds").value("mm", 0.0), 0.0) << c.dump(1);
+    EXPECT_GT(nodes.at(w).at("task_seconds").value("nop", 0.0), 0.0) << c.dump(1);
+    EXPECT_GT(nodes.at(w).value("link_bandwidth", 0.0), 0.0) << c.dump(1);
+  }
+
+  // lp with that calibration: every task once, the LP's prediction beside each application.
+  const auto lp = run_command(treefarm_bin + " submit " + exp + " --to " + sep + " --calibration " + cal_file +
+                              " --policy lp --timeout 150 --out " + (dir.path() / "lp").string());
+  ASSERT_EQ(lp.exit_code, 0) << lp.output << master.output();
+  {
+    const auto r = nlohmann::json::parse(read_file(dir.path() / "lp" / "results.json"));
+    EXPECT_EQ(r.at("policy").get<std::string>(), "lp");
+    const auto per_node = treefarm::test_support::every_task_once(r);
+    EXPECT_GT(per_node.count(w2) ? per_node.at(w2) : 0, 0u) << "the depth-2 worker computed nothing";
+    for (const auto& a : r.at("apps")) EXPECT_GT(a.value("predicted", 0.0), 0.0) << a.dump();
+  }
+
+  // A calibration without parents (an older file) cannot give the tree's shape: refused at
+  // submission, saying what to do.
+  auto old = c;
+  for (auto& n : old.at("nodes")) n.erase("parent");
+  const auto old_file = write_file(dir.path() / "old-cal.json", old.dump());
+  const auto refused = run_command(treefarm_bin + " submit " + exp + " --to " + sep + " --calibration " + old_file +
+                                   " --policy lp --timeout 60");
+  EXPECT_NE(refused.exit_code, 0) << refused.output;
+  EXPECT_NE(refused.output.find("does not record its nodes' parents"), std::string::npos) << refused.output;
+
+  // compare --to, no --calibration: calibrated in place once, then every policy.
+  const auto cmp = run_command(treefarm_bin + " compare " + exp + " --to " + sep + " --timeout 150 --out " +
+                               (dir.path() / "cmp").string());
+  ASSERT_EQ(cmp.exit_code, 0) << cmp.output << master.output();
+  EXPECT_NE(cmp.output.find("calibrating in place"), std::string::npos) << cmp.output;
+  const auto doc = nlohmann::json::parse(read_file(dir.path() / "cmp" / "compare.json"));
+  std::set<std::string> ran;
+  for (const auto& p : doc.at("policies")) ran.insert(p.at("name").get<std::string>());
+  EXPECT_EQ(ran, (std::set<std::string>{"fcfs", "cgbc", "pbc", "lp", "data-centric", "price"})) << doc.dump(1);
+  for (const auto& policy : ran) {
+    const auto r = nlohmann::json::parse(read_file(dir.path() / "cmp" / policy / "results.json"));
+    EXPECT_EQ(r.at("policy").get<std::string>(), policy);
+    treefarm::test_support::every_task_once(r);
+    for (const auto& a : r.at("apps")) EXPECT_GT(a.value("predicted", 0.0), 0.0) << policy << ": " << a.dump();
+  }
+
+  // Nine runs (two calibrations, lp, six policies): the same two workers throughout.
+  EXPECT_FALSE(inner->wait(0).has_value()) << inner->output();
+  EXPECT_FALSE(leaf->wait(0).has_value()) << leaf->output();
+  EXPECT_EQ(inner->pid(), pid1);
+  EXPECT_EQ(leaf->pid(), pid2);
+  EXPECT_EQ(count_of(inner->output(), "staying connected for the next one"), 9u) << inner->output();
+
+  kill(master.pid(), SIGTERM);
+  const auto mrc = master.wait(20);
+  ASSERT_TRUE(mrc.has_value()) << master.output();
+  EXPECT_EQ(*mrc, 0) << master.output();
+  for (auto* w : {inner.get(), leaf.get()}) EXPECT_TRUE(w->wait(20).has_value()) << w->output();
+}

@@ -1,4 +1,5 @@
 // treefarm compare (docs/commands.md).
+#include <algorithm>
 #include <iostream>
 #include <memory>
 
@@ -27,9 +28,10 @@ int run_compare(CompareCli o) {
   ex.path = o.experiment;  // as load_experiment: the launched master reads the file itself
   if (o.policies != "all") o.co.policies = CLI::detail::split(o.policies, ',');
   if (!o.to.endpoint.empty()) {
-    // A served tree: each policy is one submission; no process starts or stops.
-    if (o.co.calibration.empty() && !o.co.no_calibrate)
-      throw std::invalid_argument("compare --to: give --calibration FILE (made beforehand) or --no-calibrate: a served tree is not calibrated in place");
+    // A served tree: each policy is one submission; no process starts or stops. Without
+    // --calibration the tree is calibrated in place first, by one submission that only
+    // calibrates (docs/serve.md); every policy's submission then carries that calibration.
+    o.co.served = true;
     tools::ServeClient client(o.to);
     return tools::compare_policies(
         ex, o.co,
@@ -40,11 +42,22 @@ int run_compare(CompareCli o) {
           s.calibration = l.calibration;
           s.out_dir = l.out_dir;
           s.timeout = l.timeout;
+          const auto a = std::find(l.master_args.begin(), l.master_args.end(), "--calibrate-out");
+          const bool calibrating = a != l.master_args.end() && a + 1 != l.master_args.end();
+          if (calibrating) {
+            s.calibrate = tools::Submission::Calibrate::only;
+            s.calibration_out = *(a + 1);
+            s.policy.clear();
+          }
+          const std::string what = calibrating ? "the calibration" : "policy " + l.policy;
           if (!l.quiet)
             s.on_message = [&](const nlohmann::json& m) {
-              if (m.value("type", "") == "started") std::cout << "compare: policy " << l.policy << " started on the served tree\n";
+              if (m.value("type", "") == "started") std::cout << "compare: " << what << " started on the served tree\n";
             };
           const auto done = client.submit(s, &interrupted());
+          // The submission's own error, not only its exit code (a failed run has no results).
+          if (done.contains("error") && done["error"].is_string())
+            std::cout << "compare: " << what << ": the served master says: " << done["error"].get<std::string>() << "\n";
           return done.value("exit_code", 1);
         },
         std::cout);
@@ -59,7 +72,8 @@ void add_compare_command(CLI::App& app, Commands& out) {
   auto* cmp = app.add_subcommand("compare", "Run the experiment once per policy and set each beside the LP optimum");
   cmp->add_option("experiment", o->experiment, "Experiment file")->required()->check(CLI::ExistingFile);
   cmp->add_option("--policies", o->policies, "all, or a comma-separated list (fcfs,cgbc,pbc,lp,data-centric,price)")->capture_default_str();
-  cmp->add_option("--calibration", o->co.calibration, "Calibration file (default: calibrate in place first)")->check(CLI::ExistingFile);
+  cmp->add_option("--calibration", o->co.calibration,
+                  "Calibration file (default: calibrate in place first; with --to, on the served tree)")->check(CLI::ExistingFile);
   cmp->add_flag("--no-calibrate", o->co.no_calibrate, "No calibration: no LP prediction, policy lp skipped");
   cmp->add_option("--out", o->co.out_dir, "Write DIR/compare.json, DIR/compare.png and DIR/POLICY/ (default out/compare-NAME)");
   cmp->add_option("--repeat", o->co.repeat,

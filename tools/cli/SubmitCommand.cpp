@@ -90,8 +90,12 @@ void add_submit_command(CLI::App& app, Commands& out) {
   add_serve_endpoint_options(*cmd, o->to, true);
   cmd->add_option("--out", o->s.out_dir, "Write DIR/results.json and the output files of command applications (DIR/outputs/APP/)");
   cmd->add_option("--policy", o->s.policy, "Scheduling policy (overrides [run] policy)");
-  cmd->add_option("--calibration", o->s.calibration, "Calibration file sent along: the LP prediction beside the measured")
+  auto* cal = cmd->add_option("--calibration", o->s.calibration, "Calibration file sent along: the LP prediction beside the measured")
       ->check(CLI::ExistingFile);
+  cmd->add_flag_callback("--calibrate", [o] { o->s.calibrate = tools::Submission::Calibrate::first; },
+                         "Calibrate the served tree in place first, then run with that calibration (the LP prediction\n"
+                         "beside the measured; written to DIR/calibration.json with --out)")
+      ->excludes(cal);
   cmd->add_option("--timeout", o->s.timeout, "seconds to wait for the end (0 = no limit); the run itself goes on")
       ->check(CLI::NonNegativeNumber)->capture_default_str();
   cmd->add_flag("--json", o->json, "The server's messages as JSON lines on stdout (results.json only in --out)");

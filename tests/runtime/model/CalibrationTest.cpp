@@ -20,6 +20,7 @@ Calibration sample() {
   c.nodes["master"].cores = 0;
   c.nodes["master"].task_seconds = {};
   c.nodes["w1"].cores = 4;
+  c.nodes["w1"].parent = "master";  // the tree's shape (a served tree's calibration, docs/serve.md)
   c.nodes["w1"].link_bandwidth = 117.3e6;
   c.nodes["w1"].task_seconds = {{"mm", 0.1234567890123}, {"add", 3.3e-4}};
   c.nodes["w1"].link_bandwidth_min = 9.5e7;  // issue 21: the probe rounds' spread
@@ -45,6 +46,7 @@ TEST(Calibration, JsonLayout) {
   EXPECT_NE(json.find("\"format\": \"treefarm-calibration\""), std::string::npos) << json;
   EXPECT_NE(json.find("\"version\": 1"), std::string::npos) << json;
   EXPECT_NE(json.find("\"link_bandwidth\": 117300000.0"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"parent\": \"master\""), std::string::npos) << json;
   EXPECT_EQ(parse_calibration(json, "x.json"), sample());
 }
 
@@ -119,6 +121,10 @@ INSTANTIATE_TEST_SUITE_P(
                 "nodes[1].name", "duplicate"},
         BadCase{"unknown key", HEAD "[{\"name\": \"a\", \"cores\": 1, \"core\": 2}]}", 0,
                 "nodes[0].core", "unknown key"},
+        BadCase{"parent not a name", HEAD "[{\"name\": \"a\", \"cores\": 1, \"parent\": 3}]}", 0,
+                "nodes[0].parent", "expected a node name"},
+        BadCase{"its own parent", HEAD "[{\"name\": \"a\", \"cores\": 1, \"parent\": \"a\"}]}", 0,
+                "nodes[0].parent", "its own parent"},
         BadCase{"not an object", "[1, 2]", 0, "", "expected a JSON object"}),
     [](const ::testing::TestParamInfo<BadCase>& param_info) {
       std::string name = param_info.param.label;
@@ -195,6 +201,30 @@ TEST(CalibrationMatch, OtherNodesAreNamedBothWays) {
     EXPECT_NE(what.find("node 'master' is in the experiment, not in the calibration"), std::string::npos) << what;
     EXPECT_NE(what.find("node 'root' is in the calibration, not in the experiment"), std::string::npos) << what;
   }
+}
+
+// A calibration records each node's parent (docs/serve.md: it gives a served tree's shape
+// to the LP); the same names in another shape measured other links.
+TEST(CalibrationMatch, AnotherParentIsNamed) {
+  const auto ex = parse_experiment(
+      "[[node]]\nname = \"master\"\ncores = 0\n"
+      "[[node]]\nname = \"w1\"\nparent = \"master\"\ncores = 1\n"
+      "[[node]]\nname = \"w2\"\nparent = \"w1\"\ncores = 1\n"
+      "[[app]]\nname = \"mm\"\nkernel = \"matmul\"\nn = 64\ntasks = 10\n",
+      "exp.toml");
+  auto c = calibration_of(ex);
+  EXPECT_TRUE(calibration_differences(c, ex).empty());  // a file without parents: names only
+  c.nodes["w1"].parent = "master";
+  c.nodes["w2"].parent = "w1";
+  EXPECT_TRUE(calibration_differences(c, ex).empty());
+  c.nodes["w2"].parent = "master";
+  const auto diffs = calibration_differences(c, ex);
+  ASSERT_EQ(diffs.size(), 1u);
+  EXPECT_EQ(diffs[0], "node 'w2': its parent is 'w1' in the experiment, 'master' in the calibration");
+  c.nodes["w2"].parent = "w1";
+  c.nodes["master"].parent = "w2";
+  ASSERT_EQ(calibration_differences(c, ex).size(), 1u);
+  EXPECT_EQ(calibration_differences(c, ex)[0], "node 'master': its parent is none in the experiment, 'w2' in the calibration");
 }
 
 TEST(CalibrationMatch, OtherSizesAndKernelsAreNamed) {
