@@ -98,10 +98,14 @@ int run_master(const MasterOptions& options) {
   std::vector<std::vector<bool>> resumed;  // per app: done in an earlier run
   double time_offset = 0;                  // seconds: resumed completions continue the journal's timeline
   model::Experiment ex = model::load_experiment(options.experiment);
-  if (options.origin.empty())
+  // A calibration is of the tree as the file declares it (its nodes' parents), before any re-rooting.
+  std::optional<model::Experiment> declared;
+  if (options.origin.empty()) {
     model::require_root_origins(ex, "treefarm-master");  // several masters: one per origin, --origin
-  else
+  } else {
+    declared = ex;
     ex = model::rerooted(ex, options.origin);  // bertin2008 §2.2: this origin's applications, its tree
+  }
   if (!options.policy.empty()) ex.run.policy = options.policy;
   if (options.buffer) ex.run.buffer = *options.buffer;
   ex.run.one_port_window = options.one_port_window;
@@ -578,7 +582,7 @@ int run_master(const MasterOptions& options) {
                                 "--calibration FILE or use `treefarm run --calibrate`");
   // Prediction from a calibration file (papers/beaumont2006 §3.1, LP (3)).
   if (!options.calibration.empty()) {
-    const auto cal = model::load_calibration_for(options.calibration, ex);
+    const auto cal = model::load_calibration_for(options.calibration, declared ? *declared : ex);
     const auto platform = lp::model_from_calibration(ex, cal);
     const auto solution = lp::solve(platform);
     results.predicted_fair_throughput = solution.fair_throughput;
