@@ -583,7 +583,9 @@ int run_master(const MasterOptions& options) {
   // Prediction from a calibration file (papers/beaumont2006 §3.1, LP (3)).
   if (!options.calibration.empty()) {
     const auto cal = model::load_calibration_for(options.calibration, declared ? *declared : ex);
-    const auto platform = lp::model_from_calibration(ex, cal);
+    auto platform = lp::model_from_calibration(ex, cal);
+    if (options.pooled_inputs)  // no input is generated per task (docs/security.md, "Secret inputs")
+      for (auto& h : platform.hosts) h.input_cpu_seconds_per_byte = 0.0;
     const auto solution = lp::solve(platform);
     results.predicted_fair_throughput = solution.fair_throughput;
     // Tell every node what the calibration and the LP say about it (policies use it).

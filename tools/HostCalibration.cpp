@@ -1,13 +1,21 @@
 #include "tools/HostCalibration.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
 #include <map>
+#include <memory>
 #include <ostream>
+#include <stdexcept>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "runtime/exec/CpuList.hpp"
 #include "runtime/exec/Topology.hpp"
+#include "tasks/Payload.hpp"
 #include "tools/TreeLauncher.hpp"
 
 namespace treefarm::tools {
@@ -30,7 +38,7 @@ std::vector<double> cpu_shares(const std::vector<std::uint32_t>& cores, const st
 
 void add_local_host(model::Calibration& calibration, const model::Experiment& experiment,
                     const std::vector<std::string>& node_cpus, double host_cores, const std::string& host_name,
-                    const CommCost& cost) {
+                    const CommCost& cost, const TaskEndCost& ends) {
   std::vector<std::uint32_t> cores;
   std::vector<std::vector<int>> cpus;
   for (std::size_t i = 0; i < experiment.nodes.size(); ++i) {
@@ -44,6 +52,8 @@ void add_local_host(model::Calibration& calibration, const model::Experiment& ex
   host.cores = host_cores;
   host.comm_cpu_seconds_per_byte = cost.cpu_seconds_per_byte;
   host.comm_cpu_spread = cost.spread;
+  host.input_cpu_seconds_per_byte = ends.input_cpu_seconds_per_byte;
+  host.receive_cpu_seconds_per_byte = ends.receive_cpu_seconds_per_byte;
   for (std::size_t i = 0; i < experiment.nodes.size(); ++i) {
     auto& nc = calibration.nodes[experiment.nodes[i].name];
     nc.host = host_name;
@@ -53,34 +63,129 @@ void add_local_host(model::Calibration& calibration, const model::Experiment& ex
 }
 
 namespace {
+/// The experiment's application with the largest input (whose size the costs are measured with).
+const model::AppSpec* largest_app(const model::Experiment& experiment) {
+  const model::AppSpec* out = nullptr;
+  for (const auto& app : experiment.apps)
+    if (app.kernel != model::Kernel::abstract && app.kernel != model::Kernel::command &&
+        (!out || app.input_bytes() > out->input_bytes()))
+      out = &app;
+  return out;
+}
+
 /// The CPU cost of a byte on this machine, with messages of the experiment's largest input.
 CommCost tree_comm_cost(const model::Experiment& experiment, bool encrypt) {
   std::uint64_t bytes = 1;
   for (const auto& app : experiment.apps) bytes = std::max<std::uint64_t>(bytes, app.input_bytes());
   return measure_comm_cost(bytes, encrypt);
 }
+
+double cpu_seconds(const rusage& r) {
+  return static_cast<double>(r.ru_utime.tv_sec + r.ru_stime.tv_sec) +
+         static_cast<double>(r.ru_utime.tv_usec + r.ru_stime.tv_usec) * 1e-6;
+}
+
+/// CPU seconds of this process's finished children (all their threads) so far.
+double children_cpu_seconds() {
+  rusage r{};
+  ::getrusage(RUSAGE_CHILDREN, &r);
+  return cpu_seconds(r);
+}
+
+/// CPU seconds per byte of generating inputs as the master does: a fresh buffer per task,
+/// filled, released; for about `seconds`.
+double input_generation_cost(const model::AppSpec& app, double seconds) {
+  const auto cpu_now = [] {
+    timespec t{};
+    ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
+  };
+  const double t0 = cpu_now();
+  double bytes = 0, t = t0;
+  for (std::uint64_t i = 0; t - t0 < seconds || bytes == 0; ++i) {
+    auto buffer = std::make_shared<std::vector<std::byte>>();
+    tasks::fill_input(app, 0x5eed + i, 0, 0, *buffer);
+    bytes += static_cast<double>(buffer->size());
+    t = cpu_now();
+  }
+  return bytes > 0 ? (t - t0) / bytes : 0.0;
+}
 }  // namespace
 
+TaskEndCost measure_task_end_cost(const model::AppSpec& app, double gamma, bool encrypt, const std::string& bin_dir) {
+  TaskEndCost out;
+  const std::uint64_t bytes = app.input_bytes();
+  if (bytes < (64u << 10)) return out;
+  out.input_cpu_seconds_per_byte = input_generation_cost(app, 0.3);
+  // A master and one worker of this machine move no-op tasks of the same size: two runs,
+  // ~0.6 and ~2.4 GB, whose difference leaves out the start-up and the end.
+  const auto dir = std::filesystem::temp_directory_path() / ("treefarm-endcost-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::uint64_t short_run = std::clamp<std::uint64_t>(600'000'000 / bytes, 20, 20'000);
+  double cpu[2] = {0, 0};
+  std::uint64_t tasks[2] = {short_run, 4 * short_run};
+  for (int r = 0; r < 2; ++r) {
+    const auto file = dir / ("noop-" + std::to_string(r) + ".toml");
+    std::ofstream(file) << "[[node]]\nname = \"master\"\ncores = 0\n[[node]]\nname = \"w1\"\nparent = \"master\"\n"
+                           "cores = 1\n[[app]]\nname = \"nop\"\nkernel = \"noop\"\nbytes = "
+                        << bytes << "\ntasks = " << tasks[r] << "\n[run]\nbuffer = 4\n";
+    const auto ex = model::load_experiment(file.string());
+    LaunchOptions lo;
+    lo.quiet = true;
+    lo.encrypt = encrypt;
+    lo.timeout = 120;
+    lo.log_level = "warn";
+    lo.master_args = {"--no-table"};
+    lo.bin_dir = bin_dir;
+    lo.out_dir = (dir / ("out-" + std::to_string(r))).string();
+    const std::atomic<bool> never{false};
+    const double before = children_cpu_seconds();
+    const int rc = launch_tree(ex, lo, never);
+    cpu[r] = children_cpu_seconds() - before;
+    if (rc != 0) {
+      std::error_code ec;
+      std::filesystem::remove_all(dir, ec);
+      throw std::runtime_error("measuring the runtime's cost per byte: a no-op tree of " + std::to_string(tasks[r]) +
+                               " tasks of " + std::to_string(bytes) + " bytes ended with exit code " + std::to_string(rc));
+    }
+  }
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
+  out.tree_cpu_seconds_per_byte =
+      std::max(0.0, (cpu[1] - cpu[0]) / (static_cast<double>(tasks[1] - tasks[0]) * static_cast<double>(bytes)));
+  out.receive_cpu_seconds_per_byte = std::max(0.0, out.tree_cpu_seconds_per_byte - gamma - out.input_cpu_seconds_per_byte);
+  return out;
+}
+
 void calibrate_local_host(const model::Experiment& experiment, const std::string& file, bool encrypt,
-                          std::ostream& log) {
+                          std::ostream& log, const std::string& bin_dir) {
   auto calibration = model::load_calibration(file);
   const auto cost = tree_comm_cost(experiment, encrypt);
+  const auto* app = largest_app(experiment);
+  const TaskEndCost ends = app ? measure_task_end_cost(*app, cost.cpu_seconds_per_byte, encrypt, bin_dir) : TaskEndCost{};
   const auto topo = exec::discover_topology();
   char name[256] = {};
   if (gethostname(name, sizeof name - 1) != 0 || name[0] == '\0') std::snprintf(name, sizeof name, "localhost");
   add_local_host(calibration, experiment, assign_cpus(experiment, topo.cores), static_cast<double>(topo.cores.size()),
-                 name, cost);
+                 name, cost, ends);
   model::save_calibration(calibration, file);
   log << "host " << name << ": " << topo.cores.size() << " CPUs shared by the tree's " << experiment.nodes.size()
       << " nodes; moving a byte between two of its processes" << (encrypt ? " (CURVE)" : "") << " costs "
       << cost.cpu_seconds_per_byte * 1e9 << " CPU-ns (spread " << cost.spread * 100 << " % over "
-      << cost.repetitions << " repetitions, " << cost.bytes_per_second / 1e9 << " GB/s)\n";
+      << cost.repetitions << " repetitions, " << cost.bytes_per_second / 1e9 << " GB/s)";
+  if (ends.tree_cpu_seconds_per_byte > 0)
+    log << "; through the runtime (master -> worker, no-op tasks of " << app->input_bytes() << " bytes) "
+        << ends.tree_cpu_seconds_per_byte * 1e9 << " CPU-ns per byte: generating the input "
+        << ends.input_cpu_seconds_per_byte * 1e9 << ", receiving and releasing it " << ends.receive_cpu_seconds_per_byte * 1e9;
+  log << "\n";
 }
 
 void calibrate_emulated_hosts(const model::Experiment& experiment, const std::string& file, bool encrypt,
-                              std::ostream& log) {
+                              std::ostream& log, const std::string& bin_dir) {
   auto calibration = model::load_calibration(file);
   const auto cost = tree_comm_cost(experiment, encrypt);
+  const auto* app = largest_app(experiment);
+  const TaskEndCost ends = app ? measure_task_end_cost(*app, cost.cpu_seconds_per_byte, encrypt, bin_dir) : TaskEndCost{};
   const double machine = static_cast<double>(exec::discover_topology().cores.size());
   for (const auto& spec : experiment.nodes) {
     auto& nc = calibration.nodes[spec.name];
@@ -92,6 +197,8 @@ void calibrate_emulated_hosts(const model::Experiment& experiment, const std::st
     host.cores = std::max(cpu, 1e-6);
     host.comm_cpu_seconds_per_byte = cost.cpu_seconds_per_byte;
     host.comm_cpu_spread = cost.spread;
+    host.input_cpu_seconds_per_byte = ends.input_cpu_seconds_per_byte;
+    host.receive_cpu_seconds_per_byte = ends.receive_cpu_seconds_per_byte;
     nc.host = spec.name;
     nc.cpus.clear();
     nc.cpu_share = cores > 0 ? std::clamp(cpu / static_cast<double>(cores), 1e-6, 1.0) : 1.0;

@@ -22,18 +22,41 @@ namespace treefarm::tools {
 /// CPU set (empty: it computes nothing, share 1).
 std::vector<double> cpu_shares(const std::vector<std::uint32_t>& cores, const std::vector<std::vector<int>>& cpus);
 
+/// What the runtime spends per byte of a task's input at the two ends of its way, beyond
+/// the moves between nodes (issue 21, docs/lp.md "Hosts"), measured on this machine.
+struct TaskEndCost {
+  /// CPU seconds per byte the origin spends generating a task's input: a fresh buffer per
+  /// task, filled and released, as the master does (tasks::fill_input), over many buffers
+  /// (cold memory, as in a run).
+  double input_cpu_seconds_per_byte = 0;
+  /// CPU seconds per byte at the node that computes the task beyond the move and the
+  /// generation: the whole per-byte CPU of a real master → worker tree moving no-op tasks
+  /// of that size (both processes, all threads, from two runs of different lengths so that
+  /// start-up cancels) minus γ and the generation; >= 0.
+  double receive_cpu_seconds_per_byte = 0;
+  /// The whole per-byte CPU of that tree (one hop), for the log.
+  double tree_cpu_seconds_per_byte = 0;
+};
+
+/// Measures TaskEndCost for inputs of `app` (its kernel and size) through treefarm-master
+/// and treefarm-worker started on this machine (about 3 s), `gamma` being the move's cost
+/// (measure_comm_cost). Inputs under 64 KiB: per-task costs dominate, nothing is measured
+/// (zeros). Throws std::runtime_error if a measuring run fails.
+TaskEndCost measure_task_end_cost(const model::AppSpec& app, double gamma, bool encrypt,
+                                  const std::string& bin_dir = "");
+
 /// Records in `calibration` one host `host_name` with `host_cores` CPUs and the
-/// communication cost `cost`, every node of `experiment` on it with its CPU set
-/// (`node_cpus`, CPU lists as TreeLauncher assigns them) and its cpu_shares() share.
+/// communication cost `cost` (and `ends`), every node of `experiment` on it with its CPU
+/// set (`node_cpus`, CPU lists as TreeLauncher assigns them) and its cpu_shares() share.
 void add_local_host(model::Calibration& calibration, const model::Experiment& experiment,
                     const std::vector<std::string>& node_cpus, double host_cores, const std::string& host_name,
-                    const CommCost& cost);
+                    const CommCost& cost, const TaskEndCost& ends = {});
 
 /// After a calibration run of `experiment` on this machine, written to `file`: measures
 /// the communication cost (payload-sized messages, CURVE if `encrypt`), adds this host
 /// (CPU sets as launch_tree assigns them) and rewrites the file. Prints one line to `log`.
 void calibrate_local_host(const model::Experiment& experiment, const std::string& file, bool encrypt,
-                          std::ostream& log);
+                          std::ostream& log, const std::string& bin_dir = "");
 
 /// After a calibration of `experiment` on an emulated LAN (`treefarm emulate`), written
 /// to `file`: every node is a machine of its own, so each becomes a host of its own with
@@ -45,6 +68,6 @@ void calibrate_local_host(const model::Experiment& experiment, const std::string
 /// each end; docs/lp.md "Hosts"), which a node with a twentieth of a core cannot ignore
 /// (docs/results/emulated-lans.md, lan-slices). Prints one line to `log`.
 void calibrate_emulated_hosts(const model::Experiment& experiment, const std::string& file, bool encrypt,
-                              std::ostream& log);
+                              std::ostream& log, const std::string& bin_dir = "");
 
 }  // namespace treefarm::tools

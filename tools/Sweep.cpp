@@ -130,8 +130,8 @@ int sweep(const std::string& experiment_path, const SweepOptions& options, const
     lo.master_args.insert(lo.master_args.end(), {"--calibrate-out", cal});
     int rc = runner(ex, lo);
     if (rc == 0) {
-      if (options.host_record) calibrate_local_host(ex, cal, lo.encrypt, out);
-      else calibrate_emulated_hosts(ex, cal, lo.encrypt, out);  // every node a host of its own
+      if (options.host_record) calibrate_local_host(ex, cal, lo.encrypt, out, lo.bin_dir);
+      else calibrate_emulated_hosts(ex, cal, lo.encrypt, out, lo.bin_dir);  // every node a host of its own
       out << "sweep: n = " << n << ": running\n";
       auto ro = options.launch;
       ro.out_dir = nd.string();

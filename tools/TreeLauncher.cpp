@@ -91,7 +91,7 @@ void check_fits_this_machine(const model::Experiment& ex, std::uint32_t buffer_o
 }
 
 int launch_tree(const model::Experiment& ex, const LaunchOptions& options, const std::atomic<bool>& interrupted) {
-  const std::string bin = self_dir();
+  const std::string bin = options.bin_dir.empty() ? self_dir() : options.bin_dir;
   char tmpl[] = "/tmp/treefarm-run-XXXXXX";
   if (!mkdtemp(tmpl)) throw std::runtime_error("cannot create a temporary directory");
   const fs::path tmp = tmpl;

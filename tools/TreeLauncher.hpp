@@ -25,6 +25,8 @@ struct LaunchOptions {
   std::string log_level = "info";
   std::vector<std::string> master_args;  ///< Extra arguments for treefarm-master.
   std::vector<std::string> worker_args;  ///< Extra arguments for every treefarm-worker.
+  /// Where treefarm-master and treefarm-worker are ("" = next to this executable).
+  std::string bin_dir;
   /// CURVE on every link: a key pair per node is generated in the run's temp directory,
   /// every node admits the tree's keys only.
   bool encrypt = false;

@@ -61,6 +61,12 @@ struct PlatformModel {
     /// and receive together, over the transport in use), measured; a transfer to or from
     /// another host costs half of it here. 0 = not measured (free).
     double comm_cpu_seconds_per_byte = 0.0;
+    /// CPU seconds per byte of input of each task whose origin is on this host: its
+    /// generation (model::HostCalibration). 0 = free (pooled inputs, or not measured).
+    double input_cpu_seconds_per_byte = 0.0;
+    /// CPU seconds per byte of input of each task computed on this host, beyond the move:
+    /// its reception and release (model::HostCalibration). 0 = free.
+    double receive_cpu_seconds_per_byte = 0.0;
   };
   struct App {
     std::string name;

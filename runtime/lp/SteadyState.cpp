@@ -51,6 +51,22 @@ void for_each_transfer(const PlatformModel& m, const std::vector<std::vector<std
 }
 
 /// Seconds of link v one unit of a transfer of `bytes` holds (0 on loopback).
+/// CPU seconds host h spends per task of application k that node u computes (docs/lp.md,
+/// "Hosts"): the kernel where u is on h, the input's reception there (a node computing
+/// its own application's tasks receives nothing), the input's generation where k's origin
+/// is on h. The moves between nodes are charged per link, apart.
+double host_cpu_per_task(const PlatformModel& m, std::size_t h, std::size_t u, std::size_t k) {
+  const auto& host = m.hosts[h];
+  const auto& app = m.apps[k];
+  double cpu = 0.0;
+  if (m.nodes[u].host == static_cast<int>(h)) {
+    cpu += m.nodes[u].task_seconds[k] * m.nodes[u].cpu_share * app.cores_per_task;
+    if (u != app.origin) cpu += host.receive_cpu_seconds_per_byte * app.bytes;
+  }
+  if (m.nodes[app.origin].host == static_cast<int>(h)) cpu += host.input_cpu_seconds_per_byte * app.bytes;
+  return cpu;
+}
+
 double link_seconds(const PlatformModel& m, std::size_t v, double bytes) {
   const double bw = m.nodes[v].link_bandwidth;
   return bytes == 0.0 || std::isinf(bw) ? 0.0 : bytes / bw;
@@ -157,20 +173,23 @@ LpProblem build_steady_state_lp(const PlatformModel& m, SteadyStateVariables& va
   // Hosts (issue 21, docs/lp.md "Hosts"): nodes on one machine share its CPUs. Per host h,
   //   Σ_{u on h} Σ_k α_u^(k)·t_u^(k)·share_u·cpt(k)
   //     + γ_h · Σ_{transfers v touching h} Σ_k sent_v^(k)·b(k)·(1 or ½) <= cores_h,
+  //     + Σ_u Σ_k α_u^(k)·b(k)·(ρ_h·[u on h] + ι_h·[origin(k) on h])   <= cores_h,
   // γ_h the CPU seconds a byte costs to move between two processes of h (a transfer
-  // inside h costs γ_h there, one to or from another host γ_h/2 on each side). And per
-  // set of CPUs that several nodes of h are pinned to: Σ_{u pinned there} ... <= |set|.
+  // inside h costs γ_h there, one to or from another host γ_h/2 on each side), ι_h what
+  // the origin spends per byte generating a task's input, ρ_h what the computing node
+  // spends per byte receiving and releasing it (both measured through the runtime,
+  // tools/HostCalibration). And per set of CPUs that several nodes of h are pinned to:
+  // Σ_{u pinned there} ... <= |set|.
   for (std::size_t h = 0; h < m.hosts.size(); ++h) {
     const double cap = m.hosts[h].cores;
     const double gamma = m.hosts[h].comm_cpu_seconds_per_byte;
     row.clear();
     for (std::size_t u = 0; u < n; ++u) {
       const bool here = m.nodes[u].host == static_cast<int>(h);
-      if (here) {
-        for (std::size_t k = 0; k < kk; ++k)
-          if (var.alpha[u][k] != none)
-            row.push_back({var.alpha[u][k],
-                           m.nodes[u].task_seconds[k] * m.nodes[u].cpu_share * m.apps[k].cores_per_task / cap});
+      for (std::size_t k = 0; k < kk; ++k) {
+        if (var.alpha[u][k] == none) continue;
+        const double cpu = host_cpu_per_task(m, h, u, k);
+        if (cpu > 0.0) row.push_back({var.alpha[u][k], cpu / cap});
       }
       if (u == 0 || gamma <= 0.0) continue;
       const bool parent_here = m.nodes[static_cast<std::size_t>(m.nodes[u].parent)].host == static_cast<int>(h);
@@ -407,9 +426,9 @@ Solution solve(const PlatformModel& m, LpSolver& solver, const SolveOptions& opt
   for (std::size_t u = 0; u < n; ++u) {
     const auto& node = m.nodes[u];
     for (std::size_t k = 0; k < kk; ++k) {
-      if (node.host >= 0 && s.alpha[u][k] > 0.0)  // 0·inf is NaN: a node that cannot run k has t = inf
-        s.host_utilisation[static_cast<std::size_t>(node.host)] +=
-            s.alpha[u][k] * node.task_seconds[k] * node.cpu_share * m.apps[k].cores_per_task;
+      if (s.alpha[u][k] > 0.0)  // 0·inf is NaN: a node that cannot run k has t = inf
+        for (std::size_t h = 0; h < m.hosts.size(); ++h)
+          s.host_utilisation[h] += s.alpha[u][k] * host_cpu_per_task(m, h, u, k);
       if (u == 0) continue;
       const int here = node.host, parent = m.nodes[static_cast<std::size_t>(node.parent)].host;
       const double bytes = s.sent[u][k] * (m.apps[k].bytes + m.apps[k].result_bytes);

@@ -81,6 +81,8 @@ nlohmann::json to_json(const PlatformModel& m, const Solution& s) {
       j["hosts"].push_back({{"name", m.hosts[h].name},
                             {"cores", m.hosts[h].cores},
                             {"comm_cpu_seconds_per_byte", m.hosts[h].comm_cpu_seconds_per_byte},
+                            {"input_cpu_seconds_per_byte", m.hosts[h].input_cpu_seconds_per_byte},
+                            {"receive_cpu_seconds_per_byte", m.hosts[h].receive_cpu_seconds_per_byte},
                             {"cpu_utilisation", s.host_utilisation[h]}});
   }
   j["nodes"] = nlohmann::json::array();
@@ -141,7 +143,9 @@ void print_report(std::ostream& out, const PlatformModel& m, const Solution& s) 
   print_table(out, nodes);
   for (std::size_t h = 0; h < m.hosts.size(); ++h)
     out << "host " << m.hosts[h].name << ": " << num(m.hosts[h].cores) << " CPUs shared by its nodes' tasks and "
-        << "transfers (" << num(m.hosts[h].comm_cpu_seconds_per_byte * 1e9) << " CPU-ns per byte moved), "
+        << "transfers (" << num(m.hosts[h].comm_cpu_seconds_per_byte * 1e9) << " CPU-ns per byte moved, "
+        << num(m.hosts[h].input_cpu_seconds_per_byte * 1e9) << " per input byte generated, "
+        << num(m.hosts[h].receive_cpu_seconds_per_byte * 1e9) << " per input byte received), "
         << percent(s.host_utilisation[h]) << " busy\n";
   out << "\ncpu: busy fraction of the node's cores; link: of the link from its parent ('-': "
          "none or loopback); "

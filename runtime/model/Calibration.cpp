@@ -188,7 +188,8 @@ Calibration parse_calibration(const std::string& text, const std::string& path) 
     if (!cal.nodes.emplace(name, std::move(nc)).second) c.fail(prefix + "name", "duplicate node name '" + name + "'");
   });
   if (const auto it = doc.find("hosts"); it != doc.end()) {
-    c.named_objects(*it, "hosts", {"name", "cores", "comm_cpu_seconds_per_byte", "comm_cpu_spread"},
+    c.named_objects(*it, "hosts", {"name", "cores", "comm_cpu_seconds_per_byte", "comm_cpu_spread",
+                                   "input_cpu_seconds_per_byte", "receive_cpu_seconds_per_byte"},
                     [&](const Json& h, const std::string& prefix, const std::string& name) {
       HostCalibration hc;
       hc.cores = c.positive(c.member(h, "cores", prefix), prefix + "cores", "CPUs");
@@ -201,6 +202,8 @@ Calibration parse_calibration(const std::string& text, const std::string& path) 
       };
       hc.comm_cpu_seconds_per_byte = non_negative("comm_cpu_seconds_per_byte");
       hc.comm_cpu_spread = non_negative("comm_cpu_spread");
+      hc.input_cpu_seconds_per_byte = non_negative("input_cpu_seconds_per_byte");
+      hc.receive_cpu_seconds_per_byte = non_negative("receive_cpu_seconds_per_byte");
       if (!cal.hosts.emplace(name, hc).second) c.fail(prefix + "name", "duplicate host name '" + name + "'");
     });
     for (const auto& [node, nc] : cal.nodes)
@@ -348,9 +351,12 @@ std::string to_json(const Calibration& calibration) {
               {"nodes", std::move(nodes)}};
   if (!calibration.hosts.empty()) {
     Json hosts = Json::array();
-    for (const auto& [name, h] : calibration.hosts)
+    for (const auto& [name, h] : calibration.hosts) {
       hosts.push_back({{"name", name}, {"cores", h.cores}, {"comm_cpu_seconds_per_byte", h.comm_cpu_seconds_per_byte},
                        {"comm_cpu_spread", h.comm_cpu_spread}});
+      if (h.input_cpu_seconds_per_byte > 0) hosts.back()["input_cpu_seconds_per_byte"] = h.input_cpu_seconds_per_byte;
+      if (h.receive_cpu_seconds_per_byte > 0) hosts.back()["receive_cpu_seconds_per_byte"] = h.receive_cpu_seconds_per_byte;
+    }
     doc["hosts"] = std::move(hosts);
   }
   if (!calibration.apps.empty()) {

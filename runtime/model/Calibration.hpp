@@ -79,6 +79,17 @@ struct HostCalibration {
   double comm_cpu_seconds_per_byte = 0;
   /// Spread of that figure over the repetitions of its measurement: (max - min) / median.
   double comm_cpu_spread = 0;
+  /// CPU seconds an application's origin (the master) spends per byte of a task's input
+  /// it generates (a fresh secret input per task, tasks/Payload.hpp), measured on cold
+  /// buffers; >= 0 (0: not measured). Charged on the origin's host per task (docs/lp.md,
+  /// "Hosts").
+  double input_cpu_seconds_per_byte = 0;
+  /// CPU seconds per byte of a task's input spent at the node that computes it, beyond
+  /// the move itself: receiving it into fresh memory, handing it to the executor,
+  /// releasing it — measured through the runtime (a master and a worker of this host
+  /// moving no-op tasks), minus the move and the generation; >= 0 (0: not measured).
+  /// Charged on the computing node's host per task.
+  double receive_cpu_seconds_per_byte = 0;
 
   bool operator==(const HostCalibration&) const = default;
 };

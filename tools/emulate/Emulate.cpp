@@ -119,6 +119,7 @@ int emulate_command(const std::string& experiment, const std::string& mode, cons
     lo.worker_args.push_back("--insecure");
   }
   const std::string bin_dir = options.bin_dir;
+  lo.bin_dir = bin_dir;  // also for the host calibration's own measuring tree (calibrate_emulated_hosts)
   lo.wrap = [&p, bin_dir](std::size_t i) { return p.wrap(i, bin_dir); };
   lo.listen = [&p](std::size_t i) { return p.listen_endpoint(i); };
   lo.parent_endpoint = [&p](std::size_t i, const std::string& bound) { return p.parent_endpoint(i, bound); };
@@ -141,7 +142,7 @@ int emulate_command(const std::string& experiment, const std::string& mode, cons
     const std::string file = std::filesystem::absolute(options.calibration_out).string();
     lo.master_args.insert(lo.master_args.end(), {"--calibrate-out", file});
     rc = tools::launch_tree(ex, lo, interrupted);
-    if (rc == 0 && std::filesystem::exists(file)) tools::calibrate_emulated_hosts(ex, file, lo.encrypt, log);
+    if (rc == 0 && std::filesystem::exists(file)) tools::calibrate_emulated_hosts(ex, file, lo.encrypt, log, lo.bin_dir);
   } else {
     tools::CompareOptions co;
     co.policies = options.policies;

@@ -131,7 +131,8 @@ TEST(ModelFromCalibration, OutputsSentBackCarryTheirMeasuredSize) {
 // issue 21: on one host a link is the host's CPUs copying bytes; its probe rounds are
 // slowed by everything else on those CPUs, which the host row charges: the link is bounded
 // by its fastest round (none resolved: unconstrained) — unless asked (the pessimistic end
-// of the interval). The measured aggregate output stays.
+// of the interval). So is a node's measured aggregate output when all its children are on
+// its host (the host row charges those sends); with a child elsewhere it stays a bound.
 TEST(ModelFromCalibration, LinksWithinOneHostTakeTheirFastestRound) {
   model::Calibration cal;
   cal.hosts["h"] = model::HostCalibration{2.0, 1e-9, 0.5};
@@ -145,16 +146,18 @@ TEST(ModelFromCalibration, LinksWithinOneHostTakeTheirFastestRound) {
   const PlatformModel m = model_from_calibration(experiment(), cal);
   EXPECT_TRUE(std::isinf(m.nodes[1].link_bandwidth));
   EXPECT_EQ(m.nodes[2].link_bandwidth, 8e6);
-  EXPECT_EQ(m.nodes[0].max_out_bandwidth, 3e6);
+  EXPECT_TRUE(std::isinf(m.nodes[0].max_out_bandwidth));
   const PlatformModel bound = model_from_calibration(experiment(), cal, true);
   EXPECT_EQ(bound.nodes[1].link_bandwidth, 2e6);
   EXPECT_EQ(bound.nodes[2].link_bandwidth, 5e6);
+  EXPECT_EQ(bound.nodes[0].max_out_bandwidth, 3e6);
 
-  // w1 on another machine: its link is a link.
+  // w1 on another machine: its link is a link, and the master's output a bound.
   cal.nodes["w1"].host = "g";
   const PlatformModel split = model_from_calibration(experiment(), cal);
   EXPECT_EQ(split.nodes[1].link_bandwidth, 2e6);
   EXPECT_EQ(split.nodes[2].link_bandwidth, 8e6);
+  EXPECT_EQ(split.nodes[0].max_out_bandwidth, 3e6);
 
   // Without hosts (older files) the medians.
   for (const char* n : {"master", "w1", "w2"}) cal.nodes[n].host.clear();

@@ -263,6 +263,34 @@ TEST(SteadyState, HostChargesTheCpuOfEveryTransfer) {
   expect_rel(s.host_utilisation[0], 1.0);
 }
 
+TEST(SteadyState, HostChargesEachInputsGenerationAndReceptionOnce) {
+  // As above (gamma 1 ms per byte, 100-byte tasks: 0.1 CPU-s a hop), plus what the runtime
+  // spends at the two ends of a task's way, per input byte and whatever the hops: 0.5 ms
+  // generating it at the origin (the root, on this host) and 1.5 ms receiving it where it
+  // is computed — 0.2 CPU-s per task. Best: one-hop tasks at 0.5 + 0.1 + 0.2 = 0.8 CPU-s.
+  Builder b = quickstart_on_one_host(1e-3);
+  b.m.hosts[0].input_cpu_seconds_per_byte = 0.5e-3;
+  b.m.hosts[0].receive_cpu_seconds_per_byte = 1.5e-3;
+  Solution s = solve(b.m);
+  expect_rel(s.fair_throughput, 2.0 / 0.8);
+  expect_rel(s.host_utilisation[0], 1.0);
+  // The origin on another host: its generation is not this host's (0.7 CPU-s per task
+  // here); that host has CPU to spare (0.05 CPU-s per task of its 1 CPU).
+  b.m.hosts.push_back(PlatformModel::Host{"origin", 1.0, 1e-3, 0.5e-3, 1.5e-3});
+  b.m.nodes[0].host = 1;
+  s = solve(b.m);
+  // Transfers root -> w1/w2 now cross hosts: half of gamma on each side (0.05 CPU-s here).
+  expect_rel(s.fair_throughput, 2.0 / (0.5 + 0.05 + 0.15));
+  expect_rel(s.host_utilisation[1], (0.05 + 0.05) * s.fair_throughput);
+  // A task the origin computes itself is received by no one.
+  Builder c;
+  c.app("a", 100);
+  c.node("root", -1, 1, inf, {1.0});
+  c.m.hosts.push_back(PlatformModel::Host{"here", 1.0, 0.0, 0.5e-3, 1.5e-3});
+  c.m.nodes[0].host = 0;
+  expect_rel(solve(c.m).fair_throughput, 1.0 / (1.0 + 0.05));
+}
+
 TEST(SteadyState, CpuSetSharedByTwoNodesIsOneRow) {
   // Two workers pinned to the same CPU of a 2-CPU host, measured at half of it (1 s per
   // task, 0.5 CPU-s): together they do at most 1/0.5 = 2 tasks/s, though the host has

@@ -27,6 +27,9 @@ Calibration sample() {
   c.nodes["w1"].link_bandwidth_max = 1.21e8;
   c.nodes["w1"].link_round_trip = 2.5e-4;
   c.nodes["w1"].output_bytes = {{"gz", 70123.5}};  // issue 20: a command's output size
+  // issue 21: the host's costs, the runtime's per-byte costs at a task's two ends included
+  c.hosts["box"] = HostCalibration{2.0, 4.5e-10, 0.25, 1.2e-10, 3.5e-10};
+  c.nodes["w1"].host = "box";
   return c;
 }
 
@@ -47,6 +50,7 @@ TEST(Calibration, JsonLayout) {
   EXPECT_NE(json.find("\"version\": 1"), std::string::npos) << json;
   EXPECT_NE(json.find("\"link_bandwidth\": 117300000.0"), std::string::npos) << json;
   EXPECT_NE(json.find("\"parent\": \"master\""), std::string::npos) << json;
+  EXPECT_NE(json.find("\"receive_cpu_seconds_per_byte\": 3.5e-10"), std::string::npos) << json;
   EXPECT_EQ(parse_calibration(json, "x.json"), sample());
 }
 
