@@ -24,6 +24,47 @@ std::string live_experiment(std::uint64_t tasks) {
          "\n[run]\nbuffer = 4\n";
 }
 
+/// Heartbeats fast enough for a test to see a lost peer within seconds.
+const std::vector<std::string> fast_heartbeats{"--heartbeat-timeout", "2", "--heartbeat-interval", "0.3"};
+
+/// `treefarm-master --serve` named m, its endpoints in DIR/m.ep and DIR/submit.ep.
+std::vector<std::string> served_master_args(const TempDir& dir) {
+  std::vector<std::string> a{master_bin, "--serve", "--name", "m", "--ready-file", (dir.path() / "m.ep").string(),
+                             "--bind", "tcp://127.0.0.1:*", "--bind-file", (dir.path() / "submit.ep").string(),
+                             "--state-dir", (dir.path() / "state").string(), "--live-wait", "20"};
+  a.insert(a.end(), fast_heartbeats.begin(), fast_heartbeats.end());
+  return a;
+}
+
+/// A one-core worker under `parent`: listening for children (its endpoint in DIR/NAME.ep)
+/// or a leaf.
+std::unique_ptr<Child> start_worker(const TempDir& dir, const std::string& name, const std::string& parent, bool listen) {
+  std::vector<std::string> a{worker_bin, "--parent", parent, "--name", name, "--cores", "1"};
+  if (listen) a.insert(a.end(), {"--ready-file", (dir.path() / (name + ".ep")).string()});
+  else a.insert(a.end(), {"--listen", ""});
+  a.insert(a.end(), fast_heartbeats.begin(), fast_heartbeats.end());
+  return std::make_unique<Child>(a, dir.path() / (name + ".log"));
+}
+
+/// A served master m with w1 under it and w2 under w1 (depth 2).
+struct DepthTwoTree {
+  std::unique_ptr<Child> master, inner, leaf;
+  std::string mep, sep;  ///< the master's tree and submit endpoints
+};
+
+/// Starts a DepthTwoTree in `dir`; `leaf` stays empty if a process did not come up.
+DepthTwoTree start_depth_two(const TempDir& dir, const std::string& w1, const std::string& w2) {
+  DepthTwoTree t;
+  t.master = std::make_unique<Child>(served_master_args(dir), dir.path() / "master.log");
+  t.mep = wait_for_line(dir.path() / "m.ep");
+  t.sep = wait_for_line(dir.path() / "submit.ep");
+  if (t.mep.empty() || t.sep.empty()) return t;
+  t.inner = start_worker(dir, w1, t.mep, true);
+  const auto w1ep = wait_for_line(dir.path() / (w1 + ".ep"));
+  if (!w1ep.empty()) t.leaf = start_worker(dir, w2, w1ep, false);
+  return t;
+}
+
 std::size_t count_of(const std::string& text, const std::string& needle) {
   std::size_t n = 0;
   for (auto pos = text.find(needle); pos != std::string::npos; pos = text.find(needle, pos + 1)) ++n;
@@ -34,27 +75,9 @@ TEST(Serve, ThreeSubmissionsRunOnOneTreeWithoutRestartingAWorkerAndALateJoinerIs
   TempDir dir;
   const std::string tag = "sv" + std::to_string(getpid());
   const std::string w1 = tag + "w1", w2 = tag + "w2", w3 = tag + "w3";
-  const auto hb = std::vector<std::string>{"--heartbeat-timeout", "2", "--heartbeat-interval", "0.3"};
-  std::vector<std::string> margs{master_bin, "--serve", "--name", "m", "--ready-file", (dir.path() / "m.ep").string(),
-                                 "--bind", "tcp://127.0.0.1:*", "--bind-file", (dir.path() / "submit.ep").string(),
-                                 "--state-dir", (dir.path() / "state").string(), "--live-wait", "20"};
-  margs.insert(margs.end(), hb.begin(), hb.end());
-  Child master(margs, dir.path() / "master.log");
-  const auto mep = wait_for_line(dir.path() / "m.ep");
-  const auto sep = wait_for_line(dir.path() / "submit.ep");
-  ASSERT_FALSE(mep.empty() || sep.empty()) << master.output();
-
-  auto worker = [&](const std::string& name, const std::string& parent, bool listen) {
-    std::vector<std::string> a{worker_bin, "--parent", parent, "--name", name, "--cores", "1"};
-    if (listen) a.insert(a.end(), {"--ready-file", (dir.path() / (name + ".ep")).string()});
-    else a.insert(a.end(), {"--listen", ""});
-    a.insert(a.end(), hb.begin(), hb.end());
-    return std::make_unique<Child>(a, dir.path() / (name + ".log"));
-  };
-  auto inner = worker(w1, mep, true);
-  const auto w1ep = wait_for_line(dir.path() / (w1 + ".ep"));
-  ASSERT_FALSE(w1ep.empty()) << inner->output();
-  auto leaf = worker(w2, w1ep, false);
+  auto [served, inner, leaf, mep, sep] = start_depth_two(dir, w1, w2);
+  ASSERT_TRUE(leaf) << served->output() << (inner ? inner->output() : "");
+  Child& master = *served;
   const pid_t pid1 = inner->pid(), pid2 = leaf->pid();
 
   // Both wait, connected, before anything is submitted (w2 through w1).
@@ -108,7 +131,7 @@ TEST(Serve, ThreeSubmissionsRunOnOneTreeWithoutRestartingAWorkerAndALateJoinerIs
   EXPECT_EQ(count_of(leaf->output(), "staying connected for the next one"), 3u) << leaf->output();
 
   // A worker that joins between two experiments waits connected and is used by the next.
-  auto late = worker(w3, mep, false);
+  auto late = start_worker(dir, w3, mep, false);
   ASSERT_TRUE(wait_until([&] { return status().at("waiting").size() == 2; }, 30)) << late->output();
   const auto r4 = run_command(treefarm_bin + " submit " + exp + " --to " + sep + " --out " + (dir.path() / "out4").string() +
                               " --timeout 150");
@@ -285,26 +308,9 @@ TEST(Serve, CompareOnALiveTreeCalibratesItInPlaceAndRunsEveryPolicyLpIncluded) {
   TempDir dir;
   const std::string tag = "sc" + std::to_string(getpid());
   const std::string w1 = tag + "w1", w2 = tag + "w2";
-  const auto hb = std::vector<std::string>{"--heartbeat-timeout", "2", "--heartbeat-interval", "0.3"};
-  std::vector<std::string> margs{master_bin, "--serve", "--name", "m", "--ready-file", (dir.path() / "m.ep").string(),
-                                 "--bind", "tcp://127.0.0.1:*", "--bind-file", (dir.path() / "submit.ep").string(),
-                                 "--state-dir", (dir.path() / "state").string(), "--live-wait", "20"};
-  margs.insert(margs.end(), hb.begin(), hb.end());
-  Child master(margs, dir.path() / "master.log");
-  const auto mep = wait_for_line(dir.path() / "m.ep");
-  const auto sep = wait_for_line(dir.path() / "submit.ep");
-  ASSERT_FALSE(mep.empty() || sep.empty()) << master.output();
-  auto worker = [&](const std::string& name, const std::string& parent, bool listen) {
-    std::vector<std::string> a{worker_bin, "--parent", parent, "--name", name, "--cores", "1"};
-    if (listen) a.insert(a.end(), {"--ready-file", (dir.path() / (name + ".ep")).string()});
-    else a.insert(a.end(), {"--listen", ""});
-    a.insert(a.end(), hb.begin(), hb.end());
-    return std::make_unique<Child>(a, dir.path() / (name + ".log"));
-  };
-  auto inner = worker(w1, mep, true);
-  const auto w1ep = wait_for_line(dir.path() / (w1 + ".ep"));
-  ASSERT_FALSE(w1ep.empty()) << inner->output();
-  auto leaf = worker(w2, w1ep, false);
+  auto [served, inner, leaf, mep, sep] = start_depth_two(dir, w1, w2);
+  ASSERT_TRUE(leaf) << served->output() << (inner ? inner->output() : "");
+  Child& master = *served;
   const pid_t pid1 = inner->pid(), pid2 = leaf->pid();
   // w2 reached w1, which keeps its Hello for the next run (docs/serve.md, "How it works").
   ASSERT_TRUE(wait_until([&] { return leaf->output().find("no run now; waiting") != std::string::npos; }, 30))
