@@ -132,6 +132,18 @@ std::string tree_tables(const model::Calibration& cal, const std::string& root, 
   return text;
 }
 
+/// The experiment a job runs with `cal` (its text; on a live tree with tree_tables() added),
+/// checked against the calibration: throws naming `source` if it does not match.
+model::Experiment experiment_with(const std::string& text, bool live_tree, const model::Calibration& cal,
+                                  const std::string& root, const std::string& source, const std::string& path,
+                                  std::string* full_text = nullptr) {
+  const std::string full = live_tree ? text + tree_tables(cal, root, source) : text;
+  auto ex = model::parse_experiment(full, path);
+  model::check_calibration_matches(cal, ex, source);
+  if (full_text) *full_text = full;
+  return ex;
+}
+
 /// The submit/status channel: a ROUTER on its own thread and context.
 class Channel {
  public:
@@ -268,14 +280,9 @@ class Channel {
       if (!job.policy.empty()) (void)core::make_policy(job.policy, {});  // an unknown policy name throws here
       // A calibration sent along is checked now too: a live tree's gives the tree's shape.
       if (!job.calibration.empty()) {
-        const std::string source = "sent with " + job.name;
-        const auto cal = model::parse_calibration(job.calibration, "(the calibration " + source + ")");
-        if (job.live_tree)
-          model::check_calibration_matches(
-              cal, model::parse_experiment(job.text + tree_tables(cal, opt_.name, source), (dir / job.name).string()),
-              "(the calibration " + source + ")");
-        else
-          model::check_calibration_matches(cal, ex, "(the calibration " + source + ")");
+        const std::string source = "(the calibration sent with " + job.name + ")";
+        (void)experiment_with(job.text, job.live_tree, model::parse_calibration(job.calibration, source), opt_.name,
+                              source, (dir / job.name).string());
       }
     } catch (...) {
       std::error_code ec;
@@ -492,9 +499,8 @@ int serve(const ServeOptions& o) {
       if (calibrated_here) {  // one that measured too little (no node joined, say) is refused here
         try {
           const auto cal = model::parse_calibration(calibration, calibration_file.string());
-          const std::string tables = job.live_tree ? tree_tables(cal, o.name, calibration_file.string()) : "";
-          const auto measured_ex = model::parse_experiment(job.text + tables, file.string());
-          model::check_calibration_matches(cal, measured_ex, calibration_file.string());
+          const auto measured_ex =
+              experiment_with(job.text, job.live_tree, cal, o.name, calibration_file.string(), file.string());
           for (const auto& app : measured_ex.apps) {
             bool measured = false;
             for (const auto& [name, nc] : cal.nodes) measured = measured || nc.task_seconds.count(app.name);
@@ -520,8 +526,10 @@ int serve(const ServeOptions& o) {
           // The run waits for the nodes the calibration measured, as an experiment with
           // [[node]] tables does; a node gone since then is waited for --live-wait seconds.
           try {
-            write_experiment(job.text + tree_tables(model::parse_calibration(calibration, m.calibration), o.name,
-                                                    m.calibration));
+            std::string text;
+            (void)experiment_with(job.text, true, model::parse_calibration(calibration, m.calibration), o.name,
+                                  m.calibration, file.string(), &text);
+            write_experiment(text);
             m.wait_for_nodes.reset();
           } catch (const std::exception& e) {
             error = e.what();
