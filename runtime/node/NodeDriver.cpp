@@ -434,6 +434,10 @@ void NodeDriver::send_task(core::ChildId child, core::TaskRef task, double now) 
   const std::uint64_t size = payload ? payload->size() : 0;
   const bool release = welcome_.one_port && !transport_.reports_transfers() && opt_.one_port_window > 0 &&
                        released_bytes_ + size <= opt_.one_port_window;
+  // Transfers that share the link (Transport::transfers_share_link) are observed only if
+  // they had it to themselves throughout: a later one slows those already in flight.
+  if (transport_.transfers_share_link())
+    for (auto& [id, other] : c->sends) other.alone = false;
   c->sends[task.id.value] = SendRecord{now, bytes, c->sends.empty(), release};
   if (release) {
     released_bytes_ += size;
@@ -446,7 +450,11 @@ void NodeDriver::send_task(core::ChildId child, core::TaskRef task, double now) 
 /// A transfer to a child ended (its acknowledgement, or the transport's own report):
 /// the one-port is free again, and the transfer time is what the policies learn the
 /// link from (papers/beaumont2006 §5.1.4). Only transfers that had the link to
-/// themselves are observed: one that queued behind another would under-measure it.
+/// themselves are observed: one that queued behind another on the child's connection
+/// would under-measure it, and so would one that shared the link (SimGrid's concurrent
+/// comms, Transport::transfers_share_link) with any other during its life — on
+/// examples/bertin2008.toml under `price` its 10 kB/s links were learnt as 1–4 kB/s and
+/// priced as if saturated when only a transfer's start was checked.
 void NodeDriver::transfer_done(Child& child, std::uint64_t task_id, double now) {
   auto it = child.sends.find(task_id);
   if (it == child.sends.end()) return;  // not ours to end (a duplicate or late acknowledgement)

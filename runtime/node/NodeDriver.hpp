@@ -260,7 +260,7 @@ class NodeDriver {
   struct SendRecord {
     double sent_at = 0;
     double bytes = 0;
-    bool alone = true;  ///< no other transfer to the same child was in flight at start
+    bool alone = true;  ///< no other transfer to the same child in flight at its start (and, sharing transports, during it)
     bool released = false;  ///< freed the port when sent (NodeOptions::one_port_window)
   };
 

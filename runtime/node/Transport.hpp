@@ -54,6 +54,12 @@ class Transport {
   /// receives.
   virtual bool reports_transfers() const { return false; }
 
+  /// True if transfers to one child run at the same time and share the link (SimGrid's
+  /// concurrent comms); false if they queue one behind the other on the child's
+  /// connection (TCP). NodeDriver then learns a link only from transfers that had it to
+  /// themselves throughout, not only at their start (NodeDriver::transfer_done).
+  virtual bool transfers_share_link() const { return false; }
+
   /// A payload of `bytes` bytes for link probes (zeros; a simulation needs only the size).
   virtual Payload probe_payload(std::size_t bytes) {
     return share(std::make_shared<const std::vector<std::byte>>(bytes));

@@ -49,6 +49,7 @@ class NodeActor final : public node::Transport, public node::LocalRunner {
   void drop_child(node::PeerId) override {}
   void restart() override;
   bool reports_transfers() const override { return true; }
+  bool transfers_share_link() const override { return true; }
   node::Payload probe_payload(std::size_t bytes) override;
 
   // node::LocalRunner

@@ -70,6 +70,35 @@ std::optional<Assignment> PlanFollower::select(const NodeState& state) {
   return Assignment{*request_of[*i], *oldest_task[choices_[*i].app.value]};
 }
 
+PlanFollower::Draw PlanFollower::next_draw(const NodeState& state) {
+  sync(state);
+  Draw draw;
+  if (!plan_ || state.requests.empty()) return draw;
+  const std::size_t k = state.config.apps.size();
+  std::vector<bool> buffered(k, false);
+  for (const TaskRef t : state.buffer)
+    if (t.app().value < k) buffered[t.app().value] = true;
+  std::vector<std::optional<std::size_t>> request_of(choices_.size());
+  for (std::size_t i = 0; i < choices_.size(); ++i) {
+    if (i % k != 0) {
+      request_of[i] = request_of[i - i % k];
+      continue;
+    }
+    for (std::size_t r = 0; r < state.requests.size() && !request_of[i]; ++r)
+      if (state.requests[r].from == choices_[i].to) request_of[i] = r;
+  }
+  auto feasible = [&](std::size_t i) {
+    const AppId a = choices_[i].app;
+    return request_of[i] && (buffered[a.value] || state.source_remaining(a) > 0) &&
+           state.can_assign(choices_[i].to, TaskRef{TaskId::make(a, 0)});
+  };
+  const auto i = balancer_.peek(feasible);
+  if (!i) return draw;
+  draw.planned = true;
+  if (!buffered[choices_[*i].app.value]) draw.app = choices_[*i].app;
+  return draw;
+}
+
 void PlanFollower::assigned(const NodeState& state, const Target& to, TaskRef task) {
   sync(state);
   for (std::size_t i = 0; i < choices_.size(); ++i)

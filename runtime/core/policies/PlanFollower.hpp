@@ -35,6 +35,17 @@ class PlanFollower {
   /// The preferred feasible planned choice as an Assignment (oldest request of that
   /// requester, oldest task of that application), or nullopt if none is feasible.
   std::optional<Assignment> select(const NodeState& state);
+  /// What the root should draw from its bag (papers/beaumont2006 §4: the master holds
+  /// every task, so it can hand each requester what the plan gives it next instead of
+  /// keeping a stock in the ratio of the plan, which clogs the buffer with tasks the
+  /// requesters of the moment were not planned to get when a resource is saturated).
+  struct Draw {
+    bool planned = false;        ///< some planned choice can be made, from the buffer or the bag
+    std::optional<AppId> app;    ///< its application, when no task of it is buffered
+  };
+  /// The choice select() would make if every application with tasks left in the bag had
+  /// one buffered.
+  Draw next_draw(const NodeState& state);
   /// Records that `to` got a task of `task.app()` (whatever chose it).
   void assigned(const NodeState& state, const Target& to, TaskRef task);
 

@@ -12,6 +12,7 @@ namespace treefarm::core {
 
 namespace {
 constexpr double change_tolerance = 0.05;  // relative change of a rate worth a new plan
+constexpr double control_share = 0.02;     // of a link, at most, for the policy's messages
 constexpr std::size_t param_count = 15;
 
 struct Field {
@@ -582,15 +583,23 @@ bool PricePolicy::wants_update(const NodeState& state) const {
 }
 
 // `period`, or half the node's slowest task or transfer if longer: rates cannot be followed
-// faster than tasks move, and updating more often only costs messages.
+// faster than tasks move, and updating more often only costs messages. And at most as
+// often as keeps the messages to each child within control_share of its link: they travel
+// with the tasks, and the agents price the links for tasks only (bertin2008's program has
+// no control traffic) — on examples/bertin2008.toml's 10 kB/s links a 0.1 s period sent
+// 1.6 kB/s of prices down each link and the tasks got 84% of it.
 Seconds PricePolicy::effective_period(const NodeState& state) const {
-  Seconds scale = 0;
-  for (std::size_t k = 0; k < state.config.apps.size(); ++k) {
+  const std::size_t kk = state.config.apps.size();
+  const double message_bytes = 125.0 + 32.0 * static_cast<double>(kk) + (routed() ? 1.0 + 24.0 * static_cast<double>(kk) : 0.0);
+  Seconds scale = 0, control = 0;
+  for (const auto& [id, c] : state.children)
+    if (c.bandwidth > 0) control = std::max(control, message_bytes / (control_share * c.bandwidth));
+  for (std::size_t k = 0; k < kk; ++k) {
     if (k < state.local_seconds.size() && std::isfinite(state.local_seconds[k])) scale = std::max(scale, state.local_seconds[k]);
     for (const auto& [id, c] : state.children)
       if (c.bandwidth > 0) scale = std::max(scale, state.config.apps[k].bytes / c.bandwidth);
   }
-  return std::max(params_.period, scale / 2);
+  return std::max({params_.period, scale / 2, control});
 }
 
 void PricePolicy::take_messages(const NodeState& state, std::vector<Action>& out) {

@@ -6,6 +6,14 @@ namespace treefarm::core {
 
 std::optional<AppId> RatePlanPolicy::next_source_app(const NodeState& state) {
   refresh_mix(state);
+  if (follower_.has_plan()) {
+    // Draw on demand (PlanFollower::next_draw): the task the plan gives a waiting
+    // requester next. Without a planned choice, draw by the mix only for requests the
+    // buffer cannot cover (they are then served unplanned).
+    const auto draw = follower_.next_draw(state);
+    if (draw.planned) return draw.app;
+    if (state.buffer.size() >= state.requests.size()) return std::nullopt;
+  }
   if (plan_mix_.size() == state.config.apps.size()) {
     auto k = plan_mix_.next([&](std::size_t i) { return state.source_remaining(AppId{static_cast<std::uint32_t>(i)}) > 0; });
     if (k) return AppId{static_cast<std::uint32_t>(*k)};

@@ -3,10 +3,11 @@
 /// What the policies that follow rates share: "lp" (rates from the LP, beaumont2006 §4.1),
 /// "data-centric" (rates from trading between neighbours, §4.5) and "price" (rates from
 /// the price agents, bertin2008 Algorithms 3 and 4). Each node follows its plan's tasks/s
-/// per (requester, application) with the 1D mechanism (PlanFollower); the root draws task
-/// types in the ratio of the plan's totals (a second 1D mechanism, the plan mix). How the
-/// rates are made, and what a node does when it has none or no planned choice is
-/// feasible, is each policy's own.
+/// per (requester, application) with the 1D mechanism (PlanFollower); the root draws on
+/// demand what the plan gives the requester waiting (PlanFollower::next_draw), and by the
+/// ratio of the plan's totals (a second 1D mechanism, the plan mix) only what unplanned
+/// requests need. How the rates are made, and what a node does when it has none or no
+/// planned choice is feasible, is each policy's own.
 
 #include <cstdint>
 #include <functional>
@@ -22,8 +23,11 @@ namespace treefarm::core {
 
 class RatePlanPolicy : public Policy {
  public:
-  /// Root: the plan mix's next application with tasks left (once refresh_mix() gave it
-  /// one frequency per application), else the weights (Policy's default).
+  /// Root: with a plan, the application PlanFollower::next_draw names for a waiting
+  /// requester (nothing while a planned choice can be served from the buffer); for
+  /// requests no planned choice serves, as many tasks as the buffer lacks, by the plan
+  /// mix's next application with tasks left (once refresh_mix() gave it one frequency per
+  /// application), else the weights (Policy's default).
   std::optional<AppId> next_source_app(const NodeState& state) final;
   /// The planned choice (PlanFollower), else unplanned_select().
   std::optional<Assignment> select(const NodeState& state) final;

@@ -164,5 +164,49 @@ TEST(LpPolicy, RootMixCountsOnlyItsOwnChildrenNotDeeperNodesOfThePlan) {
   EXPECT_EQ(n, 120u);
 }
 
+// The root draws on demand (PlanFollower::next_draw): its executor is planned on app a,
+// its only child on app b at 1 task/s, but the child's link carries only 0.5 task/s (a
+// plan is never exact). A stock drawn ahead in the ratio of the plan fills with b's, and
+// the executor, waiting, gets a b (unplanned). Every assignment the root makes while both
+// bags have tasks left is a planned one.
+TEST(LpPolicy, RootDrawsOnDemandWhatThePlanGivesTheRequesterWaiting) {
+  TreeSpec spec;
+  spec.policy = "lp";
+  spec.apps = {app("a", 1, 40), app("b", 1, 40)};
+  spec.nodes.resize(2);
+  spec.nodes[0].cores = 1;
+  spec.nodes[0].buffer = 4;
+  spec.nodes[0].task_seconds = {1.0, 1.0};
+  spec.nodes[1].cores = 1;
+  spec.nodes[1].task_seconds = {0.5, 0.5};
+  spec.nodes[1].link_seconds = 2.0;  // the link carries 0.5 task/s, the plan says 1
+  NodePlan root, leaf;
+  root.local = {1, 0};
+  root.children[node_name(1)] = {0, 1};
+  leaf.local = {0, 1};
+  spec.plans = {root, leaf};
+  TreeHarness h(spec);
+  h.start();
+  h.run();
+  ASSERT_TRUE(h.emptiness_check());
+  std::uint64_t assigned = 0, drawn_a = 0, drawn_b = 0, unplanned = 0;
+  for (const auto& r : h.log()) {
+    if (r.node != 0 || drawn_a >= 30 || drawn_b >= 30) continue;  // both bags still have tasks
+    const auto* x = std::get_if<Action>(&r.what);
+    if (!x) continue;
+    if (const auto* st = std::get_if<action::StartTask>(x)) {
+      ++assigned;
+      ++(st->task.app().value == 0 ? drawn_a : drawn_b);
+      unplanned += st->task.app().value != 0;
+    } else if (const auto* se = std::get_if<action::SendTask>(x)) {
+      ++assigned;
+      ++(se->task.app().value == 0 ? drawn_a : drawn_b);
+      unplanned += se->task.app().value != 1;
+    }
+  }
+  EXPECT_GE(assigned, 40u);
+  EXPECT_EQ(unplanned, 0u) << "of " << assigned << " assignments";
+}
+
 }  // namespace
 }  // namespace treefarm::core::testing
