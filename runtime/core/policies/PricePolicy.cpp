@@ -202,7 +202,8 @@ std::vector<std::uint8_t> PricePolicy::encode(Kind kind, const PriceParams& p, c
   return w.take();
 }
 
-PricePolicy::PricePolicy(PriceParams params, PriceRouting routing) : params_(params), routing_(std::move(routing)) {
+PricePolicy::PricePolicy(PriceParams params, PriceRouting routing)
+    : RatePlanPolicy(/*draw_on_demand=*/true), params_(params), routing_(std::move(routing)) {
   check(params_);
 }
 

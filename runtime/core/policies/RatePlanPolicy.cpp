@@ -6,7 +6,7 @@ namespace treefarm::core {
 
 std::optional<AppId> RatePlanPolicy::next_source_app(const NodeState& state) {
   refresh_mix(state);
-  if (follower_.has_plan()) {
+  if (draw_on_demand_ && follower_.has_plan()) {
     // Draw on demand (PlanFollower::next_draw): the task the plan gives a waiting
     // requester next. Without a planned choice, draw by the mix only for requests the
     // buffer cannot cover (they are then served unplanned).

@@ -3,11 +3,11 @@
 /// What the policies that follow rates share: "lp" (rates from the LP, beaumont2006 §4.1),
 /// "data-centric" (rates from trading between neighbours, §4.5) and "price" (rates from
 /// the price agents, bertin2008 Algorithms 3 and 4). Each node follows its plan's tasks/s
-/// per (requester, application) with the 1D mechanism (PlanFollower); the root draws on
-/// demand what the plan gives the requester waiting (PlanFollower::next_draw), and by the
-/// ratio of the plan's totals (a second 1D mechanism, the plan mix) only what unplanned
-/// requests need. How the rates are made, and what a node does when it has none or no
-/// planned choice is feasible, is each policy's own.
+/// per (requester, application) with the 1D mechanism (PlanFollower); the root draws task
+/// types in the ratio of the plan's totals (a second 1D mechanism, the plan mix), or, for
+/// a policy that draws on demand ("price"), what the plan gives the requester waiting
+/// (PlanFollower::next_draw). How the rates are made, and what a node does when it has
+/// none or no planned choice is feasible, is each policy's own.
 
 #include <cstdint>
 #include <functional>
@@ -23,11 +23,17 @@ namespace treefarm::core {
 
 class RatePlanPolicy : public Policy {
  public:
-  /// Root: with a plan, the application PlanFollower::next_draw names for a waiting
-  /// requester (nothing while a planned choice can be served from the buffer); for
-  /// requests no planned choice serves, as many tasks as the buffer lacks, by the plan
-  /// mix's next application with tasks left (once refresh_mix() gave it one frequency per
-  /// application), else the weights (Policy's default).
+  /// `draw_on_demand`: how the root draws (next_source_app). On demand suits rates that
+  /// follow the platform as it runs (price: its agents re-price what they see); a stock in
+  /// the plan's ratio suits a plan made beforehand (lp, data-centric), whose errors the
+  /// unplanned requesters then absorb (docs/policies.md, `lp`, "Root").
+  explicit RatePlanPolicy(bool draw_on_demand = false) : draw_on_demand_(draw_on_demand) {}
+
+  /// Root: the plan mix's next application with tasks left (once refresh_mix() gave it
+  /// one frequency per application), else the weights (Policy's default). Drawing on
+  /// demand, with a plan: the application PlanFollower::next_draw names for a waiting
+  /// requester (nothing while a planned choice can be served from the buffer), and for
+  /// requests no planned choice serves only as many tasks as the buffer lacks.
   std::optional<AppId> next_source_app(const NodeState& state) final;
   /// The planned choice (PlanFollower), else unplanned_select().
   std::optional<Assignment> select(const NodeState& state) final;
@@ -59,6 +65,9 @@ class RatePlanPolicy : public Policy {
   PlanFollower follower_;
   LoadBalancer1D plan_mix_;
   std::uint32_t local_running_ = 0;  ///< tasks given to the local executor, not yet finished
+
+ private:
+  bool draw_on_demand_ = false;
 };
 
 }  // namespace treefarm::core

@@ -1,6 +1,7 @@
 // LP (papers/beaumont2006 §4.1): each node follows the LP rates with the 1D mechanism
 // over (requester, application); the root draws types in proportion to α(k).
 #include "runtime/core/policies/LpPolicy.hpp"
+#include "runtime/core/policies/PlanFollower.hpp"
 
 #include <cmath>
 #include <numeric>
@@ -164,48 +165,41 @@ TEST(LpPolicy, RootMixCountsOnlyItsOwnChildrenNotDeeperNodesOfThePlan) {
   EXPECT_EQ(n, 120u);
 }
 
-// The root draws on demand (PlanFollower::next_draw): its executor is planned on app a,
-// its only child on app b at 1 task/s, but the child's link carries only 0.5 task/s (a
-// plan is never exact). A stock drawn ahead in the ratio of the plan fills with b's, and
-// the executor, waiting, gets a b (unplanned). Every assignment the root makes while both
-// bags have tasks left is a planned one.
-TEST(LpPolicy, RootDrawsOnDemandWhatThePlanGivesTheRequesterWaiting) {
-  TreeSpec spec;
-  spec.policy = "lp";
-  spec.apps = {app("a", 1, 40), app("b", 1, 40)};
-  spec.nodes.resize(2);
-  spec.nodes[0].cores = 1;
-  spec.nodes[0].buffer = 4;
-  spec.nodes[0].task_seconds = {1.0, 1.0};
-  spec.nodes[1].cores = 1;
-  spec.nodes[1].task_seconds = {0.5, 0.5};
-  spec.nodes[1].link_seconds = 2.0;  // the link carries 0.5 task/s, the plan says 1
-  NodePlan root, leaf;
-  root.local = {1, 0};
-  root.children[node_name(1)] = {0, 1};
-  leaf.local = {0, 1};
-  spec.plans = {root, leaf};
-  TreeHarness h(spec);
-  h.start();
-  h.run();
-  ASSERT_TRUE(h.emptiness_check());
-  std::uint64_t assigned = 0, drawn_a = 0, drawn_b = 0, unplanned = 0;
-  for (const auto& r : h.log()) {
-    if (r.node != 0 || drawn_a >= 30 || drawn_b >= 30) continue;  // both bags still have tasks
-    const auto* x = std::get_if<Action>(&r.what);
-    if (!x) continue;
-    if (const auto* st = std::get_if<action::StartTask>(x)) {
-      ++assigned;
-      ++(st->task.app().value == 0 ? drawn_a : drawn_b);
-      unplanned += st->task.app().value != 0;
-    } else if (const auto* se = std::get_if<action::SendTask>(x)) {
-      ++assigned;
-      ++(se->task.app().value == 0 ? drawn_a : drawn_b);
-      unplanned += se->task.app().value != 1;
-    }
-  }
-  EXPECT_GE(assigned, 40u);
-  EXPECT_EQ(unplanned, 0u) << "of " << assigned << " assignments";
+// PlanFollower::next_draw, what a root that draws on demand ("price") takes from its bag:
+// the application of the choice the 1D rule would make if every application with tasks
+// left were buffered — here the executor is planned on a, child 1 on b.
+TEST(PlanFollowerDraw, NamesTheApplicationThePlanGivesTheRequesterWaiting) {
+  NodeState s;
+  s.config = node_config(true, 4, {app("a", 1, 10), app("b", 1, 10)}, /*one_port=*/false);
+  s.drawn.assign(2, 0);
+  s.done_ahead.assign(2, 0);
+  ChildState c;
+  c.info.name = "c";
+  s.children.emplace(ChildId{1}, c);
+  NodePlan plan;
+  plan.local = {1, 0};
+  plan.children["c"] = {0, 1};
+  PlanFollower f;
+  f.set_plan(plan);
+  EXPECT_FALSE(f.next_draw(s).planned) << "nobody waits";
+  s.requests.push_back(PendingRequest{child(1), 0, 0});
+  auto d = f.next_draw(s);
+  EXPECT_TRUE(d.planned);
+  ASSERT_TRUE(d.app.has_value());
+  EXPECT_EQ(d.app->value, 1u) << "the child is planned on b";
+  s.buffer.push_back(task(1, 0));
+  d = f.next_draw(s);
+  EXPECT_TRUE(d.planned);
+  EXPECT_FALSE(d.app.has_value()) << "a buffered b serves it: nothing to draw";
+  // The executor waits instead; the buffer holds a b (the stock a mix would keep): draw an a.
+  s.requests.clear();
+  s.requests.push_back(PendingRequest{Target::executor(), 0, 1});
+  d = f.next_draw(s);
+  ASSERT_TRUE(d.app.has_value());
+  EXPECT_EQ(d.app->value, 0u);
+  // a's bag is empty: no planned choice for the executor.
+  s.drawn[0] = 10;
+  EXPECT_FALSE(f.next_draw(s).planned);
 }
 
 }  // namespace
