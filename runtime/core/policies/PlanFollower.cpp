@@ -5,6 +5,24 @@
 
 namespace treefarm::core {
 
+namespace {
+// Per choice, the index of its requester's oldest pending request (choices come in runs
+// of `apps`, one run per requester: the executor, then each child).
+std::vector<std::optional<std::size_t>> oldest_requests(const std::vector<PlanFollower::Choice>& choices,
+                                                         std::size_t apps, const NodeState& state) {
+  std::vector<std::optional<std::size_t>> out(choices.size());
+  for (std::size_t i = 0; i < choices.size(); ++i) {
+    if (i % apps != 0) {
+      out[i] = out[i - i % apps];
+      continue;
+    }
+    for (std::size_t r = 0; r < state.requests.size() && !out[i]; ++r)
+      if (state.requests[r].from == choices[i].to) out[i] = r;
+  }
+  return out;
+}
+}  // namespace
+
 void PlanFollower::set_plan(std::optional<NodePlan> plan) {
   plan_ = std::move(plan);
   dirty_ = true;
@@ -47,20 +65,7 @@ std::optional<Assignment> PlanFollower::select(const NodeState& state) {
     const auto a = state.buffer[t].app().value;
     if (a < k && !oldest_task[a]) oldest_task[a] = t;
   }
-  // The oldest request of each requester (the executor at index 0, children by choice).
-  auto oldest_request = [&](const Target& to) -> std::optional<std::size_t> {
-    for (std::size_t r = 0; r < state.requests.size(); ++r)
-      if (state.requests[r].from == to) return r;
-    return std::nullopt;
-  };
-  std::vector<std::optional<std::size_t>> request_of(choices_.size());
-  for (std::size_t i = 0; i < choices_.size(); ++i) {
-    if (i % k == 0) {
-      request_of[i] = oldest_request(choices_[i].to);
-    } else {
-      request_of[i] = request_of[i - i % k];
-    }
-  }
+  const auto request_of = oldest_requests(choices_, k, state);
   auto feasible = [&](std::size_t i) {
     const auto& task = oldest_task[choices_[i].app.value];
     return request_of[i] && task && state.can_assign(choices_[i].to, state.buffer[*task]);
@@ -78,15 +83,7 @@ PlanFollower::Draw PlanFollower::next_draw(const NodeState& state) {
   std::vector<bool> buffered(k, false);
   for (const TaskRef t : state.buffer)
     if (t.app().value < k) buffered[t.app().value] = true;
-  std::vector<std::optional<std::size_t>> request_of(choices_.size());
-  for (std::size_t i = 0; i < choices_.size(); ++i) {
-    if (i % k != 0) {
-      request_of[i] = request_of[i - i % k];
-      continue;
-    }
-    for (std::size_t r = 0; r < state.requests.size() && !request_of[i]; ++r)
-      if (state.requests[r].from == choices_[i].to) request_of[i] = r;
-  }
+  const auto request_of = oldest_requests(choices_, k, state);
   auto feasible = [&](std::size_t i) {
     const AppId a = choices_[i].app;
     return request_of[i] && (buffered[a.value] || state.source_remaining(a) > 0) &&
