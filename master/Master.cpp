@@ -114,6 +114,14 @@ int run_master(const MasterOptions& options) {
     if (!m) throw std::invalid_argument("--migration: expected off, pull or push, got '" + options.migration + "'");
     ex.run.migration = *m;
   }
+  if (!options.balance.empty()) {
+    const auto b = core::balance_from_string(options.balance);
+    if (!b) throw std::invalid_argument("--balance: expected off, tll or mll, got '" + options.balance + "'");
+    ex.run.balance = *b;
+  }
+  if (ex.run.balance != core::BalanceMode::off && ex.run.migration == core::MigrationMode::off)
+    throw std::invalid_argument(std::string("--balance ") + core::to_string(ex.run.balance) +
+                                ": queue balancing moves tasks by migration; give --migration pull or push too");
   for (std::size_t k = 0; k < ex.apps.size(); ++k) {
     const auto& app = ex.apps[k];
     const std::string field = "app[" + std::to_string(k) + "]";
@@ -243,6 +251,10 @@ int run_master(const MasterOptions& options) {
   node_options.task_deadline_factor = options.task_deadline_factor;
   node_options.task_deadline_floor = options.task_deadline_floor;
   node_options.migration = ex.run.migration;  // lee2010 PULL (docs/migration.md)
+  node_options.balance = ex.run.balance;      // lee2010 slide 17
+  node_options.memory = master_node.memory;   // declared resources override the detected ones
+  node_options.disk = master_node.disk;
+  node_options.speed = master_node.speed.value_or(0.0);
   node_options.one_port_window = ex.run.one_port_window;
   node_options.ack_timeout = options.ack_timeout;
   zmq_node::Endpoints endpoints;

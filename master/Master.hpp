@@ -50,6 +50,7 @@ struct MasterOptions {
   double heartbeat_interval = 1.0;             ///< seconds
   double heartbeat_timeout = 6.0;              ///< seconds
   std::string migration;                       ///< "off" | "pull" | "push"; "" = the experiment's run.migration
+  std::string balance;                         ///< "off" | "tll" | "mll"; "" = the experiment's run.balance
   /// bytes: node::NodeOptions::one_port_window, also used by the LP prediction (0 = off).
   std::uint64_t one_port_window = model::default_one_port_window;
   double task_deadline_factor = 4;             ///< node::NodeOptions::task_deadline_factor

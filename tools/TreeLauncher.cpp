@@ -29,8 +29,18 @@ std::vector<std::string> worker_migration_args(const model::Experiment& ex, cons
   // (docs/migration.md); leaves have no one to pull from, but push to their parent.
   const std::string migration = options.migration.empty() ? core::to_string(ex.run.migration) : options.migration;
   const bool inner = std::any_of(ex.nodes.begin(), ex.nodes.end(), [&](const model::NodeSpec& n) { return n.parent == worker; });
-  if (migration == "off" || (migration != "push" && !inner)) return {};
-  return {"--migration", migration};
+  std::vector<std::string> args;
+  const auto node = std::find_if(ex.nodes.begin(), ex.nodes.end(), [&](const model::NodeSpec& n) { return n.name == worker; });
+  if (node != ex.nodes.end()) {  // declared resources (lee2010 slide 19; docs/migration.md, "Requirements")
+    if (node->memory > 0) args.insert(args.end(), {"--memory", std::to_string(node->memory)});
+    if (node->disk > 0) args.insert(args.end(), {"--disk", std::to_string(node->disk)});
+    if (node->speed) args.insert(args.end(), {"--speed", std::to_string(*node->speed)});
+  }
+  if (migration == "off" || (migration != "push" && !inner)) return args;
+  args.insert(args.end(), {"--migration", migration});
+  const std::string balance = options.balance.empty() ? core::to_string(ex.run.balance) : options.balance;
+  if (balance != "off") args.insert(args.end(), {"--balance", balance});
+  return args;
 }
 
 std::vector<std::string> assign_cpus(const model::Experiment& ex, const std::vector<int>& usable) {
@@ -153,6 +163,7 @@ int launch_tree(const model::Experiment& ex, const LaunchOptions& options, const
   margs.push_back(listen_of(0));
   if (!options.policy.empty()) { margs.push_back("--policy"); margs.push_back(options.policy); }
   if (!options.migration.empty()) { margs.push_back("--migration"); margs.push_back(options.migration); }
+  if (!options.balance.empty()) { margs.push_back("--balance"); margs.push_back(options.balance); }
   if (options.buffer) { margs.push_back("--buffer"); margs.push_back(std::to_string(options.buffer)); }
   if (!options.calibration.empty()) { margs.push_back("--calibration"); margs.push_back(options.calibration); }
   if (options.quiet) margs.push_back("--quiet");

@@ -17,6 +17,7 @@ struct LaunchOptions {
   std::string out_dir;                 ///< results.json and logs/ go here ("" = a temp dir).
   std::string policy;                  ///< Overrides [run] policy.
   std::string migration;               ///< Overrides [run] migration ("off", "pull", "push"; docs/migration.md).
+  std::string balance;                 ///< Overrides [run] balance ("off", "tll", "mll"; docs/migration.md).
   std::uint32_t buffer = 0;            ///< Overrides [run] buffer (0 = keep).
   std::string calibration;             ///< Passed to the master for predictions.
   double timeout = 0;                  ///< seconds for the whole run (0 = none).
@@ -54,7 +55,10 @@ struct LaunchOptions {
 
 /// The `--migration` arguments the launcher gives worker `worker` (docs/migration.md):
 /// options.migration, else the experiment's [run] migration; with pull only to workers
-/// that have children (leaves have no one to pull from), with push to every worker.
+/// that have children (leaves have no one to pull from), with push to every worker; and
+/// `--balance` beside it (options.balance, else [run] balance) when that is not off.
+/// Then the node's declared resources (`memory`, `disk`, `speed` of its [[node]]) as
+/// `--memory`, `--disk`, `--speed`, which override what the worker detects.
 std::vector<std::string> worker_migration_args(const model::Experiment& ex, const LaunchOptions& options,
                                                const std::string& worker);
 

@@ -48,7 +48,10 @@ int main(int argc, char** argv) {
   treefarm::worker::AutoParentOptions autop;
   app.add_option("--join", autop.join, "With --parent auto: endpoint of any node of the tree, tcp://HOST:PORT");
   app.add_option("--advertise", endpoints.advertise, "This worker's listening endpoint as other machines reach it (told to --parent auto joiners; default: the bound one)");
-  app.add_option("--speed", autop.speed, "With --parent auto: flop/s per core of this machine (default: the tree's median task times)")->check(CLI::NonNegativeNumber);
+  app.add_option("--speed", autop.speed, "flop/s per core of this machine: checked against applications' min_speed (default: measured when an application has one) and, with --parent auto, used to predict (default there: the tree's median task times)")->check(CLI::NonNegativeNumber);
+  std::uint64_t memory = 0, disk = 0;
+  app.add_option("--memory", memory, "bytes of memory this worker offers to tasks, checked against applications' memory_per_task (default: the machine's, from hwloc)");
+  app.add_option("--disk", disk, "bytes of free disk this worker offers to tasks, checked against applications' disk_per_task (default: free bytes of the working directory's file system)");
   app.add_option("--probe-bytes", autop.probe_bytes, "With --parent auto: bytes per link probe to each node")->capture_default_str()->check(CLI::Range(std::uint64_t{1}, treefarm::net::max_tree_probe_bytes));
   double reparent_every = 0, reparent_gain = 0.1;
   app.add_option("--reparent-every", reparent_every, "seconds between re-evaluations of the parent: the tree is asked and measured again and this worker moves (leaving its parent cleanly) when another node predicts a fair throughput above (1 + --reparent-gain) x the current one (0 = never; docs/planning.md)")->capture_default_str()->check(CLI::NonNegativeNumber);
@@ -72,6 +75,8 @@ int main(int argc, char** argv) {
   treefarm::cli_support::add_one_port_window_option(app, opt.one_port_window);
   std::string migration = "off";
   app.add_option("--migration", migration, "Task migration (docs/migration.md): pull = when idle, take waiting tasks back from the child with the longest queue for the others (every node answers its parent's pulls); push = push waiting tasks to the parent when it reports idle requesters with a queue 2 or more shorter, and tell the children of this node's own")->capture_default_str()->check(CLI::IsMember({"off", "pull", "push"}));
+  std::string balance = "off";
+  app.add_option("--balance", balance, "Queue balancing over the migration (docs/migration.md, papers/lee2010 slide 17): tll = move waiting tasks while that lowers the total of the two ends' normalised loads (queued and running demand over capacity: cores, memory, disk), mll = the larger of them; off = the queue-length rule")->capture_default_str()->check(CLI::IsMember({"off", "tll", "mll"}));
   app.add_option("--task-deadline-factor", opt.task_deadline_factor, "A task a child holds past max(floor, FACTOR x expected seconds) is re-issued elsewhere (0 = never)")->capture_default_str()->check(CLI::NonNegativeNumber);
   app.add_option("--task-deadline-floor", opt.task_deadline_floor, "seconds: the least time a child is given for a task before it is re-issued")->capture_default_str()->check(CLI::NonNegativeNumber);
   app.add_option("--ack-timeout", opt.ack_timeout, "seconds a child may take to acknowledge a task transfer before it is dropped (0 = never)")->capture_default_str()->check(CLI::NonNegativeNumber);
@@ -80,8 +85,11 @@ int main(int argc, char** argv) {
   cs::setup_app(app, "treefarm-worker");
   if (const auto rc = cs::parse(app, argc, argv)) return *rc;
   opt.migration = *treefarm::core::migration_from_string(migration);
+  opt.balance = *treefarm::core::balance_from_string(balance);
   cs::setup_logging(log_level);
   try {
+    if (opt.balance != treefarm::core::BalanceMode::off && opt.migration == treefarm::core::MigrationMode::off)
+      throw cs::UsageError("--balance " + balance + ": queue balancing moves tasks by migration; give --migration pull or push too");
     const auto topo = treefarm::exec::discover_topology();
     std::vector<int> usable = topo.cores;
     if (!cpus.empty()) {
@@ -97,7 +105,10 @@ int main(int argc, char** argv) {
       usable.resize(static_cast<std::size_t>(cores));
     }
     compute.cores = usable;
-    compute.memory = topo.memory_bytes;
+    compute.memory = memory > 0 ? memory : topo.memory_bytes;
+    opt.memory = compute.memory;
+    opt.disk = disk;
+    opt.speed = autop.speed;
     compute.backfill = !no_backfill;
     compute.speed_probe = treefarm::tasks::speed_per_core;  // `treefarm probe` asks for it
     if (!curve_secret.empty()) {

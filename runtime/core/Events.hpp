@@ -41,6 +41,27 @@ struct PushStatus {
   bool operator==(const PushStatus&) const = default;
 };
 
+/// The resources queued and running tasks hold at a node or subtree (papers/lee2010 slide
+/// 17: "for each resource, sum all jobs' requirements in the queue"), for queue balancing.
+struct Demand {
+  double cores = 0;
+  double memory = 0;   ///< bytes
+  double disk = 0;     ///< bytes
+  Demand& operator+=(const Demand& d) { cores += d.cores; memory += d.memory; disk += d.disk; return *this; }
+  Demand& operator-=(const Demand& d) { cores -= d.cores; memory -= d.memory; disk -= d.disk; return *this; }
+};
+/// What a subtree can run and has in all (papers/lee2010 slides 19-20: a node advertises
+/// its resources): per application, whether some node of the subtree may run it
+/// (`fits`), and the totals of its computing nodes' resources (0 = unknown). A node
+/// reports its own to its parent (action::ReportCapacity) whenever it changes.
+struct SubtreeCapacity {
+  std::vector<bool> fits;
+  std::uint64_t cores = 0;
+  std::uint64_t memory = 0;   ///< bytes
+  std::uint64_t disk = 0;     ///< bytes
+  bool operator==(const SubtreeCapacity&) const = default;
+};
+
 /// What a node knows of a child when it joins.
 struct ChildInfo {
   std::string name;                 ///< The child's node name.
@@ -104,13 +125,20 @@ struct PushAnswered {
   std::vector<TaskRef> refused;
   PushStatus status;
 };
+/// Child `child` reported what its subtree can run and has (it sends it before its first
+/// request, and again whenever it changes).
+struct CapacityReported {
+  ChildId child{};
+  SubtreeCapacity capacity;
+};
 }  // namespace event
 
 using Event = std::variant<event::TaskArrived, event::WorkRequested, event::SendDone,
                            event::LocalTaskFinished, event::ResultArrived, event::ChildJoined,
                            event::ChildLeft, event::TransferObserved, event::Tick,
                            event::PolicyMessage, event::TasksReopened, event::PullRequested,
-                           event::TasksReturned, event::TasksPushed, event::PushAnswered>;
+                           event::TasksReturned, event::TasksPushed, event::PushAnswered,
+                           event::CapacityReported>;
 
 /// Name of the event's kind, for error messages.
 std::string_view event_name(const Event& e);
@@ -170,12 +198,16 @@ struct SendPushReply {
 /// Task migration, PUSH: the parent took `tasks`: this node no longer holds them; the
 /// adapter drops their inputs.
 struct DropTasks { std::vector<TaskRef> tasks; };
+/// Tell the parent what this node's subtree can run and has (event::CapacityReported
+/// there). Never at the root.
+struct ReportCapacity { SubtreeCapacity capacity; };
 }  // namespace action
 
 using Action = std::variant<action::RequestWork, action::SendTask, action::StartTask,
                             action::ForwardResult, action::TaskCompleted, action::RunComplete,
                             action::TaskAbandoned, action::LateResultDropped,
                             action::SendPolicyMessage, action::SendPull, action::ReturnTasks,
-                            action::PushTasks, action::SendPushReply, action::DropTasks>;
+                            action::PushTasks, action::SendPushReply, action::DropTasks,
+                            action::ReportCapacity>;
 
 }  // namespace treefarm::core

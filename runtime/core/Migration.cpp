@@ -12,6 +12,7 @@ namespace treefarm::core {
 namespace {
 /// The modes' names, indexed by MigrationMode.
 constexpr std::array<const char*, 3> mode_names{"off", "pull", "push"};
+constexpr std::array<const char*, 3> balance_names{"off", "tll", "mll"};
 
 /// A child's estimated queue: what its subtree holds beyond what it computes at once (the
 /// tasks in flight to it), less `asked` (tasks already pulled from it).
@@ -29,8 +30,19 @@ std::optional<MigrationMode> migration_from_string(std::string_view text) {
   return std::nullopt;
 }
 
-Migration::Migration(MigrationMode mode, Seconds retry) : mode_(mode), retry_(retry) {
+const char* to_string(BalanceMode mode) { return balance_names.at(static_cast<std::size_t>(mode)); }
+
+std::optional<BalanceMode> balance_from_string(std::string_view text) {
+  for (std::size_t i = 0; i < balance_names.size(); ++i)
+    if (text == balance_names[i]) return static_cast<BalanceMode>(i);
+  return std::nullopt;
+}
+
+Migration::Migration(MigrationMode mode, Seconds retry, BalanceMode balance) : mode_(mode), balance_(balance), retry_(retry) {
   if (!(retry >= 0)) throw std::invalid_argument("migration: retry must be >= 0 seconds");
+  if (balance != BalanceMode::off && mode == MigrationMode::off)
+    throw std::invalid_argument(std::string("queue balancing (") + to_string(balance) +
+                                ") moves tasks by migration: it needs migration pull or push");
 }
 
 // ---- backfilling counters (papers/lee2010 slides 13 and 15) ---------------------------
@@ -98,6 +110,7 @@ std::optional<action::SendPull> Migration::next_pull(const NodeState& state) {
   std::uint64_t asked = 0;
   for (const auto& [c, n] : outstanding_) asked += n;
   if (asked >= state.requests.size()) return std::nullopt;
+  if (balance_ != BalanceMode::off) return next_balanced_pull(state, asked);
 
   // A child's estimated queue, less what was asked of it already; the executor's is 0.
   auto estimate = [&](ChildId id) { return queue_of(state, id, outstanding(id)); };
@@ -231,6 +244,7 @@ std::vector<TaskRef> Migration::push_answered(NodeState& state, const std::vecto
 }
 
 PushStatus Migration::status_for(const NodeState& state, ChildId child) const {
+  if (balance_ != BalanceMode::off) return balanced_status(state, child);
   std::uint64_t others = 0;
   std::int64_t shortest = std::numeric_limits<std::int64_t>::max();
   for (const PendingRequest& r : state.requests) {
@@ -279,6 +293,132 @@ std::vector<action::SendPushReply> Migration::push_replies(const NodeState& stat
     out.push_back(action::SendPushReply{id, false, {}, s});
   }
   return out;
+}
+
+// ---- queue balancing (papers/lee2010 slide 17) ------------------------------------------
+// "For each resource, sum all jobs' requirements in the queue and normalize it with
+// respect to node's resource capability; load on a node defined as the maximum of those"
+// (Leinberger, HCW'00). In the tree a target is the executor or a child's subtree, and
+// its queue is what it holds: the tasks running on the executor, the tasks in flight to
+// the child (queued and running below it). "Minimize total local loads (TLL) / the
+// maximum local load among neighbors (MLL)" over PUSH or PULL: a move of waiting tasks
+// from a child to a requester is made when, and as far as, it lowers that objective.
+
+namespace {
+/// The capacity a target's load is normalised by: cores (at least 1), memory, disk.
+Demand capacity_of(const NodeState& state, const Target& to) {
+  if (to.local)
+    return {std::max(1.0, static_cast<double>(state.config.cores)), static_cast<double>(state.config.memory),
+            static_cast<double>(state.config.disk)};
+  const ChildState& c = state.children.at(to.child);
+  if (c.capacity)
+    return {std::max<double>(1.0, static_cast<double>(c.capacity->cores)), static_cast<double>(c.capacity->memory),
+            static_cast<double>(c.capacity->disk)};
+  return {std::max(1.0, static_cast<double>(c.info.cores)), 0, 0};
+}
+const Demand& held_by(const NodeState& state, const Target& to) {
+  return to.local ? state.local_held : state.children.at(to.child).held;
+}
+Demand scaled(const Demand& d, double n) { return {d.cores * n, d.memory * n, d.disk * n}; }
+}  // namespace
+
+double Migration::load(const NodeState& state, const Target& to, const Demand& extra) {
+  Demand d = held_by(state, to);
+  d += extra;
+  const Demand cap = capacity_of(state, to);
+  double l = std::max(0.0, d.cores) / cap.cores;
+  if (cap.memory > 0) l = std::max(l, std::max(0.0, d.memory) / cap.memory);
+  if (cap.disk > 0) l = std::max(l, std::max(0.0, d.disk) / cap.disk);
+  return l;
+}
+
+std::uint32_t Migration::balanced_count(const NodeState& state, ChildId from, const Target& to, std::uint32_t limit) const {
+  const ChildState& c = state.children.at(from);
+  if (c.in_flight == 0 || limit == 0) return 0;
+  const Demand unit = scaled(c.held, 1.0 / static_cast<double>(c.in_flight));
+  const Target donor = Target::to_child(from);
+  auto objective = [&](std::uint32_t n) {
+    const double a = load(state, donor, scaled(unit, -static_cast<double>(n)));
+    const double b = load(state, to, scaled(unit, static_cast<double>(n)));
+    return balance_ == BalanceMode::tll ? a + b : std::max(a, b);
+  };
+  // Greedy, one task at a time, while the objective strictly decreases (a move between
+  // equals changes nothing under TLL and would only ping-pong under MLL).
+  std::uint32_t n = 0;
+  double best = objective(0);
+  while (n < limit) {
+    const double next = objective(n + 1);
+    if (!(next < best - 1e-12)) break;
+    best = next;
+    ++n;
+  }
+  return n;
+}
+
+std::optional<action::SendPull> Migration::next_balanced_pull(const NodeState& state, std::uint64_t asked) {
+  // The requester this node pulls for: the pending one with the lowest load (the
+  // executor or a child), and how many requests it has.
+  std::optional<Target> to;
+  double lowest = 0;
+  for (const PendingRequest& r : state.requests) {
+    const double l = load(state, r.from);
+    if (!to || l < lowest) {
+      to = r.from;
+      lowest = l;
+    }
+  }
+  if (!to) return std::nullopt;
+  std::uint64_t wanted = 0;
+  for (const PendingRequest& r : state.requests) wanted += r.from == *to ? 1 : 0;
+  std::optional<ChildId> best;
+  std::uint32_t best_count = 0;
+  double best_load = 0;
+  for (const auto& [id, c] : state.children) {
+    if (!to->local && to->child == id) continue;
+    if (auto h = hold_until_.find(id); h != hold_until_.end() && h->second > state.now) continue;
+    // Waiting tasks only: what it holds beyond what it computes at once (as queue_of).
+    const std::int64_t queue = queue_of(state, id, outstanding(id));
+    if (queue <= 0) continue;
+    const auto limit = static_cast<std::uint32_t>(std::min<std::uint64_t>(
+        {static_cast<std::uint64_t>(queue), wanted > asked ? wanted - asked : 0, state.config.buffer}));
+    const std::uint32_t n = balanced_count(state, id, *to, limit);
+    if (n == 0) continue;
+    const double l = load(state, Target::to_child(id));
+    if (!best || l > best_load) {  // the most loaded child that gains (slide 16: the longest queue)
+      best = id;
+      best_count = n;
+      best_load = l;
+    }
+  }
+  if (!best) return std::nullopt;
+  outstanding_[*best] += best_count;
+  ++pulls_sent_;
+  return action::SendPull{*best, best_count, nbc(state.buffer)};
+}
+
+PushStatus Migration::balanced_status(const NodeState& state, ChildId child) const {
+  if (!state.children.contains(child)) return {};
+  std::uint64_t others = 0;
+  std::optional<Target> to;
+  double lowest = 0;
+  for (const PendingRequest& r : state.requests) {
+    if (!r.from.local && r.from.child == child) continue;
+    ++others;
+    const double l = load(state, r.from);
+    if (!to || l < lowest) {
+      to = r.from;
+      lowest = l;
+    }
+  }
+  if (!to || others <= state.buffer.size()) return {};
+  const std::int64_t queue = queue_of(state, child, outstanding(child));
+  if (queue <= 0) return {};
+  const auto limit = static_cast<std::uint32_t>(std::min<std::uint64_t>(
+      {static_cast<std::uint64_t>(queue), others - state.buffer.size(), state.config.buffer}));
+  const std::uint32_t n = balanced_count(state, child, *to, limit);
+  // The child pushes min(free, half its buffer less `queue`): with queue 0 it sends what
+  // the objective asks for, up to half of what it holds.
+  return n == 0 ? PushStatus{} : PushStatus{n, 0, nbc(state.buffer)};
 }
 
 }  // namespace treefarm::core

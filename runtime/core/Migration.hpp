@@ -51,12 +51,25 @@ const char* to_string(MigrationMode mode);
 /// Parses "off", "pull", "push"; nullopt for anything else.
 std::optional<MigrationMode> migration_from_string(std::string_view text);
 
+/// Queue balancing (papers/lee2010 slide 17): what migration minimises.
+enum class BalanceMode {
+  off,  ///< the queue-length rule: only towards a queue 2 or more shorter, half the difference
+  tll,  ///< the total of the two ends' normalised loads
+  mll,  ///< the larger of the two ends' normalised loads
+};
+/// "off", "tll", "mll".
+const char* to_string(BalanceMode mode);
+/// Parses "off", "tll", "mll"; nullopt for anything else.
+std::optional<BalanceMode> balance_from_string(std::string_view text);
+
 class Migration {
  public:
   /// `retry` (seconds): a child that rejected a pull is not asked again before this.
-  explicit Migration(MigrationMode mode = MigrationMode::off, Seconds retry = 0.5);
+  /// Throws std::invalid_argument for a balance without migration.
+  explicit Migration(MigrationMode mode = MigrationMode::off, Seconds retry = 0.5, BalanceMode balance = BalanceMode::off);
 
   MigrationMode mode() const { return mode_; }
+  BalanceMode balance() const { return balance_; }
   bool enabled() const { return mode_ != MigrationMode::off; }
 
   // ---- backfilling counters (slides 13, 15) ---------------------------------------
@@ -131,8 +144,25 @@ class Migration {
   std::uint64_t tasks_pushed_in() const { return tasks_pushed_in_; }  ///< pushed to this node and taken
   std::uint64_t push_refused() const { return push_refused_; }       ///< tasks this node pushed, refused
 
+  // ---- queue balancing (slide 17) ---------------------------------------------------
+  /// Normalised load of `to` (the executor or a child's subtree) with `extra` tasks' worth
+  /// of demand added (negative: taken away): the largest, over cores, memory and disk,
+  /// of the demand it holds over its capacity (resources of capacity 0 are not counted;
+  /// cores count at least 1).
+  static double load(const NodeState& state, const Target& to, const Demand& extra = {});
+  /// Balance on: how many waiting tasks moving from child `from` to requester `to` lowers
+  /// the objective (TLL: the sum of the two loads; MLL: the larger) the most, each task
+  /// holding `from`'s mean demand per task in flight; at most `limit`. 0: none.
+  std::uint32_t balanced_count(const NodeState& state, ChildId from, const Target& to, std::uint32_t limit) const;
+
  private:
+  /// The pull to make under queue balancing (next_pull with balance on).
+  std::optional<action::SendPull> next_balanced_pull(const NodeState& state, std::uint64_t asked);
+  /// The status for `child` under queue balancing (status_for with balance on).
+  PushStatus balanced_status(const NodeState& state, ChildId child) const;
+
   MigrationMode mode_;
+  BalanceMode balance_ = BalanceMode::off;
   Seconds retry_;
   std::unordered_map<TaskId, std::uint32_t> bc_;
   std::unordered_set<TaskId> given_back_;

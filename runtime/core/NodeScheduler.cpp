@@ -30,9 +30,31 @@ std::string_view event_name(const Event& e) {
   static constexpr std::array<std::string_view, std::variant_size_v<Event>> names{
       "TaskArrived", "WorkRequested", "SendDone", "LocalTaskFinished", "ResultArrived",
       "ChildJoined", "ChildLeft", "TransferObserved", "Tick", "PolicyMessage",
-      "TasksReopened", "PullRequested", "TasksReturned", "TasksPushed", "PushAnswered"};
+      "TasksReopened", "PullRequested", "TasksReturned", "TasksPushed", "PushAnswered",
+      "CapacityReported"};
   static_assert(names.back() != std::string_view{}, "one name per alternative of Event");
   return names[e.index()];
+}
+
+bool fits(const AppParams& app, std::uint32_t cores, std::uint64_t memory, std::uint64_t disk, double speed) {
+  // papers/lee2010 slide 19: every requirement is either met or "don't care".
+  if (cores > 0 && app.cores_per_task > cores) return false;
+  if (app.memory_per_task > 0 && memory > 0 && app.memory_per_task > memory) return false;
+  if (app.disk_per_task > 0 && disk > 0 && app.disk_per_task > disk) return false;
+  if (app.min_speed > 0 && speed > 0 && speed < app.min_speed) return false;
+  return true;
+}
+
+std::optional<std::size_t> first_task_for(const NodeState& state, std::size_t request) {
+  if (request >= state.requests.size() || state.buffer.empty()) return std::nullopt;
+  const Target& from = state.requests[request].from;
+  if (!state.constrained) {
+    if (state.can_assign(from, state.buffer.front())) return std::size_t{0};
+    return std::nullopt;
+  }
+  for (std::size_t t = 0; t < state.buffer.size(); ++t)
+    if (state.can_assign(from, state.buffer[t])) return t;
+  return std::nullopt;
 }
 
 std::uint64_t NodeState::source_remaining(AppId k) const {
@@ -41,7 +63,7 @@ std::uint64_t NodeState::source_remaining(AppId k) const {
 }
 
 NodeScheduler::NodeScheduler(NodeConfig config, std::unique_ptr<Policy> policy)
-    : policy_(std::move(policy)), migration_(config.migration, config.migration_retry) {
+    : policy_(std::move(policy)), migration_(config.migration, config.migration_retry, config.balance) {
   if (!policy_) throw std::invalid_argument("NodeScheduler: a policy is required");
   if (config.apps.empty()) throw std::invalid_argument("NodeScheduler: at least one application is required");
   if (config.buffer == 0) throw std::invalid_argument("NodeScheduler: buffer must be >= 1 task");
@@ -57,6 +79,17 @@ NodeScheduler::NodeScheduler(NodeConfig config, std::unique_ptr<Policy> policy)
   state_.done_ahead.assign(k, 0);
   state_.started_local.assign(k, 0);
   state_.local_seconds.assign(k, 0.0);
+  state_.local_fits.assign(k, true);
+  for (std::size_t i = 0; i < k; ++i) {
+    const auto& app = state_.config.apps[i];
+    state_.local_fits[i] = fits(app, state_.config.cores, state_.config.memory, state_.config.disk, state_.config.speed);
+    reports_capacity_ = reports_capacity_ || app.constrained();
+  }
+  // Every node of a run has the same applications, so with requirements every node
+  // reports, each before its first request (queue balancing alone does not report: it
+  // normalises by the cores a child said in its Hello then).
+  reports_capacity_ = reports_capacity_ && !state_.config.is_root;
+  refresh_constrained();
   // Calibrated durations (§5.1.4) seed the learnt means.
   for (std::size_t i = 0; i < k && i < state_.config.local_seconds.size(); ++i)
     if (state_.config.local_seconds[i] > 0) state_.local_seconds[i] = state_.config.local_seconds[i];
@@ -204,6 +237,7 @@ void NodeScheduler::apply(const Event& event, std::vector<Action>& out) {
         mean = mean == 0 ? e.compute_seconds : 0.8 * mean + 0.2 * e.compute_seconds;
         if (!live) return late_copy_done(e.task, Target::executor(), out);
         in_flight_.erase(it);
+        release(Target::executor(), e.task);
         task_done(e.task, out);
       },
       [&](const event::ResultArrived& e) {
@@ -225,6 +259,7 @@ void NodeScheduler::apply(const Event& event, std::vector<Action>& out) {
         }
         in_flight_.erase(it);
         --child->second.in_flight;
+        release(Target::to_child(e.child), e.task);
         if (auto h = held_.find(e.task.id); h != held_.end()) {
           const Seconds took = state_.now - h->second.sent;
           auto& mean = child->second.turnaround;
@@ -279,6 +314,7 @@ void NodeScheduler::apply(const Event& event, std::vector<Action>& out) {
         for (const TaskRef t : requeue) buffered_ids_.insert(t.id);
         std::erase_if(state_.requests, [&](const PendingRequest& r) { return r.from == gone; });
         state_.children.erase(e.child);
+        refresh_constrained();
         migration_.child_left(e.child);
         if (state_.port == PortModel::one_port_per_app) {
           state_.sending.erase(e.child);
@@ -321,9 +357,77 @@ void NodeScheduler::apply(const Event& event, std::vector<Action>& out) {
         pull_requested(e, out);
       },
       [&](const event::TasksReturned& e) { tasks_returned(event, e); },
+      [&](const event::CapacityReported& e) {
+        auto child = state_.children.find(e.child);
+        if (child == state_.children.end()) reject(event, "capacity of unknown child " + std::to_string(e.child.value));
+        if (e.capacity.fits.size() != state_.config.apps.size())
+          reject(event, "capacity for " + std::to_string(e.capacity.fits.size()) + " applications, the run has " +
+                            std::to_string(state_.config.apps.size()));
+        child->second.capacity = e.capacity;
+        refresh_constrained();
+      },
       [&](const event::TasksPushed& e) { tasks_pushed(event, e); },
       [&](const event::PushAnswered& e) { push_answered(event, e, out); }},
       event);
+}
+
+void NodeScheduler::release(const Target& holder, TaskRef task) {
+  const Demand d = demand_of(state_.config.apps[task.app().value]);
+  if (holder.local) {
+    state_.local_held -= d;
+  } else if (auto c = state_.children.find(holder.child); c != state_.children.end()) {
+    c->second.held -= d;
+  }
+}
+
+void NodeScheduler::refresh_constrained() {
+  bool c = std::find(state_.local_fits.begin(), state_.local_fits.end(), false) != state_.local_fits.end();
+  for (const auto& [id, child] : state_.children)
+    if (child.capacity && std::find(child.capacity->fits.begin(), child.capacity->fits.end(), false) != child.capacity->fits.end())
+      c = true;
+  state_.constrained = c;
+}
+
+SubtreeCapacity NodeScheduler::subtree_capacity() const {
+  SubtreeCapacity s;
+  const std::size_t k = state_.config.apps.size();
+  const bool computes = state_.config.cores > 0;
+  s.fits.assign(k, false);
+  if (computes) {
+    for (std::size_t i = 0; i < k; ++i) s.fits[i] = state_.local_fits[i];
+    s.cores = state_.config.cores;
+    s.memory = state_.config.memory;
+    s.disk = state_.config.disk;
+  }
+  for (const auto& [id, c] : state_.children) {
+    // Not reported yet: it will before its first request (every node of a run with
+    // requirements reports); until then it counts for nothing here, so that this node
+    // never claims for it what its report may deny.
+    if (!c.capacity) continue;
+    for (std::size_t i = 0; i < k; ++i) s.fits[i] = s.fits[i] || c.capacity->fits[i];
+    s.cores += c.capacity->cores;
+    s.memory += c.capacity->memory;
+    s.disk += c.capacity->disk;
+  }
+  return s;
+}
+
+/// Root, with requirements: a request that no buffered task fits would wait while the
+/// buffer is full of tasks only others can run. Draw, beyond B, one task of an
+/// application it fits (the weights' mix) for the oldest such request. True if drawn.
+bool NodeScheduler::draw_for_unserved() {
+  if (state_.buffer.size() >= std::size_t{state_.config.buffer} + state_.requests.size()) return false;
+  for (std::size_t r = 0; r < state_.requests.size(); ++r) {
+    const Target& from = state_.requests[r].from;
+    if (!state_.can_serve(from) || first_task_for(state_, r)) continue;
+    auto k = policy_->draw_fitting(state_, [&](AppId a) { return state_.fits(from, a); });
+    if (!k) continue;
+    state_.buffer.push_back(TaskRef{TaskId::make(*k, state_.drawn[k->value]++)});
+    buffered_ids_.insert(state_.buffer.back().id);
+    skip_done_before(k->value);
+    return true;
+  }
+  return false;
 }
 
 void NodeScheduler::task_done(TaskRef task, std::vector<Action>& out) {
@@ -361,6 +465,14 @@ void NodeScheduler::skip_done_before(std::size_t k) {
 void NodeScheduler::pump(std::vector<Action>& out) {
   const bool root = state_.config.is_root;
   const std::size_t capacity = state_.config.buffer;
+  // Before any request: the parent sends a task only where it fits (lee2010 slide 19).
+  if (reports_capacity_) {
+    SubtreeCapacity now = subtree_capacity();
+    if (!reported_ || *reported_ != now) {
+      reported_ = now;
+      out.push_back(action::ReportCapacity{std::move(now)});
+    }
+  }
   for (;;) {
     if (root) {
       while (state_.buffer.size() < capacity) {
@@ -387,6 +499,7 @@ void NodeScheduler::pump(std::vector<Action>& out) {
       assign(choice->request, task, out);
       progressed = true;
     }
+    if (root && !progressed && state_.constrained && draw_for_unserved()) continue;
     if (!root || !progressed) break;
   }
   // Figure 1, line 2, once something below has asked for work: a node whose subtree
@@ -412,12 +525,15 @@ void NodeScheduler::assign(std::size_t index, TaskRef task, std::vector<Action>&
   const PendingRequest request = state_.requests[index];
   state_.requests.erase(state_.requests.begin() + static_cast<std::ptrdiff_t>(index));
   in_flight_[task.id] = request.from;
+  const Demand d = demand_of(state_.config.apps[task.app().value]);
   if (request.from.local) {
+    state_.local_held += d;
     ++state_.started_local[task.app().value];
     out.push_back(action::StartTask{task});
   } else {
     auto& child = state_.children.at(request.from.child);
     ++child.in_flight;
+    child.held += d;
     ++child.sent;
     if (state_.port == PortModel::one_port) state_.port_busy = true;
     if (state_.port == PortModel::one_port_per_app) {
@@ -472,6 +588,7 @@ void NodeScheduler::expire_deadlines(std::vector<Action>& out) {
     in_flight_.erase(it);
     if (auto c = state_.children.find(holder.child); c != state_.children.end() && c->second.in_flight > 0)
       --c->second.in_flight;
+    release(holder, TaskRef{id});
     late_copies_[id].push_back(holder);
     reissue_.push_back(TaskRef{id});
     ++reissued_count_;
@@ -519,6 +636,7 @@ void NodeScheduler::late_copy_done(TaskRef task, const Target& from, std::vector
     if (!live.local)
       if (auto c = state_.children.find(live.child); c != state_.children.end() && c->second.in_flight > 0)
         --c->second.in_flight;
+    release(live, task);
     disarm_deadline(task.id);
     late_copies_[task.id].push_back(live);
     pending = true;
@@ -599,6 +717,7 @@ void NodeScheduler::tasks_returned(const Event& event, const event::TasksReturne
     if (auto it = in_flight_.find(t.id); it != in_flight_.end() && it->second == from) {
       in_flight_.erase(it);
       if (child->second.in_flight > 0) --child->second.in_flight;
+      release(from, t);
       disarm_deadline(t.id);
       migration_.set_bc(t.id, e.bcs[i]);
       back.push_back(t);
@@ -645,6 +764,7 @@ void NodeScheduler::tasks_pushed(const Event& event, const event::TasksPushed& e
     --room;
     in_flight_.erase(it);
     if (child->second.in_flight > 0) --child->second.in_flight;
+    release(from, t);
     disarm_deadline(t.id);
     migration_.set_bc(t.id, e.bcs[i]);
     taken.push_back(t);

@@ -102,10 +102,20 @@ class NodeScheduler {
   void tasks_returned(const Event& event, const event::TasksReturned& e);
   void tasks_pushed(const Event& event, const event::TasksPushed& e);
   void push_answered(const Event& event, const event::PushAnswered& e, std::vector<Action>& out);
+  /// A task `holder` held is no longer there: its demand leaves the holder's.
+  void release(const Target& holder, TaskRef task);
+  /// Recomputes state_.constrained from local_fits and the children's reports.
+  void refresh_constrained();
+  /// What this node's subtree can run and has (action::ReportCapacity).
+  SubtreeCapacity subtree_capacity() const;
+  bool draw_for_unserved();
 
   NodeState state_;
   std::unique_ptr<Policy> policy_;
   Migration migration_;
+  /// Requirements or balancing in this run: this node reports its subtree's capacity.
+  bool reports_capacity_ = false;
+  std::optional<SubtreeCapacity> reported_;   ///< What it told its parent last.
   std::unordered_map<TaskId, Target> in_flight_;
   std::unordered_map<TaskId, std::uint32_t> losses_;  ///< Times a task was lost with a dead child.
   std::uint64_t next_seq_ = 0;

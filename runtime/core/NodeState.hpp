@@ -24,7 +24,24 @@ struct AppParams {
   double bytes = 0;               ///< b(k): bytes sent per task.
   double flops = 0;               ///< c(k): flop per task.
   std::uint32_t cores_per_task = 1;
+  // Multi-resource requirements (papers/lee2010 slides 19-20; docs/migration.md,
+  // "Requirements"): each 0 = "don't care". A task runs only on a node that has them.
+  std::uint64_t memory_per_task = 0;  ///< bytes of memory it holds while it runs
+  std::uint64_t disk_per_task = 0;    ///< bytes of free disk it needs
+  double min_speed = 0;               ///< flop/s per core, the least it may run on
+  /// Some requirement beyond one core (cores_per_task > 1 or any of the three above).
+  bool constrained() const { return cores_per_task > 1 || memory_per_task > 0 || disk_per_task > 0 || min_speed > 0; }
 };
+
+/// Whether a task of `app` may run on a node with these resources (papers/lee2010 slide
+/// 19: each requirement is met or "don't care"). A resource given as 0 is unknown and
+/// taken as sufficient, except cores: 0 cores run nothing.
+bool fits(const AppParams& app, std::uint32_t cores, std::uint64_t memory, std::uint64_t disk, double speed);
+
+/// What one task of `app` holds.
+inline Demand demand_of(const AppParams& app) {
+  return {static_cast<double>(app.cores_per_task), static_cast<double>(app.memory_per_task), static_cast<double>(app.disk_per_task)};
+}
 
 /// The steady-state rates a node should follow (papers/beaumont2006 §4.1), from the LP
 /// solution: tasks/s of each application to compute locally and to send to each child.
@@ -71,6 +88,15 @@ struct NodeConfig {
   MigrationMode migration = MigrationMode::off;
   /// seconds: a child that rejected a pull is not asked again before this.
   Seconds migration_retry = 0.5;
+  /// Queue balancing (papers/lee2010 slide 17, docs/migration.md): off (the queue-length
+  /// rule), or migration moves what lowers the total (tll) or the largest (mll) normalised
+  /// load of the two ends. Needs migration pull or push.
+  BalanceMode balance = BalanceMode::off;
+  /// This node's own resources besides `cores` (0 = unknown): the requirements of
+  /// AppParams are checked against them, and queue balancing normalises by them.
+  std::uint64_t memory = 0;       ///< bytes
+  std::uint64_t disk = 0;         ///< bytes, free
+  double speed = 0;               ///< flop/s per core
 };
 
 /// How sends to children share the out-port.
@@ -95,6 +121,11 @@ struct ChildState {
   std::uint64_t sent = 0;         ///< Tasks sent to it so far.
   /// seconds: mean time from sending a task to its result (EWMA; 0 = no result yet).
   Seconds turnaround = 0;
+  /// What its subtree can run and has, as it reported (event::CapacityReported);
+  /// nullopt: not reported (a run without requirements; with them a child reports before
+  /// its first request) — fits() takes it to run every application, balancing its info.cores.
+  std::optional<SubtreeCapacity> capacity;
+  Demand held;                    ///< What the tasks in flight to it hold (queue balancing).
 };
 
 /// Everything a policy may base its choice on.
@@ -112,6 +143,13 @@ struct NodeState {
   std::vector<std::uint64_t> done_ahead;      ///< Root: tasks at or past the cursor done in an earlier run.
   std::vector<std::uint64_t> started_local;   ///< Tasks started locally, per app.
   std::vector<double> local_seconds;          ///< Mean local task duration per app (0: none yet).
+  /// Per app: whether this node's executor may run it (fits() with its own resources).
+  std::vector<bool> local_fits;
+  /// Some application does not fit some target here (the executor, or a child's subtree
+  /// as reported): policies then look past the oldest task (first_task_for). False on
+  /// every run without requirements, which keeps the per-task path as it was.
+  bool constrained = false;
+  Demand local_held;                          ///< What the tasks the executor runs hold.
 
   /// Root: tasks of app k still in the bag (not yet drawn, not done in an earlier run).
   std::uint64_t source_remaining(AppId k) const;
@@ -125,10 +163,20 @@ struct NodeState {
     }
     return false;
   }
+  /// A task of application k may go to `t`: the executor has what it requires, or the
+  /// child's subtree reported a node that has (papers/lee2010 slide 19).
+  bool fits(const Target& t, AppId k) const {
+    if (t.local) return k.value >= local_fits.size() || local_fits[k.value];
+    auto it = children.find(t.child);
+    if (it == children.end() || !it->second.capacity) return true;
+    const auto& f = it->second.capacity->fits;
+    return k.value >= f.size() || f[k.value];
+  }
   /// `task` could be given to a request from `t` now (one_port_per_app: no send of its
-  /// application in progress either).
+  /// application in progress either; a task goes only where it fits).
   bool can_assign(const Target& t, TaskRef task) const {
     if (!can_serve(t)) return false;
+    if (constrained && !fits(t, task.app())) return false;
     if (t.local || port != PortModel::one_port_per_app) return true;
     for (const auto& [child, app] : sending)
       if (app == task.app()) return false;
@@ -159,5 +207,9 @@ struct Assignment {
   std::size_t request = 0;
   std::size_t task = 0;
 };
+
+/// The oldest buffered task that request `request` can be given now (can_assign), or
+/// nullopt. Without requirements (!state.constrained) that is the first one.
+std::optional<std::size_t> first_task_for(const NodeState& state, std::size_t request);
 
 }  // namespace treefarm::core

@@ -27,6 +27,21 @@ std::optional<AppId> Policy::next_source_app(const NodeState& state) {
   return AppId{static_cast<std::uint32_t>(*k)};
 }
 
+std::optional<AppId> Policy::draw_fitting(const NodeState& state, const std::function<bool(AppId)>& allowed) {
+  LoadBalancer1D& mix = fitting_mix_;
+  if (mix.size() != state.config.apps.size()) {
+    std::vector<double> weights;
+    for (const auto& app : state.config.apps) weights.push_back(app.weight);
+    mix = LoadBalancer1D(std::move(weights));
+  }
+  auto k = mix.next([&](std::size_t i) {
+    const AppId a{static_cast<std::uint32_t>(i)};
+    return state.source_remaining(a) > 0 && allowed(a);
+  });
+  if (!k) return std::nullopt;
+  return AppId{static_cast<std::uint32_t>(*k)};
+}
+
 void Policy::observe(const NodeState&, const Event&) {}
 void Policy::assigned(const NodeState&, const Target&, TaskRef) {}
 std::optional<std::string> Policy::check_message(const NodeState&, const event::PolicyMessage&) const { return std::nullopt; }

@@ -7,6 +7,7 @@
 /// core.
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -37,6 +38,9 @@ class Policy {
   /// draw nothing now. Default: the 1D load-balancing mechanism (§4.1) with frequencies
   /// given by the weights w(k), among applications with tasks left (§4.2).
   virtual std::optional<AppId> next_source_app(const NodeState& state);
+  /// Root, with requirements (NodeScheduler): an application with tasks left that
+  /// `allowed` accepts, by the weights' mix (papers/beaumont2006 §4: the 1D rule).
+  std::optional<AppId> draw_fitting(const NodeState& state, const std::function<bool(AppId)>& allowed);
 
   /// Which pending request gets which buffered task now, or nullopt to wait.
   /// Only requests for which state.can_serve() holds may be chosen.
@@ -79,6 +83,8 @@ class Policy {
 
  protected:
   LoadBalancer1D root_mix_;  ///< Used by the default next_source_app.
+ private:
+  LoadBalancer1D fitting_mix_;  ///< draw_fitting's weights' mix (its own counts).
 };
 
 /// Names accepted by make_policy, in the order of the paper: the one list of policy names

@@ -37,6 +37,10 @@ struct AppSpec {
   std::uint64_t tasks = 0;          ///< Number of tasks in the bag.
   std::uint32_t cores_per_task = 1; ///< Cores a task holds while it runs.
   std::uint64_t memory_per_task = 0;///< bytes of memory a task holds (0: not accounted).
+  /// Multi-resource requirements (papers/lee2010 slide 19; 0 = "don't care"): a task runs
+  /// only on a node with this much free disk and cores at least this fast.
+  std::uint64_t disk_per_task = 0;  ///< bytes
+  double min_speed = 0;             ///< flop/s per core
   int line = 0;                     ///< Line of the [[app]] entry in its file (0: unknown).
   /// Name of the node that hosts the application's master, P_{m(k)} of papers/bertin2008
   /// §2.2 (`origin` in [[app]]); empty: the tree's root. Its tasks travel from there along

@@ -149,7 +149,7 @@ NodeEntry read_node(const Reader& r, const Table& t, std::size_t index) {
   const std::string prefix = index_prefix("node", index);
   r.check_keys(t, prefix,
                {"name", "parent", "cores", "listen", "speed", "bandwidth", "latency",
-                "cpu_quota", "cpuset"},
+                "cpu_quota", "cpuset", "memory", "disk"},
                "[[node]]");
   NodeEntry entry;
   NodeSpec& n = entry.spec;
@@ -184,6 +184,9 @@ NodeEntry read_node(const Reader& r, const Table& t, std::size_t index) {
   if (t.contains("cpuset"))
     r.require(valid_cpuset(n.cpuset), t, "cpuset", prefix,
               "expected a core list like '0-1' or '0,2,4', got '" + n.cpuset + "'");
+  // Resources for applications' requirements (papers/lee2010 slide 19; 0 = unknown).
+  n.memory = r.bytes_of(t, "memory", prefix, max_task_memory).value_or(0);
+  n.disk = r.bytes_of(t, "disk", prefix, max_task_memory).value_or(0);
   return entry;
 }
 
@@ -250,7 +253,7 @@ AppSpec read_app(const Reader& r, const Table& t, std::size_t index, const std::
   const std::string prefix = index_prefix("app", index);
   r.check_keys(t, prefix,
                {"name", "kernel", "n", "bytes", "flops", "weight", "tasks", "cores_per_task",
-                "memory_per_task", "kind", "argv", "input_file", "timeout", "expect_digest", "spot_check", "output_file",
+                "memory_per_task", "disk_per_task", "min_speed", "kind", "argv", "input_file", "timeout", "expect_digest", "spot_check", "output_file",
                 "max_output_bytes", "origin"},
                "[[app]]");
   AppSpec a;
@@ -315,6 +318,9 @@ AppSpec read_app(const Reader& r, const Table& t, std::size_t index, const std::
   a.cores_per_task =
       static_cast<std::uint32_t>(r.integer_of(t, "cores_per_task", prefix, 1, max_cores).value_or(1));
   a.memory_per_task = r.bytes_of(t, "memory_per_task", prefix, max_task_memory).value_or(0);
+  a.disk_per_task = r.bytes_of(t, "disk_per_task", prefix, max_task_memory).value_or(0);
+  a.min_speed = r.quantity_of(t, "min_speed", prefix, parse_speed, "flop/s or a speed like '2Gf'").value_or(0.0);
+  r.require(a.min_speed >= 0, t, "min_speed", prefix, "must be >= 0 flop/s (0: any speed)");
   a.origin = r.string_of(t, "origin", prefix).value_or("");  // checked against the nodes below
   return a;
 }
@@ -322,7 +328,7 @@ AppSpec read_app(const Reader& r, const Table& t, std::size_t index, const std::
 RunSpec read_run(const Reader& r, const Table& t) {
   const std::string prefix = "run.";
   r.check_keys(t, prefix,
-               {"buffer", "policy", "epsilon", "seed", "comm_model", "max_out_bandwidth", "migration"}, "[run]");
+               {"buffer", "policy", "epsilon", "seed", "comm_model", "max_out_bandwidth", "migration", "balance"}, "[run]");
   RunSpec run;
   run.buffer = static_cast<std::uint32_t>(
       r.integer_of(t, "buffer", prefix, 1, max_buffer).value_or(run.buffer));
@@ -360,6 +366,13 @@ RunSpec read_run(const Reader& r, const Table& t) {
     const auto m = core::migration_from_string(*mode);
     r.require(m.has_value(), t, "migration", prefix, "unknown migration mode '" + *mode + "'; expected off, pull or push");
     run.migration = *m;
+  }
+  if (const auto mode = r.string_of(t, "balance", prefix)) {
+    const auto b = core::balance_from_string(*mode);
+    r.require(b.has_value(), t, "balance", prefix, "unknown queue balancing '" + *mode + "'; expected off, tll or mll");
+    run.balance = *b;
+    r.require(run.balance == core::BalanceMode::off || run.migration != core::MigrationMode::off, t, "balance", prefix,
+              "queue balancing moves tasks by migration: set migration = \"pull\" or \"push\" too");
   }
   return run;
 }

@@ -26,6 +26,10 @@ struct NodeSpec {
   double latency = 0.0;                  ///< seconds, link from its parent.
   std::optional<double> cpu_quota;       ///< Fraction of a core (emulation).
   std::string cpuset;                    ///< Cores it may use, "0-1" (emulation).
+  /// Resources for applications' requirements (papers/lee2010 slide 19; 0 = unknown):
+  /// what a simulated node has; real nodes detect theirs (these override).
+  std::uint64_t memory = 0;              ///< bytes
+  std::uint64_t disk = 0;                ///< bytes, free
   int line = 0;                          ///< Line of the [[node]] entry (0: unknown).
 };
 
@@ -70,6 +74,8 @@ struct RunSpec {
   std::optional<double> max_out_bandwidth;  ///< bytes/s cap per node (multi-port).
   /// Migration of waiting tasks between neighbours (`migration = "pull"` or `"push"`; lee2010).
   MigrationMode migration = MigrationMode::off;
+  /// Queue balancing over that migration (`balance = "tll"` or `"mll"`; lee2010 slide 17).
+  core::BalanceMode balance = core::BalanceMode::off;
   /// bytes: the one-port window of the real transport (default_one_port_window; 0 = off).
   /// Not a key of the file: `--one-port-window` of run, treefarm-master and predict sets it,
   /// so that the LP's prediction (PlatformModel::port_hold_per_task) follows the run's value.

@@ -112,7 +112,8 @@ class Reader {
 // kinds and the alternatives in the same order, which these assertions hold it to.
 template <Kind k, typename T>
 constexpr bool kind_is = std::is_same_v<std::variant_alternative_t<static_cast<std::size_t>(k) - 1, Message>, T>;
-static_assert(std::variant_size_v<Message> == static_cast<std::size_t>(Kind::probe_report));
+static_assert(std::variant_size_v<Message> == static_cast<std::size_t>(Kind::capacity));
+static_assert(kind_is<Kind::capacity, msg::Capacity>);
 static_assert(kind_is<Kind::probe_request, msg::ProbeRequest> && kind_is<Kind::probe_report, msg::ProbeReport>);
 static_assert(kind_is<Kind::hello, msg::Hello> && kind_is<Kind::welcome, msg::Welcome> &&
               kind_is<Kind::request, msg::Request> && kind_is<Kind::task, msg::Task> &&
@@ -130,7 +131,7 @@ static_assert(kind_is<Kind::hello, msg::Hello> && kind_is<Kind::welcome, msg::We
 constexpr std::array<const char*, std::variant_size_v<Message>> kind_names = {
     "Hello", "Welcome", "Request", "Task", "Result", "NodeJoined", "Heartbeat",
     "Shutdown", "Bye", "Probe", "ProbeAck", "Measure", "Policy", "Received", "TreeQuery", "TreeInfo", "Pull",
-    "PullReply", "Blame", "BlameReply", "Push", "PushReply", "ProbeRequest", "ProbeReport"};
+    "PullReply", "Blame", "BlameReply", "Push", "PushReply", "ProbeRequest", "ProbeReport", "Capacity"};
 
 Kind kind_of(const Message& m) { return static_cast<Kind>(m.index() + 1); }
 
@@ -182,8 +183,11 @@ std::vector<std::byte> encode(const Message& m) {
         }
         body.put(w.features);
         // Tree repair fields: optional, left out when empty (the bytes of a Welcome
-        // without them are those of wire version 3 before tree repair).
-        if (w.sender.empty() && w.ancestors.empty()) return;
+        // without them are those of wire version 3 before tree repair), unless the
+        // requirements block follows them.
+        const bool requirements = std::any_of(w.apps.begin(), w.apps.end(),
+                                              [](const msg::AppInfo& a) { return a.disk_per_task > 0 || a.min_speed > 0; });
+        if (w.sender.empty() && w.ancestors.empty() && !requirements) return;
         body.put_string(w.sender);
         if (w.ancestors.size() > max_ancestors) throw std::invalid_argument("Welcome with too many ancestors");
         body.put<std::uint32_t>(static_cast<std::uint32_t>(w.ancestors.size()));
@@ -192,6 +196,10 @@ std::vector<std::byte> encode(const Message& m) {
           body.put_string(a.endpoint);
           body.put_string(a.public_key);
         }
+        // Requirements (optional, issue 16): one (disk_per_task, min_speed) per app.
+        if (!requirements) return;
+        body.put<std::uint32_t>(static_cast<std::uint32_t>(w.apps.size()));
+        for (const auto& a : w.apps) body.put_all(a.disk_per_task, a.min_speed);
       },
       [&](const msg::Request& r) { body.put(r.count); },
       [&](const msg::Task& t) { body.put(t.task_id); },
@@ -317,6 +325,12 @@ std::vector<std::byte> encode(const Message& m) {
         body.put_all(x.free, x.queue, x.nbc);
         body.put<std::uint32_t>(static_cast<std::uint32_t>(x.refused.size()));
         for (auto id : x.refused) body.put(id);
+      },
+      [&](const msg::Capacity& x) {
+        if (x.fits.empty() || x.fits.size() > max_apps) throw std::invalid_argument("Capacity for no or too many applications");
+        body.put_all(x.cores, x.memory, x.disk);
+        body.put<std::uint32_t>(static_cast<std::uint32_t>(x.fits.size()));
+        for (bool f : x.fits) body.put<std::uint8_t>(f ? 1 : 0);
       },
       [&]<std::uint16_t K>(const msg::Unassigned<K>&) {
         throw std::invalid_argument("message kind " + std::to_string(K) + " is not defined in this build");
@@ -458,6 +472,16 @@ Message decode(std::span<const std::byte> header_frame, std::size_t payload_fram
           if (!a.public_key.empty() && a.public_key.size() != 40)
             throw DecodeError("Welcome with an ancestor key of " + std::to_string(a.public_key.size()) + " characters, expected 40 (Z85)");
           w.ancestors.push_back(std::move(a));
+        }
+      }
+      if (!r.at_end()) {  // requirements (optional, issue 16)
+        const auto n = r.get<std::uint32_t>("requirement_count");
+        if (n != w.apps.size())
+          throw DecodeError("Welcome with requirements for " + std::to_string(n) + " applications, expected " + std::to_string(w.apps.size()));
+        for (auto& a : w.apps) {
+          a.disk_per_task = r.get<std::uint64_t>("disk_per_task");
+          a.min_speed = r.get_finite("min_speed");
+          if (a.min_speed < 0) throw DecodeError("Welcome with a negative min_speed");
         }
       }
       m = std::move(w);
@@ -681,6 +705,21 @@ Message decode(std::span<const std::byte> header_frame, std::size_t payload_fram
       x.cores = r.get<std::uint32_t>("cores");
       if (x.bandwidth < 0 || x.round_trip < 0 || x.speed < 0 || x.cores > 1u << 16)
         throw DecodeError("ProbeReport out of range");
+      m = std::move(x);
+      break;
+    }
+    case Kind::capacity: {
+      msg::Capacity x;
+      x.cores = r.get<std::uint64_t>("cores");
+      x.memory = r.get<std::uint64_t>("memory");
+      x.disk = r.get<std::uint64_t>("disk");
+      const auto n = r.get<std::uint32_t>("app_count");
+      if (n == 0 || n > max_apps) throw DecodeError("Capacity for " + std::to_string(n) + " applications");
+      for (std::uint32_t i = 0; i < n; ++i) {
+        const auto f = r.get<std::uint8_t>("fits");
+        if (f > 1) throw DecodeError("Capacity with fits " + std::to_string(f) + ", expected 0 or 1");
+        x.fits.push_back(f == 1);
+      }
       m = std::move(x);
       break;
     }

@@ -36,7 +36,7 @@ enum class Kind : std::uint16_t {
   heartbeat = 7, shutdown = 8, bye = 9, probe = 10, probe_ack = 11, measure = 12, policy = 13, received = 14,
   tree_query = 15, tree_info = 16, pull = 17, pull_reply = 18,
   blame = 19, blame_reply = 20, push = 21, push_reply = 22,
-  probe_request = 23, probe_report = 24,
+  probe_request = 23, probe_report = 24, capacity = 25,
 };
 
 namespace msg {
@@ -65,6 +65,10 @@ struct AppInfo {
   /// Each task's output travels back with its Result, up to this many bytes (a larger one
   /// fails the task); 0: not sent back (docs/command-tasks.md, "Output files").
   std::uint64_t max_output_bytes = 0;
+  // Multi-resource requirements (papers/lee2010 slide 19; docs/migration.md): optional on
+  // the wire, in a block after the Welcome's tree repair fields. 0 = "don't care".
+  std::uint64_t disk_per_task = 0;  ///< bytes of free disk
+  double min_speed = 0;             ///< flop/s per core
 };
 /// What the master knows of one node from a calibration and the LP solution
 /// (papers/beaumont2006 §4.1, §5.1.4): passed down so policies need not learn it.
@@ -264,6 +268,15 @@ struct PushReply {
   std::uint32_t queue = 0;
   std::uint32_t nbc = 0;
 };
+/// Child → parent, before its first Request and whenever it changes: what the child's
+/// subtree can run and has (papers/lee2010 slides 19-20: a node advertises its resources;
+/// core::SubtreeCapacity). The parent sends it a task only of an application it fits.
+struct Capacity {
+  std::vector<bool> fits;        ///< per application of the Welcome: some node below runs it
+  std::uint64_t cores = 0;       ///< totals over the subtree's computing nodes (0 = unknown)
+  std::uint64_t memory = 0;      ///< bytes
+  std::uint64_t disk = 0;        ///< bytes, free
+};
 /// A kind number assigned but not defined in this build: never sent, refused on receipt.
 template <std::uint16_t K>
 struct Unassigned { static constexpr std::uint16_t unassigned_kind = K; };
@@ -296,7 +309,7 @@ using Message = std::variant<msg::Hello, msg::Welcome, msg::Request, msg::Task, 
                              msg::NodeJoined, msg::Heartbeat, msg::Shutdown, msg::Bye, msg::Probe,
                              msg::ProbeAck, msg::Measure, msg::Policy, msg::Received, msg::TreeQuery,
                              msg::TreeInfo, msg::Pull, msg::PullReply, msg::Blame, msg::BlameReply, msg::Push,
-                             msg::PushReply, msg::ProbeRequest, msg::ProbeReport>;
+                             msg::PushReply, msg::ProbeRequest, msg::ProbeReport, msg::Capacity>;
 
 Kind kind_of(const Message& m);
 const char* kind_name(Kind k);

@@ -57,6 +57,8 @@ void copy_named_alike(const From& from, To& to) {
   to.tasks = from.tasks;
   to.cores_per_task = from.cores_per_task;
   to.memory_per_task = from.memory_per_task;
+  to.disk_per_task = from.disk_per_task;
+  to.min_speed = from.min_speed;
   to.argv = from.argv;
   to.timeout = from.timeout;
   to.expect_digest = from.expect_digest;
@@ -154,7 +156,16 @@ void NodeDriver::configure(const net::msg::Welcome& w, double now) {
   config.deadline_factor = opt_.task_deadline_factor;
   config.deadline_floor = opt_.task_deadline_floor;
   config.migration = opt_.migration;
+  config.balance = opt_.balance;
   config.cores = runner_ ? runner_->cores() : 0;
+  if (opt_.speed == 0 && opt_.measure_speed && runner_ &&
+      std::any_of(w.apps.begin(), w.apps.end(), [](const net::msg::AppInfo& a) { return a.min_speed > 0; })) {
+    opt_.speed = opt_.measure_speed();
+    spdlog::info("{}: {:.3g} flop/s per core (measured for the applications' min_speed)", opt_.name, opt_.speed);
+  }
+  config.memory = opt_.memory;
+  config.disk = opt_.disk;
+  config.speed = opt_.speed;
   min_cores_per_task_ = std::numeric_limits<std::uint32_t>::max();
   for (const auto& info : w.apps) {
     apps_.push_back(is_root() ? root_->apps.at(apps_.size()) : app_from_wire(info));
@@ -165,6 +176,9 @@ void NodeDriver::configure(const net::msg::Welcome& w, double now) {
     p.bytes = static_cast<double>(info.bytes);
     p.flops = info.flops;
     p.cores_per_task = info.cores_per_task;
+    p.memory_per_task = info.memory_per_task;
+    p.disk_per_task = info.disk_per_task;
+    p.min_speed = info.min_speed;
     config.apps.push_back(p);
     min_cores_per_task_ = std::min(min_cores_per_task_, info.cores_per_task);
   }
@@ -379,6 +393,10 @@ void NodeDriver::carry_out(core::Action& action, double now) {
       [&](core::action::SendPushReply& a) { send_push_reply(a); },
       [&](core::action::DropTasks& a) {
         for (const auto& t : a.tasks) payloads_.erase(t.id);  // the parent took them (PUSH)
+      },
+      [&](core::action::ReportCapacity& a) {
+        if (is_root()) return;
+        transport_.send_parent(net::msg::Capacity{std::move(a.capacity.fits), a.capacity.cores, a.capacity.memory, a.capacity.disk});
       },
       [&](core::action::RunComplete&) {
         spdlog::info("{}: all tasks done", opt_.name);
@@ -899,6 +917,10 @@ void NodeDriver::handle_child(Child& child, PeerId peer, net::Message& message, 
         drain(now);
       },
       [&](net::msg::Push& p) { on_push(child.id, p, now); },
+      [&](net::msg::Capacity& c) {
+        post(core::event::CapacityReported{child.id, core::SubtreeCapacity{std::move(c.fits), c.cores, c.memory, c.disk}});
+        drain(now);
+      },
       [&](net::msg::BlameReply& r) { on_blame_reply(child, peer, r, now); },
       [&](net::msg::Heartbeat& h) {
         // Its own state and its subtree's only (as Result::node and NodeJoined are bound).

@@ -46,6 +46,13 @@ namespace treefarm::node {
 struct NodeOptions {
   std::string name;                 ///< Unique node name.
   std::uint64_t memory = 0;         ///< bytes advertised in Hello (0: not accounted).
+  /// This node's other resources for applications' requirements (papers/lee2010 slide
+  /// 19, docs/migration.md "Requirements"; 0 = unknown, taken as sufficient).
+  std::uint64_t disk = 0;           ///< bytes of free disk
+  double speed = 0;                 ///< flop/s per core
+  /// Measures `speed` when it is 0 and an application has a min_speed (the ZeroMQ
+  /// adapter: a 512x512 matmul, tasks::speed_per_core); empty: left unknown.
+  std::function<double()> measure_speed = {};
   double join_timeout = 30;         ///< seconds to wait for the parent's Welcome.
   /// seconds between heartbeats to the parent and the children (0: none — simulations,
   /// where nothing fails, do without them).
@@ -94,6 +101,8 @@ struct NodeOptions {
   /// with pull, an idle node takes waiting tasks back from its children. Every node
   /// answers its parent's pulls whatever its own mode.
   core::MigrationMode migration = core::MigrationMode::off;
+  /// Queue balancing over that migration (core::NodeConfig::balance; lee2010 slide 17).
+  core::BalanceMode balance = core::BalanceMode::off;
   /// seconds the root waits for a child's BlameReply after a forged result came through it
   /// (docs/security.md, "Blame below an inner node"); each inner node waits half of what
   /// its parent allowed. No answer in time: the child asked is convicted.

@@ -113,6 +113,13 @@ void NodeActor::operator()() {
     options.shutdown_grace = 0;      // the results are recorded: end at once
     options.known_hints = known_hints();
     options.migration = platform_.experiment.run.migration;
+    options.balance = platform_.experiment.run.balance;
+    for (const auto& n : platform_.experiment.nodes)  // resources for requirements (lee2010 slide 19)
+      if (n.name == spec_.name) {
+        options.memory = n.memory;
+        options.disk = n.disk;
+        options.speed = n.speed.value_or(0.0);
+      }
     std::optional<node::RootSetup> root;
     if (root_) root = root_setup();
     driver_ = std::make_unique<node::NodeDriver>(std::move(options), *this, this, std::move(root));

@@ -10,6 +10,7 @@
 #include <unordered_set>
 
 #include <sys/resource.h>
+#include <sys/statvfs.h>
 #include <sys/sysinfo.h>
 
 #include <spdlog/spdlog.h>
@@ -688,6 +689,11 @@ ZmqNode::ZmqNode(node::NodeOptions options, Endpoints endpoints, Compute compute
     impl_->jobs = std::make_unique<GenerationRunner>(*impl_->runner);
   }
   if (options.memory == 0) options.memory = compute.memory;
+  if (options.disk == 0 && !compute.cores.empty()) {  // free bytes where tasks run (lee2010 slide 19)
+    struct statvfs fs {};
+    if (::statvfs(".", &fs) == 0) options.disk = static_cast<std::uint64_t>(fs.f_bavail) * fs.f_frsize;
+  }
+  if (options.speed == 0 && !compute.cores.empty()) options.measure_speed = compute.speed_probe;
   if (options.parent_endpoint.empty()) options.parent_endpoint = endpoints.parent;
   if (!options.machine_load)  // `treefarm status` shows it beside the busy cores (issue 20)
     options.machine_load = [] {

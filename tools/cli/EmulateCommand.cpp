@@ -38,6 +38,9 @@ void add_emulate_command(CLI::App& app, Commands& out) {
   emu->add_option("--migration", o->eo.launch.migration,
                   "run: task migration, off, pull or push (overrides [run] migration; inner workers pull from their children too, every worker pushes; docs/migration.md)")
       ->check(CLI::IsMember({"off", "pull", "push"}));
+  emu->add_option("--balance", o->eo.launch.balance,
+                  "run: queue balancing over the migration, off, tll or mll (overrides [run] balance; needs --migration pull or push; docs/migration.md)")
+      ->check(CLI::IsMember({"off", "tll", "mll"}));
   emu->add_option("--buffer", o->eo.launch.buffer, "Buffer bound B in tasks");
   emu->add_option("--timeout", o->eo.launch.timeout, "seconds per run (0 = none)");
   emu->add_option("--prefix", o->eo.prefix, "Name prefix of what is created (default tf + 4 random hex digits)");

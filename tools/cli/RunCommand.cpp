@@ -91,6 +91,7 @@ void add_run_command(CLI::App& app, Commands& out) {
   run->add_option("--out", o->lo.out_dir, "Write DIR/results.json, DIR/logs/ and command output files in DIR/outputs/APP/ (default: a temporary directory)");
   run->add_option("--policy", o->lo.policy, "Scheduling policy (overrides [run] policy)");
   run->add_option("--migration", o->lo.migration, "Task migration, off, pull or push (overrides [run] migration; docs/migration.md)")->check(CLI::IsMember({"off", "pull", "push"}));
+  run->add_option("--balance", o->lo.balance, "Queue balancing over the migration, off, tll or mll (overrides [run] balance; needs --migration pull or push; docs/migration.md)")->check(CLI::IsMember({"off", "tll", "mll"}));
   run->add_option("--buffer", o->lo.buffer, "Buffer bound B in tasks, >= 1 (overrides [run] buffer)")->check(CLI::Range(1u, 1000000u));
   run->add_flag("--resume", o->resume, "Continue the run journaled in OUT/journal.tsv (needs --out): only tasks it lacks are done");
   run->add_option("--spot-check", o->spot_check, "Fraction of results the master recomputes (default 0.01; docs/security.md)")

@@ -20,6 +20,7 @@ void add_simulate_command(CLI::App& app, Commands& out) {
   simc->add_option("experiment", o->experiment, "Experiment file (speed/bandwidth/latency per node)")->required()->check(CLI::ExistingFile);
   simc->add_option("--policy", o->so.policy, "Scheduling policy (overrides [run] policy)");
   simc->add_option("--migration", o->so.migration, "Task migration, off, pull or push (overrides [run] migration; docs/migration.md)")->check(CLI::IsMember({"off", "pull", "push"}));
+  simc->add_option("--balance", o->so.balance, "Queue balancing over the migration, off, tll or mll (overrides [run] balance; needs --migration pull or push; docs/migration.md)")->check(CLI::IsMember({"off", "tll", "mll"}));
   simc->add_option("--buffer", o->so.buffer, "Buffer bound B in tasks (overrides [run] buffer)");
   simc->add_option("--out", o->so.out_dir, "Write DIR/results.json");
   simc->add_option("--calibration", o->so.calibration, "Simulate the calibrated platform")->check(CLI::ExistingFile);

@@ -17,6 +17,7 @@ struct SimulateOptions {
   std::string policy;        ///< Overrides [run] policy ("" = the file's).
   std::uint32_t buffer = 0;  ///< Overrides [run] buffer (0 = the file's).
   std::string migration;     ///< Overrides [run] migration ("off", "pull", "push"; "" = the file's).
+  std::string balance;       ///< Overrides [run] balance ("off", "tll", "mll"; "" = the file's).
   std::string out_dir;       ///< Writes DIR/results.json ("" = no file).
   std::string calibration;   ///< Calibration file: simulate the calibrated platform.
   double time_limit = 0;     ///< Simulated seconds (0 = none).

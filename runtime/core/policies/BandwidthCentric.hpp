@@ -19,6 +19,9 @@ class BandwidthCentric {
   /// Index in state.requests of the highest-priority request that can take `task` now
   /// (NodeState::can_assign), or nullopt.
   static std::optional<std::size_t> best_request(const NodeState& state, TaskRef task);
+  /// The oldest buffered task with a request that can take it, given to the best such
+  /// request (§4.3: the highest priority, the oldest task), or nullopt.
+  static std::optional<Assignment> oldest_task_best_request(const NodeState& state);
 };
 
 }  // namespace treefarm::core

@@ -41,10 +41,7 @@ std::optional<AppId> CgbcPolicy::next_source_app(const NodeState& state) {
 
 // §4.3: always the highest-priority requester, with the oldest task.
 std::optional<Assignment> CgbcPolicy::select(const NodeState& state) {
-  if (state.buffer.empty()) return std::nullopt;
-  auto r = BandwidthCentric::best_request(state, state.buffer.front());
-  if (!r) return std::nullopt;
-  return Assignment{*r, 0};
+  return BandwidthCentric::oldest_task_best_request(state);
 }
 
 }  // namespace treefarm::core

@@ -113,10 +113,7 @@ std::vector<double> DataCentricPolicy::own_rates(const NodeState& state) const {
 }
 
 std::optional<Assignment> DataCentricPolicy::unplanned_select(const NodeState& state) {
-  if (state.buffer.empty()) return std::nullopt;
-  auto r = BandwidthCentric::best_request(state, state.buffer.front());
-  if (!r) return std::nullopt;
-  return Assignment{*r, 0};
+  return BandwidthCentric::oldest_task_best_request(state);
 }
 
 std::optional<std::string> DataCentricPolicy::check_message(const NodeState& state, const event::PolicyMessage& m) const {

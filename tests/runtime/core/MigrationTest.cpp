@@ -189,7 +189,7 @@ TEST(MigrationTree, PullAndPushShortenTheTailOfASlowChildAndKeepExactlyOnce) {
 
 // Random trees (1-30 nodes, random speeds, buffers, links) with PULL (or PUSH) on every
 // node: every run completes and records every task exactly once, whatever migrates.
-std::size_t random_trees(MigrationMode mode) {
+std::size_t random_trees(MigrationMode mode, BalanceMode balance = BalanceMode::off) {
   std::size_t migrated = 0;
   for (std::uint64_t seed = 1; seed <= 150; ++seed) {
     std::mt19937_64 rng(seed);
@@ -197,6 +197,7 @@ std::size_t random_trees(MigrationMode mode) {
     auto uniform = [&](double lo, double hi) { return std::uniform_real_distribution<double>(lo, hi)(rng); };
     TreeSpec spec;
     spec.migration = mode;
+    spec.balance = balance;
     spec.policy = seed % 3 == 0 ? "cgbc" : "fcfs";
     spec.one_port = uniform_int(0, 3) != 0;
     const int apps = uniform_int(1, 3);
@@ -232,6 +233,17 @@ TEST(MigrationTree, RandomTreesWithPullRecordEveryTaskOnce) {
 
 TEST(MigrationTree, RandomTreesWithPushRecordEveryTaskOnce) {
   EXPECT_GT(random_trees(MigrationMode::push), 100u) << "the random trees should exercise migration";
+}
+
+// Queue balancing (slide 17) over PULL and over PUSH: the same random trees, exactly once.
+TEST(MigrationTree, RandomTreesWithQueueBalancingRecordEveryTaskOnce) {
+  for (auto mode : {MigrationMode::pull, MigrationMode::push})
+    for (auto balance : {BalanceMode::tll, BalanceMode::mll}) {
+      SCOPED_TRACE(std::string(to_string(mode)) + " " + to_string(balance));
+      const std::size_t moved = random_trees(mode, balance);
+      // TLL moves only towards a larger capacity; the random trees have 1 or 2 cores per node.
+      EXPECT_GT(moved, balance == BalanceMode::mll ? 100u : 10u) << "the random trees should exercise balancing";
+    }
 }
 
 // PUSH (slide 16), the parent's side: it tells a child with a long queue how many of its

@@ -50,6 +50,11 @@ std::string describe(const Event& e) {
         for (const auto& t : x.refused) out += " refused " + task_name(t);
         return out + " free " + std::to_string(x.status.free) + " queue " + std::to_string(x.status.queue);
       },
+      [](const event::CapacityReported& x) {
+        std::string out = "CapacityReported child " + std::to_string(x.child.value) + " fits";
+        for (bool f : x.capacity.fits) out += f ? " 1" : " 0";
+        return out + " cores " + std::to_string(x.capacity.cores);
+      },
       [](const event::PolicyMessage& x) {
         return "PolicyMessage from " + (x.from_parent ? std::string("parent") : "child " + std::to_string(x.child.value)) +
                " (" + std::to_string(x.payload.size()) + " bytes)";
@@ -103,6 +108,11 @@ std::string describe(const Action& a) {
         std::string out = "DropTasks";
         for (const auto& t : x.tasks) out += " " + task_name(t);
         return out;
+      },
+      [](const action::ReportCapacity& x) {
+        std::string out = "ReportCapacity fits";
+        for (bool f : x.capacity.fits) out += f ? " 1" : " 0";
+        return out + " cores " + std::to_string(x.capacity.cores);
       }},
       a);
 }
@@ -152,6 +162,11 @@ TreeHarness::TreeHarness(TreeSpec spec) : spec_(std::move(spec)) {
     config.one_port = spec_.one_port;
     config.plan = spec_.plans[v];
     config.migration = spec_.migration;
+    config.balance = spec_.balance;
+    if (spec_.nodes[v].memory > 0) {
+      config.cores = spec_.nodes[v].cores;
+      config.memory = spec_.nodes[v].memory;
+    }
     if (spec_.calibrated)
       for (std::size_t a = 0; a < spec_.apps.size(); ++a)
         config.local_seconds.push_back(duration(v, TaskRef{TaskId::make(AppId{static_cast<std::uint32_t>(a)}, 0)}));
@@ -313,6 +328,9 @@ void TreeHarness::carry_out(std::size_t v, const std::vector<Action>& actions) {
                           << running_[v] << "/" << me.cores << " slots busy)";
             return;
           }
+          if (me.memory > 0 && !fits(spec_.apps[x.task.app().value], me.cores, me.memory, 0, 0))
+            ADD_FAILURE() << "node " << v << " started " << task_name(x.task) << ", which needs more memory than its "
+                          << me.memory << " bytes";
           ++running_[v];
           const Seconds d = duration(v, x.task);
           push(now_ + d, v, v, event::LocalTaskFinished{x.task, d});
@@ -386,7 +404,14 @@ void TreeHarness::carry_out(std::size_t v, const std::vector<Action>& actions) {
           }
           push(now_ + spec_.nodes[c].latency_seconds, c, v, event::PushAnswered{x.answer, x.refused, x.status});
         },
-        [&](const action::DropTasks& x) { migrated_ += x.tasks.size(); }},
+        [&](const action::DropTasks& x) { migrated_ += x.tasks.size(); },
+        [&](const action::ReportCapacity& x) {
+          if (v == 0) {
+            ADD_FAILURE() << "the root reported its capacity";
+            return;
+          }
+          push(now_ + me.latency_seconds, parent, v, event::CapacityReported{ChildId{static_cast<std::uint32_t>(v)}, x.capacity});
+        }},
         a);
   }
 }

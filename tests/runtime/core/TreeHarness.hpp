@@ -46,6 +46,9 @@ struct NodeSpec {
   /// (apps with bytes > 0) instead of link_seconds.
   double link_bandwidth = 0;
   Seconds latency_seconds = 0.01;   ///< Time of a request or result to the parent.
+  /// bytes of memory (papers/lee2010 slide 19); > 0: the node's NodeConfig declares it
+  /// and its cores, and its executor is checked to start only tasks that fit.
+  std::uint64_t memory = 0;
 };
 
 struct TreeSpec {
@@ -60,6 +63,7 @@ struct TreeSpec {
   std::vector<std::optional<NodePlan>> plans;
   /// Task migration on every node (papers/lee2010, docs/migration.md).
   MigrationMode migration = MigrationMode::off;
+  BalanceMode balance = BalanceMode::off;   ///< Queue balancing over it (slide 17).
 };
 
 /// A simple hand-made plan: node v computes app k at cores·w(k)/Σw / t_v(k) tasks/s (its

@@ -166,6 +166,7 @@ std::vector<Message> sample_messages() {
       msg::PushReply{true, {9}, 2, 1, 3},
       msg::ProbeRequest{"tcp://10.0.0.2:5556", std::string(40, 'k'), 4u << 20, 3, 2.5},
       msg::ProbeReport{"w1", "tcp://10.0.0.2:5556", "w2", true, "", 1.1e9, 2.5e-4, 3.2e9, 8},
+      msg::Capacity{{true, false, true}, 12, 48ull << 30, 1ull << 40},
   };
 }
 
@@ -324,6 +325,56 @@ TEST(Codec, PushAndPushReplyRoundTripAndAreBounded) {
   EXPECT_EQ(static_cast<int>(kind_of(Message{msg::Push{}})), 21);
   EXPECT_EQ(static_cast<int>(kind_of(Message{msg::PushReply{}})), 22);
   EXPECT_STREQ(kind_name(Kind::push_reply), "PushReply");
+}
+
+// Issue 16 (papers/lee2010 slides 19-20): a subtree's capacity, and the requirements a
+// Welcome carries in its optional block after the tree repair fields.
+TEST(Codec, CapacityRoundTripsAndIsBounded) {
+  const auto c = round_trip(msg::Capacity{{true, false}, 3, 8ull << 30, 5ull << 30});
+  EXPECT_EQ(c.fits, (std::vector<bool>{true, false}));
+  EXPECT_EQ(c.cores, 3u);
+  EXPECT_EQ(c.memory, 8ull << 30);
+  EXPECT_EQ(c.disk, 5ull << 30);
+  EXPECT_EQ(static_cast<int>(kind_of(Message{msg::Capacity{}})), 25);
+  EXPECT_STREQ(kind_name(Kind::capacity), "Capacity");
+  EXPECT_THROW(encode(Message{msg::Capacity{}}), std::invalid_argument);  // no application
+  EXPECT_THROW(encode(Message{msg::Capacity{std::vector<bool>(max_apps + 1, true), 1, 0, 0}}), std::invalid_argument);
+  Bytes f = encode(msg::Capacity{{true}, 1, 0, 0});
+  f[header_bytes + 28] = std::byte{2};  // a fits byte other than 0/1
+  EXPECT_THROW(decode_frame(f, 0), DecodeError);
+  f = encode(msg::Capacity{{true}, 1, 0, 0});
+  const std::uint32_t zero = 0;
+  std::memcpy(f.data() + header_bytes + 24, &zero, 4);  // app_count 0 (and a trailing byte)
+  EXPECT_THROW(decode_frame(f, 0), DecodeError);
+}
+
+TEST(Codec, WelcomeCarriesRequirementsAfterTheTreeRepairFields) {
+  msg::Welcome in = sample_welcome();
+  in.sender.clear();
+  in.ancestors.clear();
+  const auto plain = encode(in);
+  in.apps[0].disk_per_task = 3ull << 30;
+  in.apps[0].min_speed = 2.5e9;
+  const auto out = round_trip(in);
+  EXPECT_EQ(out.apps[0].disk_per_task, 3ull << 30);
+  EXPECT_EQ(out.apps[0].min_speed, 2.5e9);
+  for (std::size_t k = 1; k < out.apps.size(); ++k) {
+    EXPECT_EQ(out.apps[k].disk_per_task, 0u);
+    EXPECT_EQ(out.apps[k].min_speed, 0.0);
+  }
+  EXPECT_TRUE(out.sender.empty());
+  EXPECT_TRUE(out.ancestors.empty());
+  // Without requirements the bytes are those of before (the block is left out).
+  in.apps[0].disk_per_task = 0;
+  in.apps[0].min_speed = 0;
+  EXPECT_EQ(encode(in), plain);
+  // A block for another number of applications is refused.
+  in.apps[0].min_speed = 1;
+  Bytes f = encode(in);
+  const std::uint32_t wrong = static_cast<std::uint32_t>(in.apps.size() + 1);
+  const std::size_t block = f.size() - in.apps.size() * 16 - 4;
+  std::memcpy(f.data() + block, &wrong, 4);
+  EXPECT_THROW(decode_frame(f, 0), DecodeError);
 }
 
 TEST(Codec, HelloRoundTrips) {
