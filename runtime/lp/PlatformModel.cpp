@@ -7,6 +7,8 @@
 #include <stdexcept>
 #include <unordered_map>
 
+#include "runtime/core/NodeState.hpp"
+
 namespace treefarm::lp {
 namespace {
 

@@ -191,6 +191,31 @@ speed = "2Gf"
   EXPECT_DOUBLE_EQ(e.events[2].value, 10e6);
 }
 
+// Issue 16 (papers/lee2010 slides 17, 19): requirements, resources and queue balancing.
+TEST(Experiment, RequirementsResourcesAndBalanceAreRead) {
+  const Experiment e = parse_experiment(R"(
+[[node]]
+name = "m"
+memory = "16GiB"
+disk = "100GB"
+[[app]]
+name = "a"
+kernel = "noop"
+bytes = 8
+tasks = 1
+disk_per_task = "2GB"
+min_speed = "1.5Gf"
+[run]
+migration = "push"
+balance = "mll"
+)", "req.toml");
+  EXPECT_EQ(e.nodes[0].memory, 16ull << 30);
+  EXPECT_EQ(e.nodes[0].disk, 100'000'000'000ull);
+  EXPECT_EQ(e.apps[0].disk_per_task, 2'000'000'000ull);
+  EXPECT_DOUBLE_EQ(e.apps[0].min_speed, 1.5e9);
+  EXPECT_EQ(e.run.balance, core::BalanceMode::mll);
+}
+
 TEST(Experiment, RunDefaults) {
   const Experiment e = parse_experiment(
       "[[node]]\nname = \"m\"\n[[app]]\nname = \"a\"\nkernel = \"noop\"\nbytes = 0\ntasks = 1\n",
@@ -377,6 +402,10 @@ INSTANTIATE_TEST_SUITE_P(
                 "event[0].quota", "unknown key"},
         BadCase{"bad migration", s(master) + app + "[run]\nmigration = \"sideways\"\n", 9, "run.migration",
                 "unknown migration mode"},
+        BadCase{"bad balance", s(master) + app + "[run]\nmigration = \"pull\"\nbalance = \"most\"\n", 10, "run.balance",
+                "unknown queue balancing"},
+        BadCase{"balance without migration", s(master) + app + "[run]\nbalance = \"tll\"\n", 9, "run.balance",
+                "migration = \"pull\" or \"push\""},
         BadCase{"zero quota", s(master) + "cpu_quota = 0\n" + app, 3, "node[0].cpu_quota",
                 "> 0"},
         BadCase{"bad cpuset", s(master) + "cpuset = \"1-0\"\n" + app, 3, "node[0].cpuset",

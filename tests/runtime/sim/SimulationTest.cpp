@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 
 #include <cmath>
+#include <map>
 
 #include "runtime/core/Policy.hpp"
 #include "runtime/model/Calibration.hpp"
@@ -194,6 +195,71 @@ tasks = 100
   EXPECT_NEAR(o.results.apps[0].throughput, 2.0, 0.03);
   EXPECT_NEAR(*o.results.apps[0].predicted, 2.0, 1e-9);
   for (const auto& t : o.results.tasks) EXPECT_NEAR(t.compute_seconds, 0.5, 1e-6);
+}
+
+// Multi-resource requirements (papers/lee2010 slide 19; issue 16): "big" needs 4 GiB and
+// "fast" cores of at least 1 Gf. Only w2 has the memory; w3 is too slow for "fast" and sits
+// under a forwarding node with w2. Every task runs where it fits, the LP (which drops a
+// node's rate for what it cannot run) predicts the run, and every task is recorded once.
+TEST(Simulation, TasksRunOnlyWhereTheirRequirementsFit) {
+  const std::string toml = R"(
+[[node]]
+name = "m"
+cores = 0
+[[node]]
+name = "w1"
+parent = "m"
+cores = 1
+speed = "1Gf"
+memory = "1GiB"
+bandwidth = "1GBps"
+[[node]]
+name = "i"
+parent = "m"
+cores = 0
+bandwidth = "1GBps"
+[[node]]
+name = "w2"
+parent = "i"
+cores = 1
+speed = "2Gf"
+memory = "8GiB"
+bandwidth = "1GBps"
+[[node]]
+name = "w3"
+parent = "i"
+cores = 1
+speed = "500Mf"
+memory = "1GiB"
+bandwidth = "1GBps"
+[[app]]
+name = "big"
+bytes = 1000
+flops = "1Gf"
+memory_per_task = "4GiB"
+tasks = 30
+[[app]]
+name = "fast"
+bytes = 1000
+flops = "1Gf"
+min_speed = "1Gf"
+tasks = 30
+[[app]]
+name = "any"
+bytes = 1000
+flops = "500Mf"
+tasks = 30
+)";
+  const auto o = run(toml);
+  ASSERT_TRUE(o.completed) << o.error;
+  EXPECT_TRUE(every_task_once(experiment(toml), o.results));
+  std::map<std::string, std::map<std::string, int>> where;
+  for (const auto& t : o.results.tasks) ++where[o.results.apps[t.app].name][t.node];
+  EXPECT_EQ(where["big"], (std::map<std::string, int>{{"w2", 30}}));
+  EXPECT_EQ(where["fast"].count("w3"), 0u);
+  EXPECT_GT(where["any"]["w3"], 0);
+  ASSERT_TRUE(o.results.predicted_fair_throughput);
+  EXPECT_GT(*o.results.predicted_fair_throughput, 0.0);
 }
 
 TEST(Simulation, RootComputesToo) {
