@@ -918,6 +918,13 @@ void NodeDriver::handle_child(Child& child, PeerId peer, net::Message& message, 
       },
       [&](net::msg::Push& p) { on_push(child.id, p, now); },
       [&](net::msg::Capacity& c) {
+        // Say which applications a subtree cannot run: why it never gets their tasks.
+        std::string cannot;
+        for (std::size_t k = 0; k < c.fits.size() && k < apps_.size(); ++k)
+          if (!c.fits[k]) cannot += (cannot.empty() ? "" : ", ") + apps_[k].name;
+        if (!cannot.empty())
+          spdlog::info("{}: '{}' and its subtree cannot run {} ({} cores, {} bytes of memory, {} bytes of disk in all)",
+                       opt_.name, child.name, cannot, c.cores, c.memory, c.disk);
         post(core::event::CapacityReported{child.id, core::SubtreeCapacity{std::move(c.fits), c.cores, c.memory, c.disk}});
         drain(now);
       },

@@ -62,9 +62,11 @@ void NodeDriver::on_push_reply(const net::msg::PushReply& reply, double now) {
 void NodeDriver::log_migration() const {
   if (!sched_ || opt_.migration == core::MigrationMode::off) return;
   const core::Migration& m = sched_->migration();
-  spdlog::info("{}: migration {}: {} pulls sent, {} tasks pulled in, {} pushes sent, {} tasks pushed in, "
+  spdlog::info("{}: migration {}{}: {} pulls sent, {} tasks pulled in, {} pushes sent, {} tasks pushed in, "
                "{} tasks given away, {} of its pushed tasks refused",
-               opt_.name, core::to_string(m.mode()), m.pulls_sent(), m.tasks_pulled(), m.pushes_sent(),
+               opt_.name, core::to_string(m.mode()),
+               m.balance() == core::BalanceMode::off ? std::string() : std::string(", balance ") + core::to_string(m.balance()),
+               m.pulls_sent(), m.tasks_pulled(), m.pushes_sent(),
                m.tasks_pushed_in(), m.tasks_given(), m.push_refused());
 }
 

@@ -197,6 +197,43 @@ TEST(RunTest, EveryPolicyCompletesARealRunExactlyOnce) {
   EXPECT_EQ(seen, (std::set<std::string>{"fcfs", "cgbc", "pbc", "lp", "data-centric", "price"}));
 }
 
+// Issue 16 (papers/lee2010 slides 17, 19): real processes with multi-resource requirements
+// and queue balancing. "big" needs 2 GiB; only b and f declare 4 GiB (the others 1 GiB), and
+// f sits under a forwarding node: every "big" task runs on b or f, every task once, with
+// PULL migration balancing by MLL (and again by TLL over PUSH).
+TEST(RunTest, RequirementsAndQueueBalancingRunEveryTaskWhereItFitsOnce) {
+  TempDir dir;
+  std::string tree = deep_tree("req", 150);
+  for (const auto& [node, memory] : std::vector<std::pair<std::string, std::string>>{
+           {"reqa", "1GiB"}, {"reqb", "4GiB"}, {"reqc", "1GiB"}, {"reqd", "1GiB"}, {"reqf", "4GiB"}}) {
+    const std::string header = "name = \"" + node + "\"\n";
+    tree.insert(tree.find(header) + header.size(), "memory = \"" + memory + "\"\n");
+  }
+  tree.insert(tree.find("[run]"), "[[app]]\nname = \"big\"\nkernel = \"noop\"\nbytes = 100\nmemory_per_task = \"2GiB\"\ntasks = 120\n");
+  const auto exp = write_file(dir.path() / "req.toml", tree);
+  for (const std::string how : {"--migration pull --balance mll", "--migration push --balance tll"}) {
+    SCOPED_TRACE(how);
+    const auto out = dir.path() / ("out" + std::to_string(how.size()));
+    const auto r = run_command(treefarm_bin + " run " + exp + " " + how + " --out " + out.string() + " --quiet --timeout 120");
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    const auto j = nlohmann::json::parse(read_file(out / "results.json"));
+    std::set<std::pair<std::string, std::uint64_t>> seen;
+    std::map<std::string, std::uint64_t> big_on;
+    for (const auto& t : j.at("tasks")) {
+      const auto app = t.at("app").get<std::string>();
+      EXPECT_TRUE(seen.insert({app, t.at("id").get<std::uint64_t>()}).second) << app;
+      if (app == "big") ++big_on[t.at("node").get<std::string>()];
+    }
+    EXPECT_EQ(seen.size(), 200u + 300u + 150u + 120u);
+    std::uint64_t big = 0;
+    for (const auto& [node, n] : big_on) {
+      EXPECT_TRUE(node == "reqb" || node == "reqf") << n << " 'big' tasks on " << node << ", which has 1 GiB";
+      big += n;
+    }
+    EXPECT_EQ(big, 120u);
+  }
+}
+
 // Issue 21: a policy that follows the LP calibrates when it has no calibration, and says
 // so; a calibration of another experiment is refused naming what differs.
 TEST(RunTest, PolicyLpCalibratesFirstAndAForeignCalibrationIsRefused) {

@@ -37,5 +37,21 @@ TEST(TreeLauncher, PassesMigrationToInnerWorkersForPullAndToEveryWorkerForPush) 
   EXPECT_EQ(worker_migration_args(two_levels(model::MigrationMode::off), LaunchOptions{}, "a"), Args{});
 }
 
+// Queue balancing rides on the migration (issue 16): `--balance` goes wherever `--migration`
+// goes; a node's declared resources go to its worker whatever the migration.
+TEST(TreeLauncher, PassesBalanceBesideMigrationAndDeclaredResources) {
+  auto ex = two_levels(model::MigrationMode::pull);
+  ex.run.balance = core::BalanceMode::mll;
+  EXPECT_EQ(worker_migration_args(ex, LaunchOptions{}, "a"), (Args{"--migration", "pull", "--balance", "mll"}));
+  EXPECT_EQ(worker_migration_args(ex, LaunchOptions{}, "b"), Args{});
+  LaunchOptions o;
+  o.balance = "tll";
+  o.migration = "push";
+  EXPECT_EQ(worker_migration_args(ex, o, "b"), (Args{"--migration", "push", "--balance", "tll"}));
+  ex.nodes[2].memory = 1ull << 30;
+  ex.nodes[2].speed = 2e9;
+  EXPECT_EQ(worker_migration_args(ex, LaunchOptions{}, "b"), (Args{"--memory", "1073741824", "--speed", "2000000000.000000"}));
+}
+
 }  // namespace
 }  // namespace treefarm::tools
