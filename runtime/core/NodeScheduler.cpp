@@ -314,6 +314,7 @@ void NodeScheduler::apply(const Event& event, std::vector<Action>& out) {
         for (const TaskRef t : requeue) buffered_ids_.insert(t.id);
         std::erase_if(state_.requests, [&](const PendingRequest& r) { return r.from == gone; });
         state_.children.erase(e.child);
+        std::erase_if(state_.returned_by, [&](const auto& r) { return r.second == e.child; });
         refresh_constrained();
         migration_.child_left(e.child);
         if (state_.port == PortModel::one_port_per_app) {
@@ -385,7 +386,7 @@ void NodeScheduler::refresh_constrained() {
   for (const auto& [id, child] : state_.children)
     if (child.capacity && std::find(child.capacity->fits.begin(), child.capacity->fits.end(), false) != child.capacity->fits.end())
       c = true;
-  state_.constrained = c;
+  state_.constrained = c || !state_.returned_by.empty();
 }
 
 SubtreeCapacity NodeScheduler::subtree_capacity() const {
@@ -465,6 +466,12 @@ void NodeScheduler::skip_done_before(std::size_t k) {
 void NodeScheduler::pump(std::vector<Action>& out) {
   const bool root = state_.config.is_root;
   const std::size_t capacity = state_.config.buffer;
+  // A given-back task that left the buffer otherwise (pulled on by this node's parent, a
+  // late copy's result) is forgotten (only in runs with migration, and only then).
+  if (!state_.returned_by.empty()) {
+    std::erase_if(state_.returned_by, [&](const auto& r) { return !buffered_ids_.contains(r.first); });
+    if (state_.returned_by.empty()) refresh_constrained();
+  }
   // Before any request: the parent sends a task only where it fits (lee2010 slide 19).
   if (reports_capacity_) {
     SubtreeCapacity now = subtree_capacity();
@@ -496,6 +503,7 @@ void NodeScheduler::pump(std::vector<Action>& out) {
       migration_.on_assign(state_.buffer, choice->task);
       state_.buffer.erase(state_.buffer.begin() + static_cast<std::ptrdiff_t>(choice->task));
       buffered_ids_.erase(task.id);
+      if (!state_.returned_by.empty() && state_.returned_by.erase(task.id) > 0) refresh_constrained();
       assign(choice->request, task, out);
       progressed = true;
     }
@@ -506,7 +514,13 @@ void NodeScheduler::pump(std::vector<Action>& out) {
   // cannot compute (no cores anywhere) would otherwise hoard B tasks forever.
   if (!root && has_consumer(state_)) {
     const std::uint64_t held = state_.buffer.size() + state_.requested_from_parent;
-    if (held < capacity) {
+    // Issue 14: with a large buffer the node asks in batches of at least B/8 (it still
+    // holds 7B/8 or more, so nothing waits for the refill), unless its buffer is empty;
+    // with B < 16 that is one task, the paper's rule. Each exchange costs a round trip's
+    // wake-ups and syscalls; with tiny tasks and one-task requests that, not the tasks,
+    // bounds dispatch (docs/benchmarks.md, "Requests in batches").
+    const std::uint64_t batch = capacity >= 16 ? capacity / 8 : 1;
+    if (held < capacity && (capacity - held >= batch || state_.buffer.empty())) {
       const auto room = static_cast<std::uint32_t>(capacity - held);
       state_.requested_from_parent += room;
       out.push_back(action::RequestWork{room});
@@ -720,6 +734,7 @@ void NodeScheduler::tasks_returned(const Event& event, const event::TasksReturne
       release(from, t);
       disarm_deadline(t.id);
       migration_.set_bc(t.id, e.bcs[i]);
+      state_.returned_by[t.id] = e.child;
       back.push_back(t);
     } else if (auto lc = late_copies_.find(t.id); lc != late_copies_.end()) {
       std::erase(lc->second, from);  // the task lives on elsewhere
@@ -728,6 +743,7 @@ void NodeScheduler::tasks_returned(const Event& event, const event::TasksReturne
   }
   state_.buffer.insert(state_.buffer.begin(), back.begin(), back.end());
   for (const TaskRef t : back) buffered_ids_.insert(t.id);
+  refresh_constrained();
   migration_.count_pulled(back.size());
   migration_.answered(e.child, e.tasks.size(), e.rejected, state_.now);
 }
@@ -767,10 +783,12 @@ void NodeScheduler::tasks_pushed(const Event& event, const event::TasksPushed& e
     release(from, t);
     disarm_deadline(t.id);
     migration_.set_bc(t.id, e.bcs[i]);
+    state_.returned_by[t.id] = e.child;
     taken.push_back(t);
   }
   state_.buffer.insert(state_.buffer.begin(), taken.begin(), taken.end());
   for (const TaskRef& t : taken) buffered_ids_.insert(t.id);
+  refresh_constrained();
   migration_.count_pushed_in(taken.size());
   migration_.answer_push(e.child, std::move(refused));
 }

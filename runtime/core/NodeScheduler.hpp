@@ -11,6 +11,8 @@
 ///  - a request is sent to the parent as soon as there is room for a task after every
 ///    outstanding request is served (Figure 1, line 2), from the first request of the
 ///    executor or a child on (a subtree without cores never asks, so never hoards tasks);
+///    with B >= 16, once there is room for B/8 tasks or the buffer is empty (issue 14:
+///    requests in batches);
 ///  - every task assigned to the executor or a child is remembered until its result
 ///    comes back, and re-queued if that child leaves;
 ///  - task deadlines (NodeConfig::deadline_factor > 0): a task a child holds past its

@@ -145,10 +145,16 @@ struct NodeState {
   std::vector<double> local_seconds;          ///< Mean local task duration per app (0: none yet).
   /// Per app: whether this node's executor may run it (fits() with its own resources).
   std::vector<bool> local_fits;
-  /// Some application does not fit some target here (the executor, or a child's subtree
-  /// as reported): policies then look past the oldest task (first_task_for). False on
-  /// every run without requirements, which keeps the per-task path as it was.
+  /// Some buffered task may not go to some target here: an application does not fit the
+  /// executor or a child's subtree (as reported), or a task a child gave back waits
+  /// (returned_by). Policies then look past the oldest task (first_task_for). False on
+  /// every run without requirements or migration, which keeps the per-task path as it was.
   bool constrained = false;
+  /// Tasks a child gave back (PULL, or taken from its PUSH), by that child, until they are
+  /// assigned: such a task does not go back to it while another requester could take it
+  /// (papers/lee2010 slide 16: the task moves to the receiver; sent straight back, it could
+  /// never leave again, the visited-once rule forbidding a second give-back).
+  std::unordered_map<TaskId, ChildId> returned_by;
   Demand local_held;                          ///< What the tasks the executor runs hold.
 
   /// Root: tasks of app k still in the bag (not yet drawn, not done in an earlier run).
@@ -172,11 +178,20 @@ struct NodeState {
     const auto& f = it->second.capacity->fits;
     return k.value >= f.size() || f[k.value];
   }
+  /// `task` was given back by child `t` and another pending requester could take it now.
+  bool held_from_donor(const Target& t, TaskRef task) const {
+    if (t.local || returned_by.empty()) return false;
+    auto it = returned_by.find(task.id);
+    if (it == returned_by.end() || it->second != t.child) return false;
+    for (const PendingRequest& r : requests)
+      if (r.from != t && can_serve(r.from) && fits(r.from, task.app())) return true;
+    return false;
+  }
   /// `task` could be given to a request from `t` now (one_port_per_app: no send of its
   /// application in progress either; a task goes only where it fits).
   bool can_assign(const Target& t, TaskRef task) const {
     if (!can_serve(t)) return false;
-    if (constrained && !fits(t, task.app())) return false;
+    if (constrained && (!fits(t, task.app()) || held_from_donor(t, task))) return false;
     if (t.local || port != PortModel::one_port_per_app) return true;
     for (const auto& [child, app] : sending)
       if (app == task.app()) return false;

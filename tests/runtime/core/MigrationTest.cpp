@@ -270,21 +270,38 @@ TEST(MigrationPush, ParentAdvertisesIdleRequestersAndTakesWhatFits) {
   EXPECT_EQ(names(root->handle(event::ResultArrived{ChildId{2}, task(0, 3)}, 4)), Strings{"TaskCompleted 0:3"});
 }
 
-// A task taken from a push can go straight back down to the child that pushed it (here its
-// own request is the oldest): the child must hear that the parent took it before the task
-// comes again, or it still holds it and takes the new copy for a duplicate ("task sent
-// twice": it dropped its parent, and the quickstart's tree came apart under --migration
-// push, session 7). The answer goes first.
-TEST(MigrationPush, TheAnswerGoesBeforeATakenTaskIsSentAgain) {
+// A task taken from a push goes to the requester it was taken for, not back down to the
+// child that pushed it, although that child's request is the oldest (session 10: sent back,
+// it could never leave again — the visited-once rule). And the push's answer goes before
+// any task sent in the same step: a task going back to the pusher (when no other requester
+// could take it) must not reach it before it hears that the parent took it, or it takes the
+// new copy for a duplicate ("task sent twice": it dropped its parent, and the quickstart's
+// tree came apart under --migration push, session 7).
+TEST(MigrationPush, TheAnswerGoesFirstAndATakenTaskGoesToTheRequesterNotBack) {
   auto root = root_with_bag_at_child_one(MigrationMode::push, 4);
   EXPECT_EQ(names(root->handle(event::WorkRequested{child(1), 1}, 2)), Strings{});
   EXPECT_EQ(names(root->handle(event::WorkRequested{child(2), 1}, 2)), Strings{"SendPushStatus child 1 free 1 queue 0"});
   const Strings out = names(root->handle(event::TasksPushed{ChildId{1}, {task(0, 3)}, {0}}, 3));
   const auto answer = std::find_if(out.begin(), out.end(), [](const std::string& a) { return a.starts_with("AnswerPush child 1"); });
-  const auto again = std::find(out.begin(), out.end(), "SendTask child 1 0:3");
+  const auto sent = std::find(out.begin(), out.end(), "SendTask child 2 0:3");
   ASSERT_NE(answer, out.end()) << ::testing::PrintToString(out);
-  ASSERT_NE(again, out.end()) << ::testing::PrintToString(out);
-  EXPECT_LT(answer, again) << ::testing::PrintToString(out);
+  ASSERT_NE(sent, out.end()) << ::testing::PrintToString(out);
+  EXPECT_LT(answer, sent) << ::testing::PrintToString(out);
+  EXPECT_EQ(std::find(out.begin(), out.end(), "SendTask child 1 0:3"), out.end()) << ::testing::PrintToString(out);
+}
+
+// A pulled task is not given back to the child it came from while another requester waits
+// (its request, older, would have taken it: FCFS), and goes back to it only when no one
+// else could take it.
+TEST(MigrationParent, APulledTaskGoesToTheRequesterNotBackToItsDonor) {
+  auto root = root_with_bag_at_child_one(MigrationMode::pull, 4);
+  EXPECT_EQ(names(root->handle(event::WorkRequested{child(1), 1}, 2)), Strings{});
+  const Strings pull = names(root->handle(event::WorkRequested{child(2), 1}, 2));
+  ASSERT_FALSE(pull.empty());
+  EXPECT_TRUE(pull.front().starts_with("SendPull child 1")) << ::testing::PrintToString(pull);
+  EXPECT_EQ(names(root->handle(event::TasksReturned{{{task(0, 3)}, {0}, 0}, ChildId{1}}, 3)), Strings{"SendTask child 2 0:3"});
+  EXPECT_TRUE(root->state().returned_by.empty());
+  EXPECT_FALSE(root->state().constrained);
 }
 
 // PUSH, the child's side: it pushes from the back of its buffer when its parent has idle
