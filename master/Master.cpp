@@ -198,6 +198,7 @@ int run_master(const MasterOptions& options) {
                       {"inputs", options.pooled_inputs ? "pooled" : "secret"},
                       {"comm_model", ex.run.comm_model == model::CommModel::one_port ? "one-port" : "multi-port"},
                       {"migration", core::to_string(ex.run.migration)},
+                      {"balance", core::to_string(ex.run.balance)},
                       {"one_port_window", ex.run.one_port_window},
                       {"listen", options.listen},
                       {"wait_for_nodes", options.wait_for_nodes.value_or(ex.nodes.size() - 1)},
