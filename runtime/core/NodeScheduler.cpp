@@ -48,7 +48,7 @@ bool fits(const AppParams& app, std::uint32_t cores, std::uint64_t memory, std::
 std::optional<std::size_t> first_task_for(const NodeState& state, std::size_t request) {
   if (request >= state.requests.size() || state.buffer.empty()) return std::nullopt;
   const Target& from = state.requests[request].from;
-  if (!state.constrained) {
+  if (!state.constrained && state.late_copies.empty()) {
     if (state.can_assign(from, state.buffer.front())) return std::size_t{0};
     return std::nullopt;
   }
@@ -289,9 +289,9 @@ void NodeScheduler::apply(const Event& event, std::vector<Action>& out) {
           }
         }
         // Its late copies of re-issued tasks are gone with it.
-        for (auto it = late_copies_.begin(); it != late_copies_.end();) {
+        for (auto it = state_.late_copies.begin(); it != state_.late_copies.end();) {
           std::erase(it->second, gone);
-          it = it->second.empty() ? late_copies_.erase(it) : std::next(it);
+          it = it->second.empty() ? state_.late_copies.erase(it) : std::next(it);
         }
         // Re-queue at the front, in task order, so they are done first and deterministically;
         // a task lost too often is given up instead. A task another child still holds a
@@ -304,7 +304,7 @@ void NodeScheduler::apply(const Event& event, std::vector<Action>& out) {
             losses_.erase(t.id);
             out.push_back(action::TaskAbandoned{t, n});
             task_done(t, out);
-          } else if (late_copies_.contains(t.id)) {
+          } else if (state_.late_copies.contains(t.id)) {
             reissue_.push_back(t);
           } else {
             requeue.push_back(t);
@@ -603,7 +603,7 @@ void NodeScheduler::expire_deadlines(std::vector<Action>& out) {
     if (auto c = state_.children.find(holder.child); c != state_.children.end() && c->second.in_flight > 0)
       --c->second.in_flight;
     release(holder, TaskRef{id});
-    late_copies_[id].push_back(holder);
+    state_.late_copies[id].push_back(holder);
     reissue_.push_back(TaskRef{id});
     ++reissued_count_;
   }
@@ -631,17 +631,17 @@ void NodeScheduler::serve_reissues(std::vector<Action>& out) {
 }
 
 bool NodeScheduler::holds_late_copy(TaskId task, const Target& t) const {
-  auto it = late_copies_.find(task);
-  return it != late_copies_.end() && std::find(it->second.begin(), it->second.end(), t) != it->second.end();
+  auto it = state_.late_copies.find(task);
+  return it != state_.late_copies.end() && std::find(it->second.begin(), it->second.end(), t) != it->second.end();
 }
 
 /// A late copy's holder reported the task: the first result wins. If the task is still
 /// pending here (held by its new holder, or waiting), this result completes it and the
 /// other copy becomes the late one; otherwise it is a duplicate, dropped.
 void NodeScheduler::late_copy_done(TaskRef task, const Target& from, std::vector<Action>& out) {
-  if (auto it = late_copies_.find(task.id); it != late_copies_.end()) {
+  if (auto it = state_.late_copies.find(task.id); it != state_.late_copies.end()) {
     std::erase(it->second, from);
-    if (it->second.empty()) late_copies_.erase(it);
+    if (it->second.empty()) state_.late_copies.erase(it);
   }
   bool pending = false;
   if (auto it = in_flight_.find(task.id); it != in_flight_.end()) {
@@ -652,7 +652,7 @@ void NodeScheduler::late_copy_done(TaskRef task, const Target& from, std::vector
         --c->second.in_flight;
     release(live, task);
     disarm_deadline(task.id);
-    late_copies_[task.id].push_back(live);
+    state_.late_copies[task.id].push_back(live);
     pending = true;
   } else if (auto r = std::find(reissue_.begin(), reissue_.end(), task); r != reissue_.end()) {
     reissue_.erase(r);
@@ -736,9 +736,9 @@ void NodeScheduler::tasks_returned(const Event& event, const event::TasksReturne
       migration_.set_bc(t.id, e.bcs[i]);
       state_.returned_by[t.id] = e.child;
       back.push_back(t);
-    } else if (auto lc = late_copies_.find(t.id); lc != late_copies_.end()) {
+    } else if (auto lc = state_.late_copies.find(t.id); lc != state_.late_copies.end()) {
       std::erase(lc->second, from);  // the task lives on elsewhere
-      if (lc->second.empty()) late_copies_.erase(lc);
+      if (lc->second.empty()) state_.late_copies.erase(lc);
     }
   }
   state_.buffer.insert(state_.buffer.begin(), back.begin(), back.end());

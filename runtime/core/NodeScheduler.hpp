@@ -128,7 +128,6 @@ class NodeScheduler {
   };
   std::unordered_map<TaskId, Held> held_;               ///< child-held tasks with a deadline
   std::set<std::pair<Seconds, TaskId>> deadlines_;      ///< the same, by deadline
-  std::unordered_map<TaskId, std::vector<Target>> late_copies_;  ///< earlier holders of re-issued tasks
   std::unordered_map<TaskId, std::uint32_t> reissues_;  ///< times each task was re-issued
   std::deque<TaskRef> reissue_;                         ///< re-issued, waiting for a consumer
   /// Ids of the tasks in state_.buffer, kept at every insertion and removal in

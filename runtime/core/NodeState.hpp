@@ -155,6 +155,11 @@ struct NodeState {
   /// (papers/lee2010 slide 16: the task moves to the receiver; sent straight back, it could
   /// never leave again, the visited-once rule forbidding a second give-back).
   std::unordered_map<TaskId, ChildId> returned_by;
+  /// Task deadlines: the earlier holders of re-issued tasks (each still holds a "late
+  /// copy"). A task never goes to a target that holds a copy of it: a task a child gave
+  /// back can be one a sibling still holds late (the sibling would take it for a
+  /// duplicate and drop its parent: "task sent twice").
+  std::unordered_map<TaskId, std::vector<Target>> late_copies;
   Demand local_held;                          ///< What the tasks the executor runs hold.
 
   /// Root: tasks of app k still in the bag (not yet drawn, not done in an earlier run).
@@ -192,6 +197,10 @@ struct NodeState {
   bool can_assign(const Target& t, TaskRef task) const {
     if (!can_serve(t)) return false;
     if (constrained && (!fits(t, task.app()) || held_from_donor(t, task))) return false;
+    if (!late_copies.empty())
+      if (auto it = late_copies.find(task.id); it != late_copies.end())
+        for (const Target& holder : it->second)
+          if (holder == t) return false;
     if (t.local || port != PortModel::one_port_per_app) return true;
     for (const auto& [child, app] : sending)
       if (app == task.app()) return false;

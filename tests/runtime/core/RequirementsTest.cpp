@@ -191,3 +191,39 @@ TEST(Balance, ModesParseAndNeedMigration) {
 
 }  // namespace
 }  // namespace treefarm::core::testing
+
+namespace treefarm::core::testing {
+namespace {
+
+// Task deadlines meet migration (session 10): a task back in a parent's buffer (given back
+// by a pull or a push) may be one another child still holds as a late copy. It must not go
+// to that child, though its request is the oldest: it would take it for a duplicate ("task
+// sent twice") and drop its parent (seen in the emulated push run of docs/results/migration.md).
+TEST(LateCopies, ABufferedTaskNeverGoesToAChildHoldingALateCopy) {
+  NodeState s;
+  s.config.apps = {app("a", 1, 4)};
+  s.port = PortModel::multi_port;
+  s.children.emplace(ChildId{1}, ChildState{});
+  s.children.emplace(ChildId{2}, ChildState{});
+  s.buffer = {task(0, 0), task(0, 1)};
+  s.requests = {PendingRequest{child(1), 0, 0}, PendingRequest{child(2), 0, 1}};
+  s.late_copies[task(0, 0).id] = {child(1)};
+  EXPECT_FALSE(s.can_assign(child(1), task(0, 0)));
+  EXPECT_TRUE(s.can_assign(child(1), task(0, 1)));
+  EXPECT_TRUE(s.can_assign(child(2), task(0, 0)));
+  auto fcfs = make_policy("fcfs");
+  const auto a = fcfs->select(s);
+  ASSERT_TRUE(a);
+  EXPECT_EQ(a->request, 0u);  // the oldest request, child 1 ...
+  EXPECT_EQ(a->task, 1u);     // ... gets the task it holds no copy of
+  for (const char* p : {"cgbc", "pbc"}) {
+    auto policy = make_policy(p);
+    policy->start(s);
+    const auto b = policy->select(s);
+    ASSERT_TRUE(b) << p;
+    EXPECT_FALSE(s.requests[b->request].from == child(1) && s.buffer[b->task] == task(0, 0)) << p;
+  }
+}
+
+}  // namespace
+}  // namespace treefarm::core::testing
