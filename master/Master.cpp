@@ -42,6 +42,7 @@
 #include "tasks/TaskRunner.hpp"
 #include "runtime/zmq/ZmqNode.hpp"
 #include "runtime/exec/Topology.hpp"
+#include "runtime/core/MigrationOptions.hpp"
 
 namespace treefarm::master {
 
@@ -109,19 +110,11 @@ int run_master(const MasterOptions& options) {
   if (!options.policy.empty()) ex.run.policy = options.policy;
   if (options.buffer) ex.run.buffer = *options.buffer;
   ex.run.one_port_window = options.one_port_window;
-  if (!options.migration.empty()) {
-    const auto m = core::migration_from_string(options.migration);
-    if (!m) throw std::invalid_argument("--migration: expected off, pull or push, got '" + options.migration + "'");
-    ex.run.migration = *m;
+  try {
+    core::apply_migration_options(ex.run.migration, ex.run.balance, options.migration, options.balance);
+  } catch (const std::invalid_argument& e) {
+    throw cli_support::UsageError(e.what());  // exit 2, as for any bad option
   }
-  if (!options.balance.empty()) {
-    const auto b = core::balance_from_string(options.balance);
-    if (!b) throw std::invalid_argument("--balance: expected off, tll or mll, got '" + options.balance + "'");
-    ex.run.balance = *b;
-  }
-  if (ex.run.balance != core::BalanceMode::off && ex.run.migration == core::MigrationMode::off)
-    throw std::invalid_argument(std::string("--balance ") + core::to_string(ex.run.balance) +
-                                ": queue balancing moves tasks by migration; give --migration pull or push too");
   for (std::size_t k = 0; k < ex.apps.size(); ++k) {
     const auto& app = ex.apps[k];
     const std::string field = "app[" + std::to_string(k) + "]";

@@ -1,7 +1,10 @@
 // treefarm simulate (docs/commands.md).
 #include <iostream>
 #include <memory>
+#include <stdexcept>
+#include <string_view>
 
+#include "runtime/cli/CliSupport.hpp"
 #include "tools/cli/Command.hpp"
 #include "tools/sim/SimulateCommand.hpp"
 
@@ -33,7 +36,15 @@ void add_simulate_command(CLI::App& app, Commands& out) {
   simc->add_flag("--trace-cascade", o->so.trace_cascade,
                  "In the --trace, deliver in the same iteration what a message makes a node send (prices reach the "
                  "leaves in one iteration, as in the paper's synchronous prototype); default: one hop per iteration");
-  out.push_back({simc, [o] { return tools::simulate_command(o->experiment, o->so, std::cout); }});
+  out.push_back({simc, [o] {
+                   try {
+                     return tools::simulate_command(o->experiment, o->so, std::cout);
+                   } catch (const std::invalid_argument& e) {  // --migration/--balance: exit 2, as any bad option
+                     const std::string_view what = e.what();
+                     if (what.starts_with("--migration") || what.starts_with("--balance")) throw cli_support::UsageError(e.what());
+                     throw;
+                   }
+                 }});
 }
 
 }  // namespace treefarm::cli

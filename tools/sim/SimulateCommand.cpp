@@ -8,6 +8,7 @@
 
 #include "runtime/core/Policy.hpp"
 #include "runtime/model/Calibration.hpp"
+#include "runtime/core/MigrationOptions.hpp"
 #include "tools/sim/PriceStudy.hpp"
 
 namespace treefarm::tools {
@@ -16,19 +17,7 @@ model::Experiment load_for_simulation(const std::string& experiment, const Simul
   auto ex = model::load_experiment(experiment);
   if (!options.policy.empty()) ex.run.policy = options.policy;
   if (options.buffer > 0) ex.run.buffer = options.buffer;
-  if (!options.migration.empty()) {
-    const auto m = core::migration_from_string(options.migration);
-    if (!m) throw std::invalid_argument("--migration: expected off, pull or push, got '" + options.migration + "'");
-    ex.run.migration = *m;
-  }
-  if (!options.balance.empty()) {
-    const auto b = core::balance_from_string(options.balance);
-    if (!b) throw std::invalid_argument("--balance: expected off, tll or mll, got '" + options.balance + "'");
-    ex.run.balance = *b;
-  }
-  if (ex.run.balance != core::BalanceMode::off && ex.run.migration == core::MigrationMode::off)
-    throw std::invalid_argument(std::string("--balance ") + core::to_string(ex.run.balance) +
-                                ": queue balancing moves tasks by migration; give --migration pull or push too");
+  core::apply_migration_options(ex.run.migration, ex.run.balance, options.migration, options.balance);
   const auto it = ex.run.policy_options.find(ex.run.policy);
   // Unknown name or option: std::invalid_argument listing the known ones.
   (void)core::make_policy(ex.run.policy, it == ex.run.policy_options.end() ? core::PolicyOptions{} : it->second);

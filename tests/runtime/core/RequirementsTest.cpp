@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include "runtime/core/MigrationOptions.hpp"
 #include "tests/runtime/core/CoreTestUtil.hpp"
 
 namespace treefarm::core::testing {
@@ -173,6 +174,27 @@ TEST(Balance, MllEvensNormalisedLoadsTllMovesToTheLargerCapacity) {
   s.children.at(ChildId{1}).held = Demand{6, 6.0 * GiB, 0};
   s.children.at(ChildId{1}).capacity = SubtreeCapacity{{true}, 8, 2 * GiB, 0};
   EXPECT_DOUBLE_EQ(Migration::load(s, child(1)), 3.0);
+}
+
+TEST(Balance, CommandLineOptionsParseAndNeedMigration) {
+  MigrationMode m = MigrationMode::off;
+  BalanceMode b = BalanceMode::off;
+  apply_migration_options(m, b, "", "");
+  EXPECT_EQ(m, MigrationMode::off);
+  EXPECT_THROW(apply_migration_options(m, b, "", "tll"), std::invalid_argument);  // no migration
+  EXPECT_THROW(apply_migration_options(m, b, "sideways", ""), std::invalid_argument);
+  apply_migration_options(m, b, "push", "mll");
+  EXPECT_EQ(m, MigrationMode::push);
+  EXPECT_EQ(b, BalanceMode::mll);
+  EXPECT_THROW(apply_migration_options(m, b, "off", ""), std::invalid_argument);  // mll kept, migration off
+  try {
+    MigrationMode m2 = MigrationMode::off;
+    BalanceMode b2 = BalanceMode::off;
+    apply_migration_options(m2, b2, "", "most");
+    FAIL() << "accepted --balance most";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("--balance"), std::string::npos) << e.what();
+  }
 }
 
 TEST(Balance, ModesParseAndNeedMigration) {
