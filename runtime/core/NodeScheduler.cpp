@@ -48,7 +48,7 @@ bool fits(const AppParams& app, std::uint32_t cores, std::uint64_t memory, std::
 std::optional<std::size_t> first_task_for(const NodeState& state, std::size_t request) {
   if (request >= state.requests.size() || state.buffer.empty()) return std::nullopt;
   const Target& from = state.requests[request].from;
-  if (!state.constrained && state.late_copies.empty()) {
+  if (state.any_task_for_any()) {
     if (state.can_assign(from, state.buffer.front())) return std::size_t{0};
     return std::nullopt;
   }
@@ -270,6 +270,7 @@ void NodeScheduler::apply(const Event& event, std::vector<Action>& out) {
       },
       [&](const event::ChildJoined& e) {
         if (state_.children.contains(e.child)) reject(event, "child " + std::to_string(e.child.value) + " already joined");
+        capacity_changed_ = true;
         ChildState c;
         c.info = e.info;
         c.bandwidth = e.info.bandwidth;
@@ -314,6 +315,7 @@ void NodeScheduler::apply(const Event& event, std::vector<Action>& out) {
         for (const TaskRef t : requeue) buffered_ids_.insert(t.id);
         std::erase_if(state_.requests, [&](const PendingRequest& r) { return r.from == gone; });
         state_.children.erase(e.child);
+        capacity_changed_ = true;
         std::erase_if(state_.returned_by, [&](const auto& r) { return r.second == e.child; });
         refresh_constrained();
         migration_.child_left(e.child);
@@ -365,6 +367,7 @@ void NodeScheduler::apply(const Event& event, std::vector<Action>& out) {
           reject(event, "capacity for " + std::to_string(e.capacity.fits.size()) + " applications, the run has " +
                             std::to_string(state_.config.apps.size()));
         child->second.capacity = e.capacity;
+        capacity_changed_ = true;
         refresh_constrained();
       },
       [&](const event::TasksPushed& e) { tasks_pushed(event, e); },
@@ -473,7 +476,9 @@ void NodeScheduler::pump(std::vector<Action>& out) {
     if (state_.returned_by.empty()) refresh_constrained();
   }
   // Before any request: the parent sends a task only where it fits (lee2010 slide 19).
-  if (reports_capacity_) {
+  // Recomputed only when the subtree changed, not per task.
+  if (reports_capacity_ && capacity_changed_) {
+    capacity_changed_ = false;
     SubtreeCapacity now = subtree_capacity();
     if (!reported_ || *reported_ != now) {
       reported_ = now;

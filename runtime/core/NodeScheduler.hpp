@@ -118,6 +118,7 @@ class NodeScheduler {
   /// Requirements or balancing in this run: this node reports its subtree's capacity.
   bool reports_capacity_ = false;
   std::optional<SubtreeCapacity> reported_;   ///< What it told its parent last.
+  bool capacity_changed_ = true;              ///< A child joined, left or reported since.
   std::unordered_map<TaskId, Target> in_flight_;
   std::unordered_map<TaskId, std::uint32_t> losses_;  ///< Times a task was lost with a dead child.
   std::uint64_t next_seq_ = 0;

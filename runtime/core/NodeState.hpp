@@ -192,6 +192,10 @@ struct NodeState {
       if (r.from != t && can_serve(r.from) && fits(r.from, task.app())) return true;
     return false;
   }
+  /// Every request that can be served can take the oldest buffered task: no requirement
+  /// bars a target, no given-back task waits, no late copy is held. Policies then look at
+  /// buffer.front() only (the per-task path of runs without requirements or migration).
+  bool any_task_for_any() const { return !constrained && late_copies.empty(); }
   /// `task` could be given to a request from `t` now (one_port_per_app: no send of its
   /// application in progress either; a task goes only where it fits).
   bool can_assign(const Target& t, TaskRef task) const {
@@ -233,7 +237,7 @@ struct Assignment {
 };
 
 /// The oldest buffered task that request `request` can be given now (can_assign), or
-/// nullopt. Without requirements (!state.constrained) that is the first one.
+/// nullopt. When state.any_task_for_any() that is the first one.
 std::optional<std::size_t> first_task_for(const NodeState& state, std::size_t request);
 
 }  // namespace treefarm::core

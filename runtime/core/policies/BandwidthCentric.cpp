@@ -28,8 +28,7 @@ std::optional<std::size_t> BandwidthCentric::best_request(const NodeState& state
 std::optional<Assignment> BandwidthCentric::oldest_task_best_request(const NodeState& state) {
   // Without requirements every request can take the oldest task; with them, the oldest
   // task that some request can take (papers/lee2010 slide 19).
-  const std::size_t tasks = state.constrained || !state.late_copies.empty() ? state.buffer.size()
-                                                                           : std::min<std::size_t>(1, state.buffer.size());
+  const std::size_t tasks = state.any_task_for_any() ? std::min<std::size_t>(1, state.buffer.size()) : state.buffer.size();
   for (std::size_t t = 0; t < tasks; ++t)
     if (auto r = best_request(state, state.buffer[t])) return Assignment{*r, t};
   return std::nullopt;
