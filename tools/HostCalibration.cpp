@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
@@ -10,8 +11,12 @@
 #include <memory>
 #include <ostream>
 #include <stdexcept>
+#include <sstream>
 #include <sys/resource.h>
 #include <unistd.h>
+
+#include <nlohmann/json.hpp>
+#include <toml++/toml.h>
 
 #include "runtime/exec/CpuList.hpp"
 #include "runtime/exec/Topology.hpp"
@@ -157,6 +162,112 @@ TaskEndCost measure_task_end_cost(const model::AppSpec& app, double gamma, bool 
   return out;
 }
 
+namespace {
+/// The experiment's file with only application `app` (`tasks` tasks, weight 1, FCFS, no
+/// migration, no events) on a master and `workers` one-core workers one hop below it.
+std::string one_hop_experiment(const model::Experiment& experiment, const std::string& app, std::uint64_t tasks,
+                               std::uint32_t workers) {
+  toml::table doc;
+  try {
+    doc = toml::parse_file(experiment.path);
+  } catch (const toml::parse_error& e) {
+    throw std::invalid_argument(experiment.path + ": " + std::string(e.description()));
+  }
+  toml::array nodes;
+  nodes.push_back(toml::table{{"name", "master"}, {"cores", 0}});
+  for (std::uint32_t w = 0; w < workers; ++w)
+    nodes.push_back(toml::table{{"name", "w" + std::to_string(w + 1)}, {"parent", "master"}, {"cores", 1}});
+  doc.insert_or_assign("node", std::move(nodes));
+  toml::array apps;
+  if (const auto* all = doc["app"].as_array())
+    for (const auto& a : *all)
+      if (const auto* t = a.as_table(); t && (*t)["name"].value<std::string>() == app) {
+        toml::table copy = *t;
+        copy.insert_or_assign("tasks", static_cast<std::int64_t>(tasks));
+        copy.insert_or_assign("weight", 1);
+        copy.erase("origin");
+        apps.push_back(std::move(copy));
+      }
+  doc.insert_or_assign("app", std::move(apps));
+  doc.erase("event");
+  if (auto* run = doc["run"].as_table()) {
+    run->insert_or_assign("policy", "fcfs");
+    run->insert_or_assign("migration", "off");
+    run->insert_or_assign("balance", "off");
+    run->erase("policy_options");
+  }
+  std::ostringstream out;
+  out << doc << "\n";
+  return out.str();
+}
+
+double median_of(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0.0 : v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+}
+}  // namespace
+
+TaskCpuCost measure_task_cpu(const model::Experiment& experiment, const model::AppSpec& app, double estimate_seconds,
+                             std::uint32_t workers, double host_cores, bool encrypt, const std::string& bin_dir) {
+  TaskCpuCost out;
+  workers = std::clamp<std::uint32_t>(workers, 1, 8);
+  // Each run holds the workers' CPUs ~2 s (by the estimate; at least 60 tasks).
+  const double estimate = std::max(estimate_seconds, 1e-5);
+  const auto tasks = static_cast<std::uint64_t>(std::clamp(2.0 * workers / estimate, 60.0, 50'000.0));
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("treefarm-taskcpu-" + std::to_string(::getpid()) + "-" + app.name);
+  std::filesystem::create_directories(dir);
+  std::vector<double> per_task;
+  double cpu_sum = 0, wall_sum = 0;
+  for (int r = 0; r < 3; ++r) {
+    const auto file = dir / ("run-" + std::to_string(r) + ".toml");
+    std::ofstream(file) << one_hop_experiment(experiment, app.name, tasks, workers);
+    const auto ex = model::load_experiment(file.string());
+    LaunchOptions lo;
+    lo.quiet = true;
+    lo.encrypt = encrypt;
+    lo.timeout = 300;
+    lo.log_level = "warn";
+    lo.master_args = {"--no-table"};
+    lo.bin_dir = bin_dir;
+    lo.out_dir = (dir / ("out-" + std::to_string(r))).string();
+    const std::atomic<bool> never{false};
+    const double before = children_cpu_seconds();
+    const auto t0 = std::chrono::steady_clock::now();
+    const int rc = launch_tree(ex, lo, never);
+    wall_sum += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    cpu_sum += children_cpu_seconds() - before;
+    double throughput = 0;
+    if (rc == 0) {
+      try {
+        const auto results = nlohmann::json::parse(std::ifstream(std::filesystem::path(lo.out_dir) / "results.json"));
+        throughput = results.at("apps").at(0).at("throughput").get<double>();
+      } catch (const std::exception&) {
+        throughput = 0;
+      }
+    }
+    if (rc != 0 || !(throughput > 0)) {
+      std::error_code ec;
+      std::filesystem::remove_all(dir, ec);
+      throw std::runtime_error("measuring the CPU of application '" + app.name + "' per task: a tree of " +
+                               std::to_string(tasks) + " tasks ended with exit code " + std::to_string(rc) +
+                               (rc == 0 ? " and no throughput in its results.json" : ""));
+    }
+    // The host's CPUs over the tasks per second of the run's steady window (the master's
+    // measurement: start-up and end left out), so a CPU the runtime leaves idle counts.
+    per_task.push_back(host_cores / throughput);
+  }
+  out.busy = wall_sum > 0 ? cpu_sum / (wall_sum * host_cores) : 0.0;
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
+  out.seconds = median_of(per_task);
+  const auto [lo, hi] = std::minmax_element(per_task.begin(), per_task.end());
+  out.spread = out.seconds > 0 ? (*hi - *lo) / out.seconds : 0.0;
+  out.tasks = tasks;
+  out.workers = workers;
+  return out;
+}
+
 void calibrate_local_host(const model::Experiment& experiment, const std::string& file, bool encrypt,
                           std::ostream& log, const std::string& bin_dir) {
   auto calibration = model::load_calibration(file);
@@ -168,6 +279,34 @@ void calibrate_local_host(const model::Experiment& experiment, const std::string
   if (gethostname(name, sizeof name - 1) != 0 || name[0] == '\0') std::snprintf(name, sizeof name, "localhost");
   add_local_host(calibration, experiment, assign_cpus(experiment, topo.cores), static_cast<double>(topo.cores.size()),
                  name, cost, ends);
+  // Each application's whole CPU per task, through the runtime (issue 21): the tree's
+  // own applications on a master and one one-core worker per CPU of this machine.
+  auto& host = calibration.hosts[name];
+  std::ostringstream task_log;
+  for (const auto& a : experiment.apps) {
+    if (a.kernel == model::Kernel::abstract || a.kernel == model::Kernel::command) continue;
+    if (experiment.path.empty()) break;
+    // A first guess of its CPU per task, from what was just measured: the kernel at the
+    // nodes' mean share, and the per-byte costs of its input and output.
+    double kernel = 0;
+    int measured = 0;
+    for (const auto& [node, nc] : calibration.nodes)
+      if (const auto it = nc.task_seconds.find(a.name); it != nc.task_seconds.end()) {
+        kernel += it->second * nc.cpu_share;
+        ++measured;
+      }
+    if (measured > 0) kernel /= measured;
+    const double bytes = static_cast<double>(a.input_bytes());
+    const double estimate = kernel + (cost.cpu_seconds_per_byte * 2 + ends.input_cpu_seconds_per_byte +
+                                      ends.receive_cpu_seconds_per_byte) * bytes + 50e-6;
+    const auto c = measure_task_cpu(experiment, a, estimate, static_cast<std::uint32_t>(topo.cores.size()),
+                                    static_cast<double>(topo.cores.size()), encrypt, bin_dir);
+    if (!(c.seconds > 0)) continue;
+    host.task_cpu_seconds[a.name] = c.seconds;
+    host.task_cpu_spread[a.name] = c.spread;
+    task_log << "; " << a.name << " " << c.seconds * 1e3 << " CPU-ms per task (median of 3, spread " << c.spread * 100
+             << " %, " << c.tasks << " tasks on " << c.workers << " workers, CPUs busy " << c.busy * 100 << " %)";
+  }
   model::save_calibration(calibration, file);
   log << "host " << name << ": " << topo.cores.size() << " CPUs shared by the tree's " << experiment.nodes.size()
       << " nodes; moving a byte between two of its processes" << (encrypt ? " (CURVE)" : "") << " costs "
@@ -177,6 +316,7 @@ void calibrate_local_host(const model::Experiment& experiment, const std::string
     log << "; through the runtime (master -> worker, no-op tasks of " << app->input_bytes() << " bytes) "
         << ends.tree_cpu_seconds_per_byte * 1e9 << " CPU-ns per byte: generating the input "
         << ends.input_cpu_seconds_per_byte * 1e9 << ", receiving and releasing it " << ends.receive_cpu_seconds_per_byte * 1e9;
+  if (!task_log.str().empty()) log << "; whole tasks through the runtime (one hop)" << task_log.str();
   log << "\n";
 }
 

@@ -45,6 +45,29 @@ struct TaskEndCost {
 TaskEndCost measure_task_end_cost(const model::AppSpec& app, double gamma, bool encrypt,
                                   const std::string& bin_dir = "");
 
+/// What one task of an application costs this machine's CPUs as a whole (issue 21).
+struct TaskCpuCost {
+  /// The host's CPU seconds per task, median of three: its CPUs × the wall seconds a
+  /// task adds to a run (a CPU the runtime leaves idle counts, as it does in a run).
+  double seconds = 0;
+  double busy = 0;         ///< Share of the host's CPU time the processes used in the runs.
+  double spread = 0;       ///< (max - min) / median of the three.
+  std::uint64_t tasks = 0; ///< Tasks of each run.
+  std::uint32_t workers = 0;
+};
+
+/// Runs application `app` of `experiment` (its real kernel and size) on a
+/// treefarm-master and `workers` one-core treefarm-workers of this machine, one hop below
+/// it (FCFS, the experiment's buffer and transport), three times (each ~2 s of the
+/// workers' CPUs by `estimate_seconds`, a guess of the CPU per task). Per task:
+/// `host_cores` over the tasks/s the master measured in the run's steady window (start-up
+/// and end left out; a CPU the runtime leaves idle counts, as in a run). Returns the
+/// median of the three, their spread, and the share of the host's CPU time the processes
+/// used over the whole runs (getrusage of the finished children). Throws
+/// std::runtime_error if a run fails.
+TaskCpuCost measure_task_cpu(const model::Experiment& experiment, const model::AppSpec& app, double estimate_seconds,
+                             std::uint32_t workers, double host_cores, bool encrypt, const std::string& bin_dir = "");
+
 /// Records in `calibration` one host `host_name` with `host_cores` CPUs and the
 /// communication cost `cost` (and `ends`), every node of `experiment` on it with its CPU
 /// set (`node_cpus`, CPU lists as TreeLauncher assigns them) and its cpu_shares() share.
@@ -54,7 +77,9 @@ void add_local_host(model::Calibration& calibration, const model::Experiment& ex
 
 /// After a calibration run of `experiment` on this machine, written to `file`: measures
 /// the communication cost (payload-sized messages, CURVE if `encrypt`), adds this host
-/// (CPU sets as launch_tree assigns them) and rewrites the file. Prints one line to `log`.
+/// (CPU sets as launch_tree assigns them), measures each application's whole CPU per
+/// task through the runtime (measure_task_cpu, one one-core worker per CPU; not for
+/// `command` and abstract kernels) and rewrites the file. Prints one line to `log`.
 void calibrate_local_host(const model::Experiment& experiment, const std::string& file, bool encrypt,
                           std::ostream& log, const std::string& bin_dir = "");
 

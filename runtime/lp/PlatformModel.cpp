@@ -287,7 +287,12 @@ PlatformModel model_from_calibration(model::Experiment experiment, const model::
   for (const auto& [name, h] : calibration.hosts) {
     host_index[name] = static_cast<int>(model.hosts.size());
     model.hosts.push_back(PlatformModel::Host{name, h.cores, h.comm_cpu_seconds_per_byte, h.input_cpu_seconds_per_byte,
-                                              h.receive_cpu_seconds_per_byte});
+                                              h.receive_cpu_seconds_per_byte, {}});
+    if (h.task_cpu_seconds.empty()) continue;
+    auto& per_app = model.hosts.back().task_cpu_seconds;
+    per_app.assign(model.apps.size(), 0.0);
+    for (std::size_t k = 0; k < model.apps.size(); ++k)
+      if (const auto it = h.task_cpu_seconds.find(model.apps[k].name); it != h.task_cpu_seconds.end()) per_app[k] = it->second;
   }
   for (std::size_t i = 0; i < model.nodes.size(); ++i) {
     const auto it = calibration.nodes.find(model.nodes[i].name);
@@ -308,6 +313,16 @@ PlatformModel model_from_calibration(model::Experiment experiment, const model::
     }
     model.one_port_window = experiment.run.one_port_window;  // the ZeroMQ adapter's (NodeOptions)
     model.nodes[i].cpus = nc.cpus;
+  }
+  // A link within a host whose tasks' whole CPU cost was measured through the runtime
+  // (task_cpu_seconds): the move's CPU is in that cost and the host row charges it; on
+  // loopback the CPU is all a link is (its probe only saw the share of the CPU the other
+  // nodes, measuring at once, left it). Unconstrained, at both ends of the interval.
+  for (std::size_t v = 1; v < model.nodes.size(); ++v) {
+    auto& n = model.nodes[v];
+    if (n.parent < 0 || n.host < 0 || model.nodes[static_cast<std::size_t>(n.parent)].host != n.host) continue;
+    if (model.hosts[static_cast<std::size_t>(n.host)].task_cpu_seconds.empty()) continue;
+    n.link_bandwidth = std::numeric_limits<double>::infinity();
   }
   if (!same_host_links_bind) {
     // A link within one host: its probe rounds are slowed by everything else the host's

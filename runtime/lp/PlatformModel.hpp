@@ -67,6 +67,11 @@ struct PlatformModel {
     /// CPU seconds per byte of input of each task computed on this host, beyond the move:
     /// its reception and release (model::HostCalibration). 0 = free.
     double receive_cpu_seconds_per_byte = 0.0;
+    /// Per application (index of `apps`): CPU seconds a task costs this host as a whole
+    /// when computed by one of its nodes one hop from an origin on it, measured through
+    /// the runtime (model::HostCalibration::task_cpu_seconds); it replaces the kernel,
+    /// ι and ρ terms for such a task (docs/lp.md, "Hosts"). Empty or 0: not measured.
+    std::vector<double> task_cpu_seconds = {};
   };
   struct App {
     std::string name;

@@ -24,6 +24,11 @@ model::Calibration calibration_at_end(model::Calibration calibration, bool optim
   for (auto& [name, h] : calibration.hosts) {
     const double half = std::clamp(h.comm_cpu_spread / 2, 0.0, 1.0);
     h.comm_cpu_seconds_per_byte *= optimistic ? 1.0 - half : 1.0 + half;
+    for (auto& [app, seconds] : h.task_cpu_seconds) {
+      const auto it = h.task_cpu_spread.find(app);
+      const double app_half = it == h.task_cpu_spread.end() ? 0.0 : std::clamp(it->second / 2, 0.0, 1.0);
+      seconds *= optimistic ? 1.0 - app_half : 1.0 + app_half;
+    }
   }
   return calibration;
 }
@@ -38,7 +43,7 @@ PredictionInterval prediction_interval(const model::Experiment& experiment, cons
   for (const auto& [name, nc] : calibration.nodes)
     if (nc.link_bandwidth_min || nc.link_bandwidth_max) out.has_spread = true;
   for (const auto& [name, h] : calibration.hosts)
-    if (h.comm_cpu_spread > 0) out.has_spread = true;
+    if (h.comm_cpu_spread > 0 || !h.task_cpu_spread.empty()) out.has_spread = true;
   // The LP is solved to a tolerance: keep the three in order.
   out.low = std::min(out.low, out.median);
   out.high = std::max(out.high, out.median);

@@ -59,7 +59,16 @@ double host_cpu_per_task(const PlatformModel& m, std::size_t h, std::size_t u, s
   const auto& host = m.hosts[h];
   const auto& app = m.apps[k];
   double cpu = 0.0;
-  if (m.nodes[u].host == static_cast<int>(h)) {
+  // The whole cost of such a task, measured through the runtime one hop from its origin
+  // (task_cpu_seconds): less the one move the link terms charge (γ·(b + result), both
+  // ends on h), never below the kernel itself.
+  const bool here = m.nodes[u].host == static_cast<int>(h);
+  if (here && u != app.origin && m.nodes[app.origin].host == static_cast<int>(h) && k < host.task_cpu_seconds.size() &&
+      host.task_cpu_seconds[k] > 0.0) {
+    const double kernel = m.nodes[u].task_seconds[k] * m.nodes[u].cpu_share * app.cores_per_task;
+    return std::max(kernel, host.task_cpu_seconds[k] - host.comm_cpu_seconds_per_byte * (app.bytes + app.result_bytes));
+  }
+  if (here) {
     cpu += m.nodes[u].task_seconds[k] * m.nodes[u].cpu_share * app.cores_per_task;
     if (u != app.origin) cpu += host.receive_cpu_seconds_per_byte * app.bytes;
   }
@@ -352,13 +361,42 @@ Solution solve(const PlatformModel& m, LpSolver& solver, const SolveOptions& opt
   s.lp_rows = lp.row_count();
 
   const auto t1 = std::chrono::steady_clock::now();
-  const LpResult r = solver.solve(lp);
-  s.solve_seconds = seconds_since(t1);
+  LpResult r = solver.solve(lp);
   if (r.status != LpStatus::optimal) {
     throw std::runtime_error("steady-state LP: solver returned '" + std::string(to_string(r.status)) +
                              "' (" + std::to_string(lp.variable_count()) + " variables, " +
                              std::to_string(lp.row_count()) + " rows)");
   }
+  // With hosts, nodes of one host are interchangeable for the host row, and the simplex
+  // returns a vertex that may load one node fully and leave its twin idle (issue 21: on
+  // the quickstart every task on w1, none on w2). Among the optima, the plan spreading
+  // the load is the one a policy can follow: a second stage minimises the busiest node's
+  // CPU fraction U subject to T >= T*(1 - 1e-6). Without hosts the first vertex is kept.
+  if (!m.hosts.empty() && r.values[var.fair] > 0.0) {
+    SteadyStateVariables v2;
+    LpProblem spread = build_steady_state_lp(m, v2);
+    spread.set_objective(v2.fair, 0.0);
+    spread.set_sense(Sense::minimize);
+    const std::size_t busiest = spread.add_variable(0.0, lp_infinity, 1.0);
+    std::vector<LpTerm> row{{v2.fair, 1.0}};
+    spread.add_row(row, r.values[var.fair] * (1.0 - 1e-6), lp_infinity);
+    for (std::size_t u = 0; u < m.nodes.size(); ++u) {
+      if (m.nodes[u].cores == 0) continue;
+      row.clear();
+      for (std::size_t k = 0; k < m.apps.size(); ++k)
+        if (v2.alpha[u][k] != none)
+          row.push_back({v2.alpha[u][k], m.nodes[u].task_seconds[k] * m.nodes[u].cpu_share * m.apps[k].cores_per_task /
+                                             m.nodes[u].cores});
+      if (row.empty()) continue;
+      row.push_back({busiest, -1.0});
+      spread.add_row(row, -lp_infinity, 0.0);
+    }
+    if (LpResult r2 = solver.solve(spread); r2.status == LpStatus::optimal) {
+      r2.values.resize(lp.variable_count());  // the same columns, U dropped
+      r = std::move(r2);
+    }
+  }
+  s.solve_seconds = seconds_since(t1);
 
   const std::size_t n = m.nodes.size();
   const std::size_t kk = m.apps.size();

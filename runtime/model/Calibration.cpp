@@ -189,7 +189,8 @@ Calibration parse_calibration(const std::string& text, const std::string& path) 
   });
   if (const auto it = doc.find("hosts"); it != doc.end()) {
     c.named_objects(*it, "hosts", {"name", "cores", "comm_cpu_seconds_per_byte", "comm_cpu_spread",
-                                   "input_cpu_seconds_per_byte", "receive_cpu_seconds_per_byte"},
+                                   "input_cpu_seconds_per_byte", "receive_cpu_seconds_per_byte", "task_cpu_seconds",
+                                   "task_cpu_spread"},
                     [&](const Json& h, const std::string& prefix, const std::string& name) {
       HostCalibration hc;
       hc.cores = c.positive(c.member(h, "cores", prefix), prefix + "cores", "CPUs");
@@ -204,6 +205,20 @@ Calibration parse_calibration(const std::string& text, const std::string& path) 
       hc.comm_cpu_spread = non_negative("comm_cpu_spread");
       hc.input_cpu_seconds_per_byte = non_negative("input_cpu_seconds_per_byte");
       hc.receive_cpu_seconds_per_byte = non_negative("receive_cpu_seconds_per_byte");
+      // {"APP": seconds}: positive (task_cpu_seconds) or >= 0 (task_cpu_spread).
+      auto per_app = [&](const char* key, bool positive, std::map<std::string, double>& out) {
+        const auto m = h.find(key);
+        if (m == h.end()) return;
+        if (!m->is_object()) c.fail(prefix + key, "expected an object {\"APP\": number}, got " + m->dump());
+        for (const auto& [app, v] : m->items()) {
+          if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() < 0 || (positive && v.get<double>() == 0))
+            c.fail(prefix + key + "." + app,
+                   std::string("expected a finite number ") + (positive ? "> 0" : ">= 0") + ", got " + v.dump());
+          out[app] = v.get<double>();
+        }
+      };
+      per_app("task_cpu_seconds", true, hc.task_cpu_seconds);
+      per_app("task_cpu_spread", false, hc.task_cpu_spread);
       if (!cal.hosts.emplace(name, hc).second) c.fail(prefix + "name", "duplicate host name '" + name + "'");
     });
     for (const auto& [node, nc] : cal.nodes)
@@ -356,6 +371,12 @@ std::string to_json(const Calibration& calibration) {
                        {"comm_cpu_spread", h.comm_cpu_spread}});
       if (h.input_cpu_seconds_per_byte > 0) hosts.back()["input_cpu_seconds_per_byte"] = h.input_cpu_seconds_per_byte;
       if (h.receive_cpu_seconds_per_byte > 0) hosts.back()["receive_cpu_seconds_per_byte"] = h.receive_cpu_seconds_per_byte;
+      if (!h.task_cpu_seconds.empty()) {
+        hosts.back()["task_cpu_seconds"] = Json::object();
+        for (const auto& [app, seconds] : h.task_cpu_seconds) hosts.back()["task_cpu_seconds"][app] = seconds;
+        hosts.back()["task_cpu_spread"] = Json::object();
+        for (const auto& [app, spread] : h.task_cpu_spread) hosts.back()["task_cpu_spread"][app] = spread;
+      }
     }
     doc["hosts"] = std::move(hosts);
   }

@@ -90,6 +90,16 @@ struct HostCalibration {
   /// moving no-op tasks), minus the move and the generation; >= 0 (0: not measured).
   /// Charged on the computing node's host per task.
   double receive_cpu_seconds_per_byte = 0;
+  /// Per application (by name): CPU seconds one task costs this host as a whole when
+  /// a master and one-core workers of this host run the application's real tasks — the
+  /// input's generation, its move over one hop, its reception, the kernel, the result's
+  /// way back and check, the wake-ups and scheduling around them — measured through the
+  /// runtime under a run's load (tools/HostCalibration; issue 21). Charged per task a
+  /// node of this host computes, in place of the term-by-term costs (docs/lp.md,
+  /// "Hosts"). Empty: not measured.
+  std::map<std::string, double> task_cpu_seconds = {};
+  /// Spread of each of those over its repetitions: (max - min) / median.
+  std::map<std::string, double> task_cpu_spread = {};
 
   bool operator==(const HostCalibration&) const = default;
 };

@@ -9,7 +9,7 @@ namespace treefarm::core {
 
 void LpPolicy::start(const NodeState& state) {
   Policy::start(state);
-  follower_.set_plan(state.config.plan);
+  follower_.set_plan(state.config.plan ? std::optional<NodePlan>(without_crumbs(*state.config.plan)) : std::nullopt);
   fallbacks_ = 0;
   plan_mix_ = LoadBalancer1D(follower_.totals(state.config.apps.size()));
 }
@@ -31,11 +31,56 @@ void LpPolicy::refresh_mix(const NodeState& state) {
   plan_mix_.set_frequencies(std::move(t));
 }
 
+namespace {
+double planned_total(const std::vector<double>& rates) {
+  double sum = 0.0;
+  for (double r : rates) sum += std::max(0.0, r);
+  return sum;
+}
+}  // namespace
+
+bool LpPolicy::planned(const NodeState& state, const Target& to) const {
+  const auto& plan = follower_.plan();
+  if (!plan) return true;
+  if (to.local) return planned_total(plan->local) > 0.0;
+  const auto c = state.children.find(to.child);
+  if (c == state.children.end()) return true;
+  const auto it = plan->children.find(c->second.info.name);
+  return it == plan->children.end() || planned_total(it->second) > 0.0;  // missing from the plan: FCFS
+}
+
 // §4.1: 1D load balancing over (requester, type); FCFS when no planned choice is feasible.
+// A requester the plan gives nothing (a zero rate for every application) is left idle
+// while a requester with a planned rate is connected: the paper's LP-based node follows
+// the rates only, and the LP leaves a node idle when feeding it would spend a resource
+// the plan saturates (on one host, a node two hops down costs the host's CPU a second
+// transfer per task; issue 21, docs/policies.md `lp`). With no planned requester left
+// (they died or left), every requester is served, so the bag still drains.
 std::optional<Assignment> LpPolicy::unplanned_select(const NodeState& state) {
-  auto a = FcfsPolicy{}.select(state);
-  if (a) ++fallbacks_;
-  return a;
+  bool any_planned = false;
+  if (follower_.has_plan()) {
+    any_planned = state.config.cores > 0 && planned(state, Target::executor());
+    for (const auto& [id, c] : state.children) any_planned = any_planned || planned(state, Target::to_child(id));
+  }
+  if (!any_planned) {
+    auto a = FcfsPolicy{}.select(state);
+    if (a) ++fallbacks_;
+    return a;
+  }
+  if (state.buffer.empty()) return std::nullopt;
+  for (std::size_t r = 0; r < state.requests.size(); ++r) {
+    if (!planned(state, state.requests[r].from)) continue;
+    if (state.any_task_for_any()) {
+      if (state.can_serve(state.requests[r].from)) {
+        ++fallbacks_;
+        return Assignment{r, 0};
+      }
+    } else if (auto t = first_task_for(state, r)) {
+      ++fallbacks_;
+      return Assignment{r, *t};
+    }
+  }
+  return std::nullopt;
 }
 
 }  // namespace treefarm::core

@@ -11,7 +11,8 @@
 /// full of a type the plan gives to nobody who asks), so this node is work-conserving:
 /// it makes the feasible choice the 1D rule prefers, and when no planned choice is
 /// feasible it serves the oldest request with the oldest task (FCFS), a choice that is
-/// counted too. At the root, once the planned applications' bags are empty, the others
+/// counted too — among the requesters the plan gives some rate: one it gives nothing
+/// stays idle while a planned requester is connected (see LpPolicy.cpp). At the root, once the planned applications' bags are empty, the others
 /// are drawn by weight.
 /// Without a plan (or a node missing from it): FCFS (§4.2), weights at the root.
 /// Needs: the plan (computed off-line from calibrated b_u, c_u); child names.
@@ -38,8 +39,11 @@ class LpPolicy final : public RatePlanPolicy {
  private:
   /// §4.1: the root draws types in proportion to the plan's α(k) (see LpPolicy.cpp).
   void refresh_mix(const NodeState& state) override;
-  /// FCFS, counted as a fallback (issue 21).
+  /// FCFS among the planned requesters, counted as a fallback (issue 21).
   std::optional<Assignment> unplanned_select(const NodeState& state) override;
+  /// Whether the plan gives `to` a positive rate for some application (true without a
+  /// plan, or for a child the plan does not name).
+  bool planned(const NodeState& state, const Target& to) const;
 
   std::optional<std::vector<ChildId>> mix_children_;  ///< Children the mix was computed for.
   std::uint64_t fallbacks_ = 0;                       ///< FCFS choices (no planned one feasible).

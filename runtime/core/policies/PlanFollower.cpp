@@ -114,6 +114,23 @@ std::vector<double> PlanFollower::totals(std::size_t apps) const {
   return t;
 }
 
+NodePlan without_crumbs(NodePlan plan) {
+  std::vector<double> total;
+  auto add = [&](const std::vector<double>& rates) {
+    if (total.size() < rates.size()) total.resize(rates.size(), 0.0);
+    for (std::size_t a = 0; a < rates.size(); ++a) total[a] += std::max(0.0, rates[a]);
+  };
+  add(plan.local);
+  for (const auto& [name, rates] : plan.children) add(rates);
+  auto clean = [&](std::vector<double>& rates) {
+    for (std::size_t a = 0; a < rates.size(); ++a)
+      if (rates[a] < 1e-4 * total[a]) rates[a] = 0.0;
+  };
+  clean(plan.local);
+  for (auto& [name, rates] : plan.children) clean(rates);
+  return plan;
+}
+
 bool rates_close(double a, double b, double tolerance) {
   return std::abs(a - b) <= tolerance * std::max(std::abs(a), std::abs(b)) + 1e-12;
 }

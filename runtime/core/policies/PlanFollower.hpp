@@ -66,6 +66,14 @@ class PlanFollower {
   LoadBalancer1D balancer_;
 };
 
+/// The plan with every rate below 1e-4 of its application's total (local + every listed
+/// node) set to 0. The LP is solved to a tolerance, and its second stage (lp::solve,
+/// spreading the load among the optima) may leave crumbs of ~1e-6 of the optimum on nodes
+/// the optimum does not use; a crumb would make its requester a planned choice, served
+/// whenever no other is feasible (issue 21: on the quickstart a node two hops down took
+/// 30 % of the tasks so).
+NodePlan without_crumbs(NodePlan plan);
+
 /// Whether two rates differ by at most `tolerance` of the larger (plus 1e-12 tasks/s):
 /// policies that recompute a plan keep the old one, and its 1D counts, when so.
 bool rates_close(double a, double b, double tolerance);
