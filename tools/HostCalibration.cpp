@@ -163,10 +163,11 @@ TaskEndCost measure_task_end_cost(const model::AppSpec& app, double gamma, bool 
 }
 
 namespace {
-/// The experiment's file with only application `app` (`tasks` tasks, weight 1, FCFS, no
-/// migration, no events) on a master and `workers` one-core workers one hop below it.
-std::string one_hop_experiment(const model::Experiment& experiment, const std::string& app, std::uint64_t tasks,
-                               std::uint32_t workers) {
+/// The experiment's file with only the applications of `tasks` (name -> its number of
+/// tasks; weight 1 each unless `keep_weights`), FCFS, no migration, no events, on a
+/// master and `workers` one-core workers one hop below it.
+std::string one_hop_experiment(const model::Experiment& experiment, const std::map<std::string, std::uint64_t>& tasks,
+                               bool keep_weights, std::uint32_t workers) {
   toml::table doc;
   try {
     doc = toml::parse_file(experiment.path);
@@ -180,14 +181,17 @@ std::string one_hop_experiment(const model::Experiment& experiment, const std::s
   doc.insert_or_assign("node", std::move(nodes));
   toml::array apps;
   if (const auto* all = doc["app"].as_array())
-    for (const auto& a : *all)
-      if (const auto* t = a.as_table(); t && (*t)["name"].value<std::string>() == app) {
-        toml::table copy = *t;
-        copy.insert_or_assign("tasks", static_cast<std::int64_t>(tasks));
-        copy.insert_or_assign("weight", 1);
-        copy.erase("origin");
-        apps.push_back(std::move(copy));
-      }
+    for (const auto& a : *all) {
+      const auto* t = a.as_table();
+      if (!t) continue;
+      const auto it = tasks.find((*t)["name"].value<std::string>().value_or(""));
+      if (it == tasks.end()) continue;
+      toml::table copy = *t;
+      copy.insert_or_assign("tasks", static_cast<std::int64_t>(it->second));
+      if (!keep_weights) copy.insert_or_assign("weight", 1);
+      copy.erase("origin");
+      apps.push_back(std::move(copy));
+    }
   doc.insert_or_assign("app", std::move(apps));
   doc.erase("event");
   if (auto* run = doc["run"].as_table()) {
@@ -205,66 +209,121 @@ double median_of(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v.empty() ? 0.0 : v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
 }
+
+double spread_of(const std::vector<double>& v) {
+  const double m = median_of(v);
+  if (v.empty() || !(m > 0)) return 0.0;
+  const auto [lo, hi] = std::minmax_element(v.begin(), v.end());
+  return (*hi - *lo) / m;
+}
+
+/// One run of a one-hop tree (one_hop_experiment) in `dir`; its fair throughput (tasks/s
+/// per unit of weight in the master's steady window) and the CPU and wall seconds it took.
+struct OneHopRun {
+  double fair_throughput = 0, cpu = 0, wall = 0;
+};
+
+OneHopRun run_one_hop(const model::Experiment& experiment, const std::map<std::string, std::uint64_t>& tasks,
+                      bool keep_weights, std::uint32_t workers, bool encrypt, const std::string& bin_dir,
+                      const std::filesystem::path& dir, const std::string& tag) {
+  const auto file = dir / (tag + ".toml");
+  std::ofstream(file) << one_hop_experiment(experiment, tasks, keep_weights, workers);
+  const auto ex = model::load_experiment(file.string());
+  LaunchOptions lo;
+  lo.quiet = true;
+  lo.encrypt = encrypt;
+  lo.timeout = 300;
+  lo.log_level = "warn";
+  lo.master_args = {"--no-table"};
+  lo.bin_dir = bin_dir;
+  lo.out_dir = (dir / ("out-" + tag)).string();
+  const std::atomic<bool> never{false};
+  OneHopRun out;
+  const double before = children_cpu_seconds();
+  const auto t0 = std::chrono::steady_clock::now();
+  const int rc = launch_tree(ex, lo, never);
+  out.wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  out.cpu = children_cpu_seconds() - before;
+  if (rc == 0) {
+    try {
+      out.fair_throughput = nlohmann::json::parse(std::ifstream(std::filesystem::path(lo.out_dir) / "results.json"))
+                                .at("fair_throughput")
+                                .get<double>();
+    } catch (const std::exception&) {
+      out.fair_throughput = 0;
+    }
+  }
+  if (rc != 0 || !(out.fair_throughput > 0)) {
+    std::string names;
+    for (const auto& [name, n] : tasks) names += (names.empty() ? "" : ", ") + name;
+    throw std::runtime_error("measuring the CPU per task of " + names + " through a one-hop tree: the run ended with exit code " +
+                             std::to_string(rc) + (rc == 0 ? " and no fair throughput in its results.json" : ""));
+  }
+  return out;
+}
 }  // namespace
 
-TaskCpuCost measure_task_cpu(const model::Experiment& experiment, const model::AppSpec& app, double estimate_seconds,
-                             std::uint32_t workers, double host_cores, bool encrypt, const std::string& bin_dir) {
-  TaskCpuCost out;
+TaskCpuCosts measure_task_cpu(const model::Experiment& experiment, const std::map<std::string, double>& estimates,
+                              std::uint32_t workers, double host_cores, bool encrypt, const std::string& bin_dir) {
+  TaskCpuCosts out;
+  if (estimates.empty()) return out;
   workers = std::clamp<std::uint32_t>(workers, 1, 8);
-  // Each run holds the workers' CPUs ~2 s (by the estimate; at least 60 tasks).
-  const double estimate = std::max(estimate_seconds, 1e-5);
-  const auto tasks = static_cast<std::uint64_t>(std::clamp(2.0 * workers / estimate, 60.0, 50'000.0));
-  const auto dir = std::filesystem::temp_directory_path() /
-                   ("treefarm-taskcpu-" + std::to_string(::getpid()) + "-" + app.name);
+  out.workers = workers;
+  const auto dir = std::filesystem::temp_directory_path() / ("treefarm-taskcpu-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
-  std::vector<double> per_task;
-  double cpu_sum = 0, wall_sum = 0;
-  for (int r = 0; r < 3; ++r) {
-    const auto file = dir / ("run-" + std::to_string(r) + ".toml");
-    std::ofstream(file) << one_hop_experiment(experiment, app.name, tasks, workers);
-    const auto ex = model::load_experiment(file.string());
-    LaunchOptions lo;
-    lo.quiet = true;
-    lo.encrypt = encrypt;
-    lo.timeout = 300;
-    lo.log_level = "warn";
-    lo.master_args = {"--no-table"};
-    lo.bin_dir = bin_dir;
-    lo.out_dir = (dir / ("out-" + std::to_string(r))).string();
-    const std::atomic<bool> never{false};
-    const double before = children_cpu_seconds();
-    const auto t0 = std::chrono::steady_clock::now();
-    const int rc = launch_tree(ex, lo, never);
-    wall_sum += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    cpu_sum += children_cpu_seconds() - before;
-    double throughput = 0;
-    if (rc == 0) {
-      try {
-        const auto results = nlohmann::json::parse(std::ifstream(std::filesystem::path(lo.out_dir) / "results.json"));
-        throughput = results.at("apps").at(0).at("throughput").get<double>();
-      } catch (const std::exception&) {
-        throughput = 0;
-      }
-    }
-    if (rc != 0 || !(throughput > 0)) {
+  struct Cleanup {
+    std::filesystem::path dir;
+    ~Cleanup() {
       std::error_code ec;
       std::filesystem::remove_all(dir, ec);
-      throw std::runtime_error("measuring the CPU of application '" + app.name + "' per task: a tree of " +
-                               std::to_string(tasks) + " tasks ended with exit code " + std::to_string(rc) +
-                               (rc == 0 ? " and no throughput in its results.json" : ""));
     }
-    // The host's CPUs over the tasks per second of the run's steady window (the master's
-    // measurement: start-up and end left out), so a CPU the runtime leaves idle counts.
-    per_task.push_back(host_cores / throughput);
+  } cleanup{dir};
+  double cpu = 0, wall = 0;
+  auto tasks_for = [&](double host_seconds, double run_seconds) {
+    return static_cast<std::uint64_t>(std::clamp(run_seconds * host_cores / std::max(host_seconds, 1e-5), 40.0, 50'000.0));
+  };
+  // Alone: each application once (three times when it is the only one), ~1.5 s of the
+  // host's CPUs by the estimate; host seconds per task = CPUs / tasks per second.
+  std::vector<double> repeats;
+  for (const auto& [app, estimate] : estimates) {
+    const int times = estimates.size() == 1 ? 3 : 1;
+    std::vector<double> per_task;
+    for (int r = 0; r < times; ++r) {
+      const auto run = run_one_hop(experiment, {{app, tasks_for(estimate, 1.5)}}, false, workers, encrypt, bin_dir, dir,
+                                   app + "-" + std::to_string(r));
+      cpu += run.cpu;
+      wall += run.wall;
+      per_task.push_back(host_cores / run.fair_throughput);
+    }
+    out.alone[app] = median_of(per_task);
+    if (times > 1) repeats = per_task;
   }
-  out.busy = wall_sum > 0 ? cpu_sum / (wall_sum * host_cores) : 0.0;
-  std::error_code ec;
-  std::filesystem::remove_all(dir, ec);
-  out.seconds = median_of(per_task);
-  const auto [lo, hi] = std::minmax_element(per_task.begin(), per_task.end());
-  out.spread = out.seconds > 0 ? (*hi - *lo) / out.seconds : 0.0;
-  out.tasks = tasks;
-  out.workers = workers;
+  out.seconds = out.alone;
+  // Together, in the experiment's weights, three times: what a unit of weight costs when
+  // the applications share the CPUs as in a run (a kernel-bound one fills the gaps a
+  // transfer-bound one leaves); the costs alone are scaled to it, keeping their ratios.
+  if (estimates.size() > 1) {
+    std::map<std::string, double> weight;
+    double unit_alone = 0;
+    for (const auto& a : experiment.apps)
+      if (estimates.count(a.name)) {
+        weight[a.name] = a.weight;
+        unit_alone += a.weight * out.alone.at(a.name);
+      }
+    const double units = static_cast<double>(tasks_for(unit_alone, 2.0));
+    std::map<std::string, std::uint64_t> tasks;
+    for (const auto& [app, w] : weight) tasks[app] = std::max<std::uint64_t>(1, static_cast<std::uint64_t>(std::llround(units * w)));
+    for (int r = 0; r < 3; ++r) {
+      const auto run = run_one_hop(experiment, tasks, true, workers, encrypt, bin_dir, dir, "mix-" + std::to_string(r));
+      cpu += run.cpu;
+      wall += run.wall;
+      repeats.push_back(host_cores / run.fair_throughput);  // host seconds per unit of weight
+    }
+    out.mix_scale = unit_alone > 0 ? median_of(repeats) / unit_alone : 1.0;
+    for (auto& [app, seconds] : out.seconds) seconds *= out.mix_scale;
+  }
+  out.spread = spread_of(repeats);
+  out.busy = wall > 0 ? cpu / (wall * host_cores) : 0.0;
   return out;
 }
 
@@ -282,12 +341,11 @@ void calibrate_local_host(const model::Experiment& experiment, const std::string
   // Each application's whole CPU per task, through the runtime (issue 21): the tree's
   // own applications on a master and one one-core worker per CPU of this machine.
   auto& host = calibration.hosts[name];
-  std::ostringstream task_log;
+  std::map<std::string, double> estimates;
   for (const auto& a : experiment.apps) {
-    if (a.kernel == model::Kernel::abstract || a.kernel == model::Kernel::command) continue;
-    if (experiment.path.empty()) break;
-    // A first guess of its CPU per task, from what was just measured: the kernel at the
-    // nodes' mean share, and the per-byte costs of its input and output.
+    if (a.kernel == model::Kernel::abstract || a.kernel == model::Kernel::command || experiment.path.empty()) continue;
+    // A first guess of its CPU per task, from what was just measured (the kernel at the
+    // nodes' mean share, the per-byte costs of its input), to size the runs.
     double kernel = 0;
     int measured = 0;
     for (const auto& [node, nc] : calibration.nodes)
@@ -296,17 +354,24 @@ void calibrate_local_host(const model::Experiment& experiment, const std::string
         ++measured;
       }
     if (measured > 0) kernel /= measured;
-    const double bytes = static_cast<double>(a.input_bytes());
-    const double estimate = kernel + (cost.cpu_seconds_per_byte * 2 + ends.input_cpu_seconds_per_byte +
-                                      ends.receive_cpu_seconds_per_byte) * bytes + 50e-6;
-    const auto c = measure_task_cpu(experiment, a, estimate, static_cast<std::uint32_t>(topo.cores.size()),
-                                    static_cast<double>(topo.cores.size()), encrypt, bin_dir);
-    if (!(c.seconds > 0)) continue;
-    host.task_cpu_seconds[a.name] = c.seconds;
-    host.task_cpu_spread[a.name] = c.spread;
-    task_log << "; " << a.name << " " << c.seconds * 1e3 << " CPU-ms per task (median of 3, spread " << c.spread * 100
-             << " %, " << c.tasks << " tasks on " << c.workers << " workers, CPUs busy " << c.busy * 100 << " %)";
+    estimates[a.name] = kernel + 50e-6 + static_cast<double>(a.input_bytes()) *
+                                             (cost.cpu_seconds_per_byte * 2 + ends.input_cpu_seconds_per_byte +
+                                              ends.receive_cpu_seconds_per_byte);
   }
+  const auto tc = measure_task_cpu(experiment, estimates, static_cast<std::uint32_t>(topo.cores.size()),
+                                   static_cast<double>(topo.cores.size()), encrypt, bin_dir);
+  std::ostringstream task_log;
+  for (const auto& [app_name, seconds] : tc.seconds) {
+    host.task_cpu_seconds[app_name] = seconds;
+    host.task_cpu_spread[app_name] = tc.spread;
+    task_log << "; " << app_name << " " << seconds * 1e3 << " CPU-ms per task";
+    if (tc.seconds.size() > 1) task_log << " (alone " << tc.alone.at(app_name) * 1e3 << ")";
+  }
+  if (!tc.seconds.empty())
+    task_log << " (" << tc.workers << " one-core workers; "
+             << (tc.seconds.size() > 1 ? "the applications together in their weights, median of 3 runs, spread "
+                                       : "median of 3 runs, spread ")
+             << tc.spread * 100 << " %; CPUs busy " << tc.busy * 100 << " %)";
   model::save_calibration(calibration, file);
   log << "host " << name << ": " << topo.cores.size() << " CPUs shared by the tree's " << experiment.nodes.size()
       << " nodes; moving a byte between two of its processes" << (encrypt ? " (CURVE)" : "") << " costs "

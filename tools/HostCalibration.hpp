@@ -6,6 +6,8 @@
 /// two of its processes. `treefarm calibrate` and `treefarm run --calibrate` add it to the
 /// calibration file; the LP then has one CPU row per host and per shared CPU set.
 
+#include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -45,28 +47,28 @@ struct TaskEndCost {
 TaskEndCost measure_task_end_cost(const model::AppSpec& app, double gamma, bool encrypt,
                                   const std::string& bin_dir = "");
 
-/// What one task of an application costs this machine's CPUs as a whole (issue 21).
-struct TaskCpuCost {
-  /// The host's CPU seconds per task, median of three: its CPUs × the wall seconds a
-  /// task adds to a run (a CPU the runtime leaves idle counts, as it does in a run).
-  double seconds = 0;
-  double busy = 0;         ///< Share of the host's CPU time the processes used in the runs.
-  double spread = 0;       ///< (max - min) / median of the three.
-  std::uint64_t tasks = 0; ///< Tasks of each run.
+/// What one task of each application costs this machine's CPUs as a whole (issue 21).
+struct TaskCpuCosts {
+  /// Per application: the host's CPU seconds per task (its CPUs × the wall seconds a task
+  /// takes, so a CPU the runtime leaves idle counts) when the applications run together.
+  std::map<std::string, double> seconds;
+  std::map<std::string, double> alone;  ///< The same, each application alone.
+  double mix_scale = 1;                 ///< seconds / alone (1 with one application).
+  double spread = 0;                    ///< (max - min) / median of the three repeated runs.
+  double busy = 0;                      ///< Share of the host's CPU time the processes used.
   std::uint32_t workers = 0;
 };
 
-/// Runs application `app` of `experiment` (its real kernel and size) on a
-/// treefarm-master and `workers` one-core treefarm-workers of this machine, one hop below
-/// it (FCFS, the experiment's buffer and transport), three times (each ~2 s of the
-/// workers' CPUs by `estimate_seconds`, a guess of the CPU per task). Per task:
-/// `host_cores` over the tasks/s the master measured in the run's steady window (start-up
-/// and end left out; a CPU the runtime leaves idle counts, as in a run). Returns the
-/// median of the three, their spread, and the share of the host's CPU time the processes
-/// used over the whole runs (getrusage of the finished children). Throws
-/// std::runtime_error if a run fails.
-TaskCpuCost measure_task_cpu(const model::Experiment& experiment, const model::AppSpec& app, double estimate_seconds,
-                             std::uint32_t workers, double host_cores, bool encrypt, const std::string& bin_dir = "");
+/// Runs the applications of `estimates` (name -> a guess of its CPU seconds per task, to
+/// size the runs) with their real kernels and sizes on a treefarm-master and `workers`
+/// one-core treefarm-workers of this machine one hop below it (FCFS, the experiment's
+/// buffer and transport). Each alone, once (~1.5 s): host seconds per task = `host_cores`
+/// over the tasks/s the master measured in the steady window. Then all together in the
+/// experiment's weights, three times (~2 s): host seconds per unit of weight, the median,
+/// to which the costs alone are scaled (their ratios kept). With one application: it
+/// alone, three times. Throws std::runtime_error if a run fails.
+TaskCpuCosts measure_task_cpu(const model::Experiment& experiment, const std::map<std::string, double>& estimates,
+                              std::uint32_t workers, double host_cores, bool encrypt, const std::string& bin_dir = "");
 
 /// Records in `calibration` one host `host_name` with `host_cores` CPUs and the
 /// communication cost `cost` (and `ends`), every node of `experiment` on it with its CPU

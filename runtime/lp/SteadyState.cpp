@@ -371,7 +371,8 @@ Solution solve(const PlatformModel& m, LpSolver& solver, const SolveOptions& opt
   // returns a vertex that may load one node fully and leave its twin idle (issue 21: on
   // the quickstart every task on w1, none on w2). Among the optima, the plan spreading
   // the load is the one a policy can follow: a second stage minimises the busiest node's
-  // CPU fraction U subject to T >= T*(1 - 1e-6). Without hosts the first vertex is kept.
+  // CPU fraction U subject to T >= T*(1 - 1e-9), then scales the rates to T*. Without
+  // hosts the first vertex is kept.
   if (!m.hosts.empty() && r.values[var.fair] > 0.0) {
     SteadyStateVariables v2;
     LpProblem spread = build_steady_state_lp(m, v2);
@@ -379,7 +380,7 @@ Solution solve(const PlatformModel& m, LpSolver& solver, const SolveOptions& opt
     spread.set_sense(Sense::minimize);
     const std::size_t busiest = spread.add_variable(0.0, lp_infinity, 1.0);
     std::vector<LpTerm> row{{v2.fair, 1.0}};
-    spread.add_row(row, r.values[var.fair] * (1.0 - 1e-6), lp_infinity);
+    spread.add_row(row, r.values[var.fair] * (1.0 - 1e-9), lp_infinity);
     for (std::size_t u = 0; u < m.nodes.size(); ++u) {
       if (m.nodes[u].cores == 0) continue;
       row.clear();
@@ -391,8 +392,12 @@ Solution solve(const PlatformModel& m, LpSolver& solver, const SolveOptions& opt
       row.push_back({busiest, -1.0});
       spread.add_row(row, -lp_infinity, 0.0);
     }
-    if (LpResult r2 = solver.solve(spread); r2.status == LpStatus::optimal) {
-      r2.values.resize(lp.variable_count());  // the same columns, U dropped
+    if (LpResult r2 = solver.solve(spread); r2.status == LpStatus::optimal && r2.values[v2.fair] > 0.0) {
+      // The same columns, U dropped; rates scaled to T* (the solver's tolerance lets T
+      // sit ~1e-7 below it; the rows then hold to that tolerance, as the first stage's do).
+      const double scale = r.values[var.fair] / r2.values[v2.fair];
+      r2.values.resize(lp.variable_count());
+      for (double& x : r2.values) x *= scale;
       r = std::move(r2);
     }
   }

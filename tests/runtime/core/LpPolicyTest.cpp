@@ -89,6 +89,58 @@ TEST(LpPolicy, WithoutAFeasiblePlannedChoiceItServesFirstComeFirstServed) {
   EXPECT_EQ(p.fallbacks(), 1u) << "a planned choice is not a fallback";
 }
 
+// Session 11 (docs/policies.md, lp): a requester the plan gives nothing is not served
+// outside the plan while a planned requester is connected.
+TEST(LpPolicy, ARequesterThePlanGivesNothingStaysIdleWhileAPlannedOneIsConnected) {
+  NodePlan plan;
+  plan.local = {1, 1};
+  plan.children["left"] = {1e-6, 0};  // a crumb of the LP's second stage: no rate
+  plan.children["right"] = {2, 0};
+  NodeState s = worker_state(plan);
+  s.config.cores = 1;
+  LpPolicy p;
+  p.start(s);
+  s.requests.push_back(PendingRequest{child(1), 0, 0});  // left asks first
+  s.buffer.push_back(task(1, 0));  // b: only the executor is planned for it, and it does not ask
+  EXPECT_FALSE(p.select(s).has_value()) << "left is not served outside the plan";
+  EXPECT_EQ(p.fallbacks(), 0u);
+  s.requests.push_back(PendingRequest{child(2), 0, 1});  // right (planned for a) asks
+  const auto a = p.select(s);
+  ASSERT_TRUE(a.has_value());
+  EXPECT_EQ(a->request, 1u) << "the fallback serves the planned requester, not the older idle one";
+  EXPECT_EQ(p.fallbacks(), 1u);
+}
+
+TEST(LpPolicy, WithNoPlannedRequesterLeftEveryRequesterIsServed) {
+  NodePlan plan;
+  plan.local = {0, 0};
+  plan.children["left"] = {0, 0};
+  plan.children["right"] = {1, 1};
+  NodeState s = worker_state(plan);
+  s.config.cores = 1;
+  LpPolicy p;
+  p.start(s);
+  s.requests.push_back(PendingRequest{child(1), 0, 0});
+  s.buffer.push_back(task(0, 0));
+  EXPECT_FALSE(p.select(s).has_value()) << "right, planned, is still there";
+  s.children.erase(ChildId{2});  // right left the tree: the bag must still drain
+  const auto a = p.select(s);
+  ASSERT_TRUE(a.has_value());
+  EXPECT_EQ(a->request, 0u);
+  EXPECT_EQ(p.fallbacks(), 1u);
+}
+
+TEST(PlanFollower, CrumbsOfTheLpCountAsNoRate) {
+  NodePlan plan;
+  plan.local = {100, 0};
+  plan.children["left"] = {1e-3, 50};  // 1e-5 of a's total: a crumb; b's 50 is real
+  plan.children["right"] = {0.5, 1e-2};  // 5e-3 of a's: kept; 2e-4 of b's: kept
+  const NodePlan c = without_crumbs(plan);
+  EXPECT_EQ(c.local, (std::vector<double>{100, 0}));
+  EXPECT_EQ(c.children.at("left"), (std::vector<double>{0, 50}));
+  EXPECT_EQ(c.children.at("right"), (std::vector<double>{0.5, 1e-2}));
+}
+
 TEST(LpPolicy, RootDrawsTypesInProportionToThePlannedThroughputs) {
   TreeSpec spec;
   spec.policy = "lp";

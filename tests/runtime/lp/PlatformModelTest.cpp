@@ -167,6 +167,32 @@ TEST(ModelFromCalibration, LinksWithinOneHostTakeTheirFastestRound) {
   EXPECT_EQ(lan.nodes[2].link_bandwidth, 5e6);
 }
 
+TEST(ModelFromCalibration, WholeTaskCostsFreeTheLinksWithinTheirHost) {
+  // Session 11 (docs/lp.md, "Whole tasks measured through the runtime"): a host whose
+  // tasks' whole CPU was measured through the runtime has no link bound inside it, not
+  // even at the interval's pessimistic end; the cost reaches the model per application.
+  model::Calibration cal;
+  cal.hosts["h"] = model::HostCalibration{2.0, 1e-9, 0.5};
+  cal.hosts["h"].task_cpu_seconds = {{"mm", 4e-3}, {"gone", 1.0}};  // an app no longer in the file: ignored
+  for (const char* n : {"master", "w1", "w2"}) cal.nodes[n].host = "h";
+  cal.nodes["w1"].link_bandwidth = 2e6;
+  cal.nodes["w2"].link_bandwidth = 5e6;
+  cal.nodes["w2"].link_bandwidth_min = 1e6;
+  cal.nodes["w2"].link_bandwidth_max = 8e6;
+  for (const bool bind : {false, true}) {
+    const PlatformModel m = model_from_calibration(experiment(), cal, bind);
+    EXPECT_TRUE(std::isinf(m.nodes[1].link_bandwidth)) << bind;
+    EXPECT_TRUE(std::isinf(m.nodes[2].link_bandwidth)) << bind;
+    ASSERT_EQ(m.hosts[0].task_cpu_seconds.size(), 2u);
+    EXPECT_EQ(m.hosts[0].task_cpu_seconds[0], 4e-3);
+    EXPECT_EQ(m.hosts[0].task_cpu_seconds[1], 0.0);  // "wide": not measured
+  }
+  // w2 on a host without such costs: its link keeps its probe.
+  cal.hosts["g"] = model::HostCalibration{4.0, 1e-9, 0.5};
+  cal.nodes["w2"].host = "g";
+  EXPECT_EQ(model_from_calibration(experiment(), cal, true).nodes[2].link_bandwidth, 5e6);
+}
+
 TEST(ModelFromExperiment, ForwardOnlyNodeNeedsNoSpeed) {
   model::Experiment e = experiment();
   e.nodes[0].cores = 0;

@@ -291,6 +291,44 @@ TEST(SteadyState, HostChargesEachInputsGenerationAndReceptionOnce) {
   expect_rel(solve(c.m).fair_throughput, 1.0 / (1.0 + 0.05));
 }
 
+TEST(SteadyState, WholeTaskCostReplacesTheTermsOnItsHost) {
+  // The quickstart's shape, gamma 1 ms per byte (0.1 CPU-s a hop of 100-byte tasks), and
+  // per-byte end costs that would add 1 CPU-s per task — but the whole cost of a task
+  // measured one hop from the root (task_cpu_seconds) is 0.8 CPU-s: it replaces the
+  // kernel (0.5) and the end terms, the hop's 0.1 inside it. A one-hop task costs the host
+  // 0.8, a two-hop one 0.9: T = 2 / 0.8, the leaves idle.
+  Builder b = quickstart_on_one_host(1e-3);
+  b.m.hosts[0].input_cpu_seconds_per_byte = 5e-3;
+  b.m.hosts[0].receive_cpu_seconds_per_byte = 5e-3;
+  b.m.hosts[0].task_cpu_seconds = {0.8};
+  Solution s = solve(b.m);
+  expect_rel(s.fair_throughput, 2.0 / 0.8);
+  expect_rel(s.alpha[3][0] + s.alpha[4][0], 0.0);
+  expect_rel(s.host_utilisation[0], 1.0);
+  // Never below the kernel: 0.3 measured (less than kernel + hop) charges 0.5 + 0.1.
+  b.m.hosts[0].task_cpu_seconds = {0.3};
+  expect_rel(solve(b.m).fair_throughput, 2.0 / 0.6);
+  // An origin on another host: the per-byte terms again (0.5 kernel + 0.05 half hop +
+  // 0.5 received here = 1.05 per task on this host).
+  b.m.hosts[0].task_cpu_seconds = {0.8};
+  b.m.hosts.push_back(PlatformModel::Host{"origin", 8.0, 1e-3});
+  b.m.nodes[0].host = 1;
+  expect_rel(solve(b.m).fair_throughput, 2.0 / 1.05);
+}
+
+TEST(SteadyState, TwinNodesOnOneHostShareTheOptimum) {
+  // Session 11: w1 and w2 cost the host the same, so any split of the optimum between
+  // them is optimal; the second stage takes the one that loads the busiest node least —
+  // half each — and keeps T.
+  // T = 2 / 0.6 (HostChargesTheCpuOfEveryTransfer); each can take 2 tasks/s, so the
+  // vertices of the optimal face are (2, 4/3) and (4/3, 2); the spread plan is (5/3, 5/3).
+  Builder b = quickstart_on_one_host(1e-3);
+  const Solution s = solve(b.m);
+  expect_rel(s.fair_throughput, 2.0 / 0.6);
+  expect_rel(s.alpha[1][0], s.fair_throughput / 2);
+  expect_rel(s.alpha[2][0], s.fair_throughput / 2);
+}
+
 TEST(SteadyState, CpuSetSharedByTwoNodesIsOneRow) {
   // Two workers pinned to the same CPU of a 2-CPU host, measured at half of it (1 s per
   // task, 0.5 CPU-s): together they do at most 1/0.5 = 2 tasks/s, though the host has

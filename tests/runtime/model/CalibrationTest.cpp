@@ -29,6 +29,9 @@ Calibration sample() {
   c.nodes["w1"].output_bytes = {{"gz", 70123.5}};  // issue 20: a command's output size
   // issue 21: the host's costs, the runtime's per-byte costs at a task's two ends included
   c.hosts["box"] = HostCalibration{2.0, 4.5e-10, 0.25, 1.2e-10, 3.5e-10};
+  // session 11: each application's whole CPU per task through the runtime, and its spread
+  c.hosts["box"].task_cpu_seconds = {{"mm", 5.125e-3}, {"add", 4.5e-3}};
+  c.hosts["box"].task_cpu_spread = {{"mm", 0.1}, {"add", 0.0}};
   c.nodes["w1"].host = "box";
   return c;
 }
@@ -118,6 +121,14 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"output bytes not an object",
                 HEAD "[{\"name\": \"a\", \"cores\": 1, \"output_bytes\": 12}]}", 0,
                 "nodes[0].output_bytes", "{app name: bytes}"},
+        BadCase{"zero task cpu",
+                HEAD "[{\"name\": \"a\", \"cores\": 1}], \"hosts\": [{\"name\": \"h\", \"cores\": 2,"
+                     " \"task_cpu_seconds\": {\"mm\": 0}}]}",
+                0, "hosts[0].task_cpu_seconds.mm", "> 0"},
+        BadCase{"task cpu not an object",
+                HEAD "[{\"name\": \"a\", \"cores\": 1}], \"hosts\": [{\"name\": \"h\", \"cores\": 2,"
+                     " \"task_cpu_spread\": 0.1}]}",
+                0, "hosts[0].task_cpu_spread", "expected an object"},
         BadCase{"missing cores", HEAD "[{\"name\": \"a\"}]}", 0, "nodes[0].cores",
                 "missing required key"},
         BadCase{"duplicate node",
