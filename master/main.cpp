@@ -6,6 +6,7 @@
 
 #include "runtime/cli/CliSupport.hpp"
 #include "tasks/BlasKernel.hpp"
+#include "tasks/PayloadMemory.hpp"
 #include "master/Master.hpp"
 #include "master/Server.hpp"
 #include "runtime/model/Experiment.hpp"
@@ -13,6 +14,7 @@
 
 int main(int argc, char** argv) {
   treefarm::tasks::select_blas_kernel(argv);  // before anything loads BLAS kernels (issue 14)
+  treefarm::tasks::keep_payload_memory();    // freed payloads reused, not unmapped (tasks/PayloadMemory.hpp)
   CLI::App app{"treefarm-master: the root of a treefarm tree. It holds the experiment's applications, waits for\n"
                "its workers (treefarm-worker --parent ENDPOINT), dispatches tasks, checks every result and\n"
                "writes results.json.\n"

@@ -282,14 +282,14 @@ TaskCpuCosts measure_task_cpu(const model::Experiment& experiment, const std::ma
   auto tasks_for = [&](double host_seconds, double run_seconds) {
     return static_cast<std::uint64_t>(std::clamp(run_seconds * host_cores / std::max(host_seconds, 1e-5), 40.0, 50'000.0));
   };
-  // Alone: each application once (three times when it is the only one), ~1.5 s of the
-  // host's CPUs by the estimate; host seconds per task = CPUs / tasks per second.
+  // Alone: each application once, ~1 s of the host's CPUs by the estimate (three times,
+  // ~3 s each, when it is the only one); host seconds per task = CPUs / tasks per second.
   std::vector<double> repeats;
   for (const auto& [app, estimate] : estimates) {
     const int times = estimates.size() == 1 ? 3 : 1;
     std::vector<double> per_task;
     for (int r = 0; r < times; ++r) {
-      const auto run = run_one_hop(experiment, {{app, tasks_for(estimate, 1.5)}}, false, workers, encrypt, bin_dir, dir,
+      const auto run = run_one_hop(experiment, {{app, tasks_for(estimate, times > 1 ? 3.0 : 1.0)}}, false, workers, encrypt, bin_dir, dir,
                                    app + "-" + std::to_string(r));
       cpu += run.cpu;
       wall += run.wall;
@@ -299,7 +299,7 @@ TaskCpuCosts measure_task_cpu(const model::Experiment& experiment, const std::ma
     if (times > 1) repeats = per_task;
   }
   out.seconds = out.alone;
-  // Together, in the experiment's weights, three times: what a unit of weight costs when
+  // Together, in the experiment's weights, three times (~3.5 s each): what a unit of weight costs when
   // the applications share the CPUs as in a run (a kernel-bound one fills the gaps a
   // transfer-bound one leaves); the costs alone are scaled to it, keeping their ratios.
   if (estimates.size() > 1) {
@@ -310,7 +310,7 @@ TaskCpuCosts measure_task_cpu(const model::Experiment& experiment, const std::ma
         weight[a.name] = a.weight;
         unit_alone += a.weight * out.alone.at(a.name);
       }
-    const double units = static_cast<double>(tasks_for(unit_alone, 2.0));
+    const double units = static_cast<double>(tasks_for(unit_alone, 3.5));
     std::map<std::string, std::uint64_t> tasks;
     for (const auto& [app, w] : weight) tasks[app] = std::max<std::uint64_t>(1, static_cast<std::uint64_t>(std::llround(units * w)));
     for (int r = 0; r < 3; ++r) {

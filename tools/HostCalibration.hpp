@@ -62,11 +62,11 @@ struct TaskCpuCosts {
 /// Runs the applications of `estimates` (name -> a guess of its CPU seconds per task, to
 /// size the runs) with their real kernels and sizes on a treefarm-master and `workers`
 /// one-core treefarm-workers of this machine one hop below it (FCFS, the experiment's
-/// buffer and transport). Each alone, once (~1.5 s): host seconds per task = `host_cores`
+/// buffer and transport). Each alone, once (~1 s): host seconds per task = `host_cores`
 /// over the tasks/s the master measured in the steady window. Then all together in the
-/// experiment's weights, three times (~2 s): host seconds per unit of weight, the median,
-/// to which the costs alone are scaled (their ratios kept). With one application: it
-/// alone, three times. Throws std::runtime_error if a run fails.
+/// experiment's weights, three times (~3.5 s each): host seconds per unit of weight, the
+/// median, to which the costs alone are scaled (their ratios kept). With one application:
+/// it alone, three times (~3 s each). Throws std::runtime_error if a run fails.
 TaskCpuCosts measure_task_cpu(const model::Experiment& experiment, const std::map<std::string, double>& estimates,
                               std::uint32_t workers, double host_cores, bool encrypt, const std::string& bin_dir = "");
 

@@ -6,6 +6,7 @@
 
 #include "runtime/cli/CliSupport.hpp"
 #include "tasks/BlasKernel.hpp"
+#include "tasks/PayloadMemory.hpp"
 #include "tools/cli/Command.hpp"
 
 namespace {
@@ -17,6 +18,7 @@ void on_signal(int sig) {
 
 int main(int argc, char** argv) {
   treefarm::tasks::select_blas_kernel(argv);  // before anything loads BLAS kernels (issue 14)
+  treefarm::tasks::keep_payload_memory();    // freed payloads reused, not unmapped (tasks/PayloadMemory.hpp)
   CLI::App app{"treefarm: a task farm for multicore workstations on a LAN. A master and workers form a tree\n"
                "over ZeroMQ; bags of real matrix tasks flow down it; treefarm measures the throughput it\n"
                "achieves. See README.md and docs/commands.md."};

@@ -11,6 +11,7 @@
 
 #include "runtime/cli/CliSupport.hpp"
 #include "tasks/BlasKernel.hpp"
+#include "tasks/PayloadMemory.hpp"
 #include "tasks/Benchmark.hpp"
 #include "runtime/exec/CpuList.hpp"
 #include "runtime/zmq/ZmqNode.hpp"
@@ -28,6 +29,7 @@ void on_signal(int sig) {
 
 int main(int argc, char** argv) {
   treefarm::tasks::select_blas_kernel(argv);  // before anything loads BLAS kernels (issue 14)
+  treefarm::tasks::keep_payload_memory();    // freed payloads reused, not unmapped (tasks/PayloadMemory.hpp)
   CLI::App app{"treefarm-worker: a node of a treefarm tree. It connects to its parent, computes tasks on its\n"
                "cores and forwards tasks to the workers that connect to it.\n"
                "Example: treefarm-worker --parent tcp://master-host:5555 --listen tcp://*:5556"};

@@ -368,30 +368,27 @@ Solution solve(const PlatformModel& m, LpSolver& solver, const SolveOptions& opt
                              std::to_string(lp.row_count()) + " rows)");
   }
   // With hosts, nodes of one host are interchangeable for the host row, and the simplex
-  // returns a vertex that may load one node fully and leave its twin idle (issue 21: on
-  // the quickstart every task on w1, none on w2). Among the optima, the plan spreading
-  // the load is the one a policy can follow: a second stage minimises the busiest node's
-  // CPU fraction U subject to T >= T*(1 - 1e-9), then scales the rates to T*. Without
-  // hosts the first vertex is kept.
+  // returns a vertex that may give one node everything and its twin nothing, or one
+  // node all of an application and the other none of it (issue 21: on the quickstart,
+  // w1 all mm and w2 all ma, which the lp policy then served outside its plan). Among the
+  // optima, the plan spreading each application over the nodes is the one a policy can
+  // follow: a second stage minimises U, the largest share of any application's rate one
+  // node computes (α_u^(k) <= U·w(k)·T*), subject to T >= T*(1 - 1e-9), then scales the
+  // rates to T*. Without hosts the first vertex is kept.
   if (!m.hosts.empty() && r.values[var.fair] > 0.0) {
     SteadyStateVariables v2;
     LpProblem spread = build_steady_state_lp(m, v2);
     spread.set_objective(v2.fair, 0.0);
     spread.set_sense(Sense::minimize);
-    const std::size_t busiest = spread.add_variable(0.0, lp_infinity, 1.0);
+    const std::size_t largest = spread.add_variable(0.0, lp_infinity, 1.0);
     std::vector<LpTerm> row{{v2.fair, 1.0}};
     spread.add_row(row, r.values[var.fair] * (1.0 - 1e-9), lp_infinity);
-    for (std::size_t u = 0; u < m.nodes.size(); ++u) {
-      if (m.nodes[u].cores == 0) continue;
-      row.clear();
-      for (std::size_t k = 0; k < m.apps.size(); ++k)
-        if (v2.alpha[u][k] != none)
-          row.push_back({v2.alpha[u][k], m.nodes[u].task_seconds[k] * m.nodes[u].cpu_share * m.apps[k].cores_per_task /
-                                             m.nodes[u].cores});
-      if (row.empty()) continue;
-      row.push_back({busiest, -1.0});
-      spread.add_row(row, -lp_infinity, 0.0);
-    }
+    for (std::size_t u = 0; u < m.nodes.size(); ++u)
+      for (std::size_t k = 0; k < m.apps.size(); ++k) {
+        if (v2.alpha[u][k] == none) continue;
+        row = {{v2.alpha[u][k], 1.0}, {largest, -m.apps[k].weight * r.values[var.fair]}};
+        spread.add_row(row, -lp_infinity, 0.0);
+      }
     if (LpResult r2 = solver.solve(spread); r2.status == LpStatus::optimal && r2.values[v2.fair] > 0.0) {
       // The same columns, U dropped; rates scaled to T* (the solver's tolerance lets T
       // sit ~1e-7 below it; the rows then hold to that tolerance, as the first stage's do).
