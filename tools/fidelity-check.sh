@@ -54,7 +54,8 @@ if not p:
     print("- %.3f - - no-prediction" % m)
     sys.exit(0)
 ratio = m / p
-ivs = "[%.2f, %.2f]" % (iv["low"], iv["high"]) if isinstance(iv, dict) else "-"
+# no space inside: the shell's read splits the line on spaces
+ivs = "[%.2f,%.2f]" % (iv["low"], iv["high"]) if isinstance(iv, dict) else "-"
 print("%.3f %.3f %.3f %s %s" % (p, m, ratio, ivs, "inside" if abs(ratio - 1) <= tol else "OUTSIDE"))
 EOF
 )
