@@ -199,6 +199,23 @@ void NodeDriver::configure(const net::msg::Welcome& w, double now) {
     }
     hint_bandwidth_[h->name] = h->link_bandwidth;
   }
+  // Say so when the LP leaves this node idle: under lp it then gets no task while a
+  // planned node is connected (docs/policies.md, lp), which a user would otherwise take
+  // for a fault. Idle: what its parent is planned to send it is under 1e-4 of the plan's
+  // total (without_crumbs).
+  if (w.policy == "lp" && !is_root() && w.calibrate_reps == 0) {
+    double mine = -1, total = 0;
+    for (const auto* h : hints) {
+      for (double a : h->alpha) total += a;
+      if (h->name == opt_.name && !h->received.empty()) {
+        mine = 0;
+        for (double r : h->received) mine += r;
+      }
+    }
+    if (mine >= 0 && total > 0 && mine < 1e-4 * total)
+      spdlog::info("{}: the LP's plan gives this node no tasks: it stays idle while a planned node is connected "
+                   "(policy lp, docs/policies.md)", opt_.name);
+  }
   sched_ = std::make_unique<core::NodeScheduler>(std::move(config), core::make_policy(w.policy, is_root() ? root_->policy_options : core::PolicyOptions{}));
   configured_ = true;
   calibrating_ = w.calibrate_reps > 0;

@@ -3,6 +3,11 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+#include <stdexcept>
+#include <unistd.h>
+
 #include "runtime/model/Experiment.hpp"
 
 namespace treefarm::tools {
@@ -43,6 +48,47 @@ TEST(HostCalibration, AddLocalHostRecordsEveryNode) {
   EXPECT_DOUBLE_EQ(cal.nodes.at("a").cpu_share, 0.5);  // a and b share CPU 0
   // And it survives the file.
   EXPECT_EQ(model::parse_calibration(model::to_json(cal), "c.json"), cal);
+}
+
+// Session 11 (docs/lp.md, "Whole tasks measured through the runtime"): real
+// treefarm-master and treefarm-worker processes run the experiment's applications one hop
+// down, alone and together; every figure comes from their own results.json.
+TEST(HostCalibration, EachApplicationsWholeCostIsMeasuredThroughTheRuntime) {
+  const auto dir = std::filesystem::temp_directory_path() / ("treefarm-taskcpu-test-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const auto file = dir / "e.toml";
+  // A depth-2 tree under lp: the measuring tree is one hop under FCFS, whatever the file's.
+  std::ofstream(file) << "[[node]]\nname = \"root\"\ncores = 0\n[[node]]\nname = \"mid\"\nparent = \"root\"\ncores = 1\n"
+                         "[[node]]\nname = \"leaf\"\nparent = \"mid\"\ncores = 1\n"
+                         "[[app]]\nname = \"small\"\nkernel = \"matadd\"\nn = 64\nweight = 2\ntasks = 100000\n"
+                         "[[app]]\nname = \"big\"\nkernel = \"matmul\"\nn = 96\nweight = 1\ntasks = 100000\n"
+                         "[run]\nbuffer = 10\npolicy = \"lp\"\n";
+  const auto ex = model::load_experiment(file.string());
+  // Estimates of 20 ms per task keep the runs at their floor of 40 tasks alone; the runs
+  // together are sized from what the runs alone measured (~3.5 s of 2 CPUs).
+  const auto c = measure_task_cpu(ex, {{"small", 0.02}, {"big", 0.02}}, 2, 2.0, false, TREEFARM_BIN_DIR);
+  ASSERT_EQ(c.seconds.size(), 2u);
+  ASSERT_EQ(c.alone.size(), 2u);
+  EXPECT_EQ(c.workers, 2u);
+  for (const char* app : {"small", "big"}) {
+    // A task costs at least its kernel (96³·2 flop at < 1 Tflop/s: > 1.7 µs) and, on 2 CPUs
+    // running tasks of a few microseconds, far less than a second.
+    EXPECT_GT(c.alone.at(app), 1e-6) << app;
+    EXPECT_LT(c.alone.at(app), 0.5) << app;
+    EXPECT_NEAR(c.seconds.at(app), c.alone.at(app) * c.mix_scale, 1e-12) << "the ratios alone are kept";
+  }
+  EXPECT_GT(c.mix_scale, 0.0);
+  EXPECT_GE(c.spread, 0.0);
+  EXPECT_GT(c.busy, 0.0);
+  // A run that cannot start (no binaries there) is an error naming the applications.
+  try {
+    measure_task_cpu(ex, {{"small", 0.02}}, 1, 2.0, false, (dir / "nowhere").string());
+    ADD_FAILURE() << "no error without binaries";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("small"), std::string::npos) << e.what();
+  }
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
 }
 
 TEST(CommCost, MovingBytesOverLoopbackCostsCpu) {
