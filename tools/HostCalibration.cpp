@@ -14,6 +14,7 @@
 #include <sstream>
 #include <sys/resource.h>
 #include <unistd.h>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 #include <toml++/toml.h>
@@ -85,6 +86,19 @@ CommCost tree_comm_cost(const model::Experiment& experiment, bool encrypt) {
   return measure_comm_cost(bytes, encrypt);
 }
 
+/// How the calibration starts its measuring trees: quiet, warnings only, no table.
+LaunchOptions measuring_launch(bool encrypt, double timeout, const std::string& bin_dir, std::string out_dir) {
+  LaunchOptions lo;
+  lo.quiet = true;
+  lo.encrypt = encrypt;
+  lo.timeout = timeout;
+  lo.log_level = "warn";
+  lo.master_args = {"--no-table"};
+  lo.bin_dir = bin_dir;
+  lo.out_dir = std::move(out_dir);
+  return lo;
+}
+
 double cpu_seconds(const rusage& r) {
   return static_cast<double>(r.ru_utime.tv_sec + r.ru_stime.tv_sec) +
          static_cast<double>(r.ru_utime.tv_usec + r.ru_stime.tv_usec) * 1e-6;
@@ -135,14 +149,7 @@ TaskEndCost measure_task_end_cost(const model::AppSpec& app, double gamma, bool 
                            "cores = 1\n[[app]]\nname = \"nop\"\nkernel = \"noop\"\nbytes = "
                         << bytes << "\ntasks = " << tasks[r] << "\n[run]\nbuffer = 4\n";
     const auto ex = model::load_experiment(file.string());
-    LaunchOptions lo;
-    lo.quiet = true;
-    lo.encrypt = encrypt;
-    lo.timeout = 120;
-    lo.log_level = "warn";
-    lo.master_args = {"--no-table"};
-    lo.bin_dir = bin_dir;
-    lo.out_dir = (dir / ("out-" + std::to_string(r))).string();
+    const auto lo = measuring_launch(encrypt, 120, bin_dir, (dir / ("out-" + std::to_string(r))).string());
     const std::atomic<bool> never{false};
     const double before = children_cpu_seconds();
     const int rc = launch_tree(ex, lo, never);
@@ -167,7 +174,7 @@ namespace {
 /// tasks; weight 1 each unless `keep_weights`), FCFS, no migration, no events, on a
 /// master and `workers` one-core workers one hop below it.
 std::string one_hop_experiment(const model::Experiment& experiment, const std::map<std::string, std::uint64_t>& tasks,
-                               bool keep_weights, std::uint32_t workers) {
+                               bool keep_weights, std::uint32_t workers, std::uint32_t worker_cores) {
   toml::table doc;
   try {
     doc = toml::parse_file(experiment.path);
@@ -177,7 +184,7 @@ std::string one_hop_experiment(const model::Experiment& experiment, const std::m
   toml::array nodes;
   nodes.push_back(toml::table{{"name", "master"}, {"cores", 0}});
   for (std::uint32_t w = 0; w < workers; ++w)
-    nodes.push_back(toml::table{{"name", "w" + std::to_string(w + 1)}, {"parent", "master"}, {"cores", 1}});
+    nodes.push_back(toml::table{{"name", "w" + std::to_string(w + 1)}, {"parent", "master"}, {"cores", worker_cores}});
   doc.insert_or_assign("node", std::move(nodes));
   toml::array apps;
   if (const auto* all = doc["app"].as_array())
@@ -224,19 +231,12 @@ struct OneHopRun {
 };
 
 OneHopRun run_one_hop(const model::Experiment& experiment, const std::map<std::string, std::uint64_t>& tasks,
-                      bool keep_weights, std::uint32_t workers, bool encrypt, const std::string& bin_dir,
-                      const std::filesystem::path& dir, const std::string& tag) {
+                      bool keep_weights, std::uint32_t workers, std::uint32_t worker_cores, bool encrypt,
+                      const std::string& bin_dir, const std::filesystem::path& dir, const std::string& tag) {
   const auto file = dir / (tag + ".toml");
-  std::ofstream(file) << one_hop_experiment(experiment, tasks, keep_weights, workers);
+  std::ofstream(file) << one_hop_experiment(experiment, tasks, keep_weights, workers, worker_cores);
   const auto ex = model::load_experiment(file.string());
-  LaunchOptions lo;
-  lo.quiet = true;
-  lo.encrypt = encrypt;
-  lo.timeout = 300;
-  lo.log_level = "warn";
-  lo.master_args = {"--no-table"};
-  lo.bin_dir = bin_dir;
-  lo.out_dir = (dir / ("out-" + tag)).string();
+  const auto lo = measuring_launch(encrypt, 300, bin_dir, (dir / ("out-" + tag)).string());
   const std::atomic<bool> never{false};
   OneHopRun out;
   const double before = children_cpu_seconds();
@@ -267,8 +267,14 @@ TaskCpuCosts measure_task_cpu(const model::Experiment& experiment, const std::ma
                               std::uint32_t workers, double host_cores, bool encrypt, const std::string& bin_dir) {
   TaskCpuCosts out;
   if (estimates.empty()) return out;
-  workers = std::clamp<std::uint32_t>(workers, 1, 8);
+  // Workers with as many cores as the widest task needs (a multi-core task must fit),
+  // as many of them as the CPUs hold.
+  std::uint32_t worker_cores = 1;
+  for (const auto& a : experiment.apps)
+    if (estimates.count(a.name)) worker_cores = std::max(worker_cores, a.cores_per_task);
+  workers = std::clamp<std::uint32_t>(workers / worker_cores, 1, 8);
   out.workers = workers;
+  out.worker_cores = worker_cores;
   const auto dir = std::filesystem::temp_directory_path() / ("treefarm-taskcpu-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   struct Cleanup {
@@ -289,7 +295,8 @@ TaskCpuCosts measure_task_cpu(const model::Experiment& experiment, const std::ma
     const int times = estimates.size() == 1 ? 3 : 1;
     std::vector<double> per_task;
     for (int r = 0; r < times; ++r) {
-      const auto run = run_one_hop(experiment, {{app, tasks_for(estimate, times > 1 ? 3.0 : 1.0)}}, false, workers, encrypt, bin_dir, dir,
+      const auto run = run_one_hop(experiment, {{app, tasks_for(estimate, times > 1 ? 3.0 : 1.0)}}, false, workers, worker_cores, encrypt,
+                                   bin_dir, dir,
                                    app + "-" + std::to_string(r));
       cpu += run.cpu;
       wall += run.wall;
@@ -314,7 +321,8 @@ TaskCpuCosts measure_task_cpu(const model::Experiment& experiment, const std::ma
     std::map<std::string, std::uint64_t> tasks;
     for (const auto& [app, w] : weight) tasks[app] = std::max<std::uint64_t>(1, static_cast<std::uint64_t>(std::llround(units * w)));
     for (int r = 0; r < 3; ++r) {
-      const auto run = run_one_hop(experiment, tasks, true, workers, encrypt, bin_dir, dir, "mix-" + std::to_string(r));
+      const auto run =
+          run_one_hop(experiment, tasks, true, workers, worker_cores, encrypt, bin_dir, dir, "mix-" + std::to_string(r));
       cpu += run.cpu;
       wall += run.wall;
       repeats.push_back(host_cores / run.fair_throughput);  // host seconds per unit of weight
@@ -368,7 +376,7 @@ void calibrate_local_host(const model::Experiment& experiment, const std::string
     if (tc.seconds.size() > 1) task_log << " (alone " << tc.alone.at(app_name) * 1e3 << ")";
   }
   if (!tc.seconds.empty())
-    task_log << " (" << tc.workers << " one-core workers; "
+    task_log << " (" << tc.workers << " workers of " << tc.worker_cores << " core" << (tc.worker_cores > 1 ? "s" : "") << "; "
              << (tc.seconds.size() > 1 ? "the applications together in their weights, median of 3 runs, spread "
                                        : "median of 3 runs, spread ")
              << tc.spread * 100 << " %; CPUs busy " << tc.busy * 100 << " %)";

@@ -57,11 +57,13 @@ struct TaskCpuCosts {
   double spread = 0;                    ///< (max - min) / median of the three repeated runs.
   double busy = 0;                      ///< Share of the host's CPU time the processes used.
   std::uint32_t workers = 0;
+  std::uint32_t worker_cores = 1;       ///< Cores of each (the widest cores_per_task).
 };
 
 /// Runs the applications of `estimates` (name -> a guess of its CPU seconds per task, to
-/// size the runs) with their real kernels and sizes on a treefarm-master and `workers`
-/// one-core treefarm-workers of this machine one hop below it (FCFS, the experiment's
+/// size the runs) with their real kernels and sizes on a treefarm-master and `workers` /
+/// c treefarm-workers of c cores each (c: the widest cores_per_task, at least 1) of this
+/// machine, one hop below it (FCFS, the experiment's
 /// buffer and transport). Each alone, once (~1 s): host seconds per task = `host_cores`
 /// over the tasks/s the master measured in the steady window. Then all together in the
 /// experiment's weights, three times (~3.5 s each): host seconds per unit of weight, the
