@@ -306,7 +306,7 @@ TaskCpuCosts measure_task_cpu(const model::Experiment& experiment, const std::ma
     if (times > 1) repeats = per_task;
   }
   out.seconds = out.alone;
-  // Together, in the experiment's weights, three times (~3.5 s each): what a unit of weight costs when
+  // Together, in the experiment's weights, five times (~2.5 s each): what a unit of weight costs when
   // the applications share the CPUs as in a run (a kernel-bound one fills the gaps a
   // transfer-bound one leaves); the costs alone are scaled to it, keeping their ratios.
   if (estimates.size() > 1) {
@@ -317,10 +317,10 @@ TaskCpuCosts measure_task_cpu(const model::Experiment& experiment, const std::ma
         weight[a.name] = a.weight;
         unit_alone += a.weight * out.alone.at(a.name);
       }
-    const double units = static_cast<double>(tasks_for(unit_alone, 3.5));
+    const double units = static_cast<double>(tasks_for(unit_alone, 2.5));
     std::map<std::string, std::uint64_t> tasks;
     for (const auto& [app, w] : weight) tasks[app] = std::max<std::uint64_t>(1, static_cast<std::uint64_t>(std::llround(units * w)));
-    for (int r = 0; r < 3; ++r) {
+    for (int r = 0; r < 5; ++r) {
       const auto run =
           run_one_hop(experiment, tasks, true, workers, worker_cores, encrypt, bin_dir, dir, "mix-" + std::to_string(r));
       cpu += run.cpu;
@@ -377,7 +377,7 @@ void calibrate_local_host(const model::Experiment& experiment, const std::string
   }
   if (!tc.seconds.empty())
     task_log << " (" << tc.workers << " workers of " << tc.worker_cores << " core" << (tc.worker_cores > 1 ? "s" : "") << "; "
-             << (tc.seconds.size() > 1 ? "the applications together in their weights, median of 3 runs, spread "
+             << (tc.seconds.size() > 1 ? "the applications together in their weights, median of 5 runs, spread "
                                        : "median of 3 runs, spread ")
              << tc.spread * 100 << " %; CPUs busy " << tc.busy * 100 << " %)";
   model::save_calibration(calibration, file);

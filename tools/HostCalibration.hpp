@@ -54,7 +54,7 @@ struct TaskCpuCosts {
   std::map<std::string, double> seconds;
   std::map<std::string, double> alone;  ///< The same, each application alone.
   double mix_scale = 1;                 ///< seconds / alone (1 with one application).
-  double spread = 0;                    ///< (max - min) / median of the three repeated runs.
+  double spread = 0;                    ///< (max - min) / median of the repeated runs.
   double busy = 0;                      ///< Share of the host's CPU time the processes used.
   std::uint32_t workers = 0;
   std::uint32_t worker_cores = 1;       ///< Cores of each (the widest cores_per_task).
@@ -66,7 +66,7 @@ struct TaskCpuCosts {
 /// machine, one hop below it (FCFS, the experiment's
 /// buffer and transport). Each alone, once (~1 s): host seconds per task = `host_cores`
 /// over the tasks/s the master measured in the steady window. Then all together in the
-/// experiment's weights, three times (~3.5 s each): host seconds per unit of weight, the
+/// experiment's weights, five times (~2.5 s each): host seconds per unit of weight, the
 /// median, to which the costs alone are scaled (their ratios kept). With one application:
 /// it alone, three times (~3 s each). Throws std::runtime_error if a run fails.
 TaskCpuCosts measure_task_cpu(const model::Experiment& experiment, const std::map<std::string, double>& estimates,
