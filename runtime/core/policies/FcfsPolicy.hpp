@@ -10,6 +10,24 @@
 
 namespace treefarm::core {
 
+/// The FCFS choice among the requests whose requester `eligible(target)` accepts: the
+/// oldest such request with the oldest buffered task it can take (when
+/// state.any_task_for_any(), the first task). FcfsPolicy takes every requester; `lp`'s
+/// fallback only the planned ones (LpPolicy.cpp).
+template <class Eligible>
+std::optional<Assignment> first_come_first_served(const NodeState& state, Eligible&& eligible) {
+  if (state.buffer.empty()) return std::nullopt;
+  for (std::size_t r = 0; r < state.requests.size(); ++r) {
+    if (!eligible(state.requests[r].from)) continue;
+    if (state.any_task_for_any()) {
+      if (state.can_serve(state.requests[r].from)) return Assignment{r, 0};
+    } else if (auto t = first_task_for(state, r)) {
+      return Assignment{r, *t};  // the oldest task that fits it (lee2010 slide 19)
+    }
+  }
+  return std::nullopt;
+}
+
 class FcfsPolicy final : public Policy {
  public:
   std::optional<Assignment> select(const NodeState& state) override;

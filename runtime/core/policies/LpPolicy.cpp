@@ -62,25 +62,9 @@ std::optional<Assignment> LpPolicy::unplanned_select(const NodeState& state) {
     any_planned = state.config.cores > 0 && planned(state, Target::executor());
     for (const auto& [id, c] : state.children) any_planned = any_planned || planned(state, Target::to_child(id));
   }
-  if (!any_planned) {
-    auto a = FcfsPolicy{}.select(state);
-    if (a) ++fallbacks_;
-    return a;
-  }
-  if (state.buffer.empty()) return std::nullopt;
-  for (std::size_t r = 0; r < state.requests.size(); ++r) {
-    if (!planned(state, state.requests[r].from)) continue;
-    if (state.any_task_for_any()) {
-      if (state.can_serve(state.requests[r].from)) {
-        ++fallbacks_;
-        return Assignment{r, 0};
-      }
-    } else if (auto t = first_task_for(state, r)) {
-      ++fallbacks_;
-      return Assignment{r, *t};
-    }
-  }
-  return std::nullopt;
+  auto a = first_come_first_served(state, [&](const Target& t) { return !any_planned || planned(state, t); });
+  if (a) ++fallbacks_;
+  return a;
 }
 
 }  // namespace treefarm::core
