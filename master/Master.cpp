@@ -459,7 +459,7 @@ int run_master(const MasterOptions& options) {
       record(r, duplicate, now);
     };
   root.on_tick = [&](double now) {
-    if (journal) journal->flush();  // at most ~1 s of results is lost to a crash
+    if (journal) journal->sync();  // to disk on the journal's thread: a crash loses ~1–2 s of results
     if (options.on_status)
       options.on_status(status_json(results, per_app, done_by_node, load_by_node, start > 0 ? now - start : 0.0));
     if (start == 0 && done == 0) return;

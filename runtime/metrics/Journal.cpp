@@ -7,6 +7,7 @@
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
+#include <string_view>
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -19,6 +20,21 @@ constexpr const char* magic = "treefarm-journal 1 ";
 
 [[noreturn]] void fail(const std::string& what, const std::filesystem::path& path, int err) {
   throw std::runtime_error("journal: cannot " + what + " " + path.string() + ": " + std::strerror(err));
+}
+
+/// Writes all of `data` (no-op when empty) and fsyncs; the failure's message, or "".
+std::string write_and_sync(int fd, std::string_view data, const std::filesystem::path& path) {
+  if (data.empty()) return {};
+  while (!data.empty()) {
+    const ssize_t n = ::write(fd, data.data(), data.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return "journal: cannot write " + path.string() + ": " + std::strerror(errno);
+    }
+    data.remove_prefix(static_cast<std::size_t>(n));
+  }
+  if (::fsync(fd) != 0) return "journal: cannot fsync " + path.string() + ": " + std::strerror(errno);
+  return {};
 }
 
 std::string clean(const std::string& s) {
@@ -44,20 +60,22 @@ Journal::Journal(std::filesystem::path path, const std::string& fingerprint, boo
   const bool exists = std::filesystem::exists(path_);
   fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | (append ? O_APPEND : O_TRUNC), 0644);
   if (fd_ < 0) fail("open", path_, errno);
+  std::string first;
   if (!append || !exists || std::filesystem::file_size(path_) == 0) {
-    pending_ = std::string(magic) + fingerprint + "\n";
-    flush();
+    first = std::string(magic) + fingerprint + "\n";
   } else {
     // A torn last line from a crash: end it with a marker the loader skips, so that the
     // next entry starts on its own line.
     std::ifstream in(path_, std::ios::binary);
     in.seekg(-1, std::ios::end);
     char last = '\n';
-    if (in.get(last) && last != '\n') {
-      pending_ = "#torn\n";
-      flush();
-    }
+    if (in.get(last) && last != '\n') first = "#torn\n";
   }
+  if (const auto failure = write_and_sync(fd_, first, path_); !failure.empty()) {
+    ::close(fd_);
+    throw std::runtime_error(failure);
+  }
+  writer_ = std::thread([this] { write_batches(); });
 }
 
 Journal::~Journal() {
@@ -65,6 +83,12 @@ Journal::~Journal() {
     flush();
   } catch (...) {
   }
+  {
+    std::lock_guard lock(mutex_);
+    stop_ = true;
+  }
+  changed_.notify_all();
+  writer_.join();
   if (fd_ >= 0) ::close(fd_);
 }
 
@@ -90,28 +114,53 @@ void Journal::add(const JournalEntry& e) {
   for (std::size_t i = at; i < pending_.size(); ++i)  // clean(), without a copy of the name
     if (pending_[i] == '\t' || pending_[i] == '\n' || pending_[i] == '\r') pending_[i] = '_';
   pending_ += '\n';
-  if (++pending_count_ >= batch_size) flush();
+  if (++pending_count_ >= batch_size) hand_over(false);
 }
 
 void Journal::revoke(std::uint32_t app, std::uint64_t index) {
   pending_ += "-\t" + std::to_string(app) + "\t" + std::to_string(index) + "\n";
-  if (++pending_count_ >= batch_size) flush();
+  if (++pending_count_ >= batch_size) hand_over(false);
 }
 
-void Journal::flush() {
-  if (pending_.empty()) return;
-  std::string_view data = pending_;
-  while (!data.empty()) {
-    const ssize_t n = ::write(fd_, data.data(), data.size());
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      fail("write", path_, errno);
-    }
-    data.remove_prefix(static_cast<std::size_t>(n));
+void Journal::sync() { hand_over(false); }
+
+void Journal::flush() { hand_over(true); }
+
+void Journal::rethrow_locked() const {
+  if (!error_.empty()) throw std::runtime_error(error_);
+}
+
+void Journal::hand_over(bool wait_for_disk) {
+  std::unique_lock lock(mutex_);
+  rethrow_locked();
+  if (!pending_.empty()) {
+    changed_.wait(lock, [&] { return writing_.empty(); });  // one batch in the writer's hands
+    rethrow_locked();
+    writing_.swap(pending_);  // pending_ takes the written batch's buffer back, cleared
+    pending_count_ = 0;
+    ++handed_;
+    changed_.notify_all();
   }
-  if (::fsync(fd_) != 0) fail("fsync", path_, errno);
-  pending_.clear();
-  pending_count_ = 0;
+  if (wait_for_disk) {
+    changed_.wait(lock, [&] { return written_ == handed_; });
+    rethrow_locked();
+  }
+}
+
+void Journal::write_batches() {
+  std::unique_lock lock(mutex_);
+  while (true) {
+    changed_.wait(lock, [&] { return !writing_.empty() || stop_; });
+    if (writing_.empty()) return;  // stopped with nothing left
+    // The caller does not touch writing_ while it is non-empty: write it unlocked.
+    lock.unlock();
+    const std::string failure = write_and_sync(fd_, writing_, path_);
+    lock.lock();
+    if (!failure.empty() && error_.empty()) error_ = failure;
+    writing_.clear();
+    ++written_;
+    changed_.notify_all();
+  }
 }
 
 std::vector<JournalEntry> load_journal(const std::filesystem::path& path, const std::string& fingerprint,

@@ -107,5 +107,38 @@ TEST(Journal, AFreshJournalTruncatesTheOldOne) {
   EXPECT_TRUE(load_journal(p, fp, tasks).empty());
 }
 
+TEST(Journal, BatchesWrittenOnTheWritersThreadAreAllOnDiskAfterFlush) {
+  // More than three batches, handed over by add() (full batches) and by sync() (the tick's,
+  // not waited for), interleaved with revocations: flush() returns once every line is on
+  // disk, in the order queued, while the journal is still open.
+  Dir d("journal");
+  const auto p = d.path() / "journal.tsv";
+  const std::uint64_t n = 3 * Journal::batch_size + 123;
+  const std::vector<std::uint64_t> big = {n, 1};
+  const auto big_fp = journal_fingerprint(7, {"mm", "nop"}, {"matmul", "noop"}, big);
+  Journal j(p, big_fp, false);
+  for (std::uint64_t i = 0; i < n; ++i) {
+    j.add({0, i, static_cast<double>(i), 0.0, "w"});
+    if (i % 1000 == 999) j.sync();
+    if (i == 5000) j.revoke(0, 17);  // task 17 is done again: its entry no longer counts
+  }
+  j.flush();
+  const auto e = load_journal(p, big_fp, big);
+  ASSERT_EQ(e.size(), n - 1);
+  EXPECT_EQ(e.front().index, 0u);
+  EXPECT_EQ(e.back().index, n - 1);
+  for (std::size_t i = 1; i < e.size(); ++i) ASSERT_LT(e[i - 1].index, e[i].index) << "out of order at " << i;
+}
+
+TEST(Journal, AJournalThatCannotBeWrittenIsRefusedNamingTheFile) {
+  if (!fs::exists("/dev/full")) GTEST_SKIP() << "no /dev/full on this system";
+  try {
+    Journal j("/dev/full", fp, false);  // every write fails: no space left
+    FAIL() << "a journal on /dev/full was accepted";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("/dev/full"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace treefarm::metrics
