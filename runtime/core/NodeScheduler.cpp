@@ -434,6 +434,21 @@ bool NodeScheduler::draw_for_unserved() {
   return false;
 }
 
+/// Root: the policy's planned choice waits for an application the buffer lacks (a plan
+/// made beforehand: lp, data-centric). The bag is here, so draw it beyond B rather than
+/// have select() fall back to an unplanned choice — at most one task per pending request.
+void NodeScheduler::draw_beyond_buffer() {
+  while (state_.buffer.size() < std::size_t{state_.config.buffer} + state_.requests.size()) {
+    const auto k = policy_->draw_beyond_buffer(state_);
+    if (!k) return;
+    if (k->value >= state_.config.apps.size() || state_.source_remaining(*k) == 0)
+      throw std::logic_error("policy drew beyond the buffer from an empty or unknown application");
+    state_.buffer.push_back(TaskRef{TaskId::make(*k, state_.drawn[k->value]++)});
+    buffered_ids_.insert(state_.buffer.back().id);
+    skip_done_before(k->value);
+  }
+}
+
 void NodeScheduler::task_done(TaskRef task, std::vector<Action>& out) {
   reissues_.erase(task.id);
   losses_.erase(task.id);
@@ -497,6 +512,7 @@ void NodeScheduler::pump(std::vector<Action>& out) {
         skip_done_before(k->value);
       }
     }
+    if (root) draw_beyond_buffer();
     bool progressed = false;
     serve_reissues(out);
     while (auto choice = policy_->select(state_)) {
