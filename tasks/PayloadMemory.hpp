@@ -13,10 +13,8 @@
 /// in the heap and the next task reuses them. A process keeps up to its peak payload
 /// memory (B buffered inputs and what is in flight) instead of returning it between
 /// tasks. Called first thing by treefarm-master, treefarm-worker and treefarm.
-/// Those three are linked with tcmalloc (CMakeLists.txt, issue 14), whose mallopt is a
-/// no-op: tcmalloc keeps freed spans in its page heap by itself (the same 73-79k faults
-/// as glibc with these thresholds on the run above, docs/benchmarks.md "Allocator"); the
-/// call matters when they are built with TREEFARM_TCMALLOC=OFF.
+/// Built with -DTREEFARM_TCMALLOC=ON (opt-in, CMakeLists.txt) the three link tcmalloc,
+/// whose mallopt is a no-op; it keeps freed spans in its page heap by itself.
 
 namespace treefarm::tasks {
 
