@@ -426,12 +426,19 @@ bool NodeScheduler::draw_for_unserved() {
     if (!state_.can_serve(from) || first_task_for(state_, r)) continue;
     auto k = policy_->draw_fitting(state_, [&](AppId a) { return state_.fits(from, a); });
     if (!k) continue;
-    state_.buffer.push_back(TaskRef{TaskId::make(*k, state_.drawn[k->value]++)});
-    buffered_ids_.insert(state_.buffer.back().id);
-    skip_done_before(k->value);
+    draw(*k, "requirements");
     return true;
   }
   return false;
+}
+
+/// Root: the next task of application k from the bag into the buffer (`why`: for the error).
+void NodeScheduler::draw(AppId k, const char* why) {
+  if (k.value >= state_.config.apps.size() || state_.source_remaining(k) == 0)
+    throw std::logic_error(std::string("policy drew (") + why + ") from an empty or unknown application");
+  state_.buffer.push_back(TaskRef{TaskId::make(k, state_.drawn[k.value]++)});
+  buffered_ids_.insert(state_.buffer.back().id);
+  skip_done_before(k.value);
 }
 
 /// Root: the policy's planned choice waits for an application the buffer lacks (a plan
@@ -441,11 +448,7 @@ void NodeScheduler::draw_beyond_buffer() {
   while (state_.buffer.size() < std::size_t{state_.config.buffer} + state_.requests.size()) {
     const auto k = policy_->draw_beyond_buffer(state_);
     if (!k) return;
-    if (k->value >= state_.config.apps.size() || state_.source_remaining(*k) == 0)
-      throw std::logic_error("policy drew beyond the buffer from an empty or unknown application");
-    state_.buffer.push_back(TaskRef{TaskId::make(*k, state_.drawn[k->value]++)});
-    buffered_ids_.insert(state_.buffer.back().id);
-    skip_done_before(k->value);
+    draw(*k, "beyond the buffer");
   }
 }
 
@@ -505,11 +508,7 @@ void NodeScheduler::pump(std::vector<Action>& out) {
       while (state_.buffer.size() < capacity) {
         auto k = policy_->next_source_app(state_);
         if (!k) break;
-        if (k->value >= state_.config.apps.size() || state_.source_remaining(*k) == 0)
-          throw std::logic_error("policy drew from an empty or unknown application");
-        state_.buffer.push_back(TaskRef{TaskId::make(*k, state_.drawn[k->value]++)});
-        buffered_ids_.insert(state_.buffer.back().id);
-        skip_done_before(k->value);
+        draw(*k, "the stock");
       }
     }
     if (root) draw_beyond_buffer();
