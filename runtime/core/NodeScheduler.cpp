@@ -441,17 +441,6 @@ void NodeScheduler::draw(AppId k, const char* why) {
   skip_done_before(k.value);
 }
 
-/// Root: the policy's planned choice waits for an application the buffer lacks (a plan
-/// made beforehand: lp, data-centric). The bag is here, so draw it beyond B rather than
-/// have select() fall back to an unplanned choice — at most one task per pending request.
-void NodeScheduler::draw_beyond_buffer() {
-  while (state_.buffer.size() < std::size_t{state_.config.buffer} + state_.requests.size()) {
-    const auto k = policy_->draw_beyond_buffer(state_);
-    if (!k) return;
-    draw(*k, "beyond the buffer");
-  }
-}
-
 void NodeScheduler::task_done(TaskRef task, std::vector<Action>& out) {
   reissues_.erase(task.id);
   losses_.erase(task.id);
@@ -511,7 +500,6 @@ void NodeScheduler::pump(std::vector<Action>& out) {
         draw(*k, "the stock");
       }
     }
-    if (root) draw_beyond_buffer();
     bool progressed = false;
     serve_reissues(out);
     while (auto choice = policy_->select(state_)) {

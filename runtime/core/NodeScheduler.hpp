@@ -111,7 +111,6 @@ class NodeScheduler {
   /// What this node's subtree can run and has (action::ReportCapacity).
   SubtreeCapacity subtree_capacity() const;
   void draw(AppId k, const char* why);
-  void draw_beyond_buffer();
   bool draw_for_unserved();
 
   NodeState state_;

@@ -42,7 +42,6 @@ std::optional<AppId> Policy::draw_fitting(const NodeState& state, const std::fun
   return AppId{static_cast<std::uint32_t>(*k)};
 }
 
-std::optional<AppId> Policy::draw_beyond_buffer(const NodeState&) { return std::nullopt; }
 void Policy::observe(const NodeState&, const Event&) {}
 void Policy::assigned(const NodeState&, const Target&, TaskRef) {}
 std::optional<std::string> Policy::check_message(const NodeState&, const event::PolicyMessage&) const { return std::nullopt; }

@@ -38,10 +38,6 @@ class Policy {
   /// draw nothing now. Default: the 1D load-balancing mechanism (§4.1) with frequencies
   /// given by the weights w(k), among applications with tasks left (§4.2).
   virtual std::optional<AppId> next_source_app(const NodeState& state);
-  /// Root only: an application to draw now beyond the buffer bound B, for a waiting request
-  /// the policy wants served with an application the buffer lacks, or nullopt (default).
-  /// NodeScheduler draws at most one task beyond B per pending request, before select().
-  virtual std::optional<AppId> draw_beyond_buffer(const NodeState& state);
   /// Root, with requirements (NodeScheduler): an application with tasks left that
   /// `allowed` accepts, by the weights' mix (papers/beaumont2006 §4: the 1D rule).
   std::optional<AppId> draw_fitting(const NodeState& state, const std::function<bool(AppId)>& allowed);

@@ -21,14 +21,6 @@ std::optional<AppId> RatePlanPolicy::next_source_app(const NodeState& state) {
   return Policy::next_source_app(state);
 }
 
-std::optional<AppId> RatePlanPolicy::draw_beyond_buffer(const NodeState& state) {
-  if (draw_on_demand_ || !follower_.has_plan()) return std::nullopt;  // on demand: next_source_app does it
-  refresh_mix(state);
-  const auto draw = follower_.next_draw(state);
-  if (draw.planned && draw.app) return draw.app;
-  return std::nullopt;
-}
-
 std::optional<Assignment> RatePlanPolicy::select(const NodeState& state) {
   if (auto a = follower_.select(state)) return a;
   return unplanned_select(state);

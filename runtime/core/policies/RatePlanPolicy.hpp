@@ -35,12 +35,6 @@ class RatePlanPolicy : public Policy {
   /// requester (nothing while a planned choice can be served from the buffer), and for
   /// requests no planned choice serves only as many tasks as the buffer lacks.
   std::optional<AppId> next_source_app(const NodeState& state) final;
-  /// Root, a plan made beforehand (lp, data-centric): when the 1D rule's next planned
-  /// choice (requester, application) waits for an application the buffer lacks, that
-  /// application, drawn beyond B. The bag is the root's, so the choice need not wait nor
-  /// fall back to an unplanned one: with a buffer full of the wide link's application the
-  /// narrow link's requester would otherwise get it too (lan-slices, issue 21).
-  std::optional<AppId> draw_beyond_buffer(const NodeState& state) final;
   /// The planned choice (PlanFollower), else unplanned_select().
   std::optional<Assignment> select(const NodeState& state) final;
   /// Counts the choice in the plan (whatever made it) and the executor's running tasks.

@@ -217,49 +217,6 @@ TEST(LpPolicy, RootMixCountsOnlyItsOwnChildrenNotDeeperNodesOfThePlan) {
   EXPECT_EQ(n, 120u);
 }
 
-// lan-slices (issue 21): the root's buffer holds the mix of the plan (ten a for one b), so
-// when the child planned on b alone asks, the buffer often holds no b. The bag is the
-// root's: it draws a b beyond B for that request instead of falling back to an unplanned a
-// (which would spend the narrow link on the wide link's application).
-TEST(LpPolicy, RootDrawsBeyondItsBufferWhatThePlanGivesAWaitingRequester) {
-  TreeSpec spec;
-  spec.policy = "lp";
-  spec.apps = {app("a", 10, 200), app("b", 1, 20)};
-  spec.nodes.resize(3);
-  spec.nodes[0].cores = 0;
-  spec.nodes[0].buffer = 2;
-  spec.nodes[1].cores = 1;  // "wide": a only; slow, so its requests are rarely pending
-  spec.nodes[1].task_seconds = {1.0};
-  spec.nodes[2].cores = 1;  // "narrow": b only; asks often
-  spec.nodes[2].task_seconds = {0.2};
-  NodePlan root, wide, narrow;
-  root.local = {0, 0};
-  root.children[node_name(1)] = {10, 0};
-  root.children[node_name(2)] = {0, 1};
-  wide.local = {10, 0};
-  narrow.local = {0, 1};
-  spec.plans = {root, wide, narrow};
-  TreeHarness h(spec);
-  h.start();
-  h.run();
-  ASSERT_TRUE(h.emptiness_check());
-  std::uint64_t b_sent = 0, a_to_narrow_while_b_left = 0, b_to_wide = 0, n = 0;
-  for (const auto& r : h.log()) {
-    if (r.node != 0) continue;
-    if (const auto* x = std::get_if<Action>(&r.what))
-      if (const auto* s = std::get_if<action::SendTask>(x)) {
-        ++n;
-        const bool is_b = s->task.app().value == 1;
-        if (s->child == ChildId{2} && !is_b && b_sent < 20) ++a_to_narrow_while_b_left;
-        if (s->child == ChildId{1} && is_b) ++b_to_wide;
-        b_sent += is_b;
-      }
-  }
-  EXPECT_EQ(n, 220u);
-  EXPECT_EQ(a_to_narrow_while_b_left, 0u) << "narrow got the wide link's application while b had tasks left";
-  EXPECT_EQ(b_to_wide, 0u) << "wide got b, which its plan does not give it";
-}
-
 // PlanFollower::next_draw, what a root that draws on demand ("price") takes from its bag:
 // the application of the choice the 1D rule would make if every application with tasks
 // left were buffered — here the executor is planned on a, child 1 on b.
