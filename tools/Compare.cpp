@@ -367,7 +367,7 @@ int compare_policies(const model::Experiment& ex, const CompareOptions& options,
     if (!options.served && !lo.wrap && !lo.cpus && fs::exists(calibration))
       calibrate_local_host(ex, calibration, lo.encrypt, out, lo.bin_dir);
     // An emulated LAN: every node a machine of its own, with the CPU its quota gives it.
-    if (lo.wrap && fs::exists(calibration)) calibrate_emulated_hosts(ex, calibration, lo.encrypt, out, lo.bin_dir);
+    if (lo.wrap && fs::exists(calibration)) calibrate_emulated_hosts(ex, calibration, options.launch, out);
   }
   if (options.repeat < 1) throw std::invalid_argument("compare: --repeat must be >= 1");
   std::vector<std::pair<std::string, nlohmann::json>> results;           // the first run of each policy

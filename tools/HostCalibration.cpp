@@ -3,12 +3,14 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <ostream>
 #include <stdexcept>
 #include <sstream>
@@ -393,8 +395,118 @@ void calibrate_local_host(const model::Experiment& experiment, const std::string
   log << "\n";
 }
 
-void calibrate_emulated_hosts(const model::Experiment& experiment, const std::string& file, bool encrypt,
-                              std::ostream& log, const std::string& bin_dir) {
+namespace {
+/// `experiment` cut down to node `node` alone below a master in its parent's place, with
+/// one application `app` of `tasks` tasks (FCFS, no migration): what
+/// measure_node_task_cpu runs on the emulated platform, the node on its own link.
+std::string node_alone_experiment(const model::Experiment& experiment, std::size_t parent, std::size_t node,
+                                  const std::string& app, std::uint64_t tasks) {
+  toml::table doc;
+  try {
+    doc = toml::parse_file(experiment.path);
+  } catch (const toml::parse_error& e) {
+    throw std::invalid_argument(experiment.path + ": " + std::string(e.description()));
+  }
+  toml::array nodes;
+  if (const auto* all = doc["node"].as_array())
+    for (const auto& n : *all) {
+      const auto* t = n.as_table();
+      if (!t) continue;
+      const auto name = (*t)["name"].value<std::string>().value_or("");
+      if (name == experiment.nodes[parent].name) {
+        toml::table master{{"name", name}, {"cores", 0}};
+        if (const auto q = (*t)["cpu_quota"].value<double>()) master.insert_or_assign("cpu_quota", *q);
+        nodes.push_back(std::move(master));
+      } else if (name == experiment.nodes[node].name) {
+        toml::table copy = *t;
+        copy.insert_or_assign("parent", experiment.nodes[parent].name);
+        nodes.push_back(std::move(copy));
+      }
+    }
+  doc.insert_or_assign("node", std::move(nodes));
+  toml::array apps;
+  if (const auto* all = doc["app"].as_array())
+    for (const auto& a : *all) {
+      const auto* t = a.as_table();
+      if (!t || (*t)["name"].value<std::string>().value_or("") != app) continue;
+      toml::table copy = *t;
+      copy.insert_or_assign("tasks", static_cast<std::int64_t>(tasks));
+      copy.insert_or_assign("weight", 1);
+      copy.erase("origin");
+      apps.push_back(std::move(copy));
+    }
+  doc.insert_or_assign("app", std::move(apps));
+  doc.erase("event");
+  if (auto* run = doc["run"].as_table()) {
+    run->insert_or_assign("policy", "fcfs");
+    run->insert_or_assign("migration", "off");
+    run->insert_or_assign("balance", "off");
+    run->erase("policy_options");
+  }
+  std::ostringstream out;
+  out << doc << "\n";
+  return out.str();
+}
+
+/// The CPU seconds one task of `app` costs node `node` of an emulated LAN as a whole —
+/// receiving its input over the node's own shaped link, the kernel under the node's CPU
+/// quota, the result's way back, the runtime's wake-ups around them — counted by the
+/// node's accounting group (lo.node_cpu_seconds) over two runs of the node alone below a
+/// master in its parent's namespace, n and 3n tasks: the difference over the 2n tasks
+/// cancels the start-up. n from the calibrated task time and the link, for about 1.5 s.
+/// nullopt when the two counts do not give a positive cost.
+std::optional<double> measure_node_task_cpu(const model::Experiment& experiment, const model::Calibration& calibration,
+                                            std::size_t node, const model::AppSpec& app, const LaunchOptions& lo,
+                                            const std::filesystem::path& dir) {
+  const auto& spec = experiment.nodes[node];
+  std::size_t parent = 0;
+  for (std::size_t i = 0; i < experiment.nodes.size(); ++i)
+    if (spec.parent && experiment.nodes[i].name == *spec.parent) parent = i;
+  double wall = 0.05;  // seconds a task holds the node (one slot) or its link, whichever is longer
+  if (const auto it = calibration.nodes.find(spec.name); it != calibration.nodes.end()) {
+    if (const auto t = it->second.task_seconds.find(app.name); t != it->second.task_seconds.end())
+      wall = std::max(wall, t->second / std::max<std::uint32_t>(1, spec.cores / std::max<std::uint32_t>(1, app.cores_per_task)));
+    const double bw = it->second.link_bandwidth ? *it->second.link_bandwidth : spec.bandwidth.value_or(0.0);
+    if (bw > 0) wall = std::max(wall, static_cast<double>(app.input_bytes()) / bw);
+  }
+  const auto n = static_cast<std::uint64_t>(std::clamp(std::ceil(1.5 / wall), 1.0, 200.0));
+  const auto sub_index = [parent, node](std::size_t i) { return i == 0 ? parent : node; };
+  double used[2] = {0, 0};
+  const std::uint64_t counts[2] = {n, 3 * n};
+  for (int r = 0; r < 2; ++r) {
+    const std::string tag = spec.name + "-" + app.name + "-" + std::to_string(counts[r]);
+    const auto file = dir / (tag + ".toml");
+    std::ofstream(file) << node_alone_experiment(experiment, parent, node, app.name, counts[r]);
+    const auto ex = model::load_experiment(file.string());
+    auto run = measuring_launch(lo.encrypt, 600, lo.bin_dir, (dir / ("out-" + tag)).string());
+    run.master_args.insert(run.master_args.end(), lo.master_args.begin(), lo.master_args.end());
+    run.worker_args = lo.worker_args;
+    run.wrap = [&lo, sub_index](std::size_t i) { return lo.wrap(sub_index(i)); };
+    if (lo.listen) run.listen = [&lo, sub_index](std::size_t i) { return lo.listen(sub_index(i)); };
+    if (lo.parent_endpoint)
+      run.parent_endpoint = [&lo, sub_index](std::size_t i, const std::string& bound) {
+        return lo.parent_endpoint(sub_index(i), bound);
+      };
+    const auto before = lo.node_cpu_seconds(node);
+    const std::atomic<bool> never{false};
+    const int rc = launch_tree(ex, run, never);
+    const auto after = lo.node_cpu_seconds(node);
+    if (rc != 0)
+      throw std::runtime_error("measuring the CPU per task of " + app.name + " on node '" + spec.name +
+                               "' (the node alone below its parent): the run ended with exit code " + std::to_string(rc));
+    if (!before || !after) return std::nullopt;
+    used[r] = *after - *before;
+  }
+  const double per_task = (used[1] - used[0]) / static_cast<double>(counts[1] - counts[0]);
+  if (!(per_task > 0)) return std::nullopt;
+  return per_task;
+}
+}  // namespace
+
+void calibrate_emulated_hosts(const model::Experiment& experiment, const std::string& file, const LaunchOptions& lo,
+                              std::ostream& log) {
+  const bool encrypt = lo.encrypt;
+  const std::string& bin_dir = lo.bin_dir;
   auto calibration = model::load_calibration(file);
   const auto cost = tree_comm_cost(experiment, encrypt);
   const auto* app = largest_app(experiment);
@@ -416,11 +528,45 @@ void calibrate_emulated_hosts(const model::Experiment& experiment, const std::st
     nc.cpus.clear();
     nc.cpu_share = cores > 0 ? std::clamp(cpu / static_cast<double>(cores), 1e-6, 1.0) : 1.0;
   }
+  // Each computing node's whole CPU per task of each application, where it runs (its
+  // namespace, link and quota; issue 21: lan-slices' 0.05-core node spent ~2x the per-byte
+  // CPU measured on loopback). The LP charges it in place of the term-by-term costs.
+  std::ostringstream whole;
+  if (lo.node_cpu_seconds && lo.wrap && lo.node_cpu_seconds(0)) {
+    const auto dir = std::filesystem::temp_directory_path() / ("treefarm-nodecpu-" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir);
+    struct Cleanup {
+      std::filesystem::path dir;
+      ~Cleanup() {
+        std::error_code ec;
+        std::filesystem::remove_all(dir, ec);
+      }
+    } cleanup{dir};
+    for (std::size_t i = 1; i < experiment.nodes.size(); ++i) {
+      const auto& spec = experiment.nodes[i];
+      if (spec.cores == 0) continue;
+      for (const auto& a : experiment.apps) {
+        if (a.kernel == model::Kernel::abstract || a.kernel == model::Kernel::command) continue;
+        if (a.cores_per_task > spec.cores) continue;
+        const auto t0 = std::chrono::steady_clock::now();
+        const auto c = measure_node_task_cpu(experiment, calibration, i, a, lo, dir);
+        const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        if (!c) {
+          whole << "; " << spec.name << "/" << a.name << " not counted";
+          continue;
+        }
+        calibration.hosts[spec.name].task_cpu_seconds[a.name] = *c;
+        whole << "; " << spec.name << "/" << a.name << " " << *c * 1e3 << " CPU-ms (" << took << " s)";
+      }
+    }
+  }
   model::save_calibration(calibration, file);
   log << "emulated LAN: each of the " << experiment.nodes.size()
       << " nodes is a host of its own (its CPU quota as its cores); moving a byte costs "
       << cost.cpu_seconds_per_byte * 1e9 << " CPU-ns on this machine (spread " << cost.spread * 100 << " % over "
-      << cost.repetitions << " repetitions)\n";
+      << cost.repetitions << " repetitions)";
+  if (!whole.str().empty()) log << "; whole task at each node, on its own link and quota" << whole.str();
+  log << "\n";
 }
 
 }  // namespace treefarm::tools

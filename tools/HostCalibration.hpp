@@ -14,6 +14,7 @@
 #include "runtime/model/Calibration.hpp"
 #include "runtime/model/Experiment.hpp"
 #include "tools/CommCost.hpp"
+#include "tools/TreeLauncher.hpp"
 
 namespace treefarm::tools {
 
@@ -95,8 +96,15 @@ void calibrate_local_host(const model::Experiment& experiment, const std::string
 /// measured on this machine (`treefarm emulate` runs every node on it). The LP's host rows
 /// then charge each node the CPU its own transfers cost (half of every link's bytes on
 /// each end; docs/lp.md "Hosts"), which a node with a twentieth of a core cannot ignore
-/// (docs/results/emulated-lans.md, lan-slices). Prints one line to `log`.
-void calibrate_emulated_hosts(const model::Experiment& experiment, const std::string& file, bool encrypt,
-                              std::ostream& log, const std::string& bin_dir = "");
+/// (docs/results/emulated-lans.md, lan-slices). Where the platform counts each node's
+/// CPU time (`lo.node_cpu_seconds`, with `lo.wrap` and the endpoint hooks of the
+/// platform), also each computing node's **whole CPU per task** of each application, on
+/// its own link and under its own quota: the node alone below a master in its parent's
+/// namespace, n then 3n tasks, the difference of its counted CPU seconds over the 2n
+/// tasks (about 2 × 1.5 s per node and application), recorded as its host's
+/// task_cpu_seconds (docs/lp.md "Hosts"). `lo` gives the transport (encrypt,
+/// master_args, worker_args) and bin_dir. Prints one line to `log`.
+void calibrate_emulated_hosts(const model::Experiment& experiment, const std::string& file, const LaunchOptions& lo,
+                              std::ostream& log);
 
 }  // namespace treefarm::tools

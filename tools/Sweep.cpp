@@ -1,5 +1,7 @@
 #include "tools/Sweep.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -10,6 +12,7 @@
 #include <toml++/toml.h>
 
 #include "runtime/model/Calibration.hpp"
+#include "runtime/lp/PredictionInterval.hpp"
 #include "tools/HostCalibration.hpp"
 
 namespace treefarm::tools {
@@ -44,6 +47,37 @@ std::string experiment_with_size(const std::string& toml_text, const std::string
   std::ostringstream out;
   out << "# " << path << " with application '" << app << "' at n = " << n << " (treefarm sweep)\n" << doc << "\n";
   return out.str();
+}
+
+std::string experiment_with_tasks(const std::string& toml_text, const std::string& path,
+                                  const std::map<std::string, std::uint64_t>& tasks) {
+  toml::table doc;
+  try {
+    doc = toml::parse(toml_text, path);
+  } catch (const toml::parse_error& e) {
+    throw std::invalid_argument(path + ": " + std::string(e.description()));
+  }
+  if (auto* apps = doc["app"].as_array())
+    for (auto& node : *apps)
+      if (auto* t = node.as_table())
+        if (const auto it = tasks.find((*t)["name"].value<std::string>().value_or("")); it != tasks.end())
+          t->insert_or_assign("tasks", static_cast<std::int64_t>(it->second));
+  std::ostringstream out;
+  out << doc << "\n";
+  return out.str();
+}
+
+std::map<std::string, std::uint64_t> tasks_for_duration(const model::Experiment& ex, double fair_per_s, double seconds) {
+  std::map<std::string, std::uint64_t> out;
+  if (!(fair_per_s > 0) || !(seconds > 0)) return out;
+  double lasts = 0;  // seconds: the application that ends last
+  for (const auto& a : ex.apps)
+    if (a.weight > 0) lasts = std::max(lasts, static_cast<double>(a.tasks) / (fair_per_s * a.weight));
+  if (!(lasts > 0) || lasts >= seconds) return out;
+  const double factor = seconds / lasts;
+  for (const auto& a : ex.apps)
+    out[a.name] = static_cast<std::uint64_t>(std::ceil(static_cast<double>(a.tasks) * factor));
+  return out;
 }
 
 void print_sweep_table(std::ostream& out, const nlohmann::json& sweep) {
@@ -131,12 +165,27 @@ int sweep(const std::string& experiment_path, const SweepOptions& options, const
     int rc = runner(ex, lo);
     if (rc == 0) {
       if (options.host_record) calibrate_local_host(ex, cal, lo.encrypt, out, lo.bin_dir);
-      else calibrate_emulated_hosts(ex, cal, lo.encrypt, out, lo.bin_dir);  // every node a host of its own
+      else if (!options.runner_records_hosts) calibrate_emulated_hosts(ex, cal, options.launch, out);  // every node a host of its own
+      // Long enough for the steady window to mean something (--min-seconds): the run's
+      // length by the prediction from this calibration, its tasks scaled up if short.
+      if (options.min_seconds > 0 && fs::exists(cal)) {
+        const double fair = lp::prediction_interval(ex, model::load_calibration(cal)).median;
+        const auto scaled = tasks_for_duration(ex, fair, options.min_seconds);
+        if (!scaled.empty()) {
+          const std::string sized = model::read_input_file(exp_file.string());
+          std::ofstream(exp_file) << experiment_with_tasks(sized, exp_file.string(), scaled);
+          out << "sweep: n = " << n << ": predicted " << fair << " tasks/s per unit of weight; tasks scaled for a run of ~"
+              << options.min_seconds << " s (--min-seconds):";
+          for (const auto& [name, t] : scaled) out << " " << name << " " << t;
+          out << "\n";
+          point["tasks"] = scaled;
+        }
+      }
       out << "sweep: n = " << n << ": running\n";
       auto ro = options.launch;
       ro.out_dir = nd.string();
       ro.calibration = cal;
-      rc = runner(ex, ro);
+      rc = runner(model::load_experiment(exp_file.string()), ro);  // with its tasks as scaled
     }
     point["exit_code"] = rc;
     if (fs::exists(nd / "results.json")) {

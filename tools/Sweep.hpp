@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <ostream>
 #include <string>
@@ -30,7 +31,28 @@ struct SweepOptions {
   /// a host of its own with its CPU quota (calibrate_emulated_hosts, as `compare` does
   /// for a wrapped launch).
   bool host_record = true;
+  /// The runner records the hosts itself when it calibrates (sweep --emulate: `treefarm
+  /// emulate ... calibrate` measures each node's whole task where it runs, which needs the
+  /// platform it builds); then neither record above is added.
+  bool runner_records_hosts = false;
+  /// seconds: after each calibration, when the LP predicts the run would end sooner, every
+  /// application's tasks are scaled up so that it lasts about this long (a short run's
+  /// steady window under-measures or over-measures: docs/commands.md `sweep`). 0 = the
+  /// tasks as given.
+  double min_seconds = 0;
 };
+
+/// The experiment file text `toml_text` (read from `path`) with each application's
+/// `tasks` set from `tasks` (by name; others unchanged). Throws std::invalid_argument if
+/// the text does not parse.
+std::string experiment_with_tasks(const std::string& toml_text, const std::string& path,
+                                  const std::map<std::string, std::uint64_t>& tasks);
+
+/// Tasks per application (by name) so that a run of `ex` at the fair throughput
+/// `fair_per_s` (tasks/s per unit of weight) lasts about `seconds`: each application's
+/// tasks scaled by the same factor, never fewer than it has. Empty when it lasts that
+/// long already (or fair_per_s <= 0).
+std::map<std::string, std::uint64_t> tasks_for_duration(const model::Experiment& ex, double fair_per_s, double seconds);
 
 /// The experiment file text `toml_text` (read from `path`) with application `app`'s `n`
 /// set to `n` and, if given, every application's `tasks` set to `tasks`. Throws

@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -51,6 +52,10 @@ struct LaunchOptions {
   std::function<std::string(std::size_t node, const std::string& parent_bound)> parent_endpoint;
   /// CPU list per node (default: assign_cpus over this machine's usable cores).
   std::function<std::string(std::size_t node)> cpus;
+  /// CPU seconds node i's processes have used so far, where the platform counts them
+  /// (treefarm emulate: the node's accounting cgroup); unset or nullopt = not counted.
+  /// Lets the calibration measure a node's whole CPU per task where it runs (issue 21).
+  std::function<std::optional<double>(std::size_t node)> node_cpu_seconds;
 };
 
 /// The `--migration` arguments the launcher gives worker `worker` (docs/migration.md):

@@ -63,10 +63,15 @@ double host_cpu_per_task(const PlatformModel& m, std::size_t h, std::size_t u, s
   // (task_cpu_seconds): less the one move the link terms charge (γ·(b + result), both
   // ends on h), never below the kernel itself.
   const bool here = m.nodes[u].host == static_cast<int>(h);
-  if (here && u != app.origin && m.nodes[app.origin].host == static_cast<int>(h) && k < host.task_cpu_seconds.size() &&
-      host.task_cpu_seconds[k] > 0.0) {
+  if (here && u != app.origin && k < host.task_cpu_seconds.size() && host.task_cpu_seconds[k] > 0.0) {
     const double kernel = m.nodes[u].task_seconds[k] * m.nodes[u].cpu_share * app.cores_per_task;
-    return std::max(kernel, host.task_cpu_seconds[k] - host.comm_cpu_seconds_per_byte * (app.bytes + app.result_bytes));
+    // Less what the link term charges h for the hop from u's parent: the whole move when
+    // both ends are on h (a tree on one machine, measured one hop from the origin), the
+    // node's half when the parent is elsewhere (an emulated LAN, measured at the node
+    // alone: tools/HostCalibration.hpp calibrate_emulated_hosts).
+    const auto parent = m.nodes[u].parent;
+    const double hop = parent >= 0 && m.nodes[static_cast<std::size_t>(parent)].host == static_cast<int>(h) ? 1.0 : 0.5;
+    return std::max(kernel, host.task_cpu_seconds[k] - hop * host.comm_cpu_seconds_per_byte * (app.bytes + app.result_bytes));
   }
   if (here) {
     cpu += m.nodes[u].task_seconds[k] * m.nodes[u].cpu_share * app.cores_per_task;

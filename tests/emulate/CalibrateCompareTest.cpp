@@ -17,6 +17,7 @@
 #include "runtime/model/Calibration.hpp"
 #include "runtime/model/Experiment.hpp"
 #include "tests/emulate/EmulationTestSupport.hpp"
+#include "tools/emulate/Cgroups.hpp"
 #include "tools/emulate/Emulate.hpp"
 
 namespace fs = std::filesystem;
@@ -98,6 +99,19 @@ TEST(EmulateCalibrate, MeasuresEachShapedLinkWithinTenPercentOfItsRate) {
     EXPECT_EQ(node.cores, 1u);
     EXPECT_GT(node.task_seconds.at("ma"), 0.0);
     EXPECT_GT(node.task_seconds.at("mm"), 0.0);
+    // Its whole CPU per task, counted by its cgroup where it ran (session 13): never
+    // below the kernel's own CPU (its task time under the 0.8 quota, times the quota).
+    const auto host = cal.hosts.find(name);
+    ASSERT_NE(host, cal.hosts.end());
+    if (!treefarm::emulate::CgroupMounts::detect().cpuacct.empty()) {
+      for (const char* app : {"ma", "mm"}) {
+        ASSERT_EQ(host->second.task_cpu_seconds.count(app), 1u) << app;
+        const double whole = host->second.task_cpu_seconds.at(app), kernel = node.task_seconds.at(app) * 0.8;
+        std::printf("%s/%s: whole %.3f CPU-ms per task, kernel %.3f\n", name, app, whole * 1e3, kernel * 1e3);
+        EXPECT_GT(whole, 0.9 * kernel) << app;
+        EXPECT_LT(whole, 1.0) << app;  // a 1 MiB or 2.25 MiB task: milliseconds, not a second
+      }
+    }
   }
   EXPECT_FALSE(cal.nodes.at("master").link_bandwidth.has_value());
 }

@@ -4,7 +4,9 @@
 
 #include <atomic>
 #include <filesystem>
+#include <iostream>
 #include <sstream>
+#include <sys/resource.h>
 
 #include "tests/emulate/EmulationTestSupport.hpp"
 #include "tools/Process.hpp"
@@ -109,7 +111,40 @@ TEST(Platform, BuildsNamespacesShapedLinksAndCgroupsThenRemovesThem) {
       EXPECT_EQ(read_text(dir + "/cpuset.cpus"), "0");
     }
   }
-  EXPECT_TRUE(p.cgroups(2).empty());
+  // b has no limits: at most the group that counts its CPU time, which limits nothing.
+  for (const auto& dir : p.cgroups(2)) {
+    if (fs::exists(dir + "/cpu.cfs_quota_us")) {
+      EXPECT_EQ(read_text(dir + "/cpu.cfs_quota_us"), "-1");
+    }
+    if (fs::exists(dir + "/cpu.max")) {
+      EXPECT_EQ(read_text(dir + "/cpu.max").substr(0, 4), "max ");
+    }
+    if (fs::exists(dir + "/cpuset.cpus")) {
+      EXPECT_NE(read_text(dir + "/cpuset.cpus"), "0") << dir;
+    }
+  }
+  // Each node's CPU time is counted (issue 21: a node's whole cost per task): a busy
+  // loop run as b adds to b's count what the kernel charged the child, and nothing to a's.
+  if (const auto before = p.cpu_seconds(2)) {
+    const auto a_before = p.cpu_seconds(1);
+    struct rusage r0{}, r1{};
+    getrusage(RUSAGE_CHILDREN, &r0);
+    auto busy = p.wrap(2);
+    for (const char* a : {"/bin/sh", "-c", "i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done"}) busy.push_back(a);
+    run_checked(busy);
+    getrusage(RUSAGE_CHILDREN, &r1);
+    const auto seconds = [](const timeval& t) { return static_cast<double>(t.tv_sec) + 1e-6 * static_cast<double>(t.tv_usec); };
+    const double charged = seconds(r1.ru_utime) - seconds(r0.ru_utime) + seconds(r1.ru_stime) - seconds(r0.ru_stime);
+    const auto after = p.cpu_seconds(2);
+    ASSERT_TRUE(after.has_value());
+    EXPECT_GT(charged, 0.05);
+    EXPECT_NEAR(*after - *before, charged, 0.1 * charged + 0.02);
+    if (a_before) {
+      EXPECT_NEAR(*p.cpu_seconds(1), *a_before, 0.005);
+    }
+  } else {
+    std::cout << "note: no cpuacct controller on this machine; a node's CPU time is not counted\n";
+  }
   EXPECT_EQ(p.parent_endpoint(1, "tcp://0.0.0.0:5555"), "tcp://10.213.0.1:5555");
   EXPECT_EQ(p.parent_endpoint(2, "tcp://0.0.0.0:6000"), "tcp://10.213.0.5:6000");
 

@@ -38,6 +38,25 @@ TEST(Sweep, TasksOverrideEveryApplication) {
   EXPECT_EQ(ex.apps[1].tasks, 300u);
 }
 
+TEST(Sweep, ShortRunsAreStretchedToTheMinimumDurationKeepingTheRatios) {
+  // mm: 5000 tasks at weight 1, ma: 10000 at weight 2. At 1000 tasks/s per unit of weight
+  // both end at 5 s: for 10 s every application's tasks double.
+  const auto ex = model::parse_experiment(base, "q.toml");
+  const auto scaled = tasks_for_duration(ex, 1000.0, 10.0);
+  ASSERT_EQ(scaled.size(), 2u);
+  EXPECT_EQ(scaled.at("mm"), 10000u);
+  EXPECT_EQ(scaled.at("ma"), 20000u);
+  EXPECT_TRUE(tasks_for_duration(ex, 1000.0, 5.0).empty());   // long enough already
+  EXPECT_TRUE(tasks_for_duration(ex, 100.0, 10.0).empty());   // 50 s
+  EXPECT_TRUE(tasks_for_duration(ex, 0.0, 10.0).empty());     // no prediction: as given
+  // Written back: only the tasks change.
+  const auto again = model::parse_experiment(experiment_with_tasks(base, "q.toml", scaled), "q2.toml");
+  EXPECT_EQ(again.apps[0].tasks, 10000u);
+  EXPECT_EQ(again.apps[1].tasks, 20000u);
+  EXPECT_EQ(again.apps[1].n, 512u);
+  EXPECT_EQ(again.run.buffer, 7u);
+}
+
 TEST(Sweep, UnknownApplicationIsNamed) {
   try {
     experiment_with_size(base, "q.toml", "nope", 64, std::nullopt);

@@ -75,6 +75,8 @@ CgroupMounts CgroupMounts::detect(const std::string& base) {
     m.version = CgroupVersion::v1;
     m.cpu = base + "/cpu";
     if (fs::exists(base + "/cpuset/cpuset.cpus")) m.cpuset = base + "/cpuset";
+    if (fs::exists(base + "/cpuacct/cpuacct.usage")) m.cpuacct = base + "/cpuacct";
+    else if (fs::exists(base + "/cpu/cpuacct.usage")) m.cpuacct = base + "/cpu";  // cpu,cpuacct mounted together
     return m;
   }
   if (fs::exists(base + "/cgroup.controllers")) {
@@ -82,6 +84,7 @@ CgroupMounts CgroupMounts::detect(const std::string& base) {
     m.version = CgroupVersion::v2;
     if (has_word(controllers, "cpu")) m.cpu = base;
     if (has_word(controllers, "cpuset")) m.cpuset = base;
+    m.cpuacct = base;  // cpu.stat's usage_usec is in every v2 group, controller or not
   }
   return m;
 }
@@ -139,6 +142,37 @@ std::vector<std::string> create_cgroups(const CgroupMounts& mounts, const std::s
     }
   }
   return dirs;
+}
+
+std::string create_accounting_cgroup(const CgroupMounts& mounts, const std::string& name,
+                                     const std::vector<std::string>& limit_dirs,
+                                     const std::function<void(const std::string&)>& record) {
+  if (mounts.cpuacct.empty()) return "";
+  if (mounts.version == CgroupVersion::v2 && !limit_dirs.empty()) return limit_dirs.front();
+  const std::string dir = mounts.cpuacct + "/" + name;
+  // v1 with cpu and cpuacct mounted together: the quota's group counts already.
+  for (const auto& d : limit_dirs)
+    if (d == dir) return d;
+  record(dir);
+  make_dir(dir);
+  return dir;
+}
+
+std::optional<double> cgroup_cpu_seconds(const std::string& dir) {
+  if (fs::exists(dir + "/cpuacct.usage")) {
+    const auto text = read_text(dir + "/cpuacct.usage");
+    try {
+      return static_cast<double>(std::stoull(text)) * 1e-9;
+    } catch (const std::exception&) {
+      return std::nullopt;
+    }
+  }
+  std::ifstream stat(dir + "/cpu.stat");
+  std::string key;
+  unsigned long long value = 0;
+  while (stat >> key >> value)
+    if (key == "usage_usec") return static_cast<double>(value) * 1e-6;
+  return std::nullopt;
 }
 
 bool set_cpu_quota(const std::string& dir, double quota) {

@@ -18,6 +18,9 @@ struct CgroupMounts {
   CgroupVersion version = CgroupVersion::none;
   std::string cpu;     ///< Directory of the cpu controller's root ("" = not available).
   std::string cpuset;  ///< Directory of the cpuset controller's root ("" = not available).
+  /// Where a group counts its processes' CPU time: v1 the cpuacct controller's root
+  /// (cpuacct.usage), v2 the hierarchy's root (every group has cpu.stat); "" = nowhere.
+  std::string cpuacct;
 
   /// Looks under `base`: v1 if base/cpu/cpu.cfs_quota_us exists (cpuset at base/cpuset),
   /// otherwise v2 if base/cgroup.controllers lists the controllers.
@@ -41,6 +44,20 @@ inline constexpr long cpu_period_us = 100000;
 /// Throws std::runtime_error naming the file and value that were refused.
 std::vector<std::string> create_cgroups(const CgroupMounts& mounts, const std::string& name, const CpuLimits& limits,
                                         const std::function<void(const std::string&)>& record);
+
+/// A group that counts the CPU time of node `name`'s processes (issue 21: a node's whole
+/// CPU per task, measured where it runs). v2: the node's own group (`limit_dirs`, from
+/// create_cgroups) when it has one, else a new group without limits; v1: a group of the
+/// cpuacct controller. `record` as for create_cgroups. Returns "" when this machine
+/// counts nowhere (no cpuacct controller mounted); the caller adds a new directory to
+/// the ones the node's processes join. Throws std::runtime_error as create_cgroups.
+std::string create_accounting_cgroup(const CgroupMounts& mounts, const std::string& name,
+                                     const std::vector<std::string>& limit_dirs,
+                                     const std::function<void(const std::string&)>& record);
+
+/// CPU seconds the processes of group `dir` have used since it was made (v1
+/// cpuacct.usage, v2 cpu.stat usage_usec); nullopt when `dir` counts none.
+std::optional<double> cgroup_cpu_seconds(const std::string& dir);
 
 /// Kills (SIGKILL) every process left in the group, waits up to 3 s for it to empty and
 /// removes it. Returns "" on success (or if it did not exist), else what went wrong.

@@ -123,6 +123,7 @@ int emulate_command(const std::string& experiment, const std::string& mode, cons
   lo.wrap = [&p, bin_dir](std::size_t i) { return p.wrap(i, bin_dir); };
   lo.listen = [&p](std::size_t i) { return p.listen_endpoint(i); };
   lo.parent_endpoint = [&p](std::size_t i, const std::string& bound) { return p.parent_endpoint(i, bound); };
+  lo.node_cpu_seconds = [&p](std::size_t i) { return p.cpu_seconds(i); };
   int rc = 130;
   if (interrupted) {
   } else if (mode == "run") {
@@ -140,9 +141,10 @@ int emulate_command(const std::string& experiment, const std::string& mode, cons
     events->stop();
   } else if (mode == "calibrate") {
     const std::string file = std::filesystem::absolute(options.calibration_out).string();
-    lo.master_args.insert(lo.master_args.end(), {"--calibrate-out", file});
-    rc = tools::launch_tree(ex, lo, interrupted);
-    if (rc == 0 && std::filesystem::exists(file)) tools::calibrate_emulated_hosts(ex, file, lo.encrypt, log, lo.bin_dir);
+    auto calibrating = lo;
+    calibrating.master_args.insert(calibrating.master_args.end(), {"--calibrate-out", file});
+    rc = tools::launch_tree(ex, calibrating, interrupted);
+    if (rc == 0 && std::filesystem::exists(file)) tools::calibrate_emulated_hosts(ex, file, lo, log);
   } else {
     tools::CompareOptions co;
     co.policies = options.policies;

@@ -172,17 +172,28 @@ void Platform::setup(const model::Experiment& ex, const std::atomic<bool>* inter
     check();
     const auto& spec = ex.nodes[i];
     CpuLimits limits{spec.cpu_quota, spec.cpuset};
-    if (!limits.quota && limits.cpuset.empty()) continue;
     if (!mounts) mounts = CgroupMounts::detect();
+    const auto record = [&](const std::string& dir) {
+      state_->record("cgroup", dir);
+      created_cgroups_.push_back(dir);
+    };
     try {
-      nodes_[i].cgroups = create_cgroups(*mounts, nodes_[i].netns, limits, [&](const std::string& dir) {
-        state_->record("cgroup", dir);
-        created_cgroups_.push_back(dir);
-      });
+      nodes_[i].cgroups = create_cgroups(*mounts, nodes_[i].netns, limits, record);
+      // Every node's CPU time is counted (cpu_seconds(); issue 21: its whole cost per task).
+      nodes_[i].accounting = create_accounting_cgroup(*mounts, nodes_[i].netns, nodes_[i].cgroups, record);
+      if (!nodes_[i].accounting.empty() &&
+          std::find(nodes_[i].cgroups.begin(), nodes_[i].cgroups.end(), nodes_[i].accounting) == nodes_[i].cgroups.end())
+        nodes_[i].cgroups.push_back(nodes_[i].accounting);
     } catch (const std::exception& e) {
       throw PlatformError("node '" + spec.name + "': " + e.what());
     }
   }
+}
+
+std::optional<double> Platform::cpu_seconds(std::size_t i) const {
+  const auto& dir = nodes_.at(i).accounting;
+  if (dir.empty()) return std::nullopt;
+  return cgroup_cpu_seconds(dir);
 }
 
 void Platform::set_cpu_quota(std::size_t i, double quota) const {

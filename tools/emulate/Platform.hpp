@@ -86,8 +86,12 @@ class Platform {
   const std::string& parent_device(std::size_t i) const { return nodes_.at(i).parent_device; }
   /// Shaping of the link to node i, both directions (nullopt: unshaped).
   const std::optional<TbfShape>& shape(std::size_t i) const { return nodes_.at(i).shape; }
-  /// Control groups node i's processes join (empty: no CPU limit).
+  /// Control groups node i's processes join: its CPU limits' and the one that counts its
+  /// CPU time (empty: neither, no cgroup controller here).
   const std::vector<std::string>& cgroups(std::size_t i) const { return nodes_.at(i).cgroups; }
+  /// CPU seconds node i's processes have used since the platform was built (its
+  /// accounting group: create_accounting_cgroup); nullopt where this machine counts none.
+  std::optional<double> cpu_seconds(std::size_t i) const;
 
   /// `[[event]]`s during a run (docs/migration.md): node i's CPU quota becomes `quota`
   /// cores' worth (its cgroup must exist: the node needs a cpu_quota in the experiment),
@@ -122,6 +126,7 @@ class Platform {
     std::string netns, address, parent_address, device, parent_device;
     std::optional<TbfShape> shape;
     std::vector<std::string> cgroups;
+    std::string accounting;  ///< The group counting its CPU time ("" = none).
   };
   void setup(const model::Experiment& ex, const std::atomic<bool>* interrupted);
 

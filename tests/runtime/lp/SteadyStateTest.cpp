@@ -308,11 +308,18 @@ TEST(SteadyState, WholeTaskCostReplacesTheTermsOnItsHost) {
   // Never below the kernel: 0.3 measured (less than kernel + hop) charges 0.5 + 0.1.
   b.m.hosts[0].task_cpu_seconds = {0.3};
   expect_rel(solve(b.m).fair_throughput, 2.0 / 0.6);
-  // An origin on another host: the per-byte terms again (0.5 kernel + 0.05 half hop +
-  // 0.5 received here = 1.05 per task on this host).
+  // The origin on another host (an emulated LAN: the whole cost measured at the node
+  // alone, its half of the hop inside it): w1's and w2's tasks cost this host 0.8 − 0.05
+  // + the link term's half hop 0.05 = 0.8; a leaf's 0.8 − 0.1 + 0.05 + 0.1 = 0.85.
   b.m.hosts[0].task_cpu_seconds = {0.8};
   b.m.hosts.push_back(PlatformModel::Host{"origin", 8.0, 1e-3});
   b.m.nodes[0].host = 1;
+  s = solve(b.m);
+  expect_rel(s.fair_throughput, 2.0 / 0.8);
+  expect_rel(s.alpha[3][0] + s.alpha[4][0], 0.0);
+  // Without the whole cost, the per-byte terms again (0.5 kernel + 0.05 half hop + 0.5
+  // received here = 1.05 per task on this host).
+  b.m.hosts[0].task_cpu_seconds.clear();
   expect_rel(solve(b.m).fair_throughput, 2.0 / 1.05);
 }
 
