@@ -71,6 +71,22 @@ void add_local_host(model::Calibration& calibration, const model::Experiment& ex
 }
 
 namespace {
+/// A directory of this process's under the system's temporary directory (`prefix` + pid),
+/// removed with everything in it when it goes out of scope.
+struct ScratchDir {
+  std::filesystem::path path;
+  explicit ScratchDir(const std::string& prefix)
+      : path(std::filesystem::temp_directory_path() / (prefix + std::to_string(::getpid()))) {
+    std::filesystem::create_directories(path);
+  }
+  ~ScratchDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+  ScratchDir(const ScratchDir&) = delete;
+  ScratchDir& operator=(const ScratchDir&) = delete;
+};
+
 /// The experiment's application with the largest input (whose size the costs are measured with).
 const model::AppSpec* largest_app(const model::Experiment& experiment) {
   const model::AppSpec* out = nullptr;
@@ -175,19 +191,20 @@ namespace {
 /// The experiment's file with only the applications of `tasks` (name -> its number of
 /// tasks; weight 1 each unless `keep_weights`), FCFS, no migration, no events, on a
 /// master and `workers` one-core workers one hop below it.
-std::string one_hop_experiment(const model::Experiment& experiment, const std::map<std::string, std::uint64_t>& tasks,
-                               bool keep_weights, std::uint32_t workers, std::uint32_t worker_cores) {
-  toml::table doc;
+/// The experiment's file as a TOML table (std::invalid_argument naming the file if it
+/// no longer parses).
+toml::table experiment_document(const model::Experiment& experiment) {
   try {
-    doc = toml::parse_file(experiment.path);
+    return toml::parse_file(experiment.path);
   } catch (const toml::parse_error& e) {
     throw std::invalid_argument(experiment.path + ": " + std::string(e.description()));
   }
-  toml::array nodes;
-  nodes.push_back(toml::table{{"name", "master"}, {"cores", 0}});
-  for (std::uint32_t w = 0; w < workers; ++w)
-    nodes.push_back(toml::table{{"name", "w" + std::to_string(w + 1)}, {"parent", "master"}, {"cores", worker_cores}});
-  doc.insert_or_assign("node", std::move(nodes));
+}
+
+/// The text of `doc` (an experiment file's table, its nodes already replaced) as a
+/// measuring run: only the applications of `tasks`, with those task counts (weights 1
+/// unless `keep_weights`, every origin the master), no events, FCFS, no migration.
+std::string measuring_document(toml::table& doc, const std::map<std::string, std::uint64_t>& tasks, bool keep_weights) {
   toml::array apps;
   if (const auto* all = doc["app"].as_array())
     for (const auto& a : *all) {
@@ -212,6 +229,17 @@ std::string one_hop_experiment(const model::Experiment& experiment, const std::m
   std::ostringstream out;
   out << doc << "\n";
   return out.str();
+}
+
+std::string one_hop_experiment(const model::Experiment& experiment, const std::map<std::string, std::uint64_t>& tasks,
+                               bool keep_weights, std::uint32_t workers, std::uint32_t worker_cores) {
+  toml::table doc = experiment_document(experiment);
+  toml::array nodes;
+  nodes.push_back(toml::table{{"name", "master"}, {"cores", 0}});
+  for (std::uint32_t w = 0; w < workers; ++w)
+    nodes.push_back(toml::table{{"name", "w" + std::to_string(w + 1)}, {"parent", "master"}, {"cores", worker_cores}});
+  doc.insert_or_assign("node", std::move(nodes));
+  return measuring_document(doc, tasks, keep_weights);
 }
 
 double median_of(std::vector<double> v) {
@@ -277,15 +305,8 @@ TaskCpuCosts measure_task_cpu(const model::Experiment& experiment, const std::ma
   workers = std::clamp<std::uint32_t>(workers / worker_cores, 1, 8);
   out.workers = workers;
   out.worker_cores = worker_cores;
-  const auto dir = std::filesystem::temp_directory_path() / ("treefarm-taskcpu-" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  struct Cleanup {
-    std::filesystem::path dir;
-    ~Cleanup() {
-      std::error_code ec;
-      std::filesystem::remove_all(dir, ec);
-    }
-  } cleanup{dir};
+  const ScratchDir scratch("treefarm-taskcpu-");
+  const auto& dir = scratch.path;
   double cpu = 0, wall = 0;
   auto tasks_for = [&](double host_seconds, double run_seconds) {
     return static_cast<std::uint64_t>(std::clamp(run_seconds * host_cores / std::max(host_seconds, 1e-5), 40.0, 50'000.0));
@@ -401,12 +422,7 @@ namespace {
 /// measure_node_task_cpu runs on the emulated platform, the node on its own link.
 std::string node_alone_experiment(const model::Experiment& experiment, std::size_t parent, std::size_t node,
                                   const std::string& app, std::uint64_t tasks) {
-  toml::table doc;
-  try {
-    doc = toml::parse_file(experiment.path);
-  } catch (const toml::parse_error& e) {
-    throw std::invalid_argument(experiment.path + ": " + std::string(e.description()));
-  }
+  toml::table doc = experiment_document(experiment);
   toml::array nodes;
   if (const auto* all = doc["node"].as_array())
     for (const auto& n : *all) {
@@ -424,28 +440,7 @@ std::string node_alone_experiment(const model::Experiment& experiment, std::size
       }
     }
   doc.insert_or_assign("node", std::move(nodes));
-  toml::array apps;
-  if (const auto* all = doc["app"].as_array())
-    for (const auto& a : *all) {
-      const auto* t = a.as_table();
-      if (!t || (*t)["name"].value<std::string>().value_or("") != app) continue;
-      toml::table copy = *t;
-      copy.insert_or_assign("tasks", static_cast<std::int64_t>(tasks));
-      copy.insert_or_assign("weight", 1);
-      copy.erase("origin");
-      apps.push_back(std::move(copy));
-    }
-  doc.insert_or_assign("app", std::move(apps));
-  doc.erase("event");
-  if (auto* run = doc["run"].as_table()) {
-    run->insert_or_assign("policy", "fcfs");
-    run->insert_or_assign("migration", "off");
-    run->insert_or_assign("balance", "off");
-    run->erase("policy_options");
-  }
-  std::ostringstream out;
-  out << doc << "\n";
-  return out.str();
+  return measuring_document(doc, {{app, tasks}}, false);
 }
 
 /// The CPU seconds one task of `app` costs node `node` of an emulated LAN as a whole —
@@ -453,7 +448,7 @@ std::string node_alone_experiment(const model::Experiment& experiment, std::size
 /// quota, the result's way back, the runtime's wake-ups around them — counted by the
 /// node's accounting group (lo.node_cpu_seconds) over two runs of the node alone below a
 /// master in its parent's namespace, n and 3n tasks: the difference over the 2n tasks
-/// cancels the start-up. n from the calibrated task time and the link, for about 1.5 s.
+/// cancels the start-up. n from the calibrated task time and the link, for about 3 s.
 /// nullopt when the two counts do not give a positive cost.
 std::optional<double> measure_node_task_cpu(const model::Experiment& experiment, const model::Calibration& calibration,
                                             std::size_t node, const model::AppSpec& app, const LaunchOptions& lo,
@@ -462,14 +457,22 @@ std::optional<double> measure_node_task_cpu(const model::Experiment& experiment,
   std::size_t parent = 0;
   for (std::size_t i = 0; i < experiment.nodes.size(); ++i)
     if (spec.parent && experiment.nodes[i].name == *spec.parent) parent = i;
-  double wall = 0.05;  // seconds a task holds the node (one slot) or its link, whichever is longer
+  // Seconds a task holds the node: its kernel (one slot), its link, or the CPU its
+  // reception takes under the node's quota (~3 γ per byte: session 13 measured ~2×(γ + ρ)),
+  // whichever is longest; from those, n for a first run of ~3 s (the difference of the two
+  // runs' counts, over 2n tasks, must stand well above the start-ups' spread of some
+  // 10–30 CPU-ms).
+  const auto host = calibration.hosts.find(spec.name);
+  const double gamma = host != calibration.hosts.end() ? host->second.comm_cpu_seconds_per_byte : 0.5e-9;
+  const double cpu = host != calibration.hosts.end() && host->second.cores > 0 ? host->second.cores : 1.0;
+  double wall = std::max(0.01, 3 * gamma * static_cast<double>(app.input_bytes()) / std::min(cpu, 1.0));
   if (const auto it = calibration.nodes.find(spec.name); it != calibration.nodes.end()) {
     if (const auto t = it->second.task_seconds.find(app.name); t != it->second.task_seconds.end())
       wall = std::max(wall, t->second / std::max<std::uint32_t>(1, spec.cores / std::max<std::uint32_t>(1, app.cores_per_task)));
     const double bw = it->second.link_bandwidth ? *it->second.link_bandwidth : spec.bandwidth.value_or(0.0);
     if (bw > 0) wall = std::max(wall, static_cast<double>(app.input_bytes()) / bw);
   }
-  const auto n = static_cast<std::uint64_t>(std::clamp(std::ceil(1.5 / wall), 1.0, 200.0));
+  const auto n = static_cast<std::uint64_t>(std::clamp(std::ceil(3.0 / wall), 2.0, 400.0));
   const auto sub_index = [parent, node](std::size_t i) { return i == 0 ? parent : node; };
   double used[2] = {0, 0};
   const std::uint64_t counts[2] = {n, 3 * n};
@@ -533,15 +536,8 @@ void calibrate_emulated_hosts(const model::Experiment& experiment, const std::st
   // CPU measured on loopback). The LP charges it in place of the term-by-term costs.
   std::ostringstream whole;
   if (lo.node_cpu_seconds && lo.wrap && lo.node_cpu_seconds(0)) {
-    const auto dir = std::filesystem::temp_directory_path() / ("treefarm-nodecpu-" + std::to_string(::getpid()));
-    std::filesystem::create_directories(dir);
-    struct Cleanup {
-      std::filesystem::path dir;
-      ~Cleanup() {
-        std::error_code ec;
-        std::filesystem::remove_all(dir, ec);
-      }
-    } cleanup{dir};
+    const ScratchDir scratch("treefarm-nodecpu-");
+    const auto& dir = scratch.path;
     for (std::size_t i = 1; i < experiment.nodes.size(); ++i) {
       const auto& spec = experiment.nodes[i];
       if (spec.cores == 0) continue;

@@ -101,7 +101,7 @@ void calibrate_local_host(const model::Experiment& experiment, const std::string
 /// platform), also each computing node's **whole CPU per task** of each application, on
 /// its own link and under its own quota: the node alone below a master in its parent's
 /// namespace, n then 3n tasks, the difference of its counted CPU seconds over the 2n
-/// tasks (about 2 × 1.5 s per node and application), recorded as its host's
+/// tasks (runs of about 3 s and 9 s per node and application), recorded as its host's
 /// task_cpu_seconds (docs/lp.md "Hosts"). `lo` gives the transport (encrypt,
 /// master_args, worker_args) and bin_dir. Prints one line to `log`.
 void calibrate_emulated_hosts(const model::Experiment& experiment, const std::string& file, const LaunchOptions& lo,
