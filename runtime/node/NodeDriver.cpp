@@ -981,6 +981,12 @@ void NodeDriver::on_transfer_done(PeerId peer, std::uint64_t task_id, double now
   drain(now);
 }
 
+void NodeDriver::on_transfer_started(PeerId peer, std::uint64_t task_id, double now) {
+  auto it = children_.find(peer);
+  if (it == children_.end()) return;
+  if (auto s = it->second->sends.find(task_id); s != it->second->sends.end()) s->second.sent_at = now;
+}
+
 /// Drops a child: the core re-queues what it held. `tell`: it misbehaved and is told so
 /// (it may still be alive); a gone or departing child is not.
 void NodeDriver::drop_child(PeerId peer, const std::string& why, bool tell, double now) {

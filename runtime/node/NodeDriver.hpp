@@ -225,6 +225,10 @@ class NodeDriver {
   /// The transport saw the transfer of task `task_id` to `peer` end
   /// (Transport::reports_transfers()).
   void on_transfer_done(PeerId peer, std::uint64_t task_id, double now);
+  /// The transport held the transfer of task `task_id` to `peer` behind others on the
+  /// node's one port and starts it only now (the SimGrid adapter's port queue): the
+  /// transfer time the policies learn the link from is counted from here.
+  void on_transfer_started(PeerId peer, std::uint64_t task_id, double now);
   /// Due work: call when now >= next_deadline() (early or late calls are harmless).
   void on_timer(double now);
   /// Sends what was batched while handling a burst of messages (acknowledgements);

@@ -28,7 +28,8 @@ NodeActor::NodeActor(SimWorld& world, std::size_t node)
       platform_(*world.platform),
       node_(node),
       spec_(world.platform->nodes[node]),
-      root_(world.platform->nodes[node].parent < 0) {}
+      root_(world.platform->nodes[node].parent < 0),
+      one_port_(world.platform->experiment.run.comm_model == model::CommModel::one_port) {}
 
 double NodeActor::now() const { return sg4::Engine::get_clock(); }
 
@@ -188,7 +189,10 @@ void NodeActor::operator()() {
       index -= up_get_.size();
       const Outgoing done = outgoing_[index];
       outgoing_.erase(outgoing_.begin() + static_cast<std::ptrdiff_t>(index));
-      if (done.task) driver_->on_transfer_done(done.child, done.task_id, now());
+      if (done.task) {
+        task_transfer_ended();  // the next queued task takes the port first (FIFO)
+        driver_->on_transfer_done(done.child, done.task_id, now());
+      }
     }
     if (root_) world_.root_done = true;
     if (root_ && driver_->policy()) world_.policy_planned_fair_throughput = driver_->policy()->planned_fair_throughput();
@@ -198,6 +202,8 @@ void NodeActor::operator()() {
     // are never read): cancel them here, in the actor, or each CommPtr's destructor prints a
     // SimGrid backtrace whose symbolisation cost seconds per simulation (issue 21, session 5).
     if (root_) {
+      for (auto& q : port_queue_) delete q.message;
+      port_queue_.clear();
       for (auto& o : outgoing_) o.comm->cancel();
       for (auto& g : up_get_)
         if (g) g->cancel();
@@ -241,14 +247,31 @@ bool NodeActor::send_child(node::PeerId peer, const net::Message& message, const
   if (peer.value >= spec_.children.size()) throw std::logic_error("send to an unknown child");
   const std::size_t v = spec_.children[peer.value];
   if (auto* t = std::get_if<net::msg::Task>(&message)) {
-    const std::uint64_t bytes = payload ? payload->size() : 0;
-    auto comm = world_.down[v]->put_async(new SimMessage{message, payload}, bytes);
-    outgoing_.push_back(Outgoing{comm, true, peer, t->task_id});
+    const QueuedSend send{world_.down[v], new SimMessage{message, payload}, payload ? payload->size() : 0, peer,
+                          t->task_id};
+    if (one_port_ && port_busy_)
+      port_queue_.push_back(send);
+    else
+      put_task(send);
     return true;
   }
   const std::uint64_t bytes = message_bytes(message) + (payload ? payload->size() : 0);
   outgoing_.push_back(Outgoing{world_.control[v]->put_async(new SimMessage{message, payload}, bytes), false, peer, 0});
   return true;
+}
+
+void NodeActor::put_task(const QueuedSend& send) {
+  outgoing_.push_back(Outgoing{send.mailbox->put_async(send.message, send.bytes), true, send.child, send.task_id});
+  port_busy_ = one_port_;
+}
+
+void NodeActor::task_transfer_ended() {
+  port_busy_ = false;
+  if (port_queue_.empty()) return;
+  const QueuedSend next = port_queue_.front();
+  port_queue_.pop_front();
+  put_task(next);
+  driver_->on_transfer_started(next.child, next.task_id, now());
 }
 
 void NodeActor::restart() { throw std::logic_error("a simulated node lost its parent"); }

@@ -14,6 +14,13 @@
 /// - The transport reports a task transfer's end itself (the put's comm completed):
 ///   that frees the one-port and gives the transfer time (beaumont2006 §5.1.4), as the
 ///   child's acknowledgement does over ZeroMQ.
+/// - One-port (beaumont2006 §3.1: "at any given time ... one sent"): the actor puts one
+///   task on the wire at a time. A task sent while another is on the wire waits in the
+///   port's queue (FIFO) and starts when it ends (the driver is told, so the transfer
+///   time it learns from starts then). Only "pbc" ever queues (§4.4: up to K sends at
+///   once, one per application; the core holds every other policy's next send until
+///   SendDone): its concurrent sends share the port in time, so no node's sends use more
+///   than the one-port constraint of the LP, Σ_v sent_v·b / b_v <= 1 (issue 21).
 /// - A job becomes an asynchronous execution of the task's work on this host with
 ///   cores_per_task threads. SimGrid 3.32 cannot wait on comms and executions together
 ///   (ActivitySet came in 3.35), so the actor waits on its comms with
@@ -24,6 +31,7 @@
 ///   simulation: no heartbeats. The other actors are daemons: the root's end ends it.
 
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <vector>
 
@@ -64,6 +72,13 @@ class NodeActor final : public node::Transport, public node::LocalRunner {
     node::PeerId child{};
     std::uint64_t task_id = 0;
   };
+  struct QueuedSend {             ///< a task transfer waiting for the one-port
+    simgrid::s4u::Mailbox* mailbox = nullptr;
+    SimMessage* message = nullptr;
+    std::uint64_t bytes = 0;
+    node::PeerId child{};
+    std::uint64_t task_id = 0;
+  };
   struct Running {
     simgrid::s4u::ExecPtr exec;
     std::uint64_t job = 0;
@@ -80,6 +95,8 @@ class NodeActor final : public node::Transport, public node::LocalRunner {
   void collect_finished_executions();
   double wait_timeout() const;
   std::uint64_t message_bytes(const net::Message& message) const;
+  void put_task(const QueuedSend& send);
+  void task_transfer_ended();
 
   SimWorld& world_;
   const SimPlatform& platform_;
@@ -95,6 +112,9 @@ class NodeActor final : public node::Transport, public node::LocalRunner {
   std::vector<simgrid::s4u::CommPtr> up_get_;   ///< per child
   std::vector<SimMessage*> up_buf_;             ///< per child
   std::vector<Outgoing> outgoing_;
+  const bool one_port_;                         ///< comm_model = "one-port"
+  bool port_busy_ = false;                      ///< one-port: a task is on the wire
+  std::deque<QueuedSend> port_queue_;           ///< one-port: tasks waiting for the wire
   std::vector<Running> running_;
 };
 
