@@ -225,10 +225,6 @@ class NodeDriver {
   /// The transport saw the transfer of task `task_id` to `peer` end
   /// (Transport::reports_transfers()).
   void on_transfer_done(PeerId peer, std::uint64_t task_id, double now);
-  /// The transport held the transfer of task `task_id` to `peer` behind others on the
-  /// node's one port and starts it only now (the SimGrid adapter's port queue): the
-  /// transfer time the policies learn the link from is counted from here.
-  void on_transfer_started(PeerId peer, std::uint64_t task_id, double now);
   /// Due work: call when now >= next_deadline() (early or late calls are harmless).
   void on_timer(double now);
   /// Sends what was batched while handling a burst of messages (acknowledgements);
@@ -354,6 +350,7 @@ class NodeDriver {
 
   // Children, by transport peer; core ids are never reused.
   std::map<PeerId, std::unique_ptr<Child>> children_;
+  std::size_t sends_in_flight_ = 0;  ///< task transfers to all children, not yet acknowledged
   std::unordered_map<std::uint32_t, PeerId> peer_of_core_;
   std::vector<std::pair<PeerId, net::msg::Hello>> waiting_hellos_;  ///< before this node is configured
   std::vector<std::string> convicted_;  ///< nodes convicted of forging here, refused if they join again

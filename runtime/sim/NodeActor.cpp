@@ -10,8 +10,10 @@
 #include <simgrid/Exception.hpp>
 #include <simgrid/s4u/Actor.hpp>
 #include <simgrid/s4u/Engine.hpp>
+#include <simgrid/s4u/Link.hpp>
 
 #include "runtime/core/Ids.hpp"
+#include "runtime/sim/PlatformBuilder.hpp"
 
 namespace treefarm::sim {
 
@@ -190,7 +192,7 @@ void NodeActor::operator()() {
       const Outgoing done = outgoing_[index];
       outgoing_.erase(outgoing_.begin() + static_cast<std::ptrdiff_t>(index));
       if (done.task) {
-        task_transfer_ended();  // the next queued task takes the port first (FIFO)
+        share_port();
         driver_->on_transfer_done(done.child, done.task_id, now());
       }
     }
@@ -202,8 +204,6 @@ void NodeActor::operator()() {
     // are never read): cancel them here, in the actor, or each CommPtr's destructor prints a
     // SimGrid backtrace whose symbolisation cost seconds per simulation (issue 21, session 5).
     if (root_) {
-      for (auto& q : port_queue_) delete q.message;
-      port_queue_.clear();
       for (auto& o : outgoing_) o.comm->cancel();
       for (auto& g : up_get_)
         if (g) g->cancel();
@@ -247,12 +247,10 @@ bool NodeActor::send_child(node::PeerId peer, const net::Message& message, const
   if (peer.value >= spec_.children.size()) throw std::logic_error("send to an unknown child");
   const std::size_t v = spec_.children[peer.value];
   if (auto* t = std::get_if<net::msg::Task>(&message)) {
-    const QueuedSend send{world_.down[v], new SimMessage{message, payload}, payload ? payload->size() : 0, peer,
-                          t->task_id};
-    if (one_port_ && port_busy_)
-      port_queue_.push_back(send);
-    else
-      put_task(send);
+    const std::uint64_t bytes = payload ? payload->size() : 0;
+    auto comm = world_.down[v]->put_async(new SimMessage{message, payload}, bytes);
+    outgoing_.push_back(Outgoing{comm, true, peer, t->task_id});
+    share_port();
     return true;
   }
   const std::uint64_t bytes = message_bytes(message) + (payload ? payload->size() : 0);
@@ -260,18 +258,34 @@ bool NodeActor::send_child(node::PeerId peer, const net::Message& message, const
   return true;
 }
 
-void NodeActor::put_task(const QueuedSend& send) {
-  outgoing_.push_back(Outgoing{send.mailbox->put_async(send.message, send.bytes), true, send.child, send.task_id});
-  port_busy_ = one_port_;
-}
-
-void NodeActor::task_transfer_ended() {
-  port_busy_ = false;
-  if (port_queue_.empty()) return;
-  const QueuedSend next = port_queue_.front();
-  port_queue_.pop_front();
-  put_task(next);
-  driver_->on_transfer_started(next.child, next.task_id, now());
+// beaumont2006 §4.4: "pbc"'s concurrent sends share the one-port in time. With n task
+// transfers in flight, each child's link carries its task at b_v / n: together they
+// use the port Σ 1/n = 1 of the time, where a port link of the fastest child's
+// bandwidth let sends to unequal links use more (up to 2.2× on the paper campaign's
+// stars, issue 21). Latencies still overlap. With one send in flight (every other
+// policy) each link keeps its bandwidth.
+void NodeActor::share_port() {
+  if (!one_port_ || spec_.children.empty()) return;
+  if (down_links_.empty()) {
+    for (std::size_t v : spec_.children) {
+      down_links_.push_back(sg4::Link::by_name("link-" + platform_.nodes[v].name + "_DOWN"));
+      down_peaks_.push_back(link_peak_bandwidth(platform_.nodes[v]));
+      down_shares_.push_back(1.0);
+    }
+  }
+  std::size_t n = 0;
+  std::vector<bool> busy(spec_.children.size(), false);
+  for (const auto& o : outgoing_)
+    if (o.task) {
+      ++n;
+      busy[o.child.value] = true;
+    }
+  for (std::size_t i = 0; i < busy.size(); ++i) {
+    const double share = busy[i] && n > 1 ? 1.0 / static_cast<double>(n) : 1.0;
+    if (share == down_shares_[i]) continue;
+    down_shares_[i] = share;
+    down_links_[i]->set_bandwidth(down_peaks_[i] * share);
+  }
 }
 
 void NodeActor::restart() { throw std::logic_error("a simulated node lost its parent"); }

@@ -37,6 +37,8 @@ simgrid::kernel::profile::Profile* profile_of(const std::string& name, double in
 
 }  // namespace
 
+double link_peak_bandwidth(const SimNode& node) { return peak_of(node.bandwidth, node.bandwidth_changes); }
+
 std::vector<sg4::Host*> build_platform(const SimPlatform& platform) {
   const auto& nodes = platform.nodes;
   const std::size_t n = nodes.size();
@@ -79,8 +81,8 @@ std::vector<sg4::Host*> build_platform(const SimPlatform& platform) {
       const double port = port_bandwidth(platform, u);
       if (port > 0) {
         // All of u's sends share one more link, the node's port (bertin2008 §2.1:
-        // max_out_bandwidth). The one-port rule is kept by NodeActor instead, which puts
-        // one task on the wire at a time: a port link of the fastest child's bandwidth
+        // max_out_bandwidth). The one-port rule is kept by NodeActor instead, which shares
+        // it among concurrent sends in time: a port link of the fastest child's bandwidth
         // let "pbc"'s concurrent sends to unequal links use more than the one-port's
         // time (up to 2.2x on the paper campaign's stars, issue 21).
         const sg4::Link* out = subtree[u]->create_link("out-" + node.name, port)->seal();

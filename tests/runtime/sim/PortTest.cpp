@@ -86,9 +86,10 @@ TEST(SimPort, PbcNeverExceedsTheOnePortOptimum) {
 }
 
 // The one-port rule itself, from the run's records: every task computed below the
-// master crossed the master's port once, holding it latency + bytes / bandwidth of the
-// first link on its way (docs/simulation.md); one at a time, those holds add up to at
-// most the run's duration. Exact: no window, no tolerance but rounding.
+// master crossed the master's port once, needing bytes / bandwidth of the first link on
+// its way; shared in time (LP (3)'s one-port row: Σ_v sent_v·b / b_v <= 1), those
+// times add up to at most the run's duration. Exact: no window, no tolerance but
+// rounding. (Latencies are left out: "pbc"'s concurrent sends overlap them.)
 double master_port_seconds(const SimPlatform& p, const metrics::RunResults& r) {
   std::map<std::string, std::size_t, std::less<>> index;
   for (std::size_t u = 0; u < p.nodes.size(); ++u) index[p.nodes[u].name] = u;
@@ -97,7 +98,7 @@ double master_port_seconds(const SimPlatform& p, const metrics::RunResults& r) {
     std::size_t u = index.at(t.node);
     if (p.nodes[u].parent < 0) continue;  // computed by the master
     while (p.nodes[static_cast<std::size_t>(p.nodes[u].parent)].parent >= 0) u = static_cast<std::size_t>(p.nodes[u].parent);
-    busy += p.nodes[u].latency + static_cast<double>(p.experiment.apps.at(t.app).input_bytes()) / p.nodes[u].bandwidth;
+    busy += static_cast<double>(p.experiment.apps.at(t.app).input_bytes()) / p.nodes[u].bandwidth;
   }
   return busy;
 }
@@ -108,7 +109,8 @@ double master_port_seconds(const SimPlatform& p, const metrics::RunResults& r) {
 // (0.5 task/s): 1.5 tasks/s in all, fair throughput 0.5 per application. A port link
 // of the fastest child's bandwidth (2 MB/s, the model before issue 21's fix) let PBC
 // send to w1 at 1 MB/s and to w2 and w3 at 0.5 MB/s each at once: 2 tasks/s, 4/3 of the
-// optimum, with the master's port busy 1.5 s per second.
+// optimum (0.665 measured), the master's port busy 1.66 s per second. Shared in time,
+// three sends in flight go at 2/3, 1/3 and 1/3 MB/s.
 constexpr const char* unequal_star = R"(
 [[node]]
 name = "m"
@@ -181,10 +183,10 @@ TEST(SimPort, PbcConcurrentSendsToUnequalLinksShareTheOnePortInTime) {
   EXPECT_LT(slack, 0.05);  // the run is long enough for the bound to mean something
   EXPECT_LE(o.results.fair_throughput, optimum * (1 + slack)) << "slack " << slack;
   EXPECT_LE(master_port_seconds(p, o.results), o.results.duration * (1 + 1e-9));
-  // ...and the port is used: PBC's schedulers serve the three workers alike (w1 cannot
-  // ask for more than its share), 2.5 s of the port per three tasks: 0.4 task/s per
-  // application, 0.8 of the optimum, the port always busy.
-  EXPECT_GT(o.results.fair_throughput, optimum * 0.75);
+  // ...and the port is used: PBC serves w2 and w3 as well as w1 (0.89 of the optimum
+  // when written; 0.80 when its sends queued one after the other, first come first
+  // served, and a slow transfer held up the fast ones).
+  EXPECT_GT(o.results.fair_throughput, optimum * 0.85);
 }
 
 // The campaign's platform n10-d15-t6 with the paper's task sizes (`treefarm experiment
