@@ -471,9 +471,19 @@ void NodeDriver::send_task(core::ChildId child, core::TaskRef task, double now) 
                        released_bytes_ + size <= opt_.one_port_window;
   // Transfers that share the link (Transport::transfers_share_link) are observed only if
   // they had it to themselves throughout: a later one slows those already in flight.
-  if (transport_.transfers_share_link())
+  // Under one-port, concurrent sends to different children ("pbc") share the node's
+  // port in time (the SimGrid adapter, beaumont2006 §4.4), so any other send counts.
+  bool alone = c->sends.empty();
+  if (transport_.transfers_share_link()) {
     for (auto& [id, other] : c->sends) other.alone = false;
-  c->sends[task.id.value] = SendRecord{now, bytes, c->sends.empty(), release};
+    if (welcome_.one_port && sends_in_flight_ > c->sends.size())
+      for (auto& [other_peer, other_child] : children_)
+        for (auto& [id, other] : other_child->sends) {
+          other.alone = false;
+          alone = false;
+        }
+  }
+  if (c->sends.insert_or_assign(task.id.value, SendRecord{now, bytes, alone, release}).second) ++sends_in_flight_;
   if (release) {
     released_bytes_ += size;
     events_.push_back(core::event::SendDone{child});
@@ -495,6 +505,7 @@ void NodeDriver::transfer_done(Child& child, std::uint64_t task_id, double now) 
   if (it == child.sends.end()) return;  // not ours to end (a duplicate or late acknowledgement)
   const SendRecord s = it->second;
   child.sends.erase(it);
+  --sends_in_flight_;
   if (s.released) released_bytes_ -= static_cast<std::uint64_t>(s.bytes);
   else post(core::event::SendDone{child.id});
   if (s.alone && s.bytes > 0 && now > s.sent_at)
@@ -694,6 +705,7 @@ void NodeDriver::parent_lost(const std::string& why, double now, bool voluntary)
   // Forget everything of the old tree; jobs still running are ignored when they end.
   for (auto& [peer, c] : children_) transport_.drop_child(peer);
   children_.clear();
+  sends_in_flight_ = 0;
   released_bytes_ = 0;
   peer_of_core_.clear();
   waiting_hellos_.clear();
@@ -996,6 +1008,7 @@ void NodeDriver::drop_child(PeerId peer, const std::string& why, bool tell, doub
     if (s.released) released_bytes_ -= static_cast<std::uint64_t>(s.bytes);
     else if (sched_) post(core::event::SendDone{id});
   }
+  sends_in_flight_ -= it->second->sends.size();
   peer_of_core_.erase(id.value);
   children_.erase(it);
   transport_.drop_child(peer);

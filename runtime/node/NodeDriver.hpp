@@ -350,6 +350,7 @@ class NodeDriver {
 
   // Children, by transport peer; core ids are never reused.
   std::map<PeerId, std::unique_ptr<Child>> children_;
+  std::size_t sends_in_flight_ = 0;  ///< task transfers to all children, not yet acknowledged
   std::unordered_map<std::uint32_t, PeerId> peer_of_core_;
   std::vector<std::pair<PeerId, net::msg::Hello>> waiting_hellos_;  ///< before this node is configured
   std::vector<std::string> convicted_;  ///< nodes convicted of forging here, refused if they join again

@@ -10,8 +10,10 @@
 #include <simgrid/Exception.hpp>
 #include <simgrid/s4u/Actor.hpp>
 #include <simgrid/s4u/Engine.hpp>
+#include <simgrid/s4u/Link.hpp>
 
 #include "runtime/core/Ids.hpp"
+#include "runtime/sim/PlatformBuilder.hpp"
 
 namespace treefarm::sim {
 
@@ -28,7 +30,8 @@ NodeActor::NodeActor(SimWorld& world, std::size_t node)
       platform_(*world.platform),
       node_(node),
       spec_(world.platform->nodes[node]),
-      root_(world.platform->nodes[node].parent < 0) {}
+      root_(world.platform->nodes[node].parent < 0),
+      one_port_(world.platform->experiment.run.comm_model == model::CommModel::one_port) {}
 
 double NodeActor::now() const { return sg4::Engine::get_clock(); }
 
@@ -188,7 +191,10 @@ void NodeActor::operator()() {
       index -= up_get_.size();
       const Outgoing done = outgoing_[index];
       outgoing_.erase(outgoing_.begin() + static_cast<std::ptrdiff_t>(index));
-      if (done.task) driver_->on_transfer_done(done.child, done.task_id, now());
+      if (done.task) {
+        share_port();
+        driver_->on_transfer_done(done.child, done.task_id, now());
+      }
     }
     if (root_) world_.root_done = true;
     if (root_ && driver_->policy()) world_.policy_planned_fair_throughput = driver_->policy()->planned_fair_throughput();
@@ -244,11 +250,42 @@ bool NodeActor::send_child(node::PeerId peer, const net::Message& message, const
     const std::uint64_t bytes = payload ? payload->size() : 0;
     auto comm = world_.down[v]->put_async(new SimMessage{message, payload}, bytes);
     outgoing_.push_back(Outgoing{comm, true, peer, t->task_id});
+    share_port();
     return true;
   }
   const std::uint64_t bytes = message_bytes(message) + (payload ? payload->size() : 0);
   outgoing_.push_back(Outgoing{world_.control[v]->put_async(new SimMessage{message, payload}, bytes), false, peer, 0});
   return true;
+}
+
+// beaumont2006 §4.4: "pbc"'s concurrent sends share the one-port in time. With n task
+// transfers in flight, each child's link carries its task at b_v / n: together they
+// use the port Σ 1/n = 1 of the time, where a port link of the fastest child's
+// bandwidth let sends to unequal links use more (up to 2.2× on the paper campaign's
+// stars, issue 21). Latencies still overlap. With one send in flight (every other
+// policy) each link keeps its bandwidth.
+void NodeActor::share_port() {
+  if (!one_port_ || spec_.children.empty()) return;
+  if (down_links_.empty()) {
+    for (std::size_t v : spec_.children) {
+      down_links_.push_back(sg4::Link::by_name("link-" + platform_.nodes[v].name + "_DOWN"));
+      down_peaks_.push_back(link_peak_bandwidth(platform_.nodes[v]));
+      down_shares_.push_back(1.0);
+    }
+  }
+  std::size_t n = 0;
+  std::vector<bool> busy(spec_.children.size(), false);
+  for (const auto& o : outgoing_)
+    if (o.task) {
+      ++n;
+      busy[o.child.value] = true;
+    }
+  for (std::size_t i = 0; i < busy.size(); ++i) {
+    const double share = busy[i] && n > 1 ? 1.0 / static_cast<double>(n) : 1.0;
+    if (share == down_shares_[i]) continue;
+    down_shares_[i] = share;
+    down_links_[i]->set_bandwidth(down_peaks_[i] * share);
+  }
 }
 
 void NodeActor::restart() { throw std::logic_error("a simulated node lost its parent"); }

@@ -14,6 +14,13 @@
 /// - The transport reports a task transfer's end itself (the put's comm completed):
 ///   that frees the one-port and gives the transfer time (beaumont2006 §5.1.4), as the
 ///   child's acknowledgement does over ZeroMQ.
+/// - One-port (beaumont2006 §3.1: "at any given time ... one sent"): every policy but
+///   "pbc" has one task on the wire at a time (the core holds its next send until
+///   SendDone). "pbc" may have K, one per application and at most one per child (§4.4);
+///   they share the node's port in time, as interruptible sends would ("we do model the
+///   contention on the port"): while n of them are in flight each child's link carries
+///   its task at b_v / n (processor sharing, SimGrid Link::set_bandwidth on the DOWN
+///   halves), so Σ_v rate_v / b_v <= 1, the one-port row of LP (3) (issue 21).
 /// - A job becomes an asynchronous execution of the task's work on this host with
 ///   cores_per_task threads. SimGrid 3.32 cannot wait on comms and executions together
 ///   (ActivitySet came in 3.35), so the actor waits on its comms with
@@ -80,6 +87,7 @@ class NodeActor final : public node::Transport, public node::LocalRunner {
   void collect_finished_executions();
   double wait_timeout() const;
   std::uint64_t message_bytes(const net::Message& message) const;
+  void share_port();
 
   SimWorld& world_;
   const SimPlatform& platform_;
@@ -95,6 +103,12 @@ class NodeActor final : public node::Transport, public node::LocalRunner {
   std::vector<simgrid::s4u::CommPtr> up_get_;   ///< per child
   std::vector<SimMessage*> up_buf_;             ///< per child
   std::vector<Outgoing> outgoing_;
+  const bool one_port_;                         ///< comm_model = "one-port"
+  /// One-port: per child, the DOWN half of its link, its peak bandwidth (bytes/s) and the
+  /// share of the port it was last given (1/n).
+  std::vector<simgrid::s4u::Link*> down_links_;
+  std::vector<double> down_peaks_;
+  std::vector<double> down_shares_;
   std::vector<Running> running_;
 };
 

@@ -18,13 +18,14 @@
 
 namespace treefarm::sim {
 
+/// Peak bandwidth (bytes/s) of the link from the node's parent: its largest value over
+/// the run (`[[event]]`s may change it; a profile scales the peak). The link's halves
+/// are named "link-NAME_UP" and "link-NAME_DOWN" (tasks go DOWN).
+double link_peak_bandwidth(const SimNode& node);
+
 /// Bandwidth (bytes/s) of node u's sending port, shared by all its concurrent sends; 0:
-/// none. Bounded multi-port: max_out_bandwidth. One-port: the fastest child link (capped
-/// by max_out_bandwidth if set), so that policies sending several tasks at once ("pbc",
-/// beaumont2006 §4.4) share the port rather than add up their links. With children of
-/// equal bandwidth this is exactly the one-port bound; with unequal ones, concurrent
-/// sends can still use the port better than one-at-a-time sends (the paper's "unfair
-/// advantage"): the bound is then the bounded multi-port LP with max_out = this value.
+/// none. It is max_out_bandwidth (bertin2008 §2.1), under either communication model.
+/// One-port needs no port link: NodeActor shares the port among concurrent sends in time.
 double port_bandwidth(const SimPlatform& platform, std::size_t u);
 
 /// Creates the zones, hosts and links in the current SimGrid engine (which must exist

@@ -16,10 +16,11 @@
 /// uses PortModel::one_port_per_app — each application's scheduler keeps its own one-port
 /// rule, so up to K sends run at once, one per application; concurrent sends to one child
 /// are *not* allowed (at most one send per child at a time), so SendDone{child} always
-/// names one send. The concurrent sends share the sender's port ("we do model the
-/// contention on the port"): the simulator routes them through one port link
-/// (sim::port_bandwidth); over a real network they share the NIC. Under multi-port, it
-/// is multi-port like every policy.
+/// names one send. The concurrent sends share the sender's port in time ("we do model
+/// the contention on the port"): with n in flight the simulator gives each 1/n of the
+/// port's time (sim::NodeActor), so no node exceeds the one-port constraint of the LP;
+/// over a real network they share the NIC. Under multi-port, it is multi-port like
+/// every policy.
 /// Needs: child bandwidths (ChildInfo.bandwidth or TransferObserved), nothing else.
 
 #include "runtime/core/Policy.hpp"

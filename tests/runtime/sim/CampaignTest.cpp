@@ -84,6 +84,7 @@ TEST(CampaignTest, QuickRunWritesReportSummaryAndHistograms) {
     EXPECT_TRUE(std::isfinite(s["geometric_mean_to_lp_optimum"].get<double>()));
     // No policy beats the LP optimum by more than the measurement window's noise.
     EXPECT_GT(s["geometric_mean_to_lp_optimum"].get<double>(), 0.9);
+    EXPECT_TRUE(std::isfinite(s["highest_to_lp_optimum"].get<double>()));
   }
 
   // The theoretical values: the LP optimum bounds the heuristics' plans.
