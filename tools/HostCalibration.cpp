@@ -329,7 +329,9 @@ TaskCpuCosts measure_task_cpu(const model::Experiment& experiment, const std::ma
     if (times > 1) repeats = per_task;
   }
   out.seconds = out.alone;
-  // Together, in the experiment's weights, five times (~2.5 s each): what a unit of weight costs when
+  // Together, in the experiment's weights, five times (~5 s each; session 13: at ~2.5 s the
+  // five runs spread 8–20 % and the quickstart's prediction, which is their median, moved
+  // ±5 % between calibrations while 35 s runs moved ±3 %): what a unit of weight costs when
   // the applications share the CPUs as in a run (a kernel-bound one fills the gaps a
   // transfer-bound one leaves); the costs alone are scaled to it, keeping their ratios.
   if (estimates.size() > 1) {
@@ -340,7 +342,7 @@ TaskCpuCosts measure_task_cpu(const model::Experiment& experiment, const std::ma
         weight[a.name] = a.weight;
         unit_alone += a.weight * out.alone.at(a.name);
       }
-    const double units = static_cast<double>(tasks_for(unit_alone, 2.5));
+    const double units = static_cast<double>(tasks_for(unit_alone, 5.0));
     std::map<std::string, std::uint64_t> tasks;
     for (const auto& [app, w] : weight) tasks[app] = std::max<std::uint64_t>(1, static_cast<std::uint64_t>(std::llround(units * w)));
     for (int r = 0; r < 5; ++r) {

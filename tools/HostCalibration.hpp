@@ -67,7 +67,7 @@ struct TaskCpuCosts {
 /// machine, one hop below it (FCFS, the experiment's
 /// buffer and transport). Each alone, once (~1 s): host seconds per task = `host_cores`
 /// over the tasks/s the master measured in the steady window. Then all together in the
-/// experiment's weights, five times (~2.5 s each): host seconds per unit of weight, the
+/// experiment's weights, five times (~5 s each): host seconds per unit of weight, the
 /// median, to which the costs alone are scaled (their ratios kept). With one application:
 /// it alone, three times (~3 s each). Throws std::runtime_error if a run fails.
 TaskCpuCosts measure_task_cpu(const model::Experiment& experiment, const std::map<std::string, double>& estimates,
