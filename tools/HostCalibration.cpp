@@ -547,7 +547,15 @@ void calibrate_emulated_hosts(const model::Experiment& experiment, const std::st
         if (a.kernel == model::Kernel::abstract || a.kernel == model::Kernel::command) continue;
         if (a.cores_per_task > spec.cores) continue;
         const auto t0 = std::chrono::steady_clock::now();
-        const auto c = measure_node_task_cpu(experiment, calibration, i, a, lo, dir);
+        std::optional<double> c;
+        try {
+          c = measure_node_task_cpu(experiment, calibration, i, a, lo, dir);
+        } catch (const std::exception& e) {
+          // A node that cannot run it alone (requirements, a failed run): its per-byte
+          // terms stay; the calibration itself is not lost.
+          whole << "; " << spec.name << "/" << a.name << " not measured (" << e.what() << ")";
+          continue;
+        }
         const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         if (!c) {
           whole << "; " << spec.name << "/" << a.name << " not counted";
