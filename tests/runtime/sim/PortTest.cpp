@@ -7,6 +7,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <utility>
 
 #include "runtime/core/Policy.hpp"
 #include "runtime/lp/SteadyState.hpp"
@@ -25,47 +26,21 @@ using test::experiment;
 // all, so the one-port optimum is 1/3 task/s per application (fair throughput 1/3).
 // PBC sends up to three tasks at once (one per application); before the port was
 // shared, each had its own link and PBC reached 3x the optimum (issue 21).
-constexpr const char* comm_bound_star = R"(
-[[node]]
-name = "m"
-cores = 0
-[[node]]
-name = "w1"
-parent = "m"
-cores = 1
-speed = "1Gf"
-bandwidth = "1MBps"
-[[node]]
-name = "w2"
-parent = "m"
-cores = 1
-speed = "1Gf"
-bandwidth = "1MBps"
-[[node]]
-name = "w3"
-parent = "m"
-cores = 1
-speed = "1Gf"
-bandwidth = "1MBps"
-[[app]]
-name = "a"
-bytes = "1MB"
-flops = "1Mf"
-tasks = 60
-[[app]]
-name = "b"
-bytes = "1MB"
-flops = "1Mf"
-tasks = 60
-[[app]]
-name = "c"
-bytes = "1MB"
-flops = "1Mf"
-tasks = 60
-[run]
-comm_model = "one-port"
-policy = "pbc"
-)";
+// A one-port star under "pbc": the master (no cores) and w1, w2, w3 of one 1 Gflop/s
+// core, w2 and w3 behind 1 MB/s links, w1 behind `w1_bandwidth`; applications a, b, c
+// of `tasks` tasks of 1 MB and `flops` each; `run_extra` appended to [run].
+std::string pbc_star(const std::string& w1_bandwidth, const std::string& flops, int tasks,
+                     const std::string& run_extra = "") {
+  std::string text = "[[node]]\nname = \"m\"\ncores = 0\n";
+  for (const auto& [name, bandwidth] : {std::pair<std::string, std::string>{"w1", w1_bandwidth}, {"w2", "1MBps"}, {"w3", "1MBps"}})
+    text += "[[node]]\nname = \"" + name + "\"\nparent = \"m\"\ncores = 1\nspeed = \"1Gf\"\nbandwidth = \"" + bandwidth + "\"\n";
+  for (const char* app : {"a", "b", "c"})
+    text += std::string("[[app]]\nname = \"") + app + "\"\nbytes = \"1MB\"\nflops = \"" + flops + "\"\ntasks = " +
+            std::to_string(tasks) + "\n";
+  return text + "[run]\ncomm_model = \"one-port\"\npolicy = \"pbc\"\n" + run_extra;
+}
+
+const std::string comm_bound_star = pbc_star("1MBps", "1Mf", 60);
 
 TEST(SimPort, OnePortNeedsNoPortLink) {
   // One task on the wire at a time (NodeActor) keeps the one-port rule; a port link is
@@ -111,48 +86,7 @@ double master_port_seconds(const SimPlatform& p, const metrics::RunResults& r) {
 // send to w1 at 1 MB/s and to w2 and w3 at 0.5 MB/s each at once: 2 tasks/s, 4/3 of the
 // optimum (0.665 measured), the master's port busy 1.66 s per second. Shared in time,
 // three sends in flight go at 2/3, 1/3 and 1/3 MB/s.
-constexpr const char* unequal_star = R"(
-[[node]]
-name = "m"
-cores = 0
-[[node]]
-name = "w1"
-parent = "m"
-cores = 1
-speed = "1Gf"
-bandwidth = "2MBps"
-[[node]]
-name = "w2"
-parent = "m"
-cores = 1
-speed = "1Gf"
-bandwidth = "1MBps"
-[[node]]
-name = "w3"
-parent = "m"
-cores = 1
-speed = "1Gf"
-bandwidth = "1MBps"
-[[app]]
-name = "a"
-bytes = "1MB"
-flops = "1Gf"
-tasks = 300
-[[app]]
-name = "b"
-bytes = "1MB"
-flops = "1Gf"
-tasks = 300
-[[app]]
-name = "c"
-bytes = "1MB"
-flops = "1Gf"
-tasks = 300
-[run]
-comm_model = "one-port"
-policy = "pbc"
-buffer = 2
-)";
+const std::string unequal_star = pbc_star("2MBps", "1Gf", 300, "buffer = 2\n");
 
 // The slack of the measurement (§5.1.1: completions in [εT, (1−ε)T] over (1−2ε)T): a
 // task completed in the window was either sent in it, or was already past the port at
