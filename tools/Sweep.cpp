@@ -12,7 +12,8 @@
 #include <toml++/toml.h>
 
 #include "runtime/model/Calibration.hpp"
-#include "runtime/lp/PredictionInterval.hpp"
+#include "runtime/lp/PlatformModel.hpp"
+#include "runtime/lp/SteadyState.hpp"
 #include "tools/HostCalibration.hpp"
 
 namespace treefarm::tools {
@@ -169,7 +170,7 @@ int sweep(const std::string& experiment_path, const SweepOptions& options, const
       // Long enough for the steady window to mean something (--min-seconds): the run's
       // length by the prediction from this calibration, its tasks scaled up if short.
       if (options.min_seconds > 0 && fs::exists(cal)) {
-        const double fair = lp::prediction_interval(ex, model::load_calibration(cal)).median;
+        const double fair = lp::solve(lp::model_from_calibration(ex, model::load_calibration(cal))).fair_throughput;
         const auto scaled = tasks_for_duration(ex, fair, options.min_seconds);
         if (!scaled.empty()) {
           const std::string sized = model::read_input_file(exp_file.string());
