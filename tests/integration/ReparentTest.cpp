@@ -48,7 +48,12 @@ TEST(ReparentTest, AWorkerThatMovesDuringTheRunKeepsEveryTaskExactlyOnce) {
       count_of(master.output(), "child 'mover' joined") + count_of(tree.w1->output(), "child 'mover' joined") +
       count_of(tree.w2->output(), "child 'mover' joined");
   EXPECT_GE(joins, moves) << log;  // the last move may be cut short by the end of the run
-  EXPECT_GE(joins, 2u) << log;
+  // A move completed (a second join) is certain only when it moved twice: with one move,
+  // that move may be the one the run's end cut short (fresh clone's CI, session 13: one
+  // move, one join, every task once, in a 6.7 s run).
+  if (moves >= 2) {
+    EXPECT_GE(joins, 2u) << log;
+  }
   // Every task exactly once.
   const auto j = nlohmann::json::parse(read_file(dir.path() / "out" / "results.json"));
   treefarm::test_support::every_task_once(j, tasks);
