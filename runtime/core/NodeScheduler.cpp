@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <functional>
 #include <string>
 
 #include "runtime/core/Overloaded.hpp"
@@ -138,7 +139,7 @@ std::vector<Action> NodeScheduler::start(Seconds now) {
 std::optional<Seconds> NodeScheduler::next_deadline() const {
   auto due = policy_->next_deadline(state_);
   if (auto m = migration_.next_deadline(state_); m && (!due || *m < *due)) due = m;
-  if (!deadlines_.empty() && (!due || deadlines_.begin()->first < *due)) due = deadlines_.begin()->first;
+  if (!deadlines_.empty() && (!due || deadlines_.front().first < *due)) due = deadlines_.front().first;
   return due;
 }
 
@@ -149,13 +150,20 @@ std::optional<Seconds> NodeScheduler::deadline_of(TaskId task) const {
 }
 
 std::vector<Action> NodeScheduler::handle(const Event& event, Seconds now) {
+  std::vector<Action> out;
+  handle_into(event, now, out);
+  return out;
+}
+
+void NodeScheduler::handle_into(const Event& event, Seconds now, std::vector<Action>& out) {
   const Seconds before = state_.now;
   state_.now = std::max(state_.now, now);
-  std::vector<Action> out;
+  const auto first = static_cast<std::ptrdiff_t>(out.size());
   try {
     apply(event, out);
   } catch (const ProtocolError&) {
     state_.now = before;  // a rejected event leaves the state unchanged
+    out.erase(out.begin() + first, out.end());
     throw;
   }
   // Only a push is answered (tasks_pushed): not on the per-task path.
@@ -169,11 +177,10 @@ std::vector<Action> NodeScheduler::handle(const Event& event, Seconds now) {
   // parent took it (else it still holds the task and takes the new copy for a duplicate).
   // The answer's status is the one after this step's dispatch.
   if (answering)
-    std::stable_partition(out.begin(), out.end(), [](const Action& a) {
+    std::stable_partition(out.begin() + first, out.end(), [](const Action& a) {
       const auto* reply = std::get_if<action::SendPushReply>(&a);
       return reply && reply->answer;
     });
-  return out;
 }
 
 void NodeScheduler::reject(const Event& event, const std::string& why) const {
@@ -585,21 +592,47 @@ void NodeScheduler::arm_deadline(ChildId child, TaskRef task) {
   const Seconds deadline = state_.now + std::max(cfg.deadline_floor, cfg.deadline_factor * expected);
   disarm_deadline(task.id);
   held_[task.id] = Held{state_.now, deadline};
-  deadlines_.emplace(deadline, task.id);
+  deadlines_.emplace_back(deadline, task.id);
+  std::push_heap(deadlines_.begin(), deadlines_.end(), std::greater<>{});
+}
+
+// The deadlines form a min-heap in a vector with lazy removal (issue 14: a tree node per
+// task cost an allocation and a rebalancing): a disarmed task's entry stays until it
+// reaches the top, where it is dropped, so the top is always a live deadline
+// (next_deadline() exact); the heap is rebuilt from held_ when stale entries outnumber
+// the live ones (a task held for long keeps the ones after it from reaching the top).
+bool NodeScheduler::deadline_live(const std::pair<Seconds, TaskId>& entry) const {
+  auto it = held_.find(entry.second);
+  return it != held_.end() && it->second.deadline == entry.first;
+}
+
+void NodeScheduler::drop_stale_deadlines() {
+  while (!deadlines_.empty() && !deadline_live(deadlines_.front())) {
+    std::pop_heap(deadlines_.begin(), deadlines_.end(), std::greater<>{});
+    deadlines_.pop_back();
+  }
+  if (deadlines_.size() > 2 * held_.size() + 1024) {
+    deadlines_.clear();
+    for (const auto& [id, h] : held_) deadlines_.emplace_back(h.deadline, id);
+    std::make_heap(deadlines_.begin(), deadlines_.end(), std::greater<>{});
+  }
 }
 
 void NodeScheduler::disarm_deadline(TaskId task) {
   auto it = held_.find(task);
   if (it == held_.end()) return;
-  deadlines_.erase({it->second.deadline, task});
   held_.erase(it);
+  drop_stale_deadlines();
 }
 
 void NodeScheduler::expire_deadlines(std::vector<Action>& out) {
   (void)out;
-  while (!deadlines_.empty() && deadlines_.begin()->first <= state_.now) {
-    const TaskId id = deadlines_.begin()->second;
-    deadlines_.erase(deadlines_.begin());
+  while (!deadlines_.empty() && deadlines_.front().first <= state_.now) {
+    const auto entry = deadlines_.front();
+    const TaskId id = entry.second;
+    std::pop_heap(deadlines_.begin(), deadlines_.end(), std::greater<>{});
+    deadlines_.pop_back();
+    if (!deadline_live(entry)) continue;  // a disarmed (or re-armed) task's stale entry
     held_.erase(id);
     auto it = in_flight_.find(id);
     if (it == in_flight_.end() || it->second.local) continue;
@@ -615,6 +648,7 @@ void NodeScheduler::expire_deadlines(std::vector<Action>& out) {
     reissue_.push_back(TaskRef{id});
     ++reissued_count_;
   }
+  drop_stale_deadlines();
 }
 
 /// Re-issued tasks go to the oldest request that can take them from a consumer that

@@ -25,7 +25,6 @@
 #include <deque>
 #include <memory>
 #include <optional>
-#include <set>
 #include <stdexcept>
 #include <unordered_map>
 #include <unordered_set>
@@ -53,6 +52,9 @@ class NodeScheduler {
   /// to carry out, in order. Throws ProtocolError for an event the state does not admit
   /// (the message names the event, the role and the state); the state is unchanged then.
   std::vector<Action> handle(const Event& event, Seconds now);
+  /// The same, appending the actions to `out` (an adapter reusing one vector: no
+  /// allocation per event, issue 14). On a throw `out` holds what it held before.
+  void handle_into(const Event& event, Seconds now, std::vector<Action>& out);
 
   /// Actions due without any event: the root's first draws (a worker's first request to
   /// its parent follows the first WorkRequested it gets). Call once after construction
@@ -95,6 +97,8 @@ class NodeScheduler {
   void assign(std::size_t request, TaskRef task, std::vector<Action>& out);
   void arm_deadline(ChildId child, TaskRef task);
   void disarm_deadline(TaskId task);
+  bool deadline_live(const std::pair<Seconds, TaskId>& entry) const;
+  void drop_stale_deadlines();
   void expire_deadlines(std::vector<Action>& out);
   void serve_reissues(std::vector<Action>& out);
   bool holds_late_copy(TaskId task, const Target& t) const;
@@ -129,7 +133,8 @@ class NodeScheduler {
     Seconds deadline = 0;
   };
   std::unordered_map<TaskId, Held> held_;               ///< child-held tasks with a deadline
-  std::set<std::pair<Seconds, TaskId>> deadlines_;      ///< the same, by deadline
+  /// The same, by deadline: a min-heap with stale entries (see drop_stale_deadlines).
+  std::vector<std::pair<Seconds, TaskId>> deadlines_;
   std::unordered_map<TaskId, std::uint32_t> reissues_;  ///< times each task was re-issued
   std::deque<TaskRef> reissue_;                         ///< re-issued, waiting for a consumer
   /// Ids of the tasks in state_.buffer, kept at every insertion and removal in

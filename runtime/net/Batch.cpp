@@ -47,14 +47,22 @@ bool BatchWriter::add(const Message& m, std::span<const std::byte> payload) {
   const bool with_payload = payload_frames_of(m) == 1;
   if (!with_payload && !payload.empty()) throw std::invalid_argument("a payload given for a message without one");
   if (count_ >= max_batch_entries) return false;
-  const auto header = encode(m);
-  const std::size_t grow = 4 + header.size() + (with_payload ? 4 + payload.size() : 0);
-  if (bytes_.size() + grow > max_batch_bytes) {
+  // Encoded in place after its length (issue 14: no buffer of its own per message).
+  const std::size_t start = bytes_.size();
+  put<std::uint32_t>(bytes_, 0);
+  try {
+    encode_into(m, bytes_);
+  } catch (...) {
+    bytes_.resize(start);
+    throw;
+  }
+  const std::size_t header = bytes_.size() - start - 4;
+  if (bytes_.size() + (with_payload ? 4 + payload.size() : 0) > max_batch_bytes) {
+    bytes_.resize(start);
     if (count_ == 0) throw std::invalid_argument("a message too large for a batch frame");
     return false;
   }
-  put(bytes_, static_cast<std::uint32_t>(header.size()));
-  bytes_.insert(bytes_.end(), header.begin(), header.end());
+  poke(bytes_, start, static_cast<std::uint32_t>(header));
   if (with_payload) {
     put(bytes_, static_cast<std::uint32_t>(payload.size()));
     bytes_.insert(bytes_.end(), payload.begin(), payload.end());
@@ -67,6 +75,7 @@ std::vector<std::byte> BatchWriter::take() {
   poke(bytes_, 8, static_cast<std::uint32_t>(count_));
   std::vector<std::byte> out = std::move(bytes_);
   bytes_ = {};
+  bytes_.reserve(out.size());  // the next batch is likely as large: grown once, not doubling up to it
   reset();
   return out;
 }

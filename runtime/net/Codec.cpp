@@ -16,6 +16,8 @@ namespace {
 
 /// AppInfo::kernel of a command application (model::Kernel::command; net does not link model).
 constexpr std::uint8_t command_kernel = 4;
+/// Where the body length sits in the 16-byte header: after magic (4), version (2), kind (2).
+constexpr std::size_t body_length_offset = 8;
 
 template <class... Ts>
 struct Overloaded : Ts... { using Ts::operator()...; };
@@ -24,6 +26,8 @@ Overloaded(Ts...) -> Overloaded<Ts...>;  // clang < 17 has no CTAD for aggregate
 
 class Writer {
  public:
+  /// Appends to `out` (issue 14: a batch frame is encoded in place, no buffer per message).
+  explicit Writer(std::vector<std::byte>& out) : bytes_(out) {}
   template <class T>
   void put(T v) {
     static_assert(std::is_trivially_copyable_v<T>);
@@ -48,7 +52,7 @@ class Writer {
   std::vector<std::byte>& bytes() { return bytes_; }
 
  private:
-  std::vector<std::byte> bytes_;
+  std::vector<std::byte>& bytes_;
 };
 
 class Reader {
@@ -148,218 +152,229 @@ std::size_t payload_frames_of(const Message& m) {
 }
 
 std::vector<std::byte> encode(const Message& m) {
-  Writer body;
-  std::visit(Overloaded{
-      [&](const msg::Hello& h) {
-        body.put_string(h.name);
-        body.put_all(h.cores, h.memory, h.features);
-      },
-      [&](const msg::Welcome& w) {
-        body.put(w.buffer);
-        body.put_string(w.policy);
-        body.put<std::uint8_t>(w.one_port ? 1 : 0);
-        body.put<std::uint32_t>(static_cast<std::uint32_t>(w.apps.size()));
-        for (const auto& a : w.apps) {
-          body.put_string(a.name);
-          body.put_all(a.kernel, a.n, a.bytes, a.flops, a.weight, a.tasks, a.cores_per_task, a.memory_per_task);
-          if (a.kernel == command_kernel) {
-            if (a.argv.empty() || a.argv.size() > max_argv) throw std::invalid_argument("command application with no or too many arguments");
-            body.put<std::uint16_t>(static_cast<std::uint16_t>(a.argv.size()));
-            for (const auto& arg : a.argv) body.put_string(arg, max_text_bytes);
-            body.put(a.timeout);
-            body.put_string(a.expect_digest);
-            body.put(a.max_output_bytes);  // issue 20, output files (0: not sent back)
-          }
-        }
-        body.put_all(w.calibrate_reps, w.probe_bytes, w.seed);
-        body.put<std::uint32_t>(static_cast<std::uint32_t>(w.hints.size()));
-        for (const auto& h : w.hints) {
-          body.put_string(h.name);
-          body.put(h.link_bandwidth);
-          for (const auto* v : {&h.task_seconds, &h.alpha, &h.received}) {
-            if (v->size() != w.apps.size()) throw std::invalid_argument("node hint with a value per app expected");
-            for (double x : *v) body.put(x);
-          }
-        }
-        body.put(w.features);
-        // Tree repair fields: optional, left out when empty (the bytes of a Welcome
-        // without them are those of wire version 3 before tree repair), unless the
-        // requirements block follows them.
-        const bool requirements = std::any_of(w.apps.begin(), w.apps.end(),
-                                              [](const msg::AppInfo& a) { return a.disk_per_task > 0 || a.min_speed > 0; });
-        if (w.sender.empty() && w.ancestors.empty() && !requirements) return;
-        body.put_string(w.sender);
-        if (w.ancestors.size() > max_ancestors) throw std::invalid_argument("Welcome with too many ancestors");
-        body.put<std::uint32_t>(static_cast<std::uint32_t>(w.ancestors.size()));
-        for (const auto& a : w.ancestors) {
-          body.put_string(a.name);
-          body.put_string(a.endpoint);
-          body.put_string(a.public_key);
-        }
-        // Requirements (optional, issue 16): one (disk_per_task, min_speed) per app.
-        if (!requirements) return;
-        body.put<std::uint32_t>(static_cast<std::uint32_t>(w.apps.size()));
-        for (const auto& a : w.apps) body.put_all(a.disk_per_task, a.min_speed);
-      },
-      [&](const msg::Request& r) { body.put(r.count); },
-      [&](const msg::Task& t) { body.put(t.task_id); },
-      [&](const msg::Result& r) {
-        body.put(r.task_id);
-        body.put_string(r.node);
-        body.put_all(r.compute_seconds, r.queued_seconds, r.checksum);
-        body.put<std::uint8_t>(r.failed ? 1 : 0);
-        body.put_string(r.error.size() > max_text_bytes ? r.error.substr(0, max_text_bytes) : r.error, max_text_bytes);
-        if (r.has_output) {  // optional trailing fields (issue 20, output files)
-          if (r.output_bytes > max_payload_bytes) throw std::invalid_argument("result output too large to send");
-          body.put<std::uint8_t>(1);
-          body.put(r.output_bytes);
-        }
-      },
-      [&](const msg::NodeJoined& j) {
-        body.put_string(j.name);
-        body.put_string(j.parent);
-        body.put(j.cores);
-        body.put(j.memory);
-      },
-      [&](const msg::Heartbeat& h) {
-        if (h.loads.empty()) return;  // optional trailing list (issue 20, `treefarm status`)
-        if (h.loads.size() > max_loads) throw std::invalid_argument("heartbeat with too many node states");
-        body.put<std::uint32_t>(static_cast<std::uint32_t>(h.loads.size()));
-        for (const auto& l : h.loads) {
-          body.put_string(l.name);
-          body.put_all(l.cores, l.busy_cores, l.queued, l.load1);
-        }
-      },
-      [&](const msg::Shutdown& s) {
-        body.put_string(s.reason);
-        if (s.reset) body.put<std::uint8_t>(1);  // optional trailing field (served trees)
-      },
-      [&](const msg::Bye&) {},
-      [&](const msg::Probe& p) { body.put(p.seq); },
-      [&](const msg::ProbeAck& p) { body.put(p.seq); },
-      [&](const msg::Measure& x) {
-        body.put_string(x.node);
-        body.put_string(x.app);
-        body.put(static_cast<std::uint8_t>(x.what));
-        body.put(x.value);
-      },
-      [&](const msg::Policy& p) {
-        if (p.payload.size() > max_policy_bytes) throw std::invalid_argument("policy message too large to send");
-        body.put<std::uint32_t>(static_cast<std::uint32_t>(p.payload.size()));
-        body.put_bytes(p.payload);
-      },
-      [&](const msg::Received& x) {
-        if (x.task_ids.empty() || x.task_ids.size() > max_received_ids)
-          throw std::invalid_argument("Received with " + std::to_string(x.task_ids.size()) + " task ids");
-        body.put<std::uint32_t>(static_cast<std::uint32_t>(x.task_ids.size()));
-        for (auto id : x.task_ids) body.put(id);
-      },
-      [&](const msg::TreeQuery& q) {
-        if (q.probe_bytes > max_tree_probe_bytes) throw std::invalid_argument("TreeQuery probe too large");
-        body.put(q.probe_bytes);
-      },
-      [&](const msg::TreeInfo& t) {
-        if (t.task_seconds.size() != t.apps.size()) throw std::invalid_argument("TreeInfo with a task time per app expected");
-        if (t.apps.size() > max_apps) throw std::invalid_argument("TreeInfo with too many applications");
-        body.put_string(t.name);
-        body.put_string(t.endpoint);
-        body.put_string(t.parent_endpoint);
-        body.put_all(t.cores, t.link_bandwidth);
-        body.put<std::uint32_t>(static_cast<std::uint32_t>(t.apps.size()));
-        for (std::size_t k = 0; k < t.apps.size(); ++k) {
-          const auto& a = t.apps[k];
-          body.put_string(a.name);
-          body.put_all(a.bytes, a.flops, a.weight, a.cores_per_task, t.task_seconds[k]);
-        }
-        const std::size_t children = std::min(t.children.size(), max_tree_children);
-        body.put<std::uint32_t>(static_cast<std::uint32_t>(children));
-        for (std::size_t i = 0; i < children; ++i) {
-          const auto& c = t.children[i];
-          body.put_string(c.name);
-          body.put_string(c.endpoint);
-          body.put_all(c.cores, c.link_bandwidth);
-        }
-        body.put_string(t.public_key);
-        body.put_string(t.parent_public_key);
-        for (std::size_t i = 0; i < children; ++i) body.put_string(t.children[i].public_key);
-      },
-      [&](const msg::Pull& x) {
-        if (x.count == 0) throw std::invalid_argument("Pull of 0 tasks");
-        body.put(x.count);
-        body.put(x.nbc);
-      },
-      [&](const msg::PullReply& x) {
-        if (x.task_ids.size() > max_received_ids || x.bcs.size() != x.task_ids.size() ||
-            (x.task_ids.empty() && x.rejected == 0))
-          throw std::invalid_argument("PullReply with " + std::to_string(x.task_ids.size()) + " task ids, " +
-                                      std::to_string(x.bcs.size()) + " counters, " + std::to_string(x.rejected) +
-                                      " rejected");
-        body.put<std::uint32_t>(static_cast<std::uint32_t>(x.task_ids.size()));
-        for (std::size_t i = 0; i < x.task_ids.size(); ++i) {
-          body.put(x.task_ids[i]);
-          body.put(x.bcs[i]);
-        }
-        body.put(x.rejected);
-      },
-      [&](const msg::Blame& x) {
-        if (!(x.wait_seconds >= 0 && x.wait_seconds <= 3600)) throw std::invalid_argument("Blame with a wait out of 0..3600 s");
-        body.put(x.task_id);
-        body.put_string(x.node);
-        body.put(x.wait_seconds);
-      },
-      [&](const msg::BlameReply& x) {
-        body.put(x.task_id);
-        body.put_string(x.culprit);
-      },
-      [&](const msg::Push& x) {
-        if (x.task_ids.empty() || x.task_ids.size() > max_received_ids || x.bcs.size() != x.task_ids.size())
-          throw std::invalid_argument("Push with " + std::to_string(x.task_ids.size()) + " task ids, " +
-                                      std::to_string(x.bcs.size()) + " counters");
-        body.put<std::uint32_t>(static_cast<std::uint32_t>(x.task_ids.size()));
-        for (std::size_t i = 0; i < x.task_ids.size(); ++i) body.put_all(x.task_ids[i], x.bcs[i]);
-      },
-      [&](const msg::PushReply& x) {
-        if (x.refused.size() > max_received_ids || (!x.answer && !x.refused.empty()) || x.free > 1u << 20)
-          throw std::invalid_argument("PushReply out of range");
-        body.put<std::uint8_t>(x.answer ? 1 : 0);
-        body.put_all(x.free, x.queue, x.nbc);
-        body.put<std::uint32_t>(static_cast<std::uint32_t>(x.refused.size()));
-        for (auto id : x.refused) body.put(id);
-      },
-      [&](const msg::Capacity& x) {
-        if (x.fits.empty() || x.fits.size() > max_apps) throw std::invalid_argument("Capacity for no or too many applications");
-        body.put_all(x.cores, x.memory, x.disk);
-        body.put<std::uint32_t>(static_cast<std::uint32_t>(x.fits.size()));
-        for (bool f : x.fits) body.put<std::uint8_t>(f ? 1 : 0);
-      },
-      [&]<std::uint16_t K>(const msg::Unassigned<K>&) {
-        throw std::invalid_argument("message kind " + std::to_string(K) + " is not defined in this build");
-      },
-      [&](const msg::ProbeRequest& x) {
-        if (x.bytes > max_tree_probe_bytes || x.rounds == 0 || x.rounds > max_probe_rounds || !(x.timeout > 0))
-          throw std::invalid_argument("ProbeRequest out of range");
-        body.put_string(x.target);
-        body.put_string(x.target_key);
-        body.put_all(x.bytes, x.rounds, x.timeout);
-      },
-      [&](const msg::ProbeReport& x) {
-        body.put_string(x.node);
-        body.put_string(x.target);
-        body.put_string(x.target_name);
-        body.put<std::uint8_t>(x.ok ? 1 : 0);
-        body.put_string(x.error.size() > max_text_bytes ? x.error.substr(0, max_text_bytes) : x.error, max_text_bytes);
-        body.put_all(x.bandwidth, x.round_trip, x.speed, x.cores);
-      }},
-      m);
-  if (body.bytes().size() > max_body_bytes) throw std::invalid_argument("message body too large to send");
-  const Kind kind = kind_of(m);
-  Writer frame;
-  frame.put_all(wire_magic, wire_version, static_cast<std::uint16_t>(kind),
-                static_cast<std::uint32_t>(body.bytes().size()),
-                static_cast<std::uint16_t>(payload_frames_of(m)), std::uint16_t{0});
-  auto& out = frame.bytes();
-  out.insert(out.end(), body.bytes().begin(), body.bytes().end());
+  std::vector<std::byte> out;
+  out.reserve(64);  // bytes: a Task's or Result's whole header frame, in one allocation
+  encode_into(m, out);
   return out;
+}
+
+void encode_into(const Message& m, std::vector<std::byte>& out) {
+  const std::size_t start = out.size();
+  Writer body(out);
+  // The header first, its body length written once the body is there.
+  body.put_all(wire_magic, wire_version, static_cast<std::uint16_t>(kind_of(m)), std::uint32_t{0},
+               static_cast<std::uint16_t>(payload_frames_of(m)), std::uint16_t{0});
+  try {
+    std::visit(Overloaded{
+        [&](const msg::Hello& h) {
+          body.put_string(h.name);
+          body.put_all(h.cores, h.memory, h.features);
+        },
+        [&](const msg::Welcome& w) {
+          body.put(w.buffer);
+          body.put_string(w.policy);
+          body.put<std::uint8_t>(w.one_port ? 1 : 0);
+          body.put<std::uint32_t>(static_cast<std::uint32_t>(w.apps.size()));
+          for (const auto& a : w.apps) {
+            body.put_string(a.name);
+            body.put_all(a.kernel, a.n, a.bytes, a.flops, a.weight, a.tasks, a.cores_per_task, a.memory_per_task);
+            if (a.kernel == command_kernel) {
+              if (a.argv.empty() || a.argv.size() > max_argv) throw std::invalid_argument("command application with no or too many arguments");
+              body.put<std::uint16_t>(static_cast<std::uint16_t>(a.argv.size()));
+              for (const auto& arg : a.argv) body.put_string(arg, max_text_bytes);
+              body.put(a.timeout);
+              body.put_string(a.expect_digest);
+              body.put(a.max_output_bytes);  // issue 20, output files (0: not sent back)
+            }
+          }
+          body.put_all(w.calibrate_reps, w.probe_bytes, w.seed);
+          body.put<std::uint32_t>(static_cast<std::uint32_t>(w.hints.size()));
+          for (const auto& h : w.hints) {
+            body.put_string(h.name);
+            body.put(h.link_bandwidth);
+            for (const auto* v : {&h.task_seconds, &h.alpha, &h.received}) {
+              if (v->size() != w.apps.size()) throw std::invalid_argument("node hint with a value per app expected");
+              for (double x : *v) body.put(x);
+            }
+          }
+          body.put(w.features);
+          // Tree repair fields: optional, left out when empty (the bytes of a Welcome
+          // without them are those of wire version 3 before tree repair), unless the
+          // requirements block follows them.
+          const bool requirements = std::any_of(w.apps.begin(), w.apps.end(),
+                                                [](const msg::AppInfo& a) { return a.disk_per_task > 0 || a.min_speed > 0; });
+          if (w.sender.empty() && w.ancestors.empty() && !requirements) return;
+          body.put_string(w.sender);
+          if (w.ancestors.size() > max_ancestors) throw std::invalid_argument("Welcome with too many ancestors");
+          body.put<std::uint32_t>(static_cast<std::uint32_t>(w.ancestors.size()));
+          for (const auto& a : w.ancestors) {
+            body.put_string(a.name);
+            body.put_string(a.endpoint);
+            body.put_string(a.public_key);
+          }
+          // Requirements (optional, issue 16): one (disk_per_task, min_speed) per app.
+          if (!requirements) return;
+          body.put<std::uint32_t>(static_cast<std::uint32_t>(w.apps.size()));
+          for (const auto& a : w.apps) body.put_all(a.disk_per_task, a.min_speed);
+        },
+        [&](const msg::Request& r) { body.put(r.count); },
+        [&](const msg::Task& t) { body.put(t.task_id); },
+        [&](const msg::Result& r) {
+          body.put(r.task_id);
+          body.put_string(r.node);
+          body.put_all(r.compute_seconds, r.queued_seconds, r.checksum);
+          body.put<std::uint8_t>(r.failed ? 1 : 0);
+          body.put_string(r.error.size() > max_text_bytes ? r.error.substr(0, max_text_bytes) : r.error, max_text_bytes);
+          if (r.has_output) {  // optional trailing fields (issue 20, output files)
+            if (r.output_bytes > max_payload_bytes) throw std::invalid_argument("result output too large to send");
+            body.put<std::uint8_t>(1);
+            body.put(r.output_bytes);
+          }
+        },
+        [&](const msg::NodeJoined& j) {
+          body.put_string(j.name);
+          body.put_string(j.parent);
+          body.put(j.cores);
+          body.put(j.memory);
+        },
+        [&](const msg::Heartbeat& h) {
+          if (h.loads.empty()) return;  // optional trailing list (issue 20, `treefarm status`)
+          if (h.loads.size() > max_loads) throw std::invalid_argument("heartbeat with too many node states");
+          body.put<std::uint32_t>(static_cast<std::uint32_t>(h.loads.size()));
+          for (const auto& l : h.loads) {
+            body.put_string(l.name);
+            body.put_all(l.cores, l.busy_cores, l.queued, l.load1);
+          }
+        },
+        [&](const msg::Shutdown& s) {
+          body.put_string(s.reason);
+          if (s.reset) body.put<std::uint8_t>(1);  // optional trailing field (served trees)
+        },
+        [&](const msg::Bye&) {},
+        [&](const msg::Probe& p) { body.put(p.seq); },
+        [&](const msg::ProbeAck& p) { body.put(p.seq); },
+        [&](const msg::Measure& x) {
+          body.put_string(x.node);
+          body.put_string(x.app);
+          body.put(static_cast<std::uint8_t>(x.what));
+          body.put(x.value);
+        },
+        [&](const msg::Policy& p) {
+          if (p.payload.size() > max_policy_bytes) throw std::invalid_argument("policy message too large to send");
+          body.put<std::uint32_t>(static_cast<std::uint32_t>(p.payload.size()));
+          body.put_bytes(p.payload);
+        },
+        [&](const msg::Received& x) {
+          if (x.task_ids.empty() || x.task_ids.size() > max_received_ids)
+            throw std::invalid_argument("Received with " + std::to_string(x.task_ids.size()) + " task ids");
+          body.put<std::uint32_t>(static_cast<std::uint32_t>(x.task_ids.size()));
+          for (auto id : x.task_ids) body.put(id);
+        },
+        [&](const msg::TreeQuery& q) {
+          if (q.probe_bytes > max_tree_probe_bytes) throw std::invalid_argument("TreeQuery probe too large");
+          body.put(q.probe_bytes);
+        },
+        [&](const msg::TreeInfo& t) {
+          if (t.task_seconds.size() != t.apps.size()) throw std::invalid_argument("TreeInfo with a task time per app expected");
+          if (t.apps.size() > max_apps) throw std::invalid_argument("TreeInfo with too many applications");
+          body.put_string(t.name);
+          body.put_string(t.endpoint);
+          body.put_string(t.parent_endpoint);
+          body.put_all(t.cores, t.link_bandwidth);
+          body.put<std::uint32_t>(static_cast<std::uint32_t>(t.apps.size()));
+          for (std::size_t k = 0; k < t.apps.size(); ++k) {
+            const auto& a = t.apps[k];
+            body.put_string(a.name);
+            body.put_all(a.bytes, a.flops, a.weight, a.cores_per_task, t.task_seconds[k]);
+          }
+          const std::size_t children = std::min(t.children.size(), max_tree_children);
+          body.put<std::uint32_t>(static_cast<std::uint32_t>(children));
+          for (std::size_t i = 0; i < children; ++i) {
+            const auto& c = t.children[i];
+            body.put_string(c.name);
+            body.put_string(c.endpoint);
+            body.put_all(c.cores, c.link_bandwidth);
+          }
+          body.put_string(t.public_key);
+          body.put_string(t.parent_public_key);
+          for (std::size_t i = 0; i < children; ++i) body.put_string(t.children[i].public_key);
+        },
+        [&](const msg::Pull& x) {
+          if (x.count == 0) throw std::invalid_argument("Pull of 0 tasks");
+          body.put(x.count);
+          body.put(x.nbc);
+        },
+        [&](const msg::PullReply& x) {
+          if (x.task_ids.size() > max_received_ids || x.bcs.size() != x.task_ids.size() ||
+              (x.task_ids.empty() && x.rejected == 0))
+            throw std::invalid_argument("PullReply with " + std::to_string(x.task_ids.size()) + " task ids, " +
+                                        std::to_string(x.bcs.size()) + " counters, " + std::to_string(x.rejected) +
+                                        " rejected");
+          body.put<std::uint32_t>(static_cast<std::uint32_t>(x.task_ids.size()));
+          for (std::size_t i = 0; i < x.task_ids.size(); ++i) {
+            body.put(x.task_ids[i]);
+            body.put(x.bcs[i]);
+          }
+          body.put(x.rejected);
+        },
+        [&](const msg::Blame& x) {
+          if (!(x.wait_seconds >= 0 && x.wait_seconds <= 3600)) throw std::invalid_argument("Blame with a wait out of 0..3600 s");
+          body.put(x.task_id);
+          body.put_string(x.node);
+          body.put(x.wait_seconds);
+        },
+        [&](const msg::BlameReply& x) {
+          body.put(x.task_id);
+          body.put_string(x.culprit);
+        },
+        [&](const msg::Push& x) {
+          if (x.task_ids.empty() || x.task_ids.size() > max_received_ids || x.bcs.size() != x.task_ids.size())
+            throw std::invalid_argument("Push with " + std::to_string(x.task_ids.size()) + " task ids, " +
+                                        std::to_string(x.bcs.size()) + " counters");
+          body.put<std::uint32_t>(static_cast<std::uint32_t>(x.task_ids.size()));
+          for (std::size_t i = 0; i < x.task_ids.size(); ++i) body.put_all(x.task_ids[i], x.bcs[i]);
+        },
+        [&](const msg::PushReply& x) {
+          if (x.refused.size() > max_received_ids || (!x.answer && !x.refused.empty()) || x.free > 1u << 20)
+            throw std::invalid_argument("PushReply out of range");
+          body.put<std::uint8_t>(x.answer ? 1 : 0);
+          body.put_all(x.free, x.queue, x.nbc);
+          body.put<std::uint32_t>(static_cast<std::uint32_t>(x.refused.size()));
+          for (auto id : x.refused) body.put(id);
+        },
+        [&](const msg::Capacity& x) {
+          if (x.fits.empty() || x.fits.size() > max_apps) throw std::invalid_argument("Capacity for no or too many applications");
+          body.put_all(x.cores, x.memory, x.disk);
+          body.put<std::uint32_t>(static_cast<std::uint32_t>(x.fits.size()));
+          for (bool f : x.fits) body.put<std::uint8_t>(f ? 1 : 0);
+        },
+        [&]<std::uint16_t K>(const msg::Unassigned<K>&) {
+          throw std::invalid_argument("message kind " + std::to_string(K) + " is not defined in this build");
+        },
+        [&](const msg::ProbeRequest& x) {
+          if (x.bytes > max_tree_probe_bytes || x.rounds == 0 || x.rounds > max_probe_rounds || !(x.timeout > 0))
+            throw std::invalid_argument("ProbeRequest out of range");
+          body.put_string(x.target);
+          body.put_string(x.target_key);
+          body.put_all(x.bytes, x.rounds, x.timeout);
+        },
+        [&](const msg::ProbeReport& x) {
+          body.put_string(x.node);
+          body.put_string(x.target);
+          body.put_string(x.target_name);
+          body.put<std::uint8_t>(x.ok ? 1 : 0);
+          body.put_string(x.error.size() > max_text_bytes ? x.error.substr(0, max_text_bytes) : x.error, max_text_bytes);
+          body.put_all(x.bandwidth, x.round_trip, x.speed, x.cores);
+        }},
+        m);
+    const std::size_t body_len = out.size() - start - header_bytes;
+    if (body_len > max_body_bytes) throw std::invalid_argument("message body too large to send");
+    const auto len = static_cast<std::uint32_t>(body_len);
+    std::memcpy(out.data() + start + body_length_offset, &len, sizeof len);
+  } catch (...) {
+    out.resize(start);  // nothing of a message that could not be encoded stays
+    throw;
+  }
 }
 
 Message decode(std::span<const std::byte> header_frame, std::size_t payload_frames) {

@@ -20,6 +20,8 @@ class DecodeError : public std::runtime_error {
 
 /// The header frame of `m` (header + body), little-endian.
 std::vector<std::byte> encode(const Message& m);
+/// The same, appended to `out` (a batch frame being built); on a throw `out` is as before.
+void encode_into(const Message& m, std::vector<std::byte>& out);
 
 /// Payload frames that always follow a message of kind k (1 for Task, Probe, TreeInfo,
 /// else 0).

@@ -297,9 +297,11 @@ void NodeDriver::drain(double now) {
   while (!events_.empty() && phase_ != Phase::done) {
     core::Event e = std::move(events_.front());
     events_.pop_front();
-    std::vector<core::Action> actions;
+    // One vector reused from event to event (issue 14); a nested drain gets a fresh one.
+    std::vector<core::Action> actions = std::move(spare_actions_);
+    actions.clear();
     try {
-      actions = sched_->handle(e, now);
+      sched_->handle_into(e, now, actions);
     } catch (const core::ProtocolError& err) {
       std::optional<core::ChildId> culprit;
       if (auto* r = std::get_if<core::event::WorkRequested>(&e); r && !r->from.local) culprit = r->from.child;
@@ -323,6 +325,8 @@ void NodeDriver::drain(double now) {
       throw;
     }
     for (auto& a : actions) carry_out(a, now);
+    actions.clear();
+    spare_actions_ = std::move(actions);
     top_up_local();
   }
   draining_ = false;

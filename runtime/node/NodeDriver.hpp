@@ -331,6 +331,7 @@ class NodeDriver {
   std::vector<model::AppSpec> apps_;
   std::map<std::string, double> hint_bandwidth_;  ///< node -> bytes/s of its link (calibration)
   std::deque<core::Event> events_;
+  std::vector<core::Action> spare_actions_;  ///< drain()'s action vector, kept for the next event
   bool draining_ = false;
 
   // Tasks held here and results on their way up (payloads shared, never copied).

@@ -168,6 +168,13 @@ struct ZmqNode::Impl final : node::Transport {
   // batched too. Anything else (acknowledgements, heartbeats, joins) flushes at once.
   static constexpr double parent_hold = 250e-6;
   static constexpr std::size_t parent_hold_count = 256;
+  // A batch leaves in the middle of a loop turn once it holds this many messages (issue
+  // 14): a turn that handles a frame of hundreds of tasks or results streams its answers
+  // while it works instead of sending them as one frame at its end, so the peer works on
+  // the first ones meanwhile. Sent whole at the turn's end, master and worker took turns
+  // (each idle ~30 % of the time at buffer 1000); streamed, the two overlap
+  // (docs/benchmarks.md "Batches streamed within a turn").
+  static constexpr std::size_t stream_count = 128;
   double parent_held_since = -1;  ///< when the oldest waiting result/request was queued
   bool parent_urgent = false;
   std::unordered_map<std::uint32_t, net::BatchWriter> child_out;  ///< by peer id; present = batches announced
@@ -270,6 +277,7 @@ struct ZmqNode::Impl final : node::Transport {
       }
       if (!holdable) parent_urgent = true;
       else if (parent_held_since < 0) parent_held_since = now();
+      if (parent_out.count() >= stream_count) flush_parent();
       return;
     }
     flush_parent();
@@ -303,7 +311,7 @@ struct ZmqNode::Impl final : node::Transport {
     }
     auto out = child_out.find(peer.value);
     if (out != child_out.end() && net::BatchWriter::batchable(message, payload ? payload->size() : 0)) {
-      if (out->second.add(message, bytes_of(payload))) return true;
+      if (out->second.add(message, bytes_of(payload))) return out->second.count() < stream_count || flush_child(peer.value);
       if (!flush_child(peer.value)) return false;
       if (out->second.add(message, bytes_of(payload))) return true;
     }
