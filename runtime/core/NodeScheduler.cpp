@@ -144,8 +144,8 @@ std::optional<Seconds> NodeScheduler::next_deadline() const {
 }
 
 std::optional<Seconds> NodeScheduler::deadline_of(TaskId task) const {
-  auto it = held_.find(task);
-  if (it == held_.end()) return std::nullopt;
+  auto it = in_flight_.find(task);
+  if (it == in_flight_.end() || it->second.deadline < 0) return std::nullopt;
   return it->second.deadline;
 }
 
@@ -237,7 +237,7 @@ void NodeScheduler::apply(const Event& event, std::vector<Action>& out) {
       },
       [&](const event::LocalTaskFinished& e) {
         auto it = in_flight_.find(e.task.id);
-        const bool live = it != in_flight_.end() && it->second.local;
+        const bool live = it != in_flight_.end() && it->second.to.local;
         if (!live && !holds_late_copy(e.task.id, Target::executor()))
           reject(event, "the executor was not running this task");
         auto& mean = state_.local_seconds[e.task.app().value];
@@ -258,21 +258,21 @@ void NodeScheduler::apply(const Event& event, std::vector<Action>& out) {
         // sent elsewhere, is a protocol error and that child is dropped.
         // A re-issued task's earlier holder (task deadlines) may still report it.
         auto it = in_flight_.find(e.task.id);
-        if (it == in_flight_.end() || !(it->second == Target::to_child(e.child))) {
+        if (it == in_flight_.end() || !(it->second.to == Target::to_child(e.child))) {
           if (holds_late_copy(e.task.id, Target::to_child(e.child)))
             return late_copy_done(e.task, Target::to_child(e.child), out);
           reject(event, "result for task " + std::to_string(e.task.id.app().value) + ":" +
                             std::to_string(e.task.id.index()) + ", which this child does not hold");
         }
-        in_flight_.erase(it);
-        --child->second.in_flight;
-        release(Target::to_child(e.child), e.task);
-        if (auto h = held_.find(e.task.id); h != held_.end()) {
-          const Seconds took = state_.now - h->second.sent;
+        if (it->second.deadline >= 0) {  // armed: its send time is known
+          const Seconds took = state_.now - it->second.sent;
           auto& mean = child->second.turnaround;
           mean = mean == 0 ? took : (1 - turnaround_smoothing) * mean + turnaround_smoothing * took;
         }
-        disarm_deadline(e.task.id);
+        in_flight_.erase(it);
+        --child->second.in_flight;
+        release(Target::to_child(e.child), e.task);
+        drop_stale_deadlines();
         task_done(e.task, out);
       },
       [&](const event::ChildJoined& e) {
@@ -288,14 +288,14 @@ void NodeScheduler::apply(const Event& event, std::vector<Action>& out) {
         const Target gone = Target::to_child(e.child);
         std::vector<TaskRef> lost;
         for (auto it = in_flight_.begin(); it != in_flight_.end();) {
-          if (it->second == gone) {
+          if (it->second.to == gone) {
             lost.push_back(TaskRef{it->first});
-            disarm_deadline(it->first);
             it = in_flight_.erase(it);
           } else {
             ++it;
           }
         }
+        drop_stale_deadlines();
         // Its late copies of re-issued tasks are gone with it.
         for (auto it = state_.late_copies.begin(); it != state_.late_copies.end();) {
           std::erase(it->second, gone);
@@ -553,7 +553,8 @@ namespace treefarm::core {
 void NodeScheduler::assign(std::size_t index, TaskRef task, std::vector<Action>& out) {
   const PendingRequest request = state_.requests[index];
   state_.requests.erase(state_.requests.begin() + static_cast<std::ptrdiff_t>(index));
-  in_flight_[task.id] = request.from;
+  Holding& holding = in_flight_[task.id];
+  holding = Holding{request.from};
   const Demand d = demand_of(state_.config.apps[task.app().value]);
   if (request.from.local) {
     state_.local_held += d;
@@ -569,7 +570,7 @@ void NodeScheduler::assign(std::size_t index, TaskRef task, std::vector<Action>&
       state_.sending[request.from.child] = task.app();
       state_.port_busy = true;
     }
-    arm_deadline(request.from.child, task);
+    arm_deadline(request.from.child, task, holding);
     out.push_back(action::SendTask{request.from.child, task});
   }
   policy_->assigned(state_, request.from, task);
@@ -580,7 +581,7 @@ void NodeScheduler::assign(std::size_t index, TaskRef task, std::vector<Action>&
 // A child that keeps a task (hung, hostile, or far slower than its peers) would stall
 // the end of the run; its task is given to another consumer, and the first result wins.
 
-void NodeScheduler::arm_deadline(ChildId child, TaskRef task) {
+void NodeScheduler::arm_deadline(ChildId child, TaskRef task, Holding& holding) {
   const NodeConfig& cfg = state_.config;
   if (!(cfg.deadline_factor > 0)) return;
   const ChildState& c = state_.children.at(child);
@@ -590,8 +591,8 @@ void NodeScheduler::arm_deadline(ChildId child, TaskRef task) {
   const double per_task = state_.local_seconds[task.app().value];
   const double expected = std::max(per_task * static_cast<double>(c.in_flight), c.turnaround);
   const Seconds deadline = state_.now + std::max(cfg.deadline_floor, cfg.deadline_factor * expected);
-  disarm_deadline(task.id);
-  held_[task.id] = Held{state_.now, deadline};
+  holding.sent = state_.now;
+  holding.deadline = deadline;
   deadlines_.emplace_back(deadline, task.id);
   std::push_heap(deadlines_.begin(), deadlines_.end(), std::greater<>{});
 }
@@ -599,11 +600,11 @@ void NodeScheduler::arm_deadline(ChildId child, TaskRef task) {
 // The deadlines form a min-heap in a vector with lazy removal (issue 14: a tree node per
 // task cost an allocation and a rebalancing): a disarmed task's entry stays until it
 // reaches the top, where it is dropped, so the top is always a live deadline
-// (next_deadline() exact); the heap is rebuilt from held_ when stale entries outnumber
+// (next_deadline() exact); the heap is rebuilt from in_flight_ when stale entries outnumber
 // the live ones (a task held for long keeps the ones after it from reaching the top).
 bool NodeScheduler::deadline_live(const std::pair<Seconds, TaskId>& entry) const {
-  auto it = held_.find(entry.second);
-  return it != held_.end() && it->second.deadline == entry.first;
+  auto it = in_flight_.find(entry.second);
+  return it != in_flight_.end() && it->second.deadline == entry.first;
 }
 
 void NodeScheduler::drop_stale_deadlines() {
@@ -611,18 +612,12 @@ void NodeScheduler::drop_stale_deadlines() {
     std::pop_heap(deadlines_.begin(), deadlines_.end(), std::greater<>{});
     deadlines_.pop_back();
   }
-  if (deadlines_.size() > 2 * held_.size() + 1024) {
+  if (deadlines_.size() > 2 * in_flight_.size() + 1024) {
     deadlines_.clear();
-    for (const auto& [id, h] : held_) deadlines_.emplace_back(h.deadline, id);
+    for (const auto& [id, h] : in_flight_)
+      if (h.deadline >= 0) deadlines_.emplace_back(h.deadline, id);
     std::make_heap(deadlines_.begin(), deadlines_.end(), std::greater<>{});
   }
-}
-
-void NodeScheduler::disarm_deadline(TaskId task) {
-  auto it = held_.find(task);
-  if (it == held_.end()) return;
-  held_.erase(it);
-  drop_stale_deadlines();
 }
 
 void NodeScheduler::expire_deadlines(std::vector<Action>& out) {
@@ -632,14 +627,14 @@ void NodeScheduler::expire_deadlines(std::vector<Action>& out) {
     const TaskId id = entry.second;
     std::pop_heap(deadlines_.begin(), deadlines_.end(), std::greater<>{});
     deadlines_.pop_back();
-    if (!deadline_live(entry)) continue;  // a disarmed (or re-armed) task's stale entry
-    held_.erase(id);
+    if (!deadline_live(entry)) continue;  // a task no longer held there: a stale entry
     auto it = in_flight_.find(id);
-    if (it == in_flight_.end() || it->second.local) continue;
+    it->second.deadline = -1;  // expired: disarmed whatever happens next
+    if (it->second.to.local) continue;
     auto& times = reissues_[id];
     if (times >= state_.config.max_reissues) continue;  // its holders are waited for now
     ++times;
-    const Target holder = it->second;
+    const Target holder = it->second.to;
     in_flight_.erase(it);
     if (auto c = state_.children.find(holder.child); c != state_.children.end() && c->second.in_flight > 0)
       --c->second.in_flight;
@@ -687,13 +682,13 @@ void NodeScheduler::late_copy_done(TaskRef task, const Target& from, std::vector
   }
   bool pending = false;
   if (auto it = in_flight_.find(task.id); it != in_flight_.end()) {
-    const Target live = it->second;
+    const Target live = it->second.to;
     in_flight_.erase(it);
     if (!live.local)
       if (auto c = state_.children.find(live.child); c != state_.children.end() && c->second.in_flight > 0)
         --c->second.in_flight;
     release(live, task);
-    disarm_deadline(task.id);
+    drop_stale_deadlines();
     state_.late_copies[task.id].push_back(live);
     pending = true;
   } else if (auto r = std::find(reissue_.begin(), reissue_.end(), task); r != reissue_.end()) {
@@ -760,7 +755,7 @@ void NodeScheduler::tasks_returned(const Event& event, const event::TasksReturne
   for (std::size_t i = 0; i < e.tasks.size(); ++i) {
     try { check_task(e.tasks[i], "returned task"); } catch (const ProtocolError& err) { reject(event, err.what()); }
     auto it = in_flight_.find(e.tasks[i].id);
-    const bool held = it != in_flight_.end() && it->second == from;
+    const bool held = it != in_flight_.end() && it->second.to == from;
     if (!held && !holds_late_copy(e.tasks[i].id, from))
       reject(event, "task " + std::to_string(e.tasks[i].app().value) + ":" + std::to_string(e.tasks[i].id.index()) +
                         " returned, which this child does not hold");
@@ -770,11 +765,11 @@ void NodeScheduler::tasks_returned(const Event& event, const event::TasksReturne
   std::vector<TaskRef> back;
   for (std::size_t i = 0; i < e.tasks.size(); ++i) {
     const TaskRef t = e.tasks[i];
-    if (auto it = in_flight_.find(t.id); it != in_flight_.end() && it->second == from) {
+    if (auto it = in_flight_.find(t.id); it != in_flight_.end() && it->second.to == from) {
       in_flight_.erase(it);
       if (child->second.in_flight > 0) --child->second.in_flight;
       release(from, t);
-      disarm_deadline(t.id);
+      drop_stale_deadlines();
       migration_.set_bc(t.id, e.bcs[i]);
       state_.returned_by[t.id] = e.child;
       back.push_back(t);
@@ -803,7 +798,7 @@ void NodeScheduler::tasks_pushed(const Event& event, const event::TasksPushed& e
   for (std::size_t i = 0; i < e.tasks.size(); ++i) {
     try { check_task(e.tasks[i], "pushed task"); } catch (const ProtocolError& err) { reject(event, err.what()); }
     auto it = in_flight_.find(e.tasks[i].id);
-    if ((it == in_flight_.end() || it->second != from) && !holds_late_copy(e.tasks[i].id, from))
+    if ((it == in_flight_.end() || it->second.to != from) && !holds_late_copy(e.tasks[i].id, from))
       reject(event, "task " + std::to_string(e.tasks[i].app().value) + ":" + std::to_string(e.tasks[i].id.index()) +
                         " pushed, which this child does not hold");
     for (std::size_t j = 0; j < i; ++j)
@@ -815,7 +810,7 @@ void NodeScheduler::tasks_pushed(const Event& event, const event::TasksPushed& e
     const TaskRef t = e.tasks[i];
     auto it = in_flight_.find(t.id);
     // A late copy's holder keeps its copy (the task lives on elsewhere too): refused.
-    if (room == 0 || it == in_flight_.end() || it->second != from) {
+    if (room == 0 || it == in_flight_.end() || it->second.to != from) {
       refused.push_back(t);
       continue;
     }
@@ -823,7 +818,7 @@ void NodeScheduler::tasks_pushed(const Event& event, const event::TasksPushed& e
     in_flight_.erase(it);
     if (child->second.in_flight > 0) --child->second.in_flight;
     release(from, t);
-    disarm_deadline(t.id);
+    drop_stale_deadlines();
     migration_.set_bc(t.id, e.bcs[i]);
     state_.returned_by[t.id] = e.child;
     taken.push_back(t);

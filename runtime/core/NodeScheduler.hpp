@@ -89,14 +89,21 @@ class NodeScheduler {
   std::optional<Seconds> deadline_of(TaskId task) const;
 
  private:
+  /// Where a task assigned here went, and (a child's, task deadlines armed) when it was
+  /// sent and its deadline; deadline < 0: none armed. One entry per task (issue 14: the
+  /// deadline had a hash map of its own).
+  struct Holding {
+    Target to;
+    Seconds sent = 0;
+    Seconds deadline = -1;
+  };
   void apply(const Event& event, std::vector<Action>& out);
   void pump(std::vector<Action>& out);
   void task_done(TaskRef task, std::vector<Action>& out);
   void skip_done_before(std::size_t k);
   void check_task(TaskRef task, const char* what) const;
   void assign(std::size_t request, TaskRef task, std::vector<Action>& out);
-  void arm_deadline(ChildId child, TaskRef task);
-  void disarm_deadline(TaskId task);
+  void arm_deadline(ChildId child, TaskRef task, Holding& holding);
   bool deadline_live(const std::pair<Seconds, TaskId>& entry) const;
   void drop_stale_deadlines();
   void expire_deadlines(std::vector<Action>& out);
@@ -124,16 +131,12 @@ class NodeScheduler {
   bool reports_capacity_ = false;
   std::optional<SubtreeCapacity> reported_;   ///< What it told its parent last.
   bool capacity_changed_ = true;              ///< A child joined, left or reported since.
-  std::unordered_map<TaskId, Target> in_flight_;
+  std::unordered_map<TaskId, Holding> in_flight_;
   std::unordered_map<TaskId, std::uint32_t> losses_;  ///< Times a task was lost with a dead child.
   std::uint64_t next_seq_ = 0;
   // Task deadlines.
-  struct Held {
-    Seconds sent = 0;
-    Seconds deadline = 0;
-  };
-  std::unordered_map<TaskId, Held> held_;               ///< child-held tasks with a deadline
-  /// The same, by deadline: a min-heap with stale entries (see drop_stale_deadlines).
+  /// Armed deadlines (in_flight_), by deadline: a min-heap with stale entries (see
+  /// drop_stale_deadlines).
   std::vector<std::pair<Seconds, TaskId>> deadlines_;
   std::unordered_map<TaskId, std::uint32_t> reissues_;  ///< times each task was re-issued
   std::deque<TaskRef> reissue_;                         ///< re-issued, waiting for a consumer
