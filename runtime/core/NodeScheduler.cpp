@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <array>
-#include <functional>
 #include <string>
 
 #include "runtime/core/Overloaded.hpp"
@@ -139,7 +138,7 @@ std::vector<Action> NodeScheduler::start(Seconds now) {
 std::optional<Seconds> NodeScheduler::next_deadline() const {
   auto due = policy_->next_deadline(state_);
   if (auto m = migration_.next_deadline(state_); m && (!due || *m < *due)) due = m;
-  if (!deadlines_.empty() && (!due || deadlines_.front().first < *due)) due = deadlines_.front().first;
+  if (!deadlines_.empty() && (!due || deadlines_.top().first < *due)) due = deadlines_.top().first;
   return due;
 }
 
@@ -593,40 +592,37 @@ void NodeScheduler::arm_deadline(ChildId child, TaskRef task, Holding& holding) 
   const Seconds deadline = state_.now + std::max(cfg.deadline_floor, cfg.deadline_factor * expected);
   holding.sent = state_.now;
   holding.deadline = deadline;
-  deadlines_.emplace_back(deadline, task.id);
-  std::push_heap(deadlines_.begin(), deadlines_.end(), std::greater<>{});
+  deadlines_.push(deadline, task.id);
 }
 
-// The deadlines form a min-heap in a vector with lazy removal (issue 14: a tree node per
-// task cost an allocation and a rebalancing): a disarmed task's entry stays until it
+// The deadlines (DeadlineQueue) are removed lazily (issue 14: a tree node per task cost
+// an allocation and a rebalancing): a disarmed task's entry stays until it
 // reaches the top, where it is dropped, so the top is always a live deadline
-// (next_deadline() exact); the heap is rebuilt from in_flight_ when stale entries outnumber
+// (next_deadline() exact); the queue is rebuilt from in_flight_ when stale entries outnumber
 // the live ones (a task held for long keeps the ones after it from reaching the top).
-bool NodeScheduler::deadline_live(const std::pair<Seconds, TaskId>& entry) const {
+bool NodeScheduler::deadline_live(const DeadlineQueue::Entry& entry) const {
   auto it = in_flight_.find(entry.second);
   return it != in_flight_.end() && it->second.deadline == entry.first;
 }
 
 void NodeScheduler::drop_stale_deadlines() {
-  while (!deadlines_.empty() && !deadline_live(deadlines_.front())) {
-    std::pop_heap(deadlines_.begin(), deadlines_.end(), std::greater<>{});
-    deadlines_.pop_back();
-  }
+  while (!deadlines_.empty() && !deadline_live(deadlines_.top())) deadlines_.pop();
   if (deadlines_.size() > 2 * in_flight_.size() + 1024) {
-    deadlines_.clear();
+    std::vector<DeadlineQueue::Entry> live;
     for (const auto& [id, h] : in_flight_)
-      if (h.deadline >= 0) deadlines_.emplace_back(h.deadline, id);
-    std::make_heap(deadlines_.begin(), deadlines_.end(), std::greater<>{});
+      if (h.deadline >= 0) live.emplace_back(h.deadline, id);
+    std::sort(live.begin(), live.end());
+    deadlines_.clear();
+    for (const auto& [deadline, id] : live) deadlines_.push(deadline, id);
   }
 }
 
 void NodeScheduler::expire_deadlines(std::vector<Action>& out) {
   (void)out;
-  while (!deadlines_.empty() && deadlines_.front().first <= state_.now) {
-    const auto entry = deadlines_.front();
+  while (!deadlines_.empty() && deadlines_.top().first <= state_.now) {
+    const auto entry = deadlines_.top();
     const TaskId id = entry.second;
-    std::pop_heap(deadlines_.begin(), deadlines_.end(), std::greater<>{});
-    deadlines_.pop_back();
+    deadlines_.pop();
     if (!deadline_live(entry)) continue;  // a task no longer held there: a stale entry
     auto it = in_flight_.find(id);
     it->second.deadline = -1;  // expired: disarmed whatever happens next

@@ -30,6 +30,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "runtime/core/DeadlineQueue.hpp"
 #include "runtime/core/Events.hpp"
 #include "runtime/core/NodeState.hpp"
 #include "runtime/core/Policy.hpp"
@@ -104,7 +105,7 @@ class NodeScheduler {
   void check_task(TaskRef task, const char* what) const;
   void assign(std::size_t request, TaskRef task, std::vector<Action>& out);
   void arm_deadline(ChildId child, TaskRef task, Holding& holding);
-  bool deadline_live(const std::pair<Seconds, TaskId>& entry) const;
+  bool deadline_live(const DeadlineQueue::Entry& entry) const;
   void drop_stale_deadlines();
   void expire_deadlines(std::vector<Action>& out);
   void serve_reissues(std::vector<Action>& out);
@@ -135,9 +136,9 @@ class NodeScheduler {
   std::unordered_map<TaskId, std::uint32_t> losses_;  ///< Times a task was lost with a dead child.
   std::uint64_t next_seq_ = 0;
   // Task deadlines.
-  /// Armed deadlines (in_flight_), by deadline: a min-heap with stale entries (see
+  /// Armed deadlines (in_flight_), earliest first, with stale entries (see
   /// drop_stale_deadlines).
-  std::vector<std::pair<Seconds, TaskId>> deadlines_;
+  DeadlineQueue deadlines_;
   std::unordered_map<TaskId, std::uint32_t> reissues_;  ///< times each task was re-issued
   std::deque<TaskRef> reissue_;                         ///< re-issued, waiting for a consumer
   /// Ids of the tasks in state_.buffer, kept at every insertion and removal in
