@@ -163,17 +163,16 @@ struct ZmqNode::Impl final : node::Transport {
   bool parent_batches = false;
   net::BatchWriter parent_out;
   // Results and requests to the parent may wait up to parent_hold seconds (or until
-  // parent_hold_count are queued) so that a fast stream of tiny tasks turns into few
+  // stream_count are queued) so that a fast stream of tiny tasks turns into few
   // frames: the parent then answers many requests in one turn and its tasks come
   // batched too. Anything else (acknowledgements, heartbeats, joins) flushes at once.
   static constexpr double parent_hold = 250e-6;
-  static constexpr std::size_t parent_hold_count = 256;
   // A batch leaves in the middle of a loop turn once it holds this many messages (issue
   // 14): a turn that handles a frame of hundreds of tasks or results streams its answers
   // while it works instead of sending them as one frame at its end, so the peer works on
   // the first ones meanwhile. Sent whole at the turn's end, master and worker took turns
   // (each idle ~30 % of the time at buffer 1000); streamed, the two overlap
-  // (docs/benchmarks.md "Batches streamed within a turn").
+  // (docs/benchmarks.md "Dispatch reaches its goals").
   static constexpr std::size_t stream_count = 128;
   double parent_held_since = -1;  ///< when the oldest waiting result/request was queued
   bool parent_urgent = false;
@@ -335,7 +334,7 @@ struct ZmqNode::Impl final : node::Transport {
   /// When the held batch to the parent must go (a time on now()'s clock), if any.
   std::optional<double> parent_flush_due() const {
     if (parent_out.empty()) return std::nullopt;
-    if (parent_urgent || parent_out.count() >= parent_hold_count || parent_held_since < 0) return 0.0;
+    if (parent_urgent || parent_out.count() >= stream_count || parent_held_since < 0) return 0.0;
     return parent_held_since + parent_hold;
   }
 
