@@ -110,7 +110,12 @@ node::Payload ExecutorRunner::calibration_input(const model::AppSpec& app, std::
 
 void ExecutorRunner::collect(const std::function<void(std::uint64_t, node::JobOutcome)>& done) {
   // Reported after the call that started them, never inside it (the driver is not re-entrant).
-  for (auto ready = std::exchange(inline_done_, {}); auto& [job, o] : ready) done(job, std::move(o));
+  // The two vectors trade places, keeping their room (issue 14: no allocation per round).
+  auto ready = std::exchange(inline_done_, std::move(inline_spare_));
+  inline_done_.clear();
+  for (auto& [job, o] : ready) done(job, std::move(o));
+  ready.clear();
+  inline_spare_ = std::move(ready);
   // No job on the core threads: nothing to read (poll_done() reads the eventfd, a system
   // call the fast path would otherwise pay on every round of the loop's drain).
   if (runs_.empty()) return;

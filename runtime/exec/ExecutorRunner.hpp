@@ -44,6 +44,7 @@ class ExecutorRunner final : public node::LocalRunner {
   std::optional<double> quota_period_;  ///< seconds; nullopt: no quota
   std::unordered_map<std::uint64_t, std::shared_ptr<Run>> runs_;  ///< by executor id
   std::vector<std::pair<std::uint64_t, node::JobOutcome>> inline_done_;  ///< fast path, in order
+  std::vector<std::pair<std::uint64_t, node::JobOutcome>> inline_spare_;  ///< collect()'s other vector
 };
 
 }  // namespace treefarm::exec

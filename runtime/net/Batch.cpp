@@ -19,8 +19,11 @@ void poke(std::vector<std::byte>& out, std::size_t at, T v) {
 }
 
 template <class T>
-T take_from(std::span<const std::byte> frame, std::size_t& pos, const std::string& what) {
-  if (frame.size() - pos < sizeof(T)) throw DecodeError("batch frame truncated at " + what);
+T take_from(std::span<const std::byte> frame, std::size_t& pos, const char* what, std::int64_t entry = -1) {
+  // The message is built only on failure (issue 14: a string per entry was an allocation
+  // per message received).
+  if (frame.size() - pos < sizeof(T))
+    throw DecodeError("batch frame truncated at " + (entry >= 0 ? "entry " + std::to_string(entry) + " " : std::string()) + what);
   T v;
   std::memcpy(&v, frame.data() + pos, sizeof(T));
   pos += sizeof(T);
@@ -102,9 +105,9 @@ std::vector<BatchEntry> decode_batch(std::span<const std::byte> frame) {
   std::vector<BatchEntry> entries;
   entries.reserve(count);
   for (std::uint32_t i = 0; i < count; ++i) {
-    const std::string where = "entry " + std::to_string(i);
-    const auto header_len = take_from<std::uint32_t>(frame, pos, where + " header_length");
-    if (frame.size() - pos < header_len) throw DecodeError("batch frame truncated in " + where + "'s header");
+    const auto where = [i] { return "entry " + std::to_string(i); };
+    const auto header_len = take_from<std::uint32_t>(frame, pos, "header_length", i);
+    if (frame.size() - pos < header_len) throw DecodeError("batch frame truncated in " + where() + "'s header");
     const auto header = frame.subspan(pos, header_len);
     pos += header_len;
     // The header's payload_frames field says whether a payload follows (a Result may carry
@@ -116,11 +119,11 @@ std::vector<BatchEntry> decode_batch(std::span<const std::byte> frame) {
     try {
       e.message = decode(header, declared);
     } catch (const DecodeError& err) {
-      throw DecodeError(where + ": " + err.what());
+      throw DecodeError(where() + ": " + err.what());
     }
     if (with_payload) {
-      const auto n = take_from<std::uint32_t>(frame, pos, where + " payload_length");
-      if (frame.size() - pos < n) throw DecodeError("batch frame truncated in " + where + "'s payload");
+      const auto n = take_from<std::uint32_t>(frame, pos, "payload_length", i);
+      if (frame.size() - pos < n) throw DecodeError("batch frame truncated in " + where() + "'s payload");
       e.has_payload = true;
       e.payload_offset = pos;
       e.payload_size = n;

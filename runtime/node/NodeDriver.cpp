@@ -101,13 +101,6 @@ struct NodeDriver::Child {
 };
 
 /// A job on the local runner: a task, or a calibration run of application `app`.
-struct NodeDriver::Job {
-  std::optional<core::TaskRef> task;
-  std::uint64_t epoch = 0;   ///< NodeDriver::epoch_ when started
-  std::size_t app = 0;
-  std::uint32_t cores = 1;
-};
-
 NodeDriver::NodeDriver(NodeOptions options, Transport& transport, LocalRunner* runner, std::optional<RootSetup> root)
     : opt_(std::move(options)), transport_(transport), runner_(runner), root_(std::move(root)) {
   if (opt_.name.empty()) throw std::invalid_argument("a node needs a name");
@@ -436,7 +429,7 @@ net::msg::NodeLoad NodeDriver::own_load() const {
   l.busy_cores = static_cast<std::uint32_t>(std::min<std::uint64_t>(committed_cores_, l.cores));
   std::size_t running = 0;
   for (const auto& [id, job] : jobs_)
-    if (job->task && job->epoch == epoch_) ++running;
+    if (job.task && job.epoch == epoch_) ++running;
   const std::size_t held = is_root() ? 0 : payloads_.size();
   l.queued = static_cast<std::uint32_t>(held > running ? held - running : 0);
   l.load1 = opt_.machine_load ? opt_.machine_load() : -1.0;
@@ -528,20 +521,15 @@ void NodeDriver::start_local(core::TaskRef task) {
   }
   const model::AppSpec& app = apps_.at(task.app().value);
   const std::uint64_t id = next_job_++;
-  auto job = std::make_unique<Job>();
-  job->task = task;
-  job->epoch = epoch_;
-  job->app = task.app().value;
-  job->cores = app.cores_per_task;
+  jobs_.emplace(id, Job{task, epoch_, task.app().value, app.cores_per_task});
   committed_cores_ += app.cores_per_task;
-  jobs_.emplace(id, std::move(job));
   runner_->start_task(id, app, input, task.id.index());
 }
 
 void NodeDriver::on_job_done(std::uint64_t id, JobOutcome outcome, double now) {
   auto it = jobs_.find(id);
   if (it == jobs_.end()) return;
-  const Job job = *it->second;
+  const Job job = it->second;
   jobs_.erase(it);
   if (!job.task) {
     calibration_done(job.app, outcome, now);
@@ -724,7 +712,7 @@ void NodeDriver::parent_lost(const std::string& why, double now, bool voluntary)
   acks_.clear();
   local_pending_ = 0;
   for (auto it = jobs_.begin(); it != jobs_.end();)
-    it = it->second->task ? std::next(it) : jobs_.erase(it);  // calibration runs: forgotten
+    it = it->second.task ? std::next(it) : jobs_.erase(it);  // calibration runs: forgotten
   sched_.reset();
   prober_.reset();
   ++epoch_;
@@ -1311,10 +1299,7 @@ void NodeDriver::submit_calibration() {
   const auto k = calib_window_ ? calib_window_->next() : std::nullopt;
   if (!k) return;
   const std::uint64_t id = next_job_++;
-  auto job = std::make_unique<Job>();
-  job->app = *k;
-  job->cores = apps_[*k].cores_per_task;
-  jobs_.emplace(id, std::move(job));
+  jobs_.emplace(id, Job{std::nullopt, 0, *k, apps_[*k].cores_per_task});
   auto& inputs = calib_inputs_[*k];
   runner_->start(id, apps_[*k], inputs.empty() ? Payload{} : inputs[calib_next_input_[*k]++ % inputs.size()]);
 }

@@ -265,7 +265,12 @@ class NodeDriver {
  private:
   enum class Phase { joining, running, rejoin_wait, closing, done };
   struct Child;
-  struct Job;
+  struct Job {
+    std::optional<core::TaskRef> task;  ///< none: a calibration run
+    std::uint64_t epoch = 0;            ///< NodeDriver::epoch_ when started
+    std::size_t app = 0;
+    std::uint32_t cores = 1;
+  };
   struct SendRecord {
     double sent_at = 0;
     double bytes = 0;
@@ -342,7 +347,7 @@ class NodeDriver {
   std::uint64_t released_bytes_ = 0;  ///< bytes of released transfers not yet acknowledged
 
   // Local execution.
-  std::unordered_map<std::uint64_t, std::unique_ptr<Job>> jobs_;
+  std::unordered_map<std::uint64_t, Job> jobs_;  ///< by value: one allocation per task fewer (issue 14)
   std::uint64_t next_job_ = 1;
   std::uint32_t min_cores_per_task_ = 1;
   std::uint64_t committed_cores_ = 0;
