@@ -162,8 +162,8 @@ struct ZmqNode::Impl final : node::Transport {
   // Anything sent alone to that peer flushes its batch first, so order is kept.
   bool parent_batches = false;
   net::BatchWriter parent_out;
-  // Results and requests to the parent may wait up to parent_hold seconds (or until
-  // stream_count are queued) so that a fast stream of tiny tasks turns into few
+  // Results and requests to the parent may wait up to parent_hold seconds (a batch of
+  // stream_count leaves at once, in send_parent) so that a fast stream of tiny tasks turns into few
   // frames: the parent then answers many requests in one turn and its tasks come
   // batched too. Anything else (acknowledgements, heartbeats, joins) flushes at once.
   static constexpr double parent_hold = 250e-6;
@@ -334,7 +334,7 @@ struct ZmqNode::Impl final : node::Transport {
   /// When the held batch to the parent must go (a time on now()'s clock), if any.
   std::optional<double> parent_flush_due() const {
     if (parent_out.empty()) return std::nullopt;
-    if (parent_urgent || parent_out.count() >= stream_count || parent_held_since < 0) return 0.0;
+    if (parent_urgent || parent_held_since < 0) return 0.0;  // (a full batch left in send_parent)
     return parent_held_since + parent_hold;
   }
 
