@@ -43,6 +43,7 @@
 #include "runtime/zmq/ZmqNode.hpp"
 #include "runtime/exec/Topology.hpp"
 #include "runtime/core/MigrationOptions.hpp"
+#include "runtime/core/TaskMap.hpp"
 
 namespace treefarm::master {
 
@@ -166,6 +167,18 @@ int run_master(const MasterOptions& options) {
   } else {
     inputs.emplace(ex.apps, [&secret](std::uint32_t app, std::uint64_t index) { return secret.input_seed(app, index); });
   }
+  // Small inputs of the fixed-size kernels (no-op tasks, tiny matrices) are made in slabs
+  // of up to 256 inputs (64 KiB) to an allocation (node::SmallPayloads; issue 14: no
+  // allocation per task): three per task before (buffer, its vector, the payload).
+  constexpr std::size_t slab_max_input_bytes = 4096, slab_bytes = std::size_t{64} << 10;
+  std::vector<std::optional<node::SmallPayloads>> small_inputs(ex.apps.size());
+  for (std::size_t k = 0; k < ex.apps.size() && inputs; ++k) {
+    const auto kernel = ex.apps[k].kernel;
+    const std::size_t bytes = ex.apps[k].input_bytes();
+    if ((kernel == model::Kernel::noop || kernel == model::Kernel::matmul || kernel == model::Kernel::matadd) &&
+        bytes > 0 && bytes <= slab_max_input_bytes)
+      small_inputs[k].emplace(bytes, std::min<std::size_t>(256, slab_bytes / bytes));
+  }
   // A spot check regenerates the input it recomputes (it left the master long ago).
   const auto regenerate_input = [&](core::TaskId id) { return make_input(id.app().value, id.index()); };
 
@@ -288,6 +301,8 @@ int run_master(const MasterOptions& options) {
       dispatched[k][id.index()] = std::chrono::duration<double>(std::chrono::steady_clock::now() - steady_start).count();
     if (!pool[k].empty()) return node::share(pool[k][id.index() % pool_size]);
     if (!inputs) return node::share(make_input(k, id.index()));
+    if (small_inputs[k])
+      return small_inputs[k]->make([&](std::span<std::byte> out) { inputs->fill(k, id.index(), out); });
     return node::share(inputs->get(id.app().value, id.index()));
   };
   double start = 0;
@@ -308,7 +323,7 @@ int run_master(const MasterOptions& options) {
   // Spot checks: a secret fraction of the children's results recomputed here. A wrong one
   // convicts the child it came through: everything recorded from it is redone.
   // task -> child (task_log's name id), until recorded; the log keeps the child of each record.
-  std::unordered_map<std::uint64_t, std::uint32_t> arriving_via;
+  core::IdMap<std::uint32_t> arriving_via;  // open addressing: no allocation per task (issue 14)
   std::uint64_t checked = 0, from_children = 0, convicted = 0, redone = 0;
   double check_seconds = 0;
   root.check_result = [&](const net::msg::Result& r, const std::string& via) {

@@ -20,6 +20,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <thread>
 #include <vector>
 
@@ -63,6 +64,13 @@ class InputPrefetcher {
   /// lets go, from whichever thread that is.
   InputBuffer get(std::uint32_t app, std::uint64_t index);
 
+  /// Writes the input of task `index` of application `app` into `out` (of its
+  /// input_bytes(); a kernel of fixed input size), on the caller: for small inputs the
+  /// caller makes many to an allocation (node::SmallPayloads, issue 14). Counted as made on
+  /// the caller; same thread as get().
+  void fill(std::uint32_t app, std::uint64_t index, std::span<std::byte> out);
+
+  /// What it did so far. Called on get()'s thread (it reads figures only get() writes).
   Stats stats() const;
 
  private:
@@ -71,6 +79,7 @@ class InputPrefetcher {
 
   std::shared_ptr<Shared> shared_;
   std::thread thread_;
+  Stats small_;  ///< the small inputs get() made, counted on its own thread (no lock)
 };
 
 }  // namespace treefarm::tasks

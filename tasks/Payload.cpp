@@ -132,6 +132,18 @@ void fill_input(const model::AppSpec& app, std::uint64_t seed, std::uint32_t app
     return;
   }
   out.resize(app.input_bytes());
+  fill_input(app, seed, app_index, input_index, std::span<std::byte>(out));
+}
+
+void fill_input(const model::AppSpec& app, std::uint64_t seed, std::uint32_t app_index,
+                std::uint32_t input_index, std::span<std::byte> out) {
+  if (app.kernel != model::Kernel::noop && app.kernel != model::Kernel::matmul && app.kernel != model::Kernel::matadd)
+    throw std::invalid_argument("fill_input: application '" + app.name +
+                                "' has no input of a fixed size (noop, matmul, matadd have)");
+  if (out.size() != app.input_bytes())
+    throw std::invalid_argument("fill_input: application '" + app.name + "' has inputs of " +
+                                std::to_string(app.input_bytes()) + " bytes, not " + std::to_string(out.size()));
+  const std::uint64_t stream = stream_seed(seed, app_index, input_index);
   if (app.kernel == model::Kernel::noop) {
     fill_bytes(out.data(), out.size(), stream);
     return;

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "runtime/model/Application.hpp"
@@ -23,6 +24,12 @@ using InputBuffer = std::shared_ptr<const std::vector<std::byte>>;
 /// (seed, app_index, input_index): the same values on every machine, ~0.2 ns per byte. @throws std::invalid_argument for the abstract kernel.
 void fill_input(const model::AppSpec& app, std::uint64_t seed, std::uint32_t app_index,
                 std::uint32_t input_index, std::vector<std::byte>& out);
+
+/// The same bytes written into `out`, which must hold app.input_bytes() bytes, for the
+/// kernels whose input has a fixed size (noop, matmul, matadd): no allocation (issue 14,
+/// node::SmallPayloads). @throws std::invalid_argument for another kernel or size.
+void fill_input(const model::AppSpec& app, std::uint64_t seed, std::uint32_t app_index,
+                std::uint32_t input_index, std::span<std::byte> out);
 
 /// `pool_size` inputs of one application and the checksum each must produce.
 ///

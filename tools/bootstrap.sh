@@ -13,7 +13,7 @@ PACKAGES=(
   nlohmann-json3-dev libtomlplusplus-dev libspdlog-dev libfmt-dev
   libsimgrid-dev gnuplot-nox iproute2 util-linux procps
   clang libclang-rt-14-dev libsodium-dev
-  libmsgpack-cxx-dev
+  libmsgpack-cxx-dev libabsl-dev
   dpkg-dev help2man openssh-client openssh-server slurm-wlm munge
 )
 

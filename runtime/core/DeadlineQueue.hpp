@@ -9,11 +9,11 @@
 /// Removal is the caller's (lazy): it pops entries it finds stale.
 
 #include <algorithm>
-#include <deque>
 #include <functional>
 #include <utility>
 #include <vector>
 
+#include "runtime/core/FifoQueue.hpp"
 #include "runtime/core/Ids.hpp"
 
 namespace treefarm::core {
@@ -50,7 +50,7 @@ class DeadlineQueue {
 
  private:
   bool from_heap() const { return fifo_.empty() || (!heap_.empty() && heap_.front() < fifo_.front()); }
-  std::deque<Entry> fifo_;   ///< non-decreasing
+  FifoQueue<Entry> fifo_;    ///< non-decreasing (keeps its memory: no allocation per task)
   std::vector<Entry> heap_;  ///< a min-heap of those that came earlier than the FIFO's back
 };
 

@@ -289,11 +289,13 @@ void NodeScheduler::apply(const Event& event, std::vector<Action>& out) {
         for (auto it = in_flight_.begin(); it != in_flight_.end();) {
           if (it->second.to == gone) {
             lost.push_back(TaskRef{it->first});
-            it = in_flight_.erase(it);
+            in_flight_.erase(it++);  // an erasure moves no other entry (TaskMap.hpp)
           } else {
             ++it;
           }
         }
+        // Re-queued in task order, whatever the table's order.
+        std::sort(lost.begin(), lost.end(), [](TaskRef a, TaskRef b) { return a.id < b.id; });
         drop_stale_deadlines();
         // Its late copies of re-issued tasks are gone with it.
         for (auto it = state_.late_copies.begin(); it != state_.late_copies.end();) {

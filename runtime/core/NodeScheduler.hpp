@@ -27,13 +27,13 @@
 #include <optional>
 #include <stdexcept>
 #include <unordered_map>
-#include <unordered_set>
 #include <vector>
 
 #include "runtime/core/DeadlineQueue.hpp"
 #include "runtime/core/Events.hpp"
 #include "runtime/core/NodeState.hpp"
 #include "runtime/core/Policy.hpp"
+#include "runtime/core/TaskMap.hpp"
 
 namespace treefarm::core {
 
@@ -132,7 +132,7 @@ class NodeScheduler {
   bool reports_capacity_ = false;
   std::optional<SubtreeCapacity> reported_;   ///< What it told its parent last.
   bool capacity_changed_ = true;              ///< A child joined, left or reported since.
-  std::unordered_map<TaskId, Holding> in_flight_;
+  TaskMap<Holding> in_flight_;
   std::unordered_map<TaskId, std::uint32_t> losses_;  ///< Times a task was lost with a dead child.
   std::uint64_t next_seq_ = 0;
   // Task deadlines.
@@ -145,7 +145,7 @@ class NodeScheduler {
   /// NodeScheduler.cpp (issue 14: the duplicate check of TaskArrived scanned the whole
   /// buffer, B entries, per task). A hit is confirmed against the buffer itself, so an id
   /// left here by mistake costs a scan, never a wrong rejection.
-  std::unordered_set<TaskId> buffered_ids_;
+  TaskSet buffered_ids_;
   std::uint64_t reissued_count_ = 0;
   std::uint64_t late_duplicate_count_ = 0;
   // Root bookkeeping: exactly-once recording of results.

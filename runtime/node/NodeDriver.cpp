@@ -94,7 +94,7 @@ struct NodeDriver::Child {
   bool closing = false;                              ///< sent Shutdown, waiting for Bye
   std::uint64_t requested = 0;                       ///< tasks it asked for, not yet sent
   std::unordered_set<std::string> subtree;           ///< names it reported joined below it, and its own
-  std::unordered_map<std::uint64_t, SendRecord> sends;  ///< task transfers not yet acknowledged
+  core::IdMap<SendRecord> sends;                     ///< task transfers not yet acknowledged
   std::string endpoint;                              ///< advertised by its TreeInfo ("" = none)
   std::uint32_t cores = 0;
   std::vector<net::msg::NodeLoad> loads;             ///< its subtree's states, from its last heartbeat
@@ -288,8 +288,7 @@ void NodeDriver::drain(double now) {
   if (draining_ || !sched_ || phase_ == Phase::done) return;
   draining_ = true;
   while (!events_.empty() && phase_ != Phase::done) {
-    core::Event e = std::move(events_.front());
-    events_.pop_front();
+    core::Event e = events_.take_front();
     // One vector reused from event to event (issue 14); a nested drain gets a fresh one.
     std::vector<core::Action> actions = std::move(spare_actions_);
     actions.clear();
@@ -711,8 +710,10 @@ void NodeDriver::parent_lost(const std::string& why, double now, bool voluntary)
   departed_.clear();
   acks_.clear();
   local_pending_ = 0;
-  for (auto it = jobs_.begin(); it != jobs_.end();)
-    it = it->second.task ? std::next(it) : jobs_.erase(it);  // calibration runs: forgotten
+  for (auto it = jobs_.begin(); it != jobs_.end();) {
+    if (it->second.task) ++it;
+    else jobs_.erase(it++);  // calibration runs: forgotten (an erasure moves no other entry)
+  }
   sched_.reset();
   prober_.reset();
   ++epoch_;

@@ -26,7 +26,9 @@
 #include <vector>
 
 #include "runtime/core/Events.hpp"
+#include "runtime/core/FifoQueue.hpp"
 #include "runtime/core/Policy.hpp"
+#include "runtime/core/TaskMap.hpp"
 #include "runtime/model/Application.hpp"
 #include "runtime/model/Experiment.hpp"
 #include "runtime/net/Messages.hpp"
@@ -335,19 +337,19 @@ class NodeDriver {
   bool configured_ = false;
   std::vector<model::AppSpec> apps_;
   std::map<std::string, double> hint_bandwidth_;  ///< node -> bytes/s of its link (calibration)
-  std::deque<core::Event> events_;
+  core::FifoQueue<core::Event> events_;  ///< keeps its memory: no allocation per event (issue 14)
   std::vector<core::Action> spare_actions_;  ///< drain()'s action vector, kept for the next event
   bool draining_ = false;
 
   // Tasks held here and results on their way up (payloads shared, never copied).
-  std::unordered_map<core::TaskId, Payload> payloads_;
-  std::unordered_map<core::TaskId, net::msg::Result> results_;
-  std::unordered_map<core::TaskId, Payload> outputs_;  ///< command outputs going up with results_
+  core::TaskMap<Payload> payloads_;
+  core::TaskMap<net::msg::Result> results_;
+  core::TaskMap<Payload> outputs_;  ///< command outputs going up with results_
   std::vector<std::uint64_t> acks_;  ///< tasks received, acknowledged at the next flush
   std::uint64_t released_bytes_ = 0;  ///< bytes of released transfers not yet acknowledged
 
   // Local execution.
-  std::unordered_map<std::uint64_t, Job> jobs_;  ///< by value: one allocation per task fewer (issue 14)
+  core::IdMap<Job> jobs_;  ///< by value: one allocation per task fewer (issue 14)
   std::uint64_t next_job_ = 1;
   std::uint32_t min_cores_per_task_ = 1;
   std::uint64_t committed_cores_ = 0;

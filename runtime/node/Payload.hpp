@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <span>
 #include <vector>
 
 namespace treefarm::node {
@@ -50,5 +51,60 @@ class SizeOnly final : public Bytes {
 inline Payload share(std::shared_ptr<const std::vector<std::byte>> bytes) {
   return std::make_shared<VectorBytes>(std::move(bytes));
 }
+
+/// A view of bytes that something else keeps alive: handed out as an aliasing
+/// shared_ptr (Payload(owner, &slice)) that shares the owner's count, so that many
+/// payloads inside one buffer (a received batch frame, a slab of small inputs) cost no
+/// allocation each (issue 14).
+class SliceBytes final : public Bytes {
+ public:
+  SliceBytes() = default;
+  SliceBytes(const std::byte* data, std::size_t size) : data_(data), size_(size) {}
+  const std::byte* data() const override { return data_; }
+  std::size_t size() const override { return size_; }
+
+ private:
+  const std::byte* data_ = nullptr;
+  std::size_t size_ = 0;
+};
+
+/// Payloads of one small size made many to an allocation (issue 14: no allocation per
+/// task on the hot path — the master's no-op and tiny inputs). A slab holds the bytes of
+/// `per_slab` payloads and their views; each payload shares the slab's count, so the slab
+/// is freed when its last payload is let go, on whichever thread. One thread makes
+/// payloads (the node's loop); a payload's bytes are written before it is handed out and
+/// never after, so readers on other threads see them whole.
+class SmallPayloads {
+ public:
+  /// `size` bytes each (> 0); `per_slab` payloads per slab (> 0).
+  SmallPayloads(std::size_t size, std::size_t per_slab) : size_(size), per_slab_(per_slab), next_(per_slab) {}
+
+  /// The next payload; `fill(std::span<std::byte>)` writes its bytes first (if it throws,
+  /// nothing is handed out and the slot is used by the next call).
+  template <class Fill>
+  Payload make(Fill&& fill) {
+    if (next_ == per_slab_) {
+      slab_ = std::make_shared<Slab>();
+      slab_->bytes.resize(size_ * per_slab_);
+      slab_->views.resize(per_slab_);
+      next_ = 0;
+    }
+    std::byte* at = slab_->bytes.data() + next_ * size_;
+    fill(std::span<std::byte>(at, size_));
+    SliceBytes& view = slab_->views[next_++];
+    view = SliceBytes(at, size_);
+    return Payload(slab_, &view);
+  }
+
+  std::size_t size() const { return size_; }  ///< bytes of each payload
+
+ private:
+  struct Slab {
+    std::vector<std::byte> bytes;
+    std::vector<SliceBytes> views;
+  };
+  std::size_t size_, per_slab_, next_;
+  std::shared_ptr<Slab> slab_;
+};
 
 }  // namespace treefarm::node

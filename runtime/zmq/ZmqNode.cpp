@@ -43,17 +43,27 @@ zmq::message_t frame_of(const node::Payload& payload) {
                         holder);
 }
 
-/// A payload inside a received batch frame: a slice of the shared frame, not a copy.
-class FrameSlice final : public node::Bytes {
- public:
-  FrameSlice(std::shared_ptr<zmq::message_t> frame, std::size_t offset, std::size_t size)
-      : frame_(std::move(frame)), offset_(offset), size_(size) {}
-  const std::byte* data() const override { return static_cast<const std::byte*>(frame_->data()) + offset_; }
-  std::size_t size() const override { return size_; }
+/// A received batch frame and a view of each payload inside it: one allocation per frame,
+/// none per payload (issue 14); each payload shares the frame's count (node::SliceBytes),
+/// so the frame lives as long as its last payload.
+struct SharedBatch {
+  zmq::message_t frame;
+  std::vector<node::SliceBytes> views;  ///< one per entry (empty for an entry without payload)
 
- private:
-  std::shared_ptr<zmq::message_t> frame_;
-  std::size_t offset_, size_;
+  /// Payloads of the entries of `b`, which it takes the frame of.
+  static std::shared_ptr<SharedBatch> of(net::ReceivedBatch& b) {
+    auto shared = std::make_shared<SharedBatch>();
+    shared->frame = std::move(b.frame);
+    shared->views.resize(b.entries.size());
+    const auto* base = static_cast<const std::byte*>(shared->frame.data());
+    for (std::size_t i = 0; i < b.entries.size(); ++i)
+      if (b.entries[i].has_payload) shared->views[i] = node::SliceBytes(base + b.entries[i].payload_offset, b.entries[i].payload_size);
+    return shared;
+  }
+  /// The payload of entry `i` (null when it has none).
+  static node::Payload payload(const std::shared_ptr<SharedBatch>& batch, std::size_t i, bool has_payload) {
+    return has_payload ? node::Payload(batch, &batch->views[i]) : node::Payload();
+  }
 };
 
 std::span<const std::byte> bytes_of(const node::Payload& payload) {
@@ -444,10 +454,6 @@ struct ZmqNode::Impl final : node::Transport {
     return true;
   }
 
-  static std::shared_ptr<zmq::message_t> share_frame(net::ReceivedBatch& b) {
-    return std::make_shared<zmq::message_t>(std::move(b.frame));
-  }
-
   template <class Got>
   void count_in(const Got& got) {
     ++traffic.frames_in;
@@ -472,13 +478,12 @@ struct ZmqNode::Impl final : node::Transport {
         return;
       }
       if (auto* batch = std::get_if<net::ReceivedBatch>(&*got)) {
-        const auto frame = share_frame(*batch);
+        const auto frame = SharedBatch::of(*batch);
         const double at = now();
-        for (auto& e : batch->entries) {
+        for (std::size_t i = 0; i < batch->entries.size(); ++i) {
           if (!up || driver->finished()) return;
-          node::Payload payload;
-          if (e.has_payload) payload = std::make_shared<FrameSlice>(frame, e.payload_offset, e.payload_size);
-          from_parent(std::move(e.message), std::move(payload), at);
+          auto& e = batch->entries[i];
+          from_parent(std::move(e.message), SharedBatch::payload(frame, i, e.has_payload), at);
         }
         continue;
       }
@@ -541,13 +546,12 @@ struct ZmqNode::Impl final : node::Transport {
           }
         }
         const node::PeerId peer = known->second;
-        const auto frame = share_frame(*batch);
+        const auto frame = SharedBatch::of(*batch);
         const double at = now();
-        for (auto& e : batch->entries) {
+        for (std::size_t i = 0; i < batch->entries.size(); ++i) {
           if (!accepting() || !identity_of.contains(peer.value)) break;
-          node::Payload payload;
-          if (e.has_payload) payload = std::make_shared<FrameSlice>(frame, e.payload_offset, e.payload_size);
-          from_child(peer, std::move(e.message), std::move(payload), at);
+          auto& e = batch->entries[i];
+          from_child(peer, std::move(e.message), SharedBatch::payload(frame, i, e.has_payload), at);
         }
         continue;
       }
