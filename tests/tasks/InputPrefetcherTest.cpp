@@ -55,6 +55,22 @@ TEST(InputPrefetcher, EveryInputIsTheOneItsSeedDefinesInAnyOrder) {
   }
 }
 
+TEST(InputPrefetcher, FillWritesTheSameInputIntoTheCallersBytesAndCountsIt) {
+  const std::vector<model::AppSpec> apps{matrix_app(4, 100), matrix_app(3, 100)};  // small: made on the caller
+  InputPrefetcher p(apps, seed_of, small_options());
+  for (std::uint64_t i : {0, 1, 7}) {
+    for (std::uint32_t k = 0; k < 2; ++k) {
+      std::vector<std::byte> out(apps[k].input_bytes());
+      p.fill(k, i, out);
+      ASSERT_EQ(out, expected_input(apps[k], k, i)) << "app " << k << " task " << i;
+    }
+  }
+  EXPECT_EQ(p.stats().generated_on_caller, 6u);
+  EXPECT_EQ(p.stats().generated, 6u);
+  std::vector<std::byte> out(apps[0].input_bytes());
+  EXPECT_THROW(p.fill(2, 0, out), std::out_of_range);
+}
+
 TEST(InputPrefetcher, InputsAreReadyBeforeTheyAreAskedFor) {
   const std::vector<model::AppSpec> apps{matrix_app(64, 100)};
   InputPrefetcher p(apps, seed_of, small_options());

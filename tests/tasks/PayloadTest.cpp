@@ -1,6 +1,7 @@
 #include "tasks/Payload.hpp"
 
 #include <cstring>
+#include <span>
 #include <stdexcept>
 #include <vector>
 
@@ -24,6 +25,23 @@ std::vector<double> as_doubles(const std::vector<std::byte>& bytes) {
   std::vector<double> values(bytes.size() / sizeof(double));
   std::memcpy(values.data(), bytes.data(), values.size() * sizeof(double));
   return values;
+}
+
+TEST(FillInputTest, IntoASpanTheSameBytesAsIntoAVectorAndOnlyOfTheRightSize) {
+  for (const auto& app : {make_app(model::Kernel::matmul, 5), make_app(model::Kernel::matadd, 3),
+                          make_app(model::Kernel::noop, 0, 13)}) {
+    SCOPED_TRACE(model::to_string(app.kernel));
+    std::vector<std::byte> expected;
+    fill_input(app, 77, 1, 0, expected);
+    std::vector<std::byte> out(app.input_bytes(), std::byte{0xAA});
+    fill_input(app, 77, 1, 0, std::span<std::byte>(out));
+    EXPECT_EQ(out, expected);
+    std::vector<std::byte> wrong(app.input_bytes() + 1);
+    EXPECT_THROW(fill_input(app, 77, 1, 0, std::span<std::byte>(wrong)), std::invalid_argument);
+  }
+  std::vector<std::byte> none;
+  EXPECT_THROW(fill_input(make_app(model::Kernel::abstract, 4), 1, 0, 0, std::span<std::byte>(none)),
+               std::invalid_argument);
 }
 
 TEST(InputPoolTest, SameSeedGivesSameBytesAndChecksums) {
