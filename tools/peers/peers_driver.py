@@ -62,16 +62,22 @@ def run_workqueue(workers, noop_tasks, matmul_tasks, n, workdir):
         return {"skipped": True, "reason": "work_queue_worker is not installed: apt-get install coop-computing-tools"}
     import numpy as np
     q = wq.WorkQueue(port=0)
+    # Each worker's directory exists before it starts: a worker started first could find
+    # none and exit at once, and the queue would wait for it forever (seen in session 14
+    # and 15: the second run of a pair hung until its driver's timeout).
+    for i in range(workers):
+        os.makedirs(os.path.join(workdir, "w%d" % i), exist_ok=True)
     procs = [subprocess.Popen([worker_bin, "--cores", "1", "--timeout", "60", "--workdir",
                                os.path.join(workdir, "w%d" % i), "localhost", str(q.port)],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for i in range(workers)]
-    for i in range(workers):
-        os.makedirs(os.path.join(workdir, "w%d" % i), exist_ok=True)
     try:
         def drain(count):
             done = 0
             while done < count:
                 t = q.wait(5)
+                if t is None and all(p.poll() is not None for p in procs):
+                    raise RuntimeError("every work_queue_worker exited (codes %s) with %d tasks left"
+                                       % ([p.returncode for p in procs], count - done))
                 if t is not None:
                     if t.return_status != 0 or t.result != 0:
                         raise RuntimeError("work queue task failed: %r" % (t.output,))
