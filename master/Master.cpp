@@ -43,7 +43,7 @@
 #include "runtime/zmq/ZmqNode.hpp"
 #include "runtime/exec/Topology.hpp"
 #include "runtime/core/MigrationOptions.hpp"
-#include "runtime/core/TaskMap.hpp"
+#include "runtime/node/TaskMap.hpp"
 
 namespace treefarm::master {
 
@@ -173,10 +173,8 @@ int run_master(const MasterOptions& options) {
   constexpr std::size_t slab_max_input_bytes = 4096, slab_bytes = std::size_t{64} << 10;
   std::vector<std::optional<node::SmallPayloads>> small_inputs(ex.apps.size());
   for (std::size_t k = 0; k < ex.apps.size() && inputs; ++k) {
-    const auto kernel = ex.apps[k].kernel;
     const std::size_t bytes = ex.apps[k].input_bytes();
-    if ((kernel == model::Kernel::noop || kernel == model::Kernel::matmul || kernel == model::Kernel::matadd) &&
-        bytes > 0 && bytes <= slab_max_input_bytes)
+    if (tasks::has_fixed_input(ex.apps[k]) && bytes > 0 && bytes <= slab_max_input_bytes)
       small_inputs[k].emplace(bytes, std::min<std::size_t>(256, slab_bytes / bytes));
   }
   // A spot check regenerates the input it recomputes (it left the master long ago).
@@ -323,7 +321,7 @@ int run_master(const MasterOptions& options) {
   // Spot checks: a secret fraction of the children's results recomputed here. A wrong one
   // convicts the child it came through: everything recorded from it is redone.
   // task -> child (task_log's name id), until recorded; the log keeps the child of each record.
-  core::IdMap<std::uint32_t> arriving_via;  // open addressing: no allocation per task (issue 14)
+  node::IdMap<std::uint32_t> arriving_via;  // open addressing: no allocation per task (issue 14)
   std::uint64_t checked = 0, from_children = 0, convicted = 0, redone = 0;
   double check_seconds = 0;
   root.check_result = [&](const net::msg::Result& r, const std::string& via) {

@@ -147,9 +147,7 @@ InputBuffer InputPrefetcher::get(std::uint32_t app, std::uint64_t index) {
     auto bytes = std::make_shared<std::vector<std::byte>>();
     const auto t0 = std::chrono::steady_clock::now();
     s.fill(app, index, *bytes);
-    ++small_.generated_on_caller;
-    ++small_.generated;
-    small_.generate_seconds += seconds_since(t0);
+    made_on_caller(t0);
     return bytes;
   }
   Buffer buffer;
@@ -201,9 +199,13 @@ void InputPrefetcher::fill(std::uint32_t app, std::uint64_t index, std::span<std
     throw std::out_of_range("InputPrefetcher: no application " + std::to_string(app));
   const auto t0 = std::chrono::steady_clock::now();
   fill_input(s.apps[app], s.seed_of(app, index), app, 0, out);
+  made_on_caller(t0);
+}
+
+void InputPrefetcher::made_on_caller(std::chrono::steady_clock::time_point started) {
   ++small_.generated_on_caller;
   ++small_.generated;
-  small_.generate_seconds += seconds_since(t0);
+  small_.generate_seconds += seconds_since(started);
 }
 
 InputPrefetcher::Stats InputPrefetcher::stats() const {

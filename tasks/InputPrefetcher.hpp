@@ -13,6 +13,7 @@
 /// inputs (below `min_prefetch_bytes`) are generated on the caller: a hand-off between
 /// threads would cost more than the few microseconds of filling them.
 
+#include <chrono>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
@@ -76,6 +77,8 @@ class InputPrefetcher {
  private:
   struct Shared;
   void generate_ahead();
+  /// Counts an input made on get()'s thread, from `started` (small_: no lock).
+  void made_on_caller(std::chrono::steady_clock::time_point started);
 
   std::shared_ptr<Shared> shared_;
   std::thread thread_;

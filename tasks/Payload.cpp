@@ -135,9 +135,13 @@ void fill_input(const model::AppSpec& app, std::uint64_t seed, std::uint32_t app
   fill_input(app, seed, app_index, input_index, std::span<std::byte>(out));
 }
 
+bool has_fixed_input(const model::AppSpec& app) {
+  return app.kernel == model::Kernel::noop || app.kernel == model::Kernel::matmul || app.kernel == model::Kernel::matadd;
+}
+
 void fill_input(const model::AppSpec& app, std::uint64_t seed, std::uint32_t app_index,
                 std::uint32_t input_index, std::span<std::byte> out) {
-  if (app.kernel != model::Kernel::noop && app.kernel != model::Kernel::matmul && app.kernel != model::Kernel::matadd)
+  if (!has_fixed_input(app))
     throw std::invalid_argument("fill_input: application '" + app.name +
                                 "' has no input of a fixed size (noop, matmul, matadd have)");
   if (out.size() != app.input_bytes())

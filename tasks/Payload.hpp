@@ -25,8 +25,12 @@ using InputBuffer = std::shared_ptr<const std::vector<std::byte>>;
 void fill_input(const model::AppSpec& app, std::uint64_t seed, std::uint32_t app_index,
                 std::uint32_t input_index, std::vector<std::byte>& out);
 
+/// Whether the application's inputs all have app.input_bytes() bytes (noop, matmul,
+/// matadd; not a command's, nor the abstract kernel's), so that one can be written into a span.
+bool has_fixed_input(const model::AppSpec& app);
+
 /// The same bytes written into `out`, which must hold app.input_bytes() bytes, for the
-/// kernels whose input has a fixed size (noop, matmul, matadd): no allocation (issue 14,
+/// kernels whose input has a fixed size (has_fixed_input): no allocation (issue 14,
 /// node::SmallPayloads). @throws std::invalid_argument for another kernel or size.
 void fill_input(const model::AppSpec& app, std::uint64_t seed, std::uint32_t app_index,
                 std::uint32_t input_index, std::span<std::byte> out);

@@ -289,7 +289,7 @@ void NodeScheduler::apply(const Event& event, std::vector<Action>& out) {
         for (auto it = in_flight_.begin(); it != in_flight_.end();) {
           if (it->second.to == gone) {
             lost.push_back(TaskRef{it->first});
-            in_flight_.erase(it++);  // an erasure moves no other entry (TaskMap.hpp)
+            it = in_flight_.erase(it);
           } else {
             ++it;
           }

@@ -24,16 +24,17 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <memory_resource>
 #include <optional>
 #include <stdexcept>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "runtime/core/DeadlineQueue.hpp"
 #include "runtime/core/Events.hpp"
 #include "runtime/core/NodeState.hpp"
 #include "runtime/core/Policy.hpp"
-#include "runtime/core/TaskMap.hpp"
 
 namespace treefarm::core {
 
@@ -132,7 +133,12 @@ class NodeScheduler {
   bool reports_capacity_ = false;
   std::optional<SubtreeCapacity> reported_;   ///< What it told its parent last.
   bool capacity_changed_ = true;              ///< A child joined, left or reported since.
-  TaskMap<Holding> in_flight_;
+  /// The nodes of the per-task tables (in_flight_, buffered_ids_) come from a pool of
+  /// their own (issue 14: no allocation per task): a node freed by an erasure is reused by
+  /// the next insertion, so the steady state allocates nothing. Standard library only (the
+  /// core links no third-party library). Declared before the tables: it outlives them.
+  std::pmr::unsynchronized_pool_resource task_nodes_;
+  std::pmr::unordered_map<TaskId, Holding> in_flight_{&task_nodes_};
   std::unordered_map<TaskId, std::uint32_t> losses_;  ///< Times a task was lost with a dead child.
   std::uint64_t next_seq_ = 0;
   // Task deadlines.
@@ -145,7 +151,7 @@ class NodeScheduler {
   /// NodeScheduler.cpp (issue 14: the duplicate check of TaskArrived scanned the whole
   /// buffer, B entries, per task). A hit is confirmed against the buffer itself, so an id
   /// left here by mistake costs a scan, never a wrong rejection.
-  TaskSet buffered_ids_;
+  std::pmr::unordered_set<TaskId> buffered_ids_{&task_nodes_};
   std::uint64_t reissued_count_ = 0;
   std::uint64_t late_duplicate_count_ = 0;
   // Root bookkeeping: exactly-once recording of results.

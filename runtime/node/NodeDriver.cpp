@@ -94,7 +94,7 @@ struct NodeDriver::Child {
   bool closing = false;                              ///< sent Shutdown, waiting for Bye
   std::uint64_t requested = 0;                       ///< tasks it asked for, not yet sent
   std::unordered_set<std::string> subtree;           ///< names it reported joined below it, and its own
-  core::IdMap<SendRecord> sends;                     ///< task transfers not yet acknowledged
+  IdMap<SendRecord> sends;                     ///< task transfers not yet acknowledged
   std::string endpoint;                              ///< advertised by its TreeInfo ("" = none)
   std::uint32_t cores = 0;
   std::vector<net::msg::NodeLoad> loads;             ///< its subtree's states, from its last heartbeat

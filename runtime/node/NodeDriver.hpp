@@ -28,7 +28,6 @@
 #include "runtime/core/Events.hpp"
 #include "runtime/core/FifoQueue.hpp"
 #include "runtime/core/Policy.hpp"
-#include "runtime/core/TaskMap.hpp"
 #include "runtime/model/Application.hpp"
 #include "runtime/model/Experiment.hpp"
 #include "runtime/net/Messages.hpp"
@@ -38,6 +37,7 @@
 #include "runtime/node/LinkProber.hpp"
 #include "runtime/node/LocalRunner.hpp"
 #include "runtime/node/Payload.hpp"
+#include "runtime/node/TaskMap.hpp"
 #include "runtime/node/Transport.hpp"
 
 namespace treefarm::core { class NodeScheduler; }
@@ -342,14 +342,14 @@ class NodeDriver {
   bool draining_ = false;
 
   // Tasks held here and results on their way up (payloads shared, never copied).
-  core::TaskMap<Payload> payloads_;
-  core::TaskMap<net::msg::Result> results_;
-  core::TaskMap<Payload> outputs_;  ///< command outputs going up with results_
+  TaskMap<Payload> payloads_;
+  TaskMap<net::msg::Result> results_;
+  TaskMap<Payload> outputs_;  ///< command outputs going up with results_
   std::vector<std::uint64_t> acks_;  ///< tasks received, acknowledged at the next flush
   std::uint64_t released_bytes_ = 0;  ///< bytes of released transfers not yet acknowledged
 
   // Local execution.
-  core::IdMap<Job> jobs_;  ///< by value: one allocation per task fewer (issue 14)
+  IdMap<Job> jobs_;  ///< by value: one allocation per task fewer (issue 14)
   std::uint64_t next_job_ = 1;
   std::uint32_t min_cores_per_task_ = 1;
   std::uint64_t committed_cores_ = 0;

@@ -1,7 +1,8 @@
 #pragma once
 /// @file TaskMap.hpp
-/// The containers of per-task state on the hot path: Abseil's open-addressing tables
-/// (Debian libabsl-dev). A std::unordered_map allocates a node per insertion and frees it
+/// The node driver's containers of per-task state on the hot path: Abseil's
+/// open-addressing tables (Debian libabsl-dev; the scheduler core, which links no
+/// third-party library, pools its tables' nodes instead, NodeScheduler.hpp). A std::unordered_map allocates a node per insertion and frees it
 /// per erasure — several per task over a node's maps (issue 14: "no allocation per task
 /// on the hot path"); these tables store entries in one array, which only grows (an
 /// allocation per doubling, none per task in the steady state). Unlike std::unordered_map,
@@ -11,11 +12,10 @@
 #include <cstdint>
 
 #include <absl/container/flat_hash_map.h>
-#include <absl/container/flat_hash_set.h>
 
 #include "runtime/core/Ids.hpp"
 
-namespace treefarm::core {
+namespace treefarm::node {
 
 /// The hash of the per-task open-addressing maps (absl::flat_hash_map<TaskId, …, TaskIdHash>,
 /// issue 14): splitmix64's finaliser, so that consecutive ids spread over the table (the
@@ -24,7 +24,7 @@ namespace treefarm::core {
 /// derives from it, differ from one run to the next).
 /// Also for any 64-bit id (a task id on the wire, a job number).
 struct TaskIdHash {
-  std::size_t operator()(const TaskId& id) const noexcept { return (*this)(id.value); }
+  std::size_t operator()(const core::TaskId& id) const noexcept { return (*this)(id.value); }
   std::size_t operator()(std::uint64_t x) const noexcept {
     x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
     x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
@@ -34,13 +34,11 @@ struct TaskIdHash {
 
 /// Per-task values keyed by TaskId.
 template <typename V>
-using TaskMap = absl::flat_hash_map<TaskId, V, TaskIdHash>;
+using TaskMap = absl::flat_hash_map<core::TaskId, V, TaskIdHash>;
 
 /// Values keyed by a 64-bit id: a task id as it travels on the wire, a job number.
 template <typename V>
 using IdMap = absl::flat_hash_map<std::uint64_t, V, TaskIdHash>;
 
-/// A set of tasks.
-using TaskSet = absl::flat_hash_set<TaskId, TaskIdHash>;
 
-}  // namespace treefarm::core
+}  // namespace treefarm::node
