@@ -356,6 +356,7 @@ TaskCpuCosts measure_task_cpu(const model::Experiment& experiment, const std::ma
     for (auto& [app, seconds] : out.seconds) seconds *= out.mix_scale;
   }
   out.spread = spread_of(repeats);
+  out.repeats = repeats;
   out.busy = wall > 0 ? cpu / (wall * host_cores) : 0.0;
   return out;
 }
@@ -404,7 +405,9 @@ void calibrate_local_host(const model::Experiment& experiment, const std::string
     task_log << " (" << tc.workers << " workers of " << tc.worker_cores << " core" << (tc.worker_cores > 1 ? "s" : "") << "; "
              << (tc.seconds.size() > 1 ? "the applications together in their weights, median of 5 runs, spread "
                                        : "median of 3 runs, spread ")
-             << tc.spread * 100 << " %; CPUs busy " << tc.busy * 100 << " %)";
+             << tc.spread * 100 << " %; CPUs busy " << tc.busy * 100 << " %; each run";
+  for (const double r : tc.repeats) task_log << " " << r * 1e3;
+  if (!tc.seconds.empty()) task_log << " CPU-ms)";
   model::save_calibration(calibration, file);
   log << "host " << name << ": " << topo.cores.size() << " CPUs shared by the tree's " << experiment.nodes.size()
       << " nodes; moving a byte between two of its processes" << (encrypt ? " (CURVE)" : "") << " costs "

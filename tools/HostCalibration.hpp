@@ -56,6 +56,9 @@ struct TaskCpuCosts {
   std::map<std::string, double> alone;  ///< The same, each application alone.
   double mix_scale = 1;                 ///< seconds / alone (1 with one application).
   double spread = 0;                    ///< (max - min) / median of the repeated runs.
+  /// The repeated runs' host seconds per unit of weight (per task with one application),
+  /// in the order they ran, for the log.
+  std::vector<double> repeats;
   double busy = 0;                      ///< Share of the host's CPU time the processes used.
   std::uint32_t workers = 0;
   std::uint32_t worker_cores = 1;       ///< Cores of each (the widest cores_per_task).

@@ -1,4 +1,4 @@
-// treefarm bench dispatch|chaos|simulate|backfill|kernel|lp|codec|inputs|memory|peers (docs/commands.md, docs/benchmarks.md).
+// treefarm bench dispatch|chaos|simulate|backfill|kernel|lp|codec|inputs|memory|drift|peers (docs/commands.md, docs/benchmarks.md).
 #include <iostream>
 #include <memory>
 
@@ -9,6 +9,7 @@
 #include "tools/bench/CodecBench.hpp"
 #include "tools/bench/InputBench.hpp"
 #include "tools/bench/KernelBench.hpp"
+#include "tools/bench/DriftBench.hpp"
 #include "tools/bench/MemoryBench.hpp"
 #include "tools/cli/Command.hpp"
 #include "tools/sim/SimBench.hpp"
@@ -121,6 +122,30 @@ void add_bench_command(CLI::App& app, Commands& out) {
   bench_mem->add_option("--timeout", mbo->timeout, "seconds per run (0: none)")->capture_default_str();
   bench_mem->add_flag("--json", mbo->json, "JSON output (bytes_per_task, net_bytes_per_task, run, reference, results_json)");
   out.push_back({bench_mem, [mbo] { return tools::bench_memory(std::cout, *mbo); }});
+
+  auto* bench_drift = bench->add_subcommand(
+      "drift", "How steady this machine's speed is: a matmul loop on every core, sampled, and the best ratio a prediction "
+               "checked on it can show (issue 21)");
+  auto dbo = std::make_shared<tools::DriftBenchOptions>();
+  bench_drift->add_option("--seconds", dbo->seconds, "Measuring time, seconds")->capture_default_str()->check(CLI::PositiveNumber);
+  bench_drift->add_option("--chunk", dbo->chunk, "Seconds per sample")->capture_default_str()->check(CLI::PositiveNumber);
+  bench_drift->add_option("--n", dbo->n, "matmul order (the quickstart's mm: 384)")->capture_default_str()->check(CLI::PositiveNumber);
+  bench_drift->add_option("--calibration-window", dbo->calibration_window,
+                          "Seconds an ideal calibration averages before a run (the quickstart's whole-task runs: ~25)")
+      ->capture_default_str()->check(CLI::PositiveNumber);
+  bench_drift->add_option("--gap", dbo->gap, "Seconds from the calibration's end to the run's steady window")
+      ->capture_default_str()->check(CLI::NonNegativeNumber);
+  bench_drift->add_option("--run-window", dbo->run_window, "Seconds of the run's steady window (the quickstart's: ~31)")
+      ->capture_default_str()->check(CLI::PositiveNumber);
+  bench_drift->add_option("--tolerance", dbo->tolerance, "A check's band: |measured / predicted - 1| <= tolerance")
+      ->capture_default_str()->check(CLI::PositiveNumber);
+  bench_drift->add_option("--runs", dbo->runs, "Consecutive checks that must all land inside")
+      ->capture_default_str()->check(CLI::PositiveNumber);
+  bench_drift->add_flag("--json", dbo->json, "JSON output (samples_gflops, analysis)");
+  out.push_back({bench_drift, [dbo] {
+                   dbo->stop = &interrupted();
+                   return tools::bench_drift(std::cout, *dbo);
+                 }});
 
   auto* bench_inputs = bench->add_subcommand(
       "inputs", "The master's secret task inputs: fill time per input beside a memcpy of the same bytes, and the prefetcher");
