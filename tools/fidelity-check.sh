@@ -9,6 +9,9 @@
 # Run it on a quiet machine, from the repository's root:
 #   env -u OPENBLAS_CORETYPE tools/fidelity-check.sh [BUILD_DIR=build] [RUNS=5] [TOLERANCE=0.05] [EXPERIMENT=examples/quickstart.toml]
 # Set KEEP=DIR to keep every run's output (calibration.json, results.json, logs) in DIR.
+# Set DRIFT_SECONDS=S to first measure for S seconds how steady the machine's own speed is
+# (`treefarm bench drift`, S >= 60): the share of checks an exact calibration would land
+# inside the band on this machine, the floor under the runs' figures (docs/calibration.md).
 set -euo pipefail
 build=${1:-build}
 runs=${2:-5}
@@ -23,6 +26,19 @@ if [[ -n ${KEEP:-} ]]; then
 else
   out=$(mktemp -d /tmp/treefarm-fidelity-XXXXXX)
   trap 'rm -rf "$out"' EXIT
+fi
+if [[ ${DRIFT_SECONDS:-0} != 0 ]]; then
+  drift=$("$treefarm" bench drift --seconds "$DRIFT_SECONDS" --tolerance "$tolerance" --runs "$runs" --json)
+  /usr/bin/python3 -c '
+import json, sys
+j = json.loads(sys.argv[1]); a = j["analysis"]
+if a["pairs"]:
+    print("machine: %.1f GFLOP/s on %d cores; its speed over 30 s windows spreads %.1f %%; an exact calibration lands within the band in %.0f %% of checks, %d in a row %.0f %% (treefarm bench drift, %s s)"
+          % (j["gflops"], j["cores"], next((w["cv"] for w in a["window_spread"] if w["seconds"] >= 30), a["chunk_cv"]) * 100,
+             a["inside"] * 100, int(sys.argv[2]), a["all_inside"] * 100, sys.argv[3]))
+else:
+    print("machine: measured too short for the windows (DRIFT_SECONDS >= 60)")
+' "$drift" "$runs" "$DRIFT_SECONDS"
 fi
 inside=0
 printf '%4s %8s %12s %12s %8s %22s %s\n' run load predicted measured ratio interval verdict

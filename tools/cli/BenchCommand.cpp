@@ -2,6 +2,7 @@
 #include <iostream>
 #include <memory>
 
+#include "runtime/cli/CliSupport.hpp"
 #include "tools/bench/LpBench.hpp"
 #include "tools/peers/PeersBench.hpp"
 #include "tools/Bench.hpp"
@@ -127,18 +128,18 @@ void add_bench_command(CLI::App& app, Commands& out) {
       "drift", "How steady this machine's speed is: a matmul loop on every core, sampled, and the best ratio a prediction "
                "checked on it can show (issue 21)");
   auto dbo = std::make_shared<tools::DriftBenchOptions>();
-  bench_drift->add_option("--seconds", dbo->seconds, "Measuring time, seconds")->capture_default_str()->check(CLI::PositiveNumber);
-  bench_drift->add_option("--chunk", dbo->chunk, "Seconds per sample")->capture_default_str()->check(CLI::PositiveNumber);
+  bench_drift->add_option("--seconds", dbo->seconds, "Measuring time, seconds")->capture_default_str()->check(cli_support::positive_seconds());
+  bench_drift->add_option("--chunk", dbo->chunk, "Seconds per sample")->capture_default_str()->check(cli_support::positive_seconds());
   bench_drift->add_option("--n", dbo->n, "matmul order (the quickstart's mm: 384)")->capture_default_str()->check(CLI::PositiveNumber);
   bench_drift->add_option("--calibration-window", dbo->calibration_window,
                           "Seconds an ideal calibration averages before a run (the quickstart's whole-task runs: ~25)")
-      ->capture_default_str()->check(CLI::PositiveNumber);
+      ->capture_default_str()->check(cli_support::positive_seconds());
   bench_drift->add_option("--gap", dbo->gap, "Seconds from the calibration's end to the run's steady window")
       ->capture_default_str()->check(CLI::NonNegativeNumber);
   bench_drift->add_option("--run-window", dbo->run_window, "Seconds of the run's steady window (the quickstart's: ~31)")
-      ->capture_default_str()->check(CLI::PositiveNumber);
+      ->capture_default_str()->check(cli_support::positive_seconds());
   bench_drift->add_option("--tolerance", dbo->tolerance, "A check's band: |measured / predicted - 1| <= tolerance")
-      ->capture_default_str()->check(CLI::PositiveNumber);
+      ->capture_default_str()->check(CLI::Range(1e-6, 1.0));
   bench_drift->add_option("--runs", dbo->runs, "Consecutive checks that must all land inside")
       ->capture_default_str()->check(CLI::PositiveNumber);
   bench_drift->add_flag("--json", dbo->json, "JSON output (samples_gflops, analysis)");
