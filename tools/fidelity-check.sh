@@ -11,7 +11,8 @@
 # Set KEEP=DIR to keep every run's output (calibration.json, results.json, logs) in DIR.
 # Set DRIFT_SECONDS=S to first measure for S seconds how steady the machine's own speed is
 # (`treefarm bench drift`, S >= 60): the share of checks an exact calibration would land
-# inside the band on this machine, the floor under the runs' figures (docs/calibration.md).
+# inside the band on this machine, the floor under the runs' figures (docs/calibration.md);
+# its JSON is kept as DIR/drift.json.
 set -euo pipefail
 build=${1:-build}
 runs=${2:-5}
@@ -29,6 +30,7 @@ else
 fi
 if [[ ${DRIFT_SECONDS:-0} != 0 ]]; then
   drift=$("$treefarm" bench drift --seconds "$DRIFT_SECONDS" --tolerance "$tolerance" --runs "$runs" --json)
+  printf '%s\n' "$drift" >"$out/drift.json"
   /usr/bin/python3 -c '
 import json, sys
 j = json.loads(sys.argv[1]); a = j["analysis"]
