@@ -502,7 +502,8 @@ void NodeScheduler::pump(std::vector<Action>& out) {
   }
   for (;;) {
     if (root) {
-      while (state_.buffer.size() < capacity) {
+      const std::size_t stock = std::max(capacity, policy_->root_stock(state_));
+      while (state_.buffer.size() < stock) {
         auto k = policy_->next_source_app(state_);
         if (!k) break;
         draw(*k, "the stock");

@@ -19,6 +19,8 @@ void Policy::start(const NodeState& state) {
   root_mix_ = LoadBalancer1D(std::move(weights));
 }
 
+std::size_t Policy::root_stock(const NodeState& state) const { return state.config.buffer; }
+
 std::optional<AppId> Policy::next_source_app(const NodeState& state) {
   auto k = root_mix_.next([&](std::size_t i) {
     return state.source_remaining(AppId{static_cast<std::uint32_t>(i)}) > 0;

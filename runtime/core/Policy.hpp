@@ -38,6 +38,8 @@ class Policy {
   /// draw nothing now. Default: the 1D load-balancing mechanism (§4.1) with frequencies
   /// given by the weights w(k), among applications with tasks left (§4.2).
   virtual std::optional<AppId> next_source_app(const NodeState& state);
+  /// Root: how many tasks the stock drawn from the bag holds (at least B). Default: B.
+  virtual std::size_t root_stock(const NodeState& state) const;
   /// Root, with requirements (NodeScheduler): an application with tasks left that
   /// `allowed` accepts, by the weights' mix (papers/beaumont2006 §4: the 1D rule).
   std::optional<AppId> draw_fitting(const NodeState& state, const std::function<bool(AppId)>& allowed);

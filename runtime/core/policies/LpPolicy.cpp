@@ -3,6 +3,7 @@
 #include "runtime/core/policies/FcfsPolicy.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 
 namespace treefarm::core {
@@ -29,6 +30,18 @@ void LpPolicy::refresh_mix(const NodeState& state) {
         for (std::size_t a = 0; a < apps && a < it->second.size(); ++a) t[a] += std::max(0.0, it->second[a]);
   }
   plan_mix_.set_frequencies(std::move(t));
+}
+
+std::size_t LpPolicy::root_stock(const NodeState& state) const {
+  const std::vector<double> t = follower_.totals(state.config.apps.size());
+  double sum = 0, rarest = 0;
+  for (std::size_t a = 0; a < t.size(); ++a) {
+    if (!(t[a] > 0)) continue;
+    sum += t[a];
+    rarest = rarest > 0 ? std::min(rarest, t[a]) : t[a];
+  }
+  if (!(rarest > 0)) return state.config.buffer;
+  return std::max<std::size_t>(state.config.buffer, static_cast<std::size_t>(std::min(1000.0, std::ceil(sum / rarest))));
 }
 
 namespace {

@@ -32,6 +32,12 @@ class LpPolicy final : public RatePlanPolicy {
   std::uint64_t fallbacks() const override { return fallbacks_; }
   /// The plan comes from the LP over a calibrated platform.
   bool needs_calibration() const override { return true; }
+  /// Root: B, or enough that the stock, drawn in the plan's mix, holds about one task of
+  /// its rarest planned application: ⌈Σα / min α⌉ over the plan's α(k) > 0, at most
+  /// 1,000 — a figure of the plan, fixed for the run (issue 21, lan-slices: with B = 4
+  /// and ten matadd to one matmul the stock rarely held the matmul the narrow link's node
+  /// is planned on, and lp fell back to giving it matadd).
+  std::size_t root_stock(const NodeState& state) const override;
 
   PlanFollower& follower() { return follower_; }
   using RatePlanPolicy::follower;

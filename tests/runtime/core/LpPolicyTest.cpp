@@ -1,5 +1,6 @@
 // LP (papers/beaumont2006 §4.1): each node follows the LP rates with the 1D mechanism
 // over (requester, application); the root draws types in proportion to α(k).
+#include "runtime/core/policies/FcfsPolicy.hpp"
 #include "runtime/core/policies/LpPolicy.hpp"
 #include "runtime/core/policies/PlanFollower.hpp"
 
@@ -215,6 +216,33 @@ TEST(LpPolicy, RootMixCountsOnlyItsOwnChildrenNotDeeperNodesOfThePlan) {
       }
   }
   EXPECT_EQ(n, 120u);
+}
+
+// lan-slices (issue 21): a stock of B = 4 drawn ten a to one b rarely holds the b that
+// the node planned on b alone asks for, and lp falls back to giving it a. The root's stock
+// is made large enough to hold about one task of the rarest planned application:
+// ceil(Σα / min α) = ceil(11 / 1) = 11 here; never below B; a figure of the plan, the same
+// whatever is left in the bags.
+TEST(LpPolicy, TheRootStockHoldsAboutOneTaskOfTheRarestPlannedApplication) {
+  NodeState s;
+  s.config = node_config(true, 4, {app("a", 10, 200), app("b", 1, 20)}, /*one_port=*/false);
+  NodePlan plan;
+  plan.local = {0, 0};
+  plan.children["wide"] = {10, 0};
+  plan.children["narrow"] = {0, 1};
+  s.config.plan = plan;
+  s.drawn = {0, 0};
+  s.done_ahead = {0, 0};
+  LpPolicy p;
+  p.start(s);
+  EXPECT_EQ(p.root_stock(s), 11u);
+  s.config.buffer = 20;
+  EXPECT_EQ(p.root_stock(s), 20u) << "never below B";
+  s.config.buffer = 4;
+  s.drawn = {0, 20};  // b's bag is empty: the size stays
+  EXPECT_EQ(p.root_stock(s), 11u);
+  FcfsPolicy f;
+  EXPECT_EQ(f.root_stock(s), 4u) << "other policies keep B";
 }
 
 // PlanFollower::next_draw, what a root that draws on demand ("price") takes from its bag:
