@@ -59,13 +59,6 @@ void check(const DriftBenchOptions& o) {
   require(o.runs >= 1, "--runs must be >= 1");
 }
 
-bool pin_to(int cpu) {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  CPU_SET(cpu, &set);
-  return pthread_setaffinity_np(pthread_self(), sizeof set, &set) == 0;
-}
-
 }  // namespace
 
 DriftAnalysis analyse_drift(const std::vector<double>& samples, double chunk, const DriftBenchOptions& options) {
@@ -143,7 +136,7 @@ int bench_drift(std::ostream& out, const DriftBenchOptions& options) {
   std::atomic<int> pin_failures{0};
   for (std::size_t i = 0; i < cores.size(); ++i)
     threads.emplace_back([&, i] {
-      if (!pin_to(cores[i])) pin_failures.fetch_add(1);
+      if (!pin_this_thread(cores[i])) pin_failures.fetch_add(1);
       std::vector<double> c(elements);
       while (!stop.load(std::memory_order_relaxed)) {
         tasks::matmul(input, input + elements, c.data(), options.n);

@@ -1,6 +1,8 @@
 #include "tools/bench/ExecutorBenchSupport.hpp"
 
 #include <poll.h>
+#include <pthread.h>
+#include <sched.h>
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -20,6 +22,13 @@ namespace treefarm::tools::exec_bench {
 
 using exec::ExecDone;
 using exec::Executor;
+
+bool pin_this_thread(int cpu) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  return pthread_setaffinity_np(pthread_self(), sizeof set, &set) == 0;
+}
 
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();

@@ -21,6 +21,8 @@ namespace treefarm::tools::exec_bench {
 
 using Clock = std::chrono::steady_clock;
 
+/// Binds the calling thread to one PU; false on failure.
+bool pin_this_thread(int cpu);
 /// Seconds since `start`.
 double seconds_since(Clock::time_point start);
 /// CPU seconds (user + system) used so far by all threads of this process.

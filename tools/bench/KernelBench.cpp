@@ -30,14 +30,6 @@ using exec::ExecutorConfig;
 using exec::ExecTask;
 using exec::TaskContext;
 
-/// Binds the calling thread to one PU; false on failure.
-bool pin_this_thread(int cpu) {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  CPU_SET(cpu, &set);
-  return pthread_setaffinity_np(pthread_self(), sizeof set, &set) == 0;
-}
-
 /// A rate and the share of one core this process got while measuring it (process CPU
 /// seconds / wall seconds: about 1 when nothing else runs on the core).
 struct Rate {

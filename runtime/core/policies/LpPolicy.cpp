@@ -13,6 +13,7 @@ void LpPolicy::start(const NodeState& state) {
   follower_.set_plan(state.config.plan ? std::optional<NodePlan>(without_crumbs(*state.config.plan)) : std::nullopt);
   fallbacks_ = 0;
   plan_mix_ = LoadBalancer1D(follower_.totals(state.config.apps.size()));
+  root_stock_ = stock_for_plan(state);  // a figure of the plan: computed once, not per pump
 }
 
 // §4.1: the root draws types in proportion to the plan's α(k): what it computes itself
@@ -32,7 +33,9 @@ void LpPolicy::refresh_mix(const NodeState& state) {
   plan_mix_.set_frequencies(std::move(t));
 }
 
-std::size_t LpPolicy::root_stock(const NodeState& state) const {
+std::size_t LpPolicy::root_stock(const NodeState& state) const { return std::max<std::size_t>(state.config.buffer, root_stock_); }
+
+std::size_t LpPolicy::stock_for_plan(const NodeState& state) const {
   const std::vector<double> t = follower_.totals(state.config.apps.size());
   double sum = 0, rarest = 0;
   for (std::size_t a = 0; a < t.size(); ++a) {

@@ -50,8 +50,11 @@ class LpPolicy final : public RatePlanPolicy {
   /// Whether the plan gives `to` a positive rate for some application (true without a
   /// plan, or for a child the plan does not name).
   bool planned(const NodeState& state, const Target& to) const;
+  /// root_stock's figure for the plan set at start().
+  std::size_t stock_for_plan(const NodeState& state) const;
 
   std::optional<std::vector<ChildId>> mix_children_;  ///< Children the mix was computed for.
+  std::size_t root_stock_ = 0;                        ///< stock_for_plan() at start()
   std::uint64_t fallbacks_ = 0;                       ///< FCFS choices (no planned one feasible).
 };
 
