@@ -358,4 +358,48 @@ PlatformModel model_from_calibration(model::Experiment experiment, const model::
   return model;
 }
 
+double host_cpu_per_task(const PlatformModel& m, std::size_t h, std::size_t u, std::size_t k) {
+  const auto& host = m.hosts[h];
+  const auto& app = m.apps[k];
+  double cpu = 0.0;
+  // The whole cost of such a task, measured through the runtime one hop from its origin
+  // (task_cpu_seconds): less the one move the link terms charge (γ·(b + result), both
+  // ends on h), never below the kernel itself.
+  const bool here = m.nodes[u].host == static_cast<int>(h);
+  if (here && u != app.origin && k < host.task_cpu_seconds.size() && host.task_cpu_seconds[k] > 0.0) {
+    const double kernel = m.nodes[u].task_seconds[k] * m.nodes[u].cpu_share * app.cores_per_task;
+    // Less what the link term charges h for the hop from u's parent: the whole move when
+    // both ends are on h (a tree on one machine, measured one hop from the origin), the
+    // node's half when the parent is elsewhere (an emulated LAN, measured at the node
+    // alone: tools/HostCalibration.hpp calibrate_emulated_hosts).
+    const auto parent = m.nodes[u].parent;
+    const double hop = parent >= 0 && m.nodes[static_cast<std::size_t>(parent)].host == static_cast<int>(h) ? 1.0 : 0.5;
+    return std::max(kernel, host.task_cpu_seconds[k] - hop * host.comm_cpu_seconds_per_byte * (app.bytes + app.result_bytes));
+  }
+  if (here) {
+    cpu += m.nodes[u].task_seconds[k] * m.nodes[u].cpu_share * app.cores_per_task;
+    if (u != app.origin) cpu += host.receive_cpu_seconds_per_byte * app.bytes;
+  }
+  if (m.nodes[app.origin].host == static_cast<int>(h)) cpu += host.input_cpu_seconds_per_byte * app.bytes;
+  return cpu;
+}
+
+double own_host_cpu_per_task(const PlatformModel& m, std::size_t u, std::size_t k) {
+  const auto& node = m.nodes[u];
+  const auto& app = m.apps[k];
+  if (node.host < 0) return node.task_seconds[k] * node.cpu_share * app.cores_per_task;
+  const auto h = static_cast<std::size_t>(node.host);
+  double cpu = host_cpu_per_task(m, h, u, k);
+  const double per_hop = m.hosts[h].comm_cpu_seconds_per_byte * (app.bytes + app.result_bytes);
+  // The hops from the origin down to u, each charged to h for the ends it has there.
+  for (std::size_t x = u; x != app.origin;) {
+    const int y = m.upstream(x, k);
+    if (y < 0) break;
+    const int ends = (m.nodes[x].host == node.host ? 1 : 0) + (m.nodes[static_cast<std::size_t>(y)].host == node.host ? 1 : 0);
+    cpu += per_hop * ends / 2.0;
+    x = static_cast<std::size_t>(y);
+  }
+  return cpu;
+}
+
 }  // namespace treefarm::lp

@@ -177,6 +177,21 @@ PlatformModel model_from_calibration(model::Experiment experiment, const model::
 /// platform call it.
 void set_result_bytes(PlatformModel& model, const model::Experiment& experiment, const model::Calibration& calibration);
 
+/// CPU seconds host h spends per task of application k that node u computes (docs/lp.md,
+/// "Hosts"): the kernel where u is on h (or, where measured, the task's whole cost
+/// through the runtime less the one move the link terms charge), the input's reception
+/// there, the input's generation where k's origin is on h. The moves between nodes are
+/// charged per link, apart (the LP's host row, runtime/lp/SteadyState.cpp).
+double host_cpu_per_task(const PlatformModel& m, std::size_t h, std::size_t u, std::size_t k);
+
+/// CPU seconds node u's own host spends in all per task of k that u computes:
+/// host_cpu_per_task on that host, plus every move of the task and its result on its way
+/// from k's origin to u that the host row charges to that host (γ_h per byte: the whole
+/// move for a hop with both ends on it, half for a hop with one end on it). For a node
+/// without a host, its task_seconds·cpu_share·cores_per_task. The simulator lets a task's
+/// execution at u last this over the CPUs u holds (docs/simulation.md, "Calibration").
+double own_host_cpu_per_task(const PlatformModel& m, std::size_t u, std::size_t k);
+
 /// Checks the invariants documented on PlatformModel (tree order, positive bandwidths and
 /// weights, cores_per_task >= 1, one task duration per application, every application
 /// runnable somewhere). Throws std::invalid_argument naming the node or application and

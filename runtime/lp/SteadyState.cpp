@@ -51,36 +51,6 @@ void for_each_transfer(const PlatformModel& m, const std::vector<std::vector<std
 }
 
 /// Seconds of link v one unit of a transfer of `bytes` holds (0 on loopback).
-/// CPU seconds host h spends per task of application k that node u computes (docs/lp.md,
-/// "Hosts"): the kernel where u is on h, the input's reception there (a node computing
-/// its own application's tasks receives nothing), the input's generation where k's origin
-/// is on h. The moves between nodes are charged per link, apart.
-double host_cpu_per_task(const PlatformModel& m, std::size_t h, std::size_t u, std::size_t k) {
-  const auto& host = m.hosts[h];
-  const auto& app = m.apps[k];
-  double cpu = 0.0;
-  // The whole cost of such a task, measured through the runtime one hop from its origin
-  // (task_cpu_seconds): less the one move the link terms charge (γ·(b + result), both
-  // ends on h), never below the kernel itself.
-  const bool here = m.nodes[u].host == static_cast<int>(h);
-  if (here && u != app.origin && k < host.task_cpu_seconds.size() && host.task_cpu_seconds[k] > 0.0) {
-    const double kernel = m.nodes[u].task_seconds[k] * m.nodes[u].cpu_share * app.cores_per_task;
-    // Less what the link term charges h for the hop from u's parent: the whole move when
-    // both ends are on h (a tree on one machine, measured one hop from the origin), the
-    // node's half when the parent is elsewhere (an emulated LAN, measured at the node
-    // alone: tools/HostCalibration.hpp calibrate_emulated_hosts).
-    const auto parent = m.nodes[u].parent;
-    const double hop = parent >= 0 && m.nodes[static_cast<std::size_t>(parent)].host == static_cast<int>(h) ? 1.0 : 0.5;
-    return std::max(kernel, host.task_cpu_seconds[k] - hop * host.comm_cpu_seconds_per_byte * (app.bytes + app.result_bytes));
-  }
-  if (here) {
-    cpu += m.nodes[u].task_seconds[k] * m.nodes[u].cpu_share * app.cores_per_task;
-    if (u != app.origin) cpu += host.receive_cpu_seconds_per_byte * app.bytes;
-  }
-  if (m.nodes[app.origin].host == static_cast<int>(h)) cpu += host.input_cpu_seconds_per_byte * app.bytes;
-  return cpu;
-}
-
 double link_seconds(const PlatformModel& m, std::size_t v, double bytes) {
   const double bw = m.nodes[v].link_bandwidth;
   return bytes == 0.0 || std::isinf(bw) ? 0.0 : bytes / bw;

@@ -307,8 +307,12 @@ void NodeActor::start(std::uint64_t job, const model::AppSpec& app, const node::
     throw std::logic_error("a job of application '" + app.name + "', which this node cannot run (cores or duration)");
   auto exec = sg4::this_actor::exec_init(spec_.work[k]);
   exec->set_thread_count(static_cast<int>(app.cores_per_task));
+  // On its CPU pool when it has one (a calibrated host's CPUs, shared with its other nodes).
+  const double speed =
+      spec_.cpu_pool >= 0 ? platform_.cpu_pools[static_cast<std::size_t>(spec_.cpu_pool)].speed : spec_.speed;
+  if (spec_.cpu_pool >= 0) exec->set_host(world_.exec_hosts[node_]);
   exec->start();
-  running_.push_back(Running{exec, job, now(), spec_.speed * app.cores_per_task});
+  running_.push_back(Running{exec, job, now(), speed * app.cores_per_task});
 }
 
 node::Payload NodeActor::calibration_input(const model::AppSpec& app, std::uint64_t, std::uint32_t) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <sstream>
+#include <stdexcept>
 
 #include <simgrid/kernel/ProfileBuilder.hpp>
 
@@ -39,10 +40,12 @@ simgrid::kernel::profile::Profile* profile_of(const std::string& name, double in
 
 double link_peak_bandwidth(const SimNode& node) { return peak_of(node.bandwidth, node.bandwidth_changes); }
 
-std::vector<sg4::Host*> build_platform(const SimPlatform& platform) {
+BuiltPlatform build_platform(const SimPlatform& platform) {
   const auto& nodes = platform.nodes;
   const std::size_t n = nodes.size();
-  std::vector<sg4::Host*> hosts(n, nullptr);
+  BuiltPlatform built;
+  built.hosts.assign(n, nullptr);
+  auto& hosts = built.hosts;
   std::vector<sg4::NetZone*> subtree(n, nullptr);  // Z_u, for nodes with children
   std::vector<sg4::NetZone*> top(n, nullptr);      // Z_u, or H_u for a leaf
   std::vector<sg4::NetZone*> created;              // in creation order (parents first)
@@ -103,8 +106,24 @@ std::vector<sg4::Host*> build_platform(const SimPlatform& platform) {
                       {sg4::LinkInRoute(edge, sg4::LinkInRoute::Direction::UP)}, true);
     }
   }
+  // CPU pools (calibrated hosts, SimNode::cpu_pool): hosts that only execute.
+  std::vector<sg4::Host*> pools;
+  for (const auto& pool : platform.cpu_pools) {
+    if (!subtree[0]) throw std::logic_error("CPU pool '" + pool.name + "' on a platform of one node");
+    auto* zone = sg4::create_star_zone("zone-" + pool.name);
+    zone->set_parent(subtree[0]);
+    created.push_back(zone);
+    auto* host = zone->create_host(pool.name, peak_of(pool.speed, pool.speed_changes))->set_core_count(static_cast<int>(pool.cores));
+    if (!pool.speed_changes.empty())
+      host->set_speed_profile(
+          profile_of("speed-" + pool.name, pool.speed, peak_of(pool.speed, pool.speed_changes), pool.speed_changes));
+    pools.push_back(host->seal());
+  }
+  built.exec_hosts = hosts;
+  for (std::size_t u = 0; u < n; ++u)
+    if (nodes[u].cpu_pool >= 0) built.exec_hosts[u] = pools.at(static_cast<std::size_t>(nodes[u].cpu_pool));
   for (auto it = created.rbegin(); it != created.rend(); ++it) (*it)->seal();
-  return hosts;
+  return built;
 }
 
 }  // namespace treefarm::sim

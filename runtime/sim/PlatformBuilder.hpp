@@ -28,8 +28,17 @@ double link_peak_bandwidth(const SimNode& node);
 /// One-port needs no port link: NodeActor shares the port among concurrent sends in time.
 double port_bandwidth(const SimPlatform& platform, std::size_t u);
 
+/// The SimGrid hosts of a built platform, in node order: each node's own host (its
+/// actors, its links) and the host its executions run on (its own, or its CPU pool's:
+/// SimNode::cpu_pool).
+struct BuiltPlatform {
+  std::vector<simgrid::s4u::Host*> hosts;
+  std::vector<simgrid::s4u::Host*> exec_hosts;
+};
+
 /// Creates the zones, hosts and links in the current SimGrid engine (which must exist
-/// and have no platform yet). Returns the host of each node, in node order.
-std::vector<simgrid::s4u::Host*> build_platform(const SimPlatform& platform);
+/// and have no platform yet), and one host per CPU pool, alone in a zone of its own under
+/// the root's, reached by no link (nothing is sent to it).
+BuiltPlatform build_platform(const SimPlatform& platform);
 
 }  // namespace treefarm::sim

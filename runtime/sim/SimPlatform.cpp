@@ -3,30 +3,87 @@
 #include <cmath>
 #include <algorithm>
 #include <deque>
+#include <map>
+#include <utility>
 #include <stdexcept>
 
 namespace treefarm::sim {
 
-void measured_from_calibration(const model::Calibration& calibration, lp::MeasuredSeconds& seconds,
-                               lp::MeasuredBandwidth& bandwidth) {
-  for (const auto& [name, nc] : calibration.nodes) {
-    seconds[name] = nc.task_seconds;
-    if (nc.link_bandwidth && *nc.link_bandwidth > 0) bandwidth[name] = *nc.link_bandwidth;
+namespace {
+
+/// Issue 21 (docs/simulation.md, "Calibration"): on a calibrated host — nodes sharing one
+/// machine, or an emulated node under its CPU quota — a task costs the host more than its
+/// kernel: its input's reception, its generation where the origin shares the host, the
+/// moves on its way (γ per byte), or its whole cost measured through the runtime. The LP's
+/// host row charges all of it to the host's CPUs, and its CPU-set rows charge the nodes
+/// pinned to one set to that set. So the computing nodes of a host (one group per CPU set
+/// when the host has several) run their executions on one CPU pool, whose cores together
+/// give the group's CPUs, each execution lasting lp::own_host_cpu_per_task at full speed
+/// when it runs alone: the simulated nodes share the host's CPUs as the model says, and
+/// none is faster than the model.
+void assign_cpu_pools(SimPlatform& p) {
+  const auto& m = p.model;
+  std::map<std::pair<int, std::vector<int>>, std::vector<std::size_t>> groups;
+  std::map<int, int> groups_per_host;
+  for (std::size_t u = 0; u < p.nodes.size(); ++u) {
+    const auto& node = m.nodes[u];
+    if (node.host < 0 || node.cores == 0) continue;
+    auto& members = groups[{node.host, node.cpus}];
+    if (members.empty()) ++groups_per_host[node.host];
+    members.push_back(u);
+  }
+  for (const auto& [key, members] : groups) {
+    const auto& [h, cpus] = key;
+    const auto& host = m.hosts[static_cast<std::size_t>(h)];
+    // The group's CPUs: the host's when the group is all of it (or its nodes are not
+    // pinned), else its CPU set's (never more than the host's).
+    const double cpu = groups_per_host[h] == 1 || cpus.empty() ? host.cores
+                                                                : std::min(host.cores, static_cast<double>(cpus.size()));
+    CpuPool pool;
+    pool.name = "cpu-" + host.name;
+    for (const int c : cpus) pool.name += "-" + std::to_string(c);
+    pool.cores = static_cast<std::uint32_t>(std::max(1.0, std::ceil(cpu - 1e-9)));
+    pool.speed = reference_speed * cpu / pool.cores;
+    const int index = static_cast<int>(p.cpu_pools.size());
+    for (const std::size_t u : members) {
+      SimNode& s = p.nodes[u];
+      s.cpu_pool = index;
+      for (std::size_t k = 0; k < s.work.size(); ++k) {
+        if (!(s.work[k] > 0)) continue;
+        const auto cpt = p.experiment.apps[k].cores_per_task;
+        s.work[k] = lp::own_host_cpu_per_task(m, u, k) / cpt * reference_speed;  // per thread, at one full CPU
+        s.task_seconds[k] = s.work[k] / pool.speed;
+      }
+      // A speed or quota event of the node scales the pool it runs on (the pool of an
+      // emulated node is its own; nodes sharing a machine rarely change speed alone).
+      for (const auto& [at, v] : s.speed_changes) pool.speed_changes.emplace_back(at, pool.speed * v / s.speed);
+    }
+    std::stable_sort(pool.speed_changes.begin(), pool.speed_changes.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    p.cpu_pools.push_back(std::move(pool));
   }
 }
+
+}  // namespace
 
 SimPlatform make_sim_platform(const model::Experiment& experiment, const model::Calibration* calibration) {
   SimPlatform p;
   p.experiment = experiment;
-  lp::MeasuredSeconds seconds;
-  lp::MeasuredBandwidth bandwidth;
   if (calibration) {
-    measured_from_calibration(*calibration, seconds, bandwidth);
+    // The calibrated platform as the master predicts it (issue 21): the same LP model,
+    // hosts included, so that `simulate --calibration` and `predict --calibration` agree;
+    // only its latency terms are the simulator's, as model_from_experiment sets them (a
+    // transfer holds the port for the declared latency; no ZeroMQ window).
+    p.model = lp::model_from_calibration(experiment, *calibration);
+    p.model.one_port_window = 0;
+    for (std::size_t u = 1; u < p.model.nodes.size(); ++u) {
+      p.model.nodes[u].request_round_trip = 2 * experiment.nodes[u].latency;
+      p.model.nodes[u].port_hold = experiment.nodes[u].latency;
+    }
     p.calibrated = true;
+  } else {
+    p.model = lp::model_from_experiment(experiment);
   }
-  p.model = calibration ? lp::model_from_experiment(experiment, &seconds, &bandwidth)
-                        : lp::model_from_experiment(experiment);
-  if (calibration) lp::set_result_bytes(p.model, experiment, *calibration);
   for (const auto& app : p.model.apps) p.result_bytes.push_back(app.result_bytes);
 
   const std::size_t n = experiment.nodes.size();
@@ -51,7 +108,7 @@ SimPlatform make_sim_platform(const model::Experiment& experiment, const model::
       // as cores_per_task threads of `work` flop each, so it lasts work / speed: work =
       // task_seconds × speed, calibrated or not. Without a calibration the threads
       // together do exactly the task's flop (task_seconds = flops / (cpt · speed)).
-      s.work[k] = m.task_seconds[k] * s.speed;
+      s.work[k] = s.task_seconds[k] * s.speed;
     }
   }
   // `[[event]]`s (issue 16, docs/migration.md): speed and link changes during the run. The
@@ -77,6 +134,7 @@ SimPlatform make_sim_platform(const model::Experiment& experiment, const model::
         break;
     }
   }
+  if (calibration && n > 1) assign_cpu_pools(p);
   return p;
 }
 
@@ -107,6 +165,7 @@ std::vector<OriginTree> origin_trees(const SimPlatform& platform) {
     }
     v.calibrated = platform.calibrated;
     v.nodes = platform.nodes;
+    v.cpu_pools = platform.cpu_pools;
     for (std::size_t u = 0; u < n; ++u) {
       SimNode& node = v.nodes[u];
       node.parent = -1;

@@ -37,22 +37,44 @@ struct SimNode {
   double bandwidth = 0;           ///< bytes/s of the link from the parent (root: unused).
   double latency = 0;             ///< seconds, link from the parent.
   double max_out_bandwidth = 0;   ///< bytes/s cap on the node's outgoing traffic; 0 = none.
-  /// Per application: flop per thread of one task's execution on this host, run with
-  /// cores_per_task threads (so it lasts task_seconds). 0: the node cannot run it.
+  /// Per application: flop per thread of one task's execution on this host (or its CPU
+  /// pool), run with cores_per_task threads (so it lasts task_seconds alone). 0: the node
+  /// cannot run it.
   std::vector<double> work;
-  /// Per application: seconds one task takes here (the LP's task_seconds; +inf: cannot).
+  /// Per application: seconds one task's execution lasts here when it runs alone (+inf:
+  /// cannot): the LP's task_seconds, or on a calibrated host (cpu_pool >= 0)
+  /// lp::own_host_cpu_per_task at full speed, the task's whole CPU on its host.
   std::vector<double> task_seconds;
   /// `[[event]]` changes of this host's speed: (seconds from the start, flop/s per core),
   /// sorted by time. A cpu_quota event scales `speed` by new quota / initial quota.
   std::vector<std::pair<double, double>> speed_changes;
   /// `[[event]]` changes of the link from the parent: (seconds, bytes/s), sorted by time.
   std::vector<std::pair<double, double>> bandwidth_changes;
+  /// Index in SimPlatform::cpu_pools of the CPUs this node's executions run on; -1: its
+  /// own host's cores (at `speed`), as on an uncalibrated platform.
+  int cpu_pool = -1;
+};
+
+/// CPUs several simulated nodes share (a calibrated host, or one CPU set of it: issue 21,
+/// docs/simulation.md "Calibration"): a SimGrid host of its own, reached by no link, on
+/// which those nodes' executions run, so that they share its cores as the LP's host row
+/// and CPU-set rows say (each execution thread at most one full CPU).
+struct CpuPool {
+  std::string name;
+  std::uint32_t cores = 1;   ///< SimGrid cores: ceil(CPUs), at least 1.
+  /// flop/s per core: reference_speed (one full CPU) × CPUs / cores, so that the pool's
+  /// cores together give exactly its CPUs (a quota of 0.05 CPU: one core at 5 %).
+  double speed = reference_speed;
+  /// `[[event]]` changes of its nodes' speed or quota, scaled to the pool: (seconds, flop/s
+  /// per core), sorted by time.
+  std::vector<std::pair<double, double>> speed_changes;
 };
 
 struct SimPlatform {
   model::Experiment experiment;   ///< Apps and run settings, as loaded (possibly overridden).
   lp::PlatformModel model;        ///< The LP's view of the same platform.
   std::vector<SimNode> nodes;     ///< Same order as experiment.nodes (root first).
+  std::vector<CpuPool> cpu_pools; ///< Calibrated hosts' CPUs (SimNode::cpu_pool); may be empty.
   bool calibrated = false;        ///< Durations/bandwidths come from a calibration file.
   /// Per application of `experiment`: bytes a task's result carries up beyond the control
   /// message, its output's calibrated size (lp::PlatformModel::App::result_bytes, issue 20).
@@ -81,10 +103,6 @@ struct OriginTree {
 /// One OriginTree per distinct origin, in the order of each origin's first application
 /// (a single tree equal to `platform` when every application comes from the root).
 std::vector<OriginTree> origin_trees(const SimPlatform& platform);
-
-/// lp::MeasuredSeconds / MeasuredBandwidth of a calibration (as the master builds them).
-void measured_from_calibration(const model::Calibration& calibration, lp::MeasuredSeconds& seconds,
-                               lp::MeasuredBandwidth& bandwidth);
 
 /// Builds the simulated platform. Throws std::invalid_argument (from the LP model) for a
 /// computing node without `speed` and without calibrated durations, an application that no

@@ -38,6 +38,7 @@ struct SimWorld {
   const SimulationOptions* options = nullptr;
   std::vector<core::NodePlan> plans;                 ///< LP rates per node (may be empty)
   std::vector<simgrid::s4u::Host*> hosts;            ///< per node
+  std::vector<simgrid::s4u::Host*> exec_hosts;       ///< per node: where its executions run
   std::vector<simgrid::s4u::Mailbox*> down;          ///< tasks parent -> node u
   std::vector<simgrid::s4u::Mailbox*> control;       ///< policy messages parent -> node u
   std::vector<simgrid::s4u::Mailbox*> up;            ///< requests/results/policy node u -> parent

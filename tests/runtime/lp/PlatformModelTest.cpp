@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <string>
 
 #include "runtime/lp/PlatformModel.hpp"
@@ -264,6 +265,49 @@ TEST(ModelFromExperiment, BadTreeAndWeightAreErrors) {
   e = experiment();
   e.run.max_out_bandwidth = -1.0;
   expect_error(e, {"max_out_bandwidth"});
+}
+
+
+// What the simulator charges a calibrated host per task (docs/simulation.md, "Calibration"):
+// the host row's task terms plus every move on the task's way that the host pays for.
+TEST(OwnHostCpuPerTask, AddsEveryMoveOnTheTasksWayThatItsHostPays) {
+  PlatformModel m;
+  m.apps.push_back(PlatformModel::App{"a", 1e6, 1.0, 1, 0, 1e3});  // 1 MB in, 1 kB back
+  // master -> w1 -> w1a on host "vm"; w1 -> far, far on a host of its own.
+  const auto node = [](const char* name, int parent, std::uint32_t cores, int host) {
+    PlatformModel::Node n;
+    n.name = name;
+    n.parent = parent;
+    n.cores = cores;
+    n.link_bandwidth = parent < 0 ? std::numeric_limits<double>::infinity() : 1e9;
+    n.task_seconds = {cores ? 0.01 : 0.0};
+    n.host = host;
+    n.cpu_share = host == 0 ? 0.5 : 1.0;
+    return n;
+  };
+  m.nodes = {node("master", -1, 0, 0), node("w1", 0, 1, 0), node("w1a", 1, 1, 0), node("far", 1, 1, 1)};
+  const double gamma = 1e-9, iota = 2e-10, rho = 3e-10;
+  m.hosts.push_back(PlatformModel::Host{"vm", 2.0, gamma, iota, rho, {}});
+  m.hosts.push_back(PlatformModel::Host{"far", 1.0, gamma, iota, rho, {}});
+  const double hop = gamma * (1e6 + 1e3);
+  // w1a: its kernel at its share, the input's reception and generation (the origin is on
+  // its host), and both hops whole (both ends on "vm").
+  EXPECT_NEAR(own_host_cpu_per_task(m, 2, 0), 0.01 * 0.5 + rho * 1e6 + iota * 1e6 + 2 * hop, 1e-12);
+  EXPECT_NEAR(own_host_cpu_per_task(m, 1, 0), 0.01 * 0.5 + rho * 1e6 + iota * 1e6 + hop, 1e-12);
+  // far: its kernel and reception; only its half of its own hop (its parent is elsewhere),
+  // nothing of master -> w1 and no generation (the origin is on another host).
+  EXPECT_NEAR(own_host_cpu_per_task(m, 3, 0), 0.01 + rho * 1e6 + hop / 2, 1e-12);
+  // A whole-task cost measured one hop from the origin replaces the terms: the hop it
+  // includes is not charged twice, the second hop is added.
+  m.hosts[0].task_cpu_seconds = {0.02};
+  EXPECT_NEAR(own_host_cpu_per_task(m, 1, 0), 0.02, 1e-12);
+  EXPECT_NEAR(own_host_cpu_per_task(m, 2, 0), 0.02 + hop, 1e-12);
+  // Never below the kernel at the node's share, plus the moves.
+  m.hosts[0].task_cpu_seconds = {1e-6};
+  EXPECT_NEAR(own_host_cpu_per_task(m, 1, 0), 0.01 * 0.5 + hop, 1e-12);
+  // A node on no host: its kernel alone.
+  m.nodes[3].host = -1;
+  EXPECT_NEAR(own_host_cpu_per_task(m, 3, 0), 0.01, 1e-12);
 }
 
 }  // namespace

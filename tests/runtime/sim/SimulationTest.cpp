@@ -6,6 +6,8 @@
 #include <map>
 
 #include "runtime/core/Policy.hpp"
+#include "runtime/lp/PlatformModel.hpp"
+#include "runtime/lp/SteadyState.hpp"
 #include "runtime/model/Calibration.hpp"
 #include "runtime/sim/Simulation.hpp"
 #include "tests/runtime/sim/SimTestUtil.hpp"
@@ -295,6 +297,75 @@ TEST(Simulation, CalibrationSetsDurationsAndBandwidths) {
   EXPECT_NEAR(*o.results.apps[0].predicted, 1.0 / 0.501, 1e-9);
   EXPECT_NEAR(o.results.apps[0].throughput, 2.0, 0.03);
   for (const auto& t : o.results.tasks) EXPECT_NEAR(t.compute_seconds, 0.25, 1e-6);
+}
+
+// The quickstart's shape (issue 21): four one-core workers on one 2-CPU machine, two per
+// CPU, loopback links. The calibration says each kernel took 10 ms at half a CPU and that
+// moving a byte costs the machine's CPUs 1 ns. The simulation must share the machine's
+// CPUs as the master's prediction does, and print that prediction: before, every worker
+// ran on a host of its own at its measured speed, and the simulated quickstart did twice
+// what the real one (and the LP) did.
+TEST(Simulation, NodesOfOneCalibratedHostShareItsCpusAsTheLpSays) {
+  const auto ex = experiment(R"(
+[[node]]
+name = "master"
+cores = 0
+[[node]]
+name = "w1"
+parent = "master"
+cores = 1
+[[node]]
+name = "w1a"
+parent = "w1"
+cores = 1
+[[node]]
+name = "w1b"
+parent = "w1"
+cores = 1
+[[node]]
+name = "w2"
+parent = "master"
+cores = 1
+[[app]]
+name = "a"
+bytes = 1000000
+flops = "10Mf"
+tasks = 3000
+[run]
+policy = "lp"
+)");
+  model::Calibration cal;
+  cal.nodes["master"] = model::NodeCalibration{};
+  cal.nodes["master"].host = "vm";
+  const std::map<std::string, int> cpu{{"w1", 0}, {"w1a", 0}, {"w1b", 1}, {"w2", 1}};
+  for (const auto& [name, c] : cpu) {
+    model::NodeCalibration w;
+    w.task_seconds["a"] = 0.01;
+    w.cores = 1;
+    w.host = "vm";
+    w.cpus = {c};
+    w.cpu_share = 0.5;
+    cal.nodes[name] = w;
+  }
+  model::HostCalibration vm;
+  vm.cores = 2;
+  vm.comm_cpu_seconds_per_byte = 1e-9;
+  cal.hosts["vm"] = vm;
+  const auto o = simulate(make_sim_platform(ex, &cal));
+  ASSERT_TRUE(o.completed) << o.error;
+  EXPECT_TRUE(every_task_once(ex, o.results));
+  const double lp = lp::solve(lp::model_from_calibration(ex, cal)).fair_throughput;
+  ASSERT_TRUE(o.results.apps[0].predicted);
+  EXPECT_NEAR(*o.results.apps[0].predicted, lp, 1e-6 * lp);  // what `treefarm predict` says
+  // 2 CPUs / (5 ms of kernel + 1 ms of a move) per task when w1 and w2 take a CPU each
+  // (a task for w1a also crosses w1: 7 ms): ~333 tasks/s, not the ~400 four workers at
+  // 100 tasks/s each would give on hosts of their own. The lp policy follows that plan.
+  EXPECT_GT(lp, 250.0);
+  EXPECT_LT(lp, 400.0);
+  EXPECT_LT(o.results.apps[0].throughput, lp * 1.005);  // never above the model it runs under
+  EXPECT_GT(o.results.apps[0].throughput, lp * 0.95);
+  // No execution is shorter than its task's CPU at one full CPU (kernel at its share + moves).
+  for (const auto& t : o.results.tasks) EXPECT_GE(t.compute_seconds, 0.005 + 0.001 - 1e-9) << t.node;
 }
 
 TEST(Simulation, ErrorsNameTheProblem) {
