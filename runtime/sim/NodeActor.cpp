@@ -250,6 +250,14 @@ bool NodeActor::send_child(node::PeerId peer, const net::Message& message, const
     const std::uint64_t bytes = payload ? payload->size() : 0;
     auto comm = world_.down[v]->put_async(new SimMessage{message, payload}, bytes);
     outgoing_.push_back(Outgoing{comm, true, peer, t->task_id});
+    // What the move costs the CPU pools of a calibrated host while the task travels (the
+    // child's end, the sender's half between two hosts: SimNode::receive_work, send_work).
+    const std::size_t k = core::TaskId{t->task_id}.app().value;
+    const SimNode& child = platform_.nodes[v];
+    if (child.cpu_pool >= 0 && k < child.receive_work.size() && child.receive_work[k] > 0)
+      side_.push_back(sg4::this_actor::exec_init(child.receive_work[k])->set_host(world_.exec_hosts[v])->start());
+    if (spec_.cpu_pool >= 0 && k < child.send_work.size() && child.send_work[k] > 0)
+      side_.push_back(sg4::this_actor::exec_init(child.send_work[k])->set_host(world_.exec_hosts[node_])->start());
     share_port();
     return true;
   }
@@ -320,6 +328,8 @@ node::Payload NodeActor::calibration_input(const model::AppSpec& app, std::uint6
 }
 
 void NodeActor::collect_finished_executions() {
+  // Transfers' CPU (send_child): nobody waits for it, it only takes its share of the pool.
+  side_.erase(std::remove_if(side_.begin(), side_.end(), [](const sg4::ExecPtr& e) { return e->test(); }), side_.end());
   for (std::size_t i = 0; i < running_.size();) {
     if (!running_[i].exec->test()) {
       ++i;

@@ -71,6 +71,9 @@ class NodeActor final : public node::Transport, public node::LocalRunner {
     node::PeerId child{};
     std::uint64_t task_id = 0;
   };
+  /// Executions of transfers' CPU this actor started on a CPU pool (its own or a child's),
+  /// not yet finished: kept only so that they run to their end.
+  std::vector<simgrid::s4u::ExecPtr> side_;
   struct Running {
     simgrid::s4u::ExecPtr exec;
     std::uint64_t job = 0;

@@ -15,17 +15,22 @@ namespace {
 /// machine, or an emulated node under its CPU quota — a task costs the host more than its
 /// kernel: its input's reception, its generation where the origin shares the host, the
 /// moves on its way (γ per byte), or its whole cost measured through the runtime. The LP's
-/// host row charges all of it to the host's CPUs, and its CPU-set rows charge the nodes
-/// pinned to one set to that set. So the computing nodes of a host (one group per CPU set
-/// when the host has several) run their executions on one CPU pool, whose cores together
-/// give the group's CPUs, each execution lasting lp::own_host_cpu_per_task at full speed
-/// when it runs alone: the simulated nodes share the host's CPUs as the model says, and
-/// none is faster than the model.
+/// host row charges all of it to the host's CPUs (lp::own_host_cpu_per_task is a node's
+/// share), and its CPU-set rows charge the nodes pinned to one set to that set. So the
+/// computing nodes of a host (one group per CPU set when the host has several) run on one
+/// CPU pool, whose cores together give the group's CPUs (each thread at most one full
+/// CPU), and a task's CPU is spent there in two parts: while it travels to a node, that
+/// node's end of the move (and the sender's half when the sender is on another host); at
+/// a node that forwards none of them, also everything beyond the kernel (a real node
+/// spends it receiving, beside the task it runs, so a large task does not leave it idle
+/// for its transfer and then for its reception again); the rest when it runs. In all, per
+/// task, exactly what the LP charges.
 void assign_cpu_pools(SimPlatform& p) {
   const auto& m = p.model;
+  const std::size_t n = p.nodes.size(), kk = p.experiment.apps.size();
   std::map<std::pair<int, std::vector<int>>, std::vector<std::size_t>> groups;
   std::map<int, int> groups_per_host;
-  for (std::size_t u = 0; u < p.nodes.size(); ++u) {
+  for (std::size_t u = 0; u < n; ++u) {
     const auto& node = m.nodes[u];
     if (node.host < 0 || node.cores == 0) continue;
     auto& members = groups[{node.host, node.cpus}];
@@ -44,23 +49,50 @@ void assign_cpu_pools(SimPlatform& p) {
     for (const int c : cpus) pool.name += "-" + std::to_string(c);
     pool.cores = static_cast<std::uint32_t>(std::max(1.0, std::ceil(cpu - 1e-9)));
     pool.speed = reference_speed * cpu / pool.cores;
-    const int index = static_cast<int>(p.cpu_pools.size());
     for (const std::size_t u : members) {
-      SimNode& s = p.nodes[u];
-      s.cpu_pool = index;
-      for (std::size_t k = 0; k < s.work.size(); ++k) {
-        if (!(s.work[k] > 0)) continue;
-        const auto cpt = p.experiment.apps[k].cores_per_task;
-        s.work[k] = lp::own_host_cpu_per_task(m, u, k) / cpt * reference_speed;  // per thread, at one full CPU
-        s.task_seconds[k] = s.work[k] / pool.speed;
-      }
+      p.nodes[u].cpu_pool = static_cast<int>(p.cpu_pools.size());
       // A speed or quota event of the node scales the pool it runs on (the pool of an
       // emulated node is its own; nodes sharing a machine rarely change speed alone).
-      for (const auto& [at, v] : s.speed_changes) pool.speed_changes.emplace_back(at, pool.speed * v / s.speed);
+      for (const auto& [at, v] : p.nodes[u].speed_changes) pool.speed_changes.emplace_back(at, pool.speed * v / p.nodes[u].speed);
     }
     std::stable_sort(pool.speed_changes.begin(), pool.speed_changes.end(),
                      [](const auto& a, const auto& b) { return a.first < b.first; });
     p.cpu_pools.push_back(std::move(pool));
+  }
+  // forwards[u][k]: some node receives k's tasks from u.
+  std::vector<std::vector<char>> forwards(n, std::vector<char>(kk, 0));
+  for (std::size_t v = 0; v < n; ++v)
+    for (std::size_t k = 0; k < kk; ++k)
+      if (const int up = m.upstream(v, k); up >= 0) forwards[static_cast<std::size_t>(up)][k] = 1;
+  for (std::size_t v = 0; v < n; ++v) {
+    SimNode& s = p.nodes[v];
+    for (std::size_t k = 0; k < kk; ++k) {
+      const auto& app = m.apps[k];
+      const int h = m.nodes[v].host;
+      if (s.cpu_pool >= 0 && s.work[k] > 0) {
+        const double kernel = m.nodes[v].task_seconds[k] * m.nodes[v].cpu_share * app.cores_per_task;
+        const double here = lp::host_cpu_per_task(m, static_cast<std::size_t>(h), v, k);
+        const double run = forwards[v][k] ? here : kernel;  // CPU seconds, all its threads
+        s.work[k] = run / app.cores_per_task * reference_speed;
+        s.task_seconds[k] = s.work[k] / p.cpu_pools[static_cast<std::size_t>(s.cpu_pool)].speed;
+        s.receive_work[k] += (here - run) * reference_speed;
+      }
+      // The move into v: each host pays for the ends it has (γ per byte, docs/lp.md).
+      const int up = m.upstream(v, k);
+      if (up < 0) continue;
+      const double bytes = app.bytes + app.result_bytes;
+      const SimNode& sender = p.nodes[static_cast<std::size_t>(up)];
+      const int h_up = m.nodes[static_cast<std::size_t>(up)].host;
+      if (h >= 0 && s.cpu_pool >= 0) {
+        // Both ends on v's host: the whole move there (on v's pool, the sender's too when
+        // the sender has no pool of its own: a master computes nothing).
+        const bool both = h_up == h;
+        s.receive_work[k] += m.hosts[static_cast<std::size_t>(h)].comm_cpu_seconds_per_byte * bytes * (both ? 1.0 : 0.5) *
+                             reference_speed;
+      }
+      if (h_up >= 0 && h_up != h && sender.cpu_pool >= 0)
+        s.send_work[k] += m.hosts[static_cast<std::size_t>(h_up)].comm_cpu_seconds_per_byte * bytes * 0.5 * reference_speed;
+    }
   }
 }
 
@@ -102,6 +134,8 @@ SimPlatform make_sim_platform(const model::Experiment& experiment, const model::
     s.max_out_bandwidth = std::isfinite(m.max_out_bandwidth) ? m.max_out_bandwidth : 0.0;
     s.task_seconds = m.task_seconds;
     s.work.assign(experiment.apps.size(), 0.0);
+    s.receive_work.assign(experiment.apps.size(), 0.0);
+    s.send_work.assign(experiment.apps.size(), 0.0);
     for (std::size_t k = 0; k < experiment.apps.size(); ++k) {
       if (!p.model.can_run(u, k)) continue;
       // SimGrid 3.32 runs an execution of `work` flop with thread_count = cores_per_task
@@ -172,9 +206,13 @@ std::vector<OriginTree> origin_trees(const SimPlatform& platform) {
       node.children.clear();
       node.work.clear();
       node.task_seconds.clear();
+      node.receive_work.clear();
+      node.send_work.clear();
       for (std::size_t k : t.apps) {
         node.work.push_back(platform.nodes[u].work.at(k));
         node.task_seconds.push_back(platform.nodes[u].task_seconds.at(k));
+        node.receive_work.push_back(platform.nodes[u].receive_work.at(k));
+        node.send_work.push_back(platform.nodes[u].send_work.at(k));
       }
     }
     // Breadth-first from the origin over the physical edges; a node's children in the view

@@ -42,8 +42,8 @@ struct SimNode {
   /// cannot run it.
   std::vector<double> work;
   /// Per application: seconds one task's execution lasts here when it runs alone (+inf:
-  /// cannot): the LP's task_seconds, or on a calibrated host (cpu_pool >= 0)
-  /// lp::own_host_cpu_per_task at full speed, the task's whole CPU on its host.
+  /// cannot): the LP's task_seconds, or on a calibrated host (cpu_pool >= 0) the task's
+  /// CPU there beyond what its transfers cost (receive_work), on its pool.
   std::vector<double> task_seconds;
   /// `[[event]]` changes of this host's speed: (seconds from the start, flop/s per core),
   /// sorted by time. A cpu_quota event scales `speed` by new quota / initial quota.
@@ -53,11 +53,21 @@ struct SimNode {
   /// Index in SimPlatform::cpu_pools of the CPUs this node's executions run on; -1: its
   /// own host's cores (at `speed`), as on an uncalibrated platform.
   int cpu_pool = -1;
+  /// Per application: flop (one thread at one full CPU, reference_speed) that each task of
+  /// it sent to this node costs this node's CPU pool while it travels — its end of the move
+  /// (γ per byte) and, where the node computes every such task it gets (it forwards none),
+  /// all the task's CPU beyond its kernel (reception, the whole-task cost's overhead): on a
+  /// real node that CPU is spent receiving, beside the task before. Empty or 0: none.
+  std::vector<double> receive_work{};
+  /// Per application: flop each task of it sent to this node costs the sender's CPU pool
+  /// while it travels: the sender's half of a move between two hosts. Empty or 0: none.
+  std::vector<double> send_work{};
 };
 
 /// CPUs several simulated nodes share (a calibrated host, or one CPU set of it: issue 21,
 /// docs/simulation.md "Calibration"): a SimGrid host of its own, reached by no link, on
-/// which those nodes' executions run, so that they share its cores as the LP's host row
+/// which those nodes' executions run — and the CPU their transfers cost them
+/// (SimNode::receive_work, send_work) — so that they share its cores as the LP's host row
 /// and CPU-set rows say (each execution thread at most one full CPU).
 struct CpuPool {
   std::string name;
