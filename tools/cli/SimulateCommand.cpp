@@ -26,7 +26,11 @@ void add_simulate_command(CLI::App& app, Commands& out) {
   simc->add_option("--balance", o->so.balance, "Queue balancing over the migration, off, tll or mll (overrides [run] balance; needs --migration pull or push; docs/migration.md)")->check(CLI::IsMember({"off", "tll", "mll"}));
   simc->add_option("--buffer", o->so.buffer, "Buffer bound B in tasks (overrides [run] buffer)");
   simc->add_option("--out", o->so.out_dir, "Write DIR/results.json");
-  simc->add_option("--calibration", o->so.calibration, "Simulate the calibrated platform")->check(CLI::ExistingFile);
+  simc->add_option("--calibration", o->so.calibration,
+                   "Simulate the calibrated platform (treefarm calibrate, run --calibrate, emulate ... calibrate) "
+                   "with the master's own model: nodes of one host share its CPUs; its LP is what "
+                   "`treefarm predict --calibration FILE` prints")
+      ->check(CLI::ExistingFile);
   simc->add_flag("--quiet", o->so.quiet, "No table");
   simc->add_option("--trace", o->so.trace,
                    "Policy price: write the convergence trace of its agents (CSV: iteration, utility, rates, prices; "
