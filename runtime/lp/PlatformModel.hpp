@@ -188,8 +188,9 @@ double host_cpu_per_task(const PlatformModel& m, std::size_t h, std::size_t u, s
 /// host_cpu_per_task on that host, plus every move of the task and its result on its way
 /// from k's origin to u that the host row charges to that host (γ_h per byte: the whole
 /// move for a hop with both ends on it, half for a hop with one end on it). For a node
-/// without a host, its task_seconds·cpu_share·cores_per_task. The simulator lets a task's
-/// execution at u last this over the CPUs u holds (docs/simulation.md, "Calibration").
+/// without a host, its task_seconds·cpu_share·cores_per_task. The simulator charges a
+/// calibrated host's CPU pools exactly this per task, part while the task travels and part
+/// when it runs (docs/simulation.md, "Calibration").
 double own_host_cpu_per_task(const PlatformModel& m, std::size_t u, std::size_t k);
 
 /// Checks the invariants documented on PlatformModel (tree order, positive bandwidths and

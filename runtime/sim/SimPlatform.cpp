@@ -127,7 +127,7 @@ SimPlatform make_sim_platform(const model::Experiment& experiment, const model::
     s.name = spec.name;
     s.parent = m.parent;
     if (m.parent >= 0) p.nodes[static_cast<std::size_t>(m.parent)].children.push_back(u);
-    s.cores = spec.cores;
+    s.cores = m.cores;  // as the node advertised it when calibrated (the LP's), else declared
     s.speed = spec.speed.value_or(reference_speed);
     s.bandwidth = std::isfinite(m.link_bandwidth) ? m.link_bandwidth : unbounded_bandwidth;
     s.latency = spec.latency;

@@ -299,14 +299,9 @@ TEST(Simulation, CalibrationSetsDurationsAndBandwidths) {
   for (const auto& t : o.results.tasks) EXPECT_NEAR(t.compute_seconds, 0.25, 1e-6);
 }
 
-// The quickstart's shape (issue 21): four one-core workers on one 2-CPU machine, two per
-// CPU, loopback links. The calibration says each kernel took 10 ms at half a CPU and that
-// moving a byte costs the machine's CPUs 1 ns. The simulation must share the machine's
-// CPUs as the master's prediction does, and print that prediction: before, every worker
-// ran on a host of its own at its measured speed, and the simulated quickstart did twice
-// what the real one (and the LP) did.
-TEST(Simulation, NodesOfOneCalibratedHostShareItsCpusAsTheLpSays) {
-  const auto ex = experiment(R"(
+/// The quickstart's shape: a master, w1 (with w1a and w1b below it) and w2, one core each,
+/// loopback links; one application of 1 MB tasks, under lp.
+constexpr const char* quickstart_shape = R"(
 [[node]]
 name = "master"
 cores = 0
@@ -333,7 +328,16 @@ flops = "10Mf"
 tasks = 3000
 [run]
 policy = "lp"
-)");
+)";
+
+// The quickstart's shape (issue 21): four one-core workers on one 2-CPU machine, two per
+// CPU, loopback links. The calibration says each kernel took 10 ms at half a CPU and that
+// moving a byte costs the machine's CPUs 1 ns. The simulation must share the machine's
+// CPUs as the master's prediction does, and print that prediction: before, every worker
+// ran on a host of its own at its measured speed, and the simulated quickstart did twice
+// what the real one (and the LP) did.
+TEST(Simulation, NodesOfOneCalibratedHostShareItsCpusAsTheLpSays) {
+  const auto ex = experiment(quickstart_shape);
   model::Calibration cal;
   cal.nodes["master"] = model::NodeCalibration{};
   cal.nodes["master"].host = "vm";
@@ -423,28 +427,7 @@ buffer = 1
 // Per task, the simulated CPU pools are charged exactly what the LP charges the hosts:
 // the execution, the receiving ends and the sending halves together.
 TEST(Simulation, APoolsChargesPerTaskAddUpToTheLpsHostCharges) {
-  const auto ex = experiment(R"(
-[[node]]
-name = "master"
-cores = 0
-[[node]]
-name = "w1"
-parent = "master"
-cores = 1
-[[node]]
-name = "w1a"
-parent = "w1"
-cores = 1
-[[node]]
-name = "far"
-parent = "w1"
-cores = 2
-[[app]]
-name = "a"
-bytes = 1000000
-flops = "10Mf"
-tasks = 10
-)");
+  const auto ex = experiment(quickstart_shape);
   model::Calibration cal;
   const auto node = [](const char* host, double share) {
     model::NodeCalibration n;
@@ -458,33 +441,36 @@ tasks = 10
   cal.nodes["master"].host = "vm";
   cal.nodes["w1"] = node("vm", 0.5);
   cal.nodes["w1a"] = node("vm", 0.5);
-  cal.nodes["far"] = node("far", 1.0);
-  cal.nodes["far"].cores = 2;
+  cal.nodes["w2"] = node("vm", 0.5);
+  cal.nodes["w1b"] = node("far", 1.0);  // on a machine of its own
   model::HostCalibration vm, far;
   vm.cores = 2;
   vm.comm_cpu_seconds_per_byte = 1e-9;
   vm.input_cpu_seconds_per_byte = 2e-10;
   vm.receive_cpu_seconds_per_byte = 3e-10;
   far = vm;
-  far.cores = 2;
+  far.cores = 1;
   far.task_cpu_seconds["a"] = 0.05;
   cal.hosts["vm"] = vm;
   cal.hosts["far"] = far;
   const auto p = make_sim_platform(ex, &cal);
-  const auto cpu = [&](std::size_t u) { return p.nodes[u].work[0] / reference_speed; };  // one thread
-  const auto rec = [&](std::size_t u) { return p.nodes[u].receive_work[0] / reference_speed; };
-  const auto snd = [&](std::size_t u) { return p.nodes[u].send_work[0] / reference_speed; };
+  const auto at = [&](const char* name) { return *ex.node_index(name); };  // nodes come parents first
+  const auto cpu = [&](const char* u) { return p.nodes[at(u)].work[0] / reference_speed; };  // one thread
+  const auto rec = [&](const char* u) { return p.nodes[at(u)].receive_work[0] / reference_speed; };
+  const auto snd = [&](const char* u) { return p.nodes[at(u)].send_work[0] / reference_speed; };
+  const auto own = [&](const char* u) { return lp::own_host_cpu_per_task(p.model, at(u), 0); };
   // w1a (a leaf on "vm"): its run, and while it travels both moves' CPU: each has both ends on vm.
-  EXPECT_NEAR(cpu(2) + rec(2) + rec(1), lp::own_host_cpu_per_task(p.model, 2, 0), 1e-12);
-  // far (a leaf on a host of its own): its run and its reception on "far" — and the sender's
-  // half of its move on w1's pool, on "vm".
-  EXPECT_NEAR(cpu(3) + rec(3), lp::own_host_cpu_per_task(p.model, 3, 0), 1e-12);
-  EXPECT_NEAR(snd(3), 0.5 * 1e-9 * 1e6, 1e-15);
-  EXPECT_NEAR(cpu(3), 0.01, 1e-12);  // the kernel runs, the rest is spent receiving
+  EXPECT_NEAR(cpu("w1a") + rec("w1a") + rec("w1"), own("w1a"), 1e-12);
+  EXPECT_NEAR(cpu("w1a"), 0.005, 1e-12);  // its kernel at half a CPU
+  // w1b (a leaf on a host of its own): its run and its reception on "far" — and the
+  // sender's half of its move on w1's pool, on "vm".
+  EXPECT_NEAR(cpu("w1b") + rec("w1b"), own("w1b"), 1e-12);
+  EXPECT_NEAR(snd("w1b"), 0.5 * 1e-9 * 1e6, 1e-15);
+  EXPECT_NEAR(cpu("w1b"), 0.01, 1e-12);  // the kernel runs, the rest is spent receiving
   // w1 forwards: everything beyond its own move is spent when it runs.
-  EXPECT_NEAR(cpu(1) + rec(1), lp::own_host_cpu_per_task(p.model, 1, 0), 1e-12);
-  EXPECT_NEAR(rec(1), 1e-9 * 1e6, 1e-15);
-  EXPECT_EQ(p.cpu_pools.size(), 2u);  // "vm" (w1 and w1a, unpinned) and "far"
+  EXPECT_NEAR(cpu("w1") + rec("w1"), own("w1"), 1e-12);
+  EXPECT_NEAR(rec("w1"), 1e-9 * 1e6, 1e-15);
+  EXPECT_EQ(p.cpu_pools.size(), 2u);  // "vm" (w1, w1a, w2: not pinned) and "far"
 }
 
 TEST(Simulation, ErrorsNameTheProblem) {
