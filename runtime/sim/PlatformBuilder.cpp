@@ -36,6 +36,16 @@ simgrid::kernel::profile::Profile* profile_of(const std::string& name, double in
   return simgrid::kernel::profile::ProfileBuilder::from_string(name, text.str(), -1);
 }
 
+/// A sealed host of `cores` cores at `speed` flop/s each in `zone`; `[[event]]` changes
+/// of its speed, if any, as a profile over its peak.
+sg4::Host* create_host(sg4::NetZone* zone, const std::string& name, double speed, std::uint32_t cores,
+                       const std::vector<std::pair<double, double>>& changes) {
+  const double peak = peak_of(speed, changes);
+  auto* host = zone->create_host(name, peak)->set_core_count(static_cast<int>(cores));
+  if (!changes.empty()) host->set_speed_profile(profile_of("speed-" + name, speed, peak, changes));
+  return host->seal();
+}
+
 }  // namespace
 
 double link_peak_bandwidth(const SimNode& node) { return peak_of(node.bandwidth, node.bandwidth_changes); }
@@ -68,15 +78,7 @@ BuiltPlatform build_platform(const SimPlatform& platform) {
       own->set_parent(home);
     created.push_back(own);
     // A host has at least one core in SimGrid; a forwarding node never executes anything.
-    if (node.speed_changes.empty()) {
-      hosts[u] = own->create_host(node.name, node.speed)->set_core_count(static_cast<int>(std::max(node.cores, 1u)))->seal();
-    } else {  // `[[event]]`s change its speed during the run
-      const double peak = peak_of(node.speed, node.speed_changes);
-      hosts[u] = own->create_host(node.name, peak)
-                     ->set_core_count(static_cast<int>(std::max(node.cores, 1u)))
-                     ->set_speed_profile(profile_of("speed-" + node.name, node.speed, peak, node.speed_changes))
-                     ->seal();
-    }
+    hosts[u] = create_host(own, node.name, node.speed, std::max(node.cores, 1u), node.speed_changes);
     top[u] = subtree[u] ? subtree[u] : own;
     auto* me = hosts[u]->get_netpoint();
 
@@ -113,11 +115,7 @@ BuiltPlatform build_platform(const SimPlatform& platform) {
     auto* zone = sg4::create_star_zone("zone-" + pool.name);
     zone->set_parent(subtree[0]);
     created.push_back(zone);
-    auto* host = zone->create_host(pool.name, peak_of(pool.speed, pool.speed_changes))->set_core_count(static_cast<int>(pool.cores));
-    if (!pool.speed_changes.empty())
-      host->set_speed_profile(
-          profile_of("speed-" + pool.name, pool.speed, peak_of(pool.speed, pool.speed_changes), pool.speed_changes));
-    pools.push_back(host->seal());
+    pools.push_back(create_host(zone, pool.name, pool.speed, pool.cores, pool.speed_changes));
   }
   built.exec_hosts = hosts;
   for (std::size_t u = 0; u < n; ++u)
