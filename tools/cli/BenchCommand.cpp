@@ -126,7 +126,7 @@ void add_bench_command(CLI::App& app, Commands& out) {
 
   auto* bench_drift = bench->add_subcommand(
       "drift", "How steady this machine's speed is: a matmul loop on every core, sampled, and the best ratio a prediction "
-               "checked on it can show (issue 21)");
+               "checked on it can show");
   auto dbo = std::make_shared<tools::DriftBenchOptions>();
   bench_drift->add_option("--seconds", dbo->seconds, "Measuring time, seconds")->capture_default_str()->check(cli_support::positive_seconds());
   bench_drift->add_option("--chunk", dbo->chunk, "Seconds per sample")->capture_default_str()->check(cli_support::positive_seconds());

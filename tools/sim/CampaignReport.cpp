@@ -304,7 +304,7 @@ void write_report(const fs::path& out, const CampaignRun& run, const std::string
   }
   md << "\n\"LP better\": platforms with ln r > 0. The last two columns compare with the LP (3) optimum "
         "itself rather than with the `lp` policy's experimental throughput; the highest ratio above 1 would be "
-        "a policy beating the model (issue 21), beyond the measurement window's edges.\n\n";
+        "a policy beating the model, beyond the measurement window's edges.\n\n";
 
   md << "By tree size (geometric mean of r; the paper gives, for trees of 50 and 100 nodes, CGBC 1.243 and "
         "FCFS 2.0399, and says FCFS and CGBC are of the same order on small trees):\n\n"
