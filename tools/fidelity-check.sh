@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The headline check of issue 21: RUNS consecutive `treefarm run EXPERIMENT --calibrate`
+# The prediction check: RUNS consecutive `treefarm run EXPERIMENT --calibrate`
 # (each calibrates in place, then runs, and writes the LP's prediction beside the
 # measurement in results.json), each within ±TOLERANCE of its prediction. Per run it
 # prints the predicted and measured fair throughput (tasks/s per unit of weight), their
