@@ -1,4 +1,4 @@
-// Issue 13, "a cryptographic digest of the result": does the same dgemm give the same bits
+// "A cryptographic digest of the result?": does the same dgemm give the same bits
 // under different OpenBLAS kernels / thread counts? Writes C = A·B (n×n, inputs from a
 // fixed seed) to a file; compare the files with `compare`.
 //   g++ -O2 -std=c++20 blas_rounding.cpp -o /tmp/blas_rounding -lopenblas
