@@ -44,7 +44,7 @@ void add_launch_command(CLI::App& app, Commands& out) {
             "ssh runs in BatchMode with your agent and ~/.ssh/config. Exit code: the master's; 1 if the\n"
             "master's host was lost, 2 if a host could not be prepared, 124 timeout, 130 interrupted.");
   c->add_option("experiment", a->experiment, "Experiment file (TOML, docs/experiment-file.md)")->required()->check(CLI::ExistingFile);
-  c->add_option("--hosts", a->hosts, "Hosts file (TOML, docs/launch.md)")->check(CLI::ExistingFile);
+  c->add_option("--hosts", a->hosts, "Hosts file (TOML, docs/hosts-file.md)")->check(CLI::ExistingFile);
   c->add_flag("--slurm", a->slurm, "Inside a Slurm allocation: the hosts are its nodes, each tree node a job step (srun)");
   c->add_option("--bin-dir", a->bin_dir, "--slurm: where treefarm-master/worker are on the nodes (default: next to this treefarm)");
   c->add_option("--work-dir", a->work_dir, "--slurm: run directories are made under it on each node")->capture_default_str();
