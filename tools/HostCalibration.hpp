@@ -99,7 +99,7 @@ void calibrate_local_host(const model::Experiment& experiment, const std::string
 /// measured on this machine (`treefarm emulate` runs every node on it). The LP's host rows
 /// then charge each node the CPU its own transfers cost (half of every link's bytes on
 /// each end; docs/lp.md "Hosts"), which a node with a twentieth of a core cannot ignore
-/// (docs/results/emulated-lans.md, lan-slices). Where the platform counts each node's
+/// (docs/results/emulation.md, lan-slices). Where the platform counts each node's
 /// CPU time (`lo.node_cpu_seconds`, with `lo.wrap` and the endpoint hooks of the
 /// platform), also each computing node's **whole CPU per task** of each application, on
 /// its own link and under its own quota: the node alone below a master in its parent's
