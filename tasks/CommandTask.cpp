@@ -1,12 +1,7 @@
 #include "tasks/CommandTask.hpp"
 
 #include <fcntl.h>
-#include <poll.h>
-#include <pthread.h>
-#include <sched.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/syscall.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -26,7 +21,7 @@
 #include <string_view>
 #include <thread>
 
-extern char** environ;
+#include "tasks/Sandbox.hpp"
 
 namespace treefarm::tasks {
 
@@ -35,48 +30,6 @@ namespace fs = std::filesystem;
 namespace {
 
 std::string errno_text(int e) { return std::strerror(e); }
-
-/// A private directory for one task, removed when it goes out of scope.
-class TaskDir {
- public:
-  TaskDir() {
-    std::string tmpl = (fs::temp_directory_path() / "treefarm-task-XXXXXX").string();
-    if (::mkdtemp(tmpl.data()) == nullptr)
-      throw std::runtime_error("command task: cannot create a directory in " + fs::temp_directory_path().string() +
-                               ": " + errno_text(errno));
-    path_ = tmpl;
-  }
-  ~TaskDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  TaskDir(const TaskDir&) = delete;
-  TaskDir& operator=(const TaskDir&) = delete;
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
-
-void write_file(const fs::path& path, std::span<const std::byte> bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-  if (!out) throw std::runtime_error("command task: cannot write " + path.string() + ": " + errno_text(errno));
-}
-
-/// The last `limit` bytes of a file ("" if it cannot be read).
-std::string tail_of(const fs::path& path, std::size_t limit) {
-  std::ifstream in(path, std::ios::binary | std::ios::ate);
-  if (!in) return {};
-  const auto size = static_cast<std::size_t>(in.tellg());
-  const std::size_t keep = std::min(size, limit);
-  in.seekg(static_cast<std::streamoff>(size - keep));
-  std::string text(keep, '\0');
-  in.read(text.data(), static_cast<std::streamsize>(keep));
-  text.resize(static_cast<std::size_t>(in.gcount()));
-  while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
-  return size > keep ? "..." + text : text;
-}
 
 /// A SHA-256 digest as 64 lowercase hex digits.
 std::string hex_of(const std::array<unsigned char, crypto_hash_sha256_BYTES>& digest) {
@@ -89,114 +42,38 @@ std::string hex_of(const std::array<unsigned char, crypto_hash_sha256_BYTES>& di
   return hex;
 }
 
-/// SHA-256 (libsodium) of a file, streamed; its size in `bytes`.
-std::string sha256_of(const fs::path& path, std::uint64_t& bytes) {
-  crypto_hash_sha256_state state;
-  crypto_hash_sha256_init(&state);
-  bytes = 0;
-  std::ifstream in(path, std::ios::binary);
-  if (in) {
-    std::vector<char> chunk(1 << 16);
-    while (in) {
-      in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
-      const auto got = static_cast<std::size_t>(in.gcount());
-      if (got == 0) break;
-      crypto_hash_sha256_update(&state, reinterpret_cast<const unsigned char*>(chunk.data()), got);
-      bytes += got;
-    }
-  }
-  std::array<unsigned char, crypto_hash_sha256_BYTES> digest{};
-  crypto_hash_sha256_final(&state, digest.data());
-  return hex_of(digest);
-}
-
-/// The whole content of a file (empty if it does not exist: a program that wrote nothing).
-std::shared_ptr<std::vector<std::byte>> read_whole(const fs::path& path, std::uint64_t size) {
-  auto bytes = std::make_shared<std::vector<std::byte>>(static_cast<std::size_t>(size));
-  std::ifstream in(path, std::ios::binary);
-  if (size > 0) {
-    in.read(reinterpret_cast<char*>(bytes->data()), static_cast<std::streamsize>(size));
-    if (static_cast<std::uint64_t>(in.gcount()) != size)
-      throw std::runtime_error("command task: cannot read its output " + path.string() + ": " + errno_text(errno));
-  }
-  return bytes;
-}
-
-/// Pins the calling thread to `cpus` while it lives (a spawned child inherits it), then
-/// restores the thread's previous affinity.
-class ScopedAffinity {
+/// SHA-256 (libsodium) computed as the bytes come.
+class StreamingSha256 {
  public:
-  explicit ScopedAffinity(std::span<const int> cpus) {
-    if (cpus.empty()) return;
-    if (::pthread_getaffinity_np(::pthread_self(), sizeof saved_, &saved_) != 0) return;
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    for (int c : cpus)
-      if (c >= 0 && c < CPU_SETSIZE) CPU_SET(static_cast<std::size_t>(c), &set);
-    active_ = ::pthread_setaffinity_np(::pthread_self(), sizeof set, &set) == 0;
+  StreamingSha256() { crypto_hash_sha256_init(&state_); }
+  void update(std::span<const std::byte> bytes) {
+    crypto_hash_sha256_update(&state_, reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size());
   }
-  ~ScopedAffinity() {
-    if (active_) ::pthread_setaffinity_np(::pthread_self(), sizeof saved_, &saved_);
+  std::string hex() {
+    std::array<unsigned char, crypto_hash_sha256_BYTES> digest{};
+    crypto_hash_sha256_final(&state_, digest.data());
+    return hex_of(digest);
   }
-  ScopedAffinity(const ScopedAffinity&) = delete;
-  ScopedAffinity& operator=(const ScopedAffinity&) = delete;
 
  private:
-  cpu_set_t saved_{};
-  bool active_ = false;
+  crypto_hash_sha256_state state_{};
 };
 
-/// posix_spawn attributes and file actions, released on scope exit.
-struct SpawnSetup {
-  posix_spawnattr_t attr{};
-  posix_spawn_file_actions_t actions{};
-  SpawnSetup() {
-    ::posix_spawnattr_init(&attr);
-    ::posix_spawn_file_actions_init(&actions);
-  }
-  ~SpawnSetup() {
-    ::posix_spawn_file_actions_destroy(&actions);
-    ::posix_spawnattr_destroy(&attr);
-  }
-  SpawnSetup(const SpawnSetup&) = delete;
-  SpawnSetup& operator=(const SpawnSetup&) = delete;
-};
-
-/// Waits for `pid` until `timeout` seconds (0: forever); kills its process group when the
-/// time is up. Returns the wait status; `timed_out` says whether it was killed for time.
-int wait_child(pid_t pid, double timeout, bool& timed_out) {
-  timed_out = false;
-  int status = 0;
-  const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout);
+/// Reads a file the program wrote, `size` bytes at most, into `keep` (if not null) and
+/// the digest; returns the bytes read.
+std::uint64_t read_output(int fd, StreamingSha256& sha, std::vector<std::byte>* keep) {
+  std::vector<std::byte> chunk(1 << 16);
+  std::uint64_t total = 0;
   for (;;) {
-    const pid_t got = ::waitpid(pid, &status, WNOHANG);
-    if (got == pid) break;
-    if (got < 0 && errno != EINTR) {  // ECHILD: someone else reaped it (SIGCHLD ignored?)
-      status = -1;
-      break;
-    }
-    int wait_ms = -1;
-    if (timeout > 0) {
-      const double left = std::chrono::duration<double>(deadline - std::chrono::steady_clock::now()).count();
-      if (left <= 0) {
-        timed_out = true;
-        ::kill(-pid, SIGKILL);
-        while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-        }
-        break;
-      }
-      wait_ms = static_cast<int>(std::min(left * 1000.0 + 1.0, 1000.0));
-    }
-    if (pidfd >= 0) {
-      pollfd p{pidfd, POLLIN, 0};
-      ::poll(&p, 1, wait_ms);
-    } else {  // no pidfd (kernel < 5.3): poll the child
-      std::this_thread::sleep_for(std::chrono::milliseconds(wait_ms < 0 ? 5 : std::min(wait_ms, 5)));
-    }
+    const ssize_t n = ::read(fd, chunk.data(), chunk.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw std::runtime_error("command task: cannot read its output: " + errno_text(errno));
+    if (n == 0) return total;
+    const std::span<const std::byte> got(chunk.data(), static_cast<std::size_t>(n));
+    sha.update(got);
+    if (keep) keep->insert(keep->end(), got.begin(), got.end());
+    total += got.size();
   }
-  if (pidfd >= 0) ::close(pidfd);
-  return status;
 }
 
 /// splitmix64 (Steele, Lea, Flood 2014), as tasks/Payload.cpp: the same text on every machine.
@@ -279,90 +156,104 @@ CommandOutcome run_command(const model::AppSpec& app, std::span<const std::byte>
   if (sodium < 0) throw std::runtime_error("run_command: libsodium cannot initialise");
 
   CommandOutcome o;
-  TaskDir dir;
-  const fs::path input_path = dir.path() / "input";
-  const fs::path output_path = dir.path() / "output";
-  const fs::path stdout_path = dir.path() / "stdout";
-  const fs::path stderr_path = dir.path() / "stderr";
-  write_file(input_path, input);
+  Sandbox box(sandbox_settings());
+  const std::string input_path = box.write_file("input", input);
+  const std::string output_path = box.work_dir() + "/output";
   bool output_named = false;
   for (const auto& a : app.argv) output_named = output_named || a.find("{output}") != std::string::npos;
-  const auto args = expand_argv(app.argv, index, input_path.string(), output_path.string());
-  std::vector<char*> c_args;
-  for (const auto& a : args) c_args.push_back(const_cast<char*>(a.c_str()));
-  c_args.push_back(nullptr);
 
-  SpawnSetup setup;
-  const std::string in_s = input_path.string();
-  const std::string out_s = (output_named ? stdout_path : output_path).string();
-  const std::string err_s = stderr_path.string();
-  ::posix_spawn_file_actions_addopen(&setup.actions, 0, in_s.c_str(), O_RDONLY, 0);
-  ::posix_spawn_file_actions_addopen(&setup.actions, 1, out_s.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  ::posix_spawn_file_actions_addopen(&setup.actions, 2, err_s.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  // The node's own signal handling (blocked signals, handlers) must not reach the program.
-  sigset_t empty, all;
-  sigemptyset(&empty);
-  sigfillset(&all);
-  ::posix_spawnattr_setsigmask(&setup.attr, &empty);
-  ::posix_spawnattr_setsigdefault(&setup.attr, &all);
-  ::posix_spawnattr_setpgroup(&setup.attr, 0);  // its own group: a timeout kills its children too
-  ::posix_spawnattr_setflags(&setup.attr, static_cast<short>(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF |
-                                                             POSIX_SPAWN_SETPGROUP));
-
-  pid_t pid = 0;
-  const auto t0 = std::chrono::steady_clock::now();
-  int spawned = 0;
-  {
-    ScopedAffinity pin(cpus);
-    spawned = ::posix_spawnp(&pid, c_args[0], &setup.actions, &setup.attr, c_args.data(), environ);
+  SandboxRun run;
+  run.argv = expand_argv(app.argv, index, input_path, output_path);
+  std::string cpu_list;
+  for (int c : cpus) cpu_list += (cpu_list.empty() ? "" : ",") + std::to_string(c);
+  run.env = {"TREEFARM_APP=" + app.name, "TREEFARM_TASK_INDEX=" + std::to_string(index),
+             "TREEFARM_INPUT=" + input_path, "TREEFARM_OUTPUT=" + output_path, "TREEFARM_CPUS=" + cpu_list};
+  run.stdin_file = "input";
+  run.cpus.assign(cpus.begin(), cpus.end());
+  run.cores = app.cores_per_task;
+  run.timeout = app.timeout;
+  run.memory_bytes = app.memory_per_task;
+  run.file_bytes = app.disk_per_task;
+  run.keep_stderr_bytes = max_error_bytes;
+  StreamingSha256 sha;
+  auto kept = std::make_shared<std::vector<std::byte>>();
+  if (!output_named) {  // standard output is the output: digested (and kept) as it comes
+    if (app.send_output) run.max_stdout_bytes = app.max_output_bytes;
+    run.on_stdout = [&](std::span<const std::byte> bytes) {
+      sha.update(bytes);
+      if (app.send_output) kept->insert(kept->end(), bytes.begin(), bytes.end());
+    };
   }
-  if (spawned != 0) {
+  const SandboxEnd end = box.run(run);
+  o.seconds = end.seconds;
+  const std::string& program = run.argv[0];
+  if (!end.started) {
     o.failed = true;
-    o.error = "cannot run '" + args[0] + "': " + errno_text(spawned);
+    o.error = end.start_error;
     return o;
   }
-  bool timed_out = false;
-  const int status = wait_child(pid, app.timeout, timed_out);
-  o.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
   std::string why;
-  if (timed_out) {
+  if (end.shutdown) {
+    why = "stopped: the worker is shutting down";
+  } else if (end.timed_out) {
     why = "timed out after " + std::to_string(app.timeout) + " s (killed)";
-  } else if (WIFEXITED(status)) {
-    o.exit_status = WEXITSTATUS(status);
+  } else if (!end.limit.empty()) {
+    why = "stopped: " + end.limit;
+    if (app.send_output && !output_named && end.stdout_bytes > app.max_output_bytes)
+      why = "stopped: output over max_output_bytes " + std::to_string(app.max_output_bytes) +
+            " (stopped while running): not sent back";
+  } else if (WIFEXITED(end.status)) {
+    o.exit_status = WEXITSTATUS(end.status);
     if (o.exit_status != 0) why = "exit status " + std::to_string(o.exit_status);
-  } else if (status == -1) {
-    why = "could not be waited for (its exit status is unknown)";
-  } else if (WIFSIGNALED(status)) {
-    why = "killed by signal " + std::to_string(WTERMSIG(status)) + " (" + ::strsignal(WTERMSIG(status)) + ")";
+  } else if (WIFSIGNALED(end.status)) {
+    why = "killed by signal " + std::to_string(WTERMSIG(end.status)) + " (" + ::strsignal(WTERMSIG(end.status)) + ")";
   }
   if (!why.empty()) {
     o.failed = true;
-    const std::string err = tail_of(stderr_path, max_error_bytes);
-    o.error = "'" + args[0] + "' " + why + (err.empty() ? std::string(", no stderr") : ": " + err);
+    std::string err = end.stderr_tail;
+    while (!err.empty() && (err.back() == '\n' || err.back() == '\r')) err.pop_back();
+    if (end.stderr_cut) err = "..." + err;
+    o.error = "'" + program + "' " + why + (err.empty() ? std::string(", no stderr") : ": " + err);
     return o;
   }
-  if (app.send_output) {
-    // Output files (docs/command-tasks.md): the bytes go back up with the result, so the
-    // limit is checked before they are read.
-    std::error_code ec;
-    const std::uint64_t size = fs::exists(output_path, ec) ? fs::file_size(output_path, ec) : 0;
-    if (size > app.max_output_bytes) {
+  if (output_named) {
+    // The file the program wrote: opened only if it is its own regular file (not a link
+    // to a file of the worker's), its size checked before it is read.
+    std::string refused;
+    const int fd = box.open_output("output", refused);
+    if (fd == -2) {
+      o.failed = true;
+      o.error = "'" + program + "' " + refused;
+      return o;
+    }
+    struct stat st{};
+    if (fd >= 0) ::fstat(fd, &st);
+    const auto size = static_cast<std::uint64_t>(st.st_size);
+    if (app.send_output && size > app.max_output_bytes) {
+      if (fd >= 0) ::close(fd);
       o.failed = true;
       o.output_bytes = size;
       o.error = "output of " + std::to_string(size) + " bytes, over max_output_bytes " +
                 std::to_string(app.max_output_bytes) + ": not sent back";
       return o;
     }
-    o.output = read_whole(output_path, size);
-    o.output_bytes = size;
-    o.sha256 = sha256_hex(*o.output);
+    try {
+      o.output_bytes = fd >= 0 ? read_output(fd, sha, app.send_output ? kept.get() : nullptr) : 0;
+    } catch (...) {
+      ::close(fd);
+      throw;
+    }
+    if (fd >= 0) ::close(fd);
   } else {
-    o.sha256 = sha256_of(output_path, o.output_bytes);
+    o.output_bytes = end.stdout_bytes;
   }
+  o.sha256 = sha.hex();
+  if (app.send_output) o.output = std::move(kept);
   o.checksum = sha256_checksum(o.sha256);
   if (!app.expect_digest.empty() && o.sha256 != app.expect_digest) {
     o.failed = true;
+    o.output = nullptr;
     o.error = "output digest " + o.sha256 + " (" + std::to_string(o.output_bytes) + " bytes), expected " +
               app.expect_digest;
   }

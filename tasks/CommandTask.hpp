@@ -1,6 +1,6 @@
 #pragma once
 /// @file CommandTask.hpp
-/// The application kind `command` (issue 20; docs/command-tasks.md): the user's own
+/// The application kind `command` (docs/command-tasks.md): the user's own
 /// program, run once per task as a child process with its input in a file, its output
 /// digested, its exit status checked and its standard error kept when it fails.
 
@@ -41,22 +41,24 @@ double sha256_checksum(const std::string& sha256_hex);
 /// The SHA-256 of `bytes` as 64 lowercase hex digits (libsodium).
 std::string sha256_hex(std::span<const std::byte> bytes);
 
-/// Runs task `index` of the command application `app` on `input`.
+/// Runs task `index` of the command application `app` on `input`, contained
+/// (tasks/Sandbox.hpp, docs/command-tasks.md): as the run-as user of sandbox_settings(),
+/// in its own folder under the scratch folder, with a clean environment, in its own cgroup
+/// (or process group), confined to `cpus` (OS core indices; empty: the worker's).
 ///
-/// In a fresh private directory under the temporary directory ($TMPDIR or /tmp): `input`
-/// is written to the file "input", which is also the program's standard input; the
-/// output is the file "{output}" names if the template uses it, else the program's
-/// standard output; standard error goes to a file whose last max_error_bytes are kept in
-/// `error` when the run fails. The program (looked up on PATH) runs in its own process
-/// group with default signal dispositions and an empty signal mask, pinned to `cpus`
-/// (OS core indices; empty: the caller's affinity) through the spawning thread's
-/// affinity, which it inherits. After app.timeout seconds (0: none) the whole process
-/// group is killed. With app.send_output the output's bytes are kept in the outcome, and
-/// an output over app.max_output_bytes fails the run. The directory is removed afterwards.
+/// `input` is written to the file "input" of that folder, which is also the program's
+/// standard input; the output is the file "{output}" names if the template uses it (a
+/// regular file of the task's user, else the run fails), else the program's standard
+/// output, read and digested while it runs; standard error is read while it runs and its
+/// last max_error_bytes are kept in `error` when the run fails. After app.timeout seconds
+/// (0: none) every process of the task is killed, and so it is when its first process
+/// ends. With app.send_output the output's bytes are kept in the outcome, and an output
+/// over app.max_output_bytes fails the run (standard output is stopped as soon as it
+/// passes the limit). The folder is removed afterwards.
 ///
 /// Never throws for a failure of the program: it is reported in the outcome.
 /// @throws std::invalid_argument if app is not a command application.
-/// @throws std::runtime_error if the private directory cannot be created or written.
+/// @throws std::runtime_error if the private folder cannot be created or written.
 CommandOutcome run_command(const model::AppSpec& app, std::span<const std::byte> input, std::uint64_t index,
                            std::span<const int> cpus);
 

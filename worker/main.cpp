@@ -12,6 +12,7 @@
 #include "runtime/cli/CliSupport.hpp"
 #include "tasks/BlasKernel.hpp"
 #include "tasks/PayloadMemory.hpp"
+#include "tasks/SandboxOptions.hpp"
 #include "tasks/Benchmark.hpp"
 #include "runtime/exec/CpuList.hpp"
 #include "runtime/zmq/ZmqNode.hpp"
@@ -82,6 +83,15 @@ int main(int argc, char** argv) {
   app.add_option("--task-deadline-factor", opt.task_deadline_factor, "A task a child holds past max(floor, FACTOR x expected seconds) is re-issued elsewhere (0 = never)")->capture_default_str()->check(CLI::NonNegativeNumber);
   app.add_option("--task-deadline-floor", opt.task_deadline_floor, "seconds: the least time a child is given for a task before it is re-issued")->capture_default_str()->check(CLI::NonNegativeNumber);
   app.add_option("--ack-timeout", opt.ack_timeout, "seconds a child may take to acknowledge a task transfer before it is dropped (0 = never)")->capture_default_str()->check(CLI::NonNegativeNumber);
+  // Containment of command tasks (docs/command-tasks.md, "Containment").
+  treefarm::tasks::SandboxOptions sandbox;
+  app.add_option("--run-as", sandbox.run_as, "User that command tasks run as (default: nobody when this worker runs as root, else this worker's own user; root only when named)");
+  app.add_option("--scratch", sandbox.scratch, "Folder under which each command task gets its own folder (default: $TMPDIR, else /tmp); the --run-as user must be able to reach it")->check(CLI::ExistingDirectory);
+  app.add_option("--task-memory", sandbox.memory_bytes, "bytes of memory a command task may use when its application has no memory_per_task (0 = no limit)")->capture_default_str();
+  app.add_option("--task-pids", sandbox.pids, "Processes and threads at most in one command task")->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--task-file-bytes", sandbox.file_bytes, "bytes: the largest file a command task may write, and the most standard output and error it may print, when its application has no disk_per_task")->capture_default_str()->check(CLI::PositiveNumber);
+  bool no_cgroups = false;
+  app.add_flag("--no-cgroups", no_cgroups, "Do not put command tasks in cgroups: process-group kill and rlimits only (the fallback where cgroups are unavailable)");
   namespace cs = treefarm::cli_support;
   cs::add_log_level_option(app, log_level);
   cs::setup_app(app, "treefarm-worker");
@@ -90,6 +100,15 @@ int main(int argc, char** argv) {
   opt.balance = *treefarm::core::balance_from_string(balance);
   cs::setup_logging(log_level);
   try {
+    sandbox.cgroups = !no_cgroups;
+    try {
+      treefarm::tasks::configure_sandbox(sandbox);
+    } catch (const std::invalid_argument& e) {
+      throw cs::UsageError(e.what());
+    }
+    const auto contained = treefarm::tasks::sandbox_settings();
+    spdlog::info("{}: command tasks run as {} (uid {}) in their own folders under {}", opt.name, contained.user.name,
+                 contained.user.uid, contained.scratch);
     if (opt.balance != treefarm::core::BalanceMode::off && opt.migration == treefarm::core::MigrationMode::off)
       throw cs::UsageError("--balance " + balance + ": queue balancing moves tasks by migration; give --migration pull or push too");
     const auto topo = treefarm::exec::discover_topology();

@@ -7,6 +7,7 @@
 #include "runtime/exec/CpuQuota.hpp"
 #include "tasks/CommandTask.hpp"
 #include "tasks/Payload.hpp"
+#include "tasks/SandboxOptions.hpp"
 #include "tasks/TaskRunner.hpp"
 
 namespace treefarm::exec {
@@ -26,7 +27,8 @@ ExecutorRunner::ExecutorRunner(ExecutorConfig config)
     : exec_(std::move(config)) {
   if (const auto q = cpu_quota()) quota_period_ = q->period_seconds;
 }
-ExecutorRunner::~ExecutorRunner() = default;
+ExecutorRunner::~ExecutorRunner() { tasks::stop_all_commands(); }
+ExecutorRunner::CommandsGate::~CommandsGate() { tasks::allow_commands(); }
 
 std::uint32_t ExecutorRunner::cores() const { return exec_.total_cores(); }
 int ExecutorRunner::notify_fd() const { return exec_.notify_fd(); }

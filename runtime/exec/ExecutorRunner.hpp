@@ -19,6 +19,8 @@ namespace treefarm::exec {
 class ExecutorRunner final : public node::LocalRunner {
  public:
   explicit ExecutorRunner(ExecutorConfig config);
+  /// Kills the command tasks still running (tasks::stop_all_commands: every process of
+  /// theirs), waits for the executor's threads, then lets command tasks start again.
   ~ExecutorRunner() override;
 
   std::uint32_t cores() const override;
@@ -40,6 +42,14 @@ class ExecutorRunner final : public node::LocalRunner {
 
  private:
   struct Run;
+  /// Destroyed after exec_: lets command tasks start again once its threads have ended.
+  struct CommandsGate {
+    CommandsGate() = default;
+    CommandsGate(const CommandsGate&) = delete;
+    CommandsGate& operator=(const CommandsGate&) = delete;
+    ~CommandsGate();
+  };
+  CommandsGate gate_;
   Executor exec_;
   std::optional<double> quota_period_;  ///< seconds; nullopt: no quota
   std::unordered_map<std::uint64_t, std::shared_ptr<Run>> runs_;  ///< by executor id

@@ -9,6 +9,9 @@
 #include <set>
 #include <sstream>
 
+#include <signal.h>
+#include <unistd.h>
+
 #include "tests/support/TreeToml.hpp"
 #include "tests/integration/ProcessTestUtil.hpp"
 
@@ -20,6 +23,17 @@ std::string command_tree(const std::string& app_toml) {
   return test_support::star_nodes_toml(2) + app_toml + "\n" + test_support::multiport_run_toml(4, "fcfs");
 }
 
+/// Command tasks of a worker running as root run as `nobody` (docs/command-tasks.md,
+/// "Containment"): a test whose program writes beside the test opens `path` (a file or a
+/// folder in `dir`) to them.
+void writable_by_tasks(const fs::path& dir, const fs::path& path) {
+  using P = fs::perms;
+  fs::permissions(dir, P::owner_all | P::group_read | P::group_exec | P::others_read | P::others_exec);
+  if (!fs::exists(path)) std::ofstream(path).flush();
+  fs::permissions(path, fs::is_directory(path) ? P::all : P::owner_read | P::owner_write | P::group_read |
+                                                            P::group_write | P::others_read | P::others_write);
+}
+
 nlohmann::json results_of(const fs::path& out) {
   std::ifstream f(out / "results.json");
   return nlohmann::json::parse(f);
@@ -28,6 +42,7 @@ nlohmann::json results_of(const fs::path& out) {
 TEST(CommandTest, GzipRunsExactlyOncePerTaskOnTheWorkers) {
   TempDir dir("cmd-once");
   const auto log = dir.path() / "ran.log";
+  writable_by_tasks(dir.path(), log);
   // Every run appends its index and worker-side input size: a task run twice (or never)
   // shows in the log, whatever results.json says.
   const auto exp = write_file(dir.path() / "gzip.toml", command_tree(R"([[app]]
@@ -143,6 +158,7 @@ TEST(CommandTest, GzipOutputsComeBackOncePerTaskAndDecompressToTheirInputs) {
   TempDir dir("cmd-outputs");
   const auto inputs = dir.path() / "inputs";
   fs::create_directories(inputs);
+  writable_by_tasks(dir.path(), inputs);
   const auto exp = write_file(dir.path() / "gzip.toml", test_support::quickstart_nodes_toml() + R"([[app]]
 name = "gz"
 kind = "command"
@@ -229,7 +245,7 @@ max_output_bytes = 2000
   ASSERT_EQ(j.at("failures").size(), 1u);
   EXPECT_EQ(j.at("failures")[0].at("id"), 3u);
   const auto error = j.at("failures")[0].at("error").get<std::string>();
-  EXPECT_NE(error.find("output of 3000 bytes, over max_output_bytes 2000"), std::string::npos) << error;
+  EXPECT_NE(error.find("output over max_output_bytes 2000 (stopped while running)"), std::string::npos) << error;
   const auto outputs = out / "outputs" / "gz";
   for (int i = 0; i < 12; ++i)
     EXPECT_EQ(fs::exists(outputs / ("out-" + std::to_string(i) + ".gz")), i != 3) << "task " << i;
@@ -256,6 +272,40 @@ output_file = "../{index}.gz"
   ASSERT_GT(key_line, 0);
   EXPECT_NE(r.output.find("bad.toml:" + std::to_string(key_line) + ":"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("app[0].output_file"), std::string::npos) << r.output;
+}
+
+// Containment (docs/command-tasks.md): workers started as root run each task as `nobody`,
+// in its own folder, and nothing a task started in the background survives it.
+TEST(CommandTest, WorkersAsRootRunTasksAsNobodyInTheirOwnFolderAndLeaveNoProcessBehind) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root: the workers must run as root for their tasks to become nobody";
+  TempDir dir("cmd-contained");
+  const std::string marker = "1000." + std::to_string(::getpid()) + "7";  // sleep's duration, unique on the machine
+  const auto exp = write_file(dir.path() / "who.toml", command_tree(R"([[app]]
+name = "who"
+kind = "command"
+argv = ["sh", "-c", "id -u; pwd; sleep )" + marker + R"( &"]
+bytes = 10
+tasks = 6
+timeout = 60
+output_file = "{index}.txt"
+)"));
+  const auto out = dir.path() / "out";
+  const auto r = run_command(treefarm_bin + " run " + exp + " --out " + out.string() + " --quiet --timeout 120");
+  const auto left = processes_mentioning(marker);
+  for (pid_t p : left) ::kill(p, SIGKILL);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(left.empty()) << left.size() << " background sleep(s) outlived their tasks";
+  std::set<std::string> folders;
+  for (int i = 0; i < 6; ++i) {
+    std::istringstream text(read_file(out / "outputs" / "who" / (std::to_string(i) + ".txt")));
+    std::string uid, folder;
+    text >> uid >> folder;
+    EXPECT_EQ(uid, "65534") << "task " << i << " ran as uid " << uid;
+    EXPECT_NE(folder.find("/treefarm-task-"), std::string::npos) << folder;
+    EXPECT_FALSE(fs::exists(folder)) << folder << " was not removed";
+    folders.insert(folder);
+  }
+  EXPECT_EQ(folders.size(), 6u) << "each task has a folder of its own";
 }
 
 }  // namespace

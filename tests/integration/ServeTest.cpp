@@ -261,6 +261,8 @@ TEST(Serve, CancelEndsARunningOrQueuedExperimentAndTheTreeStaysAndOutputsComeBac
   // The tree stayed: the same worker runs the next experiment, whose outputs come back.
   const auto inputs = dir.path() / "inputs";
   fs::create_directories(inputs);
+  fs::permissions(dir.path(), fs::perms::others_exec, fs::perm_options::add);  // the tasks run as nobody
+  fs::permissions(inputs, fs::perms::all);
   const auto gz = write_file(dir.path() / "gz.toml",
                              "[[app]]\nname = \"gz\"\nkind = \"command\"\nargv = [\"sh\", \"-c\", \"cp {input} " +
                                  inputs.string() + "/{index}; exec gzip -n -c {input}\"]\nbytes = \"24KiB\"\ntasks = 20\n"
