@@ -7,12 +7,14 @@
 
 #include <spdlog/spdlog.h>
 
+#include <array>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <sstream>
@@ -147,14 +149,18 @@ std::string folder_prefix() {
 }
 
 std::mutex host_mutex;
-std::unique_ptr<CgroupHost> host_instance;
-std::string host_why;
-bool host_detected = false;
+struct HostSlot {
+  std::unique_ptr<CgroupHost> host;
+  std::string why;
+  bool detected = false;
+  bool warned = false;
+};
+std::array<HostSlot, 3> hosts;  // by CgroupChoice: automatic, v1, v2
 std::atomic<std::uint64_t> task_counter{0};
 
 }  // namespace
 
-std::unique_ptr<CgroupHost> CgroupHost::detect(std::string& why) {
+std::unique_ptr<CgroupHost> CgroupHost::detect(CgroupChoice choice, std::string& why) {
   std::map<std::string, std::string> paths;  // controller ("" for v2) -> path in /proc/self/cgroup
   {
     std::ifstream in("/proc/self/cgroup");
@@ -171,6 +177,7 @@ std::unique_ptr<CgroupHost> CgroupHost::detect(std::string& why) {
   auto host = std::make_unique<CgroupHost>();
   const std::string self = folder_prefix() + std::to_string(::getpid());
   for (const char* ctrl : {"pids", "memory", "cpuset"}) {
+    if (choice == CgroupChoice::v2) break;
     for (const auto& m : mounts) {
       if (m.fstype != "cgroup" || !has_token(m.options, ctrl) || !paths.count(ctrl)) continue;
       const std::string parent = own_folder(m, paths[ctrl]);
@@ -181,7 +188,7 @@ std::unique_ptr<CgroupHost> CgroupHost::detect(std::string& why) {
   if (!host->hierarchies_.empty() && host->hierarchies_.front().controller != "pids") {
     host->hierarchies_.clear();  // v1 without the pids hierarchy: no complete list of a task's processes
   }
-  if (host->hierarchies_.empty()) {
+  if (host->hierarchies_.empty() && choice != CgroupChoice::v1) {
     for (const auto& m : mounts) {
       if (m.fstype != "cgroup2" || !paths.count("")) continue;
       const std::string parent = own_folder(m, paths[""]);
@@ -192,7 +199,9 @@ std::unique_ptr<CgroupHost> CgroupHost::detect(std::string& why) {
     }
   }
   if (host->hierarchies_.empty()) {
-    why = "no cgroup hierarchy with the pids controller (v1) or unified hierarchy (v2) is mounted";
+    why = choice == CgroupChoice::v1   ? "no cgroup v1 hierarchy with the pids controller is mounted"
+          : choice == CgroupChoice::v2 ? "no cgroup v2 unified hierarchy is mounted"
+                                       : "no cgroup hierarchy with the pids controller (v1) or unified hierarchy (v2) is mounted";
     return nullptr;
   }
   for (const auto& h : host->hierarchies_) {
@@ -267,30 +276,56 @@ std::vector<std::string> CgroupHost::parents() const {
   return out;
 }
 
-CgroupHost* CgroupHost::get() {
-  std::lock_guard lock(host_mutex);
-  if (!host_detected) {
-    host_detected = true;
-    host_instance = detect(host_why);
-    if (host_instance) {
-      host_instance->remove_stale();
+namespace {
+
+/// The host of one version, found once (under host_mutex).
+CgroupHost* found(CgroupChoice version, const std::function<std::unique_ptr<CgroupHost>(std::string&)>& detect) {
+  auto& slot = hosts[static_cast<std::size_t>(version)];
+  if (!slot.detected) {
+    slot.detected = true;
+    slot.host = detect(slot.why);
+    if (slot.host) {
+      slot.host->remove_stale();
       spdlog::info("command tasks: one cgroup ({}) per task under {} (controllers: {})",
-                   host_instance->version_ == Version::v1 ? "v1" : "v2", host_instance->roots_.front(),
-                   host_instance->controllers_.empty() ? "none" : host_instance->controllers_);
-    } else {
-      spdlog::warn("command tasks: cgroups unavailable ({}): a task's processes are limited by rlimits only and "
-                   "killed by process group when it ends, so a process that leaves the group (setsid) can outlive "
-                   "its task (docs/command-tasks.md, \"Without cgroups\")",
-                   host_why);
+                   slot.host->version() == CgroupHost::Version::v1 ? "v1" : "v2", slot.host->roots().front(),
+                   slot.host->controllers().empty() ? "none" : slot.host->controllers());
     }
   }
-  return host_instance.get();
+  return slot.host.get();
 }
 
-std::string CgroupHost::unavailable_reason() {
-  get();
+}  // namespace
+
+CgroupHost* CgroupHost::get(CgroupChoice choice) {
+  if (choice == CgroupChoice::none) throw std::invalid_argument("CgroupHost::get: no host for CgroupChoice::none");
   std::lock_guard lock(host_mutex);
-  return host_why;
+  const auto detect_for = [](CgroupChoice c) {
+    return [c](std::string& why) { return CgroupHost::detect(c, why); };
+  };
+  CgroupHost* host = nullptr;
+  if (choice == CgroupChoice::automatic) {
+    host = found(CgroupChoice::v1, detect_for(CgroupChoice::v1));
+    if (!host) host = found(CgroupChoice::v2, detect_for(CgroupChoice::v2));
+  } else {
+    host = found(choice, detect_for(choice));
+  }
+  auto& slot = hosts[static_cast<std::size_t>(choice)];
+  if (!host && !slot.warned) {
+    slot.warned = true;
+    if (choice == CgroupChoice::automatic)
+      slot.why = hosts[1].why + "; " + hosts[2].why;
+    spdlog::warn("command tasks: cgroups unavailable ({}): a task's processes are limited by rlimits only and "
+                 "killed by process group when it ends, so a process that leaves the group (setsid) can outlive "
+                 "its task (docs/command-tasks.md, \"Without cgroups\")",
+                 slot.why);
+  }
+  return host;
+}
+
+std::string CgroupHost::unavailable_reason(CgroupChoice choice) {
+  const bool available = get(choice) != nullptr;
+  std::lock_guard lock(host_mutex);
+  return available ? std::string() : hosts[static_cast<std::size_t>(choice)].why;
 }
 
 TaskCgroup::TaskCgroup(CgroupHost& host, const CgroupLimits& limits) : host_(host) {

@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include "tasks/SandboxOptions.hpp"
+
 namespace treefarm::tasks {
 
 /// The limits of one task's cgroup.
@@ -34,11 +36,12 @@ class CgroupHost {
   ~CgroupHost();
   CgroupHost(const CgroupHost&) = delete;
   CgroupHost& operator=(const CgroupHost&) = delete;
-  /// The host, or null when cgroups cannot be used here (not mounted, not writable): the
-  /// reason is logged once, as a warning, and kept in unavailable_reason().
-  static CgroupHost* get();
-  /// Why get() returned null ("" when it did not).
-  static std::string unavailable_reason();
+  /// The host for `choice` (not CgroupChoice::none), or null when such cgroups cannot be
+  /// used here (not mounted, not writable): the reason is logged once, as a warning, and
+  /// kept in unavailable_reason(). Found once per choice.
+  static CgroupHost* get(CgroupChoice choice = CgroupChoice::automatic);
+  /// Why get(choice) returned null ("" when it did not).
+  static std::string unavailable_reason(CgroupChoice choice = CgroupChoice::automatic);
 
   Version version() const { return version_; }
   /// The per-process folders `treefarm-NS-PID`, one per hierarchy used (for messages and tests).
@@ -59,7 +62,7 @@ class CgroupHost {
     std::string parent;      ///< this process's own group in it
     std::string root;        ///< parent + "/treefarm-NS-PID"
   };
-  static std::unique_ptr<CgroupHost> detect(std::string& why);
+  static std::unique_ptr<CgroupHost> detect(CgroupChoice choice, std::string& why);
 
   Version version_ = Version::v1;
   std::vector<Hierarchy> hierarchies_;

@@ -233,8 +233,9 @@ SandboxEnd Sandbox::run(const SandboxRun& r) {
   const std::uint64_t max_err = r.max_stderr_bytes > 0 ? r.max_stderr_bytes : file_bytes;
 
   std::unique_ptr<TaskCgroup> cgroup;
-  if (opt.cgroups) {
-    if (CgroupHost* host = CgroupHost::get()) {
+  CgroupHost* host = opt.cgroups == CgroupChoice::none ? nullptr : CgroupHost::get(opt.cgroups);
+  if (host) {
+    {
       try {
         cgroup = std::make_unique<TaskCgroup>(*host, CgroupLimits{opt.pids, memory, r.cpus});
       } catch (const std::runtime_error& e) {
@@ -244,8 +245,7 @@ SandboxEnd Sandbox::run(const SandboxRun& r) {
       end.in_cgroup = true;
     }
   }
-  const bool memory_in_cgroup =
-      cgroup && CgroupHost::get()->controllers().find("memory") != std::string::npos;
+  const bool memory_in_cgroup = cgroup && host->controllers().find("memory") != std::string::npos;
 
   // The environment: nothing of the worker's but two CPU tuning variables of the machine
   // that BLAS libraries need on some CPUs (docs/command-tasks.md, "Environment").

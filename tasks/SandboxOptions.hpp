@@ -13,6 +13,14 @@
 
 namespace treefarm::tasks {
 
+/// Which cgroups a task is put in.
+enum class CgroupChoice {
+  automatic,  ///< v1 if its pids hierarchy is mounted, else v2, else none (the fallback)
+  v1,         ///< the v1 hierarchies only, else none
+  v2,         ///< the v2 unified hierarchy only, else none
+  none,       ///< never: process-group kill and rlimits only
+};
+
 /// The options, as given on the worker's command line.
 struct SandboxOptions {
   /// User name (or numeric uid) the programs run as; "": `nobody` when this process runs
@@ -31,8 +39,8 @@ struct SandboxOptions {
   /// Processes of the run-as user at most, all its tasks together (RLIMIT_NPROC; not
   /// enforced by the kernel for root).
   std::uint64_t user_processes = 4096;
-  /// false: never use cgroups (the fallback: process-group kill and rlimits only).
-  bool cgroups = true;
+  /// Which cgroups to use (CgroupChoice::none: the fallback, process-group kill and rlimits).
+  CgroupChoice cgroups = CgroupChoice::automatic;
 };
 
 /// The user a task runs as.

@@ -90,8 +90,8 @@ int main(int argc, char** argv) {
   app.add_option("--task-memory", sandbox.memory_bytes, "bytes of memory a command task may use when its application has no memory_per_task (0 = no limit)")->capture_default_str();
   app.add_option("--task-pids", sandbox.pids, "Processes and threads at most in one command task")->capture_default_str()->check(CLI::PositiveNumber);
   app.add_option("--task-file-bytes", sandbox.file_bytes, "bytes: the largest file a command task may write, and the most standard output and error it may print, when its application has no disk_per_task")->capture_default_str()->check(CLI::PositiveNumber);
-  bool no_cgroups = false;
-  app.add_flag("--no-cgroups", no_cgroups, "Do not put command tasks in cgroups: process-group kill and rlimits only (the fallback where cgroups are unavailable)");
+  std::string cgroups = "auto";
+  app.add_option("--cgroups", cgroups, "cgroups for command tasks: auto = v1 if its pids hierarchy is mounted, else v2; v1 or v2 = only that one; none = process-group kill and rlimits only (the fallback where cgroups are unavailable)")->capture_default_str()->check(CLI::IsMember({"auto", "v1", "v2", "none"}));
   namespace cs = treefarm::cli_support;
   cs::add_log_level_option(app, log_level);
   cs::setup_app(app, "treefarm-worker");
@@ -100,7 +100,9 @@ int main(int argc, char** argv) {
   opt.balance = *treefarm::core::balance_from_string(balance);
   cs::setup_logging(log_level);
   try {
-    sandbox.cgroups = !no_cgroups;
+    using treefarm::tasks::CgroupChoice;
+    sandbox.cgroups = cgroups == "v1" ? CgroupChoice::v1 : cgroups == "v2" ? CgroupChoice::v2
+                      : cgroups == "none" ? CgroupChoice::none : CgroupChoice::automatic;
     try {
       treefarm::tasks::configure_sandbox(sandbox);
     } catch (const std::invalid_argument& e) {

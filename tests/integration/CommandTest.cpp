@@ -8,6 +8,7 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include <signal.h>
 #include <unistd.h>
@@ -306,6 +307,27 @@ output_file = "{index}.txt"
     folders.insert(folder);
   }
   EXPECT_EQ(folders.size(), 6u) << "each task has a folder of its own";
+}
+
+// A worker stopped while its tasks run (SIGTERM from `treefarm run` at its timeout) kills
+// every process of theirs, those that left their session included, before it exits.
+TEST(CommandTest, AWorkerStoppedMidTaskLeavesNoProcessOfItsTasksBehind) {
+  TempDir dir("cmd-stopped");
+  const std::string marker = "1000." + std::to_string(::getpid()) + "3";  // sleep's duration, unique on the machine
+  const auto exp = write_file(dir.path() / "hang.toml", command_tree(R"([[app]]
+name = "hang"
+kind = "command"
+argv = ["sh", "-c", "setsid sleep )" + marker + R"( & sleep )" + marker + R"("]
+bytes = 10
+tasks = 4
+)"));
+  const auto r = run_command(treefarm_bin + " run " + exp + " --out " + (dir.path() / "out").string() +
+                             " --quiet --timeout 3");
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // a killed process leaves /proc at once; be generous
+  const auto left = processes_mentioning(marker);
+  for (pid_t p : left) ::kill(p, SIGKILL);
+  EXPECT_EQ(r.exit_code, 124) << r.output;
+  EXPECT_TRUE(left.empty()) << left.size() << " sleep(s) outlived the stopped workers";
 }
 
 }  // namespace

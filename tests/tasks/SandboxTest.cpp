@@ -190,7 +190,7 @@ TEST_F(Sandboxed, SetsidAndDoubleForkDoNotEscapeTheEndOrTheTimeout) {
 TEST_F(Sandboxed, WithoutCgroupsTheProcessGroupIsKilledButSetsidEscapes) {
   // The fallback's limit, as docs/command-tasks.md states it: this is what the cgroup is for.
   SandboxOptions no_cgroups;
-  no_cgroups.cgroups = false;
+  no_cgroups.cgroups = CgroupChoice::none;
   configure_sandbox(no_cgroups);
   const std::string marker = unique_marker();
   KillLeftovers cleanup{marker};
@@ -204,8 +204,33 @@ TEST_F(Sandboxed, WithoutCgroupsTheProcessGroupIsKilledButSetsidEscapes) {
   EXPECT_EQ(processes_with(marker).size(), 1u) << "without a cgroup a setsid process escapes";
 }
 
+TEST_F(Sandboxed, TheUnifiedHierarchyKillsWhatLeftTheSessionToo) {
+  // cgroup v2 (here, or beside v1 on a hybrid machine, where it has no controllers but can
+  // still kill a whole group: cgroup.kill).
+  if (CgroupHost::get(CgroupChoice::v2) == nullptr)
+    GTEST_SKIP() << "no usable cgroup v2 hierarchy: " << CgroupHost::unavailable_reason(CgroupChoice::v2);
+  SandboxOptions v2;
+  v2.cgroups = CgroupChoice::v2;
+  configure_sandbox(v2);
+  const std::string marker = unique_marker();
+  KillLeftovers cleanup{marker};
+  const auto o = run_command(command({"sh", "-c", "setsid sleep " + marker + " & setsid sh -c 'sleep " + marker +
+                                                      " &'; sleep 0.3; grep '^0::' /proc/self/cgroup"}),
+                             {}, 0, {});
+  ASSERT_FALSE(o.failed) << o.error;
+  EXPECT_TRUE(processes_with(marker).empty()) << "a detached sleep outlived its task";
+  const std::string line = text_of(o);  // "0::/.../treefarm-NS-PID/task-N"
+  ASSERT_NE(line.find("/task-"), std::string::npos) << line;
+  const auto* host = CgroupHost::get(CgroupChoice::v2);
+  const std::string task = line.substr(line.rfind('/'), line.find('\n') - line.rfind('/'));
+  EXPECT_TRUE(fs::exists(host->roots().front()));
+  EXPECT_FALSE(fs::exists(host->roots().front() + task)) << host->roots().front() + task << " still exists";
+}
+
 TEST_F(Sandboxed, TasksetCannotWidenTheCoresOfTheTask) {
   need_cgroups();
+  if (CgroupHost::get()->controllers().find("cpuset") == std::string::npos)
+    GTEST_SKIP() << "the cgroups here have no cpuset controller for tasks";
   const auto cpus = test_support::affinity_cpus();
   if (cpus.size() < 2) GTEST_SKIP() << "needs 2 CPUs";
   const int mine = cpus.back();
