@@ -340,23 +340,19 @@ SandboxEnd Sandbox::run(const SandboxRun& r) {
     else
       ::kill(-pid, SIGKILL);  // its group; the first process is not reaped yet, so the id is still its
   };
+  // The report pipe is read in the loop below with the others (no wait of its own): end
+  // of file when the program was executed, a ChildFailure when the child gave up before.
   ChildFailure failure{};
-  ssize_t got = 0;
-  while ((got = ::read(report_r.fd, &failure, sizeof failure)) < 0 && errno == EINTR) {
-  }
-  if (got == static_cast<ssize_t>(sizeof failure)) {
-    int status = 0;
-    kill_everything();
-    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  bool failed_to_start = false;
+  const auto read_report = [&] {
+    ssize_t got = 0;
+    while ((got = ::read(report_r.fd, &failure, sizeof failure)) < 0 && errno == EINTR) {
     }
-    unregister.id = 0;
-    detail::unregister_running(registration);
-    end.start_error = failure.step == Step::exec
-                          ? "cannot run '" + r.argv[0] + "': " + errno_text(failure.error)
-                          : "'" + r.argv[0] + "' " + step_text(failure.step) + ": " + errno_text(failure.error);
-    return end;
-  }
-  end.started = true;
+    if (got < 0 && errno == EAGAIN) return;
+    failed_to_start = got == static_cast<ssize_t>(sizeof failure);
+    report_r.reset();
+  };
+  ::fcntl(report_r.fd, F_SETFL, O_NONBLOCK);
 
   const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
   Fd pidfd_guard(pidfd);
@@ -414,9 +410,10 @@ SandboxEnd Sandbox::run(const SandboxRun& r) {
       end.timed_out = true;
       stop_for("");
     }
-    std::array<pollfd, 3> fds{};
+    std::array<pollfd, 4> fds{};
     nfds_t n = 0;
     if (pidfd >= 0) fds[n++] = {pidfd, POLLIN, 0};
+    if (report_r.fd >= 0) fds[n++] = {report_r.fd, POLLIN, 0};
     if (out_r.fd >= 0) fds[n++] = {out_r.fd, POLLIN, 0};
     if (err_r.fd >= 0) fds[n++] = {err_r.fd, POLLIN, 0};
     int wait_ms = pidfd >= 0 ? -1 : 10;  // no pidfd (Linux < 5.3): look again every 10 ms
@@ -426,6 +423,7 @@ SandboxEnd Sandbox::run(const SandboxRun& r) {
       wait_ms = wait_ms < 0 ? left_ms : std::min(wait_ms, left_ms);
     }
     if (::poll(fds.data(), n, wait_ms) < 0 && errno != EINTR) break;
+    if (report_r.fd >= 0) read_report();
     if (out_r.fd >= 0) drain(out_r, true);
     if (err_r.fd >= 0) drain(err_r, false);
   }
@@ -437,6 +435,14 @@ SandboxEnd Sandbox::run(const SandboxRun& r) {
   kill_everything();
   while (::waitpid(pid, &end.status, 0) < 0 && errno == EINTR) {
   }
+  if (report_r.fd >= 0) read_report();  // written before the child's _exit: there by now
+  if (failed_to_start) {
+    end.start_error = failure.step == Step::exec
+                          ? "cannot run '" + r.argv[0] + "': " + errno_text(failure.error)
+                          : "'" + r.argv[0] + "' " + step_text(failure.step) + ": " + errno_text(failure.error);
+    return end;
+  }
+  end.started = true;
   // What is left in the pipes. Every writer is dead unless one escaped the fallback's
   // process group: then give up after 1 s.
   const auto drain_until = std::chrono::steady_clock::now() + std::chrono::seconds(1);

@@ -157,6 +157,25 @@ TEST_F(Sandboxed, RunAsRootOnlyWhenNamedAndAnotherUserOnlyByRoot) {
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status " << status;
 }
 
+TEST_F(Sandboxed, AScratchFolderTheTaskUserCannotReachFailsTheTaskWithTheReason) {
+  const fs::path closed = fs::temp_directory_path() / ("treefarm-closed-" + std::to_string(::getpid()));
+  fs::create_directories(closed);
+  fs::permissions(closed, fs::perms::owner_all);  // 0700, root's: nobody cannot enter
+  SandboxOptions opt;
+  opt.scratch = closed.string();
+  configure_sandbox(opt);
+  const auto o = run_command(command({"true"}), {}, 0, {});
+  configure_sandbox(SandboxOptions{});
+  std::error_code ec;
+  const bool left = !fs::is_empty(closed, ec);
+  fs::remove_all(closed, ec);
+  EXPECT_TRUE(o.failed);
+  EXPECT_NE(o.error.find("'true' cannot enter its folder (can the run-as user reach the scratch folder?): Permission denied"),
+            std::string::npos)
+      << o.error;
+  EXPECT_FALSE(left) << "the task's folder was not removed";
+}
+
 TEST_F(Sandboxed, ABackgroundProcessDoesNotOutliveItsTask) {
   need_cgroups();
   const std::string marker = unique_marker();
