@@ -235,20 +235,18 @@ SandboxEnd Sandbox::run(const SandboxRun& r) {
   std::unique_ptr<TaskCgroup> cgroup;
   CgroupHost* host = opt.cgroups == CgroupChoice::none ? nullptr : CgroupHost::get(opt.cgroups);
   if (host) {
-    {
-      try {
-        cgroup = std::make_unique<TaskCgroup>(*host, CgroupLimits{opt.pids, memory, r.cpus});
-      } catch (const std::runtime_error& e) {
-        end.start_error = "cannot make its cgroup: " + std::string(e.what());
-        return end;
-      }
-      end.in_cgroup = true;
+    try {
+      cgroup = std::make_unique<TaskCgroup>(*host, CgroupLimits{opt.pids, memory, r.cpus});
+    } catch (const std::runtime_error& e) {
+      end.start_error = "cannot make its cgroup: " + std::string(e.what());
+      return end;
     }
+    end.in_cgroup = true;
   }
   const bool memory_in_cgroup = cgroup && host->controllers().find("memory") != std::string::npos;
 
   // The environment: nothing of the worker's but two CPU tuning variables of the machine
-  // that BLAS libraries need on some CPUs (docs/command-tasks.md, "Environment").
+  // that BLAS libraries need on some CPUs (docs/command-tasks.md, "Containment").
   std::vector<std::string> env = {std::string("PATH=") + clean_path, "HOME=" + work_, "TMPDIR=" + work_,
                                   "LANG=C.UTF-8", "USER=" + settings_.user.name, "LOGNAME=" + settings_.user.name};
   for (const char* keep : {"OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"})
