@@ -5,6 +5,7 @@
 #include "tasks/Sandbox.hpp"
 
 #include <gtest/gtest.h>
+#include <grp.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -398,6 +399,54 @@ TEST_F(Sandboxed, ShutdownKillsARunningTaskAndRefusesNewOnes) {
   EXPECT_NE(refused.error.find("the worker is shutting down"), std::string::npos) << refused.error;
   allow_commands();
   EXPECT_FALSE(run_command(command({"true"}), {}, 0, {}).failed);
+}
+
+}  // namespace
+}  // namespace treefarm::tasks
+
+namespace treefarm::tasks {
+namespace {
+
+// A worker that is not root: its tasks run as its own user, and without a cgroup it may
+// make they are still killed with their process group. As root, the test runs itself
+// again as nobody (and skips if nobody cannot execute the test binary).
+TEST(NotRoot, AWorkerThatIsNotRootRunsTasksAsItselfAndKillsTheirProcessGroup) {
+  if (::geteuid() == 0) {
+    const pid_t child = ::fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+      if (::setgroups(0, nullptr) != 0 || ::setresgid(65534, 65534, 65534) != 0 || ::setresuid(65534, 65534, 65534) != 0)
+        ::_exit(126);
+      ::execl("/proc/self/exe", "tasks_sandbox_tests", "--gtest_filter=NotRoot.*", static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    int status = 0;
+    ASSERT_EQ(::waitpid(child, &status, 0), child);
+    ASSERT_TRUE(WIFEXITED(status)) << "status " << status;
+    if (WEXITSTATUS(status) == 127) GTEST_SKIP() << "nobody cannot execute the test binary here";
+    EXPECT_EQ(WEXITSTATUS(status), 0) << "the test failed as nobody (its output is above)";
+    return;
+  }
+  configure_sandbox(SandboxOptions{});
+  const std::string marker = unique_marker();
+  KillLeftovers cleanup{marker};
+  const auto o = run_command(command({"sh", "-c", "id -u; sleep " + marker + " &"}), {}, 0, {});
+  ASSERT_FALSE(o.failed) << o.error;
+  EXPECT_EQ(text_of(o), std::to_string(::geteuid()) + "\n");
+  EXPECT_TRUE(processes_with(marker).empty()) << "the background sleep outlived its task";
+  if (CgroupHost::get() == nullptr) {
+    EXPECT_FALSE(CgroupHost::unavailable_reason().empty());
+  }
+  SandboxOptions other;
+  other.run_as = "root";
+  try {
+    configure_sandbox(other);
+    ADD_FAILURE() << "a worker that is not root accepted --run-as root";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("only a worker running as root can run tasks as another user"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 }  // namespace
