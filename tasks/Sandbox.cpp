@@ -201,18 +201,18 @@ int Sandbox::open_output(const std::string& name, std::string& why) const {
   const int fd = ::openat(work_fd_, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) {
     if (errno == ENOENT) return -1;
-    why = "its output " + name + " cannot be opened: " + errno_text(errno) + (errno == ELOOP ? " (a symbolic link)" : "");
+    why = "its output file cannot be opened: " + errno_text(errno) + (errno == ELOOP ? " (a symbolic link)" : "");
     return -2;
   }
   struct stat st{};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     ::close(fd);
-    why = "its output " + name + " is not a regular file";
+    why = "its output file is not a regular file";
     return -2;
   }
   if (settings_.user.switch_user && st.st_uid != settings_.user.uid) {
     ::close(fd);
-    why = "its output " + name + " belongs to uid " + std::to_string(st.st_uid) + ", not to the task's user " +
+    why = "its output file belongs to uid " + std::to_string(st.st_uid) + ", not to the task's user " +
           settings_.user.name;
     return -2;
   }
