@@ -1,5 +1,6 @@
 #include "master/Server.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <deque>
@@ -14,7 +15,11 @@
 #include <thread>
 #include <vector>
 
+#include <malloc.h>
+
 #include <nlohmann/json.hpp>
+#include <spdlog/details/os.h>
+#include <spdlog/sinks/base_sink.h>
 #include <spdlog/spdlog.h>
 #include <zmq.hpp>
 
@@ -34,12 +39,53 @@ using nlohmann::json;
 
 /// Largest experiment text accepted on the submit channel (bytes).
 constexpr std::size_t max_experiment_bytes = 4u << 20;
-/// Input files one submission may bring (a command's input_file, issue 20).
+/// Largest frame accepted on the submit channel (bytes): a request (the experiment and a
+/// calibration as JSON) or one input file. libzmq drops a connection that announces a
+/// bigger frame before it reads (or stores) its bytes (ZMQ_MAXMSGSIZE).
+constexpr std::int64_t max_frame_bytes = 16 << 20;
+/// Input files one submission may bring (a command's input_file), and their total (bytes).
 constexpr std::size_t max_input_files = 64;
+constexpr std::size_t max_input_bytes = 64u << 20;
+/// Messages queued to or from one client connection (ZMQ_SNDHWM, ZMQ_RCVHWM): past the
+/// send bound an answer to a client that does not read is dropped, not kept.
+constexpr int channel_hwm = 16;
+/// An output file goes to its submitter in chunks of at most this many bytes, each one
+/// read from disk when the client asks for it (a "fetch"): a client that does not read
+/// holds at most channel_hwm chunks of the master's memory.
+constexpr std::size_t output_chunk_bytes = 1u << 20;
 /// Finished experiments kept for `treefarm status`.
 constexpr std::size_t finished_kept = 20;
 
 std::atomic<zmq_node::ZmqNode*> serving{nullptr};
+
+/// The first error logged on one thread while armed: why a run failed ("no node can
+/// compute ...", "calibration incomplete ..."), for its submitter and not only the log.
+class FirstError final : public spdlog::sinks::base_sink<std::mutex> {
+ public:
+  void arm() {
+    std::lock_guard lock(mutex_);
+    thread_ = spdlog::details::os::thread_id();
+    first_.clear();
+    armed_ = true;
+  }
+  std::string take() {
+    std::lock_guard lock(mutex_);
+    armed_ = false;
+    return std::move(first_);
+  }
+
+ protected:
+  void sink_it_(const spdlog::details::log_msg& msg) override {
+    if (armed_ && msg.level >= spdlog::level::err && msg.thread_id == thread_ && first_.empty())
+      first_.assign(msg.payload.data(), msg.payload.size());
+  }
+  void flush_() override {}
+
+ private:
+  bool armed_ = false;
+  std::size_t thread_ = 0;
+  std::string first_;
+};
 
 struct Job {
   std::uint64_t id = 0;
@@ -60,13 +106,19 @@ struct Job {
 struct Shared {
   std::mutex mu;
   std::deque<Job> queue;
-  /// To a client: a JSON text, and with `file` a second frame holding that file's bytes
-  /// (an output file, read only when it is sent).
+  /// To a client: a JSON text.
   struct Out {
     std::string client, text;
-    std::filesystem::path file = {};
   };
   std::vector<Out> outbox;
+  /// The output files of a finished experiment, fetched by its submitter chunk by chunk
+  /// (the most recent finished_kept experiments with outputs).
+  struct Outputs {
+    std::uint64_t id = 0;
+    std::string client;
+    std::vector<std::pair<std::string, std::filesystem::path>> files;  ///< (application, file)
+  };
+  std::deque<Outputs> outputs;
   json running;                                             ///< null between runs
   json tree = json::array();                                ///< the last run's nodes
   std::vector<std::string> waiting;                         ///< children waiting for the next run
@@ -80,14 +132,29 @@ struct Shared {
   }
 };
 
-/// A file's bytes as one frame (read into the message itself: no second copy).
-zmq::message_t read_frame(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary | std::ios::ate);
-  if (!in) return zmq::message_t();
-  zmq::message_t m(static_cast<std::size_t>(in.tellg()));
-  in.seekg(0);
+/// At most output_chunk_bytes of a file from `offset`, read into the message itself.
+/// Throws std::runtime_error if the file cannot be read there.
+zmq::message_t read_chunk(const std::filesystem::path& path, std::uint64_t offset, std::uint64_t size) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in || offset > size) throw std::runtime_error("output file " + path.filename().string() + " cannot be read");
+  zmq::message_t m(static_cast<std::size_t>(std::min<std::uint64_t>(size - offset, output_chunk_bytes)));
+  in.seekg(static_cast<std::streamoff>(offset));
   in.read(static_cast<char*>(m.data()), static_cast<std::streamsize>(m.size()));
+  if (in.gcount() != static_cast<std::streamsize>(m.size()))
+    throw std::runtime_error("output file " + path.filename().string() + " changed while it was sent");
   return m;
+}
+
+/// A refusal for a client: the message, and for a bad experiment or calibration file its
+/// file, line and field (the client names its own copy; exit code 3).
+json refusal(const std::exception& e) {
+  json j{{"type", "error"}, {"message", e.what()}};
+  if (const auto* f = dynamic_cast<const model::FileError*>(&e)) {
+    j["file"] = f->file();
+    j["line"] = f->line();
+    j["field"] = f->field();
+  }
+  return j;
 }
 
 /// The master [[node]] a node-less experiment gets on a served tree: the live root.
@@ -151,6 +218,12 @@ class Channel {
       : opt_(o), state_(std::move(state)), shared_(shared), t0_(t0), socket_(ctx_, zmq::socket_type::router) {
     net::configure_socket(socket_, true);
     socket_.set(zmq::sockopt::handshake_ivl, 5000);
+    // Bounded per connection: frames bigger than max_frame_bytes are refused by libzmq
+    // before they are stored (the client sees its connection close); complete messages
+    // wait at most channel_hwm each way.
+    socket_.set(zmq::sockopt::maxmsgsize, max_frame_bytes);
+    socket_.set(zmq::sockopt::sndhwm, channel_hwm);
+    socket_.set(zmq::sockopt::rcvhwm, channel_hwm);
     const auto& curve = o.base.curve;
     if (curve.enabled) {
       zap_ = std::make_unique<net::ZapHandler>(ctx_, curve.authorized, o.name + "-submit", curve.authorized_file,
@@ -181,20 +254,7 @@ class Channel {
           std::lock_guard lock(shared_.mu);
           out.swap(shared_.outbox);
         }
-        for (auto& o : out) {
-          try {
-            socket_.send(zmq::buffer(o.client), zmq::send_flags::sndmore);
-            if (o.file.empty()) {
-              socket_.send(zmq::buffer(o.text), zmq::send_flags::none);
-              continue;
-            }
-            zmq::message_t bytes = read_frame(o.file);
-            socket_.send(zmq::buffer(o.text), zmq::send_flags::sndmore);
-            socket_.send(bytes, zmq::send_flags::none);
-          } catch (const zmq::error_t& e) {  // the client left: its results stay in the job directory
-            spdlog::warn("{}: could not answer a client: {}", opt_.name, e.what());
-          }
-        }
+        for (auto& o : out) answer(o.client, zmq::message_t(o.text.data(), o.text.size()));
       }
       zmq::pollitem_t item{static_cast<void*>(socket_), 0, ZMQ_POLLIN, 0};
       try {
@@ -204,21 +264,98 @@ class Channel {
         throw;
       }
       if (!(item.revents & ZMQ_POLLIN)) continue;
-      std::vector<zmq::message_t> frames;
-      for (bool more = true; more;) {
-        zmq::message_t f;
-        if (!socket_.recv(f, zmq::recv_flags::dontwait)) break;
-        more = f.more();
-        frames.push_back(std::move(f));
-      }
-      if (frames.size() < 2) continue;  // not our client: ignored
-      const std::string client = frames[0].to_string();
-      try {
-        handle(client, json::parse(frames[1].to_string_view()), std::span(frames).subspan(2));
-      } catch (const std::exception& e) {
-        shared_.send(client, {{"type", "error"}, {"message", e.what()}});
-      }
+      for (int k = 0; k < 64 && !stop_; ++k)
+        if (!receive_one()) break;
     }
+  }
+
+  /// Sends `text` (and `bytes`, a second frame, if given) to `client` without waiting: an
+  /// answer to a client that is gone or reads too slowly (channel_hwm messages queued) is
+  /// dropped — its experiment's files stay in the job directory.
+  void answer(const std::string& client, zmq::message_t text, zmq::message_t* bytes = nullptr) {
+    try {
+      if (!socket_.send(zmq::buffer(client), zmq::send_flags::sndmore | zmq::send_flags::dontwait)) {
+        if (slow_warned_.size() > 1024) slow_warned_.clear();
+        if (slow_warned_.insert(client).second)
+          spdlog::warn("{}: a client does not read its answers ({} queued): later ones are dropped", opt_.name, channel_hwm);
+        return;
+      }
+      socket_.send(text, bytes ? zmq::send_flags::sndmore : zmq::send_flags::none);
+      if (bytes) socket_.send(*bytes, zmq::send_flags::none);
+    } catch (const zmq::error_t& e) {  // the client left
+      spdlog::debug("{}: could not answer a client: {}", opt_.name, e.what());
+    }
+  }
+
+  /// Reads one message, frame by frame: the routing identity, the request, then at most
+  /// max_input_files frames of max_input_bytes in all (more are read and dropped at once,
+  /// and the submission refused). False when nothing was waiting.
+  bool receive_one() {
+    zmq::message_t identity;
+    if (!socket_.recv(identity, zmq::recv_flags::dontwait)) return false;
+    if (!identity.more()) return true;  // not our client: ignored
+    zmq::message_t head;
+    (void)socket_.recv(head, zmq::recv_flags::none);
+    std::vector<zmq::message_t> files;
+    std::size_t extra = 0, bytes = 0;
+    for (bool more = head.more(); more;) {
+      zmq::message_t f;
+      (void)socket_.recv(f, zmq::recv_flags::none);
+      more = f.more();
+      ++extra;
+      if (files.size() < extra - 1 || files.size() >= max_input_files || bytes + f.size() > max_input_bytes) continue;
+      bytes += f.size();
+      files.push_back(std::move(f));
+    }
+    const std::string client = identity.to_string();
+    const bool over = files.size() < extra;
+    if (over) {
+      // libzmq held the whole message until its last frame came; what the frames took goes
+      // back to the system now (the process keeps freed payloads otherwise: PayloadMemory).
+      files.clear();
+      ::malloc_trim(0);
+    }
+    try {
+      if (over)
+        throw std::invalid_argument("a submission with " + std::to_string(extra) + " file frames or more than " +
+                                    std::to_string(max_input_bytes) + " bytes of input files (at most " +
+                                    std::to_string(max_input_files) + " files, " + std::to_string(max_input_bytes) +
+                                    " bytes in all)");
+      auto request = json::parse(head.to_string_view(), nullptr, false);
+      if (request.is_discarded() || !request.is_object()) throw std::invalid_argument("a request that is not a JSON object");
+      handle(client, request, std::span(files));
+    } catch (const std::exception& e) {
+      shared_.send(client, refusal(e));
+    }
+    return true;
+  }
+
+  /// {"type":"fetch","id":N,"file":I,"offset":O} from the submitter of experiment N: the
+  /// bytes of its I-th output file from O, at most output_chunk_bytes, read now.
+  void fetch(const std::string& client, const json& request) {
+    const auto id = request.at("id").get<std::uint64_t>();
+    const auto index = request.at("file").get<std::uint64_t>();
+    const auto offset = request.value("offset", std::uint64_t{0});
+    std::pair<std::string, std::filesystem::path> file;
+    std::size_t count = 0;
+    {
+      std::lock_guard lock(shared_.mu);
+      const auto it = std::find_if(shared_.outputs.begin(), shared_.outputs.end(), [&](const auto& o) { return o.id == id; });
+      if (it == shared_.outputs.end() || it->client != client)
+        throw std::invalid_argument("no output files of experiment " + std::to_string(id) + " for this client");
+      count = it->files.size();
+      if (index >= count)
+        throw std::invalid_argument("experiment " + std::to_string(id) + " has " + std::to_string(count) + " output files");
+      file = it->files[index];
+    }
+    std::error_code ec;
+    const auto size = std::filesystem::file_size(file.second, ec);
+    if (ec) throw std::runtime_error("output file " + file.second.filename().string() + ": " + ec.message());
+    zmq::message_t bytes = read_chunk(file.second, offset, size);
+    const std::string head = json{{"type", "chunk"}, {"id", id}, {"file", index}, {"app", file.first},
+                                  {"name", file.second.filename().string()}, {"bytes", size}, {"offset", offset}}
+                                 .dump();
+    answer(client, zmq::message_t(head.data(), head.size()), &bytes);
   }
 
   void handle(const std::string& client, const json& request, std::span<zmq::message_t> files) {
@@ -243,9 +380,10 @@ class Channel {
       return;
     }
     if (type == "cancel") return cancel(client, request.at("id").get<std::uint64_t>());
+    if (type == "fetch") return fetch(client, request);
     if (type != "submit" && !files.empty()) throw std::invalid_argument("a " + type + " request with file frames");
     if (type != "submit")
-      throw std::invalid_argument("unknown request type '" + type + "' (expected submit, status or cancel)");
+      throw std::invalid_argument("unknown request type '" + type + "' (expected submit, status, cancel or fetch)");
     Job job;
     job.client = client;
     job.name = std::filesystem::path(request.at("name").get<std::string>()).filename().string();
@@ -353,6 +491,7 @@ class Channel {
   std::unique_ptr<net::ZapHandler> zap_;
   zmq::socket_t socket_;
   std::string endpoint_;
+  std::set<std::string> slow_warned_;  ///< clients told of once in the log (bounded: cleared past 1024)
   std::atomic<bool> stop_{false};
   std::thread thread_;
 };
@@ -402,6 +541,8 @@ int serve(const ServeOptions& o) {
   const std::string tree_endpoint = root.open();
   serving = &root;
 
+  auto first_error = std::make_shared<FirstError>();
+  spdlog::default_logger()->sinks().push_back(first_error);  // before the channel's thread logs
   Shared shared;
   Channel channel(o, state, shared, t0);
   if (!o.bind_file.empty()) {
@@ -455,6 +596,16 @@ int serve(const ServeOptions& o) {
       m.wait_for_nodes = std::max<std::size_t>(1, expected.size());
       m.wait_timeout = std::min(m.wait_timeout, o.live_wait);
     }
+    // A live tree with no node to compute on (no worker connected, no --cpus here) fails
+    // after --live-wait seconds, saying so, rather than after the run's orphan timeout.
+    bool no_node = false;
+    if (job.live_tree && last_nodes.empty() && root.waiting_children().empty() && (!o.base.cores || o.base.cores->empty())) {
+      const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(o.live_wait);
+      (void)root.idle([&] {
+        return !root.waiting_children().empty() || std::chrono::steady_clock::now() >= until || shared.cancel_running.load();
+      });
+      no_node = root.waiting_children().empty() && !shared.cancel_running.load();
+    }
     std::set<std::string> seen;
     m.on_status = [&](const json& status) {
       for (const auto& n : status.at("nodes"))
@@ -472,6 +623,10 @@ int serve(const ServeOptions& o) {
     spdlog::info("{}: experiment {} ({}) starts", o.name, job.id, job.name);
     int rc = node::exit_error;
     std::string error;
+    if (no_node)
+      error = "no node joined within " + std::to_string(static_cast<int>(o.live_wait)) +
+              " s (--live-wait), and the served master computes on no core of its own (--cpus): start workers with "
+              "treefarm-worker --parent " + tree_endpoint;
     const auto run = [&](const MasterOptions& options) {
       try {
         return run_master(options);
@@ -484,9 +639,10 @@ int serve(const ServeOptions& o) {
     // Calibrated in place (docs/serve.md): every node of the tree as it is measures its
     // kernels and its link, as `treefarm calibrate` does, and the file records each node's
     // parent: the tree's shape for the LP.
+    first_error->arm();
     std::string calibration = job.calibration;
     bool calibrated_here = false;
-    if (!job.calibrate.empty()) {
+    if (!job.calibrate.empty() && error.empty()) {
       MasterOptions c = m;
       c.calibrate_out = calibration_file.string();
       c.out_dir.clear();
@@ -542,9 +698,14 @@ int serve(const ServeOptions& o) {
       } else {
         rc = node::exit_error;
       }
-    } else if (job.calibrate == "first" && calibrated_here) {  // cancelled while it calibrated
-      rc = node::exit_interrupted;
+    } else if ((job.calibrate == "first" && calibrated_here) || (job.calibrate.empty() && shared.cancel_running.load())) {
+      rc = node::exit_interrupted;  // cancelled while it calibrated, or before it started
     }
+    // Why it failed, for its submitter: what the run said first (or the tree, if it could
+    // not start it).
+    if (const auto logged = first_error->take();
+        error.empty() && rc != node::exit_ok && rc != node::exit_interrupted && rc != node::exit_wrong_results)
+      error = !root.run_error().empty() ? root.run_error() : logged;
     const std::string results = read_text(std::filesystem::path(m.out_dir) / "results.json");
     // The tree and the figures as the run ended (a run shorter than a tick has no status yet).
     json tree = json::array(), apps = json::array();
@@ -578,24 +739,23 @@ int serve(const ServeOptions& o) {
       if (shared.finished.size() > finished_kept) shared.finished.pop_front();
       shared.running = json();
     }
-    // Output files (docs/command-tasks.md): each one to a client that takes them, before "done".
+    // Output files (docs/command-tasks.md): "done" says how many; a client that takes them
+    // fetches each one, chunk by chunk, from the job's directory.
     std::uint64_t sent_outputs = 0;
     if (job.outputs) {
       std::error_code ec;
-      const auto outputs = std::filesystem::path(m.out_dir) / "outputs";
-      std::vector<Shared::Out> files;
-      for (const auto& app : std::filesystem::directory_iterator(outputs, ec)) {
+      Shared::Outputs files{job.id, job.client, {}};
+      for (const auto& app : std::filesystem::directory_iterator(std::filesystem::path(m.out_dir) / "outputs", ec)) {
         if (!app.is_directory()) continue;
-        for (const auto& f : std::filesystem::directory_iterator(app.path(), ec)) {
-          if (!f.is_regular_file() || f.path().extension() == ".part") continue;
-          json head{{"type", "output"}, {"id", job.id}, {"app", app.path().filename().string()},
-                    {"name", f.path().filename().string()}, {"bytes", f.file_size(ec)}};
-          files.push_back({job.client, head.dump(), f.path()});
-        }
+        for (const auto& f : std::filesystem::directory_iterator(app.path(), ec))
+          if (f.is_regular_file() && f.path().extension() != ".part")
+            files.files.emplace_back(app.path().filename().string(), f.path());
       }
-      sent_outputs = files.size();
+      std::sort(files.files.begin(), files.files.end());
+      sent_outputs = files.files.size();
       std::lock_guard lock(shared.mu);
-      for (auto& f : files) shared.outbox.push_back(std::move(f));
+      if (sent_outputs > 0) shared.outputs.push_back(std::move(files));
+      if (shared.outputs.size() > finished_kept) shared.outputs.pop_front();
     }
     done["outputs"] = sent_outputs;
     shared.send(job.client, done);

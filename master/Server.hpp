@@ -11,11 +11,15 @@
 ///   {"type":"submit","name":FILE,"experiment":TOML text,"policy":P?,"outputs":bool?,
 ///    "calibration":JSON text? | "calibrate":"first"|"only"?,
 ///    "inputs":[{path, bytes}]?} followed by one frame per input (a command's input_file,
-///      written as STATE/job-N/PATH) → "queued" {id, position}, later "started" {id}; with "outputs" one "output" {id, app,
-///      name, bytes} per output file of a command application (docs/command-tasks.md), its
-///      bytes in a second frame; then "done" {id, exit_code, results: results.json text |
-///      null, outputs: count, error?, calibration: JSON text when the tree was calibrated
-///      in place ("calibrate", docs/serve.md)}; a refused submission → "error" {message}
+///      written as STATE/job-N/PATH) → "queued" {id, position}, later "started" {id}; then
+///      "done" {id, exit_code, results: results.json text | null, outputs: count of output
+///      files (with "outputs": true), error?: why the run failed, calibration: JSON text
+///      when the tree was calibrated in place ("calibrate", docs/serve.md)}; a refused
+///      submission → "error" {message, and for a bad file: file, line, field}
+///   {"type":"fetch","id":N,"file":I,"offset":O} from the connection that submitted N →
+///      "chunk" {id, file, app, name, bytes (the file's size), offset} and at most 1 MiB of
+///      the file from O in a second frame, read when asked (docs/serve.md, "Limits of the
+///      submit channel": frames, input files and queues are bounded)
 ///   {"type":"status"} → "status" {serving, tree, waiting, running?, queue, finished}
 ///   {"type":"cancel","id":N} → "cancelled" {id, was: "queued" | "running"}; a queued
 ///      job's submitter gets "done" {cancelled: true, exit_code: 130}, a running one ends at

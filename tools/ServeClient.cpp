@@ -2,8 +2,10 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <sstream>
 #include <stdexcept>
 #include <utility>
@@ -62,10 +64,64 @@ static std::vector<std::pair<std::string, std::filesystem::path>> input_files_of
 struct ServeClient::Impl {
   zmq::context_t ctx{1};
   zmq::socket_t socket{ctx, zmq::socket_type::dealer};
-  zmq::message_t attached;  ///< the second frame of the last message received (an output file)
+  zmq::socket_t monitor{ctx, zmq::socket_type::pair};  ///< the connection's events (refused, handshake, closed)
+  zmq::message_t attached;  ///< the second frame of the last message received (an output chunk)
+  std::string endpoint;
+  std::chrono::steady_clock::time_point opened = std::chrono::steady_clock::now();
+  bool refused = false;     ///< a connection attempt was refused (nothing listens there)
+  bool handshook = false;   ///< the ZeroMQ handshake succeeded once
+  bool answered = false;    ///< the server answered once
+  std::chrono::steady_clock::time_point handshook_at;
+
+  /// Stops the monitor before the socket closes: libzmq blocks on a monitor nobody reads.
+  /// Nothing waits to be sent at the end (an unsent request to a dead endpoint would hold
+  /// the exit for the socket's linger).
+  ~Impl() {
+    (void)zmq_socket_monitor(static_cast<void*>(socket), nullptr, 0);
+    socket.set(zmq::sockopt::linger, 0);
+  }
+
+  /// Reads the connection's events; throws std::runtime_error saying what is wrong with
+  /// the endpoint: refused, not a ZeroMQ peer, a refused key, or closed by the server.
+  void check_connection() {
+    zmq::message_t event;
+    while (monitor.recv(event, zmq::recv_flags::dontwait)) {
+      std::uint16_t id = 0;
+      if (event.size() >= 2) std::memcpy(&id, event.data(), 2);
+      while (event.more()) (void)monitor.recv(event, zmq::recv_flags::none);
+      if (id == ZMQ_EVENT_CONNECT_RETRIED && !handshook) refused = true;
+      if (id == ZMQ_EVENT_HANDSHAKE_SUCCEEDED) {
+        handshook = true;
+        refused = false;
+        handshook_at = std::chrono::steady_clock::now();
+      }
+      if (id == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH)
+        throw std::runtime_error("the served master at " + endpoint + " refused this client's CURVE key (is it in the "
+                                 "master's authorized_keys?)");
+      if (id == ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL || id == ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL)
+        throw std::runtime_error("the handshake with " + endpoint + " failed: not a treefarm submit channel, or CURVE "
+                                 "on one side only (--curve-secret and --server-key as the master's --bind needs)");
+      if (id == ZMQ_EVENT_DISCONNECTED && handshook)
+        throw std::runtime_error("the served master at " + endpoint + " closed the connection (it stopped, or refused "
+                                 "a message larger than its limit of 16 MiB per frame)");
+    }
+    const auto now = std::chrono::steady_clock::now();
+    if (refused && now - opened > std::chrono::milliseconds(1000))
+      throw std::runtime_error("connection refused at " + endpoint + ": nothing listens there (treefarm-master --serve "
+                               "--bind ENDPOINT gives the endpoint; --bind-file writes it)");
+    if (handshook && !answered && now - handshook_at > std::chrono::seconds(5))
+      throw std::runtime_error("connected to " + endpoint + " but no answer within 5 s: not a treefarm submit channel "
+                               "(workers join the master's --listen endpoint; submissions go to its --bind endpoint)");
+  }
 };
 
 namespace {
+/// The message of a FileError without its "FILE:LINE: field 'F': " prefix.
+std::string reason_of(const std::string& what, const std::string& file, int line, const std::string& field) {
+  const std::string prefix = model::FileError(file, line, field, "").what();
+  return what.rfind(prefix, 0) == 0 ? what.substr(prefix.size()) : what;
+}
+
 /// A name the server sent for a directory or file under --out: one plain path component.
 bool plain_name(const std::string& name) {
   return !name.empty() && name.size() <= 255 && name != "." && name != ".." && name.find('/') == std::string::npos &&
@@ -73,9 +129,23 @@ bool plain_name(const std::string& name) {
 }
 }  // namespace
 
-ServeClient::ServeClient(const ServeEndpoint& e) : impl_(std::make_unique<Impl>()) {
-  if (e.endpoint.empty()) throw std::invalid_argument("--to: the served master's channel endpoint is needed (tcp://HOST:PORT)");
+std::string normalized_endpoint(const std::string& endpoint) {
+  static const std::regex host_port(R"(^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+):[0-9]{1,5}$)");
+  static const std::regex with_scheme(R"(^(tcp://.+:([0-9]{1,5}|\*)|ipc://.+)$)");
+  if (std::regex_match(endpoint, with_scheme)) return endpoint;
+  if (std::regex_match(endpoint, host_port)) return "tcp://" + endpoint;
+  throw std::invalid_argument("'" + endpoint + "': expected tcp://HOST:PORT (or HOST:PORT), as treefarm-master --serve "
+                              "prints it and --bind-file writes it");
+}
+
+ServeClient::ServeClient(const ServeEndpoint& given) : impl_(std::make_unique<Impl>()) {
+  if (given.endpoint.empty()) throw std::invalid_argument("--to: the served master's channel endpoint is needed (tcp://HOST:PORT)");
+  ServeEndpoint e = given;
+  e.endpoint = normalized_endpoint(e.endpoint);
+  impl_->endpoint = e.endpoint;
   net::configure_socket(impl_->socket, false);
+  impl_->socket.set(zmq::sockopt::handshake_ivl, 1500);  // ms: a peer that never completes the handshake
+  impl_->socket.set(zmq::sockopt::rcvhwm, 64);  // the server's answers: small, and chunks asked one by one
   if (!e.curve_secret.empty()) {
     if (e.server_key.empty()) throw std::invalid_argument("--curve-secret needs --server-key (the master's public key file)");
     net::CurveConfig c;
@@ -87,6 +157,14 @@ ServeClient::ServeClient(const ServeEndpoint& e) : impl_(std::make_unique<Impl>(
     throw std::invalid_argument("refusing an unencrypted channel to " + e.endpoint +
                                 ": give --curve-secret and --server-key, or --insecure");
   }
+  static std::atomic<int> monitors{0};
+  const std::string monitor = "inproc://serve-client-monitor-" + std::to_string(monitors++);
+  if (zmq_socket_monitor(static_cast<void*>(impl_->socket), monitor.c_str(),
+                         ZMQ_EVENT_CONNECT_RETRIED | ZMQ_EVENT_DISCONNECTED | ZMQ_EVENT_HANDSHAKE_SUCCEEDED |
+                             ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
+                             ZMQ_EVENT_HANDSHAKE_FAILED_AUTH) != 0)
+    throw zmq::error_t();
+  impl_->monitor.connect(monitor);
   impl_->socket.connect(e.endpoint);
 }
 
@@ -96,24 +174,36 @@ nlohmann::json ServeClient::receive(double timeout, const std::atomic<bool>* sto
   const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout > 0 ? timeout : 1e9);
   while (std::chrono::steady_clock::now() < until) {
     if (stop && stop->load()) throw std::runtime_error("interrupted (the experiment goes on on the served tree)");
-    zmq::pollitem_t item{static_cast<void*>(impl_->socket), 0, ZMQ_POLLIN, 0};
+    zmq::pollitem_t items[2] = {{static_cast<void*>(impl_->socket), 0, ZMQ_POLLIN, 0},
+                                {static_cast<void*>(impl_->monitor), 0, ZMQ_POLLIN, 0}};
     try {
-      zmq::poll(&item, 1, std::chrono::milliseconds(200));
+      zmq::poll(items, 2, std::chrono::milliseconds(100));
     } catch (const zmq::error_t& err) {
       if (err.num() == EINTR) continue;
       throw;
     }
-    if (!(item.revents & ZMQ_POLLIN)) continue;
+    if (!(items[0].revents & ZMQ_POLLIN)) {
+      impl_->check_connection();
+      continue;
+    }
     zmq::message_t frame;
     if (!impl_->socket.recv(frame, zmq::recv_flags::dontwait)) continue;
+    impl_->answered = true;
     impl_->attached = zmq::message_t();
-    if (frame.more()) {  // an output file follows its JSON header; anything more is refused
+    if (frame.more()) {  // an output chunk follows its JSON header; anything more is refused
       (void)impl_->socket.recv(impl_->attached, zmq::recv_flags::none);
       if (impl_->attached.more()) throw std::runtime_error("the server sent a message of more than two frames");
     }
     auto j = nlohmann::json::parse(frame.to_string_view(), nullptr, false);
     if (j.is_discarded() || !j.is_object()) throw std::runtime_error("the server sent something that is not a JSON object");
-    if (j.value("type", "") == "error") throw std::runtime_error("the served master refused: " + j.value("message", "?"));
+    if (j.value("type", "") == "error") {
+      const auto message = j.value("message", std::string("?"));
+      if (j.contains("file") && j["file"].is_string())  // a bad experiment or calibration file: exit code 3
+        throw model::FileError(j["file"].get<std::string>(), j.value("line", 0), j.value("field", std::string()),
+                               reason_of(message, j["file"].get<std::string>(), j.value("line", 0),
+                                         j.value("field", std::string())));
+      throw std::runtime_error("the served master refused: " + message);
+    }
     return j;
   }
   throw std::runtime_error("no answer from the served master within " + std::to_string(timeout) +
@@ -138,24 +228,52 @@ nlohmann::json ServeClient::cancel(std::uint64_t id, double timeout) {
   }
 }
 
-void ServeClient::write_output(const std::string& out_dir, const nlohmann::json& head) {
-  if (out_dir.empty()) return;
-  const auto app = head.value("app", std::string()), name = head.value("name", std::string());
-  if (!plain_name(app) || !plain_name(name))
-    throw std::runtime_error("the server sent an output file named '" + app + "/" + name + "': not a plain file name");
-  if (head.value("bytes", std::uint64_t{0}) != impl_->attached.size())
-    throw std::runtime_error("the server sent output " + app + "/" + name + " with " +
-                             std::to_string(impl_->attached.size()) + " bytes, its header says " +
-                             std::to_string(head.value("bytes", std::uint64_t{0})));
-  const auto dir = std::filesystem::path(out_dir) / "outputs" / app;
-  std::filesystem::create_directories(dir);
-  metrics::write_file_atomically(dir / name, impl_->attached.to_string_view());
+void ServeClient::fetch_outputs(const std::string& out_dir, std::uint64_t id, std::uint64_t count) {
+  for (std::uint64_t index = 0; index < count; ++index) {
+    std::filesystem::path part, file;
+    std::ofstream out;
+    std::uint64_t offset = 0, total = 0;
+    do {  // one chunk asked at a time: the master reads it from disk when asked
+      const std::string req = nlohmann::json{{"type", "fetch"}, {"id", id}, {"file", index}, {"offset", offset}}.dump();
+      impl_->socket.send(zmq::buffer(req), zmq::send_flags::none);
+      nlohmann::json head;
+      do head = receive(60, nullptr);
+      while (head.value("type", "") != "chunk");
+      const auto app = head.value("app", std::string()), name = head.value("name", std::string());
+      if (!plain_name(app) || !plain_name(name))
+        throw std::runtime_error("the server sent an output file named '" + app + "/" + name + "': not a plain file name");
+      if (head.value("file", count) != index || head.value("offset", total + 1) != offset)
+        throw std::runtime_error("the server sent a chunk of another output file than the one asked");
+      if (file.empty()) {
+        total = head.value("bytes", std::uint64_t{0});
+        const auto dir = std::filesystem::path(out_dir) / "outputs" / app;
+        std::filesystem::create_directories(dir);
+        file = dir / name;
+        part = dir / (name + ".part");
+        out.open(part, std::ios::binary | std::ios::trunc);
+        if (!out) throw std::runtime_error("cannot write " + part.string());
+      }
+      if (impl_->attached.size() == 0 && offset < total)
+        throw std::runtime_error("the server sent an empty chunk of " + app + "/" + name);
+      out.write(static_cast<const char*>(impl_->attached.data()), static_cast<std::streamsize>(impl_->attached.size()));
+      offset += impl_->attached.size();
+      if (offset > total) throw std::runtime_error("the server sent more of " + app + "/" + name + " than its size");
+    } while (offset < total);
+    out.close();
+    if (!out) throw std::runtime_error("cannot write " + part.string());
+    std::filesystem::rename(part, file);
+  }
 }
 
 nlohmann::json ServeClient::submit(const Submission& s, const std::atomic<bool>* stop) {
   nlohmann::json req{{"type", "submit"},
                      {"name", std::filesystem::path(s.experiment).filename().string()},
                      {"experiment", read_file(s.experiment, "experiment file")}};
+  // The served master's limits (master/Server.hpp), checked here first: a clear refusal
+  // naming this file rather than a connection closed by the master.
+  if (const auto size = req["experiment"].get_ref<const std::string&>().size(); size > max_experiment_bytes)
+    throw model::FileError(s.experiment, 0, "", std::to_string(size) + " bytes: a served master accepts experiment files of at most " +
+                                                    std::to_string(max_experiment_bytes) + " bytes");
   if (!s.policy.empty()) req["policy"] = s.policy;
   if (!s.out_dir.empty()) req["outputs"] = true;  // output files come back into out_dir/outputs/
   if (!s.calibration.empty()) req["calibration"] = read_file(s.calibration, "calibration file");
@@ -164,17 +282,39 @@ nlohmann::json ServeClient::submit(const Submission& s, const std::atomic<bool>*
   // A command's input_file inside the experiment's folder travels with it (one frame each).
   const auto inputs = input_files_of(s.experiment);
   req["inputs"] = nlohmann::json::array();
-  for (const auto& [rel, path] : inputs)
-    req["inputs"].push_back({{"path", rel}, {"bytes", std::filesystem::file_size(path)}});
+  std::uint64_t input_bytes = 0;
+  for (const auto& [rel, path] : inputs) {
+    const auto size = std::filesystem::file_size(path);
+    if (size > max_frame_bytes)
+      throw std::invalid_argument("input file " + path.string() + ": " + std::to_string(size) +
+                                  " bytes; a served master accepts input files of at most " + std::to_string(max_frame_bytes) + " bytes");
+    input_bytes += size;
+    req["inputs"].push_back({{"path", rel}, {"bytes", size}});
+  }
+  if (inputs.size() > max_input_files || input_bytes > max_input_bytes)
+    throw std::invalid_argument(std::to_string(inputs.size()) + " input files of " + std::to_string(input_bytes) +
+                                " bytes in all: a served master accepts at most " + std::to_string(max_input_files) +
+                                " files, " + std::to_string(max_input_bytes) + " bytes in all");
   const std::string text = req.dump();
+  if (text.size() > max_frame_bytes)
+    throw std::invalid_argument("the submission is " + std::to_string(text.size()) + " bytes as sent (experiment and " +
+                                "calibration); a served master accepts at most " + std::to_string(max_frame_bytes));
   impl_->socket.send(zmq::buffer(text), inputs.empty() ? zmq::send_flags::none : zmq::send_flags::sndmore);
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     const std::string bytes = read_file(inputs[i].second.string(), "input file");
     impl_->socket.send(zmq::message_t(bytes.data(), bytes.size()),
                        i + 1 < inputs.size() ? zmq::send_flags::sndmore : zmq::send_flags::none);
   }
-  // The first answer (queued or refused) comes at once; the end when the run is over.
-  auto j = receive(30, stop);
+  // The first answer (queued or refused) comes at once; the end when the run is over. A
+  // bad file is named as the user knows it, not as the master's copy (STATE/job-N/NAME).
+  nlohmann::json j;
+  try {
+    j = receive(30, stop);
+  } catch (const model::FileError& e) {
+    const bool copy = std::filesystem::path(e.file()).filename() == std::filesystem::path(s.experiment).filename();
+    const auto file = copy ? s.experiment : !s.calibration.empty() ? s.calibration : e.file();
+    throw model::FileError(file, e.line(), e.field(), reason_of(e.what(), e.file(), e.line(), e.field()));
+  }
   const std::uint64_t id = j.value("id", std::uint64_t{0});
   auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(s.timeout);
   bool cancelling = false;
@@ -189,7 +329,6 @@ nlohmann::json ServeClient::submit(const Submission& s, const std::atomic<bool>*
   for (;;) {
     if (!j.empty() && s.on_message) s.on_message(j);
     if (j.value("type", "") == "done") break;
-    if (j.value("type", "") == "output") write_output(s.out_dir, j);
     if (!cancelling && stop && stop->load()) start_cancelling();
     double left = 0;
     if (s.timeout > 0 || cancelling) {
@@ -206,6 +345,7 @@ nlohmann::json ServeClient::submit(const Submission& s, const std::atomic<bool>*
       j = nlohmann::json::object();  // nothing received
     }
   }
+  if (!s.out_dir.empty()) fetch_outputs(s.out_dir, id, j.value("outputs", std::uint64_t{0}));
   if (!s.out_dir.empty() && j.contains("results") && j["results"].is_string())
     metrics::write_file_atomically(std::filesystem::path(s.out_dir) / "results.json", j["results"].get<std::string>());
   // A calibration made on the served tree (submit --calibrate, calibrate --to).

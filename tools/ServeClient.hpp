@@ -13,6 +13,16 @@
 
 namespace treefarm::tools {
 
+/// The served master's limits on its submit channel (bytes; master/Server.cpp has the same).
+inline constexpr std::uint64_t max_experiment_bytes = 4u << 20;
+inline constexpr std::uint64_t max_frame_bytes = 16u << 20;
+inline constexpr std::size_t max_input_files = 64;
+inline constexpr std::uint64_t max_input_bytes = 64u << 20;
+
+/// `tcp://HOST:PORT` (or `ipc://PATH`) as given, `HOST:PORT` with `tcp://` added; throws
+/// std::invalid_argument saying the expected form for anything else.
+std::string normalized_endpoint(const std::string& endpoint);
+
 /// How to reach a served master.
 struct ServeEndpoint {
   std::string endpoint;     ///< tcp://HOST:PORT of its --bind channel
@@ -67,8 +77,9 @@ class ServeClient {
 
  private:
   nlohmann::json receive(double timeout, const std::atomic<bool>* stop);
-  /// Writes the output file that came with an "output" message under out_dir/outputs/APP/.
-  void write_output(const std::string& out_dir, const nlohmann::json& head);
+  /// Fetches the `count` output files of experiment `id` chunk by chunk into
+  /// out_dir/outputs/APP/ (each written as NAME.part, renamed when complete).
+  void fetch_outputs(const std::string& out_dir, std::uint64_t id, std::uint64_t count);
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

@@ -621,6 +621,11 @@ void NodeDriver::on_parent_message(net::Message message, Payload payload, double
       return;
     }
     if (std::holds_alternative<net::msg::Heartbeat>(message)) return;
+    if (opt_.after_reset) {  // the last run's tail, sent before the parent saw the new Hello
+      spdlog::debug("{}: ignoring a {} of the last run while joining the next", opt_.name,
+                    net::kind_name(net::kind_of(message)));
+      return;
+    }
     parent_lost(std::string("expected Welcome, got ") + net::kind_name(net::kind_of(message)), now);
     return;
   }

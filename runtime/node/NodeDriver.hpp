@@ -116,6 +116,11 @@ struct NodeOptions {
   /// Shutdown with `reset` — they forget the run and say Hello again on the same connection,
   /// ready for the next one — instead of sending them away.
   bool serve = false;
+  /// Worker of a served tree whose previous driver ended with a reset on the same
+  /// connection (docs/serve.md): messages of the finished run that the parent sent before
+  /// it saw this node's new Hello (tasks, probes, policy messages) may still arrive while
+  /// it joins; they are ignored instead of being taken for a misbehaving parent.
+  bool after_reset = false;
 };
 
 /// The root's verdict on a child's result before it is recorded (issue 13, hole 4).

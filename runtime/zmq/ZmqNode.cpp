@@ -1,5 +1,6 @@
 #include "runtime/zmq/ZmqNode.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
@@ -166,6 +167,7 @@ struct ZmqNode::Impl final : node::Transport {
   /// runs; the next driver gets them (docs/serve.md).
   std::vector<std::pair<node::PeerId, net::msg::Hello>> next_hellos;
   bool served_root = false;
+  std::string run_error;  ///< why the last run_root() failed ("" = it did not)
 
   // Batching (runtime/net/Batch.hpp): small messages to a peer that announced
   // feature_batches wait here until the end of the loop turn, then go as one frame.
@@ -509,6 +511,21 @@ struct ZmqNode::Impl final : node::Transport {
     driver->on_child_message(peer, std::move(message), std::move(payload), at);
   }
 
+  /// Served root, after a run that ended by an error (not by its end, which resets every
+  /// child): the children waiting before it keep their place for the next run, and every
+  /// child is told to reset — one that was admitted forgets the run and says Hello again.
+  void keep_tree_after_failed_run(const std::vector<std::pair<node::PeerId, net::msg::Hello>>& kept) {
+    for (const auto& [peer, hello] : kept) {
+      if (!identity_of.contains(peer.value)) continue;
+      if (std::none_of(next_hellos.begin(), next_hellos.end(), [&](const auto& e) { return e.first == peer; }))
+        next_hellos.emplace_back(peer, hello);
+    }
+    std::vector<std::uint32_t> peers;
+    for (const auto& [peer, identity] : identity_of) peers.push_back(peer);
+    for (auto peer : peers) (void)send_child(node::PeerId{peer}, net::msg::Shutdown{"the run failed; wait for the next", true}, {});
+    flush_all(true);
+  }
+
   /// Hands the Hellos kept for the next run to the new driver.
   void replay_hellos() {
     auto waiting = std::move(next_hellos);
@@ -625,6 +642,7 @@ struct ZmqNode::Impl final : node::Transport {
         flush_all(true);
         node::NodeOptions next = options;
         next.join_timeout = 1e9;  // seconds: the parent says when the next run starts
+        next.after_reset = true;
         if (jobs) jobs->next_generation();
         driver = std::make_unique<node::NodeDriver>(std::move(next), *this, jobs.get(), std::nullopt);
         if (!bound.empty()) driver->set_endpoint(endpoints.advertise.empty() ? bound : endpoints.advertise);
@@ -773,15 +791,35 @@ int ZmqNode::run_root(node::RootSetup root) {
   node::NodeOptions o = m.options;
   o.serve = true;
   finish_requested_ = false;
+  m.run_error.clear();
+  // A Welcome the wire cannot carry fails this run before any child hears of it.
+  try {
+    (void)net::encode(root.welcome);
+  } catch (const std::exception& e) {
+    m.run_error = std::string("the run's Welcome cannot be sent: ") + e.what();
+    spdlog::error("{}: {}", m.options.name, m.run_error);
+    return node::exit_error;
+  }
+  const auto kept = m.next_hellos;  // the children waiting now: the new driver takes them
+  bool threw = false;
   const int rc = exit_code_of(m.options.name, [&] {
-    if (m.jobs) m.jobs->next_generation();
-    m.driver = std::make_unique<node::NodeDriver>(std::move(o), m, m.jobs.get(), std::move(root));
-    m.driver->set_endpoint(m.endpoints.advertise.empty() ? m.bound : m.endpoints.advertise);
-    return m.loop(stop_code_, finish_requested_);
+    try {
+      if (m.jobs) m.jobs->next_generation();
+      m.driver = std::make_unique<node::NodeDriver>(std::move(o), m, m.jobs.get(), std::move(root));
+      m.driver->set_endpoint(m.endpoints.advertise.empty() ? m.bound : m.endpoints.advertise);
+      return m.loop(stop_code_, finish_requested_);
+    } catch (const std::exception& e) {
+      threw = true;
+      m.run_error = e.what();
+      throw;
+    }
   });
   m.driver.reset();  // between runs: no driver; Hellos wait in next_hellos
+  if (threw) m.keep_tree_after_failed_run(kept);
   return rc;
 }
+
+const std::string& ZmqNode::run_error() const { return impl_->run_error; }
 
 bool ZmqNode::idle(const std::function<bool()>& wake) {
   Impl& m = *impl_;
@@ -802,7 +840,10 @@ bool ZmqNode::idle(const std::function<bool()>& wake) {
     if (items[0].revents & ZMQ_POLLIN) m.read_children();
     m.flush_all(true);
   }
-  for (const auto& [peer, hello] : m.next_hellos) m.send_child(peer, net::msg::Shutdown{"the served master stops"}, {});
+  // Every child connected, waiting or not yet back from the last run's reset, leaves now.
+  std::vector<std::uint32_t> peers;
+  for (const auto& [peer, identity] : m.identity_of) peers.push_back(peer);
+  for (auto peer : peers) (void)m.send_child(node::PeerId{peer}, net::msg::Shutdown{"the served master stops"}, {});
   m.next_hellos.clear();
   m.flush_all(true);
   return false;

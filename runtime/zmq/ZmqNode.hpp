@@ -84,6 +84,10 @@ class ZmqNode {
   /// (a Shutdown with reset) and keeps it for the next run, until `wake()` is true or stop()
   /// was called (then returns false). `wake` is called about every 0.1 s on this thread.
   bool idle(const std::function<bool()>& wake);
+  /// Why the last run_root() failed to start or ended by an error ("" = it did not): a
+  /// Welcome too large for the wire, an error in the run. The children then stay (each is
+  /// told to reset) for the next run.
+  const std::string& run_error() const;
   /// Names of the children waiting for the next run (said Hello since the last one ended).
   std::vector<std::string> waiting_children() const;
 

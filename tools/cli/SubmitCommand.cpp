@@ -2,6 +2,8 @@
 #include <cstdio>
 #include <iostream>
 #include <memory>
+#include <stdexcept>
+#include <string>
 
 #include "runtime/metrics/Results.hpp"
 #include "tools/ServeClient.hpp"
@@ -71,6 +73,17 @@ void add_serve_endpoint_options(CLI::App& cmd, tools::ServeEndpoint& to, bool re
                              required ? "The served master's channel (treefarm-master --serve --bind ENDPOINT)"
                                       : "Run on a served tree (treefarm-master --serve --bind ENDPOINT), restarting nothing");
   if (required) opt->required();
+  // HOST:PORT gets tcp://; anything else but tcp://HOST:PORT or ipc://PATH is a usage error (2).
+  opt->transform(CLI::Validator(
+      [](std::string& endpoint) {
+        try {
+          endpoint = tools::normalized_endpoint(endpoint);
+          return std::string();
+        } catch (const std::invalid_argument& e) {
+          return std::string(e.what());
+        }
+      },
+      "ENDPOINT"));
   cmd.add_option("--curve-secret", to.curve_secret, "This client's CURVE secret key file (its public key in the master's authorized_keys)")
       ->check(CLI::ExistingFile);
   cmd.add_option("--server-key", to.server_key, "The master's CURVE public key file (NAME.key)")->check(CLI::ExistingFile);

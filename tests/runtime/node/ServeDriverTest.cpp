@@ -118,5 +118,35 @@ TEST(ServeDriver, AJoiningWorkerToldNoRunNowWaitsAndMakesItsChildrenWait) {
   EXPECT_FALSE(t.take<net::msg::Request>(parent).empty());
 }
 
+// A cancelled run on a served tree: the parent may send tasks (and other run messages)
+// after its reset and before it sees the worker's new Hello. The worker's next driver
+// ignores them while it joins, then joins the next run; a first join that gets a Task
+// instead of a Welcome still takes it for a broken parent.
+TEST(ServeDriver, AWorkerAfterAResetIgnoresTheLastRunsTailWhileItJoins) {
+  for (const bool after_reset : {true, false}) {
+    RecordingTransport t;
+    FakeRunner runner(1);
+    NodeOptions o;
+    o.name = "w";
+    o.heartbeat_interval = 0;
+    o.after_reset = after_reset;
+    NodeDriver d(o, t, &runner, std::nullopt);
+    d.start(0);
+    ASSERT_EQ(t.take<net::msg::Hello>(parent).size(), 1u);
+    d.on_parent_message(net::msg::Task{7}, std::make_shared<SizeOnly>(task_bytes), 0.1);
+    d.on_parent_message(net::msg::Probe{1}, {}, 0.1);
+    d.on_timer(10);  // a rejoin attempt, if the parent was taken for lost, is due by now
+    if (!after_reset) {
+      EXPECT_GT(t.restarts, 0) << "a first join that gets a Task must take the parent for broken";
+      continue;
+    }
+    EXPECT_FALSE(d.finished());
+    EXPECT_EQ(t.restarts, 0) << "the parent was taken for lost";
+    d.on_parent_message(net::msg::Shutdown{"no run now", true}, {}, 0.2);
+    d.on_parent_message(welcome(), {}, 1);
+    EXPECT_FALSE(t.take<net::msg::Request>(parent).empty()) << "it did not join the next run";
+  }
+}
+
 }  // namespace
 }  // namespace treefarm::node
