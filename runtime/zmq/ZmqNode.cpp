@@ -18,60 +18,14 @@
 #include <zmq.hpp>
 
 #include "runtime/exec/ExecutorRunner.hpp"
+#include "runtime/zmq/FramePayload.hpp"
+#include "runtime/zmq/GenerationRunner.hpp"
 #include "runtime/zmq/PeerProber.hpp"
 #include "runtime/zmq/Wire.hpp"
 
 namespace treefarm::zmq_node {
 
 namespace {
-/// A received frame as a node payload: shared, never copied.
-class FrameBytes final : public node::Bytes {
- public:
-  explicit FrameBytes(zmq::message_t frame) : frame_(std::move(frame)) {}
-  const std::byte* data() const override { return static_cast<const std::byte*>(frame_.data()); }
-  std::size_t size() const override { return frame_.size(); }
-
- private:
-  zmq::message_t frame_;
-};
-
-/// A frame over a node payload, without copying: ZeroMQ holds a reference until sent.
-zmq::message_t frame_of(const node::Payload& payload) {
-  if (!payload || payload->size() == 0) return zmq::message_t();
-  auto* holder = new node::Payload(payload);
-  auto* data = const_cast<std::byte*>((*holder)->data());
-  return zmq::message_t(data, (*holder)->size(), [](void*, void* hint) { delete static_cast<node::Payload*>(hint); },
-                        holder);
-}
-
-/// A received batch frame and a view of each payload inside it: one allocation per frame,
-/// none per payload (issue 14); each payload shares the frame's count (node::SliceBytes),
-/// so the frame lives as long as its last payload.
-struct SharedBatch {
-  zmq::message_t frame;
-  std::vector<node::SliceBytes> views;  ///< one per entry (empty for an entry without payload)
-
-  /// Payloads of the entries of `b`, which it takes the frame of.
-  static std::shared_ptr<SharedBatch> of(net::ReceivedBatch& b) {
-    auto shared = std::make_shared<SharedBatch>();
-    shared->frame = std::move(b.frame);
-    shared->views.resize(b.entries.size());
-    const auto* base = static_cast<const std::byte*>(shared->frame.data());
-    for (std::size_t i = 0; i < b.entries.size(); ++i)
-      if (b.entries[i].has_payload) shared->views[i] = node::SliceBytes(base + b.entries[i].payload_offset, b.entries[i].payload_size);
-    return shared;
-  }
-  /// The payload of entry `i` (null when it has none).
-  static node::Payload payload(const std::shared_ptr<SharedBatch>& batch, std::size_t i, bool has_payload) {
-    return has_payload ? node::Payload(batch, &batch->views[i]) : node::Payload();
-  }
-};
-
-std::span<const std::byte> bytes_of(const node::Payload& payload) {
-  if (!payload || payload->size() == 0) return {};
-  return {payload->data(), payload->size()};
-}
-
 /// Every child is a connection (a file descriptor): allow as many as the system does.
 void raise_descriptor_limit() {
   if (rlimit lim{}; getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur < lim.rlim_max) {
@@ -104,36 +58,6 @@ void write_ready_file(const std::string& path, const std::string& endpoint) {
   }
   std::filesystem::rename(tmp, path);
 }
-
-/// The executor as each successive driver of a served tree sees it (docs/serve.md): a
-/// driver's job ids carry its generation in the top 16 bits, so that a job still running
-/// from the previous run is not taken for the new driver's job of the same number.
-class GenerationRunner final : public node::LocalRunner {
- public:
-  explicit GenerationRunner(exec::ExecutorRunner& runner) : runner_(runner) {}
-  std::uint32_t cores() const override { return runner_.cores(); }
-  void start(std::uint64_t job, const model::AppSpec& app, const node::Payload& input) override {
-    runner_.start(tag(job), app, input);
-  }
-  void start_task(std::uint64_t job, const model::AppSpec& app, const node::Payload& input, std::uint64_t index) override {
-    runner_.start_task(tag(job), app, input, index);
-  }
-  node::Payload calibration_input(const model::AppSpec& app, std::uint64_t seed, std::uint32_t k) override {
-    return runner_.calibration_input(app, seed, k);
-  }
-  void next_generation() { ++generation_; }
-  /// The driver's job id of an executor job of the current generation; nullopt for older ones.
-  std::optional<std::uint64_t> current(std::uint64_t tagged) const {
-    if ((tagged >> shift) != (generation_ & 0xffff)) return std::nullopt;
-    return tagged & ((std::uint64_t{1} << shift) - 1);
-  }
-
- private:
-  static constexpr int shift = 48;
-  std::uint64_t tag(std::uint64_t job) const { return ((generation_ & 0xffff) << shift) | job; }
-  exec::ExecutorRunner& runner_;
-  std::uint64_t generation_ = 0;
-};
 
 /// Messages read from one socket per loop turn at most, so that no socket starves the
 /// others (or the executor).

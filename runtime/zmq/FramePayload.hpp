@@ -1,0 +1,67 @@
+#pragma once
+/// @file FramePayload.hpp
+/// Task payloads and ZeroMQ frames without copies, for the ZeroMQ adapter (ZmqNode.cpp):
+/// a received frame shared as a node payload, a payload sent as a frame, the payloads of
+/// a batch frame as views into it.
+
+#include <cstddef>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include <zmq.hpp>
+
+#include "runtime/node/Payload.hpp"
+#include "runtime/zmq/Wire.hpp"
+
+namespace treefarm::zmq_node {
+
+/// A received frame as a node payload: shared, never copied.
+class FrameBytes final : public node::Bytes {
+ public:
+  explicit FrameBytes(zmq::message_t frame) : frame_(std::move(frame)) {}
+  const std::byte* data() const override { return static_cast<const std::byte*>(frame_.data()); }
+  std::size_t size() const override { return frame_.size(); }
+
+ private:
+  zmq::message_t frame_;
+};
+
+/// A frame over a node payload, without copying: ZeroMQ holds a reference until sent.
+inline zmq::message_t frame_of(const node::Payload& payload) {
+  if (!payload || payload->size() == 0) return zmq::message_t();
+  auto* holder = new node::Payload(payload);
+  auto* data = const_cast<std::byte*>((*holder)->data());
+  return zmq::message_t(data, (*holder)->size(), [](void*, void* hint) { delete static_cast<node::Payload*>(hint); },
+                        holder);
+}
+
+/// A received batch frame and a view of each payload inside it: one allocation per frame,
+/// none per payload (issue 14); each payload shares the frame's count (node::SliceBytes),
+/// so the frame lives as long as its last payload.
+struct SharedBatch {
+  zmq::message_t frame;
+  std::vector<node::SliceBytes> views;  ///< one per entry (empty for an entry without payload)
+
+  /// Payloads of the entries of `b`, which it takes the frame of.
+  static std::shared_ptr<SharedBatch> of(net::ReceivedBatch& b) {
+    auto shared = std::make_shared<SharedBatch>();
+    shared->frame = std::move(b.frame);
+    shared->views.resize(b.entries.size());
+    const auto* base = static_cast<const std::byte*>(shared->frame.data());
+    for (std::size_t i = 0; i < b.entries.size(); ++i)
+      if (b.entries[i].has_payload) shared->views[i] = node::SliceBytes(base + b.entries[i].payload_offset, b.entries[i].payload_size);
+    return shared;
+  }
+  /// The payload of entry `i` (null when it has none).
+  static node::Payload payload(const std::shared_ptr<SharedBatch>& batch, std::size_t i, bool has_payload) {
+    return has_payload ? node::Payload(batch, &batch->views[i]) : node::Payload();
+  }
+};
+
+inline std::span<const std::byte> bytes_of(const node::Payload& payload) {
+  if (!payload || payload->size() == 0) return {};
+  return {payload->data(), payload->size()};
+}
+
+}  // namespace treefarm::zmq_node
