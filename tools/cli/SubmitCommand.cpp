@@ -70,8 +70,8 @@ int run_submit(const SubmitCli& o) {
 /// --to, --curve-secret, --server-key, --insecure (submit, status, compare --to).
 void add_serve_endpoint_options(CLI::App& cmd, tools::ServeEndpoint& to, bool required) {
   auto* opt = cmd.add_option("--to", to.endpoint,
-                             required ? "The served master's channel (treefarm-master --serve --bind ENDPOINT)"
-                                      : "Run on a served tree (treefarm-master --serve --bind ENDPOINT), restarting nothing");
+                             required ? "The served master's channel, tcp://HOST:PORT or HOST:PORT (treefarm-master --serve --bind ENDPOINT)"
+                                      : "Run on a served tree (treefarm-master --serve --bind ENDPOINT; tcp://HOST:PORT or HOST:PORT), restarting nothing");
   if (required) opt->required();
   // HOST:PORT gets tcp://; anything else but tcp://HOST:PORT or ipc://PATH is a usage error (2).
   opt->transform(CLI::Validator(
