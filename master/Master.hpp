@@ -86,6 +86,8 @@ struct MasterOptions {
   /// tick as a finished one would — the tree is reset and stays alive — and results.json
   /// says `"cancelled": true` with what completed; run_master then returns 130.
   const std::atomic<bool>* cancel = nullptr;
+  /// Set when the run ends (a served master's list of finished experiments): RunRecord::summary.
+  nlohmann::json* summary = nullptr;
 };
 
 /// Runs a whole experiment as its master. Returns the exit code: 0 when every task was
@@ -93,6 +95,9 @@ struct MasterOptions {
 /// 1 on error, 130 when interrupted. Every verified result is journaled to
 /// out_dir/journal.tsv (Journal.hpp); results.json is written atomically.
 int run_master(const MasterOptions& options);
+/// The same for an experiment already read: `ex` as parsed from `text` (results.json keeps
+/// the text); options.experiment is not read.
+int run_master(const model::Experiment& ex, const std::string& text, const MasterOptions& options);
 
 /// Stops a run_master in progress (async-signal-safe).
 void stop_master();

@@ -573,15 +573,20 @@ int serve(const ServeOptions& o) {
     }
     const auto dir = state / ("job-" + std::to_string(job.id));
     std::filesystem::create_directories(dir);
-    const auto file = dir / job.name;
-    const auto write_experiment = [&](const std::string& text) {
-      std::ofstream out(file, std::ios::binary | std::ios::trunc);
-      out << text;
-    };
-    write_experiment(job.live_tree ? job.text + stand_in_master(o.name) : job.text);
+    const auto file = dir / job.name;  // the name errors and results.json give the experiment
+    std::string text = job.live_tree ? job.text + stand_in_master(o.name) : job.text;
+    std::string error;
+    model::Experiment ex;
+    try {
+      ex = model::parse_experiment(text, file.string());  // as it parsed when it was submitted
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
     const auto calibration_file = dir / "calibration.json";
+    json run_summary;
     MasterOptions m = o.base;
     m.experiment = file.string();
+    m.summary = &run_summary;
     m.out_dir = (dir / "out").string();
     m.policy = job.policy;
     m.live = &root;
@@ -622,14 +627,14 @@ int serve(const ServeOptions& o) {
     shared.send(job.client, {{"type", "started"}, {"id", job.id}});
     spdlog::info("{}: experiment {} ({}) starts", o.name, job.id, job.name);
     int rc = node::exit_error;
-    std::string error;
     if (no_node)
       error = "no node joined within " + std::to_string(static_cast<int>(o.live_wait)) +
               " s (--live-wait), and the served master computes on no core of its own (--cpus): start workers with "
               "treefarm-worker --parent " + tree_endpoint;
     const auto run = [&](const MasterOptions& options) {
+      if (ex.nodes.empty()) return static_cast<int>(node::exit_error);  // did not parse: `error` says why
       try {
-        return run_master(options);
+        return run_master(ex, text, options);
       } catch (const std::exception& e) {
         error = e.what();
         spdlog::error("{}: experiment {}: {}", o.name, job.id, error);
@@ -682,10 +687,8 @@ int serve(const ServeOptions& o) {
           // The run waits for the nodes the calibration measured, as an experiment with
           // [[node]] tables does; a node gone since then is waited for --live-wait seconds.
           try {
-            std::string text;
-            (void)experiment_with(job.text, true, model::parse_calibration(calibration, m.calibration), o.name,
-                                  m.calibration, file.string(), &text);
-            write_experiment(text);
+            ex = experiment_with(job.text, true, model::parse_calibration(calibration, m.calibration), o.name,
+                                 m.calibration, file.string(), &text);
             m.wait_for_nodes.reset();
           } catch (const std::exception& e) {
             error = e.what();
@@ -707,20 +710,11 @@ int serve(const ServeOptions& o) {
         error.empty() && rc != node::exit_ok && rc != node::exit_interrupted && rc != node::exit_wrong_results)
       error = !root.run_error().empty() ? root.run_error() : logged;
     const std::string results = read_text(std::filesystem::path(m.out_dir) / "results.json");
-    // The tree and the figures as the run ended (a run shorter than a tick has no status yet).
-    json tree = json::array(), apps = json::array();
-    if (auto r = json::parse(results, nullptr, false); !results.empty() && r.is_object()) {
-      for (const auto& n : r.value("nodes", json::array())) {
-        const std::string parent = n.contains("parent") && n["parent"].is_string() ? n["parent"].get<std::string>() : "";
-        if (!parent.empty()) seen.insert(n.value("name", ""));
-        tree.push_back({{"name", n.value("name", "")}, {"parent", parent}, {"cores", n.value("cores", 0u)},
-                        {"done", n.value("tasks_computed", std::uint64_t{0})}});
-      }
-      for (const auto& a : r.value("apps", json::array()))
-        apps.push_back({{"name", a.value("name", "")}, {"tasks", a.value("tasks", std::uint64_t{0})},
-                        {"done", a.value("completed", std::uint64_t{0})}, {"throughput", a.value("throughput", 0.0)},
-                        {"predicted", a.contains("predicted") ? a["predicted"] : json()}});
-    }
+    // The tree and the figures as the run ended (RunRecord::summary; empty if it wrote no results).
+    const bool have = run_summary.is_object();  // a calibration alone has no summary
+    const json tree = have ? run_summary.at("tree") : json::array(), apps = have ? run_summary.at("apps") : json::array();
+    for (const auto& n : tree)
+      if (!n.at("parent").get<std::string>().empty()) seen.insert(n.at("name").get<std::string>());
     last_nodes = seen;
     const bool cancelled = shared.cancel_running.load();
     json done{{"type", "done"}, {"id", job.id}, {"exit_code", rc}, {"directory", dir.string()},

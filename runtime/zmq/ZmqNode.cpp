@@ -709,11 +709,29 @@ std::string ZmqNode::open() {
   return m.bound;
 }
 
-int ZmqNode::run_root(node::RootSetup root) {
+int ZmqNode::run_root(node::RootSetup root, const node::NodeOptions& run) {
   Impl& m = *impl_;
   (void)open();
   node::NodeOptions o = m.options;
   o.serve = true;
+  o.migration = run.migration;
+  o.balance = run.balance;
+  o.one_port_window = run.one_port_window;
+  o.heartbeat_interval = run.heartbeat_interval;
+  o.heartbeat_timeout = run.heartbeat_timeout;
+  o.max_task_losses = run.max_task_losses;
+  o.task_deadline_factor = run.task_deadline_factor;
+  o.task_deadline_floor = run.task_deadline_floor;
+  o.ack_timeout = run.ack_timeout;
+  if (run.memory) o.memory = run.memory;  // declared resources override the detected ones
+  if (run.disk) o.disk = run.disk;
+  if (run.speed > 0) {
+    o.speed = run.speed;
+    o.measure_speed = {};
+  }
+  spdlog::info("{}: run with migration {}, balance {}, memory {} bytes, speed {:g} flop/s, one-port window {} bytes",
+               m.options.name, core::to_string(o.migration), core::to_string(o.balance), o.memory, o.speed,
+               o.one_port_window);
   finish_requested_ = false;
   m.run_error.clear();
   // A Welcome the wire cannot carry fails this run before any child hears of it.

@@ -78,8 +78,11 @@ class ZmqNode {
   /// Runs one experiment on the live tree: the children that said Hello since the last
   /// run (or during its end) join it at once. At its normal end every child is told to
   /// reset (forget the run, say Hello again) instead of exiting. Returns the run's exit
-  /// code (node::ExitCode). Call from one thread, never while idle() runs.
-  int run_root(node::RootSetup root);
+  /// code (node::ExitCode). Call from one thread, never while idle() runs. `run` is the
+  /// experiment's root options (master::root_node_options): its migration, balance,
+  /// one-port window, liveness settings and the master node's declared memory, disk and
+  /// speed apply to this run; the served node keeps its name and what it detected.
+  int run_root(node::RootSetup root, const node::NodeOptions& run);
   /// Between runs: keeps the children's connections, answers each Hello "wait, no run now"
   /// (a Shutdown with reset) and keeps it for the next run, until `wake()` is true or stop()
   /// was called (then returns false). `wake` is called about every 0.1 s on this thread.

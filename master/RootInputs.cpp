@@ -1,0 +1,52 @@
+#include "master/RootInputs.hpp"
+
+#include <algorithm>
+#include <memory>
+
+#include <fmt/format.h>
+
+namespace treefarm::master {
+
+RootInputs::RootInputs(const model::Experiment& ex, bool pooled)
+    : ex_(ex), pooled_(pooled), secret_(tasks::RunSecret::random()), pool_(ex.apps.size()), small_(ex.apps.size()) {
+  if (pooled_) {
+    for (std::uint32_t k = 0; k < ex_.apps.size(); ++k)
+      if (ex_.apps[k].kernel != model::Kernel::command)
+        for (std::uint64_t j = 0; j < pool_size; ++j) pool_[k].push_back(make(k, j));
+    return;
+  }
+  prefetcher_.emplace(ex_.apps, [this](std::uint32_t app, std::uint64_t index) { return secret_.input_seed(app, index); });
+  // Small inputs of the fixed-size kernels (no-op tasks, tiny matrices) are made in slabs
+  // of up to 256 inputs (64 KiB) to an allocation: no allocation per task.
+  constexpr std::size_t slab_max_input_bytes = 4096, slab_bytes = std::size_t{64} << 10;
+  for (std::size_t k = 0; k < ex_.apps.size(); ++k) {
+    const std::size_t bytes = ex_.apps[k].input_bytes();
+    if (tasks::has_fixed_input(ex_.apps[k]) && bytes > 0 && bytes <= slab_max_input_bytes)
+      small_[k].emplace(bytes, std::min<std::size_t>(256, slab_bytes / bytes));
+  }
+}
+
+tasks::InputBuffer RootInputs::make(std::uint32_t app, std::uint64_t index) const {
+  auto bytes = std::make_shared<std::vector<std::byte>>();
+  tasks::fill_input(ex_.apps.at(app), secret_.input_seed(app, pooled_ ? index % pool_size : index), app, 0, *bytes);
+  return tasks::InputBuffer(std::move(bytes));
+}
+
+node::Payload RootInputs::payload(core::TaskId id) {
+  const auto k = id.app().value;
+  if (!pool_[k].empty()) return node::share(pool_[k][id.index() % pool_size]);
+  if (!prefetcher_) return node::share(make(k, id.index()));
+  if (small_[k]) return small_[k]->make([&](std::span<std::byte> out) { prefetcher_->fill(k, id.index(), out); });
+  return node::share(prefetcher_->get(k, id.index()));
+}
+
+tasks::InputBuffer RootInputs::regenerate(core::TaskId id) const { return make(id.app().value, id.index()); }
+
+std::string RootInputs::summary() const {
+  const auto made = prefetcher_ ? prefetcher_->stats() : tasks::InputPrefetcher::Stats{};
+  return fmt::format("{} task inputs generated ({:.3f} s; {} ready ahead, {} waited for{})", made.generated,
+                     made.generate_seconds, made.ready, made.generated_on_caller,
+                     pooled_ ? "; pooled: 2 per application reused" : "");
+}
+
+}  // namespace treefarm::master

@@ -1,0 +1,48 @@
+#pragma once
+/// @file RootInputs.hpp
+/// The inputs the root hands out: each task's input made from the per-run secret the
+/// workers never see (docs/security.md, "Secret inputs"), generated ahead on a thread of
+/// its own (tasks/InputPrefetcher.hpp), small ones in slabs, or with pooled inputs two per
+/// application reused by every task.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "runtime/core/Ids.hpp"
+#include "runtime/model/Experiment.hpp"
+#include "runtime/node/Payload.hpp"
+#include "tasks/InputPrefetcher.hpp"
+#include "tasks/Payload.hpp"
+#include "tasks/RunSecret.hpp"
+
+namespace treefarm::master {
+
+class RootInputs {
+ public:
+  /// `ex` must outlive the object. `pooled`: `--inputs pooled` (trusted trees only).
+  RootInputs(const model::Experiment& ex, bool pooled);
+
+  /// The input of a task, made when it is sent (and again if it is sent again).
+  node::Payload payload(core::TaskId id);
+  /// The input of a task made again, for a spot check that recomputes its result.
+  tasks::InputBuffer regenerate(core::TaskId id) const;
+  const tasks::RunSecret& secret() const { return secret_; }
+  bool pooled() const { return pooled_; }
+  /// What was generated, for the master's log.
+  std::string summary() const;
+
+ private:
+  static constexpr std::uint64_t pool_size = 2;
+  tasks::InputBuffer make(std::uint32_t app, std::uint64_t index) const;
+
+  const model::Experiment& ex_;
+  bool pooled_;
+  tasks::RunSecret secret_;
+  std::optional<tasks::InputPrefetcher> prefetcher_;
+  std::vector<std::vector<tasks::InputBuffer>> pool_;
+  std::vector<std::optional<node::SmallPayloads>> small_;
+};
+
+}  // namespace treefarm::master

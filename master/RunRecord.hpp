@@ -1,0 +1,91 @@
+#pragma once
+/// @file RunRecord.hpp
+/// What the root records of a run: every result exactly once (the figures and task list of
+/// results.json, the journal that `--resume` continues), when each task was dispatched,
+/// which child each result came through (to revoke a forger's), and the run's status for
+/// `treefarm status` and the served master.
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "master/Master.hpp"
+#include "runtime/metrics/Journal.hpp"
+#include "runtime/metrics/ProcessMemory.hpp"
+#include "runtime/metrics/Results.hpp"
+#include "runtime/metrics/TaskLog.hpp"
+#include "runtime/model/Experiment.hpp"
+#include "runtime/node/NodeDriver.hpp"
+#include "runtime/node/TaskMap.hpp"
+
+namespace treefarm::master {
+
+class RunRecord {
+ public:
+  /// `ex` must outlive the object; `text` is the experiment as run (results.json's header).
+  /// Opens out_dir/journal.tsv (continued with options.resume) unless `calibrating`.
+  RunRecord(const model::Experiment& ex, const std::string& text, const MasterOptions& options, bool calibrating);
+
+  /// Sets the root's hooks that record: done_before, on_start, on_result, check_output,
+  /// on_output, on_joined, on_load and the fallbacks of on_measure.
+  void install(node::RootSetup& root);
+
+  /// The root hands task `id` out now (results.json's dispatch times).
+  void mark_dispatched(core::TaskId id) {
+    const auto k = id.app().value;
+    if (k < dispatched_.size() && id.index() < dispatched_[k].size())
+      dispatched_[k][id.index()] =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - steady_start_).count();
+  }
+  /// The result of task `task_id` arrived through child `via` (held responsible for it).
+  void arrived_via(std::uint64_t task_id, const std::string& via) { arriving_via_[task_id] = task_log_->intern(via); }
+  /// A forger was convicted (RootSetup::convict): the records to revoke, as tasks to redo.
+  std::vector<core::TaskRef> revoke(const std::string& culprit, const std::string& via, bool whole_child);
+
+  /// The journal to disk (on its own thread), about once a second.
+  void sync();
+  /// {"elapsed" s, "apps": [...], "nodes": [...]} (MasterOptions::on_status).
+  nlohmann::json status(double now) const;
+  /// Seconds since dispatching started (0 before).
+  double elapsed(double now) const { return start_ > 0 ? now - start_ : 0.0; }
+  bool started() const { return start_ > 0 || done_ > 0; }
+  std::uint64_t done() const { return done_; }
+  std::uint64_t total() const { return ex_.total_tasks(); }
+  const std::vector<std::uint64_t>& per_app() const { return per_app_; }
+  metrics::RunResults& results() { return results_; }
+  /// The finished run for a served master's list: {"tree": [{name, parent, cores, done}],
+  /// "apps": [{name, tasks, done, throughput tasks/s, predicted tasks/s or null}]}; both
+  /// empty if the run wrote no results (it failed or was interrupted).
+  nlohmann::json summary() const;
+
+  /// Ends a run that returned `rc`: results.json (with `cancelled`), the table or the JSON
+  /// line on stdout. Returns the run's exit code (node::ExitCode).
+  int finish(int rc, bool cancelled, const metrics::ProcessMemory& memory_at_start);
+
+ private:
+  void open_journal(bool calibrating);
+
+  const model::Experiment& ex_;
+  const MasterOptions& options_;
+  metrics::RunResults results_;
+  std::shared_ptr<metrics::TaskLog> task_log_;
+  std::unique_ptr<metrics::Journal> journal_;
+  std::vector<std::vector<bool>> resumed_;  // per app: done in an earlier run
+  double time_offset_ = 0;                  // seconds: resumed completions continue the journal's timeline
+  std::vector<std::uint64_t> per_app_;
+  std::uint64_t done_ = 0;
+  bool finished_ = false;  // results computed (finish() of a run that succeeded)
+  double start_ = 0;
+  std::chrono::steady_clock::time_point steady_start_{};
+  std::vector<std::vector<double>> dispatched_;
+  node::IdMap<std::uint32_t> arriving_via_;  // task -> child (task_log name id), until recorded
+  std::unordered_map<std::string, std::uint64_t> done_by_node_;
+  std::unordered_map<std::string, net::msg::NodeLoad> load_by_node_;
+};
+
+}  // namespace treefarm::master
