@@ -20,6 +20,7 @@
 #include "runtime/exec/ExecutorRunner.hpp"
 #include "runtime/zmq/FramePayload.hpp"
 #include "runtime/zmq/GenerationRunner.hpp"
+#include "runtime/node/RunOptions.hpp"
 #include "runtime/zmq/PeerProber.hpp"
 #include "runtime/zmq/Wire.hpp"
 
@@ -712,23 +713,8 @@ std::string ZmqNode::open() {
 int ZmqNode::run_root(node::RootSetup root, const node::NodeOptions& run) {
   Impl& m = *impl_;
   (void)open();
-  node::NodeOptions o = m.options;
+  node::NodeOptions o = node::with_run_options(m.options, run);
   o.serve = true;
-  o.migration = run.migration;
-  o.balance = run.balance;
-  o.one_port_window = run.one_port_window;
-  o.heartbeat_interval = run.heartbeat_interval;
-  o.heartbeat_timeout = run.heartbeat_timeout;
-  o.max_task_losses = run.max_task_losses;
-  o.task_deadline_factor = run.task_deadline_factor;
-  o.task_deadline_floor = run.task_deadline_floor;
-  o.ack_timeout = run.ack_timeout;
-  if (run.memory) o.memory = run.memory;  // declared resources override the detected ones
-  if (run.disk) o.disk = run.disk;
-  if (run.speed > 0) {
-    o.speed = run.speed;
-    o.measure_speed = {};
-  }
   spdlog::info("{}: run with migration {}, balance {}, memory {} bytes, speed {:g} flop/s, one-port window {} bytes",
                m.options.name, core::to_string(o.migration), core::to_string(o.balance), o.memory, o.speed,
                o.one_port_window);
