@@ -13,6 +13,7 @@
 #include "master/RootPlan.hpp"
 #include "master/RunRecord.hpp"
 #include "master/SpotChecks.hpp"
+#include "runtime/dashboard/Feed.hpp"
 #include "runtime/exec/Topology.hpp"
 #include "runtime/metrics/ProcessMemory.hpp"
 #include "runtime/metrics/Progress.hpp"
@@ -90,7 +91,11 @@ int run_master(const model::Experiment& file_ex, const std::string& text, const 
   } else {
     root.on_tick = [&](double now) {
       record.sync();
-      if (options.on_status) options.on_status(record.status(now));
+      if (options.on_status || options.dashboard) {
+        const auto status = record.status(now);
+        if (options.dashboard) options.dashboard->publish(status, record.results().plan, record.task_log());
+        if (options.on_status) options.on_status(status);
+      }
       // Cancelled by a client of a served tree: the run ends as a finished one (the
       // children reset and stay), with what completed so far.
       if (options.cancel && !cancelled && options.cancel->load() && self) {

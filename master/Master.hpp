@@ -18,6 +18,7 @@
 #include "runtime/zmq/Curve.hpp"
 
 namespace treefarm::zmq_node { class ZmqNode; }
+namespace treefarm::dashboard { class Feed; }
 
 namespace treefarm::master {
 
@@ -82,6 +83,10 @@ struct MasterOptions {
   /// progress: {"elapsed" s, "apps": [{name, tasks, done, throughput tasks/s, predicted
   /// tasks/s or null}], "nodes": [{name, parent, cores, done}]} (`treefarm status`).
   std::function<void(const nlohmann::json&)> on_status;
+  /// Live dashboard (runtime/dashboard, docs/dashboard.md): once a tick the root publishes
+  /// there, on the loop thread, what on_status gets, the LP's plan and its last tasks;
+  /// its HTTP server reads them on threads of its own. Null: none.
+  dashboard::Feed* dashboard = nullptr;
   /// Served tree (`treefarm cancel`, docs/serve.md): once set, the run ends at the next
   /// tick as a finished one would — the tree is reset and stays alive — and results.json
   /// says `"cancelled": true` with what completed; run_master then returns 130.

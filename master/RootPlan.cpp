@@ -99,6 +99,7 @@ void set_prediction(node::RootSetup& root, metrics::RunResults& results, const m
     for (auto& h : platform.hosts) h.input_cpu_seconds_per_byte = 0.0;
   const auto solution = lp::solve(platform);
   results.predicted_fair_throughput = solution.fair_throughput;
+  results.plan = lp::to_json(platform, solution);  // results.json and the dashboard
   // Tell every node what the calibration and the LP say about it (policies use it).
   for (std::size_t i = 0; i < ex.nodes.size(); ++i) {
     net::msg::NodeHint h;

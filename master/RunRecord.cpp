@@ -115,7 +115,7 @@ void RunRecord::install(node::RootSetup& root) {
       ++results_.duplicates;
       return;
     }
-    if (options_.on_status) ++done_by_node_[r.node];
+    if (options_.on_status || options_.dashboard) ++done_by_node_[r.node];
     const core::TaskId id{r.task_id};
     const std::uint32_t k = id.app().value;
     auto& app = results_.apps.at(k);
@@ -171,7 +171,12 @@ void RunRecord::install(node::RootSetup& root) {
   root.on_measure = [this](const net::msg::Measure& m) {  // every policy fallback reported
     if (m.what == net::msg::Measure::What::fallbacks) results_.policy_fallbacks[m.node] = static_cast<std::uint64_t>(m.value);
   };
-  if (options_.on_status) root.on_load = [this](const net::msg::NodeLoad& l) { load_by_node_[l.name] = l; };
+  if (options_.on_status || options_.dashboard)
+    root.on_load = [this](const net::msg::NodeLoad& l) {
+      auto& r = load_by_node_[l.name];
+      r.load = l;
+      ++r.reports;
+    };
 }
 
 std::vector<core::TaskRef> RunRecord::revoke(const std::string& culprit, const std::string& via, bool whole_child) {
@@ -220,10 +225,12 @@ json RunRecord::status(double now) const {
                      {"done", it == done_by_node_.end() ? std::uint64_t{0} : it->second}});
     // Its state as its last heartbeat brought it up: busy cores, tasks held and not
     // running, the machine's 1-minute load average (null: unknown).
-    if (const auto l = load_by_node_.find(n.name); l != load_by_node_.end()) {
-      nodes.back()["busy_cores"] = l->second.busy_cores;
-      nodes.back()["queued"] = l->second.queued;
-      nodes.back()["load1"] = l->second.load1 >= 0 ? json(l->second.load1) : json();
+    if (const auto r = load_by_node_.find(n.name); r != load_by_node_.end()) {
+      const auto& l = r->second.load;
+      nodes.back()["busy_cores"] = l.busy_cores;
+      nodes.back()["queued"] = l.queued;
+      nodes.back()["load1"] = l.load1 >= 0 ? json(l.load1) : json();
+      nodes.back()["reports"] = r->second.reports;  // stops growing once the node is lost
     }
   }
   return {{"elapsed", seconds}, {"apps", apps}, {"nodes", nodes}};

@@ -58,6 +58,8 @@ class RunRecord {
   std::uint64_t total() const { return ex_.total_tasks(); }
   const std::vector<std::uint64_t>& per_app() const { return per_app_; }
   metrics::RunResults& results() { return results_; }
+  /// The per-task records so far (the dashboard's task stream reads its last ones).
+  const metrics::TaskLog* task_log() const { return task_log_.get(); }
   /// The finished run for a served master's list: {"tree": [{name, parent, cores, done}],
   /// "apps": [{name, tasks, done, throughput tasks/s, predicted tasks/s or null}]}; both
   /// empty if the run wrote no results (it failed or was interrupted).
@@ -85,7 +87,12 @@ class RunRecord {
   std::vector<std::vector<double>> dispatched_;
   node::IdMap<std::uint32_t> arriving_via_;  // task -> child (task_log name id), until recorded
   std::unordered_map<std::string, std::uint64_t> done_by_node_;
-  std::unordered_map<std::string, net::msg::NodeLoad> load_by_node_;
+  /// Each node's state as its heartbeats last brought it up, and how many times they did.
+  struct Reported {
+    net::msg::NodeLoad load;
+    std::uint64_t reports = 0;
+  };
+  std::unordered_map<std::string, Reported> load_by_node_;
 };
 
 }  // namespace treefarm::master

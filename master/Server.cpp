@@ -24,6 +24,7 @@
 #include <zmq.hpp>
 
 #include "runtime/core/Policy.hpp"
+#include "runtime/dashboard/Feed.hpp"
 #include "runtime/model/Calibration.hpp"
 #include "runtime/model/Experiment.hpp"
 #include "runtime/model/ExperimentText.hpp"
@@ -211,6 +212,20 @@ model::Experiment experiment_with(const std::string& text, bool live_tree, const
   return ex;
 }
 
+/// The served tree's state (`treefarm status`, the dashboard): {serving, tree, waiting,
+/// running, queue, finished}. The caller holds shared.mu; `now` is seconds since serving began.
+json status_of(const Shared& shared, const std::string& name, double now) {
+  json queue = json::array();
+  std::size_t position = 0;
+  for (const auto& j : shared.queue)
+    queue.push_back({{"id", j.id}, {"name", j.name}, {"policy", j.policy}, {"position", ++position},
+                     {"waiting_seconds", now - j.submitted}});
+  json finished = json::array();
+  for (const auto& f : shared.finished) finished.push_back(f);
+  return {{"serving", name}, {"tree", shared.tree},   {"waiting", shared.waiting}, {"running", shared.running},
+          {"queue", queue},  {"finished", finished}};
+}
+
 /// The submit/status channel: a ROUTER on its own thread and context.
 class Channel {
  public:
@@ -362,20 +377,8 @@ class Channel {
     const std::string type = request.value("type", "");
     if (type == "status") {
       std::lock_guard lock(shared_.mu);
-      json queue = json::array();
-      std::size_t position = 0;
-      for (const auto& j : shared_.queue)
-        queue.push_back({{"id", j.id}, {"name", j.name}, {"policy", j.policy}, {"position", ++position},
-                         {"waiting_seconds", now() - j.submitted}});
-      json finished = json::array();
-      for (const auto& f : shared_.finished) finished.push_back(f);
-      json reply{{"type", "status"},
-                 {"serving", opt_.name},
-                 {"tree", shared_.tree},
-                 {"waiting", shared_.waiting},
-                 {"running", shared_.running},
-                 {"queue", queue},
-                 {"finished", finished}};
+      json reply = status_of(shared_, opt_.name, now());
+      reply["type"] = "status";
       shared_.outbox.push_back({client, reply.dump()});
       return;
     }
@@ -544,6 +547,16 @@ int serve(const ServeOptions& o) {
   auto first_error = std::make_shared<FirstError>();
   spdlog::default_logger()->sinks().push_back(first_error);  // before the channel's thread logs
   Shared shared;
+  // The dashboard shows the queue and the finished experiments too (docs/dashboard.md).
+  struct DashboardState {
+    dashboard::Feed* feed;
+    ~DashboardState() { if (feed) feed->set_serve_status({}); }  // before `shared` goes
+  } dashboard_state{o.base.dashboard};
+  if (o.base.dashboard)
+    o.base.dashboard->set_serve_status([&shared, &o, t0] {
+      std::lock_guard lock(shared.mu);
+      return status_of(shared, o.name, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    });
   Channel channel(o, state, shared, t0);
   if (!o.bind_file.empty()) {
     const auto tmp = o.bind_file + ".tmp";

@@ -1,5 +1,7 @@
 // treefarm-master: the root of a treefarm tree (docs/commands.md).
 #include <csignal>
+#include <cstdio>
+#include <memory>
 
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
@@ -11,6 +13,7 @@
 #include "master/Server.hpp"
 #include "runtime/model/Experiment.hpp"
 #include "runtime/exec/CpuList.hpp"
+#include "runtime/dashboard/DashboardServer.hpp"
 
 int main(int argc, char** argv) {
   treefarm::tasks::select_blas_kernel(argv);  // before anything loads BLAS kernels (issue 14)
@@ -70,6 +73,15 @@ int main(int argc, char** argv) {
   app.add_flag("--quiet", quiet, "No progress display");
   app.add_flag("--json-progress", opt.json_progress,
                "Progress as one JSON object per second on stdout, the results as a last JSON line (no table)");
+  std::string dashboard_address, dashboard_file;
+  bool dashboard_remote = false;
+  auto* dashboard_opt = app.add_option("--dashboard", dashboard_address,
+                                       "Serve the live dashboard at [HOST:]PORT (default 127.0.0.1:8787 when given without a value; "
+                                       "port 0 = a free one; docs/dashboard.md)")
+                            ->expected(0, 1);
+  app.add_option("--dashboard-file", dashboard_file, "Write the dashboard's address (http://HOST:PORT/) to this file once it listens");
+  app.add_flag("--dashboard-remote", dashboard_remote,
+               "Allow --dashboard on a non-loopback address: it is plain HTTP, read-only, and asks for a token printed once");
   bool no_table = false;
   app.add_flag("--no-table", no_table, "Print no result table on stdout (results.json only)");
   namespace cs = treefarm::cli_support;
@@ -92,6 +104,29 @@ int main(int argc, char** argv) {
       opt.curve.own = treefarm::net::load_secret_key_file(curve_secret);
       opt.curve.authorized = treefarm::net::load_authorized_keys(authorized, &opt.curve.key_names);
       opt.curve.authorized_file = authorized;
+    }
+    // The dashboard (docs/dashboard.md): the root publishes to `feed`, the server reads it.
+    std::unique_ptr<treefarm::dashboard::Feed> feed;
+    std::unique_ptr<treefarm::dashboard::DashboardServer> dashboard;
+    if (*dashboard_opt || !dashboard_file.empty() || dashboard_remote) {
+      treefarm::dashboard::ServerOptions so;
+      try {
+        so.address = treefarm::dashboard::parse_address(dashboard_address);
+      } catch (const std::invalid_argument& e) {
+        throw cs::UsageError(e.what());
+      }
+      if (!treefarm::dashboard::is_loopback_host(so.address.host) && !dashboard_remote)
+        throw cs::UsageError("--dashboard " + dashboard_address +
+                             ": not a loopback address; the dashboard is plain HTTP and would be readable from the "
+                             "network: add --dashboard-remote to serve it there behind a token, or use 127.0.0.1");
+      so.allow_remote = dashboard_remote;
+      so.address_file = dashboard_file;
+      treefarm::dashboard::FeedOptions fo;
+      fo.heartbeat_interval = opt.heartbeat_interval;
+      feed = std::make_unique<treefarm::dashboard::Feed>(fo);
+      dashboard = std::make_unique<treefarm::dashboard::DashboardServer>(*feed, so);
+      opt.dashboard = feed.get();
+      std::fprintf(stderr, "treefarm-master: dashboard at %s\n", dashboard->url().c_str());
     }
     if (serving) {
       if (*experiment_opt) throw cs::UsageError("--serve takes no experiment file: submit them (treefarm submit FILE --to ENDPOINT)");

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <zmq.hpp>
 
+#include "runtime/dashboard/EventsClient.hpp"
 #include "runtime/model/Experiment.hpp"
 #include "tools/TreeLauncher.hpp"
 
@@ -51,6 +52,7 @@ struct RunFigures {
   double duration = 0;         ///< seconds
   std::uint64_t tasks = 0, completed = 0, lost = 0, duplicates = 0, wrong = 0;
   double rate() const { return duration > 0 ? static_cast<double>(completed) / duration : 0; }
+  std::uint64_t dashboard_events = 0;  ///< events a client of the dashboard received during the run
 };
 
 RunFigures run_once(const std::filesystem::path& exp, const std::filesystem::path& out, LaunchOptions lo) {
@@ -59,9 +61,27 @@ RunFigures run_once(const std::filesystem::path& exp, const std::filesystem::pat
   lo.quiet = true;
   lo.log_level = "warn";
   lo.master_args.push_back("--no-table");  // stdout is the benchmark's own (JSON with --json)
-  std::atomic<bool> never{false};
+  std::atomic<bool> never{false}, ended{false};
   RunFigures f;
+  // With the dashboard on (--dashboard-file among the master's arguments), a client follows
+  // its event stream for the whole run, as a browser would.
+  std::string address_file;
+  for (std::size_t i = 0; i + 1 < lo.master_args.size(); ++i)
+    if (lo.master_args[i] == "--dashboard-file") address_file = lo.master_args[i + 1];
+  std::thread client;
+  if (!address_file.empty())
+    client = std::thread([&] {
+      while (!ended && !std::filesystem::exists(address_file)) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      if (ended) return;
+      std::string url;
+      std::getline(std::ifstream(address_file) >> std::ws, url);
+      dashboard::EventsClient events(url);
+      while (!ended) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      f.dashboard_events = events.events();
+    });
   f.rc = launch_tree(ex, lo, never);
+  ended = true;
+  if (client.joinable()) client.join();
   std::ifstream rf(out / "results.json");
   if (!rf) return f;
   const auto j = nlohmann::json::parse(rf);
@@ -85,10 +105,11 @@ std::filesystem::path temp_dir(const char* what) {
 }  // namespace
 
 int bench_dispatch(std::ostream& out, std::uint64_t tasks, std::uint64_t payload_bytes, std::uint32_t buffer, bool json,
-                   bool encryption, const std::string& comm_model, int depth) {
+                   bool encryption, const std::string& comm_model, int depth, bool dashboard, int rounds_asked) {
   if (comm_model != "one-port" && comm_model != "multi-port")
     throw std::invalid_argument("--comm-model must be one-port or multi-port, not '" + comm_model + "'");
   if (depth != 1 && depth != 2) throw std::invalid_argument("--depth must be 1 or 2, not " + std::to_string(depth));
+  if (encryption && dashboard) throw std::invalid_argument("--encryption and --dashboard: one comparison at a time");
   const auto dir = temp_dir("bench");
   const auto exp_path = dir / "dispatch.toml";
   {
@@ -102,8 +123,9 @@ int bench_dispatch(std::ostream& out, std::uint64_t tasks, std::uint64_t payload
   const double raw_before = zmq_one_way_rate(1000000, 16);
   LaunchOptions plain, curve;
   curve.encrypt = true;
-  std::vector<double> plain_rates, curve_rates;
-  const int rounds = encryption ? 2 : 1;
+  std::vector<double> plain_rates, curve_rates, dashboard_rates;
+  std::uint64_t events = 0;
+  const int rounds = rounds_asked > 0 ? rounds_asked : encryption || dashboard ? 2 : 1;
   for (int r = 0; r < rounds; ++r) {
     const auto p = run_once(exp_path, dir / ("plain" + std::to_string(r)), plain);
     if (p.rc != 0) {
@@ -111,6 +133,18 @@ int bench_dispatch(std::ostream& out, std::uint64_t tasks, std::uint64_t payload
       return p.rc;
     }
     plain_rates.push_back(p.rate());
+    if (dashboard) {
+      LaunchOptions with = plain;
+      const auto file = (dir / ("dashboard" + std::to_string(r) + ".url")).string();
+      with.master_args = {"--dashboard", "127.0.0.1:0", "--dashboard-file", file};
+      const auto d = run_once(exp_path, dir / ("dashboard" + std::to_string(r)), with);
+      if (d.rc != 0) {
+        std::cerr << "bench dispatch: the run with the dashboard failed with code " << d.rc << "\n";
+        return d.rc;
+      }
+      dashboard_rates.push_back(d.rate());
+      events += d.dashboard_events;
+    }
     if (!encryption) continue;
     const auto c = run_once(exp_path, dir / ("curve" + std::to_string(r)), curve);
     if (c.rc != 0) {
@@ -126,13 +160,21 @@ int bench_dispatch(std::ostream& out, std::uint64_t tasks, std::uint64_t payload
     for (double x : v) s += x;
     return v.empty() ? 0.0 : s / static_cast<double>(v.size());
   };
-  const double rate = mean(plain_rates), curve_rate = mean(curve_rates);
+  const double rate = mean(plain_rates), curve_rate = mean(curve_rates), dashboard_rate = mean(dashboard_rates);
   if (json) {
     nlohmann::json j{{"tasks", tasks}, {"payload_bytes", payload_bytes}, {"buffer", buffer}, {"comm_model", comm_model}, {"depth", depth},
                      {"dispatch_tasks_per_s", rate}, {"zmq_one_way_msgs_per_s", raw}, {"ratio", rate / raw}};
     if (encryption) {
       j["curve_dispatch_tasks_per_s"] = curve_rate;
       j["curve_over_plain"] = rate > 0 ? curve_rate / rate : 0.0;
+    }
+    if (dashboard) {
+      j["rounds"] = rounds;
+      j["plain_runs_tasks_per_s"] = plain_rates;
+      j["dashboard_runs_tasks_per_s"] = dashboard_rates;
+      j["dashboard_dispatch_tasks_per_s"] = dashboard_rate;
+      j["dashboard_over_plain"] = rate > 0 ? dashboard_rate / rate : 0.0;
+      j["dashboard_events_received"] = events;
     }
     out << j.dump(1) << "\n";
   } else {
@@ -148,6 +190,13 @@ int bench_dispatch(std::ostream& out, std::uint64_t tasks, std::uint64_t payload
     if (encryption) {
       std::snprintf(line, sizeof line, "with CURVE on every link: %.0f tasks/s; CURVE / plain: %.3f (runs alternated)\n",
                     curve_rate, rate > 0 ? curve_rate / rate : 0.0);
+      out << line;
+    }
+    if (dashboard) {
+      std::snprintf(line, sizeof line,
+                    "with the dashboard served and a client following /api/events (%llu events): %.0f tasks/s; "
+                    "dashboard / plain: %.3f (%d runs each, alternated)\n",
+                    static_cast<unsigned long long>(events), dashboard_rate, rate > 0 ? dashboard_rate / rate : 0.0, rounds);
       out << line;
     }
   }

@@ -15,8 +15,12 @@ namespace treefarm::tools {
 /// "one-port" (each transfer ends with the worker's acknowledgement, so every task also
 /// pays a loopback round trip, beyond the window of small transfers: node::NodeOptions::
 /// one_port_window). `depth` 2 puts a 0-core forwarder between the master and the worker.
+/// With `dashboard`, the dispatch rate is also measured with the master serving its live
+/// dashboard (docs/dashboard.md) and a client following /api/events throughout, runs
+/// alternated (plain, dashboard, ...), `rounds` of each (0: 1 alone, 2 when comparing).
 int bench_dispatch(std::ostream& out, std::uint64_t tasks, std::uint64_t payload_bytes, std::uint32_t buffer, bool json,
-                   bool encryption = false, const std::string& comm_model = "multi-port", int depth = 1);
+                   bool encryption = false, const std::string& comm_model = "multi-port", int depth = 1,
+                   bool dashboard = false, int rounds = 0);
 
 /// Random kills (SIGKILL) and restarts of workers during a run of about `minutes`
 /// minutes on a 6-node tree, beside the same run without chaos: tasks lost (must be 0),

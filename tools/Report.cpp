@@ -10,6 +10,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "runtime/dashboard/Page.hpp"
+#include "runtime/metrics/AtomicFile.hpp"
 #include "runtime/metrics/Results.hpp"
 #include "runtime/model/Experiment.hpp"
 #include "runtime/node/ExitCode.hpp"
@@ -49,6 +51,11 @@ int report(const ReportOptions& options, std::ostream& out) {
         << ", policy " << r.policy << ")\n";
   metrics::print_table(out, r);
   const int rc = r.ok() ? node::exit_ok : node::exit_wrong_results;
+  if (!options.html.empty()) {
+    const std::string page = dashboard::report_html(dashboard::report_view(r, options.bin));
+    metrics::write_file_atomically(options.html, page);
+    out << "wrote " << options.html << " (" << page.size() << " bytes, self-contained)\n";
+  }
   if (!options.plots) return rc;
   if (std::system("command -v gnuplot >/dev/null 2>&1") != 0) {
     out << "(gnuplot not found: no plots)\n";

@@ -19,6 +19,9 @@ struct ReportOptions {
   std::string out_dir;       ///< where the PNGs go ("" = next to results.json)
   bool plots = true;         ///< false: the table only
   double bin = 1.0;          ///< seconds per throughput bin
+  /// Also write the run as one self-contained HTML page here (the dashboard's views with
+  /// the data inlined; runtime/dashboard/Page.hpp, docs/dashboard.md). "" = none.
+  std::string html;
 };
 
 /// Prints the table to `out`, draws the plots (when gnuplot is installed; says so

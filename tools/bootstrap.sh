@@ -14,6 +14,7 @@ PACKAGES=(
   libsimgrid-dev gnuplot-nox iproute2 util-linux procps
   clang libclang-rt-14-dev libsodium-dev
   libmsgpack-cxx-dev libabsl-dev
+  libcpp-httplib-dev libjs-chart.js
   dpkg-dev help2man openssh-client openssh-server slurm-wlm munge
 )
 

@@ -147,6 +147,7 @@ nlohmann::json to_json(const RunResults& r, bool with_tasks) {
     j["predicted_fair_throughput"] = *r.predicted_fair_throughput;
     j["fair_ratio"] = *r.predicted_fair_throughput > 0 ? r.fair_throughput / *r.predicted_fair_throughput : 0.0;
   }
+  if (!r.plan.is_null()) j["plan"] = r.plan;
   j["duplicates"] = r.duplicates;
   j["lost"] = r.lost;
   if (!r.policy_fallbacks.empty()) {
@@ -294,6 +295,7 @@ RunResults results_from_json(const nlohmann::json& j) {
     r.tasks.push_back(t);
   }
   if (j.contains("predicted_fair_throughput")) r.predicted_fair_throughput = j["predicted_fair_throughput"].get<double>();
+  r.plan = j.value("plan", nlohmann::json());
   if (const auto it = j.find("failures"); it != j.end())
     for (const auto& jf : *it)
       r.failures.push_back(TaskFailure{app_index.at(jf.at("app").get<std::string>()), jf.at("id").get<std::uint64_t>(),

@@ -101,6 +101,9 @@ struct RunResults {
   std::uint64_t lost = 0;               ///< Tasks never completed.
   double fair_throughput = 0;           ///< min_k ρ_k / w_k
   std::optional<double> predicted_fair_throughput;
+  /// The LP's plan the prediction comes from (lp::to_json: per node its tasks/s per
+  /// application, utilisations, saturated resources); null when the run was not calibrated.
+  nlohmann::json plan;
   /// By node name: choices its policy made outside its own rule (the lp policy's FCFS
   /// fallbacks when no planned choice was feasible), as the nodes reported them at the
   /// end of the run; empty when the policy reports none.

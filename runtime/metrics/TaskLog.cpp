@@ -1,5 +1,6 @@
 #include "runtime/metrics/TaskLog.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <stdexcept>
@@ -112,6 +113,24 @@ void TaskLog::for_each(const std::function<void(const PackedTaskRecord&)>& f) co
   scan([&](std::uint64_t pos, const PackedTaskRecord& r) {
     if (!revoked_[pos]) f(r);
   });
+}
+
+std::vector<PackedTaskRecord> TaskLog::last(std::size_t count) const {
+  const std::size_t from_pending = std::min(count, pending_.size());
+  const auto from_file = static_cast<std::size_t>(std::min<std::uint64_t>(count - from_pending, written_));
+  std::vector<PackedTaskRecord> out(from_file);
+  auto* p = reinterpret_cast<char*>(out.data());
+  const std::uint64_t first = written_ - from_file;
+  std::size_t left = from_file * sizeof(PackedTaskRecord), got = 0;
+  while (left > 0) {
+    const ssize_t n = ::pread(fd_, p + got, left, static_cast<off_t>(first * sizeof(PackedTaskRecord) + got));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) fail("read the spill file in", dir_, n < 0 ? errno : EIO);
+    got += static_cast<std::size_t>(n);
+    left -= static_cast<std::size_t>(n);
+  }
+  out.insert(out.end(), pending_.end() - static_cast<std::ptrdiff_t>(from_pending), pending_.end());
+  return out;
 }
 
 }  // namespace treefarm::metrics

@@ -65,6 +65,11 @@ class TaskLog {
   /// Live records.
   std::uint64_t size() const { return live_; }
 
+  /// The last `count` records added (revoked ones too), oldest first: what the live
+  /// dashboard's task stream shows (runtime/dashboard). Reads at most `count` records back
+  /// from the spill file. @throws std::runtime_error naming the spill file on a failed read.
+  std::vector<PackedTaskRecord> last(std::size_t count) const;
+
   /// Records per write to the spill file (the most the log keeps in memory).
   static constexpr std::size_t buffer_records = 4096;
 

@@ -21,7 +21,8 @@ namespace {
 struct BenchCli {
   std::uint64_t tasks = 200000, bytes = 16;
   std::uint32_t buffer = 100;
-  bool json = false, encryption = false;
+  bool json = false, encryption = false, dashboard = false;
+  int rounds = 0;
   std::string comm_model = "multi-port";
   int depth = 1;
   double chaos_minutes = 1, chaos_interval = 3;
@@ -45,12 +46,16 @@ void add_bench_command(CLI::App& app, Commands& out) {
                        "multi-port (the runtime's own cost per task) or one-port (each transfer also waits for the worker's acknowledgement: one loopback round trip per task)")
       ->capture_default_str();
   dispatch->add_flag("--encryption", o->encryption, "Also measure with CURVE on every link, side by side");
+  dispatch->add_flag("--dashboard", o->dashboard,
+                     "Also measure with the master serving its live dashboard and a client following /api/events, side by side");
+  dispatch->add_option("--rounds", o->rounds, "Runs of each variant, alternated (0: 1 alone, 2 when comparing)")
+      ->capture_default_str()->check(CLI::Range(0, 100));
   dispatch->add_option("--depth", o->depth, "1: master -> worker; 2: master -> 0-core forwarder -> worker")
       ->check(CLI::Range(1, 2))
       ->capture_default_str();
   out.push_back({dispatch, [o] {
                    return tools::bench_dispatch(std::cout, o->tasks, o->bytes, o->buffer, o->json, o->encryption,
-                                                 o->comm_model, o->depth);
+                                                 o->comm_model, o->depth, o->dashboard, o->rounds);
                  }});
 
   auto* chaos = bench->add_subcommand("chaos", "Random kills and restarts of workers during a run, beside the same run without");

@@ -6,6 +6,7 @@
 
 #include "runtime/cli/CliSupport.hpp"
 #include "runtime/core/Policy.hpp"
+#include "runtime/dashboard/Address.hpp"
 #include "runtime/metrics/AtomicFile.hpp"
 #include "runtime/model/Calibration.hpp"
 #include "runtime/model/Experiment.hpp"
@@ -28,7 +29,28 @@ struct RunOptions {
   std::string inputs;  ///< secret or pooled, passed to the master
   double hb_interval = 0, hb_timeout = 0;
   std::uint64_t one_port_window = 0;  ///< bytes, passed to the master and every worker
+  bool dashboard = false;             ///< --dashboard given (with or without a value)
+  std::string dashboard_address;      ///< its [HOST:]PORT ("" = the default)
+  std::string dashboard_file;
+  bool dashboard_remote = false;
 };
+
+// The live dashboard (docs/dashboard.md): the master serves it.
+void add_dashboard_args(const RunOptions& o, std::vector<std::string>& args) {
+  if (!o.dashboard && o.dashboard_file.empty()) return;
+  try {
+    const auto address = dashboard::parse_address(o.dashboard_address);
+    if (!dashboard::is_loopback_host(address.host) && !o.dashboard_remote)
+      throw std::invalid_argument("--dashboard " + o.dashboard_address +
+                                  ": not a loopback address; the dashboard is plain HTTP and would be readable from the "
+                                  "network: add --dashboard-remote to serve it there behind a token, or use 127.0.0.1");
+    args.insert(args.end(), {"--dashboard", dashboard::to_string(address)});
+  } catch (const std::invalid_argument& e) {
+    throw cli_support::UsageError(e.what());
+  }
+  if (!o.dashboard_file.empty()) args.insert(args.end(), {"--dashboard-file", o.dashboard_file});
+  if (o.dashboard_remote) args.push_back("--dashboard-remote");
+}
 
 // The run's spot-check and heartbeat settings, for the master and every worker.
 void add_run_args(RunOptions& o) {
@@ -50,7 +72,12 @@ int run_run(RunOptions o) {
   if (!lo.out_dir.empty()) metrics::check_writable_directory(lo.out_dir);
   tools::check_fits_this_machine(ex, lo.buffer);
   const std::string policy = lo.policy.empty() ? ex.run.policy : lo.policy;
+  std::vector<std::string> dashboard_args;
+  add_dashboard_args(o, dashboard_args);  // a bad address is refused before anything starts
   if (model::has_origins_below_root(ex)) {
+    if (!dashboard_args.empty())
+      throw cli_support::UsageError("--dashboard: this experiment runs one master per origin; give it to one "
+                                    "treefarm-master instead (docs/dashboard.md)");
     // Applications from several masters (bertin2008 §2.2): one tree of processes per origin.
     if (o.calibrate || !o.calibration.empty() || o.resume || core::policy_needs_calibration(policy))
       model::require_root_origins(ex, "treefarm run with --calibrate, --calibration, --resume or policy '" + policy + "'");
@@ -79,6 +106,7 @@ int run_run(RunOptions o) {
   if (!o.calibration.empty()) (void)model::load_calibration_for(o.calibration, ex);
   lo.calibration = o.calibration;
   if (o.resume) lo.master_args.push_back("--resume");
+  lo.master_args.insert(lo.master_args.end(), dashboard_args.begin(), dashboard_args.end());
   add_run_args(o);
   return tools::launch_tree(ex, lo, interrupted());
 }
@@ -109,8 +137,18 @@ void add_run_command(CLI::App& app, Commands& out) {
   run->add_option("--heartbeat-timeout", o->hb_timeout, "seconds of silence after which a node is declared dead (default 6)")->check(cli_support::positive_seconds());
   cli_support::add_one_port_window_option(*run, o->one_port_window);
   run->add_flag("--encrypt", o->lo.encrypt, "CURVE-encrypt and authenticate every link, loopback included (keys made for the run)");
+  auto* dashboard = run->add_option("--dashboard", o->dashboard_address,
+                  "Serve the live dashboard at [HOST:]PORT (default 127.0.0.1:8787 when given without a value, after the "
+                  "experiment file; port 0 = a free one, printed; docs/dashboard.md)")
+      ->expected(0, 1);
+  run->add_option("--dashboard-file", o->dashboard_file, "Write the dashboard's address (http://HOST:PORT/) to this file once it listens");
+  run->add_flag("--dashboard-remote", o->dashboard_remote,
+                "Allow --dashboard on a non-loopback address: plain HTTP, read-only, behind a token printed once");
   cli_support::add_log_level_option(*run, o->lo.log_level);
-  out.push_back({run, [o] { return run_run(*o); }});
+  out.push_back({run, [o, dashboard] {
+                   o->dashboard = dashboard->count() > 0;
+                   return run_run(*o);
+                 }});
 }
 
 }  // namespace treefarm::cli

@@ -1,0 +1,135 @@
+// The live dashboard (docs/dashboard.md) of real runs on loopback: `treefarm run
+// --dashboard` serves /api/status (the tree and the applications) and /api/events (a
+// snapshot at a time) while the run goes on; `treefarm report --html` writes one file with
+// the run's data and nothing fetched from elsewhere; a non-loopback address is refused; a
+// served master shows its own state.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "runtime/dashboard/EventsClient.hpp"
+#include "tests/integration/ProcessTestUtil.hpp"
+
+using namespace treefarm::testing;
+using nlohmann::json;
+
+namespace {
+/// Two one-core workers under a master that only forwards; "sl" tasks sleep 40 ms each
+/// (the run lasts several seconds whatever the machine's speed), "nop" tasks do nothing.
+std::string slow_experiment() {
+  std::string t = "[[node]]\nname = \"master\"\ncores = 0\n\n";
+  for (const char* w : {"w1", "w2"}) t += std::string("[[node]]\nname = \"") + w + "\"\nparent = \"master\"\ncores = 1\n\n";
+  t += "[[app]]\nname = \"sl\"\nkind = \"command\"\nargv = [\"sleep\", \"0.04\"]\ntasks = 200\n\n"
+       "[[app]]\nname = \"nop\"\nkernel = \"noop\"\nbytes = 16\ntasks = 100\n\n"
+       "[run]\nbuffer = 2\npolicy = \"fcfs\"\ncomm_model = \"multi-port\"\n";
+  return t;
+}
+
+bool eventually(const std::function<bool()>& condition, double seconds) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (!condition()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return true;
+}
+
+std::set<std::string> names_of(const json& list) {
+  std::set<std::string> out;
+  for (const auto& x : list) out.insert(x.value("name", ""));
+  return out;
+}
+}  // namespace
+
+TEST(Dashboard, RunServesStatusAndEventsAndTheReportIsOneFileWithTheRunsData) {
+  TempDir dir;
+  const auto exp = write_file(dir.path() / "slow.toml", slow_experiment());
+  const auto out = dir.path() / "out", address = dir.path() / "dashboard.url";
+  Child run({treefarm_bin, "run", exp, "--out", out.string(), "--quiet", "--timeout", "120", "--dashboard", "127.0.0.1:0",
+             "--dashboard-file", address.string()},
+            dir.path() / "run.log");
+  const std::string url = wait_for_line(address, 60);
+  ASSERT_FALSE(url.empty()) << run.output();
+  EXPECT_TRUE(url.starts_with("http://127.0.0.1:")) << url;
+  EXPECT_NE(run.output().find("dashboard at " + url), std::string::npos) << run.output();
+  treefarm::dashboard::EventsClient events(url);
+
+  // The status while the run goes on: the tree and the applications.
+  json status;
+  ASSERT_TRUE(eventually(
+      [&] {
+        const auto [code, body] = treefarm::dashboard::http_get(url, "/api/status");
+        if (code != 200) return false;
+        status = json::parse(body);
+        return status["running"].is_object() && status["tree"].size() == 3;
+      },
+      60))
+      << status.dump() << run.output();
+  EXPECT_EQ(names_of(status["tree"]), (std::set<std::string>{"master", "w1", "w2"}));
+  EXPECT_EQ(names_of(status["running"]["apps"]), (std::set<std::string>{"sl", "nop"}));
+  for (const auto& n : status["tree"]) {
+    EXPECT_TRUE(n.contains("state")) << n.dump();
+    EXPECT_TRUE(n.contains("cores")) << n.dump();
+  }
+  const auto [page_code, page] = treefarm::dashboard::http_get(url, "/");
+  EXPECT_EQ(page_code, 200);
+  EXPECT_NE(page.find("dashboard.js"), std::string::npos);
+
+  // Two snapshots or more by Server-Sent Events, each the same JSON.
+  ASSERT_TRUE(eventually([&] { return events.events() >= 2; }, 60)) << events.events() << " events";
+  const auto last = json::parse(events.last());
+  EXPECT_EQ(names_of(last["tree"]), (std::set<std::string>{"master", "w1", "w2"}));
+
+  ASSERT_EQ(run.wait(120), 0) << run.output();
+
+  const auto html = dir.path() / "report.html";
+  const auto r = run_command(treefarm_bin + " report " + (out / "results.json").string() + " --html " + html.string() +
+                             " --no-plots");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::string text = read_file(html);
+  ASSERT_FALSE(text.empty());
+  for (const char* external : {"src=\"http", "href=\"http", "src='http", "href='http", "<script src", "<link"})
+    EXPECT_EQ(text.find(external), std::string::npos) << external;
+  const auto at = text.find("window.TREEFARM_REPORT = ");
+  ASSERT_NE(at, std::string::npos);
+  const auto data = json::parse(text.substr(at + 25, text.find(";\n</script>", at) - at - 25));
+  EXPECT_EQ(names_of(data["tree"]), (std::set<std::string>{"master", "w1", "w2"}));
+  EXPECT_EQ(data["report"]["tasks_recorded"], 300);
+  EXPECT_EQ(data["tasks"]["rows"].size(), 300u);
+  std::uint64_t done = 0;
+  for (const auto& a : data["running"]["apps"]) done += a["done"].get<std::uint64_t>();
+  EXPECT_EQ(done, 300u);
+}
+
+TEST(Dashboard, ANonLoopbackAddressIsRefusedBeforeAnythingStarts) {
+  TempDir dir;
+  const auto exp = write_file(dir.path() / "slow.toml", slow_experiment());
+  const auto r = run_command(treefarm_bin + " run " + exp + " --quiet --dashboard 0.0.0.0:8787");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--dashboard-remote"), std::string::npos) << r.output;
+  const auto m = run_command(master_bin + " " + exp + " --dashboard 0.0.0.0:0");
+  EXPECT_EQ(m.exit_code, 2) << m.output;
+  const auto bad = run_command(treefarm_bin + " run " + exp + " --quiet --dashboard 127.0.0.1:notaport");
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
+  EXPECT_NE(bad.output.find("notaport"), std::string::npos) << bad.output;
+}
+
+TEST(Dashboard, AServedMasterShowsItsOwnState) {
+  TempDir dir;
+  const auto address = dir.path() / "dashboard.url";
+  Child master({master_bin, "--serve", "--name", "m", "--bind", "tcp://127.0.0.1:*", "--state-dir",
+                (dir.path() / "state").string(), "--dashboard", "127.0.0.1:0", "--dashboard-file", address.string()},
+               dir.path() / "master.log");
+  const std::string url = wait_for_line(address, 60);
+  ASSERT_FALSE(url.empty()) << master.output();
+  const auto [code, body] = treefarm::dashboard::http_get(url, "/api/status");
+  ASSERT_EQ(code, 200) << master.output();
+  const auto v = json::parse(body);
+  EXPECT_EQ(v["serving"], "m");
+  EXPECT_TRUE(v["running"].is_null());
+  EXPECT_TRUE(v["queue"].empty());
+  kill(master.pid(), SIGTERM);
+  EXPECT_TRUE(master.wait(20).has_value()) << master.output();
+}
