@@ -21,7 +21,7 @@ namespace {
 std::string slow_experiment() {
   std::string t = "[[node]]\nname = \"master\"\ncores = 0\n\n";
   for (const char* w : {"w1", "w2"}) t += std::string("[[node]]\nname = \"") + w + "\"\nparent = \"master\"\ncores = 1\n\n";
-  t += "[[app]]\nname = \"sl\"\nkind = \"command\"\nargv = [\"sleep\", \"0.04\"]\ntasks = 200\n\n"
+  t += "[[app]]\nname = \"sl\"\nkind = \"command\"\nargv = [\"sleep\", \"0.04\"]\nbytes = 16\ntasks = 200\n\n"
        "[[app]]\nname = \"nop\"\nkernel = \"noop\"\nbytes = 16\ntasks = 100\n\n"
        "[run]\nbuffer = 2\npolicy = \"fcfs\"\ncomm_model = \"multi-port\"\n";
   return t;
