@@ -124,10 +124,17 @@ TEST(Dashboard, AServedMasterShowsItsOwnState) {
                dir.path() / "master.log");
   const std::string url = wait_for_line(address, 60);
   ASSERT_FALSE(url.empty()) << master.output();
-  const auto [code, body] = treefarm::dashboard::http_get(url, "/api/status");
-  ASSERT_EQ(code, 200) << master.output();
-  const auto v = json::parse(body);
-  EXPECT_EQ(v["serving"], "m");
+  // The dashboard listens before the served tree is up: its state comes a moment later.
+  json v;
+  ASSERT_TRUE(eventually(
+      [&] {
+        const auto [code, body] = treefarm::dashboard::http_get(url, "/api/status");
+        if (code != 200) return false;
+        v = json::parse(body);
+        return v["serving"] == "m";
+      },
+      60))
+      << v.dump() << master.output();
   EXPECT_TRUE(v["running"].is_null());
   EXPECT_TRUE(v["queue"].empty());
   kill(master.pid(), SIGTERM);
