@@ -38,7 +38,7 @@ struct Loaded {
 Loaded load(const std::string& browser, const std::filesystem::path& dir, const std::string& url, int budget_ms) {
   const auto dom = dir / "dom.html", log = dir / "chromium.log";
   const std::string cmd = "timeout 60 " + browser +
-                          " --headless=new --no-sandbox --disable-gpu --disable-background-networking "
+                          " --headless=new --no-sandbox --disable-gpu --disable-dev-shm-usage --disable-background-networking "
                           "--no-first-run --enable-logging=stderr --v=0 --user-data-dir=" + (dir / "profile").string() +
                           " --virtual-time-budget=" + std::to_string(budget_ms) + " --dump-dom '" + url + "' > " +
                           dom.string() + " 2> " + log.string();
