@@ -5,8 +5,9 @@
 #    the outside world: no ZeroMQ, SimGrid, oneTBB, hwloc, threads, clocks or logging. The
 #    node logic gets time and events passed in (STYLE.md, "The core knows nothing of the
 #    world"). A PURE folder that does not exist is skipped (runtime/node may come later).
-#  - NO_LOGGING folders (runtime/core) do not log either (no spdlog): the scheduler reports
-#    through its actions. runtime/node may log (the lead's driver does).
+#  - NO_LOGGING folders (runtime/core, runtime/node) do not log either (no spdlog): the
+#    scheduler reports through its actions, the node driver through the sink its adapter
+#    gives (runtime/node/Log.hpp).
 #  - NO_WORKER folders (master/) include nothing from worker/.
 # TOLERATED lists "relative/file|included path" pairs that are known violations, scheduled
 # to go (each is printed; one that no longer occurs is reported so the entry gets removed).

@@ -9,13 +9,13 @@
 #include <string>
 #include <vector>
 
+#include "runtime/net/DecodeError.hpp"
+
 namespace treefarm::core {
 
-/// A payload that does not decode (truncated, too long, out of range).
-class DecodeError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
+/// A payload that does not decode (truncated, too long, out of range): the wire's one
+/// DecodeError.
+using net::DecodeError;
 
 class ByteWriter {
  public:

@@ -91,6 +91,8 @@ class NodeScheduler {
   std::optional<Seconds> deadline_of(TaskId task) const;
 
  private:
+  /// Requests (tasks asked for and not yet served) a node keeps at most: more is a protocol error.
+  static constexpr std::uint64_t max_pending_requests = std::uint64_t{1} << 20;
   /// Where a task assigned here went, and (a child's, task deadlines armed) when it was
   /// sent and its deadline; deadline < 0: none armed. One entry per task (issue 14: the
   /// deadline had a hash map of its own).

@@ -9,14 +9,10 @@
 #include <stdexcept>
 #include <vector>
 
+#include "runtime/net/DecodeError.hpp"
 #include "runtime/net/Messages.hpp"
 
 namespace treefarm::net {
-
-class DecodeError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
 
 /// The header frame of `m` (header + body), little-endian.
 std::vector<std::byte> encode(const Message& m);

@@ -50,6 +50,12 @@ class LocalRunner {
   /// nullopt when there is none. Calibration then measures the sustained time per task
   /// over several periods (runtime/node/CalibrationWindow.hpp).
   virtual std::optional<double> cpu_quota_period() const { return std::nullopt; }
+  /// The driver needs this node's speed (an application has a min_speed and
+  /// NodeOptions::speed is 0): true if the adapter measures it — off the driver's call, as
+  /// a measurement blocks — and reports it through NodeDriver::on_speed_measured (flop/s
+  /// per core); false: the speed stays unknown. The ZeroMQ adapter times a 512x512 matmul
+  /// (tasks::speed_per_core).
+  virtual bool measure_speed() { return false; }
 };
 
 }  // namespace treefarm::node

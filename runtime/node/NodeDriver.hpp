@@ -1,19 +1,31 @@
 #pragma once
 /// @file NodeDriver.hpp
 /// The node driver: everything a node of the tree does besides scheduling, without any
-/// I/O of its own. It joins its parent (Hello / Welcome), admits children, keeps them
-/// and its parent alive (heartbeats, rejoin with back-off), stores the payloads of the
-/// tasks it holds and the results it forwards, measures transfers (one-port for real:
-/// a send to a child ends when the child acknowledges it), runs the calibration (kernel
-/// runs, link probes), ends the run cleanly (Shutdown down the tree, Bye back up), and
-/// feeds the pure scheduler core (runtime/core) with events and carries out its actions.
+/// I/O of its own. It is a small dispatcher over parts that each own their state:
+///
+/// - Lifecycle (Lifecycle.hpp): the phases and every transition between them, one table;
+/// - Timers (Timers.hpp): every deadline, armed or not;
+/// - ParentLink (ParentLink.hpp): join, rejoin with back-off over the ancestors,
+///   acknowledgements of received tasks;
+/// - Children (Children.hpp): admitted children and the Hellos waiting for admission;
+/// - SendLedger (SendLedger.hpp): transfers not yet acknowledged, the one-port window;
+/// - RootRole (RootRole.hpp): what only the root has (the run, its hooks, dispatching);
+///   a worker has none;
+/// - LocalWork (LocalWork.hpp): jobs on the node's own cores;
+/// - CalibrationRuns (CalibrationRuns.hpp): kernel runs and link probes of a calibration;
+/// - Blame (Blame.hpp): who sent each result, forgers convicted (NodeDriverBlame.cpp);
+/// - PUSH task migration (NodeDriverPush.cpp).
+///
+/// The driver feeds the pure scheduler core (runtime/core) with events and carries out its
+/// actions; the handlers of the parent's and the children's messages live in
+/// NodeDriverParent.cpp and NodeDriverChildren.cpp.
 ///
 /// It is driven like the core: every entry point takes the time (`now`, seconds on the
 /// adapter's clock: steady_clock in the ZeroMQ adapter, simulated time in SimGrid), and
 /// next_deadline() says when to call on_timer(). Its outputs go through a Transport and
-/// a LocalRunner (runtime/node/Transport.hpp, LocalRunner.hpp). The ZeroMQ adapter
-/// (runtime/zmq) and the SimGrid adapter (runtime/sim) are thin: they turn sockets,
-/// mailboxes, executors and clocks into these calls.
+/// a LocalRunner (runtime/node/Transport.hpp, LocalRunner.hpp), its log lines through the
+/// sink the adapter gives (NodeOptions::log). It never blocks: a speed measurement it
+/// needs is the adapter's to make (LocalRunner::measure_speed, on_speed_measured).
 
 #include <cstdint>
 #include <deque>
@@ -31,16 +43,22 @@
 #include "runtime/model/Application.hpp"
 #include "runtime/model/Experiment.hpp"
 #include "runtime/net/Messages.hpp"
-#include "runtime/node/BlameLedger.hpp"
-#include "runtime/node/CalibrationWindow.hpp"
+#include "runtime/node/Blame.hpp"
+#include "runtime/node/CalibrationRuns.hpp"
+#include "runtime/node/Children.hpp"
 #include "runtime/node/ExitCode.hpp"
-#include "runtime/node/LinkProber.hpp"
+#include "runtime/node/Lifecycle.hpp"
 #include "runtime/node/LocalRunner.hpp"
+#include "runtime/node/LocalWork.hpp"
+#include "runtime/node/Log.hpp"
+#include "runtime/node/ParentLink.hpp"
 #include "runtime/node/Payload.hpp"
+#include "runtime/node/RootRole.hpp"
+#include "runtime/node/RunConfig.hpp"
+#include "runtime/node/SendLedger.hpp"
 #include "runtime/node/TaskMap.hpp"
+#include "runtime/node/Timers.hpp"
 #include "runtime/node/Transport.hpp"
-
-namespace treefarm::core { class NodeScheduler; }
 
 namespace treefarm::node {
 
@@ -52,9 +70,8 @@ struct NodeOptions {
   /// 19, docs/migration.md "Requirements"; 0 = unknown, taken as sufficient).
   std::uint64_t disk = 0;           ///< bytes of free disk
   double speed = 0;                 ///< flop/s per core
-  /// Measures `speed` when it is 0 and an application has a min_speed (the ZeroMQ
-  /// adapter: a 512x512 matmul, tasks::speed_per_core); empty: left unknown.
-  std::function<double()> measure_speed = {};
+  /// Where the driver's log lines go (the adapters forward them to spdlog); unset: nowhere.
+  LogSink log = {};
   double join_timeout = 30;         ///< seconds to wait for the parent's Welcome.
   /// seconds between heartbeats to the parent and the children (0: none — simulations,
   /// where nothing fails, do without them).
@@ -123,80 +140,22 @@ struct NodeOptions {
   bool after_reset = false;
 };
 
-/// The root's verdict on a child's result before it is recorded (issue 13, hole 4).
-struct ResultVerdict {
-  /// The result is proven wrong: it is not recorded, its task is done again, and the root
-  /// finds the forger below the child it came through (msg::Blame; RootSetup::convict).
-  bool forged = false;
+/// Why a child is dropped: it decides whether the child is told and how loudly it is logged.
+enum class DropKind {
+  goodbye,     ///< it said Bye (expected while closing: not logged then)
+  gone,        ///< its connection is gone, it went silent, or it joined again: not told
+  misbehaved,  ///< it broke the protocol or forged: told (it may still be alive)
 };
-
-/// What only the root has: the run configuration and the bag of tasks.
-struct RootSetup {
-  net::msg::Welcome welcome;        ///< Sent to every child; also configures the root.
-  /// The root's `[policy.NAME]` options for welcome.policy (the other nodes get what they
-  /// need from their parent's policy messages: "price" sends its parameters down).
-  core::PolicyOptions policy_options;
-  std::vector<model::AppSpec> apps;
-  /// The input of a task (shared, never copied).
-  std::function<Payload(core::TaskId)> payload;
-  /// Called for each result a child sends the root, before the core sees it; `via` is the
-  /// name of the child it came through (the one held responsible). Unset = accept all.
-  std::function<ResultVerdict(const net::msg::Result&, const std::string& via)> check_result;
-  /// A forger was found after a forged result (docs/security.md, "Blame below an inner
-  /// node"): `culprit` is the node convicted (now dropped by its parent, its name refused
-  /// there and here), `via` the root's child its results came through. `whole_child`: the
-  /// root holds `via` itself responsible (it was the forger, did not answer the Blame in
-  /// time, or answered outside its subtree) and has dropped it — every result that came
-  /// through `via` is to be revoked; otherwise only those computed by `culprit` and the
-  /// nodes below it. Returns the recorded tasks to do again. Unset: nothing is revoked.
-  std::function<std::vector<core::TaskRef>(const std::string& culprit, const std::string& via, bool whole_child)> convict;
-  /// A result reached the root; `duplicate` if the task was already recorded.
-  std::function<void(const net::msg::Result&, bool duplicate, double now)> on_result;
-  /// Output files (docs/command-tasks.md): a child's result carries `output` (exactly
-  /// Result::output_bytes bytes, checked by the driver). False: the output does not give
-  /// the result's checksum — the result is proven wrong, as a forged one (check_result).
-  /// Called before check_result. Unset: accepted.
-  std::function<bool(const net::msg::Result&, const Payload& output)> check_output;
-  /// A node's state (its own, every heartbeat interval, and each node's below it as its
-  /// heartbeats bring them up; `treefarm status`, issue 20).
-  std::function<void(const net::msg::NodeLoad&)> on_load;
-  /// The output of a result recorded (not a duplicate), called just before on_result.
-  std::function<void(const net::msg::Result&, const Payload& output)> on_output;
-  /// A node joined somewhere in the tree.
-  std::function<void(const net::msg::NodeJoined&)> on_joined;
-  /// Called about every `tick_interval` seconds (progress lines).
-  std::function<void(double now)> on_tick;
-  double tick_interval = 1.0;
-  /// Dispatching starts when this many nodes (besides the root) have joined, or after
-  /// `wait_timeout` seconds, whichever comes first.
-  std::size_t wait_for_nodes = 0;
-  double wait_timeout = 60;
-  /// Called once when dispatching starts: the time origin of the run.
-  std::function<void(double now)> on_start;
-  /// Calibration runs: a measurement reached the root (from anywhere in the tree).
-  std::function<void(const net::msg::Measure&)> on_measure;
-  /// Resumed runs (master --resume): per application, tasks already completed in an
-  /// earlier run (core::NodeConfig::done_before; empty = none).
-  std::vector<std::vector<bool>> done_before;
-};
-
-/// model::AppSpec from the wire description of an application, and back.
-model::AppSpec app_from_wire(const net::msg::AppInfo& info);
-net::msg::AppInfo app_to_wire(const model::AppSpec& app);
-
-/// Calibration inputs (issue 21): a node's calibration runs of one application take
-/// several inputs in turn, together about this many bytes — more than a last-level
-/// cache, as a run's inputs arrive fresh from the network — and at most this many inputs.
-inline constexpr std::uint64_t calibration_pool_bytes = std::uint64_t{32} << 20;
-inline constexpr std::uint64_t calibration_pool_inputs = 8;
-/// How many inputs of `input_bytes` bytes the calibration of an application takes in turn.
-std::size_t calibration_inputs_for(std::uint64_t input_bytes);
 
 class NodeDriver {
  public:
   /// A worker (no root setup) or the root. `runner` may be null (a node that only
   /// forwards). Throws std::invalid_argument for bad options.
   NodeDriver(NodeOptions options, Transport& transport, LocalRunner* runner, std::optional<RootSetup> root);
+  /// A served root between runs (docs/serve.md): finished, it keeps the Hellos of
+  /// would-be children (`waiting` and those that come), telling each to wait, until the
+  /// adapter hands them to the next run's driver (take_waiting).
+  NodeDriver(NodeOptions options, Transport& transport, std::vector<WaitingHello> waiting);
   ~NodeDriver();
   NodeDriver(const NodeDriver&) = delete;
   NodeDriver& operator=(const NodeDriver&) = delete;
@@ -204,6 +163,9 @@ class NodeDriver {
   /// Starts the node: the root configures itself (and may start dispatching), a worker
   /// sends Hello to its parent.
   void start(double now);
+  /// Hellos kept by an earlier driver on the same connections (a served tree's next run):
+  /// each is handled as if it arrived now.
+  void adopt(std::vector<WaitingHello> waiting, double now);
 
   /// A message (with its payload frame, if any) from the parent.
   void on_parent_message(net::Message message, Payload payload, double now);
@@ -215,7 +177,7 @@ class NodeDriver {
   void on_parent_unreachable(const std::string& why, double now);
   /// Tree repair: the nodes this one would rejoin, nearest first (its parent, then the
   /// parent's ancestors up to the root), as the last Welcome announced them.
-  const std::vector<net::msg::Ancestor>& ancestors() const { return ancestors_; }
+  const std::vector<net::msg::Ancestor>& ancestors() const { return parent_.ancestors(); }
   /// Re-parenting (docs/planning.md): leaves the parent cleanly (Bye: it re-queues every
   /// task this subtree holds) and joins `target` through the rejoin path — this node
   /// forgets its tasks, its children rejoin it, and if `target` cannot be joined the old
@@ -232,6 +194,9 @@ class NodeDriver {
   /// The transport saw the transfer of task `task_id` to `peer` end
   /// (Transport::reports_transfers()).
   void on_transfer_done(PeerId peer, std::uint64_t task_id, double now);
+  /// The speed the driver asked for (LocalRunner::measure_speed), flop/s per core: the
+  /// Welcome it waited for is applied now.
+  void on_speed_measured(double flops_per_core, double now);
   /// Due work: call when now >= next_deadline() (early or late calls are harmless).
   void on_timer(double now);
   /// Sends what was batched while handling a burst of messages (acknowledgements);
@@ -246,20 +211,23 @@ class NodeDriver {
   /// ends with `exit_code`.
   void interrupt(double now, int exit_code);
 
-  bool finished() const { return phase_ == Phase::done; }
+  bool finished() const { return life_.is(Phase::done); }
   /// The run ends (or ended) with a reset (docs/serve.md): the adapter keeps the connections
-  /// and, once finished(), starts a new driver on them.
+  /// and, once finished(), starts a new driver on them (handing it take_waiting()).
   bool reset_requested() const { return reset_; }
-  /// Closing for a reset: a Hello arriving now belongs to the next run (the adapter keeps it).
-  bool closing_for_reset() const { return reset_ && phase_ == Phase::closing; }
+  /// Closing for a reset: a Hello arriving now belongs to the next run (this driver keeps it).
+  bool closing_for_reset() const { return reset_ && life_.is(Phase::closing); }
+  /// Finished with a reset: Hellos are still taken in and kept for the next run.
+  bool keeps_hellos() const { return reset_ && (life_.is(Phase::closing) || life_.is(Phase::done)); }
+  /// The Hellos of would-be children waiting for this node to run (or for the next run).
+  const std::vector<WaitingHello>& waiting() const { return children_.waiting(); }
+  std::vector<WaitingHello> take_waiting() { return children_.take_waiting(); }
   int exit_code() const { return exit_code_; }
   /// The scheduler's policy once the node has joined (else null).
   const core::Policy* policy() const;
-  /// A worker gave up (parent lost for good) and wants a fresh start: the adapter
-  /// restarts its transport through the driver; exposed for logs.
   const std::string& name() const { return opt_.name; }
   /// Children currently joined.
-  std::size_t child_count() const;
+  std::size_t child_count() const { return children_.size(); }
   /// Sets NodeOptions::endpoint (the adapter knows it once it has bound its socket).
   void set_endpoint(std::string endpoint) { opt_.endpoint = std::move(endpoint); }
   /// What this node tells a msg::TreeQuery: itself, its applications with its task times
@@ -270,22 +238,8 @@ class NodeDriver {
   std::uint64_t completed() const;
 
  private:
-  enum class Phase { joining, running, rejoin_wait, closing, done };
-  struct Child;
-  struct Job {
-    std::optional<core::TaskRef> task;  ///< none: a calibration run
-    std::uint64_t epoch = 0;            ///< NodeDriver::epoch_ when started
-    std::size_t app = 0;
-    std::uint32_t cores = 1;
-  };
-  struct SendRecord {
-    double sent_at = 0;
-    double bytes = 0;
-    bool alone = true;  ///< no other transfer to the same child in flight at its start (and, sharing transports, during it)
-    bool released = false;  ///< freed the port when sent (NodeOptions::one_port_window)
-  };
-
-  bool is_root() const { return root_.has_value(); }
+  bool is_root() const { return root_ != nullptr; }
+  // The pump (NodeDriver.cpp).
   void configure(const net::msg::Welcome& welcome, double now);
   void begin_running(double now);
   void start_dispatching(double now);
@@ -296,29 +250,33 @@ class NodeDriver {
   void send_task(core::ChildId child, core::TaskRef task, double now);
   void start_local(core::TaskRef task);
   void transfer_done(Child& child, std::uint64_t task_id, double now);
-  void admit(PeerId peer, const net::msg::Hello& hello, double now);
-  void handle_child(Child& child, PeerId peer, net::Message& message, Payload& payload, double now);
-  void drop_child(PeerId peer, const std::string& why, bool tell, double now);
-  void node_joined(const net::msg::NodeJoined& joined, double now);
+  Payload take_output(core::TaskId id);
+  /// A measurement (calibration, fallbacks) goes up: to the parent, or the root's hook.
   void report(const net::msg::Measure& measure);
-  /// `voluntary`: a re-parenting move (move_to), logged as info, not as an error.
-  void parent_lost(const std::string& why, double now, bool voluntary = false);
-  net::msg::Welcome welcome_for_children() const;
+  // Ending (NodeDriver.cpp).
   void begin_closing(const std::string& reason, double now);
   void maybe_closed(double now);
   void end(int code);
+  // The parent (NodeDriverParent.cpp).
+  void parent_says(net::Message& message, Payload& payload, double now);
+  void welcomed(const net::msg::Welcome& w, double now);
+  /// `voluntary`: a re-parenting move (move_to), logged as info, not as an error.
+  void parent_lost(const std::string& why, double now, bool voluntary = false);
+  void rejoin_due(double now);
+  net::msg::Hello hello() const;
+  net::msg::Welcome welcome_for_children() const;
+  // The children (NodeDriverChildren.cpp).
+  void admit(PeerId peer, const net::msg::Hello& hello, double now);
+  void handle_child(Child& child, PeerId peer, net::Message& message, Payload& payload, double now);
+  void child_result(Child& child, PeerId peer, net::msg::Result& result, Payload& payload, double now);
+  void drop_child(PeerId peer, DropKind kind, const std::string& why, double now);
+  void node_joined(const net::msg::NodeJoined& joined, double now);
   void heartbeats(double now);
   void check_acknowledgements(double now);
-  void start_calibration(double now);
-  void submit_calibration();
-  void calibration_done(std::size_t app, const JobOutcome& outcome, double now);
-  Child* child_by_core(core::ChildId id);
-  // Blame below an inner node (issue 13; NodeDriver.cpp, "blame").
-  void blame_forgery(Child& child, PeerId peer, const net::msg::Result& forged, double now);
-  /// The output going up with the result of `id` (empty if none), taken out of outputs_.
-  Payload take_output(core::TaskId id);
   /// This node's state now (cores, busy cores, tasks held and not running, machine load).
   net::msg::NodeLoad own_load() const;
+  // Blame below an inner node (NodeDriverBlame.cpp).
+  void blame_forgery(Child& child, PeerId peer, const net::msg::Result& forged, double now);
   void on_blame(const net::msg::Blame& blame, double now);
   void on_blame_reply(Child& child, PeerId peer, const net::msg::BlameReply& reply, double now);
   void blame_found(std::uint64_t task_id, const std::string& via, const std::string& culprit, double now);
@@ -331,89 +289,38 @@ class NodeDriver {
   void log_migration() const;  ///< the migration counters, once at the end (mode not off)
 
   NodeOptions opt_;
+  Logger log_;
   Transport& transport_;
-  LocalRunner* runner_;
-  std::optional<RootSetup> root_;
-
-  Phase phase_ = Phase::joining;
-  int exit_code_ = exit_ok;
+  Lifecycle life_;
+  Timers timers_;
+  LocalWork work_;
+  std::unique_ptr<RootRole> root_;  ///< the root's part; null on a worker
+  RunConfig run_;
   std::unique_ptr<core::NodeScheduler> sched_;
-  net::msg::Welcome welcome_;
-  bool configured_ = false;
-  std::vector<model::AppSpec> apps_;
-  std::map<std::string, double> hint_bandwidth_;  ///< node -> bytes/s of its link (calibration)
-  core::FifoQueue<core::Event> events_;  ///< keeps its memory: no allocation per event (issue 14)
-  std::vector<core::Action> spare_actions_;  ///< drain()'s action vector, kept for the next event
+  ParentLink parent_;
+  Children children_;
+  SendLedger ledger_;
+  Blame blame_;
+  CalibrationRuns calib_;
+
+  // The pump: events for the core, and its actions' vector kept from one event to the next.
+  core::FifoQueue<core::Event> events_;  ///< keeps its memory: no allocation per event
+  std::vector<core::Action> spare_actions_;
   bool draining_ = false;
 
   // Tasks held here and results on their way up (payloads shared, never copied).
   TaskMap<Payload> payloads_;
   TaskMap<net::msg::Result> results_;
   TaskMap<Payload> outputs_;  ///< command outputs going up with results_
-  std::vector<std::uint64_t> acks_;  ///< tasks received, acknowledged at the next flush
-  std::uint64_t released_bytes_ = 0;  ///< bytes of released transfers not yet acknowledged
 
-  // Local execution.
-  IdMap<Job> jobs_;  ///< by value: one allocation per task fewer (issue 14)
-  std::uint64_t next_job_ = 1;
-  std::uint32_t min_cores_per_task_ = 1;
-  std::uint64_t committed_cores_ = 0;
-  std::uint32_t local_pending_ = 0;
-  std::uint64_t epoch_ = 0;  ///< bumped when the parent is lost: older jobs are ignored
+  // Measuring (Phase::measuring): the Welcome waiting for this node's speed, and what the
+  // parent sent meanwhile.
+  std::optional<net::msg::Welcome> pending_welcome_;
+  std::vector<std::pair<net::Message, Payload>> held_from_parent_;
 
-  // Children, by transport peer; core ids are never reused.
-  std::map<PeerId, std::unique_ptr<Child>> children_;
-  std::size_t sends_in_flight_ = 0;  ///< task transfers to all children, not yet acknowledged
-  std::unordered_map<std::uint32_t, PeerId> peer_of_core_;
-  std::vector<std::pair<PeerId, net::msg::Hello>> waiting_hellos_;  ///< before this node is configured
-  std::vector<std::string> convicted_;  ///< nodes convicted of forging here, refused if they join again
-  BlameLedger blame_;                   ///< who sent each result passed up; Blames passed down
-  std::deque<std::pair<std::uint32_t, std::string>> departed_;  ///< core id -> name of recent children gone
-  std::uint32_t next_core_child_ = 0;
-
-  // Tree repair: the current parent, its ancestors (parent first), and while rejoining the
-  // targets of this round of attempts and the one tried now.
-  net::msg::Ancestor parent_link_;
-  std::vector<net::msg::Ancestor> ancestors_;
-  std::vector<net::msg::Ancestor> rejoin_targets_;
-  std::size_t rejoin_next_ = 0;
-
-  // Time-driven state (absolute times on the adapter's clock; < 0: not armed).
-  double join_deadline_ = -1;
-  double rejoin_at_ = -1;
-  double lost_at_ = -1;
-  double backoff_ = 0.5;
-  double next_heartbeat_ = -1;
-  double closing_deadline_ = -1;
-  double next_tick_ = -1;
-  double wait_deadline_ = -1;
-  double orphan_since_ = 0;
-  bool closing_from_parent_ = false;
-  bool reset_ = false;        ///< this run ends with a reset (served tree)
-  bool parent_idle_ = false;  ///< joining: the parent serves a tree with no run yet; wait
+  bool reset_ = false;  ///< this run ends with a reset (served tree)
   int closing_code_ = exit_ok;
-
-  // Root.
-  bool dispatching_ = false;
-  std::vector<core::Event> deferred_;
-  std::size_t joined_nodes_ = 0;
-
-  // Calibration (Welcome.calibrate_reps > 0): kernels, then links.
-  bool calibrating_ = false;
-  double calib_start_at_ = -1;
-  double calib_started_ = 0;
-  std::optional<CalibrationWindow> calib_window_;     ///< the runs so far, per app
-  /// Per app: the inputs its calibration runs take in turn (calibration_inputs_for), and
-  /// the next one's index.
-  std::vector<std::vector<Payload>> calib_inputs_;
-  std::vector<std::size_t> calib_next_input_;
-  /// Per app: bytes of output of its calibration runs so far, and how many (issue 20).
-  std::vector<std::pair<double, std::uint64_t>> calib_output_;
-  std::unique_ptr<LinkProber> prober_;
-
-  // Per application: seconds and count of the tasks run here (TreeInfo task times).
-  std::vector<double> local_seconds_;
-  std::vector<std::uint64_t> local_runs_;
+  int exit_code_ = exit_ok;
 };
 
 }  // namespace treefarm::node

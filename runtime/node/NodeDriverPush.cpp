@@ -5,8 +5,6 @@
 /// capacity and answers pushes (msg::PushReply). The decisions are the core's
 /// (core::Migration); this file only carries them over the wire.
 
-#include <spdlog/spdlog.h>
-
 #include "runtime/core/NodeScheduler.hpp"
 #include "runtime/node/NodeDriver.hpp"
 
@@ -27,15 +25,15 @@ void NodeDriver::send_push(const core::action::PushTasks& push) {
 
 /// Parent side: the status of this node for a child, or its answer to the child's push.
 void NodeDriver::send_push_reply(const core::action::SendPushReply& reply) {
-  auto p = peer_of_core_.find(reply.child.value);
-  if (p == peer_of_core_.end()) return;
+  const auto peer = children_.peer_of(reply.child.value);
+  if (!peer) return;
   net::msg::PushReply m;
   m.answer = reply.answer;
   m.free = reply.status.free;
   m.queue = reply.status.queue;
   m.nbc = reply.status.nbc;
   for (const auto& t : reply.refused) m.refused.push_back(t.id.value);
-  transport_.send_child(p->second, m);
+  transport_.send_child(*peer, m);
 }
 
 /// Parent side: a child pushes tasks. A push of tasks it does not hold is a protocol
@@ -62,7 +60,7 @@ void NodeDriver::on_push_reply(const net::msg::PushReply& reply, double now) {
 void NodeDriver::log_migration() const {
   if (!sched_ || opt_.migration == core::MigrationMode::off) return;
   const core::Migration& m = sched_->migration();
-  spdlog::info("{}: migration {}{}: {} pulls sent, {} tasks pulled in, {} pushes sent, {} tasks pushed in, "
+  log_.info("{}: migration {}{}: {} pulls sent, {} tasks pulled in, {} pushes sent, {} tasks pushed in, "
                "{} tasks given away, {} of its pushed tasks refused",
                opt_.name, core::to_string(m.mode()),
                m.balance() == core::BalanceMode::off ? std::string() : std::string(", balance ") + core::to_string(m.balance()),

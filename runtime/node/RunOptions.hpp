@@ -23,10 +23,7 @@ inline NodeOptions with_run_options(NodeOptions served, const NodeOptions& run) 
   served.ack_timeout = run.ack_timeout;
   if (run.memory) served.memory = run.memory;
   if (run.disk) served.disk = run.disk;
-  if (run.speed > 0) {
-    served.speed = run.speed;
-    served.measure_speed = {};
-  }
+  if (run.speed > 0) served.speed = run.speed;
   return served;
 }
 

@@ -13,6 +13,7 @@
 #include <simgrid/s4u/Link.hpp>
 
 #include "runtime/core/Ids.hpp"
+#include "runtime/logging/SpdlogSink.hpp"
 #include "runtime/sim/PlatformBuilder.hpp"
 
 namespace treefarm::sim {
@@ -108,6 +109,7 @@ void NodeActor::operator()() {
     if (!root_) sg4::Actor::self()->daemonize();
     node::NodeOptions options;
     options.name = spec_.name;
+    options.log = logging::spdlog_sink();
     options.heartbeat_interval = 0;  // nothing fails in a simulation
     options.task_deadline_factor = 0;  // nor is any node slower than the platform says
     options.rejoin_timeout = 0;

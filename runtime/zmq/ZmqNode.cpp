@@ -18,6 +18,7 @@
 #include <zmq.hpp>
 
 #include "runtime/exec/ExecutorRunner.hpp"
+#include "runtime/logging/SpdlogSink.hpp"
 #include "runtime/zmq/FramePayload.hpp"
 #include "runtime/zmq/GenerationRunner.hpp"
 #include "runtime/node/RunOptions.hpp"
@@ -88,9 +89,8 @@ struct ZmqNode::Impl final : node::Transport {
   /// CURVE: the public key each routing identity said Hello with (names bound to keys).
   std::unordered_map<std::string, std::string> key_of_identity;
   std::uint32_t next_peer = 0;
-  /// Served trees: Hellos that arrived while the driver closed for a reset, or between
-  /// runs; the next driver gets them (docs/serve.md).
-  std::vector<std::pair<node::PeerId, net::msg::Hello>> next_hellos;
+  /// A served root (docs/serve.md): between runs its driver is one that keeps the Hellos of
+  /// would-be children for the next run (NodeDriver::keeps_hellos).
   bool served_root = false;
   std::string run_error;  ///< why the last run_root() failed ("" = it did not)
 
@@ -295,8 +295,7 @@ struct ZmqNode::Impl final : node::Transport {
     for (auto& [peer, out] : child_out)
       if (!out.empty() && !flush_child(peer)) gone.push_back(peer);
     for (auto peer : gone)
-      if (driver) driver->on_child_failed(node::PeerId{peer}, "unreachable (its connection closed)", now());
-      else drop_child(node::PeerId{peer});
+      driver->on_child_failed(node::PeerId{peer}, "unreachable (its connection closed)", now());
   }
 
   void drop_child(node::PeerId peer) override {
@@ -425,41 +424,28 @@ struct ZmqNode::Impl final : node::Transport {
     if (const auto* h = std::get_if<net::msg::Hello>(&message)) {
       if (h->features & net::feature_batches) child_out[peer.value] = net::BatchWriter();  // a new incarnation
       else child_out.erase(peer.value);
-      if (!driver || driver->closing_for_reset()) {  // served tree: it joins the next run
-        std::erase_if(next_hellos, [&](const auto& e) { return e.first == peer; });
-        next_hellos.emplace_back(peer, *h);
-        send_child(peer, net::msg::Shutdown{"no run now", true}, {});
-        return;
-      }
     }
-    if (!driver) return;  // between runs: only Hellos matter (heartbeats, goodbyes)
     driver->on_child_message(peer, std::move(message), std::move(payload), at);
   }
 
-  /// Served root, after a run that ended by an error (not by its end, which resets every
-  /// child): the children waiting before it keep their place for the next run, and every
-  /// child is told to reset — one that was admitted forgets the run and says Hello again.
-  void keep_tree_after_failed_run(const std::vector<std::pair<node::PeerId, net::msg::Hello>>& kept) {
-    for (const auto& [peer, hello] : kept) {
-      if (!identity_of.contains(peer.value)) continue;
-      if (std::none_of(next_hellos.begin(), next_hellos.end(), [&](const auto& e) { return e.first == peer; }))
-        next_hellos.emplace_back(peer, hello);
+  /// Served root, after a run that ended by an error: the children waiting before it (`kept`,
+  /// still connected) keep their place beside those the failed driver kept, and every child
+  /// is told to reset (an admitted one forgets the run and says Hello again).
+  std::vector<node::WaitingHello> keep_tree_after_failed_run(std::vector<node::WaitingHello> waiting,
+                                                             const std::vector<node::WaitingHello>& kept) {
+    for (const auto& w : kept) {
+      if (!identity_of.contains(w.peer.value)) continue;
+      if (std::none_of(waiting.begin(), waiting.end(), [&](const auto& e) { return e.peer == w.peer; })) waiting.push_back(w);
     }
     std::vector<std::uint32_t> peers;
     for (const auto& [peer, identity] : identity_of) peers.push_back(peer);
     for (auto peer : peers) (void)send_child(node::PeerId{peer}, net::msg::Shutdown{"the run failed; wait for the next", true}, {});
     flush_all(true);
+    return waiting;
   }
 
-  /// Hands the Hellos kept for the next run to the new driver.
-  void replay_hellos() {
-    auto waiting = std::move(next_hellos);
-    next_hellos.clear();
-    for (auto& [peer, hello] : waiting)
-      if (identity_of.contains(peer.value)) driver->on_child_message(peer, std::move(hello), {}, now());
-  }
-
-  bool accepting() const { return !driver || !driver->finished(); }
+  /// A finished driver takes no more messages, unless it keeps Hellos for the next run.
+  bool accepting() const { return !driver->finished() || driver->keeps_hellos(); }
 
   void read_children() {
     for (int k = 0; k < burst && down && accepting(); ++k) {
@@ -468,8 +454,7 @@ struct ZmqNode::Impl final : node::Transport {
       count_in(*got);
       if (auto* bad = std::get_if<net::BadMessage>(&*got)) {
         if (auto it = by_identity.find(bad->identity); it != by_identity.end()) {
-          if (driver) driver->on_child_failed(it->second, "malformed message: " + bad->reason, now());
-          else drop_child(it->second);
+          driver->on_child_failed(it->second, "malformed message: " + bad->reason, now());
         } else if (dropped.size() < max_dropped && dropped.insert(bad->identity).second) {
           spdlog::warn("{}: dropping unknown peer: malformed message: {}", options.name, bad->reason);
         }
@@ -547,17 +532,24 @@ struct ZmqNode::Impl final : node::Transport {
   }
 
   void send_probe_reports() {
-    for (auto& [identity, report] : prober->take_done()) {
+    for (auto& [identity, report] : prober->take_done())
       if (down) (void)net::send(*down, report, &identity);
-    }
+  }
+
+  /// The speed the driver waits for (a min_speed): a matmul, run here, not in the driver.
+  void measure_speed_if_asked() {
+    if (const auto* probe = jobs ? jobs->take_speed_request() : nullptr)  // later drivers know it
+      driver->on_speed_measured(options.speed = (*probe)(), now());
   }
 
   /// Set by ZmqNode::run: called each loop turn to take a re-parenting request.
   std::function<void()> take_move;
 
-  int loop(const std::atomic<int>& stop_code, std::atomic<bool>& finish_requested) {
+  /// Runs the driver; `waiting`: Hellos an earlier driver kept for this run.
+  int loop(const std::atomic<int>& stop_code, std::atomic<bool>& finish_requested,
+           std::vector<node::WaitingHello> waiting = {}) {
     driver->start(now());
-    replay_hellos();
+    driver->adopt(std::move(waiting), now());
     bool stopped = false;
     while (true) {
       if (driver->finished()) {
@@ -569,11 +561,12 @@ struct ZmqNode::Impl final : node::Transport {
         next.join_timeout = 1e9;  // seconds: the parent says when the next run starts
         next.after_reset = true;
         if (jobs) jobs->next_generation();
+        auto kept = driver->take_waiting();
         driver = std::make_unique<node::NodeDriver>(std::move(next), *this, jobs.get(), std::nullopt);
         if (!bound.empty()) driver->set_endpoint(endpoints.advertise.empty() ? bound : endpoints.advertise);
         spdlog::info("{}: run over; staying connected for the next one", options.name);
         driver->start(now());
-        replay_hellos();
+        driver->adopt(std::move(kept), now());
         continue;
       }
       if (const int code = stop_code.load(); code >= 0 && !stopped) {
@@ -606,6 +599,7 @@ struct ZmqNode::Impl final : node::Transport {
       }
       if (i_exec >= 0 && ((items[i_exec].revents & ZMQ_POLLIN) || runner->has_inline_done())) collect();
       if (i_up >= 0 && (items[i_up].revents & ZMQ_POLLIN)) read_parent();
+      measure_speed_if_asked();
       if (i_down >= 0 && (items[i_down].revents & ZMQ_POLLIN)) read_children();
       if (runner && runner->has_inline_done()) collect();
       if (i_mon >= 0 && (items[i_mon].revents & ZMQ_POLLIN)) check_parent_connection();
@@ -644,14 +638,15 @@ ZmqNode::ZmqNode(node::NodeOptions options, Endpoints endpoints, Compute compute
     ec.memory = compute.memory;
     ec.backfill = compute.backfill;
     impl_->runner = std::make_unique<exec::ExecutorRunner>(std::move(ec));
-    impl_->jobs = std::make_unique<GenerationRunner>(*impl_->runner);
+    impl_->jobs = std::make_unique<GenerationRunner>(*impl_->runner, options.speed == 0 ? compute.speed_probe
+                                                                                         : std::function<double()>{});
   }
   if (options.memory == 0) options.memory = compute.memory;
   if (options.disk == 0 && !compute.cores.empty()) {  // free bytes where tasks run (lee2010 slide 19)
     struct statvfs fs {};
     if (::statvfs(".", &fs) == 0) options.disk = static_cast<std::uint64_t>(fs.f_bavail) * fs.f_frsize;
   }
-  if (options.speed == 0 && !compute.cores.empty()) options.measure_speed = compute.speed_probe;
+  if (!options.log) options.log = logging::spdlog_sink();
   if (options.parent_endpoint.empty()) options.parent_endpoint = endpoints.parent;
   if (!options.machine_load)  // `treefarm status` shows it beside the busy cores (issue 20)
     options.machine_load = [] {
@@ -664,7 +659,9 @@ ZmqNode::ZmqNode(node::NodeOptions options, Endpoints endpoints, Compute compute
                                                endpoints.curve, std::move(compute.speed_probe));
   impl_->endpoints = std::move(endpoints);
   impl_->served_root = impl_->endpoints.serve;
-  if (!impl_->served_root)
+  if (impl_->served_root)  // between runs until run_root()
+    impl_->driver = std::make_unique<node::NodeDriver>(std::move(options), *impl_, std::vector<node::WaitingHello>{});
+  else
     impl_->driver = std::make_unique<node::NodeDriver>(std::move(options), *impl_, impl_->jobs.get(), std::move(root));
 }
 
@@ -728,22 +725,25 @@ int ZmqNode::run_root(node::RootSetup root, const node::NodeOptions& run) {
     spdlog::error("{}: {}", m.options.name, m.run_error);
     return node::exit_error;
   }
-  const auto kept = m.next_hellos;  // the children waiting now: the new driver takes them
+  auto waiting = m.driver->take_waiting();  // the children waiting now: the new driver takes them
+  const auto kept = waiting;
   bool threw = false;
   const int rc = exit_code_of(m.options.name, [&] {
     try {
       if (m.jobs) m.jobs->next_generation();
       m.driver = std::make_unique<node::NodeDriver>(std::move(o), m, m.jobs.get(), std::move(root));
       m.driver->set_endpoint(m.endpoints.advertise.empty() ? m.bound : m.endpoints.advertise);
-      return m.loop(stop_code_, finish_requested_);
+      return m.loop(stop_code_, finish_requested_, std::move(waiting));
     } catch (const std::exception& e) {
       threw = true;
       m.run_error = e.what();
       throw;
     }
   });
-  m.driver.reset();  // between runs: no driver; Hellos wait in next_hellos
-  if (threw) m.keep_tree_after_failed_run(kept);
+  // Between runs: a driver that keeps the Hellos (those of this run's end too) for the next.
+  auto next = m.driver->take_waiting();
+  if (threw) next = m.keep_tree_after_failed_run(std::move(next), kept);
+  m.driver = std::make_unique<node::NodeDriver>(m.options, m, std::move(next));
   return rc;
 }
 
@@ -772,14 +772,14 @@ bool ZmqNode::idle(const std::function<bool()>& wake) {
   std::vector<std::uint32_t> peers;
   for (const auto& [peer, identity] : m.identity_of) peers.push_back(peer);
   for (auto peer : peers) (void)m.send_child(node::PeerId{peer}, net::msg::Shutdown{"the served master stops"}, {});
-  m.next_hellos.clear();
+  (void)m.driver->take_waiting();
   m.flush_all(true);
   return false;
 }
 
 std::vector<std::string> ZmqNode::waiting_children() const {
   std::vector<std::string> names;
-  for (const auto& [peer, hello] : impl_->next_hellos) names.push_back(hello.name);
+  for (const auto& w : impl_->driver->waiting()) names.push_back(w.hello.name);
   return names;
 }
 

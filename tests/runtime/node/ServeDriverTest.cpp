@@ -148,5 +148,56 @@ TEST(ServeDriver, AWorkerAfterAResetIgnoresTheLastRunsTailWhileItJoins) {
   }
 }
 
+// The Hellos of the next run are kept in one place, the driver: while a run closes for a
+// reset, and between runs (a driver that only keeps them), until the next run's driver
+// adopts them and welcomes each.
+TEST(ServeDriver, HellosForTheNextRunAreKeptByTheDriverAndAdoptedByTheNext) {
+  RecordingTransport t;
+  NodeDriver d = serving_root(t, 1);
+  d.start(0);
+  d.on_child_message(PeerId{1}, net::msg::Hello{"a", 1, 0}, {}, 0);
+  ASSERT_EQ(t.take<net::msg::Welcome>(PeerId{1}).size(), 1u);
+  d.on_child_message(PeerId{1}, net::msg::Request{1}, {}, 0.1);
+  auto tasks = t.take<net::msg::Task>(PeerId{1});
+  ASSERT_EQ(tasks.size(), 1u);
+  net::msg::Result r;
+  r.task_id = tasks[0].first.task_id;
+  r.node = "a";
+  d.on_child_message(PeerId{1}, r, {}, 0.2);
+  ASSERT_TRUE(d.closing_for_reset());
+  t.sent.clear();
+  // A newcomer while the run closes: told to wait, kept.
+  d.on_child_message(PeerId{2}, net::msg::Hello{"b", 1, 0}, {}, 0.3);
+  auto told = t.take<net::msg::Shutdown>(PeerId{2});
+  ASSERT_EQ(told.size(), 1u);
+  EXPECT_TRUE(told[0].first.reset);
+  EXPECT_TRUE(t.take<net::msg::Welcome>(PeerId{2}).empty()) << "welcomed into a run that is over";
+  d.on_child_message(PeerId{1}, net::msg::Bye{}, {}, 0.4);
+  ASSERT_TRUE(d.finished());
+
+  // Between runs: a driver that keeps Hellos (the one kept so far, and a new one).
+  NodeOptions o;
+  o.name = "root";
+  NodeDriver between(o, t, d.take_waiting());
+  EXPECT_TRUE(between.finished());
+  t.dropped.clear();
+  between.on_child_message(PeerId{1}, net::msg::Hello{"a", 1, 0}, {}, 1);
+  between.on_child_message(PeerId{1}, net::msg::Heartbeat{}, {}, 1.1);
+  EXPECT_FALSE(t.dropped.contains(PeerId{1})) << "a waiting child's heartbeat dropped it";
+  ASSERT_EQ(between.waiting().size(), 2u);
+  EXPECT_EQ(between.waiting()[0].hello.name, "b");
+  EXPECT_EQ(between.waiting()[1].hello.name, "a");
+  between.on_child_failed(PeerId{2}, "gone", 1.2);
+  ASSERT_EQ(between.waiting().size(), 1u) << "a waiting peer that failed is still kept";
+
+  // The next run adopts them: each is welcomed.
+  t.sent.clear();
+  NodeDriver next = serving_root(t, 1);
+  next.start(2);
+  next.adopt(between.take_waiting(), 2);
+  EXPECT_EQ(t.take<net::msg::Welcome>(PeerId{1}).size(), 1u);
+  EXPECT_TRUE(between.waiting().empty());
+}
+
 }  // namespace
 }  // namespace treefarm::node

@@ -1,0 +1,141 @@
+/// @file NodeSchedulerMigration.cpp
+/// NodeScheduler's task migration: pulls, returned and pushed tasks, the answers to pushes.
+
+#include <algorithm>
+#include <string>
+
+#include "runtime/core/NodeScheduler.hpp"
+
+namespace treefarm::core {
+
+// ---- task migration (papers/lee2010 slides 15-16; docs/migration.md) ----------------
+
+/// The parent pulls: waiting tasks from the back of the buffer that satisfy the
+/// backfilling counter rule go back to it, the rest of the pull is rejected. This node
+/// forgets the tasks (the parent holds their inputs and its record of them).
+void NodeScheduler::pull_requested(const event::PullRequested& e, std::vector<Action>& out) {
+  action::ReturnTasks back;
+  const auto picked = migration_.pick_for_pull(state_, e.count, e.nbc);  // descending
+  for (auto it = picked.rbegin(); it != picked.rend(); ++it) {
+    const TaskRef t = state_.buffer[*it];
+    back.tasks.push_back(t);
+    back.bcs.push_back(migration_.bc(t.id));
+  }
+  for (std::size_t i : picked) {
+    migration_.gave_back(state_.buffer[i].id);
+    buffered_ids_.erase(state_.buffer[i].id);
+    state_.buffer.erase(state_.buffer.begin() + static_cast<std::ptrdiff_t>(i));
+  }
+  back.rejected = e.count - static_cast<std::uint32_t>(picked.size());
+  out.push_back(std::move(back));
+}
+
+/// A child gave tasks back: its holding record of each moves to this node's buffer (at
+/// the front: they were sent before anything buffered now). A late copy's holder giving
+/// its copy back just drops that copy. Everything is checked before anything changes.
+void NodeScheduler::tasks_returned(const Event& event, const event::TasksReturned& e) {
+  auto child = state_.children.find(e.child);
+  if (child == state_.children.end()) reject(event, "tasks returned by unknown child " + std::to_string(e.child.value));
+  if (e.tasks.size() != e.bcs.size()) reject(event, "one backfilling counter per task is required");
+  if (e.tasks.size() + e.rejected == 0 || e.tasks.size() + e.rejected > migration_.outstanding(e.child))
+    reject(event, "an answer to a pull that was not asked (" + std::to_string(e.tasks.size()) + " tasks, " +
+                      std::to_string(e.rejected) + " rejected, " + std::to_string(migration_.outstanding(e.child)) +
+                      " asked)");
+  const Target from = Target::to_child(e.child);
+  for (std::size_t i = 0; i < e.tasks.size(); ++i) {
+    try { check_task(e.tasks[i], "returned task"); } catch (const ProtocolError& err) { reject(event, err.what()); }
+    auto it = in_flight_.find(e.tasks[i].id);
+    const bool held = it != in_flight_.end() && it->second.to == from;
+    if (!held && !holds_late_copy(e.tasks[i].id, from))
+      reject(event, "task " + std::to_string(e.tasks[i].app().value) + ":" + std::to_string(e.tasks[i].id.index()) +
+                        " returned, which this child does not hold");
+    for (std::size_t j = 0; j < i; ++j)
+      if (e.tasks[j] == e.tasks[i]) reject(event, "a task returned twice");
+  }
+  std::vector<TaskRef> back;
+  for (std::size_t i = 0; i < e.tasks.size(); ++i) {
+    const TaskRef t = e.tasks[i];
+    if (auto it = in_flight_.find(t.id); it != in_flight_.end() && it->second.to == from) {
+      in_flight_.erase(it);
+      if (child->second.in_flight > 0) --child->second.in_flight;
+      release(from, t);
+      drop_stale_deadlines();
+      migration_.set_bc(t.id, e.bcs[i]);
+      state_.returned_by[t.id] = e.child;
+      back.push_back(t);
+    } else if (auto lc = state_.late_copies.find(t.id); lc != state_.late_copies.end()) {
+      std::erase(lc->second, from);  // the task lives on elsewhere
+      if (lc->second.empty()) state_.late_copies.erase(lc);
+    }
+  }
+  state_.buffer.insert(state_.buffer.begin(), back.begin(), back.end());
+  for (const TaskRef t : back) buffered_ids_.insert(t.id);
+  refresh_constrained();
+  migration_.count_pulled(back.size());
+  migration_.answered(e.child, e.tasks.size(), e.rejected, state_.now);
+}
+
+/// A child pushes waiting tasks it holds (PUSH, slide 16): this node takes as many as its
+/// idle requesters other than that child can use now (Migration::status_for: it still
+/// fits), in the order pushed, and refuses the rest, which stay with the child. A taken
+/// task's holding record moves to this node's buffer (the inputs are here already), as
+/// for a pull. Everything is checked before anything changes.
+void NodeScheduler::tasks_pushed(const Event& event, const event::TasksPushed& e) {
+  auto child = state_.children.find(e.child);
+  if (child == state_.children.end()) reject(event, "tasks pushed by unknown child " + std::to_string(e.child.value));
+  if (e.tasks.empty() || e.tasks.size() != e.bcs.size()) reject(event, "a push needs tasks, one backfilling counter each");
+  const Target from = Target::to_child(e.child);
+  for (std::size_t i = 0; i < e.tasks.size(); ++i) {
+    try { check_task(e.tasks[i], "pushed task"); } catch (const ProtocolError& err) { reject(event, err.what()); }
+    auto it = in_flight_.find(e.tasks[i].id);
+    if ((it == in_flight_.end() || it->second.to != from) && !holds_late_copy(e.tasks[i].id, from))
+      reject(event, "task " + std::to_string(e.tasks[i].app().value) + ":" + std::to_string(e.tasks[i].id.index()) +
+                        " pushed, which this child does not hold");
+    for (std::size_t j = 0; j < i; ++j)
+      if (e.tasks[j] == e.tasks[i]) reject(event, "a task pushed twice");
+  }
+  std::uint32_t room = migration_.status_for(state_, e.child).free;
+  std::vector<TaskRef> taken, refused;
+  for (std::size_t i = 0; i < e.tasks.size(); ++i) {
+    const TaskRef t = e.tasks[i];
+    auto it = in_flight_.find(t.id);
+    // A late copy's holder keeps its copy (the task lives on elsewhere too): refused.
+    if (room == 0 || it == in_flight_.end() || it->second.to != from) {
+      refused.push_back(t);
+      continue;
+    }
+    --room;
+    in_flight_.erase(it);
+    if (child->second.in_flight > 0) --child->second.in_flight;
+    release(from, t);
+    drop_stale_deadlines();
+    migration_.set_bc(t.id, e.bcs[i]);
+    state_.returned_by[t.id] = e.child;
+    taken.push_back(t);
+  }
+  state_.buffer.insert(state_.buffer.begin(), taken.begin(), taken.end());
+  for (const TaskRef& t : taken) buffered_ids_.insert(t.id);
+  refresh_constrained();
+  migration_.count_pushed_in(taken.size());
+  migration_.answer_push(e.child, std::move(refused));
+}
+
+/// The parent's status, or its answer to this node's push: the tasks it took are
+/// forgotten here (the adapter drops their inputs), the refused ones wait here again.
+void NodeScheduler::push_answered(const Event& event, const event::PushAnswered& e, std::vector<Action>& out) {
+  if (state_.config.is_root) reject(event, "the root has no parent");
+  if (e.status.free > max_pending_requests) reject(event, "a push status of " + std::to_string(e.status.free) + " free requesters");
+  if (!e.answer && !e.refused.empty()) reject(event, "a push status that refuses tasks");
+  if (e.answer) {
+    std::vector<TaskRef> taken;
+    try {
+      taken = migration_.push_answered(state_, e.refused);
+    } catch (const std::invalid_argument& err) {
+      reject(event, err.what());
+    }
+    if (!taken.empty()) out.push_back(action::DropTasks{std::move(taken)});
+  }
+  migration_.heard_status(e.status);
+}
+
+}  // namespace treefarm::core
