@@ -46,7 +46,14 @@ void stop_master() {
 }
 
 int run_master(const MasterOptions& options) {
-  return run_master(model::load_experiment(options.experiment), model::read_input_file(options.experiment), options);
+  auto ex = model::load_experiment(options.experiment, {.confine_inputs = options.served});
+  for (auto& app : ex.apps)  // a submitted program never runs on a served master (docs/security.md)
+    if (options.served && app.kernel == model::Kernel::command && app.spot_check) {
+      spdlog::warn("master: spot_check of '{}' is not honoured on a served master: a submitted program never runs "
+                   "on the master (docs/security.md)", app.name);
+      app.spot_check = false;
+    }
+  return run_master(ex, model::read_input_file(options.experiment), options);
 }
 
 int run_master(const model::Experiment& file_ex, const std::string& text, const MasterOptions& options) {
@@ -124,6 +131,7 @@ int run_master(const model::Experiment& file_ex, const std::string& text, const 
   spdlog::info("master: spot checks: {}; {}", checks.summary(), inputs.summary());
   rc = record.finish(rc, cancelled, memory_at_start);
   if (options.summary) *options.summary = record.summary();
+  record.check_output_quota();
   return rc;
 }
 

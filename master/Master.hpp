@@ -93,6 +93,13 @@ struct MasterOptions {
   const std::atomic<bool>* cancel = nullptr;
   /// Set when the run ends (a served master's list of finished experiments): RunRecord::summary.
   nlohmann::json* summary = nullptr;
+  /// A submission to a served master (docs/security.md): its command input_file must lie in
+  /// the experiment's folder (model::ParseOptions::confine_inputs) and no command runs on
+  /// the master, not even for a spot check (`spot_check = true` is not honoured).
+  bool served = false;
+  /// bytes: the most the output files of one run may take (OUT/outputs/); an output past it
+  /// is not kept and the run ends with an error (1).
+  std::uint64_t output_quota = std::uint64_t{4} << 30;
 };
 
 /// Runs a whole experiment as its master. Returns the exit code: 0 when every task was

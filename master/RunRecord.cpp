@@ -24,10 +24,16 @@ namespace treefarm::master {
 using metrics::JournalEntry;
 using nlohmann::json;
 
+void RunRecord::check_output_quota() const {
+  if (outputs_.over_quota())
+    throw std::runtime_error("the outputs exceeded the experiment's output quota of " + std::to_string(outputs_.quota()) +
+                             " bytes (--output-quota): those past it were not kept; results.json has every result");
+}
+
 RunRecord::RunRecord(const model::Experiment& ex, const std::string& text, const MasterOptions& options,
                      bool calibrating)
-    : ex_(ex), options_(options), results_(metrics::empty_results(ex)), per_app_(ex.apps.size(), 0),
-      dispatched_(ex.apps.size()) {
+    : ex_(ex), options_(options), outputs_(options.out_dir, options.output_quota), results_(metrics::empty_results(ex)),
+      per_app_(ex.apps.size(), 0), dispatched_(ex.apps.size()) {
   // Per-task records go to a compact spill file, not memory (TaskLog.hpp).
   task_log_ = std::make_shared<metrics::TaskLog>(calibrating ? std::string() : options.out_dir);
   results_.task_log = task_log_;
@@ -146,18 +152,14 @@ void RunRecord::install(node::RootSetup& root) {
   root.on_output = [this](const net::msg::Result& r, const node::Payload& output) {
     const core::TaskId id{r.task_id};
     const auto& app = ex_.apps.at(id.app().value);
-    const auto dir = std::filesystem::path(options_.out_dir) / "outputs" / app.name;
     std::string name = app.output_file;
     for (auto at = name.find("{index}"); at != std::string::npos; at = name.find("{index}", at))
       name.replace(at, 7, std::to_string(id.index()));
-    std::filesystem::create_directories(dir);
-    const auto part = dir / (name + ".part");
-    {
-      std::ofstream out(part, std::ios::binary | std::ios::trunc);
-      out.write(reinterpret_cast<const char*>(output->data()), static_cast<std::streamsize>(output->size()));
-      if (!out) throw std::runtime_error("cannot write " + part.string());
-    }
-    std::filesystem::rename(part, dir / name);  // a crash leaves no half-written output under its name
+    const bool over = outputs_.over_quota();
+    if (outputs_.write(app.name, name, std::span<const std::byte>(output->data(), output->size())) || over) return;
+    spdlog::error("master: the output of task {} of '{}' ({} bytes) would exceed the experiment's output quota of {} "
+                  "bytes ({} written): not kept, nor any later one (--output-quota)",
+                  id.index(), app.name, output->size(), outputs_.quota(), outputs_.written());
   };
   root.on_joined = [this](const net::msg::NodeJoined& j) {
     for (auto& n : results_.nodes)  // a worker that rejoins (restarted or reconnected) is the same node

@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "master/OutputFiles.hpp"
 #include "master/Master.hpp"
 #include "runtime/metrics/Journal.hpp"
 #include "runtime/metrics/ProcessMemory.hpp"
@@ -68,12 +69,15 @@ class RunRecord {
   /// Ends a run that returned `rc`: results.json (with `cancelled`), the table or the JSON
   /// line on stdout. Returns the run's exit code (node::ExitCode).
   int finish(int rc, bool cancelled, const metrics::ProcessMemory& memory_at_start);
+  /// Throws std::runtime_error if an output was not kept for --output-quota (after finish()).
+  void check_output_quota() const;
 
  private:
   void open_journal(bool calibrating);
 
   const model::Experiment& ex_;
   const MasterOptions& options_;
+  OutputFiles outputs_;  ///< OUT/outputs/, under --output-quota
   metrics::RunResults results_;
   std::shared_ptr<metrics::TaskLog> task_log_;
   std::unique_ptr<metrics::Journal> journal_;

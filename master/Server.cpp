@@ -1,4 +1,5 @@
 #include "master/Server.hpp"
+#include "master/SubmitAccess.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -91,6 +92,7 @@ class FirstError final : public spdlog::sinks::base_sink<std::mutex> {
 struct Job {
   std::uint64_t id = 0;
   std::string client;  ///< routing identity of the submitter
+  std::string owner;   ///< who may cancel it besides an admin (Peer::owner)
   std::string name;    ///< the experiment file's name, as submitted
   std::string text;    ///< the experiment (TOML), as submitted
   std::string policy;  ///< "" = the experiment's
@@ -126,6 +128,7 @@ struct Shared {
   std::deque<json> finished;
   std::uint64_t next_id = 1;
   std::uint64_t running_id = 0;           ///< the experiment running now (0: none)
+  std::string running_owner;              ///< its Job::owner
   std::atomic<bool> cancel_running{false};  ///< `treefarm cancel` of the running one (MasterOptions::cancel)
   void send(const std::string& client, const json& j) {
     std::lock_guard lock(mu);
@@ -206,7 +209,7 @@ model::Experiment experiment_with(const std::string& text, bool live_tree, const
                                   const std::string& root, const std::string& source, const std::string& path,
                                   std::string* full_text = nullptr) {
   const std::string full = live_tree ? text + tree_tables(cal, root, source) : text;
-  auto ex = model::parse_experiment(full, path);
+  auto ex = model::parse_experiment(full, path, {.confine_inputs = true});
   model::check_calibration_matches(cal, ex, source);
   if (full_text) *full_text = full;
   return ex;
@@ -239,17 +242,9 @@ class Channel {
     socket_.set(zmq::sockopt::maxmsgsize, max_frame_bytes);
     socket_.set(zmq::sockopt::sndhwm, channel_hwm);
     socket_.set(zmq::sockopt::rcvhwm, channel_hwm);
-    const auto& curve = o.base.curve;
-    if (curve.enabled) {
-      zap_ = std::make_unique<net::ZapHandler>(ctx_, curve.authorized, o.name + "-submit", curve.authorized_file,
-                                               curve.key_names);
-      net::apply_curve_server(socket_, curve);
-    } else if (!net::is_loopback_endpoint(o.bind) && !o.base.insecure) {
-      throw std::invalid_argument("refusing an unencrypted submit channel on a non-loopback address (--bind " + o.bind +
-                                  "): give CURVE keys or --insecure");
-    }
     socket_.bind(o.bind);
     endpoint_ = socket_.get(zmq::sockopt::last_endpoint);
+    access_.bound(endpoint_);
     thread_ = std::thread([this] { loop(); });
   }
   ~Channel() {
@@ -338,7 +333,7 @@ class Channel {
                                     " bytes in all)");
       auto request = json::parse(head.to_string_view(), nullptr, false);
       if (request.is_discarded() || !request.is_object()) throw std::invalid_argument("a request that is not a JSON object");
-      handle(client, request, std::span(files));
+      handle(client, access_.peer(client, head), request, std::span(files));
     } catch (const std::exception& e) {
       shared_.send(client, refusal(e));
     }
@@ -373,7 +368,7 @@ class Channel {
     answer(client, zmq::message_t(head.data(), head.size()), &bytes);
   }
 
-  void handle(const std::string& client, const json& request, std::span<zmq::message_t> files) {
+  void handle(const std::string& client, const Peer& from, const json& request, std::span<zmq::message_t> files) {
     const std::string type = request.value("type", "");
     if (type == "status") {
       std::lock_guard lock(shared_.mu);
@@ -382,13 +377,14 @@ class Channel {
       shared_.outbox.push_back({client, reply.dump()});
       return;
     }
-    if (type == "cancel") return cancel(client, request.at("id").get<std::uint64_t>());
+    if (type == "cancel") return cancel(client, from, request.at("id").get<std::uint64_t>());
     if (type == "fetch") return fetch(client, request);
     if (type != "submit" && !files.empty()) throw std::invalid_argument("a " + type + " request with file frames");
     if (type != "submit")
       throw std::invalid_argument("unknown request type '" + type + "' (expected submit, status, cancel or fetch)");
     Job job;
     job.client = client;
+    job.owner = from.owner;
     job.name = std::filesystem::path(request.at("name").get<std::string>()).filename().string();
     job.text = request.at("experiment").get<std::string>();
     job.policy = request.value("policy", "");
@@ -417,7 +413,8 @@ class Channel {
       write_inputs(dir, request.value("inputs", json::array()), files);
       // Refused at once if it does not parse (file, line, field), not when its turn comes.
       ex = model::parse_experiment(job.live_tree ? job.text + stand_in_master(opt_.name) : job.text,
-                                   (dir / job.name).string());
+                                   (dir / job.name).string(), {.confine_inputs = true});
+      access_.check_commands(ex, from, (dir / job.name).string());
       if (!job.policy.empty()) (void)core::make_policy(job.policy, {});  // an unknown policy name throws here
       // A calibration sent along is checked now too: a live tree's gives the tree's shape.
       if (!job.calibration.empty()) {
@@ -462,10 +459,11 @@ class Channel {
 
   /// `treefarm cancel` (docs/serve.md): a queued experiment leaves the queue (its submitter
   /// gets "done" with cancelled); the running one ends at the master's next tick, its
-  /// results.json saying cancelled. Anyone who may submit may cancel.
-  void cancel(const std::string& client, std::uint64_t id) {
+  /// results.json saying cancelled. Only its submitter or an admin may (SubmitAccess).
+  void cancel(const std::string& client, const Peer& from, std::uint64_t id) {
     std::lock_guard lock(shared_.mu);
     if (shared_.running_id == id) {
+      access_.check_cancel(from, shared_.running_owner, id);
       shared_.cancel_running = true;
       spdlog::warn("{}: experiment {} cancelled by a client while running", opt_.name, id);
       shared_.outbox.push_back({client, json{{"type", "cancelled"}, {"id", id}, {"was", "running"}}.dump()});
@@ -473,6 +471,7 @@ class Channel {
     }
     for (auto it = shared_.queue.begin(); it != shared_.queue.end(); ++it) {
       if (it->id != id) continue;
+      access_.check_cancel(from, it->owner, id);
       spdlog::warn("{}: experiment {} cancelled by a client while queued", opt_.name, id);
       shared_.outbox.push_back({it->client, json{{"type", "done"}, {"id", id}, {"exit_code", node::exit_interrupted},
                                                  {"cancelled", true}, {"results", nullptr}, {"outputs", 0}}.dump()});
@@ -491,8 +490,8 @@ class Channel {
   Shared& shared_;
   std::chrono::steady_clock::time_point t0_;
   zmq::context_t ctx_{1};
-  std::unique_ptr<net::ZapHandler> zap_;
   zmq::socket_t socket_;
+  SubmitAccess access_{ctx_, socket_, opt_};  ///< CURVE roles, ipc:// peers (after socket_, before the bind)
   std::string endpoint_;
   std::set<std::string> slow_warned_;  ///< clients told of once in the log (bounded: cleared past 1024)
   std::atomic<bool> stop_{false};
@@ -514,6 +513,9 @@ void stop_serving() {
 
 int serve(const ServeOptions& o) {
   const auto t0 = std::chrono::steady_clock::now();
+  if (o.allow_commands && o.base.cores && !o.base.cores->empty())
+    throw std::invalid_argument("--allow-commands with --cpus: a served master that computes would run submitted "
+                                "programs itself; give one or the other (docs/security.md)");
   std::filesystem::path state = o.state_dir;
   if (state.empty()) {
     std::string tmpl = (std::filesystem::temp_directory_path() / "treefarm-serve-XXXXXX").string();
@@ -580,6 +582,7 @@ int serve(const ServeOptions& o) {
       job = shared.queue.front();
       shared.queue.pop_front();
       shared.running_id = job.id;
+      shared.running_owner = job.owner;
       shared.cancel_running = false;
       shared.running = {{"id", job.id}, {"name", job.name}, {"policy", job.policy}, {"live_tree", job.live_tree},
                         {"elapsed", 0}, {"apps", json::array()}};
@@ -608,6 +611,7 @@ int serve(const ServeOptions& o) {
     m.json_progress = false;
     m.resume = false;
     m.cancel = &shared.cancel_running;
+    m.served = true;
     if (job.live_tree) {  // the tree as it is: the nodes of the last run and those waiting now
       std::set<std::string> expected = last_nodes;
       for (const auto& n : root.waiting_children()) expected.insert(n);

@@ -44,6 +44,10 @@ struct ServeOptions {
   /// seconds an experiment without [[node]] tables waits for the nodes of the last run
   /// before starting with those present.
   double live_wait = 10;
+  /// Accept command applications (docs/security.md, "No programs for strangers"): only
+  /// then, and only from a CURVE client/admin key or over an ipc:// channel from the
+  /// master's own user or root. A master that computes (--cpus) cannot allow them.
+  bool allow_commands = false;
 };
 
 /// Serves until interrupted (stop_master()); returns the exit code (0, or 1 on error).

@@ -39,6 +39,13 @@ int main(int argc, char** argv) {
   app.add_option("--state-dir", serve.state_dir, "--serve: each experiment's file and results go to DIR/job-N/ (default: a new temporary directory)");
   app.add_option("--live-wait", serve.live_wait, "--serve: seconds an experiment without [[node]] tables waits for the last run's nodes")
       ->capture_default_str()->check(CLI::NonNegativeNumber);
+  app.add_flag("--allow-commands", serve.allow_commands,
+               "--serve: accept command applications (submitted programs run on the workers), only from a CURVE "
+               "client or admin key or over an ipc:// --bind from this user or root (docs/security.md); not with --cpus");
+  app.add_option("--output-quota", opt.output_quota,
+                 "bytes: the most one experiment's output files may take under OUT/outputs/; past it the run ends "
+                 "with an error")
+      ->capture_default_str();
   app.add_option("--origin", opt.origin, "Run only the applications whose `origin` is this node, as the master of the tree re-rooted there (bertin2008 §2.2; docs/experiment-file.md)");
   app.add_option("--listen", opt.listen, "Endpoint workers connect to")->capture_default_str();
   app.add_option("--out", opt.out_dir, "Write DIR/results.json (and the output files of command applications with output_file: DIR/outputs/APP/)");
@@ -102,7 +109,7 @@ int main(int argc, char** argv) {
       if (authorized.empty()) throw cs::UsageError("--curve-secret needs --authorized-keys");
       opt.curve.enabled = true;
       opt.curve.own = treefarm::net::load_secret_key_file(curve_secret);
-      opt.curve.authorized = treefarm::net::load_authorized_keys(authorized, &opt.curve.key_names);
+      opt.curve.authorized = treefarm::net::load_authorized_keys(authorized, &opt.curve.key_names, &opt.curve.key_roles);
       opt.curve.authorized_file = authorized;
     }
     // The dashboard (docs/dashboard.md): the root publishes to `feed`, the server reads it.
@@ -132,9 +139,13 @@ int main(int argc, char** argv) {
       if (*experiment_opt) throw cs::UsageError("--serve takes no experiment file: submit them (treefarm submit FILE --to ENDPOINT)");
       if (!opt.out_dir.empty() || opt.resume || !opt.calibrate_out.empty() || !opt.calibration.empty())
         throw cs::UsageError("--serve: --out, --resume, --calibration and --calibrate-out belong to each submission");
+      if (serve.allow_commands && opt.cores)
+        throw cs::UsageError("--allow-commands with --cpus: a served master that computes would run submitted programs "
+                             "itself; give one or the other (docs/security.md)");
       serve.base = opt;
       return treefarm::master::serve(serve);
     }
+    if (serve.allow_commands) throw cs::UsageError("--allow-commands is for a served master (--serve)");
     if (!*experiment_opt) throw cs::UsageError("an experiment file is needed (or --serve)");
     return treefarm::master::run_master(opt);
   } catch (const std::exception& e) {

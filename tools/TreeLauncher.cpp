@@ -141,10 +141,11 @@ int launch_tree(const model::Experiment& ex, const LaunchOptions& options, const
   const fs::path keys = tmp / "keys";
   if (options.encrypt) {
     std::ofstream authorized((fs::create_directories(keys), keys / "authorized_keys"));
-    for (const auto& node : ex.nodes) {
+    for (std::size_t i = 0; i < ex.nodes.size(); ++i) {
       const auto pair = net::generate_keypair();
-      net::write_keypair(keys.string(), node.name, pair);
-      authorized << pair.public_key << "  # " << node.name << "\n";
+      net::write_keypair(keys.string(), ex.nodes[i].name, pair);
+      // Named node keys; the master's is not listed (docs/security.md, "Roles").
+      if (i > 0) authorized << ex.nodes[i].name << " " << pair.public_key << " node\n";
     }
   }
   const auto key_args = [&](std::size_t i, std::vector<std::string>& args) {

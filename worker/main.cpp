@@ -140,7 +140,7 @@ int main(int argc, char** argv) {
       endpoints.curve.own = treefarm::net::load_secret_key_file(curve_secret);
       endpoints.curve.parent_public_key = treefarm::net::load_public_key_file(parent_key);
       if (!authorized.empty()) {
-        endpoints.curve.authorized = treefarm::net::load_authorized_keys(authorized, &endpoints.curve.key_names);
+        endpoints.curve.authorized = treefarm::net::load_authorized_keys(authorized, &endpoints.curve.key_names, &endpoints.curve.key_roles);
         endpoints.curve.authorized_file = authorized;
       }
       else endpoints.listen = "";  // nobody could be admitted: serve no children

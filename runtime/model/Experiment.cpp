@@ -18,6 +18,7 @@
 
 #include "runtime/core/Policy.hpp"
 #include "runtime/model/TomlReader.hpp"
+#include "runtime/model/WireFit.hpp"
 #include "runtime/model/Units.hpp"
 
 namespace treefarm::model {
@@ -93,7 +94,7 @@ constexpr std::uint64_t max_task_memory = 1ull << 50;   // 1 PiB
 constexpr double max_weight = 1e9;
 
 bool valid_name(std::string_view name) {
-  if (name.empty() || name.size() > 64) return false;
+  if (name.empty() || name.size() > 64 || name == "." || name == "..") return false;  // names become directories
   return std::all_of(name.begin(), name.end(), [](char c) {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
            c == '_' || c == '-' || c == '.';
@@ -135,7 +136,7 @@ std::string name_of(const Reader& r, const Table& t, const std::string& prefix,
   std::string name = *r.string_of(t, "name", prefix);
   r.require(valid_name(name), t, "name", prefix,
             "invalid name '" + name +
-                "': expected 1 to 64 characters among letters, digits, '_', '-', '.'");
+                "': expected 1 to 64 characters among letters, digits, '_', '-', '.' (not '.' or '..')");
   return name;
 }
 
@@ -191,20 +192,36 @@ NodeEntry read_node(const Reader& r, const Table& t, std::size_t index) {
 }
 
 /// The keys of a `kernel = "command"` application (docs/command-tasks.md).
-void read_command(const Reader& r, const Table& t, const std::string& prefix, const std::string& file, AppSpec& a) {
+void read_command(const Reader& r, const Table& t, const std::string& prefix, const std::string& file, AppSpec& a,
+                  const ParseOptions& options) {
   r.require_present(t, "argv", prefix, "the program and its arguments, e.g. [\"gzip\", \"-9\", \"-c\", \"{input}\"]");
   const toml::node* argv = t.get("argv");
   const auto* array = argv->as_array();
   if (!array) r.wrong_type(*argv, prefix + "argv", "an array of strings");
+  // The wire's limits (runtime/net/Messages.hpp): the Welcome carries argv to every node.
+  r.require(array->size() <= net::max_argv, t, "argv", prefix,
+            std::to_string(array->size()) + " elements; at most " + std::to_string(net::max_argv));
   for (std::size_t i = 0; i < array->size(); ++i) {
+    const std::string field = prefix + "argv[" + std::to_string(i) + "]";
     const auto* s = array->get(i)->as_string();
-    if (!s) r.wrong_type(*array->get(i), prefix + "argv[" + std::to_string(i) + "]", "a string");
+    if (!s) r.wrong_type(*array->get(i), field, "a string");
+    if (s->get().size() > net::max_text_bytes)
+      r.fail(line_of(*array->get(i)), field,
+             "too long for the wire: " + std::to_string(s->get().size()) + " bytes; an argument is at most " + std::to_string(net::max_text_bytes) +
+                 " bytes (put long text in an input_file)");
     a.argv.push_back(s->get());
   }
   r.require(!a.argv.empty() && !a.argv[0].empty(), t, "argv", prefix, "must name a program (a non-empty first element)");
   if (const auto input = r.string_of(t, "input_file", prefix)) {
     r.require(!t.contains("bytes"), t, "bytes", prefix, "give either 'bytes' (generated input) or 'input_file', not both");
     std::filesystem::path p(*input);
+    if (options.confine_inputs) {
+      bool inside = !p.empty() && p.is_relative();
+      for (const auto& part : p) inside = inside && part != "..";
+      r.require(inside, t, "input_file", prefix,
+                "'" + *input + "': a served master reads only the files sent with the submission: give a path "
+                "relative to the experiment's folder, inside it (no absolute path, no '..')");
+    }
     if (p.is_relative()) p = std::filesystem::path(file).parent_path() / p;
     std::error_code ec;
     const auto size = std::filesystem::file_size(p, ec);
@@ -249,7 +266,7 @@ void read_command(const Reader& r, const Table& t, const std::string& prefix, co
   }
 }
 
-AppSpec read_app(const Reader& r, const Table& t, std::size_t index, const std::string& file) {
+AppSpec read_app(const Reader& r, const Table& t, std::size_t index, const std::string& file, const ParseOptions& options) {
   const std::string prefix = index_prefix("app", index);
   r.check_keys(t, prefix,
                {"name", "kernel", "n", "bytes", "flops", "weight", "tasks", "cores_per_task",
@@ -283,7 +300,7 @@ AppSpec read_app(const Reader& r, const Table& t, std::size_t index, const std::
   const bool wants_flops = a.kernel == Kernel::abstract;
   const std::string kernel_name(to_string(a.kernel));
   const bool command = a.kernel == Kernel::command;
-  if (command) read_command(r, t, prefix, file, a);
+  if (command) read_command(r, t, prefix, file, a, options);
   for (auto [key, wanted] : {std::pair<std::string_view, bool>{"n", wants_n},
                              {"bytes", wants_bytes},
                              {"flops", wants_flops},
@@ -537,7 +554,7 @@ std::vector<NodeSpec> build_tree(const Reader& r, std::vector<NodeEntry> entries
 
 }  // namespace
 
-Experiment parse_experiment(const std::string& text, const std::string& path) {
+Experiment parse_experiment(const std::string& text, const std::string& path, const ParseOptions& options) {
   const toml::table root = parse_toml(text, path);
   const Reader r(path);
   r.check_keys(root, "", {"node", "app", "run", "policy", "event"}, "the top level");
@@ -550,8 +567,15 @@ Experiment parse_experiment(const std::string& text, const std::string& path) {
   Experiment exp;
   const auto app_tables = r.tables_of(root, "app");
   std::map<std::string, std::size_t> app_by_name;
+  std::size_t welcome_bytes = 0;  // the applications' share of the Welcome (runtime/model/WireFit.hpp)
   for (std::size_t i = 0; i < app_tables.size(); ++i) {
-    AppSpec app = read_app(r, *app_tables[i], i, path);
+    AppSpec app = read_app(r, *app_tables[i], i, path, options);
+    welcome_bytes += welcome_bytes_of(app);
+    if (welcome_bytes > welcome_app_budget)
+      r.fail(app.line, index_prefix("app", i) + (app.kernel == Kernel::command ? "argv" : "name"),
+             "the applications up to this one take " + std::to_string(welcome_bytes) +
+                 " bytes of the message that tells every node about them; at most " +
+                 std::to_string(welcome_app_budget) + " bytes (shorter argv, fewer applications)");
     const auto [it, inserted] = app_by_name.emplace(app.name, i);
     if (!inserted)
       r.fail(line_of(*app_tables[i]->get("name")), index_prefix("app", i) + "name",
@@ -617,8 +641,8 @@ bool has_node_tables(const std::string& text) {
   return false;
 }
 
-Experiment load_experiment(const std::string& path) {
-  Experiment exp = parse_experiment(read_input_file(path), path);
+Experiment load_experiment(const std::string& path, const ParseOptions& options) {
+  Experiment exp = parse_experiment(read_input_file(path), path, options);
   exp.path = path;
   return exp;
 }

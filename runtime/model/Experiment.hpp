@@ -125,10 +125,19 @@ class FileError : public std::runtime_error {
 /// file (line 0) if it cannot be opened or read.
 std::string read_input_file(const std::string& path);
 
+/// How an experiment file is read.
+struct ParseOptions {
+  /// A submission to a served master (docs/serve.md): a command's `input_file` must be a
+  /// relative path inside the experiment's folder (no `..`), where the files sent with the
+  /// submission are; an absolute path or one leaving the folder is refused (FileError on
+  /// app[i].input_file).
+  bool confine_inputs = false;
+};
+
 /// Reads and validates an experiment file. Throws FileError.
-Experiment load_experiment(const std::string& path);
+Experiment load_experiment(const std::string& path, const ParseOptions& options = {});
 /// Parses experiment text; `path` is used in error messages. Throws FileError.
-Experiment parse_experiment(const std::string& text, const std::string& path);
+Experiment parse_experiment(const std::string& text, const std::string& path, const ParseOptions& options = {});
 
 /// Throws FileError (the file, the [[app]]'s line, "app[i].origin") if an application has
 /// an `origin` other than the master: `what` (e.g. "treefarm run") cannot route tasks

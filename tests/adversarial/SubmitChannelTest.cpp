@@ -27,7 +27,9 @@ struct Served {
   std::unique_ptr<Child> master, worker;
   std::string sep;
   std::string start(const TempDir& dir, bool with_worker) {
+    // An ipc:// channel of this user: command applications are accepted there (docs/security.md).
     std::vector<std::string> a{master_bin, "--serve", "--name", "m", "--ready-file", (dir.path() / "m.ep").string(),
+                               "--bind", "ipc://" + (dir.path() / "submit.sock").string(),
                                "--bind-file", (dir.path() / "submit.ep").string(), "--state-dir",
                                (dir.path() / "state").string(), "--live-wait", "20"};
     if (run_command(master_bin + " --help").output.find("--allow-commands") != std::string::npos)

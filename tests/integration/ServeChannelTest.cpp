@@ -33,7 +33,9 @@ struct ServedChain {
     const std::string tag = "ch" + std::to_string(getpid());
     w1_name = tag + "w1";
     w2_name = tag + "w2";
+    // An ipc:// channel: `treefarm cancel` from another process is the same user's (docs/security.md).
     std::vector<std::string> a{master_bin, "--serve", "--name", "m", "--ready-file", (dir.path() / "m.ep").string(),
+                               "--bind", "ipc://" + (dir.path() / "submit.sock").string(),
                                "--bind-file", (dir.path() / "submit.ep").string(), "--state-dir",
                                (dir.path() / "state").string(), "--live-wait", "20"};
     a.insert(a.end(), fast_heartbeats.begin(), fast_heartbeats.end());

@@ -193,7 +193,10 @@ TEST(Serve, ABadSubmissionIsRefusedWithFileLineAndField) {
 TEST(Serve, CancelEndsARunningOrQueuedExperimentAndTheTreeStaysAndOutputsComeBackToSubmit) {
   TempDir dir;
   const std::string w1 = "sc" + std::to_string(getpid()) + "w1";
-  Child master({master_bin, "--serve", "--name", "m", "--ready-file", (dir.path() / "m.ep").string(), "--bind-file",
+  // Command applications and `treefarm cancel` from another process: an ipc:// channel of
+  // this user and --allow-commands (docs/security.md).
+  Child master({master_bin, "--serve", "--name", "m", "--ready-file", (dir.path() / "m.ep").string(), "--bind",
+                "ipc://" + (dir.path() / "submit.sock").string(), "--allow-commands", "--bind-file",
                 (dir.path() / "submit.ep").string(), "--state-dir", (dir.path() / "state").string(), "--live-wait", "20",
                 "--heartbeat-timeout", "2", "--heartbeat-interval", "0.3"},
                dir.path() / "master.log");

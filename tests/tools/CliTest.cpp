@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "runtime/zmq/Curve.hpp"
 #include "tests/support/TreeToml.hpp"
 #include "tests/integration/ProcessTestUtil.hpp"
 
@@ -234,6 +235,16 @@ TEST(Cli, KeygenRefusesAPathNameAndKeepsExistingKeys) {
   // The replaced public key left authorized_keys: one line per name.
   const auto authorized = read_file(dir.path() / "keys" / "authorized_keys");
   EXPECT_EQ(std::count(authorized.begin(), authorized.end(), '\n'), 2) << authorized;
+  // Roles (docs/security.md): a client line says so; the master's key is not listed.
+  ASSERT_EQ(run_command(treefarm + " keygen alice --role client --out " + keys).exit_code, 0);
+  ASSERT_EQ(run_command(treefarm + " keygen m --role master --out " + keys).exit_code, 0);
+  const auto with_roles = read_file(dir.path() / "keys" / "authorized_keys");
+  const auto alice = treefarm::net::load_public_key_file((dir.path() / "keys" / "alice.key").string());
+  EXPECT_NE(with_roles.find("alice " + alice + " client\n"), std::string::npos) << with_roles;
+  EXPECT_EQ(with_roles.find(treefarm::net::load_public_key_file((dir.path() / "keys" / "m.key").string())), std::string::npos)
+      << with_roles;
+  EXPECT_TRUE(fs::exists(dir.path() / "keys" / "m.key_secret"));
+  EXPECT_EQ(run_command(treefarm + " keygen x --role root --out " + keys).exit_code, 2);
 }
 
 TEST(Cli, RunRecordsAReproducibleResultsJsonAndReportDrawsIt) {

@@ -15,6 +15,7 @@ namespace {
 struct KeygenOptions {
   std::string dir = "keys";
   std::vector<std::string> names;
+  std::string role = "node";  ///< node | client | admin | master (not listed)
   bool force = false;
 };
 
@@ -56,9 +57,12 @@ int run_keygen(const KeygenOptions& o) {
   for (const auto& name : o.names) {
     const auto pair = net::generate_keypair();
     net::write_keypair(o.dir, name, pair, o.force);
-    text << name << " " << pair.public_key << "\n";  // the key may join only as NAME
+    // The key may join (node) or submit (client, admin) only as NAME; the master's is not
+    // listed: nobody connects with it (docs/security.md, "Roles").
+    if (o.role != "master") text << name << " " << pair.public_key << " " << o.role << "\n";
     std::cout << "wrote " << (fs::path(o.dir) / (name + ".key")).string() << " and " << name
-              << ".key_secret (mode 0600: keep it private)\n";
+              << ".key_secret (mode 0600: keep it private)"
+              << (o.role == "master" ? ", not listed in authorized_keys" : ", listed as a " + o.role + " key") << "\n";
   }
   const fs::path tmp = authorized.string() + ".tmp";
   {
@@ -77,6 +81,12 @@ void add_keygen_command(CLI::App& app, Commands& out) {
   auto* keygen = app.add_subcommand("keygen", "Write CURVE key pairs (NAME.key, NAME.key_secret) and an authorized_keys file");
   keygen->add_option("names", o->names, "Node names, one key pair each (plain names: the directory is --out)")->required();
   keygen->add_option("--out", o->dir, "Directory to write the keys to (created if missing)")->capture_default_str();
+  keygen->add_option("--role", o->role,
+                     "What the keys may do (docs/security.md, \"Roles\"): node = join the tree; client = submit to a "
+                     "served master, read its status, cancel its own experiments; admin = a client that may cancel "
+                     "any experiment; master = the tree's master, not listed in authorized_keys")
+      ->check(CLI::IsMember({"node", "client", "admin", "master"}))
+      ->capture_default_str();
   keygen->add_flag("--force", o->force, "Replace existing keys of these names (their old public keys leave authorized_keys)");
   out.push_back({keygen, [o] { return run_keygen(*o); }});
 }

@@ -137,7 +137,8 @@ int launch_over_ssh(const model::Experiment& ex, const HostsFile& hf, const SshL
       net::write_keypair(tmpl, ex.nodes[i].name, pair);
       pub[i] = read_file(fs::path(tmpl) / (ex.nodes[i].name + ".key"));
       sec[i] = read_file(fs::path(tmpl) / (ex.nodes[i].name + ".key_secret"));
-      authorized += pair.public_key + "  # " + ex.nodes[i].name + "\n";
+      // Named node keys; the master's is not listed (docs/security.md, "Roles").
+      if (i > 0) authorized += ex.nodes[i].name + " " + pair.public_key + " node\n";
     }
     fs::remove_all(tmpl);
   }

@@ -1,6 +1,7 @@
 // Tests of the [[app]] keys of a command application (issue 20; docs/command-tasks.md).
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <string>
 
@@ -83,6 +84,73 @@ TEST(CommandApp, ExampleFileParses) {
   ASSERT_EQ(e.apps.size(), 1u);
   EXPECT_EQ(e.apps[0].kernel, Kernel::command);
   EXPECT_EQ(e.apps[0].argv.at(0), "gzip");
+}
+
+
+// Served submissions (docs/security.md): the wire's limits and a served master's file
+// system are checked when the experiment is parsed, naming file, line and field.
+TEST(CommandApp, AnArgumentTooLongForTheWireIsRefusedAtParseTimeNamingItsLineAndField) {
+  const std::string big(5000, 'x');
+  const auto err = error_of(with_app("kind = \"command\"\nbytes = 10\nargv = [\n  \"echo\",\n  \"" + big + "\"]\n"));
+  EXPECT_NE(err.find("cmd.toml:10: field 'app[0].argv[1]'"), std::string::npos) << err.substr(0, 300);
+  EXPECT_NE(err.find("5000 bytes"), std::string::npos) << err.substr(0, 300);
+  // At the limit it parses.
+  EXPECT_EQ(error_of(with_app("kind = \"command\"\nbytes = 10\nargv = [\"echo\", \"" + std::string(2048, 'x') + "\"]\n")), "");
+  std::string many = "kind = \"command\"\nbytes = 10\nargv = [\"echo\"";
+  for (int i = 0; i < 300; ++i) many += ", \"a\"";
+  const auto count = error_of(with_app(many + "]\n"));
+  EXPECT_NE(count.find("field 'app[0].argv'"), std::string::npos) << count;
+  EXPECT_NE(count.find("301 elements; at most 256"), std::string::npos) << count;
+}
+
+TEST(CommandApp, ApplicationsThatDoNotFitInOneWelcomeAreRefusedAtTheFirstThatOverflows) {
+  std::string text = "[[node]]\nname = \"m\"\ncores = 1\n";
+  const std::string arg(2000, 'y');
+  for (int k = 0; k < 40; ++k) {
+    text += "[[app]]\nname = \"c" + std::to_string(k) + "\"\nkind = \"command\"\nbytes = 10\ntasks = 1\nargv = [\"echo\"";
+    for (int i = 0; i < 2; ++i) text += ", \"" + arg + "\"";
+    text += "]\n";
+  }
+  const auto err = error_of(text);
+  // About 4,100 bytes an application (two 2,000-byte arguments): the 12th goes past the
+  // 49,152 bytes a Welcome leaves for applications.
+  EXPECT_NE(err.find("field 'app[11].argv'"), std::string::npos) << err;
+  EXPECT_NE(err.find("at most 49152 bytes"), std::string::npos) << err;
+}
+
+TEST(CommandApp, ADotOrDotDotApplicationNameIsRefused) {
+  for (const char* name : {".", ".."}) {
+    const auto err = error_of("[[node]]\nname = \"m\"\n[[app]]\nname = \"" + std::string(name) +
+                              "\"\nkernel = \"noop\"\nbytes = 8\ntasks = 1\n");
+    EXPECT_NE(err.find("cmd.toml:4: field 'app[0].name'"), std::string::npos) << err;
+    EXPECT_NE(err.find("not '.' or '..'"), std::string::npos) << err;
+  }
+  EXPECT_EQ(error_of("[[node]]\nname = \"m\"\n[[app]]\nname = \"a..b\"\nkernel = \"noop\"\nbytes = 8\ntasks = 1\n"), "");
+}
+
+TEST(CommandApp, AServedSubmissionReadsOnlyInputFilesInsideItsFolder) {
+  test_support::TempDir dir("cmd-served");
+  std::filesystem::create_directories(dir.path() / "job" / "data");
+  std::ofstream(dir.path() / "job" / "data" / "in.txt") << "ok";
+  std::ofstream(dir.path() / "secret") << "key";
+  const auto exp = (dir.path() / "job" / "exp.toml").string();
+  const ParseOptions served{.confine_inputs = true};
+  const auto app = [](const std::string& input) {
+    return with_app("kind = \"command\"\nargv = [\"cat\"]\ninput_file = \"" + input + "\"\n");
+  };
+  EXPECT_EQ(parse_experiment(app("data/in.txt"), exp, served).apps[0].input_bytes(), 2u);
+  for (const std::string& bad : {(dir.path() / "secret").string(), std::string("../secret"), std::string("data/../../secret")}) {
+    std::string err;
+    try {
+      parse_experiment(app(bad), exp, served);
+    } catch (const FileError& e) {
+      err = e.what();
+    }
+    EXPECT_NE(err.find("exp.toml:8: field 'app[0].input_file'"), std::string::npos) << bad << ": " << err;
+    EXPECT_NE(err.find("only the files sent with the submission"), std::string::npos) << err;
+    // Not confined (an operator's own run): the same file is read.
+    EXPECT_EQ(parse_experiment(app(bad), exp).apps[0].input_bytes(), 3u) << bad;
+  }
 }
 
 }  // namespace

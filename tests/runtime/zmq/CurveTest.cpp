@@ -115,14 +115,14 @@ TEST(Curve, ZapHandlerReReadsTheAuthorizedKeysFile) {
   std::ofstream(file) << client_keys.public_key << "  # w1\n";
   zmq::context_t ctx;
   ZapHandler zap(ctx, load_authorized_keys(file), "test", file);
-  CurveConfig server_cfg{true, server_keys, "", {}, {}, file};
+  CurveConfig server_cfg{true, server_keys, "", {}, {}, file, {}};
   zmq::socket_t server(ctx, zmq::socket_type::router);
   server.set(zmq::sockopt::linger, 0);
   apply_curve_server(server, server_cfg);
   server.bind("tcp://127.0.0.1:*");
   const std::string endpoint = server.get(zmq::sockopt::last_endpoint);
   const auto arrives = [&](const std::string& text, int timeout_ms) {
-    CurveConfig client_cfg{true, client_keys, server_keys.public_key, {}, {}, ""};
+    CurveConfig client_cfg{true, client_keys, server_keys.public_key, {}, {}, "", {}};
     zmq::socket_t client(ctx, zmq::socket_type::dealer);
     client.set(zmq::sockopt::linger, 0);
     apply_curve_client(client, client_cfg);
@@ -167,6 +167,78 @@ TEST(Curve, ZapHandlerReReadsTheNamesKeysAreBoundTo) {
   ASSERT_EQ(zap.reloads(), 1u);
   EXPECT_EQ(zap.name_bound_to(key.public_key), "w2");
   EXPECT_EQ(zap.name_bound_to(other.public_key), "w3");
+}
+
+
+// Roles (docs/security.md): `NAME PUBKEY [ROLE]`; a bad line names file, line and field.
+TEST(Curve, AuthorizedKeysGiveEachKeyARoleAndBadLinesNameTheirField) {
+  TempDir dir("curve");
+  const auto w = generate_keypair(), c = generate_keypair(), a = generate_keypair(), old = generate_keypair();
+  const auto file = (dir.path() / "authorized_keys").string();
+  std::ofstream(file) << "w1 " << w.public_key << "\nalice " << c.public_key << " client  # a user\nroot "
+                      << a.public_key << " admin\n" << old.public_key << "  # old form\n";
+  std::map<std::string, std::string> names;
+  std::map<std::string, KeyRole> roles;
+  EXPECT_EQ(load_authorized_keys(file, &names, &roles).size(), 4u);
+  EXPECT_EQ(roles, (std::map<std::string, KeyRole>{{w.public_key, KeyRole::node}, {c.public_key, KeyRole::client},
+                                                    {a.public_key, KeyRole::admin}, {old.public_key, KeyRole::node}}));
+  EXPECT_EQ(names.at(c.public_key), "alice");
+  const auto error_of = [&](const std::string& text) {
+    std::ofstream(file) << "# first\n" << text << "\n";
+    try {
+      load_authorized_keys(file);
+    } catch (const std::runtime_error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_NE(error_of("bob " + c.public_key + " superuser").find("authorized_keys:2: field 3 (role): 'superuser' is not a role"),
+            std::string::npos);
+  EXPECT_NE(error_of("bob " + c.public_key.substr(0, 39) + "! client").find("authorized_keys:2: field 2 (public key)"),
+            std::string::npos);
+  EXPECT_NE(error_of("bob " + c.public_key + " client extra").find("authorized_keys:2: field 4"), std::string::npos);
+  EXPECT_NE(error_of("short").find("authorized_keys:2: field 1"), std::string::npos);
+}
+
+// Each socket admits only its roles: a tree's handler node keys, a submit channel's client
+// and admin keys; neither admits the node's own key, even listed.
+TEST(Curve, ZapHandlerAdmitsOnlyTheRolesOfTheSocketItGuardsAndNeverTheNodesOwnKey) {
+  TempDir dir("curve");
+  const auto server = generate_keypair(), node = generate_keypair(), user = generate_keypair();
+  const auto file = (dir.path() / "authorized_keys").string();
+  std::ofstream(file) << "w1 " << node.public_key << "\nalice " << user.public_key << " client\nm " << server.public_key
+                      << " node\n";
+  CurveConfig config{true, server, "", {}, {}, file, {}};
+  config.authorized = load_authorized_keys(file, &config.key_names, &config.key_roles);
+  const auto admitted = [&](const ZapPolicy& policy, const KeyPair& client_keys) {
+    zmq::context_t ctx;
+    ZapHandler zap(ctx, config, "test", policy);
+    zmq::socket_t router(ctx, zmq::socket_type::router);
+    router.set(zmq::sockopt::linger, 0);
+    apply_curve_server(router, config);
+    router.bind("tcp://127.0.0.1:*");
+    zmq::socket_t dealer(ctx, zmq::socket_type::dealer);
+    dealer.set(zmq::sockopt::linger, 0);
+    apply_curve_client(dealer, CurveConfig{true, client_keys, server.public_key, {}, {}, "", {}});
+    dealer.connect(router.get(zmq::sockopt::last_endpoint));
+    (void)dealer.send(zmq::str_buffer("hello"), zmq::send_flags::dontwait);
+    zmq::pollitem_t item{static_cast<void*>(router), 0, ZMQ_POLLIN, 0};
+    zmq::poll(&item, 1, std::chrono::milliseconds(1500));
+    if (!(item.revents & ZMQ_POLLIN)) return false;
+    zmq::message_t id, body;
+    (void)router.recv(id);
+    (void)router.recv(body);
+    EXPECT_EQ(std::string(body.gets("User-Id")), client_keys.public_key);
+    EXPECT_EQ(zap.role_of(client_keys.public_key), config.key_roles.at(client_keys.public_key));
+    return true;
+  };
+  const ZapPolicy tree{{KeyRole::node}, server.public_key, "the tree"};
+  const ZapPolicy channel{{KeyRole::client, KeyRole::admin}, server.public_key, "the submit channel"};
+  EXPECT_TRUE(admitted(tree, node));
+  EXPECT_FALSE(admitted(tree, user));
+  EXPECT_FALSE(admitted(tree, server));
+  EXPECT_TRUE(admitted(channel, user));
+  EXPECT_FALSE(admitted(channel, node));
 }
 
 }  // namespace treefarm::net
