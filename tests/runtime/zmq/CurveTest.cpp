@@ -194,7 +194,7 @@ TEST(Curve, AuthorizedKeysGiveEachKeyARoleAndBadLinesNameTheirField) {
   };
   EXPECT_NE(error_of("bob " + c.public_key + " superuser").find("authorized_keys:2: field 3 (role): 'superuser' is not a role"),
             std::string::npos);
-  EXPECT_NE(error_of("bob " + c.public_key.substr(0, 39) + "! client").find("authorized_keys:2: field 2 (public key)"),
+  EXPECT_NE(error_of("bob " + c.public_key.substr(0, 39) + " client").find("authorized_keys:2: field 2 (public key)"),
             std::string::npos);
   EXPECT_NE(error_of("bob " + c.public_key + " client extra").find("authorized_keys:2: field 4"), std::string::npos);
   EXPECT_NE(error_of("short").find("authorized_keys:2: field 1"), std::string::npos);
