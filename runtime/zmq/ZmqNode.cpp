@@ -177,8 +177,8 @@ struct ZmqNode::Impl final : node::Transport {
     down->set(zmq::sockopt::handshake_ivl, 5000);
     set_transport_heartbeats(*down);
     if (endpoints.curve.enabled) {
-      if (!zap) zap = std::make_unique<net::ZapHandler>(ctx, endpoints.curve, options.name,  // node keys only, never its own
-                                                          net::ZapPolicy{{net::KeyRole::node}, endpoints.curve.own.public_key, "the tree"});
+      if (!zap) zap = std::make_unique<net::ZapHandler>(ctx, endpoints.curve, options.name,  // node keys only (a node probes itself with its own)
+                                                          net::ZapPolicy{{net::KeyRole::node}, {}, "the tree"});
       net::apply_curve_server(*down, endpoints.curve);
     }
     // After a restart the old listener may still be closing in ZeroMQ's I/O thread.
