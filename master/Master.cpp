@@ -46,20 +46,20 @@ void stop_master() {
 }
 
 int run_master(const MasterOptions& options) {
-  auto ex = model::load_experiment(options.experiment, {.confine_inputs = options.served});
+  return run_master(model::load_experiment(options.experiment, {.confine_inputs = options.served}),
+                    model::read_input_file(options.experiment), options);
+}
+
+int run_master(const model::Experiment& file_ex, const std::string& text, const MasterOptions& options) {
+  const metrics::ProcessMemory memory_at_start = metrics::process_memory();  // before anything per task exists
+  std::optional<model::Experiment> declared;
+  model::Experiment ex = prepared_experiment(file_ex, options, declared);
   for (auto& app : ex.apps)  // a submitted program never runs on a served master (docs/security.md)
     if (options.served && app.kernel == model::Kernel::command && app.spot_check) {
       spdlog::warn("master: spot_check of '{}' is not honoured on a served master: a submitted program never runs "
                    "on the master (docs/security.md)", app.name);
       app.spot_check = false;
     }
-  return run_master(ex, model::read_input_file(options.experiment), options);
-}
-
-int run_master(const model::Experiment& file_ex, const std::string& text, const MasterOptions& options) {
-  const metrics::ProcessMemory memory_at_start = metrics::process_memory();  // before anything per task exists
-  std::optional<model::Experiment> declared;
-  const model::Experiment ex = prepared_experiment(file_ex, options, declared);
   const bool calibrating = !options.calibrate_out.empty();
 
   zmq_node::Endpoints endpoints;

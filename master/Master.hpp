@@ -98,7 +98,7 @@ struct MasterOptions {
   /// the master, not even for a spot check (`spot_check = true` is not honoured).
   bool served = false;
   /// bytes: the most the output files of one run may take (OUT/outputs/); an output past it
-  /// is not kept and the run ends with an error (1).
+  /// is not kept, nor any later one, and run_master throws when the run has ended.
   std::uint64_t output_quota = std::uint64_t{4} << 30;
 };
 
