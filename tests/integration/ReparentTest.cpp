@@ -23,7 +23,9 @@ std::size_t count_of(const std::string& text, const std::string& what) {
 
 TEST(ReparentTest, AWorkerThatMovesDuringTheRunKeepsEveryTaskExactlyOnce) {
   TempDir dir;
-  const std::uint64_t tasks = 1500;
+  // Long enough (several seconds) for the mover to join and move at least once after its
+  // first re-parent period, however fast the machine computes the bag.
+  const std::uint64_t tasks = 5000;
   ChainTree tree;
   const auto problem = tree.start(dir.path(), tasks, 200);
   ASSERT_TRUE(problem.empty()) << problem;
