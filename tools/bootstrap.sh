@@ -11,7 +11,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   coinor-libclp-dev coinor-libipopt-dev libopenblas-dev libopenblas0-serial
   nlohmann-json3-dev libtomlplusplus-dev libspdlog-dev libfmt-dev
-  libsimgrid-dev gnuplot-nox iproute2 util-linux procps
+  libsimgrid-dev gnuplot-nox iproute2 nftables util-linux procps
   clang libclang-rt-14-dev libsodium-dev
   libmsgpack-cxx-dev libabsl-dev
   libcpp-httplib-dev libjs-chart.js

@@ -17,6 +17,7 @@
 #include <toml++/toml.h>
 
 #include "runtime/core/Policy.hpp"
+#include "runtime/model/FaultTable.hpp"
 #include "runtime/model/TomlReader.hpp"
 #include "runtime/model/WireFit.hpp"
 #include "runtime/model/Units.hpp"
@@ -557,7 +558,7 @@ std::vector<NodeSpec> build_tree(const Reader& r, std::vector<NodeEntry> entries
 Experiment parse_experiment(const std::string& text, const std::string& path, const ParseOptions& options) {
   const toml::table root = parse_toml(text, path);
   const Reader r(path);
-  r.check_keys(root, "", {"node", "app", "run", "policy", "event"}, "the top level");
+  r.check_keys(root, "", {"node", "app", "run", "policy", "event", "fault"}, "the top level");
 
   std::vector<NodeEntry> entries;
   const auto node_tables = r.tables_of(root, "node");
@@ -610,6 +611,7 @@ Experiment parse_experiment(const std::string& text, const std::string& path, co
   check_events(r, event_tables, exp);
   std::stable_sort(exp.events.begin(), exp.events.end(),
                    [](const EventSpec& a, const EventSpec& b) { return a.at < b.at; });
+  (void)read_faults(r, root, exp, path);  // checked here; `treefarm emulate` plays them (load_faults)
   return exp;
 }
 

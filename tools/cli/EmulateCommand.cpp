@@ -12,6 +12,7 @@ namespace {
 struct EmulateCli {
   std::string experiment, mode, policies = "all";
   bool cleanup = false;
+  std::vector<std::string> faults;
   emulate::EmulateOptions eo;
 };
 
@@ -20,6 +21,7 @@ int run_emulate(EmulateCli o) {
   if (o.experiment.empty() || o.mode.empty())
     throw std::invalid_argument("usage: treefarm emulate EXPERIMENT.toml run|calibrate|compare [options], or --cleanup");
   if (o.policies != "all") o.eo.policies = CLI::detail::split(o.policies, ',');
+  for (const auto& text : o.faults) o.eo.faults.push_back(model::parse_fault_option(text));
   return emulate::emulate_command(o.experiment, o.mode, o.eo, interrupted());
 }
 }  // namespace
@@ -44,6 +46,20 @@ void add_emulate_command(CLI::App& app, Commands& out) {
   emu->add_option("--buffer", o->eo.launch.buffer, "Buffer bound B in tasks");
   emu->add_option("--timeout", o->eo.launch.timeout, "seconds per run (0 = none)");
   emu->add_option("--prefix", o->eo.prefix, "Name prefix of what is created (default tf + 4 random hex digits)");
+  emu->add_option("--fault", o->faults,
+                  "run: a network fault NODE:AT:DURATION:KIND (seconds; KIND loss=P, down or partition) on the link "
+                  "between NODE and its parent; repeatable, beside the experiment's [[fault]] entries")
+      ->allow_extra_args(false)
+      ->check(CLI::Validator(
+          [](std::string& text) -> std::string {
+            try {
+              (void)model::parse_fault_option(text);
+              return "";
+            } catch (const std::invalid_argument& e) {
+              return e.what();
+            }
+          },
+          "NODE:AT:DURATION:KIND", "fault"));
   emu->add_flag("--probe-links", o->eo.probe_links, "Measure every shaped link before the run");
   emu->add_flag("--encrypt", o->eo.launch.encrypt, "CURVE on every link");
   emu->add_flag("--quiet", o->eo.launch.quiet, "No progress lines");

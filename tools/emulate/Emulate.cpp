@@ -18,6 +18,7 @@
 #include "runtime/model/Experiment.hpp"
 #include "tools/emulate/Command.hpp"
 #include "tools/emulate/EventPlayer.hpp"
+#include "tools/emulate/FaultPlayer.hpp"
 #include "tools/emulate/LinkProbe.hpp"
 #include "tools/emulate/Platform.hpp"
 #include "tools/emulate/StateFile.hpp"
@@ -85,6 +86,14 @@ int emulate_command(const std::string& experiment, const std::string& mode, cons
       log << "treefarm emulate: note: latency of node '" << n.name << "' (" << n.latency
           << " s) is not emulated: netem is not available in this kernel; only bandwidth is shaped\n";
 
+  // Network faults ([[fault]] and --fault): checked against the tree before anything is built.
+  auto faults_of_run = model::load_faults(experiment, ex);
+  faults_of_run.insert(faults_of_run.end(), options.faults.begin(), options.faults.end());
+  std::stable_sort(faults_of_run.begin(), faults_of_run.end(), [](const auto& a, const auto& b) { return a.at < b.at; });
+  for (std::size_t k = 0; k < faults_of_run.size(); ++k)
+    if (const auto problem = model::check_fault(faults_of_run[k], {faults_of_run.begin(), faults_of_run.begin() + static_cast<std::ptrdiff_t>(k)}, ex))
+      throw std::invalid_argument(faults_of_run[k].where + ": field '" + problem->key + "': " + problem->message);
+
   PlatformOptions po;
   po.prefix = options.prefix;
   std::optional<Platform> platform;
@@ -127,18 +136,25 @@ int emulate_command(const std::string& experiment, const std::string& mode, cons
   int rc = 130;
   if (interrupted) {
   } else if (mode == "run") {
-    // `[[event]]`s: checked before anything starts, played from the launch on.
+    // `[[event]]`s and faults: checked before anything starts, played from the launch on.
     std::optional<EventPlayer> events;
+    std::optional<FaultPlayer> faults;
     try {
       events.emplace(ex, p, log);
+      faults.emplace(ex, faults_of_run, p, log);
     } catch (const PlatformError& e) {
       log << "treefarm emulate: " << e.what() << "\n";
       platform->teardown();
       return 2;
     }
     events->start();
+    faults->start();
     rc = tools::launch_tree(ex, lo, interrupted);
     events->stop();
+    faults->stop();
+    if (faults->started() > 0 && !options.launch.quiet)
+      log << "treefarm emulate: " << faults->started() << " fault(s) played, " << faults->ended() << " ended\n";
+    if (!faults->problems().empty() && rc == 0) rc = 1;
   } else if (mode == "calibrate") {
     const std::string file = std::filesystem::absolute(options.calibration_out).string();
     auto calibrating = lo;

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/model/Fault.hpp"
 #include "tools/TreeLauncher.hpp"
 
 namespace treefarm::emulate {
@@ -29,11 +30,16 @@ struct EmulateOptions {
   bool probe_links = false;  ///< Before the run, measure every shaped link (both ways) and print it.
   std::string calibration_out = "calibration.json";  ///< mode calibrate: the file to write.
   std::vector<std::string> policies;                 ///< mode compare: policies (empty = all).
+  /// mode run: network faults beside the experiment's `[[fault]]` entries (`--fault`).
+  std::vector<model::FaultSpec> faults;
 };
 
 /// Runs `treefarm emulate EXPERIMENT MODE`. MODE "run": sets up the platform, runs the
 /// tree in it with launch_tree, tears it down (also on error and when `interrupted`
 /// becomes true) and returns launch_tree's code (130 if interrupted during setup).
+/// Network faults (the experiment's `[[fault]]`s and options.faults) are played during
+/// "run" and all ended before the platform is removed; a fault that could not be made or
+/// ended turns a successful run's code into 1.
 /// "calibrate": calibrates in place into options.calibration_out. "compare": calibrates
 /// (unless options.launch.calibration is given), runs every policy, prints the table and
 /// each link's achieved bytes/s against its tbf rate (tools/Compare.hpp). Throws EmulateError
