@@ -1,4 +1,5 @@
 #include "master/Server.hpp"
+#include "master/ServeState.hpp"
 #include "master/SubmitAccess.hpp"
 
 #include <algorithm>
@@ -89,22 +90,6 @@ class FirstError final : public spdlog::sinks::base_sink<std::mutex> {
   std::string first_;
 };
 
-struct Job {
-  std::uint64_t id = 0;
-  std::string client;  ///< routing identity of the submitter
-  std::string owner;   ///< who may cancel it besides an admin (Peer::owner)
-  std::string name;    ///< the experiment file's name, as submitted
-  std::string text;    ///< the experiment (TOML), as submitted
-  std::string policy;  ///< "" = the experiment's
-  std::string calibration;  ///< calibration file text ("" = none)
-  /// "" = no calibration here; "first" = calibrate the tree in place, then run with it;
-  /// "only" = calibrate and answer with the calibration, no run (docs/serve.md).
-  std::string calibrate;
-  bool live_tree = false;  ///< the experiment had no [[node]]: it runs on the tree as it is
-  bool outputs = false;    ///< the client takes the output files (submit --out)
-  double submitted = 0;    ///< seconds since the server started
-};
-
 /// What the loop thread and the channel thread share (under `mu`).
 struct Shared {
   std::mutex mu;
@@ -129,6 +114,7 @@ struct Shared {
   std::uint64_t next_id = 1;
   std::uint64_t running_id = 0;           ///< the experiment running now (0: none)
   std::string running_owner;              ///< its Job::owner
+  std::string running_client;             ///< its submitter's connection now (a "watch" after a restart sets it)
   std::atomic<bool> cancel_running{false};  ///< `treefarm cancel` of the running one (MasterOptions::cancel)
   void send(const std::string& client, const json& j) {
     std::lock_guard lock(mu);
@@ -232,8 +218,8 @@ json status_of(const Shared& shared, const std::string& name, double now) {
 /// The submit/status channel: a ROUTER on its own thread and context.
 class Channel {
  public:
-  Channel(const ServeOptions& o, std::filesystem::path state, Shared& shared, std::chrono::steady_clock::time_point t0)
-      : opt_(o), state_(std::move(state)), shared_(shared), t0_(t0), socket_(ctx_, zmq::socket_type::router) {
+  Channel(const ServeOptions& o, const JobStore& store, Shared& shared, std::chrono::steady_clock::time_point t0)
+      : opt_(o), store_(store), shared_(shared), t0_(t0), socket_(ctx_, zmq::socket_type::router) {
     net::configure_socket(socket_, true);
     socket_.set(zmq::sockopt::handshake_ivl, 5000);
     // Bounded per connection: frames bigger than max_frame_bytes are refused by libzmq
@@ -378,6 +364,7 @@ class Channel {
       return;
     }
     if (type == "cancel") return cancel(client, from, request.at("id").get<std::uint64_t>());
+    if (type == "watch") return watch(client, from, request.at("id").get<std::uint64_t>());
     if (type == "fetch") return fetch(client, request);
     if (type != "submit" && !files.empty()) throw std::invalid_argument("a " + type + " request with file frames");
     if (type != "submit")
@@ -406,10 +393,11 @@ class Channel {
     }
     // The job's directory holds the experiment and the input files sent with it, so that a
     // command's relative input_file resolves there as beside the client's copy (issue 20).
-    const auto dir = state_ / ("job-" + std::to_string(job.id));
+    const auto dir = store_.job_dir(job.id);
     model::Experiment ex;
     try {
       std::filesystem::create_directories(dir);
+      if (files.size() > max_input_files) throw std::invalid_argument("more than " + std::to_string(max_input_files) + " input files");
       write_inputs(dir, request.value("inputs", json::array()), files);
       // Refused at once if it does not parse (file, line, field), not when its turn comes.
       ex = model::parse_experiment(job.live_tree ? job.text + stand_in_master(opt_.name) : job.text,
@@ -422,6 +410,7 @@ class Channel {
         (void)experiment_with(job.text, job.live_tree, model::parse_calibration(job.calibration, source), opt_.name,
                               source, (dir / job.name).string());
       }
+      store_.save(job, "queued");  // a restart takes it up (docs/serve.md, "Restarts")
     } catch (...) {
       std::error_code ec;
       std::filesystem::remove_all(dir, ec);
@@ -433,28 +422,6 @@ class Channel {
     spdlog::info("{}: experiment {} ({}, {} tasks{}) queued at position {}", opt_.name, job.id, job.name,
                  ex.total_tasks(), job.live_tree ? ", live tree" : "", shared_.queue.size());
     shared_.outbox.push_back({client, json{{"type", "queued"}, {"id", job.id}, {"position", shared_.queue.size()}}.dump()});
-  }
-
-  /// The input files a submission brought (`inputs`: [{path, bytes}], one frame each, in
-  /// order), written under the job's directory; each path relative and inside it.
-  static void write_inputs(const std::filesystem::path& dir, const json& inputs, std::span<zmq::message_t> files) {
-    if (!inputs.is_array() || inputs.size() != files.size() || files.size() > max_input_files)
-      throw std::invalid_argument("a submission with " + std::to_string(files.size()) + " file frames for " +
-                                  std::to_string(inputs.is_array() ? inputs.size() : 0) + " inputs (at most " +
-                                  std::to_string(max_input_files) + ")");
-    for (std::size_t i = 0; i < files.size(); ++i) {
-      const std::filesystem::path rel(inputs[i].at("path").get<std::string>());
-      bool inside = !rel.empty() && rel.is_relative();
-      for (const auto& part : rel) inside = inside && part != ".." && !part.empty();
-      if (!inside) throw std::invalid_argument("input file '" + rel.string() + "': not a path inside the experiment's folder");
-      if (inputs[i].at("bytes").get<std::uint64_t>() != files[i].size())
-        throw std::invalid_argument("input file '" + rel.string() + "': its frame does not have the size announced");
-      const auto path = dir / rel.lexically_normal();
-      std::filesystem::create_directories(path.parent_path());
-      std::ofstream out(path, std::ios::binary | std::ios::trunc);
-      out.write(static_cast<const char*>(files[i].data()), static_cast<std::streamsize>(files[i].size()));
-      if (!out) throw std::runtime_error("cannot write " + path.string() + " on the master");
-    }
   }
 
   /// `treefarm cancel` (docs/serve.md): a queued experiment leaves the queue (its submitter
@@ -473,8 +440,10 @@ class Channel {
       if (it->id != id) continue;
       access_.check_cancel(from, it->owner, id);
       spdlog::warn("{}: experiment {} cancelled by a client while queued", opt_.name, id);
-      shared_.outbox.push_back({it->client, json{{"type", "done"}, {"id", id}, {"exit_code", node::exit_interrupted},
-                                                 {"cancelled", true}, {"results", nullptr}, {"outputs", 0}}.dump()});
+      const json done{{"type", "done"}, {"id", id}, {"exit_code", node::exit_interrupted}, {"cancelled", true},
+                      {"results", nullptr}, {"outputs", 0}};
+      shared_.outbox.push_back({it->client, done.dump()});
+      store_.save_done(*it, done);
       shared_.finished.push_back({{"id", id}, {"name", it->name}, {"exit_code", node::exit_interrupted}, {"cancelled", true},
                                   {"apps", json::array()}});
       if (shared_.finished.size() > finished_kept) shared_.finished.pop_front();
@@ -485,8 +454,31 @@ class Channel {
     throw std::invalid_argument("no queued or running experiment " + std::to_string(id));
   }
 
+  /// {"type":"watch","id":N}: a waiting submitter says it still waits, from the connection
+  /// it has now — after the master restarted, its "done" goes there, or, if the experiment
+  /// already ended, comes at once. Only from its submitter or an admin.
+  void watch(const std::string& client, const Peer& from, std::uint64_t id) {
+    std::lock_guard lock(shared_.mu);
+    if (shared_.running_id == id) {
+      access_.check_cancel(from, shared_.running_owner, id);
+      shared_.running_client = client;
+      return;
+    }
+    for (auto& job : shared_.queue)
+      if (job.id == id) {
+        access_.check_cancel(from, job.owner, id);
+        job.client = client;
+        return;
+      }
+    const auto done = store_.done_of(id);
+    if (!done)
+      throw std::invalid_argument("experiment " + std::to_string(id) + " is not known to this master (its state directory holds no such experiment)");
+    access_.check_cancel(from, done->second, id);
+    shared_.outbox.push_back({client, done->first.dump()});
+  }
+
   const ServeOptions& opt_;
-  std::filesystem::path state_;  ///< STATE: job-N/ directories
+  const JobStore& store_;  ///< STATE: job-N/ directories
   Shared& shared_;
   std::chrono::steady_clock::time_point t0_;
   zmq::context_t ctx_{1};
@@ -522,7 +514,7 @@ int serve(const ServeOptions& o) {
     if (!::mkdtemp(tmpl.data())) throw std::runtime_error("cannot create a directory under " + tmpl);
     state = tmpl;
   }
-  std::filesystem::create_directories(state);
+  const JobStore store(state);  // mode 0700
 
   node::NodeOptions node_options;
   node_options.name = o.name;
@@ -559,7 +551,15 @@ int serve(const ServeOptions& o) {
       std::lock_guard lock(shared.mu);
       return status_of(shared, o.name, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     });
-  Channel channel(o, state, shared, t0);
+  if (!o.state_dir.empty()) {  // a restart: take up what the last master left (docs/serve.md, "Restarts")
+    auto restored = store.restore();
+    for (const auto& j : restored.queue)
+      spdlog::info("{}: experiment {} ({}) taken up from {}{}", o.name, j.id, j.name, store.dir().string(),
+                   j.resume ? ": it was running, it resumes from its journal" : ", queued");
+    shared.queue = std::move(restored.queue);
+    shared.next_id = restored.next_id;
+  }
+  Channel channel(o, store, shared, t0);
   if (!o.bind_file.empty()) {
     const auto tmp = o.bind_file + ".tmp";
     std::ofstream(tmp) << channel.endpoint() << "\n";
@@ -583,12 +583,17 @@ int serve(const ServeOptions& o) {
       shared.queue.pop_front();
       shared.running_id = job.id;
       shared.running_owner = job.owner;
+      shared.running_client = job.client;
       shared.cancel_running = false;
       shared.running = {{"id", job.id}, {"name", job.name}, {"policy", job.policy}, {"live_tree", job.live_tree},
                         {"elapsed", 0}, {"apps", json::array()}};
     }
-    const auto dir = state / ("job-" + std::to_string(job.id));
-    std::filesystem::create_directories(dir);
+    const auto dir = store.job_dir(job.id);
+    try {
+      store.save(job, "running");
+    } catch (const std::exception& e) {
+      spdlog::error("{}: experiment {}: {}: a restart would not resume it", o.name, job.id, e.what());
+    }
     const auto file = dir / job.name;  // the name errors and results.json give the experiment
     std::string text = job.live_tree ? job.text + stand_in_master(o.name) : job.text;
     std::string error;
@@ -609,7 +614,7 @@ int serve(const ServeOptions& o) {
     m.progress = false;
     m.table = false;
     m.json_progress = false;
-    m.resume = false;
+    m.resume = job.resume;  // it was running when the last master stopped: its journal holds what is done
     m.cancel = &shared.cancel_running;
     m.served = true;
     if (job.live_tree) {  // the tree as it is: the nodes of the last run and those waiting now
@@ -641,7 +646,7 @@ int serve(const ServeOptions& o) {
       shared.running = std::move(r);
       shared.tree = status.at("nodes");
     };
-    shared.send(job.client, {{"type", "started"}, {"id", job.id}});
+    if (!job.client.empty()) shared.send(job.client, {{"type", "started"}, {"id", job.id}});
     spdlog::info("{}: experiment {} ({}) starts", o.name, job.id, job.name);
     int rc = node::exit_error;
     if (no_node)
@@ -745,6 +750,7 @@ int serve(const ServeOptions& o) {
       json summary{{"id", job.id}, {"name", job.name}, {"exit_code", rc}, {"apps", apps}};
       if (cancelled) summary["cancelled"] = true;
       shared.running_id = 0;
+      job.client = shared.running_client;  // the submitter's connection now (watch)
       if (!tree.empty()) shared.tree = tree;
       shared.finished.push_back(std::move(summary));
       if (shared.finished.size() > finished_kept) shared.finished.pop_front();
@@ -769,7 +775,12 @@ int serve(const ServeOptions& o) {
       if (shared.outputs.size() > finished_kept) shared.outputs.pop_front();
     }
     done["outputs"] = sent_outputs;
-    shared.send(job.client, done);
+    try {
+      store.save_done(job, done);
+    } catch (const std::exception& e) {
+      spdlog::error("{}: experiment {}: {}", o.name, job.id, e.what());
+    }
+    if (!job.client.empty()) shared.send(job.client, done);
     if (rc == node::exit_interrupted && !cancelled) break;  // the master was stopped (SIGINT/SIGTERM)
   }
   serving = nullptr;

@@ -21,6 +21,9 @@
 ///      the file from O in a second frame, read when asked (docs/serve.md, "Limits of the
 ///      submit channel": frames, input files and queues are bounded)
 ///   {"type":"status"} → "status" {serving, tree, waiting, running?, queue, finished}
+///   {"type":"watch","id":N} from its submitter (or an admin), on a new connection after a
+///      restart → its "done" goes to this connection (at once if it already ended); an id
+///      the state directory does not hold → "error"
 ///   {"type":"cancel","id":N} → "cancelled" {id, was: "queued" | "running"}; a queued
 ///      job's submitter gets "done" {cancelled: true, exit_code: 130}, a running one ends at
 ///      the next tick (MasterOptions::cancel) and its "done" says cancelled
@@ -38,8 +41,10 @@ struct ServeOptions {
   std::string name = "master";                ///< The root's node name.
   std::string bind = "tcp://127.0.0.1:*";     ///< The submit/status channel.
   std::string bind_file;                      ///< The bound channel endpoint is written here.
-  /// Each submission's experiment file and results go to DIR/job-N/ (default: a fresh
-  /// directory under the system's temporary directory).
+  /// Each submission's experiment file, state (job.json) and results go to DIR/job-N/
+  /// (mode 0700; default: a fresh directory under the system's temporary directory). A
+  /// master started with a DIR that holds queued or running experiments takes them up
+  /// (master/ServeState.hpp).
   std::string state_dir;
   /// seconds an experiment without [[node]] tables waits for the nodes of the last run
   /// before starting with those present.

@@ -36,7 +36,7 @@ int main(int argc, char** argv) {
   app.add_option("--bind", serve.bind, "--serve: the submit/status channel's endpoint (CURVE as the tree's)")->capture_default_str();
   app.add_option("--bind-file", serve.bind_file, "--serve: write the bound channel endpoint to this file");
   app.add_option("--name", serve.name, "--serve: the root's node name")->capture_default_str();
-  app.add_option("--state-dir", serve.state_dir, "--serve: each experiment's file and results go to DIR/job-N/ (default: a new temporary directory)");
+  app.add_option("--state-dir", serve.state_dir, "--serve: each experiment's file, state and results go to DIR/job-N/ (mode 0700; default: a new temporary directory); started again with the same DIR, the master takes up the experiments that were queued or running");
   app.add_option("--live-wait", serve.live_wait, "--serve: seconds an experiment without [[node]] tables waits for the last run's nodes")
       ->capture_default_str()->check(CLI::NonNegativeNumber);
   app.add_flag("--allow-commands", serve.allow_commands,

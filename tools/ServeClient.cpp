@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <optional>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -72,6 +73,11 @@ struct ServeClient::Impl {
   bool handshook = false;   ///< the ZeroMQ handshake succeeded once
   bool answered = false;    ///< the server answered once
   std::chrono::steady_clock::time_point handshook_at;
+  /// While a submission waits for its end: the "watch" request sent again on every new
+  /// connection, so that a served master restarted with its --state-dir answers here.
+  std::string watch_request;
+  std::optional<std::chrono::steady_clock::time_point> lost_at;  ///< connection lost while watching
+  static constexpr double reconnect_wait = 120;  ///< seconds a lost master may take to come back
 
   /// Stops the monitor before the socket closes: libzmq blocks on a monitor nobody reads.
   /// Nothing waits to be sent at the end (an unsent request to a dead endpoint would hold
@@ -91,6 +97,8 @@ struct ServeClient::Impl {
       while (event.more()) (void)monitor.recv(event, zmq::recv_flags::none);
       if (id == ZMQ_EVENT_CONNECT_RETRIED && !handshook) refused = true;
       if (id == ZMQ_EVENT_HANDSHAKE_SUCCEEDED) {
+        if (lost_at && !watch_request.empty()) socket.send(zmq::buffer(watch_request), zmq::send_flags::dontwait);
+        lost_at.reset();
         handshook = true;
         refused = false;
         handshook_at = std::chrono::steady_clock::now();
@@ -101,11 +109,19 @@ struct ServeClient::Impl {
       if (id == ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL || id == ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL)
         throw std::runtime_error("the handshake with " + endpoint + " failed: not a treefarm submit channel, or CURVE "
                                  "on one side only (--curve-secret and --server-key as the master's --bind needs)");
+      if (id == ZMQ_EVENT_DISCONNECTED && handshook && !watch_request.empty()) {
+        if (!lost_at) lost_at = std::chrono::steady_clock::now();
+        continue;  // a restart of the master takes the experiment up: wait for it
+      }
       if (id == ZMQ_EVENT_DISCONNECTED && handshook)
         throw std::runtime_error("the served master at " + endpoint + " closed the connection (it stopped, or refused "
                                  "a message larger than its limit of 16 MiB per frame)");
     }
     const auto now = std::chrono::steady_clock::now();
+    if (lost_at && now - *lost_at > std::chrono::duration<double>(reconnect_wait))
+      throw std::runtime_error("the served master at " + endpoint + " went away " + std::to_string(static_cast<int>(reconnect_wait)) +
+                               " s ago and has not come back; its experiment is taken up if it is restarted with the "
+                               "same --state-dir (treefarm status --to " + endpoint + ")");
     if (refused && now - opened > std::chrono::milliseconds(1000))
       throw std::runtime_error("connection refused at " + endpoint + ": nothing listens there (treefarm-master --serve "
                                "--bind ENDPOINT gives the endpoint; --bind-file writes it)");
@@ -316,6 +332,7 @@ nlohmann::json ServeClient::submit(const Submission& s, const std::atomic<bool>*
     throw model::FileError(file, e.line(), e.field(), reason_of(e.what(), e.file(), e.line(), e.field()));
   }
   const std::uint64_t id = j.value("id", std::uint64_t{0});
+  if (id != 0) impl_->watch_request = nlohmann::json{{"type", "watch"}, {"id", id}}.dump();
   auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(s.timeout);
   bool cancelling = false;
   // Ctrl-C: this submitter's own experiment is cancelled; its end (and results) still come.
