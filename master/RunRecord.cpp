@@ -136,6 +136,10 @@ void RunRecord::install(node::RootSetup& root) {
     if (k < dispatched_.size() && id.index() < dispatched_[k].size() && dispatched_[k][id.index()] >= 0)
       rec.dispatched_at = time_offset_ + dispatched_[k][id.index()];
     task_log_->add(rec);
+    if (!task_log_->disk_full().empty() && !disk_full_told_) {
+      disk_full_told_ = true;  // the journal decides whether results are still taken
+      spdlog::warn("master: {}", task_log_->disk_full());
+    }
     ++per_app_[k];
     ++done_;
   };

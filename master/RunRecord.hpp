@@ -80,6 +80,7 @@ class RunRecord {
   OutputFiles outputs_;  ///< OUT/outputs/, under --output-quota
   metrics::RunResults results_;
   std::shared_ptr<metrics::TaskLog> task_log_;
+  bool disk_full_told_ = false;  ///< the task log's full disk was logged
   std::unique_ptr<metrics::Journal> journal_;
   std::vector<std::vector<bool>> resumed_;  // per app: done in an earlier run
   double time_offset_ = 0;                  // seconds: resumed completions continue the journal's timeline

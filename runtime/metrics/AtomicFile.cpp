@@ -1,11 +1,13 @@
 #include "runtime/metrics/AtomicFile.hpp"
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <stdexcept>
 #include <string>
 
 #include <fcntl.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 namespace treefarm::metrics {
@@ -16,17 +18,23 @@ namespace {
   throw std::runtime_error("cannot " + what + " " + path.string() + ": " + std::strerror(err));
 }
 
-/// write(2) until everything is written; EINTR retried.
-void write_all(int fd, std::string_view data, const std::filesystem::path& path) {
+/// A failed write: its errno and the bytes the file needed at least.
+struct WriteFailed {
+  int err = 0;
+  std::uint64_t needed = 0;
+};
+
+/// write(2) until everything is written; EINTR retried. `written` counts the file's bytes
+/// so far. Throws WriteFailed (the file is left open).
+void write_all(int fd, std::string_view data, std::uint64_t& written) {
   while (!data.empty()) {
     const ssize_t n = ::write(fd, data.data(), data.size());
     if (n < 0) {
       if (errno == EINTR) continue;
-      const int err = errno;
-      ::close(fd);
-      fail("write", path, err);
+      throw WriteFailed{errno, written + data.size()};
     }
     data.remove_prefix(static_cast<std::size_t>(n));
+    written += static_cast<std::uint64_t>(n);
   }
 }
 
@@ -41,6 +49,15 @@ void fsync_directory(const std::filesystem::path& dir) {
 
 }  // namespace
 
+std::string space_note(const std::filesystem::path& path, std::uint64_t needed, bool at_least, const std::string& what) {
+  std::string note = (at_least ? "it needed more than " : "it needed ") + std::to_string(needed) + " bytes" + what;
+  struct statvfs fs {};
+  const auto dir = path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
+  if (::statvfs(dir.c_str(), &fs) == 0)
+    note += ", " + std::to_string(static_cast<std::uint64_t>(fs.f_bavail) * fs.f_frsize) + " bytes are free on its file system";
+  return note;
+}
+
 void write_file_atomically(const std::filesystem::path& path, std::string_view content) {
   write_file_atomically(path, [content](const std::function<void(std::string_view)>& sink) { sink(content); });
 }
@@ -50,18 +67,16 @@ void write_file_atomically(const std::filesystem::path& path,
   const std::filesystem::path tmp = path.string() + ".tmp";
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) fail("create", tmp, errno);
-  bool closed = false;  // write_all closes the file when it fails
+  std::uint64_t written = 0;
   try {
-    produce([&](std::string_view piece) {
-      try {
-        write_all(fd, piece, tmp);
-      } catch (...) {
-        closed = true;
-        throw;
-      }
-    });
+    produce([&](std::string_view piece) { write_all(fd, piece, written); });
+  } catch (const WriteFailed& f) {
+    ::close(fd);
+    ::unlink(tmp.c_str());  // first: the space it took counts as free in the message
+    throw std::runtime_error("cannot write " + tmp.string() + ": " + std::strerror(f.err) + " (" +
+                             space_note(path, f.needed, true, "") + "); " + path.string() + " is left as it was");
   } catch (...) {
-    if (!closed) ::close(fd);
+    ::close(fd);
     ::unlink(tmp.c_str());
     throw;
   }

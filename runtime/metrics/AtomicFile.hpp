@@ -4,7 +4,9 @@
 /// truncated file under the final name (issue 13, hole 9).
 
 #include <filesystem>
+#include <cstdint>
 #include <functional>
+#include <string>
 #include <string_view>
 
 namespace treefarm::metrics {
@@ -19,6 +21,10 @@ void write_file_atomically(const std::filesystem::path& path, std::string_view c
 /// writes each piece it is given (checked) to the temporary file.
 void write_file_atomically(const std::filesystem::path& path,
                            const std::function<void(const std::function<void(std::string_view)>& sink)>& produce);
+
+/// For messages about a full disk: "it needed [more than] N bytes`what`, F bytes are free
+/// on its file system" (F from statvfs of `path`'s directory; left out if that fails).
+std::string space_note(const std::filesystem::path& path, std::uint64_t needed, bool at_least, const std::string& what);
 
 /// Checks, before a run starts, that files can be created in `dir` (created if missing):
 /// creates, writes, fsyncs and removes a probe file. @throws std::runtime_error naming

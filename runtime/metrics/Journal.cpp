@@ -1,4 +1,5 @@
 #include "runtime/metrics/Journal.hpp"
+#include "runtime/metrics/AtomicFile.hpp"
 
 #include <cerrno>
 #include <charconv>
@@ -22,14 +23,22 @@ constexpr const char* magic = "treefarm-journal 1 ";
   throw std::runtime_error("journal: cannot " + what + " " + path.string() + ": " + std::strerror(err));
 }
 
-/// Writes all of `data` (no-op when empty) and fsyncs; the failure's message, or "".
+/// Writes all of `data` (no-op when empty) and fsyncs; the failure's message, or "". A
+/// write that fails part-way (a full disk) is cut back to the file's size before it, so
+/// the journal never ends with a truncated line.
 std::string write_and_sync(int fd, std::string_view data, const std::filesystem::path& path) {
   if (data.empty()) return {};
+  const off_t before = ::lseek(fd, 0, SEEK_END);
+  const std::size_t batch = data.size();
   while (!data.empty()) {
     const ssize_t n = ::write(fd, data.data(), data.size());
     if (n < 0) {
       if (errno == EINTR) continue;
-      return "journal: cannot write " + path.string() + ": " + std::strerror(errno);
+      const int err = errno;
+      std::string kept = "the journal ends with its last whole batch";
+      if (before < 0 || ::ftruncate(fd, before) != 0) kept = "the journal may end with a cut line, skipped when it is read";
+      return "journal: cannot write " + path.string() + ": " + std::strerror(err) + " (" +
+             space_note(path, batch, false, " for a batch of results") + "); " + kept;
     }
     data.remove_prefix(static_cast<std::size_t>(n));
   }

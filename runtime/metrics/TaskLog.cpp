@@ -49,7 +49,9 @@ void TaskLog::add(const PackedTaskRecord& r) {
   pending_.push_back(r);
   revoked_.push_back(false);
   ++live_;
-  if (pending_.size() >= buffer_records) write_pending();
+  // After a full disk the records wait in memory; the spill file is tried again every
+  // buffer_records records.
+  if (pending_.size() >= buffer_records && pending_.size() % buffer_records == 0) write_pending();
 }
 
 void TaskLog::write_pending() {
@@ -60,6 +62,12 @@ void TaskLog::write_pending() {
     const ssize_t n = ::pwrite(fd_, p, left, offset);
     if (n < 0) {
       if (errno == EINTR) continue;
+      if (errno == ENOSPC || errno == EDQUOT) {  // a full disk: keep them in memory (written_ stays)
+        if (disk_full_.empty())
+          disk_full_ = "task log: the spill file in " + dir_.string() + " cannot grow (" + std::strerror(errno) + ", " +
+                       std::to_string(left) + " bytes to write): the task records stay in memory";
+        return;
+      }
       fail("write the spill file in", dir_, errno);
     }
     p += n;

@@ -70,7 +70,11 @@ class TaskLog {
   /// from the spill file. @throws std::runtime_error naming the spill file on a failed read.
   std::vector<PackedTaskRecord> last(std::size_t count) const;
 
-  /// Records per write to the spill file (the most the log keeps in memory).
+  /// Why the spill file stopped growing ("" = it did not): on a full disk the records are
+  /// kept in memory instead, and the file is tried again every buffer_records records.
+  const std::string& disk_full() const { return disk_full_; }
+
+  /// Records per write to the spill file (the most the log keeps in memory unless the disk is full).
   static constexpr std::size_t buffer_records = 4096;
 
  private:
@@ -79,6 +83,7 @@ class TaskLog {
   void scan(const std::function<void(std::uint64_t, const PackedTaskRecord&)>& f) const;
 
   std::filesystem::path dir_;
+  std::string disk_full_;  ///< disk_full()
   int fd_ = -1;
   std::uint64_t written_ = 0;                  ///< records in the file
   std::vector<PackedTaskRecord> pending_;      ///< records not yet written
