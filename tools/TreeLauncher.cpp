@@ -221,6 +221,8 @@ int launch_tree(const model::Experiment& ex, const LaunchOptions& options, const
       proc_of[next] = procs.spawn(node.name, wrapped(next, args), (logs / (node.name + ".log")).string());
       ++next;
     }
+    if (options.master_kill_at > 0 && elapsed() >= options.master_kill_at && procs.running(proc_of[0]))
+      procs.signal(proc_of[0], SIGKILL);
     if (options.chaos_interval > 0 && next == ex.nodes.size() && ex.nodes.size() > 1) {
       if (next_kill < 0) next_kill = elapsed() + chaos_gap(chaos_rng);
       if (elapsed() >= next_kill) {

@@ -39,6 +39,9 @@ struct LaunchOptions {
   double chaos_interval = 0;
   double chaos_restart_delay = 1.0;
   std::uint64_t chaos_seed = 1;
+  /// Chaos: SIGKILL the master this many seconds after the launch (0 = never); the run then
+  /// ends as any run whose master died (every worker ended, its code returned: 137).
+  double master_kill_at = 0;
   /// Filled in when chaos is on: workers killed and restarted.
   struct ChaosStats { std::uint64_t kills = 0, restarts = 0; };
   ChaosStats* chaos_stats = nullptr;

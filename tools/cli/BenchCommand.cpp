@@ -6,6 +6,9 @@
 #include "tools/bench/LpBench.hpp"
 #include "tools/peers/PeersBench.hpp"
 #include "tools/Bench.hpp"
+#include "tools/cli/Command.hpp"
+#include "tools/emulate/ChaosSoak.hpp"
+#include "tools/emulate/Emulate.hpp"
 #include "tools/bench/BackfillBench.hpp"
 #include "tools/bench/CodecBench.hpp"
 #include "tools/bench/InputBench.hpp"
@@ -13,6 +16,8 @@
 #include "tools/bench/DriftBench.hpp"
 #include "tools/bench/MemoryBench.hpp"
 #include "tools/cli/Command.hpp"
+#include "tools/emulate/ChaosSoak.hpp"
+#include "tools/emulate/Emulate.hpp"
 #include "tools/sim/SimBench.hpp"
 
 namespace treefarm::cli {
@@ -58,12 +63,22 @@ void add_bench_command(CLI::App& app, Commands& out) {
                                                  o->comm_model, o->depth, o->dashboard, o->rounds);
                  }});
 
-  auto* chaos = bench->add_subcommand("chaos", "Random kills and restarts of workers during a run, beside the same run without");
+  auto* chaos = bench->add_subcommand("chaos", "Faults during a run beside the same run without: as root, worker and master kills (then --resume), network faults and a full --out on an emulated platform; otherwise worker kills");
   chaos->add_option("--minutes", o->chaos_minutes, "Approximate length of each run")->capture_default_str();
   chaos->add_option("--kill-interval", o->chaos_interval, "Mean seconds between kills")->capture_default_str();
   chaos->add_option("--seed", o->chaos_seed, "Seed of the kills")->capture_default_str();
   chaos->add_flag("--json", o->json, "JSON output");
   out.push_back({chaos, [o] {
+                   // As root, on an emulated platform with every fault (tools/emulate/ChaosSoak.hpp);
+                   // otherwise worker kills on loopback only.
+                   if (emulate::emulation_unavailable().empty()) {
+                     emulate::SoakOptions so;
+                     so.minutes = o->chaos_minutes;
+                     so.kill_interval = o->chaos_interval;
+                     so.seed = o->chaos_seed;
+                     return emulate::chaos_soak(std::cout, so, o->json, interrupted());
+                   }
+                   std::cerr << "bench chaos: not root (or no network namespaces): worker kills only, on loopback\n";
                    return tools::bench_chaos(std::cout, o->chaos_minutes, o->chaos_interval, o->chaos_seed, o->json);
                  }});
 
