@@ -749,7 +749,6 @@ int serve(const ServeOptions& o) {
       std::lock_guard lock(shared.mu);
       json summary{{"id", job.id}, {"name", job.name}, {"exit_code", rc}, {"apps", apps}};
       if (cancelled) summary["cancelled"] = true;
-      shared.running_id = 0;
       job.client = shared.running_client;  // the submitter's connection now (watch)
       if (!tree.empty()) shared.tree = tree;
       shared.finished.push_back(std::move(summary));
@@ -779,6 +778,11 @@ int serve(const ServeOptions& o) {
       store.save_done(job, done);
     } catch (const std::exception& e) {
       spdlog::error("{}: experiment {}: {}", o.name, job.id, e.what());
+    }
+    {  // only now: a "watch" in between finds it running, or after this its record done
+      std::lock_guard lock(shared.mu);
+      shared.running_id = 0;
+      job.client = shared.running_client;
     }
     if (!job.client.empty()) shared.send(job.client, done);
     if (rc == node::exit_interrupted && !cancelled) break;  // the master was stopped (SIGINT/SIGTERM)

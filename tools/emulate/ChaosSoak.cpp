@@ -109,7 +109,11 @@ int chaos_soak(std::ostream& out, const SoakOptions& o, bool json, const std::at
     out << "bench chaos: the pilot run failed with code " << pilot_rc << "\n";
     return pilot_rc;
   }
-  const auto mm_tasks = static_cast<std::uint64_t>(std::max(500.0, 500.0 * o.minutes * 60 / pilot_s));
+  // The run's own duration (results.json), not the wall time: the start of a tree would
+  // weigh too much in a short pilot.
+  double pilot_run_s = pilot_s;
+  if (std::ifstream rf(dir / "pilot" / "results.json"); rf) pilot_run_s = nlohmann::json::parse(rf).value("duration", pilot_s);
+  const auto mm_tasks = static_cast<std::uint64_t>(std::max(500.0, 500.0 * o.minutes * 60 / std::max(pilot_run_s, 0.1)));
   const auto exp = write_exp(mm_tasks);
   ex = model::load_experiment(exp.string());
   SoakFigures f;
