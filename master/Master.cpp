@@ -9,12 +9,14 @@
 #include <spdlog/spdlog.h>
 
 #include "master/CalibrationRun.hpp"
+#include "master/EtaModel.hpp"
 #include "master/RootInputs.hpp"
 #include "master/RootPlan.hpp"
 #include "master/RunRecord.hpp"
 #include "master/SpotChecks.hpp"
 #include "runtime/dashboard/Feed.hpp"
 #include "runtime/exec/Topology.hpp"
+#include "runtime/model/BagSource.hpp"
 #include "runtime/metrics/ProcessMemory.hpp"
 #include "runtime/metrics/Progress.hpp"
 #include "runtime/zmq/ZmqNode.hpp"
@@ -73,6 +75,8 @@ int run_master(const model::Experiment& file_ex, const std::string& text, const 
     compute.cores = exec::restrict_cores(exec::discover_topology(), ex.nodes[0].cores);
   compute.speed_probe = tasks::speed_per_core;  // `treefarm probe` measures the master too
 
+  for (const auto& app : ex.apps)  // the model's b(k) of a bag with its own inputs
+    if (app.bag) spdlog::info("master: '{}': {}", app.name, model::describe_for_model(*app.bag, app.bytes));
   RootInputs inputs(ex, options.pooled_inputs);
   RunRecord record(ex, text, options, calibrating);
   record.results().nodes.push_back(
@@ -110,6 +114,8 @@ int run_master(const model::Experiment& file_ex, const std::string& text, const 
         spdlog::warn("master: cancelled by a client after {} of {} tasks: ending the run", record.done(), record.total());
         self->finish();
       }
+      if (const auto e = record.eta(now))
+        progress.set_prediction({e->remaining, e->rate, e->seconds_left, EtaModel::text(*e)});
       if (record.started()) progress.tick(record.elapsed(now), record.per_app());
     };
   }

@@ -5,6 +5,10 @@
 
 #include <fmt/format.h>
 
+#include "runtime/model/BagSource.hpp"
+#include "runtime/net/Messages.hpp"
+#include "tasks/TaskEnvelope.hpp"
+
 namespace treefarm::master {
 
 RootInputs::RootInputs(const model::Experiment& ex, bool pooled)
@@ -15,7 +19,12 @@ RootInputs::RootInputs(const model::Experiment& ex, bool pooled)
         for (std::uint64_t j = 0; j < pool_size; ++j) pool_[k].push_back(make(k, j));
     return;
   }
-  prefetcher_.emplace(ex_.apps, [this](std::uint32_t app, std::uint64_t index) { return secret_.input_seed(app, index); });
+  // A bag of files, lines or numbers reads each task's input when it is sent (bag_input):
+  // nothing of it is generated ahead.
+  auto generated = ex_.apps;
+  for (auto& app : generated)
+    if (app.bag) app.bytes = 0;
+  prefetcher_.emplace(std::move(generated), [this](std::uint32_t app, std::uint64_t index) { return secret_.input_seed(app, index); });
   // Small inputs of the fixed-size kernels (no-op tasks, tiny matrices) are made in slabs
   // of up to 256 inputs (64 KiB) to an allocation: no allocation per task.
   constexpr std::size_t slab_max_input_bytes = 4096, slab_bytes = std::size_t{64} << 10;
@@ -26,7 +35,25 @@ RootInputs::RootInputs(const model::Experiment& ex, bool pooled)
   }
 }
 
+tasks::InputBuffer RootInputs::bag_input(const model::AppSpec& app, std::uint64_t index) const {
+  constexpr std::uint64_t limit = net::max_payload_bytes - (std::uint64_t{64} << 10);
+  std::vector<model::TaskField> fields;
+  std::vector<std::byte> data;
+  try {
+    fields = app.bag->fields(index);
+    app.bag->read_input(index, data, limit);
+  } catch (const std::exception& e) {  // the task fails on its worker with this reason
+    fields = {{"!error", std::string("the master could not read the task's input: ") + e.what()}};
+    data.clear();
+  }
+  auto bytes = std::make_shared<std::vector<std::byte>>();
+  tasks::write_envelope(fields, data, *bytes);
+  ++bag_inputs_;
+  return tasks::InputBuffer(std::move(bytes));
+}
+
 tasks::InputBuffer RootInputs::make(std::uint32_t app, std::uint64_t index) const {
+  if (ex_.apps.at(app).bag) return bag_input(ex_.apps[app], index);
   auto bytes = std::make_shared<std::vector<std::byte>>();
   tasks::fill_input(ex_.apps.at(app), secret_.input_seed(app, pooled_ ? index % pool_size : index), app, 0, *bytes);
   return tasks::InputBuffer(std::move(bytes));
@@ -34,6 +61,7 @@ tasks::InputBuffer RootInputs::make(std::uint32_t app, std::uint64_t index) cons
 
 node::Payload RootInputs::payload(core::TaskId id) {
   const auto k = id.app().value;
+  if (ex_.apps[k].bag) return node::share(bag_input(ex_.apps[k], id.index()));
   if (!pool_[k].empty()) return node::share(pool_[k][id.index() % pool_size]);
   if (!prefetcher_) return node::share(make(k, id.index()));
   if (small_[k]) return small_[k]->make([&](std::span<std::byte> out) { prefetcher_->fill(k, id.index(), out); });
@@ -44,9 +72,10 @@ tasks::InputBuffer RootInputs::regenerate(core::TaskId id) const { return make(i
 
 std::string RootInputs::summary() const {
   const auto made = prefetcher_ ? prefetcher_->stats() : tasks::InputPrefetcher::Stats{};
-  return fmt::format("{} task inputs generated ({:.3f} s; {} ready ahead, {} waited for{})", made.generated,
+  return fmt::format("{} task inputs generated ({:.3f} s; {} ready ahead, {} waited for{}){}", made.generated,
                      made.generate_seconds, made.ready, made.generated_on_caller,
-                     pooled_ ? "; pooled: 2 per application reused" : "");
+                     pooled_ ? "; pooled: 2 per application reused" : "",
+                     bag_inputs_ ? fmt::format("; {} inputs of files, lines or numbers read when sent", bag_inputs_) : "");
 }
 
 }  // namespace treefarm::master

@@ -36,6 +36,10 @@ class RootInputs {
  private:
   static constexpr std::uint64_t pool_size = 2;
   tasks::InputBuffer make(std::uint32_t app, std::uint64_t index) const;
+  /// A task of a bag of files, lines or numbers: its placeholders and its input read now
+  /// (tasks/TaskEnvelope.hpp); an input that cannot be read fails the task on its worker.
+  tasks::InputBuffer bag_input(const model::AppSpec& app, std::uint64_t index) const;
+  mutable std::uint64_t bag_inputs_ = 0;
 
   const model::Experiment& ex_;
   bool pooled_;

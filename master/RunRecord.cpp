@@ -8,12 +8,14 @@
 #include <iostream>
 #include <unordered_set>
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include "runtime/cli/CliSupport.hpp"
 #include "runtime/core/MigrationOptions.hpp"
 #include "runtime/exec/Topology.hpp"
 #include "runtime/metrics/AtomicFile.hpp"
+#include "runtime/model/BagSource.hpp"
 #include "runtime/node/ExitCode.hpp"
 #include "tasks/BlasKernel.hpp"
 #include "tasks/Checksum.hpp"
@@ -34,6 +36,8 @@ RunRecord::RunRecord(const model::Experiment& ex, const std::string& text, const
                      bool calibrating)
     : ex_(ex), options_(options), outputs_(options.out_dir, options.output_quota), results_(metrics::empty_results(ex)),
       per_app_(ex.apps.size(), 0), dispatched_(ex.apps.size()) {
+  eta_ = EtaModel(ex.total_tasks());
+  eta_.node_cores(ex.nodes.at(0).name, ex.nodes.at(0).cores);
   // Per-task records go to a compact spill file, not memory (TaskLog.hpp).
   task_log_ = std::make_shared<metrics::TaskLog>(calibrating ? std::string() : options.out_dir);
   results_.task_log = task_log_;
@@ -64,6 +68,8 @@ RunRecord::RunRecord(const model::Experiment& ex, const std::string& text, const
                        {"heartbeat_interval", options.heartbeat_interval},
                        {"heartbeat_timeout", options.heartbeat_timeout},
                        {"max_task_losses", options.max_task_losses}};
+  if (!options.experiment.empty())  // treefarm resubmit OUT runs it again from there
+    results_.settings["experiment_file"] = std::filesystem::absolute(options.experiment).lexically_normal().string();
   for (std::size_t k = 0; k < ex.apps.size(); ++k) dispatched_[k].assign(ex.apps[k].tasks, -1.0);
   open_journal(calibrating);
   results_.for_each_task([&](const metrics::TaskView& t) { ++per_app_[t.app]; });  // resumed: the journal's tasks count
@@ -127,8 +133,13 @@ void RunRecord::install(node::RootSetup& root) {
     auto& app = results_.apps.at(k);
     if (r.failed) {
       ++app.failed;
-      results_.failures.push_back(metrics::TaskFailure{k, id.index(), r.node, r.error});
-    } else if (journal_) {
+      const auto tries = attempts_.find(r.task_id);
+      results_.failures.push_back(metrics::TaskFailure{k, id.index(), r.node, r.error, input_of(id),
+                                                       tries == attempts_.end() ? 1u : tries->second + 1});
+    } else {
+      eta_.completed(r.node, r.compute_seconds, ex_.apps.at(k).cores_per_task);
+    }
+    if (!r.failed && journal_) {
       journal_->add(JournalEntry{k, id.index(), time_offset_ + now - start_, r.compute_seconds, r.node});
     }
     metrics::PackedTaskRecord rec{id.index(), k, task_log_->intern(r.node), time_offset_ + now - start_,
@@ -140,9 +151,11 @@ void RunRecord::install(node::RootSetup& root) {
       disk_full_told_ = true;  // the journal decides whether results are still taken
       spdlog::warn("master: {}", task_log_->disk_full());
     }
+    last_result_at_ = now - start_;
     ++per_app_[k];
     ++done_;
   };
+  root.retry = [this](const net::msg::Result& r) { return retry(r); };
   // Output files (docs/command-tasks.md): an output must give its result's checksum (the
   // SHA-256 the computing node reported); it is written once, when its result is recorded.
   root.check_output = [this](const net::msg::Result& r, const node::Payload& output) {
@@ -156,9 +169,15 @@ void RunRecord::install(node::RootSetup& root) {
   root.on_output = [this](const net::msg::Result& r, const node::Payload& output) {
     const core::TaskId id{r.task_id};
     const auto& app = ex_.apps.at(id.app().value);
-    std::string name = app.output_file;
-    for (auto at = name.find("{index}"); at != std::string::npos; at = name.find("{index}", at))
-      name.replace(at, 7, std::to_string(id.index()));
+    std::vector<model::TaskField> fields{{"index", std::to_string(id.index())}};
+    if (app.bag) {
+      try {
+        fields = app.bag->fields(id.index());
+      } catch (const std::exception& e) {  // a lines file changed under the run: named by index
+        spdlog::warn("master: output of task {} of '{}' named by its index: {}", id.index(), app.name, e.what());
+      }
+    }
+    const std::string name = model::output_name(app.output_file, fields);
     const bool over = outputs_.over_quota();
     if (outputs_.write(app.name, name, std::span<const std::byte>(output->data(), output->size())) || over) return;
     spdlog::error("master: the output of task {} of '{}' ({} bytes) would exceed the experiment's output quota of {} "
@@ -166,6 +185,7 @@ void RunRecord::install(node::RootSetup& root) {
                   id.index(), app.name, output->size(), outputs_.quota(), outputs_.written());
   };
   root.on_joined = [this](const net::msg::NodeJoined& j) {
+    eta_.node_cores(j.name, j.cores);
     for (auto& n : results_.nodes)  // a worker that rejoins (restarted or reconnected) is the same node
       if (n.name == j.name) {
         n.parent = j.parent;
@@ -183,6 +203,39 @@ void RunRecord::install(node::RootSetup& root) {
       r.load = l;
       ++r.reports;
     };
+}
+
+std::optional<EtaModel::Eta> RunRecord::eta(double now) {
+  eta_.observe(elapsed(now), done_);
+  return eta_.eta(done_);
+}
+
+bool RunRecord::retry(const net::msg::Result& r) {
+  const core::TaskId id{r.task_id};
+  const auto& app = ex_.apps.at(id.app().value);
+  if (app.max_retries == 0) return false;
+  auto& tries = attempts_[r.task_id];
+  if (tries >= app.max_retries) return false;
+  ++tries;
+  ++retried_;
+  spdlog::warn("master: task {} of '{}' failed on {} ({}): run again, retry {} of {}", id.index(), app.name, r.node,
+               r.error.substr(0, 200), tries, app.max_retries);
+  return true;
+}
+
+std::string RunRecord::input_of(core::TaskId id) const {
+  const auto& app = ex_.apps.at(id.app().value);
+  if (!app.bag) return {};
+  try {
+    switch (app.bag->form()) {
+      case model::BagSource::Form::files: return app.bag->paths().at(id.index());
+      case model::BagSource::Form::lines: return app.bag->line(id.index());
+      case model::BagSource::Form::array: return std::to_string(app.bag->number(id.index()));
+    }
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return {};
 }
 
 std::vector<core::TaskRef> RunRecord::revoke(const std::string& culprit, const std::string& via, bool whole_child) {
@@ -239,7 +292,11 @@ json RunRecord::status(double now) const {
       nodes.back()["reports"] = r->second.reports;  // stops growing once the node is lost
     }
   }
-  return {{"elapsed", seconds}, {"apps", apps}, {"nodes", nodes}};
+  json out{{"elapsed", seconds}, {"apps", apps}, {"nodes", nodes}};
+  if (const auto e = eta_.eta(done_))  // `treefarm status`: the predicted completion
+    out["eta"] = {{"remaining", e->remaining}, {"rate", e->rate}, {"seconds_left", e->seconds_left},
+                  {"text", EtaModel::text(*e)}};
+  return out;
 }
 
 json RunRecord::summary() const {
@@ -284,6 +341,7 @@ int RunRecord::finish(int rc, bool cancelled, const metrics::ProcessMemory& memo
                        {"tasks_write_seconds",
                         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()}}}};
         if (cancelled) trailer["cancelled"] = true;  // `treefarm cancel`: what completed is above
+        if (const auto e = eta_.versus_actual(last_result_at_); !e.is_null()) trailer["eta"] = e;
         return trailer;
       });
     });
@@ -301,6 +359,12 @@ int RunRecord::finish(int rc, bool cancelled, const metrics::ProcessMemory& memo
   } else if (options_.table) {
     metrics::print_table(std::cout, results_);
   }
+  if (const auto e = eta_.versus_actual(last_result_at_); !e.is_null() && !options_.json_progress)
+    std::cerr << fmt::format("ETA at {:.0f}% of the tasks ({:.1f} s): end predicted at {:.1f} s, actual end {:.1f} s "
+                             "(predicted/actual {:.3f})\n",
+                             100 * e["fraction_done"].get<double>(), e["made_at"].get<double>(),
+                             e["predicted_end"].get<double>(), e["actual_end"].get<double>(), e["ratio"].get<double>());
+  if (retried_ > 0) spdlog::info("master: {} failed attempts run again (max_retries)", retried_);
   if (cancelled) return node::exit_interrupted;
   if (!results_.ok()) {
     std::uint64_t bad = 0;

@@ -8,12 +8,14 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "master/EtaModel.hpp"
 #include "master/OutputFiles.hpp"
 #include "master/Master.hpp"
 #include "runtime/metrics/Journal.hpp"
@@ -69,11 +71,22 @@ class RunRecord {
   /// Ends a run that returned `rc`: results.json (with `cancelled`), the table or the JSON
   /// line on stdout. Returns the run's exit code (node::ExitCode).
   int finish(int rc, bool cancelled, const metrics::ProcessMemory& memory_at_start);
+  /// The predicted completion of the run (EtaModel), once a node's time per task is known;
+  /// also keeps the prediction made at a tenth of the tasks (results.json "eta").
+  std::optional<EtaModel::Eta> eta(double now);
   /// Throws std::runtime_error if an output was not kept for --output-quota (after finish()).
   void check_output_quota() const;
 
  private:
   void open_journal(bool calibrating);
+  /// A failed result: run its task again (true) while its application's max_retries allow.
+  bool retry(const net::msg::Result& r);
+  /// The file, line or number of a task of a bag with its own inputs ("" otherwise).
+  std::string input_of(core::TaskId id) const;
+  EtaModel eta_{0};  // set in the constructor
+  double last_result_at_ = 0;  // seconds since the start, of the last result recorded
+  std::unordered_map<std::uint64_t, std::uint32_t> attempts_;  // task id -> retries so far (failed tasks only)
+  std::uint64_t retried_ = 0;
 
   const model::Experiment& ex_;
   const MasterOptions& options_;

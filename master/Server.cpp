@@ -47,7 +47,7 @@ constexpr std::size_t max_experiment_bytes = 4u << 20;
 /// bigger frame before it reads (or stores) its bytes (ZMQ_MAXMSGSIZE).
 constexpr std::int64_t max_frame_bytes = 16 << 20;
 /// Input files one submission may bring (a command's input_file), and their total (bytes).
-constexpr std::size_t max_input_files = 64;
+constexpr std::size_t max_input_files = 1024;
 constexpr std::size_t max_input_bytes = 64u << 20;
 /// Messages queued to or from one client connection (ZMQ_SNDHWM, ZMQ_RCVHWM): past the
 /// send bound an answer to a client that does not read is dropped, not kept.

@@ -22,6 +22,7 @@
 #include <thread>
 
 #include "tasks/Sandbox.hpp"
+#include "tasks/TaskEnvelope.hpp"
 
 namespace treefarm::tasks {
 
@@ -156,19 +157,50 @@ CommandOutcome run_command(const model::AppSpec& app, std::span<const std::byte>
   if (sodium < 0) throw std::runtime_error("run_command: libsodium cannot initialise");
 
   CommandOutcome o;
+  // A bag with its own inputs: the task's placeholders travel in front of its input
+  // (tasks/TaskEnvelope.hpp); the input file keeps the name the user gave it.
+  std::vector<model::TaskField> fields;
+  std::string input_name = "input";
+  if (app.task_fields) {
+    TaskEnvelope e;
+    try {
+      e = read_envelope(input);
+    } catch (const std::invalid_argument& bad) {
+      o.failed = true;
+      o.error = bad.what();
+      return o;
+    }
+    if (const auto why = e.error(); !why.empty()) {
+      o.failed = true;
+      o.error = why;
+      return o;
+    }
+    fields = std::move(e.fields);
+    input = e.input;
+    for (const auto& [k, v] : fields)
+      if (k == "name" && !v.empty() && v.size() <= 255 && v != "." && v != ".." && v != "output" &&
+          v.find('/') == std::string::npos && v.find('\0') == std::string::npos)
+        input_name = v;
+  }
   Sandbox box(sandbox_settings());
-  const std::string input_path = box.write_file("input", input);
+  const std::string input_path = box.write_file(input_name, input);
   const std::string output_path = box.work_dir() + "/output";
   bool output_named = false;
   for (const auto& a : app.argv) output_named = output_named || a.find("{output}") != std::string::npos;
 
   SandboxRun run;
   run.argv = expand_argv(app.argv, index, input_path, output_path);
+  if (!fields.empty()) {
+    fields.emplace_back("input", input_path);
+    fields.emplace_back("output", output_path);
+    fields.emplace_back("index", std::to_string(index));  // found after the bag's own {index}
+    for (std::size_t i = 0; i < run.argv.size(); ++i) run.argv[i] = model::expand_placeholders(app.argv[i], fields);
+  }
   std::string cpu_list;
   for (int c : cpus) cpu_list += (cpu_list.empty() ? "" : ",") + std::to_string(c);
   run.env = {"TREEFARM_APP=" + app.name, "TREEFARM_TASK_INDEX=" + std::to_string(index),
              "TREEFARM_INPUT=" + input_path, "TREEFARM_OUTPUT=" + output_path, "TREEFARM_CPUS=" + cpu_list};
-  run.stdin_file = "input";
+  run.stdin_file = input_name;
   run.cpus.assign(cpus.begin(), cpus.end());
   run.cores = app.cores_per_task;
   run.timeout = app.timeout;
@@ -261,6 +293,15 @@ CommandOutcome run_command(const model::AppSpec& app, std::span<const std::byte>
 }
 
 void fill_command_input(const model::AppSpec& app, std::uint64_t stream, std::vector<std::byte>& out) {
+  if (app.task_fields) {  // a calibration run of a bag with its own inputs: generated text, placeholders made up
+    model::AppSpec plain = app;
+    plain.task_fields = false;
+    plain.input_file.clear();
+    std::vector<std::byte> text;
+    fill_command_input(plain, stream, text);
+    write_envelope({{"name", "input.txt"}, {"stem", "input"}, {"line", "calibration"}, {"index", "0"}}, text, out);
+    return;
+  }
   if (!app.input_file.empty()) {
     // One file, read once per process and copied per task (its bytes travel with each task).
     static std::mutex mutex;

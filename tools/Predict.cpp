@@ -7,6 +7,7 @@
 #include "runtime/lp/PeriodicSchedule.hpp"
 #include "runtime/lp/PredictionInterval.hpp"
 #include "runtime/lp/SteadyState.hpp"
+#include "runtime/model/BagSource.hpp"
 #include "runtime/model/Calibration.hpp"
 #include "runtime/model/Experiment.hpp"
 
@@ -36,6 +37,9 @@ int predict_command(const std::string& experiment, const PredictOptions& options
   if (calibration) interval = lp::prediction_interval(ex, *calibration);
   if (options.json) {
     auto j = lp::to_json(platform, solution);
+    for (const auto& app : ex.apps)
+      if (app.bag) j["bag_inputs"][app.name] = {{"tasks", app.bag->count()}, {"mean_input_bytes", app.bytes},
+                                               {"note", model::describe_for_model(*app.bag, app.bytes)}};
     if (interval && interval->has_spread)
       j["fair_throughput_interval"] = {{"low", interval->low}, {"high", interval->high}};
     if (options.schedule) {
@@ -46,6 +50,8 @@ int predict_command(const std::string& experiment, const PredictOptions& options
     out << j.dump(1) << "\n";
   } else {
     lp::print_report(out, platform, solution);
+    for (const auto& app : ex.apps)  // a bag of files or lines: the LP's b(k) is the mean input size
+      if (app.bag) out << "application " << app.name << ": " << model::describe_for_model(*app.bag, app.bytes) << "\n";
     if (interval) {
       if (interval->has_spread)
         out << "\nprediction interval (the calibration's spread: slowest to fastest probe round of every link, "

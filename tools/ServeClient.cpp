@@ -1,10 +1,13 @@
 #include "tools/ServeClient.hpp"
 
+#include "runtime/model/BagSource.hpp"
+
 #include <atomic>
 #include <chrono>
 #include <optional>
 #include <cstring>
 #include <filesystem>
+#include <set>
 #include <fstream>
 #include <regex>
 #include <sstream>
@@ -37,27 +40,31 @@ std::string read_file(const std::string& path, const char* what) {
 /// here). An input_file elsewhere (absolute, or outside the folder) is not sent: it must
 /// exist at that path on the master. A file this client cannot parse is sent as it is (the
 /// master names its mistakes).
-static std::vector<std::pair<std::string, std::filesystem::path>> input_files_of(const std::string& experiment) {
+static std::vector<std::pair<std::string, std::filesystem::path>> input_files_of(const std::string& experiment,
+                                                                                  std::string text) {
   std::vector<std::pair<std::string, std::filesystem::path>> out;
   model::Experiment ex;
   try {
     // As the served master reads it: an experiment without [[node]] tables runs on the
     // live tree, so a master node stands in for the tree here too (master/Server.cpp).
-    std::string text = model::read_input_file(experiment);
     if (!model::has_node_tables(text)) text += "\n\n[[node]]\nname = \"master\"\ncores = 0\n";
     ex = model::parse_experiment(text, experiment);
   } catch (const std::exception&) {
     return out;
   }
   const auto folder = std::filesystem::absolute(experiment).parent_path().lexically_normal();
-  for (const auto& app : ex.apps) {
-    if (app.input_file.empty()) continue;
-    const auto file = std::filesystem::absolute(app.input_file).lexically_normal();
+  std::set<std::string> seen;
+  const auto add = [&](const std::string& path) {
+    const auto file = std::filesystem::absolute(path).lexically_normal();
     const auto rel = file.lexically_relative(folder);
-    if (rel.empty() || *rel.begin() == "..") continue;
-    bool seen = false;
-    for (const auto& [r, f] : out) seen = seen || r == rel.string();
-    if (!seen) out.emplace_back(rel.string(), file);
+    if (rel.empty() || *rel.begin() == "..") return;
+    if (seen.insert(rel.string()).second) out.emplace_back(rel.string(), file);
+  };
+  for (const auto& app : ex.apps) {
+    if (!app.input_file.empty()) add(app.input_file);
+    if (app.bag && app.bag->form() == model::BagSource::Form::files)  // a bag's files travel with it
+      for (const auto& path : app.bag->paths()) add(path);
+    if (app.bag && app.bag->form() == model::BagSource::Form::lines) add(app.bag->lines_file());
   }
   return out;
 }
@@ -284,7 +291,7 @@ void ServeClient::fetch_outputs(const std::string& out_dir, std::uint64_t id, st
 nlohmann::json ServeClient::submit(const Submission& s, const std::atomic<bool>* stop) {
   nlohmann::json req{{"type", "submit"},
                      {"name", std::filesystem::path(s.experiment).filename().string()},
-                     {"experiment", read_file(s.experiment, "experiment file")}};
+                     {"experiment", s.experiment_text.empty() ? read_file(s.experiment, "experiment file") : s.experiment_text}};
   // The served master's limits (master/Server.hpp), checked here first: a clear refusal
   // naming this file rather than a connection closed by the master.
   if (const auto size = req["experiment"].get_ref<const std::string&>().size(); size > max_experiment_bytes)
@@ -296,7 +303,7 @@ nlohmann::json ServeClient::submit(const Submission& s, const std::atomic<bool>*
   if (s.calibrate != Submission::Calibrate::no) req["calibrate"] = s.calibrate == Submission::Calibrate::only ? "only" : "first";
   if (!s.out_dir.empty()) std::filesystem::create_directories(s.out_dir);
   // A command's input_file inside the experiment's folder travels with it (one frame each).
-  const auto inputs = input_files_of(s.experiment);
+  const auto inputs = input_files_of(s.experiment, req["experiment"].get<std::string>());
   req["inputs"] = nlohmann::json::array();
   std::uint64_t input_bytes = 0;
   for (const auto& [rel, path] : inputs) {

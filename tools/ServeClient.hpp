@@ -16,7 +16,7 @@ namespace treefarm::tools {
 /// The served master's limits on its submit channel (bytes; master/Server.cpp has the same).
 inline constexpr std::uint64_t max_experiment_bytes = 4u << 20;
 inline constexpr std::uint64_t max_frame_bytes = 16u << 20;
-inline constexpr std::size_t max_input_files = 64;
+inline constexpr std::size_t max_input_files = 1024;
 inline constexpr std::uint64_t max_input_bytes = 64u << 20;
 
 /// `tcp://HOST:PORT` (or `ipc://PATH`) as given, `HOST:PORT` with `tcp://` added; throws
@@ -34,6 +34,9 @@ struct ServeEndpoint {
 /// One submission.
 struct Submission {
   std::string experiment;   ///< experiment file (TOML); sent as text
+  /// The experiment's text when it was built, not read (submit without a file): then
+  /// `experiment` only names it, and its folder is where its relative paths resolve.
+  std::string experiment_text;
   std::string policy;       ///< overrides [run] policy ("" = keep)
   std::string calibration;  ///< calibration file sent along ("" = none): the LP prediction
   /// Calibrate on the served tree (docs/serve.md): `first` = measure the tree in place,

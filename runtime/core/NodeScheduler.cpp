@@ -357,6 +357,7 @@ void NodeScheduler::apply(const Event& event, std::vector<Action>& out) {
           --completed_count_;
           again.push_back(t);
         }
+        if (!again.empty()) complete_announced_ = false;  // announced again when they are done
         std::sort(again.begin(), again.end(), [](TaskRef a, TaskRef b) { return a.id < b.id; });
         state_.buffer.insert(state_.buffer.begin(), again.begin(), again.end());
         for (const TaskRef t : again) buffered_ids_.insert(t.id);

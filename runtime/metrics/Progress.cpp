@@ -59,16 +59,19 @@ void Progress::tick(double elapsed, const std::vector<std::uint64_t>& completed)
         line += fmt::format("  {} {}/{} {:.0f}% ({:.1f}/s, ETA {})", apps_[k].name, last_[k], apps_[k].tasks,
                             apps_[k].tasks ? 100.0 * static_cast<double>(last_[k]) / static_cast<double>(apps_[k].tasks) : 100.0,
                             rates_[k], format_duration(eta(k)));
+      if (prediction_) line += "; " + prediction_->text;
       out_ << line << "\n" << std::flush;
       return;
     }
     case Mode::bar: {
       // Redraw the block in place: cursor up over the previous block, clear each line.
-      if (drawn_) out_ << "\x1b[" << apps_.size() + 1 << "A";
+      if (drawn_) out_ << "\x1b[" << drawn_lines_ << "A";
       out_ << "\x1b[2K" << fmt::format("{} s elapsed, {}/{} tasks", static_cast<long long>(elapsed), done, total) << "\n";
       for (std::size_t k = 0; k < apps_.size(); ++k) out_ << "\x1b[2K" << bar_line(k) << "\n";
+      if (prediction_) out_ << "\x1b[2K" << prediction_->text << "\n";
       out_ << std::flush;
       drawn_ = true;
+      drawn_lines_ = apps_.size() + 1 + (prediction_ ? 1 : 0);
       return;
     }
     case Mode::json: {
@@ -85,6 +88,9 @@ void Progress::tick(double elapsed, const std::vector<std::uint64_t>& completed)
                              {"rate", rates_[k]},
                              {"eta_seconds", e >= 0 ? nlohmann::json(e) : nlohmann::json(nullptr)}});
       }
+      if (prediction_)
+        j["predicted"] = {{"remaining", prediction_->remaining}, {"rate", prediction_->rate},
+                          {"seconds_left", prediction_->seconds_left}};
       out_ << j.dump() << "\n" << std::flush;
       return;
     }

@@ -12,6 +12,7 @@
 /// not jump; ETA = remaining / rate, null (JSON) or "?" while the rate is 0.
 
 #include <cstdint>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -28,6 +29,17 @@ class Progress {
 
   /// `out` must outlive the object.
   Progress(std::vector<App> apps, Mode mode, std::ostream& out);
+
+  /// The model's prediction of the whole run (master/EtaModel.hpp).
+  struct Prediction {
+    std::uint64_t remaining = 0;  ///< tasks
+    double rate = 0;              ///< tasks/s
+    double seconds_left = 0;      ///< seconds
+    std::string text;             ///< "1,000 tasks, 8 min 12 s left at 2.03 tasks/s predicted"
+  };
+  /// Shown from the next tick on: plain and bar append its text, json adds "predicted":
+  /// {"remaining", "rate", "seconds_left"}.
+  void set_prediction(Prediction p) { prediction_ = std::move(p); }
 
   /// `elapsed` seconds since the start; `completed[k]` tasks of application k so far.
   void tick(double elapsed, const std::vector<std::uint64_t>& completed);
@@ -51,6 +63,8 @@ class Progress {
   double last_elapsed_ = 0;
   bool drawn_ = false;
   int ticks_ = 0;
+  std::optional<Prediction> prediction_;
+  std::size_t drawn_lines_ = 0;
 };
 
 }  // namespace treefarm::metrics

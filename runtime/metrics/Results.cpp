@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <tuple>
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -157,8 +158,11 @@ nlohmann::json to_json(const RunResults& r, bool with_tasks) {
   }
   if (!r.failures.empty()) {
     j["failures"] = nlohmann::json::array();
-    for (const auto& f : r.failures)
-      j["failures"].push_back({{"app", r.apps.at(f.app).name}, {"id", f.id}, {"node", f.node}, {"error", f.error}});
+    for (const auto& f : r.failures) {
+      j["failures"].push_back({{"app", r.apps.at(f.app).name}, {"id", f.id}, {"node", f.node}, {"error", f.error},
+                               {"attempts", f.attempts}});
+      if (!f.input.empty()) j["failures"].back()["input"] = f.input;
+    }
   }
   j["ok"] = r.ok();
   j["apps"] = nlohmann::json::array();
@@ -299,7 +303,8 @@ RunResults results_from_json(const nlohmann::json& j) {
   if (const auto it = j.find("failures"); it != j.end())
     for (const auto& jf : *it)
       r.failures.push_back(TaskFailure{app_index.at(jf.at("app").get<std::string>()), jf.at("id").get<std::uint64_t>(),
-                                       jf.value("node", ""), jf.value("error", "")});
+                                       jf.value("node", ""), jf.value("error", ""), jf.value("input", ""),
+                                       jf.value("attempts", std::uint32_t{1})});
   r.compute();
   return r;
 }
@@ -348,13 +353,21 @@ void print_table(std::ostream& out, const RunResults& r) {
     out << "policy " << r.policy << " fell back " << total << " times (no planned choice feasible)"
         << (per.empty() ? "" : ":" + per) << "\n";
   }
-  if (!r.failures.empty()) {  // issue 20: why, not only how many (all of them in results.json "failures")
-    out << r.failures.size() << " tasks failed; the first:\n";
-    for (std::size_t i = 0; i < r.failures.size() && i < 3; ++i) {
-      const auto& f = r.failures[i];
-      out << "  " << r.apps.at(f.app).name << " task " << f.id << " on " << f.node << ": "
-          << f.error.substr(0, 200) << (f.error.size() > 200 ? "..." : "") << "\n";
+  if (!r.failures.empty()) {  // why, not only how many (all of them in results.json "failures")
+    constexpr std::size_t shown = 50;
+    auto failures = r.failures;
+    std::sort(failures.begin(), failures.end(),
+              [](const TaskFailure& a, const TaskFailure& b) { return std::tie(a.app, a.id) < std::tie(b.app, b.id); });
+    out << failures.size() << " tasks failed" << (failures.size() > shown ? "; the first " + std::to_string(shown) : std::string())
+        << ":\n";
+    for (std::size_t i = 0; i < failures.size() && i < shown; ++i) {
+      const auto& f = failures[i];
+      out << "  " << r.apps.at(f.app).name << " task " << f.id;
+      if (!f.input.empty()) out << " (" << f.input.substr(0, 120) << (f.input.size() > 120 ? "..." : "") << ")";
+      out << " on " << f.node << (f.attempts > 1 ? ", after " + std::to_string(f.attempts) + " attempts" : std::string())
+          << ": " << f.error.substr(0, 200) << (f.error.size() > 200 ? "..." : "") << "\n";
     }
+    out << "every failure is in results.json (\"failures\"); treefarm resubmit OUT --failed runs only these again\n";
   }
 }
 

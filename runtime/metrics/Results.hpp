@@ -77,6 +77,10 @@ struct TaskFailure {
   std::uint64_t id = 0;
   std::string node;       ///< Node that ran it.
   std::string error;      ///< Why, as the node reported it (a command: status, then stderr's tail).
+  /// The task's own input in a bag of files, lines or numbers: the file, the line or the
+  /// number (empty otherwise).
+  std::string input = {};
+  std::uint32_t attempts = 1;  ///< runs of the task, retries included (max_retries)
 };
 
 struct RunResults {

@@ -3,12 +3,15 @@
 /// A bag-of-tasks application of an experiment: its kernel, sizes and weight.
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace treefarm::model {
+
+class BagSource;
 
 /// The computation a task performs.
 enum class Kernel {
@@ -71,6 +74,14 @@ struct AppSpec {
   /// Whether each task's output is sent back: set with output_file on the master, from
   /// the Welcome on the workers (which do not know output_file).
   bool send_output = false;
+  /// One task per file, line or number (`inputs`, `lines`, `array`; runtime/model/BagSource.hpp):
+  /// where each task's input and placeholders come from (master only; null otherwise).
+  std::shared_ptr<const BagSource> bag = {};
+  /// Each task's input starts with its placeholders (tasks/TaskEnvelope.hpp): set with a
+  /// bag on the master, from the Welcome on the workers.
+  bool task_fields = false;
+  /// A failed task is run again up to this many times before it counts as failed (master only).
+  std::uint32_t max_retries = 0;
 
   /// b(k): bytes sent down the tree for one task.
   std::uint64_t input_bytes() const;

@@ -17,6 +17,7 @@
 #include <toml++/toml.h>
 
 #include "runtime/core/Policy.hpp"
+#include "runtime/model/BagKeys.hpp"
 #include "runtime/model/FaultTable.hpp"
 #include "runtime/model/TomlReader.hpp"
 #include "runtime/model/WireFit.hpp"
@@ -213,7 +214,9 @@ void read_command(const Reader& r, const Table& t, const std::string& prefix, co
     a.argv.push_back(s->get());
   }
   r.require(!a.argv.empty() && !a.argv[0].empty(), t, "argv", prefix, "must name a program (a non-empty first element)");
-  if (const auto input = r.string_of(t, "input_file", prefix)) {
+  if (read_bag(r, t, prefix, file, a, options)) {
+    // one task per file, line or number (runtime/model/BagKeys.cpp)
+  } else if (const auto input = r.string_of(t, "input_file", prefix)) {
     r.require(!t.contains("bytes"), t, "bytes", prefix, "give either 'bytes' (generated input) or 'input_file', not both");
     std::filesystem::path p(*input);
     if (options.confine_inputs) {
@@ -252,14 +255,14 @@ void read_command(const Reader& r, const Table& t, const std::string& prefix, co
   }
   if (const auto name = r.string_of(t, "output_file", prefix)) {
     // A file name under OUT/outputs/APP/ on the master; {index} keeps the tasks' files apart.
-    r.require(name->find("{index}") != std::string::npos, t, "output_file", prefix,
-              "must contain {index} (one file per task), e.g. \"{index}.gz\"");
     r.require(name->find('/') == std::string::npos && *name != "." && *name != "..", t, "output_file", prefix,
               "a file name, not a path (it is written under OUT/outputs/" + a.name + "/)");
     r.require(name->size() <= 200, t, "output_file", prefix, "at most 200 characters");
     a.output_file = *name;
     a.send_output = true;
   }
+  check_output_name(r, t, prefix, a);  // one of the task's placeholders; distinct names
+  a.max_retries = static_cast<std::uint32_t>(r.integer_of(t, "max_retries", prefix, 0, 100).value_or(0));
   if (t.contains("max_output_bytes")) {
     r.require(!a.output_file.empty(), t, "max_output_bytes", prefix, "only with 'output_file' (outputs sent back)");
     a.max_output_bytes = *r.bytes_of(t, "max_output_bytes", prefix, max_output_limit);
@@ -272,7 +275,7 @@ AppSpec read_app(const Reader& r, const Table& t, std::size_t index, const std::
   r.check_keys(t, prefix,
                {"name", "kernel", "n", "bytes", "flops", "weight", "tasks", "cores_per_task",
                 "memory_per_task", "disk_per_task", "min_speed", "kind", "argv", "input_file", "timeout", "expect_digest", "spot_check", "output_file",
-                "max_output_bytes", "origin"},
+                "max_output_bytes", "origin", "inputs", "lines", "csv", "array", "max_retries"},
                "[[app]]");
   AppSpec a;
   a.line = line_of(t);
@@ -311,7 +314,12 @@ AppSpec read_app(const Reader& r, const Table& t, std::size_t index, const std::
                              {"expect_digest", command},
                              {"spot_check", command},
                              {"output_file", command},
-                             {"max_output_bytes", command}}) {
+                             {"max_output_bytes", command},
+                             {"inputs", command},
+                             {"lines", command},
+                             {"csv", command},
+                             {"array", command},
+                             {"max_retries", command}}) {
     if (command && key != "n" && key != "flops") continue;  // read_command checked them
     if (wanted)
       r.require_present(t, key, prefix, "required by kernel " + kernel_name);
@@ -331,8 +339,10 @@ AppSpec read_app(const Reader& r, const Table& t, std::size_t index, const std::
               "must be > 0 and <= 1e9, got " + std::to_string(*w));
     a.weight = *w;
   }
-  r.require_present(t, "tasks", prefix, "number of tasks in the bag");
-  a.tasks = static_cast<std::uint64_t>(*r.integer_of(t, "tasks", prefix, 1, max_tasks));
+  if (!a.bag) {  // a bag of files, lines or numbers has counted its tasks
+    r.require_present(t, "tasks", prefix, "number of tasks in the bag");
+    a.tasks = static_cast<std::uint64_t>(*r.integer_of(t, "tasks", prefix, 1, max_tasks));
+  }
   a.cores_per_task =
       static_cast<std::uint32_t>(r.integer_of(t, "cores_per_task", prefix, 1, max_cores).value_or(1));
   a.memory_per_task = r.bytes_of(t, "memory_per_task", prefix, max_task_memory).value_or(0);

@@ -185,6 +185,7 @@ void encode_into(const Message& m, std::vector<std::byte>& out) {
               body.put(a.timeout);
               body.put_string(a.expect_digest);
               body.put(a.max_output_bytes);  // issue 20, output files (0: not sent back)
+              body.put<std::uint8_t>(a.task_fields ? 1 : 0);  // placeholders in front of each input
             }
           }
           body.put_all(w.calibrate_reps, w.probe_bytes, w.seed);
@@ -450,6 +451,9 @@ Message decode(std::span<const std::byte> header_frame, std::size_t payload_fram
           if (a.max_output_bytes > max_payload_bytes)
             throw DecodeError("Welcome with a command output limit of " + std::to_string(a.max_output_bytes) +
                               " bytes, over the limit " + std::to_string(max_payload_bytes));
+          const auto fields = r.get<std::uint8_t>("app.task_fields");
+          if (fields > 1) throw DecodeError("Welcome with task_fields " + std::to_string(fields));
+          a.task_fields = fields == 1;
         }
         w.apps.push_back(std::move(a));
       }

@@ -13,7 +13,7 @@
 namespace treefarm::net {
 
 constexpr std::uint32_t wire_magic = 0x4D524654;  // "TFRM" little-endian
-constexpr std::uint16_t wire_version = 3;  ///< 2: Received (transfer acknowledgements); 3: features, batch frames
+constexpr std::uint16_t wire_version = 4;  ///< 2: Received (transfer acknowledgements); 3: features, batch frames; 4: task placeholders
 /// Feature bit of Hello/Welcome: the sender reads batch frames (runtime/net/Batch.hpp).
 constexpr std::uint32_t feature_batches = 1;
 constexpr std::size_t header_bytes = 16;
@@ -65,6 +65,9 @@ struct AppInfo {
   /// Each task's output travels back with its Result, up to this many bytes (a larger one
   /// fails the task); 0: not sent back (docs/command-tasks.md, "Output files").
   std::uint64_t max_output_bytes = 0;
+  /// Each task's input starts with its placeholders (tasks/TaskEnvelope.hpp): a bag of
+  /// files, lines or numbers (docs/command-tasks.md).
+  bool task_fields = false;
   // Multi-resource requirements (papers/lee2010 slide 19; docs/migration.md): optional on
   // the wire, in a block after the Welcome's tree repair fields. 0 = "don't care".
   std::uint64_t disk_per_task = 0;  ///< bytes of free disk

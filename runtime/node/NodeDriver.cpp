@@ -1,5 +1,7 @@
 #include "runtime/node/NodeDriver.hpp"
 
+#include <utility>
+
 #include <algorithm>
 #include <stdexcept>
 
@@ -155,6 +157,7 @@ void NodeDriver::drain(double now) {
         return parent_lost(err.what(), now);
       throw;
     }
+    retried_ = false;
     for (auto& a : actions) carry_out(a, now);
     actions.clear();
     spare_actions_ = std::move(actions);
@@ -185,6 +188,13 @@ void NodeDriver::carry_out(core::Action& action, double now) {
       },
       [&](core::action::TaskCompleted& a) {
         if (auto it = results_.find(a.task.id); it != results_.end()) {
+          if (!a.duplicate && it->second.failed && root_->retry(it->second)) {  // max_retries: done again
+            take_output(a.task.id);
+            results_.erase(it);
+            retried_ = true;
+            post(core::event::TasksReopened{{a.task}});
+            return;
+          }
           root_->completed(it->second, take_output(a.task.id), a.duplicate, now);
           results_.erase(it);
         }
@@ -243,6 +253,7 @@ void NodeDriver::carry_out(core::Action& action, double now) {
         transport_.send_parent(net::msg::Capacity{std::move(a.capacity.fits), a.capacity.cores, a.capacity.memory, a.capacity.disk});
       },
       [&](core::action::RunComplete&) {
+        if (std::exchange(retried_, false)) return;  // a task of this batch is done again: not complete
         log_.info("{}: all tasks done", opt_.name);
         if (sched_->reissued() > 0)
           log_.info("{}: {} tasks re-issued after their deadline, {} late results dropped as duplicates", opt_.name,

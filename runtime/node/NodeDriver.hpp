@@ -307,6 +307,7 @@ class NodeDriver {
   core::FifoQueue<core::Event> events_;  ///< keeps its memory: no allocation per event
   std::vector<core::Action> spare_actions_;
   bool draining_ = false;
+  bool retried_ = false;  ///< a failed task of the actions being carried out is done again (max_retries)
 
   // Tasks held here and results on their way up (payloads shared, never copied).
   TaskMap<Payload> payloads_;

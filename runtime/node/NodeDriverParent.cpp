@@ -89,7 +89,9 @@ void NodeDriver::parent_says(net::Message& message, Payload& payload, double now
         const core::TaskId id{t.task_id};
         const auto& apps = run_.apps();
         if (id.app().value >= apps.size()) return parent_lost("task of an unknown application", now);
-        if (!payload || payload->size() != apps[id.app().value].input_bytes())
+        // A bag with its own inputs (AppSpec::task_fields): each task's input has its own size.
+        const auto& app = apps[id.app().value];
+        if (!payload || (app.task_fields ? payload->size() > net::max_payload_bytes : payload->size() != app.input_bytes()))
           return parent_lost("task payload of the wrong size", now);
         if (payloads_.contains(id)) return parent_lost("task " + std::to_string(t.task_id) + " sent twice", now);
         payloads_.emplace(id, std::move(payload));

@@ -45,6 +45,9 @@ struct RootSetup {
   /// through `via` is to be revoked; otherwise only those computed by `culprit` and the
   /// nodes below it. Returns the recorded tasks to do again. Unset: nothing is revoked.
   std::function<std::vector<core::TaskRef>(const std::string& culprit, const std::string& via, bool whole_child)> convict;
+  /// A failed result (not a duplicate) reached the root: true = it is not recorded and its
+  /// task is done again (an application's max_retries). Unset: never.
+  std::function<bool(const net::msg::Result&)> retry;
   /// A result reached the root; `duplicate` if the task was already recorded.
   std::function<void(const net::msg::Result&, bool duplicate, double now)> on_result;
   /// Output files (docs/command-tasks.md): a child's result carries `output` (exactly
@@ -118,6 +121,7 @@ class RootRole {
     if (output && !duplicate && s_.on_output) s_.on_output(r, output);
     if (s_.on_result) s_.on_result(r, duplicate, now);
   }
+  bool retry(const net::msg::Result& r) const { return s_.retry && s_.retry(r); }
   std::vector<core::TaskRef> convict(const std::string& culprit, const std::string& via) const {
     if (!s_.convict) return {};
     return s_.convict(culprit, via, culprit == via);

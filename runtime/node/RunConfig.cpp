@@ -18,6 +18,7 @@ void copy_named_alike(const From& from, To& to) {
   to.argv = from.argv;
   to.timeout = from.timeout;
   to.expect_digest = from.expect_digest;
+  to.task_fields = from.task_fields;
 }
 
 model::AppSpec app_from_wire(const net::msg::AppInfo& info) {

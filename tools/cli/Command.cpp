@@ -16,6 +16,7 @@ std::atomic<int>& interrupt_signal() {
 
 void add_all_commands(CLI::App& app, Commands& out) {
   add_run_command(app, out);
+  add_resubmit_command(app, out);
   add_launch_command(app, out);
   add_report_command(app, out);
   add_keygen_command(app, out);

@@ -2,6 +2,7 @@
 #pragma once
 #include <atomic>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -31,6 +32,10 @@ std::atomic<int>& interrupt_signal();
 
 // Each adds its subcommand(s) to `app` and its entry to `out` (one file per subcommand).
 void add_run_command(CLI::App& app, Commands& out);
+/// `treefarm run EXPERIMENT --out OUT --resume`: the tasks OUT/journal.tsv lacks (resubmit).
+int rerun_missing(const std::string& experiment, const std::string& out_dir, bool quiet, double timeout);
+/// `resubmit OUT --failed` (tools/cli/ResubmitCommand.cpp).
+void add_resubmit_command(CLI::App& app, Commands& out);
 void add_keygen_command(CLI::App& app, Commands& out);
 void add_calibrate_command(CLI::App& app, Commands& out);
 void add_predict_command(CLI::App& app, Commands& out);

@@ -1,7 +1,10 @@
 // treefarm run (docs/commands.md).
+#include <algorithm>
 #include <filesystem>
 #include <iostream>
 #include <memory>
+#include <thread>
+#include <utility>
 #include <stdexcept>
 
 #include "runtime/cli/CliSupport.hpp"
@@ -14,6 +17,7 @@
 #include "tools/OriginLauncher.hpp"
 #include "tools/TreeLauncher.hpp"
 #include "runtime/model/Origins.hpp"
+#include "tools/cli/BagOptions.hpp"
 #include "tools/cli/Command.hpp"
 
 namespace treefarm::cli {
@@ -33,7 +37,39 @@ struct RunOptions {
   std::string dashboard_address;      ///< its [HOST:]PORT ("" = the default)
   std::string dashboard_file;
   bool dashboard_remote = false;
+  std::vector<std::string> args;  ///< the experiment file, or the program and its arguments after "--"
+  bool local = false;             ///< --local: a tree of this machine's cores
+  tools::BagSpec bag;
 };
+
+/// run --local: the experiment built from the command line, on one node with this
+/// machine's cores, written as OUT/experiment.toml (OUT: --out, else out/NAME).
+void build_local_experiment(RunOptions& o) {
+  if (!o.inputs.empty() && o.inputs != "secret" && o.inputs != "pooled") {  // --inputs GLOB
+    if (!o.bag.each_line.empty() || !o.bag.array.empty())
+      throw cli_support::UsageError("give one of --each-line FILE, --inputs GLOB or --array RANGE");
+    o.bag.inputs = std::exchange(o.inputs, "");
+  }
+  split_positionals(o.args, o.bag, o.experiment);
+  if (!o.experiment.empty()) {
+    if (o.local) throw cli_support::UsageError("--local runs a program given after '--' with --each-line, --inputs or --array, not an experiment file");
+    return;
+  }
+  auto bag = o.bag;
+  // The experiment lives in OUT: its files are named from the working folder.
+  for (auto* path : {&bag.each_line, &bag.inputs})
+    if (!path->empty() && std::filesystem::path(*path).is_relative()) *path = (std::filesystem::current_path() / *path).string();
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  std::string text;
+  try {
+    text = tools::bag_experiment_text(bag, cores);
+  } catch (const std::invalid_argument& e) {
+    throw cli_support::UsageError(e.what());
+  }
+  if (o.lo.out_dir.empty()) o.lo.out_dir = "out/" + bag.name;
+  o.experiment = write_bag_experiment(o.lo.out_dir, text);
+  std::cerr << "treefarm run: the experiment built: " << o.experiment << " (" << cores << " cores of this machine)\n";
+}
 
 // The live dashboard (docs/dashboard.md): the master serves it.
 void add_dashboard_args(const RunOptions& o, std::vector<std::string>& args) {
@@ -64,7 +100,21 @@ void add_run_args(RunOptions& o) {
   }
 }
 
+/// Where the output files of command applications are (docs/command-tasks.md).
+void print_outputs(const model::Experiment& ex, const std::string& out_dir, std::ostream& os) {
+  for (const auto& app : ex.apps) {
+    if (app.output_file.empty() || out_dir.empty()) continue;
+    const auto dir = std::filesystem::path(out_dir) / "outputs" / app.name;
+    std::error_code ec;
+    std::uint64_t files = 0;
+    for (const auto& e : std::filesystem::directory_iterator(dir, ec))
+      if (e.path().extension() != ".part") ++files;
+    os << "treefarm run: outputs of '" << app.name << "': " << files << " files in " << dir.string() << "/\n";
+  }
+}
+
 int run_run(RunOptions o) {
+  build_local_experiment(o);
   const auto ex = model::load_experiment(o.experiment);
   auto& lo = o.lo;
   // Issue 13: refuse what cannot work before anything starts (holes 8-10).
@@ -108,14 +158,30 @@ int run_run(RunOptions o) {
   if (o.resume) lo.master_args.push_back("--resume");
   lo.master_args.insert(lo.master_args.end(), dashboard_args.begin(), dashboard_args.end());
   add_run_args(o);
-  return tools::launch_tree(ex, lo, interrupted());
+  const int rc = tools::launch_tree(ex, lo, interrupted());
+  print_outputs(ex, lo.out_dir, std::cerr);
+  return rc;
 }
 }  // namespace
+
+int rerun_missing(const std::string& experiment, const std::string& out_dir, bool quiet, double timeout) {
+  RunOptions o;
+  o.args = {experiment};
+  o.lo.out_dir = out_dir;
+  o.lo.quiet = quiet;
+  o.lo.timeout = timeout;
+  o.resume = true;
+  return run_run(std::move(o));
+}
 
 void add_run_command(CLI::App& app, Commands& out) {
   auto o = std::make_shared<RunOptions>();
   auto* run = app.add_subcommand("run", "Run an experiment: master and workers as local processes on loopback");
-  run->add_option("experiment", o->experiment, "Experiment file (TOML, docs/experiment-file.md)")->required()->check(CLI::ExistingFile);
+  run->add_option("args", o->args,
+                  "Experiment file (TOML, docs/experiment-file.md); or, with --each-line, --inputs or --array, the "
+                  "program and its arguments after '--' (docs/command-tasks.md)");
+  run->add_flag("--local", o->local, "Run the program given after '--' on a tree of this machine's cores (the default without a file)");
+  add_bag_options(*run, o->bag, false);
   run->add_option("--out", o->lo.out_dir, "Write DIR/results.json, DIR/logs/ and command output files in DIR/outputs/APP/ (default: a temporary directory)");
   run->add_option("--policy", o->lo.policy, "Scheduling policy (overrides [run] policy)");
   run->add_option("--migration", o->lo.migration, "Task migration, off, pull or push (overrides [run] migration; docs/migration.md)")->check(CLI::IsMember({"off", "pull", "push"}));
@@ -124,8 +190,7 @@ void add_run_command(CLI::App& app, Commands& out) {
   run->add_flag("--resume", o->resume, "Continue the run journaled in OUT/journal.tsv (needs --out): only tasks it lacks are done");
   run->add_option("--spot-check", o->spot_check, "Fraction of results the master recomputes (default 0.01; docs/security.md)")
       ->check(CLI::Range(0.0, 1.0));
-  run->add_option("--inputs", o->inputs, "Task inputs: secret = a fresh input per task (default); pooled = two per application reused by every task, for trusted workers only (docs/security.md)")
-      ->check(CLI::IsMember({"secret", "pooled"}));
+  run->add_option("--inputs", o->inputs, "Task inputs: secret = a fresh input per task (default); pooled = two per application reused by every task, for trusted workers only (docs/security.md); any other value is a GLOB: without an experiment file, a task per file ({input} {name} {stem}; quote it)");
   run->add_option("--timeout", o->lo.timeout, "Give up after this many seconds (0 = never; exit code 124)")->capture_default_str()->check(cli_support::non_negative_seconds());
   run->add_option("--calibration", o->calibration, "Calibration file: print the LP prediction beside the measurements")->check(CLI::ExistingFile);
   run->add_flag("--calibrate", o->calibrate, "Calibrate in place first (OUT/calibration.json), then run and compare with the LP");

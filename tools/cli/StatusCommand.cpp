@@ -86,6 +86,8 @@ std::string text_of(const nlohmann::json& st) {
         out << "           -\n";
       }
     }
+    if (running.contains("eta") && running["eta"].is_object())  // the model's predicted completion
+      out << "  " << running["eta"].value("text", std::string()) << "\n";
   } else {
     out << "running: nothing\n";
   }

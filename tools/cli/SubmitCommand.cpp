@@ -1,5 +1,6 @@
 // treefarm submit (docs/serve.md, docs/commands.md).
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <stdexcept>
@@ -7,6 +8,7 @@
 
 #include "runtime/metrics/Results.hpp"
 #include "tools/ServeClient.hpp"
+#include "tools/cli/BagOptions.hpp"
 #include "tools/cli/Command.hpp"
 
 namespace treefarm::cli {
@@ -16,6 +18,8 @@ struct SubmitCli {
   tools::ServeEndpoint to;
   tools::Submission s;
   bool json = false;
+  std::vector<std::string> args;  ///< the experiment file, or the program and its arguments after "--"
+  tools::BagSpec bag;
 };
 
 /// The figures a user wants from results.json: tasks, throughput beside prediction.
@@ -32,9 +36,21 @@ void print_summary(const nlohmann::json& results) {
   std::printf("fair throughput %.3f tasks/s\n", results.value("fair_throughput", 0.0));
 }
 
-int run_submit(const SubmitCli& o) {
-  tools::ServeClient client(o.to);
+int run_submit(SubmitCli o) {
+  split_positionals(o.args, o.bag, o.s.experiment);
   tools::Submission s = o.s;
+  if (o.s.experiment.empty()) {  // no file: the experiment built from the command line
+    try {
+      s.experiment_text = tools::bag_experiment_text(o.bag, 0);
+    } catch (const std::invalid_argument& e) {
+      throw cli_support::UsageError(e.what());
+    }
+    // Named as if in the working folder, where its relative paths (--inputs, --each-line) are.
+    s.experiment = (std::filesystem::current_path() / "experiment.toml").string();
+    if (!s.out_dir.empty())
+      std::fprintf(stderr, "submit: the experiment built: %s\n", write_bag_experiment(s.out_dir, s.experiment_text).c_str());
+  }
+  tools::ServeClient client(o.to);
   s.on_message = [&](const nlohmann::json& m) {
     if (o.json) {
       auto shown = m;
@@ -98,8 +114,12 @@ void add_submit_command(CLI::App& app, Commands& out) {
                                  "Ctrl-C cancels this submission's experiment (queued: removed; running: ended, the tree stays)\n"
                                  "and still waits for its end and its results.json (\"cancelled\": true). Output files of\n"
                                  "command applications come back into DIR/outputs/APP/ with --out.\n"
+                                 "Without a file, one command application: a task per line, file or number, e.g.\n"
+                                 "  treefarm submit --to tcp://127.0.0.1:5600 --inputs 'logs/*.log' --output-file '{name}.gz' --out out/gz -- gzip -9 -n -c {input}\n"
                                  "Example: treefarm submit examples/served.toml --to tcp://127.0.0.1:5600 --out out/served");
-  cmd->add_option("experiment", o->s.experiment, "Experiment file (TOML)")->required()->check(CLI::ExistingFile);
+  cmd->add_option("args", o->args,
+                  "Experiment file (TOML); or, with --each-line, --inputs or --array, the program and its arguments after '--'");
+  add_bag_options(*cmd, o->bag);
   add_serve_endpoint_options(*cmd, o->to, true);
   cmd->add_option("--out", o->s.out_dir, "Write DIR/results.json and the output files of command applications (DIR/outputs/APP/)");
   cmd->add_option("--policy", o->s.policy, "Scheduling policy (overrides [run] policy)");

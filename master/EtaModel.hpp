@@ -1,0 +1,58 @@
+#pragma once
+/// @file EtaModel.hpp
+/// The predicted completion of a run (docs/command-tasks.md, "Progress and ETA"): from
+/// the time each node takes for a task, as its results report it (the mean core-seconds
+/// of a task there), the run's rate is the sum over nodes of cores / core-seconds per task
+/// (tasks/s), and the time left is the tasks left at that rate. The first prediction made
+/// once a tenth of the tasks are done is kept, to be set against the actual end.
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace treefarm::master {
+
+class EtaModel {
+ public:
+  /// A prediction: `remaining` tasks, `seconds_left` at `rate` tasks/s.
+  struct Eta {
+    std::uint64_t remaining = 0;
+    double rate = 0;          ///< tasks/s
+    double seconds_left = 0;  ///< seconds
+  };
+
+  /// `total` tasks in the run.
+  explicit EtaModel(std::uint64_t total) : total_(total) {}
+
+  /// Node `node` computes with `cores` cores (0: forwards only).
+  void node_cores(const std::string& node, std::uint32_t cores) { nodes_[node].cores = cores; }
+  /// A task of `cores_per_task` cores took `seconds` of compute on `node`.
+  void completed(const std::string& node, double seconds, std::uint32_t cores_per_task);
+  /// The prediction with `done` tasks done; nullopt before any node's time is known.
+  std::optional<Eta> eta(std::uint64_t done) const;
+  /// Called about once a second: keeps the first prediction made with a tenth of the
+  /// tasks done, at `elapsed` seconds since the start.
+  void observe(double elapsed, std::uint64_t done);
+  /// {"fraction_done", "made_at", "predicted_end", "actual_end", "ratio"} (seconds), or
+  /// null if no prediction was kept; `actual_end` the run's end in seconds.
+  nlohmann::json versus_actual(double actual_end) const;
+
+  /// "1,000 tasks, 8 min 12 s left at 2.03 tasks/s predicted".
+  static std::string text(const Eta& eta);
+
+ private:
+  struct Node {
+    std::uint32_t cores = 0;
+    double core_seconds = 0;  ///< sum over its tasks
+    std::uint64_t tasks = 0;
+  };
+  std::uint64_t total_;
+  std::map<std::string, Node> nodes_;
+  std::optional<std::pair<double, Eta>> kept_;  ///< (made at seconds, prediction)
+  std::uint64_t kept_done_ = 0;
+};
+
+}  // namespace treefarm::master

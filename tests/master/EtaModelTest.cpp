@@ -1,0 +1,45 @@
+// The run's predicted completion (master/EtaModel.hpp; docs/command-tasks.md, "Progress and ETA").
+#include <gtest/gtest.h>
+
+#include "master/EtaModel.hpp"
+
+namespace treefarm::master {
+namespace {
+
+TEST(EtaModel, TheRateIsEachNodesCoresOverItsTimePerTask) {
+  EtaModel m(1000);
+  EXPECT_FALSE(m.eta(0)) << "no node's time known yet";
+  m.node_cores("master", 0);
+  m.node_cores("w1", 1);
+  m.node_cores("w2", 4);
+  m.completed("w1", 0.5, 1);
+  m.completed("w1", 0.5, 1);
+  EXPECT_NEAR(m.eta(2)->rate, 2.0, 1e-9) << "w2 has reported nothing: only w1 counts";
+  m.completed("w2", 2.0, 2);  // 4 core-seconds a task on 4 cores: 1 task/s
+  const auto e = m.eta(3);
+  ASSERT_TRUE(e);
+  EXPECT_NEAR(e->rate, 3.0, 1e-9);
+  EXPECT_EQ(e->remaining, 997u);
+  EXPECT_NEAR(e->seconds_left, 997.0 / 3.0, 1e-9);
+  EXPECT_EQ(EtaModel::text(*e), "997 tasks, 5 min 32 s left at 3.00 tasks/s predicted");
+  EXPECT_EQ(EtaModel::text({1000, 2.03, 492}), "1,000 tasks, 8 min 12 s left at 2.03 tasks/s predicted");
+}
+
+TEST(EtaModel, ThePredictionAtATenthIsKeptAgainstTheEnd) {
+  EtaModel m(100);
+  m.node_cores("w1", 2);
+  m.completed("w1", 1.0, 1);  // 2 tasks/s
+  m.observe(1.0, 9);
+  EXPECT_TRUE(m.versus_actual(50).is_null()) << "before a tenth of the tasks";
+  m.observe(5.0, 10);  // 90 left at 2/s: end at 50 s
+  m.completed("w1", 3.0, 1);
+  m.observe(20.0, 40);  // a later prediction does not replace it
+  const auto j = m.versus_actual(40.0);
+  ASSERT_FALSE(j.is_null());
+  EXPECT_DOUBLE_EQ(j["predicted_end"].get<double>(), 50.0);
+  EXPECT_DOUBLE_EQ(j["made_at"].get<double>(), 5.0);
+  EXPECT_DOUBLE_EQ(j["ratio"].get<double>(), 1.25);
+}
+
+}  // namespace
+}  // namespace treefarm::master

@@ -1,0 +1,61 @@
+// treefarm resubmit (docs/commands/resubmit.md): the failed tasks of a finished run again.
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <stdexcept>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "runtime/cli/CliSupport.hpp"
+#include "tools/cli/Command.hpp"
+
+namespace treefarm::cli {
+
+namespace {
+struct ResubmitOptions {
+  std::string out_dir;
+  bool failed = false;
+  bool quiet = false;
+  double timeout = 0;
+};
+
+int run_resubmit(const ResubmitOptions& o) {
+  if (!o.failed) throw cli_support::UsageError("say what to run again: --failed (the tasks that failed)");
+  const auto results_path = std::filesystem::path(o.out_dir) / "results.json";
+  std::ifstream in(results_path);
+  if (!in) throw std::invalid_argument("cannot read " + results_path.string() + ": resubmit takes the OUT of a finished run");
+  const auto results = nlohmann::json::parse(in, nullptr, false);
+  if (results.is_discarded() || !results.is_object()) throw std::invalid_argument(results_path.string() + ": not a results.json");
+  if (!std::filesystem::exists(std::filesystem::path(o.out_dir) / "journal.tsv"))
+    throw std::invalid_argument("no " + (std::filesystem::path(o.out_dir) / "journal.tsv").string() +
+                                ": resubmit runs again what a run in OUT did not complete, as its journal says");
+  std::string experiment = results.value(nlohmann::json::json_pointer("/settings/experiment_file"), std::string());
+  if (experiment.empty() || !std::filesystem::exists(experiment))
+    throw std::invalid_argument(results_path.string() + " names no experiment file that exists here (settings.experiment_file '" +
+                                experiment + "')");
+  const auto failures = results.value("failures", nlohmann::json::array());
+  std::cerr << "treefarm resubmit: " << failures.size() << " failed tasks of " << experiment << " again into " << o.out_dir
+            << "\n";
+  return rerun_missing(experiment, o.out_dir, o.quiet, o.timeout);
+}
+}  // namespace
+
+void add_resubmit_command(CLI::App& app, Commands& out) {
+  auto o = std::make_shared<ResubmitOptions>();
+  auto* cmd = app.add_subcommand(
+      "resubmit",
+      "Run the tasks that failed in a finished run again, into the same output folder (results.json, outputs/):\n"
+      "the tasks its journal (OUT/journal.tsv) has not recorded as done, with the experiment file the run used\n"
+      "(as it is now: a program fixed since runs fixed).\n"
+      "Example: treefarm resubmit out/bag --failed");
+  cmd->add_option("out", o->out_dir, "The run's output folder (its --out)")->required()->check(CLI::ExistingDirectory);
+  cmd->add_flag("--failed", o->failed, "Run the failed tasks again (required: what to run again)");
+  cmd->add_flag("--quiet", o->quiet, "No progress display (the table and results.json remain)");
+  cmd->add_option("--timeout", o->timeout, "Give up after this many seconds (0 = never; exit code 124)")
+      ->capture_default_str()->check(cli_support::non_negative_seconds());
+  out.push_back({cmd, [o] { return run_resubmit(*o); }});
+}
+
+}  // namespace treefarm::cli
