@@ -1,5 +1,6 @@
 #include "master/EtaModel.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include <fmt/format.h>
@@ -11,15 +12,25 @@ namespace treefarm::master {
 void EtaModel::completed(const std::string& node, double seconds, std::uint32_t cores_per_task) {
   if (!(seconds >= 0) || !std::isfinite(seconds)) return;
   auto& n = nodes_[node];
-  n.core_seconds += seconds * static_cast<double>(cores_per_task == 0 ? 1 : cores_per_task);
+  const double c = seconds * static_cast<double>(cores_per_task == 0 ? 1 : cores_per_task);
+  if (n.core_seconds.size() < recent_tasks) n.core_seconds.push_back(c);
+  else n.core_seconds[n.tasks % recent_tasks] = c;
   ++n.tasks;
+}
+
+double EtaModel::Node::median() const {
+  auto v = core_seconds;
+  const auto mid = v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2);
+  std::nth_element(v.begin(), mid, v.end());
+  if (v.size() % 2 == 1) return *mid;
+  return (*mid + *std::max_element(v.begin(), mid)) / 2;
 }
 
 std::optional<EtaModel::Eta> EtaModel::eta(std::uint64_t done) const {
   double rate = 0;
   for (const auto& [name, n] : nodes_)
-    if (n.tasks > 0 && n.cores > 0 && n.core_seconds > 0)
-      rate += static_cast<double>(n.cores) / (n.core_seconds / static_cast<double>(n.tasks));
+    if (n.tasks > 0 && n.cores > 0)
+      if (const double m = n.median(); m > 0) rate += static_cast<double>(n.cores) / m;
   if (!(rate > 0)) return std::nullopt;
   Eta e;
   e.remaining = total_ - std::min(total_, done);
@@ -29,7 +40,8 @@ std::optional<EtaModel::Eta> EtaModel::eta(std::uint64_t done) const {
 }
 
 void EtaModel::observe(double elapsed, std::uint64_t done) {
-  if (kept_ || total_ == 0 || done * 10 < total_ || done >= total_) return;
+  // Only an early prediction is worth setting against the end: none past half the tasks.
+  if (kept_ || total_ == 0 || done * 10 < total_ || done * 2 > total_) return;
   if (const auto e = eta(done)) {
     kept_.emplace(elapsed, *e);
     kept_done_ = done;

@@ -1,15 +1,17 @@
 #pragma once
 /// @file EtaModel.hpp
 /// The predicted completion of a run (docs/command-tasks.md, "Progress and ETA"): from
-/// the time each node takes for a task, as its results report it (the mean core-seconds
-/// of a task there), the run's rate is the sum over nodes of cores / core-seconds per task
-/// (tasks/s), and the time left is the tasks left at that rate. The first prediction made
+/// the time each node takes for a task, as its results report it (the median core-seconds
+/// of its last 64 tasks: a first, slower task, while the node warms up, does not skew it),
+/// the run's rate is the sum over nodes of cores / core-seconds per task (tasks/s), and the
+/// time left is the tasks left at that rate. The first prediction made
 /// once a tenth of the tasks are done is kept, to be set against the actual end.
 
 #include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -33,8 +35,8 @@ class EtaModel {
   void completed(const std::string& node, double seconds, std::uint32_t cores_per_task);
   /// The prediction with `done` tasks done; nullopt before any node's time is known.
   std::optional<Eta> eta(std::uint64_t done) const;
-  /// Called about once a second: keeps the first prediction made with a tenth of the
-  /// tasks done, at `elapsed` seconds since the start.
+  /// Called about once a second: keeps the first prediction made with at least a tenth
+  /// (and at most half) of the tasks done, at `elapsed` seconds since the start.
   void observe(double elapsed, std::uint64_t done);
   /// {"fraction_done", "made_at", "predicted_end", "actual_end", "ratio"} (seconds), or
   /// null if no prediction was kept; `actual_end` the run's end in seconds.
@@ -44,10 +46,12 @@ class EtaModel {
   static std::string text(const Eta& eta);
 
  private:
+  static constexpr std::size_t recent_tasks = 64;
   struct Node {
     std::uint32_t cores = 0;
-    double core_seconds = 0;  ///< sum over its tasks
+    std::vector<double> core_seconds;  ///< its last recent_tasks tasks (a ring)
     std::uint64_t tasks = 0;
+    double median() const;
   };
   std::uint64_t total_;
   std::map<std::string, Node> nodes_;

@@ -66,7 +66,7 @@ std::vector<std::string> input_paths(const TomlReader& r, const toml::table& t, 
       continue;
     }
     glob_t found{};
-    const int rc = ::glob(full.c_str(), GLOB_ERR, nullptr, &found);
+    const int rc = ::glob(full.c_str(), 0, nullptr, &found);
     if (rc == 0)
       for (std::size_t i = 0; i < found.gl_pathc; ++i) out.emplace_back(found.gl_pathv[i]);
     ::globfree(&found);

@@ -123,7 +123,8 @@ output_file = "{line}.out"
     EXPECT_NE(f.at("error").get<std::string>().find("cannot handle"), std::string::npos) << f.dump();
   }
   EXPECT_EQ(failed, (std::set<std::string>{"p07", "p13", "p21"}));
-  EXPECT_EQ(j.at("apps")[0].at("completed").get<int>(), 27);
+  EXPECT_EQ(j.at("apps")[0].at("failed").get<int>(), 3);
+  EXPECT_EQ(j.at("failures").size(), 3u);
 
   // Fixed: only the three run again, into the same folder.
   write_file(script, "echo \"done $1\"\n");
@@ -131,7 +132,9 @@ output_file = "{line}.out"
   ASSERT_EQ(again.exit_code, 0) << again.output;
   const auto k = results_of(out);
   EXPECT_EQ(k.at("apps")[0].at("completed").get<int>(), 30);
+  EXPECT_EQ(k.at("apps")[0].at("failed").get<int>(), 0);
   EXPECT_FALSE(k.contains("failures")) << k.at("failures").dump();
+  expect_each_task_once(k, 30);
   for (int i = 1; i <= 30; ++i) {
     const std::string p = "p" + std::string(i < 10 ? "0" : "") + std::to_string(i);
     EXPECT_EQ(read_file(out / "outputs" / "check" / (p + ".out")), "done " + p + "\n") << p;

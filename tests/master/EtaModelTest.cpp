@@ -25,6 +25,17 @@ TEST(EtaModel, TheRateIsEachNodesCoresOverItsTimePerTask) {
   EXPECT_EQ(EtaModel::text({1000, 2.03, 492}), "1,000 tasks, 8 min 12 s left at 2.03 tasks/s predicted");
 }
 
+TEST(EtaModel, AFirstSlowTaskDoesNotSkewANodesTime) {
+  EtaModel m(100);
+  m.node_cores("w1", 1);
+  m.completed("w1", 2.0, 1);  // warming up
+  m.completed("w1", 0.5, 1);
+  m.completed("w1", 0.5, 1);
+  EXPECT_NEAR(m.eta(3)->rate, 2.0, 1e-9) << "the median, not the mean (1 s)";
+  for (int i = 0; i < 100; ++i) m.completed("w1", 0.25, 1);
+  EXPECT_NEAR(m.eta(103)->rate, 4.0, 1e-9) << "its recent tasks only";
+}
+
 TEST(EtaModel, ThePredictionAtATenthIsKeptAgainstTheEnd) {
   EtaModel m(100);
   m.node_cores("w1", 2);

@@ -106,7 +106,7 @@ TEST(BagSource, PlaceholdersAndOutputNames) {
   EXPECT_EQ(expand_placeholders("{stem}.gz", f), "a.gz");
   EXPECT_EQ(expand_placeholders("awk '{print $1}' {name}", f), "awk '{print $1}' a.txt");
   EXPECT_EQ(expand_placeholders("${HOME}/{index}{", f), "${HOME}/7{");
-  EXPECT_EQ(output_name("{line}.out", {{"line", "../etc/x"}}), "_.._etc_x.out");
+  EXPECT_EQ(output_name("{line}.out", {{"line", "../etc/x"}}), "_._etc_x.out");
   EXPECT_EQ(output_name("{line}", {{"line", ".hidden"}}), "_hidden");
   EXPECT_EQ(placeholders_in("{a}-{b_c} {not one} ${x}"), (std::vector<std::string>{"a", "b_c", "x"}));
 }
