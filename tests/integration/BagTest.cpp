@@ -251,6 +251,14 @@ TEST(Bag, RunLocalWithoutAFileRunsAnArrayOnThisMachine) {
   EXPECT_NE(none.output.find("no program"), std::string::npos) << none.output;
   const auto two = run_command(treefarm_bin + " run --array 1-3 --each-line x -- true");
   EXPECT_EQ(two.exit_code, 2) << two.output;
+  // A bag option beside an experiment file is a mistake, not a program named like the file.
+  const auto exp = write_file(dir.path() / "x.toml", test_support::star_nodes_toml(1) +
+                                                        "[[app]]\nname = \"n\"\nkernel = \"noop\"\nbytes = 8\ntasks = 2\n");
+  for (const std::string opt : {" --inputs shared", " --array 1-3"}) {
+    const auto both = run_command("cd " + dir.path().string() + " && " + treefarm_bin + " run " + exp + opt + " --quiet");
+    EXPECT_EQ(both.exit_code, 2) << opt << both.output;
+    EXPECT_FALSE(fs::exists(dir.path() / "out" / "bag")) << "nothing built";
+  }
 }
 
 }  // namespace

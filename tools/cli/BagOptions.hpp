@@ -37,6 +37,10 @@ inline void add_bag_options(CLI::App& cmd, tools::BagSpec& bag, bool with_inputs
 /// program and its arguments; else the one experiment file. Throws UsageError otherwise.
 inline void split_positionals(const std::vector<std::string>& args, tools::BagSpec& bag, std::string& experiment) {
   const bool bag_given = !bag.each_line.empty() || !bag.inputs.empty() || !bag.array.empty();
+  if (bag_given && args.size() == 1 && std::filesystem::path(args[0]).extension() == ".toml" &&
+      std::filesystem::is_regular_file(args[0]))
+    throw cli_support::UsageError("--each-line, --inputs (a GLOB) and --array describe a bag without an experiment file; "
+                                  "with " + args[0] + " give none of them (--inputs takes secret or pooled there)");
   if (bag_given) {
     bag.argv = args;
     if (bag.argv.empty()) throw cli_support::UsageError("no program: give it after '--', e.g. -- gzip -9 -c {input}");
