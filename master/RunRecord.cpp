@@ -109,6 +109,8 @@ void RunRecord::install(node::RootSetup& root) {
   root.done_before = resumed_;
   root.on_start = [this](double now) {
     start_ = now;
+    cpu_at_start_ = metrics::process_cpu_seconds();
+    rss_joined_ = metrics::process_memory().rss_bytes;
     steady_start_ = std::chrono::steady_clock::now();
     const std::time_t wall = std::time(nullptr);
     char iso[32];
@@ -311,6 +313,7 @@ json RunRecord::summary() const {
 }
 
 int RunRecord::finish(int rc, bool cancelled, const metrics::ProcessMemory& memory_at_start) {
+  cpu_at_end_ = metrics::process_cpu_seconds();
   if (journal_) journal_->flush();
   // A run that failed or was interrupted has no throughput to report: no table of zeros,
   // no results.json that a script could take for a finished run.
@@ -338,6 +341,9 @@ int RunRecord::finish(int rc, bool cancelled, const metrics::ProcessMemory& memo
                       {{"rss_at_start_bytes", memory_at_start.rss_bytes},
                        {"peak_rss_bytes", now_memory.peak_rss_bytes},
                        {"tasks_recorded", results_.task_count()},
+                       {"join_seconds", start_},
+                       {"rss_joined_bytes", rss_joined_},
+                       {"dispatch_cpu_seconds", cpu_at_end_ - cpu_at_start_},
                        {"tasks_write_seconds",
                         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()}}}};
         if (cancelled) trailer["cancelled"] = true;  // `treefarm cancel`: what completed is above

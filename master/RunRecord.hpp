@@ -100,7 +100,9 @@ class RunRecord {
   std::vector<std::uint64_t> per_app_;
   std::uint64_t done_ = 0;
   bool finished_ = false;  // results computed (finish() of a run that succeeded)
-  double start_ = 0;
+  double start_ = 0;  ///< seconds from the master's start to the start of dispatch (every node joined)
+  std::uint64_t rss_joined_ = 0;  ///< bytes, the master's resident memory when dispatch started
+  double cpu_at_start_ = 0, cpu_at_end_ = 0;  ///< the master's CPU seconds when dispatch started and ended
   std::chrono::steady_clock::time_point steady_start_{};
   std::vector<std::vector<double>> dispatched_;
   node::IdMap<std::uint32_t> arriving_via_;  // task -> child (task_log name id), until recorded

@@ -221,6 +221,7 @@ void NodeScheduler::apply(const Event& event, std::vector<Action>& out) {
         if (state_.requests.size() + e.count > max_pending_requests) reject(event, "too many pending requests");
         for (std::uint32_t i = 0; i < e.count; ++i)
           state_.requests.push_back(PendingRequest{e.from, state_.now, next_seq_++});
+        if (e.from.local) state_.local_requests += e.count;
       },
       [&](const event::SendDone& e) {
         // Under multi-port there is no port to free: adapters may report every send alike.
@@ -555,6 +556,7 @@ namespace treefarm::core {
 void NodeScheduler::assign(std::size_t index, TaskRef task, std::vector<Action>& out) {
   const PendingRequest request = state_.requests[index];
   state_.requests.erase(state_.requests.begin() + static_cast<std::ptrdiff_t>(index));
+  if (request.from.local) --state_.local_requests;
   Holding& holding = in_flight_[task.id];
   holding = Holding{request.from};
   const Demand d = demand_of(state_.config.apps[task.app().value]);

@@ -134,6 +134,7 @@ struct NodeState {
   Seconds now = 0;
   std::deque<TaskRef> buffer;                 ///< Received, not yet assigned (arrival order).
   std::deque<PendingRequest> requests;        ///< Single-task requests, arrival order.
+  std::uint64_t local_requests = 0;           ///< Of those, the local executor's.
   std::map<ChildId, ChildState> children;
   PortModel port = PortModel::one_port;       ///< Set by the core from config and policy.
   bool port_busy = false;                     ///< A send to a child is in progress.
@@ -174,6 +175,9 @@ struct NodeState {
     }
     return false;
   }
+  /// No request of a child can be served now (one-port, a send in progress): only the
+  /// executor's requests can, and a policy need not look at the others.
+  bool children_blocked() const { return port == PortModel::one_port && config.one_port && port_busy; }
   /// A task of application k may go to `t`: the executor has what it requires, or the
   /// child's subtree reported a node that has (papers/lee2010 slide 19).
   bool fits(const Target& t, AppId k) const {

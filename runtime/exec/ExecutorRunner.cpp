@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "runtime/exec/CpuQuota.hpp"
+#include "runtime/exec/InlineTasks.hpp"
 #include "tasks/CommandTask.hpp"
 #include "tasks/Payload.hpp"
 #include "tasks/SandboxOptions.hpp"
@@ -33,19 +34,6 @@ ExecutorRunner::CommandsGate::~CommandsGate() { tasks::allow_commands(); }
 std::uint32_t ExecutorRunner::cores() const { return exec_.total_cores(); }
 int ExecutorRunner::notify_fd() const { return exec_.notify_fd(); }
 
-namespace {
-/// The fast path for tiny tasks (issue 14): a no-op task with a small input does less
-/// work (a checksum of at most 64 KiB, a few µs) than handing it to a core thread and
-/// back (two thread wake-ups, ~20 µs on this VM), so it runs at once on the node's
-/// loop thread. Unpinned: it uses no core worth pinning. Its run and queued times are
-/// measured the same way.
-constexpr std::size_t inline_input_bytes = 64 * 1024;
-
-bool runs_inline(const model::AppSpec& app, const node::Payload& input) {
-  return app.kernel == model::Kernel::noop && app.cores_per_task == 1 && (!input || input->size() <= inline_input_bytes);
-}
-}  // namespace
-
 void ExecutorRunner::start(std::uint64_t job, const model::AppSpec& app, const node::Payload& input) {
   if (app.kernel == model::Kernel::command && (!app.expect_digest.empty() || app.send_output)) {
     // The driver calls start only for calibration runs (tasks come through start_task): their input is
@@ -62,7 +50,7 @@ void ExecutorRunner::start(std::uint64_t job, const model::AppSpec& app, const n
 
 void ExecutorRunner::start_task(std::uint64_t job, const model::AppSpec& app, const node::Payload& input,
                                 std::uint64_t task_index) {
-  if (runs_inline(app, input)) {
+  if (runs_inline(app, input ? input->size() : 0)) {  // tiny tasks: InlineTasks.hpp
     node::JobOutcome o;
     const auto t0 = std::chrono::steady_clock::now();
     try {

@@ -3,6 +3,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include <sys/resource.h>
+
 namespace treefarm::metrics {
 
 ProcessMemory process_memory() {
@@ -17,6 +19,13 @@ ProcessMemory process_memory() {
   }
   std::fclose(f);
   return m;
+}
+
+double process_cpu_seconds() {
+  rusage u{};
+  if (getrusage(RUSAGE_SELF, &u) != 0) return 0;
+  const auto seconds = [](const timeval& t) { return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) * 1e-6; };
+  return seconds(u.ru_utime) + seconds(u.ru_stime);
 }
 
 }  // namespace treefarm::metrics

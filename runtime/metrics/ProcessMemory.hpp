@@ -16,4 +16,7 @@ struct ProcessMemory {
 /// Reads /proc/self/status. Never throws: unknown fields stay 0.
 ProcessMemory process_memory();
 
+/// seconds of CPU (user + system) this process used so far (getrusage), 0 when unknown.
+double process_cpu_seconds();
+
 }  // namespace treefarm::metrics

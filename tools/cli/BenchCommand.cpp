@@ -1,4 +1,4 @@
-// treefarm bench dispatch|chaos|simulate|backfill|kernel|lp|codec|inputs|memory|drift|peers (docs/commands.md, docs/benchmarks.md).
+// treefarm bench dispatch|tasks|workers|chaos|simulate|backfill|kernel|lp|codec|inputs|memory|drift|peers (docs/commands.md, docs/benchmarks.md).
 #include <iostream>
 #include <memory>
 
@@ -15,6 +15,8 @@
 #include "tools/bench/KernelBench.hpp"
 #include "tools/bench/DriftBench.hpp"
 #include "tools/bench/MemoryBench.hpp"
+#include "tools/bench/TasksBench.hpp"
+#include "tools/bench/WorkersBench.hpp"
 #include "tools/cli/Command.hpp"
 #include "tools/emulate/ChaosSoak.hpp"
 #include "tools/emulate/Emulate.hpp"
@@ -177,6 +179,38 @@ void add_bench_command(CLI::App& app, Commands& out) {
       ->capture_default_str()->check(CLI::PositiveNumber);
   bench_inputs->add_flag("--json", ibo->json, "JSON output");
   out.push_back({bench_inputs, [ibo] { return tools::bench_inputs(std::cout, *ibo); }});
+
+  auto* bench_tasks = bench->add_subcommand(
+      "tasks", "Tiny real tasks (matmul or matadd) through a master and two one-core workers, beside no-op tasks of the same tree");
+  auto tbo = std::make_shared<bench::TasksBenchOptions>();
+  bench_tasks->add_option("--kernel", tbo->kernel, "matmul or matadd")->capture_default_str()->check(CLI::IsMember({"matmul", "matadd"}));
+  bench_tasks->add_option("--n", tbo->n, "Matrix order")->capture_default_str()->check(CLI::PositiveNumber);
+  bench_tasks->add_option("--tasks", tbo->tasks, "Tasks per run; several (comma-separated) give the fitted exponent of run time against tasks")
+      ->capture_default_str()->delimiter(',')->check(CLI::PositiveNumber);
+  bench_tasks->add_option("--buffer", tbo->buffer, "Buffer bound B (tasks)")->capture_default_str()->check(CLI::PositiveNumber);
+  bench_tasks->add_option("--rounds", tbo->rounds, "Runs of each side per size, alternated")->capture_default_str()->check(CLI::Range(1, 100));
+  bench_tasks->add_option("--inputs", tbo->inputs, "The master's task inputs: secret (a fresh input per task) or pooled")
+      ->capture_default_str()->check(CLI::IsMember({"secret", "pooled"}));
+  bench_tasks->add_flag("--json", tbo->json, "JSON output");
+  out.push_back({bench_tasks, [tbo] { return bench::bench_tasks(std::cout, *tbo); }});
+
+  auto* bench_workers = bench->add_subcommand(
+      "workers", "One bag through 1, 4, ... real worker processes: join time, throughput, the master's CPU and memory per worker");
+  auto wbo = std::make_shared<bench::WorkersBenchOptions>();
+  bench_workers->add_option("--workers", wbo->workers, "Worker processes per run (1 core each), comma-separated")
+      ->capture_default_str()->delimiter(',')->check(CLI::Range(1u, 4096u));
+  bench_workers->add_option("--buffers", wbo->buffers, "Buffer bounds B (tasks), comma-separated: one series each")
+      ->capture_default_str()->delimiter(',')->check(CLI::PositiveNumber);
+  bench_workers->add_option("--depth", wbo->depth, "1: every worker under the master; 2: under 0-core forwarders")
+      ->capture_default_str()->check(CLI::Range(1, 2));
+  bench_workers->add_option("--forwarders", wbo->forwarders, "Forwarders at depth 2")->capture_default_str()->check(CLI::PositiveNumber);
+  bench_workers->add_option("--kernel", wbo->kernel, "matmul, matadd or noop")
+      ->capture_default_str()->check(CLI::IsMember({"matmul", "matadd", "noop"}));
+  bench_workers->add_option("--n", wbo->n, "Matrix order")->capture_default_str()->check(CLI::PositiveNumber);
+  bench_workers->add_option("--tasks", wbo->tasks, "Tasks per run")->capture_default_str()->check(CLI::PositiveNumber);
+  bench_workers->add_option("--timeout", wbo->timeout, "seconds per run (0: none)")->capture_default_str()->check(CLI::NonNegativeNumber);
+  bench_workers->add_flag("--json", wbo->json, "JSON output");
+  out.push_back({bench_workers, [wbo] { return bench::bench_workers(std::cout, *wbo); }});
 
   auto* bench_lp = bench->add_subcommand("lp", "LP build + solve time for random trees of 100, 1,000 and 10,000 nodes, 10 applications");
   out.push_back({bench_lp, [] {

@@ -17,7 +17,12 @@ namespace treefarm::core {
 template <class Eligible>
 std::optional<Assignment> first_come_first_served(const NodeState& state, Eligible&& eligible) {
   if (state.buffer.empty()) return std::nullopt;
+  // While the port is busy only the executor's requests can be served: without one, no
+  // choice (a scan of thousands of children's requests per call otherwise).
+  const bool local_only = state.children_blocked();
+  if (local_only && state.local_requests == 0) return std::nullopt;
   for (std::size_t r = 0; r < state.requests.size(); ++r) {
+    if (local_only && !state.requests[r].from.local) continue;
     if (!eligible(state.requests[r].from)) continue;
     if (state.any_task_for_any()) {
       if (state.can_serve(state.requests[r].from)) return Assignment{r, 0};

@@ -1,4 +1,4 @@
-/// Tests of runtime/exec/ExecutorRunner: the fast path runs tiny no-op tasks on the
+/// Tests of runtime/exec/ExecutorRunner: the fast path runs tiny tasks (InlineTasks.hpp) on the
 /// caller's thread but reports them only through collect(), in order, with their checksum;
 /// anything else goes to the executor's core threads.
 
@@ -67,12 +67,37 @@ TEST(ExecutorRunner, AWrongInputFailsTheTaskNotTheNode) {
   EXPECT_TRUE(seen);
 }
 
-TEST(ExecutorRunner, OtherTasksGoToTheCoreThreads) {
+TEST(ExecutorRunner, TinyMatrixTasksRunInlineWithTheKernelsChecksum) {
   ExecutorRunner r(one_core());
-  model::AppSpec add;
+  model::AppSpec mm, add;
+  mm.name = "mm";
+  mm.kernel = model::Kernel::matmul;
+  mm.n = 32;
   add.name = "add";
   add.kernel = model::Kernel::matadd;
   add.n = 8;
+  const auto a = r.calibration_input(mm, 5, 0), b = r.calibration_input(add, 5, 1);
+  r.start(1, mm, a);
+  r.start(2, add, b);
+  EXPECT_TRUE(r.has_inline_done());
+  std::vector<std::pair<std::uint64_t, double>> got;
+  r.collect([&](std::uint64_t job, node::JobOutcome o) {
+    EXPECT_FALSE(o.failed) << o.error;
+    got.emplace_back(job, o.checksum);
+  });
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[0].first, 1u);
+  EXPECT_DOUBLE_EQ(got[0].second, tasks::run_task(mm, {a->data(), a->size()}, nullptr));
+  EXPECT_EQ(got[1].first, 2u);
+  EXPECT_DOUBLE_EQ(got[1].second, tasks::run_task(add, {b->data(), b->size()}, nullptr));
+}
+
+TEST(ExecutorRunner, OtherTasksGoToTheCoreThreads) {
+  ExecutorRunner r(one_core());
+  model::AppSpec add;
+  add.name = "mm";
+  add.kernel = model::Kernel::matmul;
+  add.n = 128;  // 2·128³ flop: above the inline bound
   r.start(3, add, bytes(add.input_bytes(), 0));
   EXPECT_FALSE(r.has_inline_done());
   bool seen = false;

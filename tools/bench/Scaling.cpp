@@ -1,0 +1,87 @@
+#include "tools/bench/Scaling.hpp"
+
+#include <atomic>
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <stdexcept>
+
+#include <nlohmann/json.hpp>
+
+#include "runtime/model/Experiment.hpp"
+
+namespace treefarm::bench {
+
+double fitted_exponent(const std::vector<double>& sizes, const std::vector<double>& costs) {
+  if (sizes.size() != costs.size())
+    throw std::invalid_argument("fitted_exponent: " + std::to_string(sizes.size()) + " sizes but " +
+                                std::to_string(costs.size()) + " costs");
+  std::vector<std::pair<double, double>> points;
+  for (std::size_t i = 0; i < sizes.size(); ++i)
+    if (sizes[i] > 0 && costs[i] > 0) points.emplace_back(std::log(sizes[i]), std::log(costs[i]));
+  if (points.size() < 2) throw std::invalid_argument("fitted_exponent: fewer than two points with size > 0 and cost > 0");
+  double mx = 0, my = 0;
+  for (const auto& [x, y] : points) {
+    mx += x;
+    my += y;
+  }
+  mx /= static_cast<double>(points.size());
+  my /= static_cast<double>(points.size());
+  double sxx = 0, sxy = 0;
+  for (const auto& [x, y] : points) {
+    sxx += (x - mx) * (x - mx);
+    sxy += (x - mx) * (y - my);
+  }
+  if (sxx <= 0) throw std::invalid_argument("fitted_exponent: all sizes are equal");
+  return sxy / sxx;
+}
+
+double load_average() {
+  std::ifstream f("/proc/loadavg");
+  double one = -1;
+  if (!(f >> one)) return -1;
+  return one;
+}
+
+std::filesystem::path scratch_dir(const std::string& what) {
+  std::string tmpl = "/tmp/treefarm-" + what + "-XXXXXX";
+  if (!mkdtemp(tmpl.data())) throw std::runtime_error("cannot create a temporary directory for " + what);
+  return tmpl;
+}
+
+TreeRunFigures run_tree(const std::filesystem::path& dir, const std::string& name, const std::string& experiment_toml,
+                        tools::LaunchOptions options) {
+  const auto exp_path = dir / (name + ".toml");
+  std::ofstream(exp_path) << experiment_toml;
+  const auto ex = model::load_experiment(exp_path.string());
+  const auto out = dir / name;
+  options.out_dir = out.string();
+  options.quiet = true;
+  options.log_level = "warn";
+  options.master_args.push_back("--no-table");
+  std::atomic<bool> never{false};
+  TreeRunFigures f;
+  f.rc = tools::launch_tree(ex, options, never);
+  std::ifstream rf(out / "results.json");
+  if (!rf) return f;
+  const auto j = nlohmann::json::parse(rf);
+  f.duration = j.at("duration").get<double>();
+  f.lost = j.value("lost", std::uint64_t{0});
+  f.duplicates = j.value("duplicates", std::uint64_t{0});
+  for (const auto& a : j.at("apps")) {
+    f.tasks += a.at("tasks").get<std::uint64_t>();
+    f.completed += a.at("completed").get<std::uint64_t>();
+    f.wrong += a.at("wrong").get<std::uint64_t>() + a.value("failed", std::uint64_t{0});
+  }
+  if (j.contains("master_memory")) {
+    const auto& m = j.at("master_memory");
+    f.master_rss_at_start_bytes = m.value("rss_at_start_bytes", std::uint64_t{0});
+    f.master_peak_rss_bytes = m.value("peak_rss_bytes", std::uint64_t{0});
+    f.master_cpu_seconds = m.value("dispatch_cpu_seconds", 0.0);
+    f.join_seconds = m.value("join_seconds", 0.0);
+    f.master_rss_joined_bytes = m.value("rss_joined_bytes", std::uint64_t{0});
+  }
+  return f;
+}
+
+}  // namespace treefarm::bench

@@ -1,0 +1,45 @@
+#pragma once
+/// @file Scaling.hpp
+/// What the scaling benchmarks (bench tasks, workers, simulate, lp) share: the fitted
+/// exponent of a cost against a size, the machine's load average beside every figure,
+/// and one run of a whole tree on loopback with the figures its master wrote.
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "tools/TreeLauncher.hpp"
+
+namespace treefarm::bench {
+
+/// The exponent p of cost ≈ a·size^p: the least-squares slope of log(cost) on log(size)
+/// over the points with size > 0 and cost > 0. 1 means the cost grows in proportion to the
+/// size, 0 that it stays flat. @throws std::invalid_argument with fewer than two such
+/// points of distinct sizes, or sizes and costs of different lengths.
+double fitted_exponent(const std::vector<double>& sizes, const std::vector<double>& costs);
+
+/// The 1-minute load average of this machine (/proc/loadavg), -1 if unreadable.
+double load_average();
+
+/// The figures of one run of a tree (tools::launch_tree), read from its results.json.
+struct TreeRunFigures {
+  int rc = 0;                      ///< the master's exit code
+  double duration = 0;             ///< seconds from the start of dispatch to the last result
+  std::uint64_t tasks = 0, completed = 0, lost = 0, duplicates = 0, wrong = 0;
+  double master_cpu_seconds = 0;   ///< the master's user + system CPU, seconds, from dispatch start to the last result
+  double join_seconds = 0;         ///< seconds from the master's start until every node joined
+  /// bytes: the master's resident memory at its start, once every node joined, and its peak
+  std::uint64_t master_rss_at_start_bytes = 0, master_rss_joined_bytes = 0, master_peak_rss_bytes = 0;
+  double rate() const { return duration > 0 ? static_cast<double>(completed) / duration : 0; }
+};
+
+/// Writes `experiment_toml` to DIR/NAME.toml, runs it with `options` (out_dir DIR/NAME,
+/// quiet, logs at warn, no table) and reads DIR/NAME/results.json.
+TreeRunFigures run_tree(const std::filesystem::path& dir, const std::string& name, const std::string& experiment_toml,
+                        tools::LaunchOptions options);
+
+/// A fresh directory /tmp/treefarm-WHAT-XXXXXX. @throws std::runtime_error if it cannot be made.
+std::filesystem::path scratch_dir(const std::string& what);
+
+}  // namespace treefarm::bench
