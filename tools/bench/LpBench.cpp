@@ -6,15 +6,19 @@
 
 #include "runtime/lp/RandomTree.hpp"
 #include "runtime/lp/SteadyState.hpp"
+#include "tools/bench/FittedExponent.hpp"
 
 namespace treefarm::tools {
 
-void bench_lp(std::ostream& out) {
+void bench_lp(std::ostream& out) { bench_lp(out, {100, 1000, 10000}); }
+
+void bench_lp(std::ostream& out, const std::vector<std::size_t>& sizes) {
   out << std::left << std::setw(8) << "nodes" << std::setw(6) << "apps" << std::setw(12) << "comm"
       << std::setw(11) << "variables" << std::setw(9) << "rows" << std::setw(12) << "generate_s"
       << std::setw(10) << "build_s" << std::setw(10) << "solve_s" << "fair_throughput\n";
   for (const model::CommModel comm : {model::CommModel::one_port, model::CommModel::multi_port}) {
-    for (const std::size_t nodes : {100u, 1000u, 10000u}) {
+    std::vector<double> xs, seconds;
+    for (const std::size_t nodes : sizes) {
       const auto t0 = std::chrono::steady_clock::now();
       const lp::PlatformModel m = lp::random_tree(nodes, 10, 42 + nodes, comm);
       const double generate =
@@ -26,7 +30,13 @@ void bench_lp(std::ostream& out) {
           << generate << std::setw(10) << s.build_seconds << std::setw(10) << s.solve_seconds
           << std::setprecision(6) << s.fair_throughput << '\n'
           << std::flush;
+      xs.push_back(static_cast<double>(nodes));
+      seconds.push_back(generate + s.build_seconds + s.solve_seconds);
     }
+    if (xs.size() >= 2)
+      out << (comm == model::CommModel::one_port ? "one-port" : "multi-port")
+          << ": fitted exponent of generate + build + solve seconds against nodes " << std::setprecision(3)
+          << bench::fitted_exponent(xs, seconds) << '\n' << std::flush;
   }
 }
 

@@ -3,12 +3,17 @@
 /// `treefarm bench lp`: how long building and solving the steady-state LP (runtime/lp)
 /// takes on random trees of 100, 1000 and 10000 nodes with 10 applications.
 
+#include <cstddef>
 #include <iosfwd>
+#include <vector>
 
 namespace treefarm::tools {
 
 /// Prints, for random trees of 100, 1000 and 10000 nodes with 10 applications in the
 /// one-port and the multi-port model, the LP size, build time and solve time (seconds).
 void bench_lp(std::ostream& out);
+/// The same for trees of `sizes` nodes, then per model the fitted exponent of the
+/// generate + build + solve seconds against nodes.
+void bench_lp(std::ostream& out, const std::vector<std::size_t>& sizes);
 
 }  // namespace treefarm::tools

@@ -10,14 +10,9 @@
 #include <vector>
 
 #include "tools/TreeLauncher.hpp"
+#include "tools/bench/FittedExponent.hpp"
 
 namespace treefarm::bench {
-
-/// The exponent p of cost ≈ a·size^p: the least-squares slope of log(cost) on log(size)
-/// over the points with size > 0 and cost > 0. 1 means the cost grows in proportion to the
-/// size, 0 that it stays flat. @throws std::invalid_argument with fewer than two such
-/// points of distinct sizes, or sizes and costs of different lengths.
-double fitted_exponent(const std::vector<double>& sizes, const std::vector<double>& costs);
 
 /// The 1-minute load average of this machine (/proc/loadavg), -1 if unreadable.
 double load_average();

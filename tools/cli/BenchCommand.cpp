@@ -84,9 +84,16 @@ void add_bench_command(CLI::App& app, Commands& out) {
                    return tools::bench_chaos(std::cout, o->chaos_minutes, o->chaos_interval, o->chaos_seed, o->json);
                  }});
 
-  auto* bench_sim = bench->add_subcommand("simulate", "Wall time and peak memory of simulating 1,000- and 10,000-node trees");
-  out.push_back({bench_sim, [] {
-                   tools::bench_simulate(std::cout);
+  auto* bench_sim = bench->add_subcommand("simulate", "Wall time and peak memory of simulating generated trees of growing size");
+  auto sbo = std::make_shared<tools::SimBenchOptions>();
+  bench_sim->add_option("--sizes", sbo->sizes, "Nodes of the generated trees, comma-separated")
+      ->capture_default_str()->delimiter(',')->check(CLI::Range(2u, 10000000u));
+  bench_sim->add_option("--apps", sbo->apps, "Applications")->capture_default_str()->check(CLI::PositiveNumber);
+  bench_sim->add_option("--tasks", sbo->tasks, "Tasks per application")->capture_default_str()->check(CLI::PositiveNumber);
+  bench_sim->add_option("--wall-limit", sbo->wall_limit, "seconds per simulation; beyond it, what was reached is reported")
+      ->capture_default_str()->check(CLI::PositiveNumber);
+  out.push_back({bench_sim, [sbo] {
+                   tools::bench_simulate(std::cout, *sbo);
                    return 0;
                  }});
 
@@ -212,9 +219,12 @@ void add_bench_command(CLI::App& app, Commands& out) {
   bench_workers->add_flag("--json", wbo->json, "JSON output");
   out.push_back({bench_workers, [wbo] { return bench::bench_workers(std::cout, *wbo); }});
 
-  auto* bench_lp = bench->add_subcommand("lp", "LP build + solve time for random trees of 100, 1,000 and 10,000 nodes, 10 applications");
-  out.push_back({bench_lp, [] {
-                   tools::bench_lp(std::cout);
+  auto* bench_lp = bench->add_subcommand("lp", "LP build + solve time for random trees of growing size, 10 applications");
+  auto lp_sizes = std::make_shared<std::vector<std::size_t>>(std::vector<std::size_t>{100, 1000, 10000});
+  bench_lp->add_option("--sizes", *lp_sizes, "Nodes of the random trees, comma-separated")
+      ->capture_default_str()->delimiter(',')->check(CLI::Range(2u, 10000000u));
+  out.push_back({bench_lp, [lp_sizes] {
+                   tools::bench_lp(std::cout, *lp_sizes);
                    return 0;
                  }});
 }

@@ -3,9 +3,11 @@
 #include <chrono>
 #include <cstdio>
 #include <ostream>
+#include <vector>
 
 #include "runtime/model/Experiment.hpp"
 #include "runtime/sim/Simulation.hpp"
+#include "tools/bench/FittedExponent.hpp"
 #include "tools/sim/GenPlatform.hpp"
 
 namespace treefarm::tools {
@@ -17,12 +19,14 @@ void bench_simulate(std::ostream& out, const SimBenchOptions& options) {
   std::snprintf(line, sizeof line, "%7s %5s %7s %9s %8s %8s %8s %9s %14s %10s %10s  %s", "nodes", "apps", "tasks",
                 "gen_s", "lp_s", "setup_s", "sim_s", "peak_MiB", "simulated_s", "events", "fair_ratio", "status");
   out << line << "\n";
+  std::vector<double> sizes, walls, memories;
   for (const auto n : options.sizes) {
     GenOptions g;
     g.nodes = n;
     g.apps = options.apps;
     g.max_degree = options.max_degree;
     g.seed = options.seed;
+    g.tasks = options.tasks;
     const auto t0 = std::chrono::steady_clock::now();
     const auto ex = model::parse_experiment(generate_platform(g), "generated-" + std::to_string(n) + ".toml");
     const auto platform = sim::make_sim_platform(ex);
@@ -39,6 +43,14 @@ void bench_simulate(std::ostream& out, const SimBenchOptions& options) {
                   static_cast<unsigned long long>(o.events), ratio,
                   o.completed ? "completed" : ("INCOMPLETE (" + std::to_string(o.results.tasks.size()) + " tasks): " + o.error).c_str());
     out << line << std::endl;
+    sizes.push_back(n);
+    walls.push_back(build + o.wall_seconds);
+    memories.push_back(static_cast<double>(o.max_rss_kib));
+  }
+  if (sizes.size() >= 2) {
+    std::snprintf(line, sizeof line, "fitted exponent against nodes: wall time (generation + simulation) %.3f, peak memory %.3f\n",
+                  bench::fitted_exponent(sizes, walls), bench::fitted_exponent(sizes, memories));
+    out << line << std::flush;
   }
 }
 

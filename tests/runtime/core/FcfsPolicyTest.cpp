@@ -41,6 +41,28 @@ TEST(FcfsPolicy, ServesRequestsInArrivalOrder) {
   EXPECT_TRUE(node->state().requests.empty());
 }
 
+// One-port, the port busy with a send: the executor's request behind the children's is
+// served at once, the children's wait for SendDone, and the count of the executor's
+// requests the policy relies on follows every request taken.
+TEST(FcfsPolicy, WhileThePortIsBusyTheExecutorsRequestBehindChildrenIsServed) {
+  auto node = worker_with_two_children(/*one_port=*/true);
+  node->handle(event::WorkRequested{child(1), 3}, 1);
+  node->handle(event::WorkRequested{child(2), 2}, 1);
+  node->handle(event::WorkRequested{Target::executor(), 1}, 2);
+  EXPECT_EQ(node->state().local_requests, 1u);
+  Strings sent;
+  for (std::uint64_t i = 0; i < 3; ++i)
+    for (const auto& s : names(node->handle(event::TaskArrived{task(0, i)}, 3)))
+      if (s.rfind("RequestWork", 0) != 0) sent.push_back(s);
+  EXPECT_EQ(sent, (Strings{"SendTask child 1 0:0", "StartTask 0:1"}));  // 0:2 waits for the port
+  EXPECT_EQ(node->state().local_requests, 0u);
+  EXPECT_EQ(node->state().requests.size(), 4u);
+  sent.clear();
+  for (const auto& s : names(node->handle(event::SendDone{ChildId{1}}, 4)))
+    if (s.rfind("RequestWork", 0) != 0) sent.push_back(s);
+  EXPECT_EQ(sent, (Strings{"SendTask child 1 0:2"}));
+}
+
 TEST(FcfsPolicy, HandsOutTasksInTheOrderTheyCameFromTheParent) {
   auto node = worker_with_two_children(/*one_port=*/false);
   node->handle(event::WorkRequested{Target::executor(), 1}, 0);  // asks the parent for 6
@@ -70,6 +92,7 @@ TEST(FcfsPolicy, ServesNothingWithoutATaskOrARequest) {
   s.requests.push_back(PendingRequest{child(1), 0, 0});
   EXPECT_FALSE(p.select(s).has_value());
   s.requests.push_back(PendingRequest{Target::executor(), 0, 1});
+  s.local_requests = 1;  // kept by the scheduler beside requests
   auto a = p.select(s);
   ASSERT_TRUE(a.has_value());
   EXPECT_EQ(a->request, 1u);

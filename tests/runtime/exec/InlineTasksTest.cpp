@@ -8,7 +8,6 @@ namespace {
 
 model::AppSpec app(model::Kernel kernel, std::uint32_t n, std::uint32_t cores = 1) {
   model::AppSpec a;
-  a.name = "a";
   a.kernel = kernel;
   a.n = n;
   a.bytes = 16;
