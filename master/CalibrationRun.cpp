@@ -1,3 +1,4 @@
+#include "runtime/node/ExitCode.hpp"
 #include "master/CalibrationRun.hpp"
 
 #include <algorithm>
@@ -110,11 +111,14 @@ void CalibrationRun::install(node::RootSetup& root, zmq_node::ZmqNode*& node) {
 }
 
 int CalibrationRun::finish(int rc) const {
-  if (got_ < expected_) {
-    spdlog::error("master: calibration got {} of {} measurements", got_, expected_);
+  // Interrupted or failed: no file, whatever was measured (a file must be whole).
+  if (rc != 0 || got_ < expected_) {
+    spdlog::error("master: calibration {} after {} of {} measurements; no calibration written",
+                  rc == node::exit_interrupted ? "interrupted" : "failed", got_, expected_);
     return rc != 0 ? rc : 1;
   }
   model::save_calibration(calibration_, options_.calibrate_out);
+  if (!options_.table) return rc;
   std::printf("calibration written to %s\n", options_.calibrate_out.c_str());
   for (const auto& [name, nc] : calibration_.nodes) {
     std::printf("  %-12s", name.c_str());

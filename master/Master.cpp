@@ -54,6 +54,11 @@ int run_master(const MasterOptions& options) {
 
 int run_master(const model::Experiment& file_ex, const std::string& text, const MasterOptions& options) {
   const metrics::ProcessMemory memory_at_start = metrics::process_memory();  // before anything per task exists
+  for (std::size_t k = 0; k < file_ex.apps.size(); ++k)
+    for (const auto& u : model::unknown_argv_fields(file_ex.apps[k]))
+      spdlog::warn("{}:{}: field 'app[{}].argv[{}]': '{}' is not a field of a command ({{index}}, {{input}}, {{output}}); "
+                   "it is passed to the program as is",
+                   file_ex.path, file_ex.apps[k].line, k, u.arg, u.field);
   std::optional<model::Experiment> declared;
   model::Experiment ex = prepared_experiment(file_ex, options, declared);
   for (auto& app : ex.apps)  // a submitted program never runs on a served master (docs/security.md)

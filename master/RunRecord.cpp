@@ -318,7 +318,10 @@ int RunRecord::finish(int rc, bool cancelled, const metrics::ProcessMemory& memo
   // A run that failed or was interrupted has no throughput to report: no table of zeros,
   // no results.json that a script could take for a finished run.
   if (rc != 0) {
-    spdlog::error("master: run failed (exit code {}) after {} of {} tasks; no results written", rc, done_, total());
+    if (rc == node::exit_interrupted)
+      spdlog::warn("master: stopped by a signal after {} of {} tasks; no results written", done_, total());
+    else
+      spdlog::error("master: run failed (exit code {}) after {} of {} tasks; no results written", rc, done_, total());
     return rc;
   }
   results_.compute();

@@ -49,7 +49,7 @@ int main(int argc, char** argv) {
   app.add_option("--origin", opt.origin, "Run only the applications whose `origin` is this node, as the master of the tree re-rooted there (bertin2008 §2.2; docs/experiment-file.md)");
   app.add_option("--listen", opt.listen, "Endpoint workers connect to")->capture_default_str();
   app.add_option("--out", opt.out_dir, "Write DIR/results.json (and the output files of command applications with output_file: DIR/outputs/APP/)");
-  app.add_option("--policy", opt.policy, "Scheduling policy (overrides [run] policy)");
+  app.add_option("--policy", opt.policy, "Scheduling policy (overrides [run] policy)")->check(treefarm::cli_support::policy_check());
   app.add_option("--buffer", buffer, "Buffer bound B in tasks, >= 1 (overrides [run] buffer)")->check(CLI::Range(1u, 1000000u));
   auto* wait_opt = app.add_option("--wait-workers", wait, "Start dispatching once this many nodes joined (default: all nodes of the experiment)");
   app.add_option("--wait-timeout", opt.wait_timeout, "seconds to wait for them before starting anyway")->capture_default_str()->check(treefarm::cli_support::non_negative_seconds());
@@ -149,7 +149,6 @@ int main(int argc, char** argv) {
     if (!*experiment_opt) throw cs::UsageError("an experiment file is needed (or --serve)");
     return treefarm::master::run_master(opt);
   } catch (const std::exception& e) {
-    spdlog::error("{}", e.what());
-    return cs::exit_code_for(e);
+    return cs::report_error(e);
   }
 }

@@ -352,9 +352,13 @@ int compare_policies(const model::Experiment& ex, const CompareOptions& options,
                                                : fs::path(options.out_dir);
   fs::create_directories(dir);
   std::string calibration = options.calibration;
-  if (calibration.empty() && !options.no_calibrate) {
+  // Calibrate only for a policy that follows the LP (lp): the others run without one.
+  const bool needed = std::any_of(policies.begin(), policies.end(), [](const std::string& p) { return core::policy_needs_calibration(p); });
+  if (calibration.empty() && !options.no_calibrate && !needed)
+    out << "compare: no calibration (no chosen policy needs one; --calibration FILE adds the LP prediction)\n";
+  if (calibration.empty() && !options.no_calibrate && needed) {
     calibration = fs::absolute(dir / "calibration.json").string();
-    out << "compare: calibrating in place -> " << calibration << "\n";
+    out << "compare: calibrating in place -> " << calibration << std::endl;  // before the tree's own output
     auto lo = options.launch;
     lo.out_dir = (dir / "calibration").string();
     lo.master_args.insert(lo.master_args.end(), {"--calibrate-out", calibration});
@@ -374,8 +378,8 @@ int compare_policies(const model::Experiment& ex, const CompareOptions& options,
   std::vector<std::pair<std::string, std::vector<nlohmann::json>>> runs;  // every run
   int worst = 0;
   for (const auto& policy : policies) {
-    if (policy == "lp" && calibration.empty()) {
-      out << "compare: skipping policy lp (it needs a calibration)\n";
+    if (core::policy_needs_calibration(policy) && calibration.empty()) {
+      out << "compare: skipping policy " << policy << " (it needs a calibration)\n";
       continue;
     }
     std::vector<nlohmann::json> docs;
@@ -383,7 +387,7 @@ int compare_policies(const model::Experiment& ex, const CompareOptions& options,
       const fs::path run_dir = options.repeat == 1 ? dir / policy : dir / policy / ("run-" + std::to_string(r));
       out << "compare: running policy " << policy;
       if (options.repeat > 1) out << " (run " << r << " of " << options.repeat << ")";
-      out << "\n";
+      out << ":" << std::endl;  // flushed: the run's own table follows, printed by its master
       auto lo = options.launch;
       lo.policy = policy;
       lo.calibration = calibration;

@@ -24,6 +24,8 @@
 #include "runtime/exec/CpuList.hpp"
 #include "runtime/exec/Topology.hpp"
 #include "tasks/Payload.hpp"
+#include "runtime/cli/CliSupport.hpp"
+#include "tools/Interrupt.hpp"
 #include "tools/TreeLauncher.hpp"
 
 namespace treefarm::tools {
@@ -117,6 +119,17 @@ LaunchOptions measuring_launch(bool encrypt, double timeout, const std::string& 
   return lo;
 }
 
+/// A measuring tree that Ctrl-C stops (tools::interrupted()): cli_support::Interrupted
+/// then, so that no calibration file is written from a measurement cut short.
+int measuring_tree(const model::Experiment& ex, const LaunchOptions& lo) {
+  const int rc = launch_tree(ex, lo, interrupted());
+  if (interrupted()) throw cli_support::Interrupted("interrupted while calibrating this host; no calibration written");
+  return rc;
+}
+
+/// One progress line on stderr per phase of the host calibration (the phases take seconds).
+void phase(const std::string& what) { std::fprintf(stderr, "calibration: %s\n", what.c_str()); }
+
 double cpu_seconds(const rusage& r) {
   return static_cast<double>(r.ru_utime.tv_sec + r.ru_stime.tv_sec) +
          static_cast<double>(r.ru_utime.tv_usec + r.ru_stime.tv_usec) * 1e-6;
@@ -168,9 +181,8 @@ TaskEndCost measure_task_end_cost(const model::AppSpec& app, double gamma, bool 
                         << bytes << "\ntasks = " << tasks[r] << "\n[run]\nbuffer = 4\n";
     const auto ex = model::load_experiment(file.string());
     const auto lo = measuring_launch(encrypt, 120, bin_dir, (dir / ("out-" + std::to_string(r))).string());
-    const std::atomic<bool> never{false};
     const double before = children_cpu_seconds();
-    const int rc = launch_tree(ex, lo, never);
+    const int rc = measuring_tree(ex, lo);
     cpu[r] = children_cpu_seconds() - before;
     if (rc != 0) {
       std::error_code ec;
@@ -267,11 +279,10 @@ OneHopRun run_one_hop(const model::Experiment& experiment, const std::map<std::s
   std::ofstream(file) << one_hop_experiment(experiment, tasks, keep_weights, workers, worker_cores);
   const auto ex = model::load_experiment(file.string());
   const auto lo = measuring_launch(encrypt, 300, bin_dir, (dir / ("out-" + tag)).string());
-  const std::atomic<bool> never{false};
   OneHopRun out;
   const double before = children_cpu_seconds();
   const auto t0 = std::chrono::steady_clock::now();
-  const int rc = launch_tree(ex, lo, never);
+  const int rc = measuring_tree(ex, lo);
   out.wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   out.cpu = children_cpu_seconds() - before;
   if (rc == 0) {
@@ -318,6 +329,8 @@ TaskCpuCosts measure_task_cpu(const model::Experiment& experiment, const std::ma
     const int times = estimates.size() == 1 ? 3 : 1;
     std::vector<double> per_task;
     for (int r = 0; r < times; ++r) {
+      phase("this host: whole tasks through a one-hop tree, " + app + " alone" +
+            (times > 1 ? " (run " + std::to_string(r + 1) + " of " + std::to_string(times) + ", ~3 s)" : " (~1 s)"));
       const auto run = run_one_hop(experiment, {{app, tasks_for(estimate, times > 1 ? 3.0 : 1.0)}}, false, workers, worker_cores, encrypt,
                                    bin_dir, dir,
                                    app + "-" + std::to_string(r));
@@ -346,6 +359,8 @@ TaskCpuCosts measure_task_cpu(const model::Experiment& experiment, const std::ma
     std::map<std::string, std::uint64_t> tasks;
     for (const auto& [app, w] : weight) tasks[app] = std::max<std::uint64_t>(1, static_cast<std::uint64_t>(std::llround(units * w)));
     for (int r = 0; r < 5; ++r) {
+      phase("this host: whole tasks through a one-hop tree, the applications together (run " + std::to_string(r + 1) +
+            " of 5, ~5 s)");
       const auto run =
           run_one_hop(experiment, tasks, true, workers, worker_cores, encrypt, bin_dir, dir, "mix-" + std::to_string(r));
       cpu += run.cpu;
@@ -364,8 +379,12 @@ TaskCpuCosts measure_task_cpu(const model::Experiment& experiment, const std::ma
 void calibrate_local_host(const model::Experiment& experiment, const std::string& file, bool encrypt,
                           std::ostream& log, const std::string& bin_dir) {
   auto calibration = model::load_calibration(file);
+  phase("this host: the CPU cost of moving a byte between two of its processes");
   const auto cost = tree_comm_cost(experiment, encrypt);
+  if (interrupted()) throw cli_support::Interrupted("interrupted while calibrating this host; no calibration written");
   const auto* app = largest_app(experiment);
+  if (app && app->input_bytes() >= (64u << 10))
+    phase("this host: what a task's input costs at its two ends (two no-op trees of " + app->name + "-sized tasks)");
   const TaskEndCost ends = app ? measure_task_end_cost(*app, cost.cpu_seconds_per_byte, encrypt, bin_dir) : TaskEndCost{};
   const auto topo = exec::discover_topology();
   char name[256] = {};
@@ -496,8 +515,7 @@ std::optional<double> measure_node_task_cpu(const model::Experiment& experiment,
         return lo.parent_endpoint(sub_index(i), bound);
       };
     const auto before = lo.node_cpu_seconds(node);
-    const std::atomic<bool> never{false};
-    const int rc = launch_tree(ex, run, never);
+    const int rc = measuring_tree(ex, run);
     const auto after = lo.node_cpu_seconds(node);
     if (rc != 0)
       throw std::runtime_error("measuring the CPU per task of " + app.name + " on node '" + spec.name +

@@ -35,6 +35,15 @@ bool gnuplot(const fs::path& script) {
 
 }  // namespace
 
+double auto_bin_seconds(double duration) {
+  if (!(duration > 0) || !std::isfinite(duration)) return 1.0;
+  const double want = duration / 50;
+  const double decade = std::pow(10.0, std::floor(std::log10(want)));
+  for (const double step : {1.0, 2.0, 5.0})
+    if (step * decade >= want) return step * decade;
+  return 10 * decade;
+}
+
 int report(const ReportOptions& options, std::ostream& out) {
   std::ifstream f(options.results);
   if (!f) throw model::FileError(options.results, 0, "", "cannot read the file");
@@ -52,7 +61,7 @@ int report(const ReportOptions& options, std::ostream& out) {
   metrics::print_table(out, r);
   const int rc = r.ok() ? node::exit_ok : node::exit_wrong_results;
   if (!options.html.empty()) {
-    const std::string page = dashboard::report_html(dashboard::report_view(r, options.bin));
+    const std::string page = dashboard::report_html(dashboard::report_view(r, options.bin > 0 ? options.bin : auto_bin_seconds(r.duration)));
     metrics::write_file_atomically(options.html, page);
     out << "wrote " << options.html << " (" << page.size() << " bytes, self-contained)\n";
   }
@@ -96,7 +105,7 @@ int report(const ReportOptions& options, std::ostream& out) {
   }
   // Throughput over time beside the prediction.
   {
-    const double bin = options.bin > 0 ? options.bin : 1.0;
+    const double bin = options.bin > 0 ? options.bin : auto_bin_seconds(r.duration);
     const std::size_t bins = static_cast<std::size_t>(std::ceil(std::max(r.duration, bin) / bin));
     std::vector<std::vector<double>> counts(r.apps.size(), std::vector<double>(bins, 0.0));
     for (const auto& t : r.tasks) {

@@ -18,11 +18,16 @@ struct ReportOptions {
   std::string results;       ///< results.json
   std::string out_dir;       ///< where the PNGs go ("" = next to results.json)
   bool plots = true;         ///< false: the table only
-  double bin = 1.0;          ///< seconds per throughput bin
+  /// seconds per throughput bin; 0 = sized to the run (auto_bin_seconds).
+  double bin = 0;
   /// Also write the run as one self-contained HTML page here (the dashboard's views with
   /// the data inlined; runtime/dashboard/Page.hpp, docs/dashboard.md). "" = none.
   std::string html;
 };
+
+/// The throughput plot's bin for a run of `duration` seconds: about 50 bins over it, a
+/// round value (1, 2 or 5 times a power of ten seconds), 1 s for a run of unknown length.
+double auto_bin_seconds(double duration);
 
 /// Prints the table to `out`, draws the plots (when gnuplot is installed; says so
 /// otherwise) and lists the files written. Returns the exit code: 0, or

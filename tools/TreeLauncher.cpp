@@ -13,6 +13,7 @@
 
 #include <unistd.h>
 
+#include "runtime/cli/CliSupport.hpp"
 #include "runtime/net/Messages.hpp"
 #include "runtime/zmq/Curve.hpp"
 #include "tools/Process.hpp"
@@ -65,6 +66,12 @@ std::vector<std::string> assign_cpus(const model::Experiment& ex, const std::vec
 }
 
 namespace {
+std::string fmt_seconds(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", s);
+  return buf;
+}
+
 std::string read_endpoint(const fs::path& file) {
   std::ifstream f(file);
   std::string ep;
@@ -77,13 +84,13 @@ void check_fits_this_machine(const model::Experiment& ex, std::uint32_t buffer_o
   const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
   if (pages <= 0 || page <= 0) return;
   const double memory = static_cast<double>(pages) * static_cast<double>(page);
+  const std::string machine = " bytes is more than this machine's memory (" + std::to_string(static_cast<std::uint64_t>(memory)) + " bytes)";
   double largest_input = 0;
-  for (const auto& app : ex.apps) {
+  for (std::size_t k = 0; k < ex.apps.size(); ++k) {
+    const auto& app = ex.apps[k];
     if (static_cast<double>(app.memory_per_task) > memory)
-      throw std::invalid_argument(ex.path + ":" + std::to_string(app.line) + ": application '" + app.name +
-                                  "': memory_per_task " + std::to_string(app.memory_per_task) +
-                                  " bytes is more than this machine's memory (" +
-                                  std::to_string(static_cast<std::uint64_t>(memory)) + " bytes)");
+      throw model::FileError(ex.path, app.line, "app[" + std::to_string(k) + "].memory_per_task",
+                             "application '" + app.name + "': " + std::to_string(app.memory_per_task) + machine);
     // An input above the frame limit is refused by the master with its file, line and
     // field (exit code 3); it does not count here.
     if (app.input_bytes() <= net::max_payload_bytes)
@@ -91,30 +98,48 @@ void check_fits_this_machine(const model::Experiment& ex, std::uint32_t buffer_o
   }
   const std::uint32_t buffer = buffer_override > 0 ? buffer_override : ex.run.buffer;
   const double held = static_cast<double>(buffer) * largest_input * static_cast<double>(ex.nodes.size());
-  if (held > memory)
-    throw std::invalid_argument("buffer " + std::to_string(buffer) + " tasks: " + std::to_string(ex.nodes.size()) +
-                                " nodes each holding up to " + std::to_string(buffer) + " inputs of " +
-                                std::to_string(static_cast<std::uint64_t>(largest_input)) +
-                                " bytes need more than this machine's memory (" +
-                                std::to_string(static_cast<std::uint64_t>(memory)) + " bytes): lower --buffer or [run] buffer in " +
-                                ex.path);
+  if (held <= memory) return;
+  const std::string why = std::to_string(ex.nodes.size()) + " nodes each holding up to " + std::to_string(buffer) +
+                          " inputs of " + std::to_string(static_cast<std::uint64_t>(largest_input)) + " bytes: " +
+                          std::to_string(static_cast<std::uint64_t>(held)) + machine;
+  // The option is a usage error (exit 2); the file's [run] buffer is bad input (exit 3).
+  if (buffer_override > 0) throw cli_support::UsageError("--buffer " + std::to_string(buffer) + ": " + why);
+  throw model::FileError(ex.path, 0, "run.buffer", std::to_string(buffer) + " tasks: " + why + "; lower it or give --buffer");
 }
 
 int launch_tree(const model::Experiment& ex, const LaunchOptions& options, const std::atomic<bool>& interrupted) {
   const std::string bin = options.bin_dir.empty() ? self_dir() : options.bin_dir;
-  char tmpl[] = "/tmp/treefarm-run-XXXXXX";
-  if (!mkdtemp(tmpl)) throw std::runtime_error("cannot create a temporary directory");
+  // In $TMPDIR (else /tmp), as mkdtemp(1) does.
+  std::string tmpl = (fs::temp_directory_path() / "treefarm-run-XXXXXX").string();
+  if (!mkdtemp(tmpl.data())) throw std::runtime_error("cannot create a temporary directory in " + fs::temp_directory_path().string());
   const fs::path tmp = tmpl;
   const fs::path out = options.out_dir.empty() ? tmp : fs::path(options.out_dir);
-  // The endpoint files and the run's CURVE keys live in `tmp`: removed when the run ends
-  // (kept only when the results went there too, for want of --out).
+  // The endpoint files and the run's CURVE keys live in `tmp`: removed when the run ends,
+  // whatever the way. Without --out the results and logs went there too: then it is kept
+  // only when it holds results.json (its path printed) or the logs of a failed run
+  // (exit code 1 or 4, said on stderr).
   struct RemoveAtEnd {
     fs::path dir;
+    bool keep = false;
     ~RemoveAtEnd() {
       std::error_code ec;
-      if (!dir.empty()) fs::remove_all(dir, ec);
+      if (!keep) fs::remove_all(dir, ec);
     }
-  } cleanup{options.out_dir.empty() ? fs::path() : tmp};
+  } cleanup{tmp};
+  const auto finish = [&](int code) {
+    if (!options.out_dir.empty()) return code;
+    std::error_code ec;
+    if (fs::exists(tmp / "results.json", ec)) {
+      cleanup.keep = true;
+      // stdout beside the table (stderr when stdout is JSON lines only).
+      std::fprintf(options.json_progress ? stderr : stdout, "results: %s\n", (tmp / "results.json").c_str());
+      std::fflush(stdout);
+    } else if (code == 1 || code == 4) {
+      cleanup.keep = true;
+      std::fprintf(stderr, "%s\n", cli_support::warning_message("the run's logs are kept in " + (tmp / "logs").string()).c_str());
+    }
+    return code;
+  };
   const fs::path logs = out / "logs";
   fs::create_directories(logs);
 
@@ -122,6 +147,15 @@ int launch_tree(const model::Experiment& ex, const LaunchOptions& options, const
   auto cpus = assign_cpus(ex, topo.cores);
   if (options.cpus)
     for (std::size_t i = 0; i < cpus.size(); ++i) cpus[i] = options.cpus(i);
+  else
+    for (const auto& node : ex.nodes)  // said here, not only in the node's own log
+      if (node.cpuset.empty() && node.cores > topo.cores.size())
+        std::fprintf(stderr, "%s\n",
+                     cli_support::warning_message(ex.path + ":" + std::to_string(node.line) + ": node '" + node.name +
+                                                  "': cores = " + std::to_string(node.cores) + ", but this machine has " +
+                                                  std::to_string(topo.cores.size()) + " usable CPUs: it computes on " +
+                                                  std::to_string(topo.cores.size()))
+                         .c_str());
   const auto listen_of = [&](std::size_t i) {
     if (options.listen) return options.listen(i);
     return ex.nodes[i].listen.empty() ? std::string("tcp://127.0.0.1:*") : ex.nodes[i].listen;
@@ -177,9 +211,9 @@ int launch_tree(const model::Experiment& ex, const LaunchOptions& options, const
   const auto started = std::chrono::steady_clock::now();
   const auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(); };
   const auto fail = [&](const std::string& why, int code) {
-    std::fprintf(stderr, "treefarm run: %s\n", why.c_str());
+    std::fprintf(stderr, "%s\n", cli_support::error_message(why).c_str());
     procs.end_all();
-    return code;
+    return finish(code);
   };
 
   // Start workers breadth-first (nodes are stored so), each once its parent listens.
@@ -192,7 +226,7 @@ int launch_tree(const model::Experiment& ex, const LaunchOptions& options, const
   std::vector<bool> killed_by_chaos(ex.nodes.size(), false);
   for (;;) {
     if (interrupted) return fail("interrupted; every process stopped", 130);
-    if (options.timeout > 0 && elapsed() > options.timeout) return fail("timeout; every process stopped", 124);
+    if (options.timeout > 0 && elapsed() > options.timeout) return fail("--timeout " + fmt_seconds(options.timeout) + " s expired; every process stopped", 124);
     for (std::size_t i = next; i < ex.nodes.size(); ++i) {
       const auto parent = *ex.parent_index(i);
       if (endpoint[parent].empty() && fs::exists(ready(parent))) endpoint[parent] = read_endpoint(ready(parent));
@@ -263,14 +297,14 @@ int launch_tree(const model::Experiment& ex, const LaunchOptions& options, const
           procs.wait(w, std::max(0.0, left));
         }
         procs.end_all();
-        return *p.exit_code;
+        return finish(*p.exit_code);
       }
       if (*p.exit_code != 0) {
         // A worker that dies is the master's business: its tasks are re-queued and done
         // elsewhere (docs/fault-tolerance.md). Say so, and go on.
-        std::string why = "treefarm run: worker '" + p.name + "' exited with code " + std::to_string(*p.exit_code);
+        std::string why = "worker '" + p.name + "' exited with code " + std::to_string(*p.exit_code);
         if (!p.log.empty()) why += "; its log (" + p.log + ") ends with:\n" + tail_file(p.log, 5);
-        std::fprintf(stderr, "%s\n", why.c_str());
+        std::fprintf(stderr, "%s\n", cli_support::warning_message(why).c_str());
       }
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(next < ex.nodes.size() ? 5 : 50));

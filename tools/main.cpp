@@ -41,8 +41,7 @@ int main(int argc, char** argv) {
     for (const auto& c : commands)
       if (c.chosen ? c.chosen() : c.app->parsed()) return c.run();
   } catch (const std::exception& e) {
-    std::cerr << "treefarm: " << e.what() << "\n";
-    return cs::exit_code_for(e);
+    return cs::report_error(e);
   }
   return 0;
 }

@@ -3,6 +3,7 @@
 #include <atomic>
 #include <chrono>
 #include <csignal>
+#include <iostream>
 #include <thread>
 #include <unistd.h>
 
@@ -220,13 +221,14 @@ int main(int argc, char** argv) {
     running = nullptr;
     if (rc == treefarm::node::exit_parent_lost) {
       const double tried = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-      spdlog::error("could not reach or keep the parent at {}: tried for {:.1f} s (--join-timeout {} s, "
-                    "--rejoin-timeout {} s); is a treefarm-master or treefarm-worker listening there?",
-                    endpoints.parent, tried, opt.join_timeout, opt.rejoin_timeout);
+      std::cerr << cs::error_message(fmt::format(
+                       "could not reach or keep the parent at {}: tried for {:.1f} s (--join-timeout {} s, "
+                       "--rejoin-timeout {} s); is a treefarm-master or treefarm-worker listening there?",
+                       endpoints.parent, tried, opt.join_timeout, opt.rejoin_timeout))
+                << "\n";
     }
     return rc;
   } catch (const std::exception& e) {
-    spdlog::error("{}", e.what());
-    return cs::exit_code_for(e);
+    return cs::report_error(e);
   }
 }

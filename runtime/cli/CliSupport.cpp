@@ -4,11 +4,14 @@
 #include <cmath>
 #include <string>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include "runtime/core/Policy.hpp"
+#include "runtime/model/Calibration.hpp"
 #include "runtime/model/Experiment.hpp"
 #include "runtime/node/ExitCode.hpp"
 
@@ -20,7 +23,37 @@ namespace treefarm::cli_support {
 
 namespace {
 constexpr std::array<const char*, 7> levels = {"trace", "debug", "info", "warn", "error", "critical", "off"};
+
+std::string& program_name() {
+  static std::string name = "treefarm";
+  return name;
 }
+
+bool looks_like_number(const std::string& word) {
+  char* end = nullptr;
+  (void)std::strtod(word.c_str(), &end);
+  return end != word.c_str() && *end == '\0';
+}
+
+/// "treefarm run" for a subcommand, the program for the top.
+std::string command_path(const CLI::App* app) {
+  std::string path;
+  for (; app && app->get_parent(); app = app->get_parent()) path = app->get_name() + (path.empty() ? "" : " " + path);
+  return path.empty() ? program_name() : program_name() + " " + path;
+}
+
+const CLI::App* subcommand_named(const CLI::App* app, const std::string& word) {
+  for (const auto* sub : app->get_subcommands([](const CLI::App*) { return true; }))
+    if (sub->check_name(word)) return sub;
+  return nullptr;
+}
+
+const CLI::Option* option_named(const CLI::App* app, const std::string& name) {
+  for (; app; app = app->get_parent())
+    if (const auto* o = app->get_option_no_throw(name)) return o;
+  return nullptr;
+}
+}  // namespace
 
 std::string version() { return TREEFARM_VERSION; }
 
@@ -36,11 +69,78 @@ std::string exit_code_footer() {
 }
 
 void setup_app(CLI::App& app, const std::string& program) {
+  program_name() = program;
   app.set_version_flag("--version", program + " " + version(), "Print the version and exit");
   app.footer(exit_code_footer());
 }
 
+std::string error_message(const std::string& message) { return program_name() + ": error: " + message; }
+
+std::string warning_message(const std::string& message) { return program_name() + ": warning: " + message; }
+
+int report_error(const std::exception& error) {
+  std::cerr << error_message(error.what()) << "\n";
+  return exit_code_for(error);
+}
+
+namespace {
+/// How far a command line goes into `app`: the deepest subcommand named, and the first
+/// word not understood (an unknown option or subcommand), as a sentence, or "".
+struct Scan {
+  const CLI::App* at;
+  std::string unknown;
+};
+
+Scan scan(const CLI::App& app, int argc, const char* const* argv) {
+  const CLI::App* at = &app;
+  bool value_next = false;  // the word before was an option that takes a value
+  for (int i = 1; i < argc; ++i) {
+    const std::string word = argv[i];
+    if (word == "--") break;
+    if (word.size() > 1 && word[0] == '-' && !looks_like_number(word)) {
+      const std::string name = word.substr(0, word.find('='));
+      // -abc: short flags together; only a single short name is looked up.
+      if (name[1] != '-' && name.size() > 2) {
+        value_next = false;
+        continue;
+      }
+      const auto* o = option_named(at, name);
+      if (!o) return {at, "unknown option '" + name + "' for '" + command_path(at) + "'"};
+      value_next = o->get_expected_max() > 0 && word.find('=') == std::string::npos;
+      continue;
+    }
+    if (value_next) {
+      value_next = false;
+      continue;
+    }
+    if (const auto* sub = subcommand_named(at, word)) {
+      at = sub;
+      continue;
+    }
+    const auto subs = at->get_subcommands([](const CLI::App*) { return true; });
+    const bool takes_words = !at->get_options([](const CLI::Option* o) { return o->get_positional(); }).empty();
+    if (!subs.empty() && !takes_words) {
+      std::string names;
+      for (const auto* sub : subs) names += (names.empty() ? "" : ", ") + sub->get_name();
+      return {at, "unknown command '" + word + "' for '" + command_path(at) + "' (commands: " + names + ")"};
+    }
+  }
+  return {at, ""};
+}
+}  // namespace
+
+std::string unknown_word(const CLI::App& app, int argc, const char* const* argv) {
+  return scan(app, argc, argv).unknown;
+}
+
 std::optional<int> parse(CLI::App& app, int argc, const char* const* argv) {
+  // `--version` after a subcommand too ("treefarm run --version"), before a missing
+  // argument could be complained about.
+  for (int i = 1; i < argc && std::string(argv[i]) != "--"; ++i)
+    if (std::string(argv[i]) == "--version") {
+      std::cout << program_name() << " " << version() << "\n";
+      return 0;
+    }
   try {
     app.parse(argc, argv);
     return std::nullopt;
@@ -52,7 +152,10 @@ std::optional<int> parse(CLI::App& app, int argc, const char* const* argv) {
     return app.exit(e) == 0 ? 0 : node::exit_usage;
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);  // a Success of some other kind
-    std::cerr << app.get_name() << ": " << e.what() << "\nRun with --help for more information.\n";
+    // The word not understood first: CLI11 would complain of a missing argument before it.
+    const auto where = scan(app, argc, argv);
+    std::cerr << error_message(where.unknown.empty() ? e.what() : where.unknown) << "\nRun '" << command_path(where.at)
+              << " --help' for more information.\n";
     return node::exit_usage;
   }
 }
@@ -67,6 +170,18 @@ const CLI::Validator& log_level_check() {
         return "unknown log level '" + value + "'; expected one of: " + list;
       },
       "LEVEL", "log level");
+  return check;
+}
+
+const CLI::Validator& policy_check() {
+  static const CLI::Validator check(
+      [](std::string& value) -> std::string {
+        if (core::is_policy_name(value)) return {};
+        std::string list;
+        for (const auto& n : core::policy_names()) list += (list.empty() ? "" : ", ") + n;
+        return "unknown policy '" + value + "'; expected one of: " + list;
+      },
+      "POLICY", "policy");
   return check;
 }
 
@@ -125,7 +240,9 @@ void setup_logging(const std::string& level) {
 
 int exit_code_for(const std::exception& error) {
   if (dynamic_cast<const model::FileError*>(&error)) return node::exit_bad_input;
+  if (dynamic_cast<const model::CalibrationMismatch*>(&error)) return node::exit_bad_input;
   if (dynamic_cast<const UsageError*>(&error)) return node::exit_usage;
+  if (dynamic_cast<const Interrupted*>(&error)) return node::exit_interrupted;
   return node::exit_error;
 }
 

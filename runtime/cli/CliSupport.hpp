@@ -22,16 +22,36 @@ std::string version();
 /// The exit-code table as text (the `--help` footer of every executable).
 std::string exit_code_footer();
 
-/// Gives `app` a `--version` flag printing "PROGRAM VERSION" and the exit-code footer.
+/// Gives `app` a `--version` flag printing "PROGRAM VERSION" and the exit-code footer,
+/// and makes `program` the name error_message() and report_error() print.
 void setup_app(CLI::App& app, const std::string& program);
 
+/// The one error format of the three executables, on stderr: "PROGRAM: error: MESSAGE"
+/// (PROGRAM as given to setup_app, "treefarm" before it).
+std::string error_message(const std::string& message);
+/// The same for a warning: "PROGRAM: warning: MESSAGE".
+std::string warning_message(const std::string& message);
+/// Prints error_message(what) on stderr and returns exit_code_for(error).
+int report_error(const std::exception& error);
+
 /// Parses the command line. Returns std::nullopt when the program should go on, else
-/// the code to exit with: 0 after --help/--version, exit_usage (2) on any parse error
-/// (the message goes to stderr with a pointer to --help).
+/// the code to exit with: 0 after --help/--version (`--version` is accepted after any
+/// subcommand too), exit_usage (2) on any parse error. The message goes to stderr in the
+/// error_message() format with a pointer to --help, and names the word that was not
+/// understood (an unknown subcommand or option) before any other complaint.
 std::optional<int> parse(CLI::App& app, int argc, const char* const* argv);
+
+/// The first word of `argv` that `app` does not know, as a sentence ("unknown command
+/// 'nosuch' (commands: run, ...)", "unknown option '--nosuch' for 'treefarm run'"), or
+/// "" when every option and subcommand is known.
+std::string unknown_word(const CLI::App& app, int argc, const char* const* argv);
 
 /// The spdlog levels accepted by `--log-level`: trace, debug, info, warn, error, critical, off.
 const CLI::Validator& log_level_check();
+
+/// The scheduling policies' names (core::policy_names): "unknown policy 'X'; expected one
+/// of: fcfs, ...", a usage error (exit 2).
+const CLI::Validator& policy_check();
 
 /// Checks for durations: a number of seconds >= 0 ("must be >= 0 seconds, got -5"), and
 /// one > 0.
@@ -59,9 +79,15 @@ class UsageError : public std::invalid_argument {
   using std::invalid_argument::invalid_argument;
 };
 
+/// The command was interrupted (SIGINT/SIGTERM seen while it worked): exit_interrupted.
+class Interrupted : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 /// The exit code for an error that ended a command: exit_bad_input for a FileError (an
-/// input file's content) or a missing file, exit_usage for a UsageError, exit_error
-/// otherwise.
+/// input file's content) or a missing file, exit_usage for a UsageError,
+/// exit_interrupted for Interrupted, exit_error otherwise.
 int exit_code_for(const std::exception& error);
 
 }  // namespace treefarm::cli_support

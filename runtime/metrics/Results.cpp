@@ -265,6 +265,7 @@ RunResults results_from_json(const nlohmann::json& j) {
   r.policy = j.value("policy", "");
   r.epsilon = j.value("epsilon", 0.1);
   r.duplicates = j.value("duplicates", std::uint64_t{0});
+  r.cancelled = j.value("cancelled", false);
   if (const auto it = j.find("policy_fallbacks"); it != j.end() && it->contains("nodes"))
     for (const auto& [node, n] : it->at("nodes").items()) r.policy_fallbacks[node] = n.get<std::uint64_t>();
   std::map<std::string, std::uint32_t> app_index;
@@ -312,15 +313,15 @@ RunResults results_from_json(const nlohmann::json& j) {
 void print_table(std::ostream& out, const RunResults& r) {
   char line[256];
   const bool predicted = r.predicted_fair_throughput.has_value();
-  std::snprintf(line, sizeof line, "%-16s %-7s %7s %8s %10s %6s %14s", "application", "kernel", "weight", "tasks",
-                "completed", "wrong", "throughput/s");
+  std::snprintf(line, sizeof line, "%-16s %-7s %7s %8s %10s %6s %6s %14s", "application", "kernel", "weight", "tasks",
+                "completed", "wrong", "failed", "throughput/s");
   out << line;
   if (predicted) out << "   predicted/s   ratio";
   out << "\n";
   for (const auto& a : r.apps) {
-    std::snprintf(line, sizeof line, "%-16s %-7s %7.3g %8llu %10llu %6llu %14.4f", a.name.c_str(), a.kernel.c_str(),
+    std::snprintf(line, sizeof line, "%-16s %-7s %7.3g %8llu %10llu %6llu %6llu %14.4f", a.name.c_str(), a.kernel.c_str(),
                   a.weight, static_cast<unsigned long long>(a.tasks), static_cast<unsigned long long>(a.completed),
-                  static_cast<unsigned long long>(a.wrong + a.failed), a.throughput);
+                  static_cast<unsigned long long>(a.wrong), static_cast<unsigned long long>(a.failed), a.throughput);
     out << line;
     if (a.predicted) {
       std::snprintf(line, sizeof line, " %13.4f %7.3f", *a.predicted, *a.predicted > 0 ? a.throughput / *a.predicted : 0.0);
@@ -336,9 +337,10 @@ void print_table(std::ostream& out, const RunResults& r) {
     out << line;
   }
   out << "\n";
-  std::snprintf(line, sizeof line, "duration %.2f s, steady window [%.2f, %.2f] s, lost %llu, duplicates dropped %llu",
+  std::snprintf(line, sizeof line, "duration %.2f s, steady window [%.2f, %.2f] s, %s %llu, duplicates dropped %llu",
                 r.duration, r.epsilon * r.steady_end, (1 - r.epsilon) * r.steady_end,
-                static_cast<unsigned long long>(r.lost), static_cast<unsigned long long>(r.duplicates));
+                r.cancelled ? "cancelled: not run" : "lost", static_cast<unsigned long long>(r.lost),
+                static_cast<unsigned long long>(r.duplicates));
   out << line << "\n";
   out << "nodes:";
   for (const auto& n : r.nodes) out << " " << n.name << "=" << n.tasks_computed;

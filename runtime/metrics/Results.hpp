@@ -103,6 +103,9 @@ struct RunResults {
   std::shared_ptr<const TaskLog> task_log;
   std::uint64_t duplicates = 0;         ///< Late duplicate results dropped.
   std::uint64_t lost = 0;               ///< Tasks never completed.
+  /// The run was cancelled (`treefarm cancel` on a served tree): the tasks not completed
+  /// were never run, not lost (results.json "cancelled").
+  bool cancelled = false;
   double fair_throughput = 0;           ///< min_k ρ_k / w_k
   std::optional<double> predicted_fair_throughput;
   /// The LP's plan the prediction comes from (lp::to_json: per node its tasks/s per

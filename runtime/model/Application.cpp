@@ -20,6 +20,24 @@ std::string_view to_string(Kernel kernel) { return name_of(kernel_names, kernel)
 
 std::optional<Kernel> kernel_from_string(std::string_view name) { return value_of(kernel_names, name); }
 
+std::vector<UnknownArgvField> unknown_argv_fields(const AppSpec& app) {
+  std::vector<UnknownArgvField> out;
+  const auto word_char = [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+  };
+  for (std::size_t i = 0; i < app.argv.size(); ++i) {
+    const std::string& arg = app.argv[i];
+    for (std::size_t open = arg.find('{'); open != std::string::npos; open = arg.find('{', open + 1)) {
+      std::size_t end = open + 1;
+      while (end < arg.size() && word_char(arg[end])) ++end;
+      if (end == open + 1 || end >= arg.size() || arg[end] != '}') continue;
+      const std::string field = arg.substr(open, end - open + 1);
+      if (field != "{index}" && field != "{input}" && field != "{output}") out.push_back({i, field});
+    }
+  }
+  return out;
+}
+
 std::uint64_t AppSpec::input_bytes() const {
   switch (kernel) {
     case Kernel::matmul:

@@ -91,4 +91,13 @@ struct AppSpec {
   double ccr() const;
 };
 
+/// A "{word}" in a command application's argv that is not one of its fields ({index},
+/// {input}, {output}): passed to the program as is, most likely a typo ("{inptu}").
+struct UnknownArgvField {
+  std::size_t arg;    ///< index in argv
+  std::string field;  ///< "{inptu}"
+};
+/// Every such word of `app.argv` ({ followed by letters, digits or _ and }), in order.
+std::vector<UnknownArgvField> unknown_argv_fields(const AppSpec& app);
+
 }  // namespace treefarm::model

@@ -24,16 +24,18 @@ struct ExitCodeRow {
   const char* meaning;
 };
 
-/// The table, in code order.
+/// The table, in code order: the `--help` footer of the three executables (hence their
+/// man pages, made by help2man) and docs/commands.md's "Exit codes" table, which a test
+/// compares with it row by row.
 inline constexpr ExitCodeRow exit_code_table[] = {
     {exit_ok, "success: every task completed exactly once with the right result"},
-    {exit_error, "run failed (a node failed, I/O error, calibration incomplete)"},
-    {exit_usage, "usage error (bad option or value)"},
-    {exit_bad_input, "bad input file (experiment, calibration, keys: file, line and field named)"},
-    {exit_wrong_results, "wrong results (tasks lost, wrong or failed; plan: QoS not met)"},
-    {exit_parent_lost, "worker: parent lost and not regained"},
-    {exit_timeout, "--timeout expired"},
-    {exit_interrupted, "interrupted (SIGINT)"},
+    {exit_error, "run failed: a node failed, an I/O error (an --out that cannot be written), a calibration incomplete"},
+    {exit_usage, "usage error: unknown command or option, bad value, missing argument, options that exclude or need each other"},
+    {exit_bad_input, "bad input file: experiment, calibration (or one of another experiment), results, machines or key file; the message names file, line and field"},
+    {exit_wrong_results, "wrong results: the run ended but tasks were lost, wrong or failed; treefarm plan: the QoS is not met"},
+    {exit_parent_lost, "treefarm-worker: its parent went away (or was never reached) and did not come back within --rejoin-timeout"},
+    {exit_timeout, "--timeout expired (as timeout(1))"},
+    {exit_interrupted, "interrupted: SIGINT (Ctrl-C) or SIGTERM; nothing half-written is left (treefarm-worker: SIGTERM gives 0; treefarm experiment: SIGTERM gives 143)"},
 };
 
 }  // namespace treefarm::node

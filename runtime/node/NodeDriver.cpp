@@ -381,7 +381,7 @@ void NodeDriver::begin_closing(const std::string& reason, double now) {
 void NodeDriver::maybe_closed(double now) {
   if (!life_.is(Phase::closing)) return;
   if (!children_.empty() && !timers_.due(Timer::closing, now)) return;
-  if (!children_.empty() && opt_.shutdown_grace > 0)
+  if (!children_.empty() && opt_.shutdown_grace > 0 && waits_for_children_)
     log_.warn("{}: {} children did not say goodbye within {} s", opt_.name, children_.size(), opt_.shutdown_grace);
   // A policy's fallbacks (lp: FCFS choices) reach the master before Bye.
   if (sched_ && (sched_->policy().needs_calibration() || sched_->policy().fallbacks() > 0)) {
@@ -408,6 +408,8 @@ void NodeDriver::interrupt(double now, int code) {
   closing_code_ = code;
   // An interrupted node does not wait for its children: it tells them and leaves.
   timers_.arm(Timer::closing, now);
+  waits_for_children_ = false;
+  if (!children_.empty()) log_.info("{}: interrupted; {} children told to stop, not waited for", opt_.name, children_.size());
   maybe_closed(now);
 }
 

@@ -321,6 +321,7 @@ class NodeDriver {
 
   bool reset_ = false;  ///< this run ends with a reset (served tree)
   int closing_code_ = exit_ok;
+  bool waits_for_children_ = true;  ///< false once interrupted: the children are told, not waited for
   int exit_code_ = exit_ok;
 };
 

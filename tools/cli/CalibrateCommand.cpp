@@ -3,7 +3,11 @@
 #include <filesystem>
 #include <iostream>
 #include <memory>
+#include <stdexcept>
 
+#include <stdlib.h>
+
+#include "runtime/metrics/AtomicFile.hpp"
 #include "runtime/model/Calibration.hpp"
 #include "runtime/model/Experiment.hpp"
 #include "tools/HostCalibration.hpp"
@@ -14,6 +18,17 @@
 namespace treefarm::cli {
 
 namespace {
+/// What a calibration file holds, one line per node, on stdout.
+void print_calibration(const model::Calibration& cal, const std::string& path) {
+  std::printf("calibration written to %s\n", path.c_str());
+  for (const auto& [name, nc] : cal.nodes) {
+    std::printf("  %-12s %-12s %3u cores", name.c_str(), nc.parent.empty() ? "(master)" : ("< " + nc.parent).c_str(), nc.cores);
+    for (const auto& [app, seconds] : nc.task_seconds) std::printf("  %s %.6f s/task", app.c_str(), seconds);
+    if (nc.link_bandwidth) std::printf("  link %.3g bytes/s", *nc.link_bandwidth);
+    std::printf("\n");
+  }
+}
+
 struct CalibrateOptions {
   std::string experiment, out = "calibration.json";
   std::uint32_t reps = 5;
@@ -40,26 +55,37 @@ int calibrate_served(const CalibrateOptions& o) {
   if (done.contains("error") && done["error"].is_string())
     std::fprintf(stderr, "calibrate: the served master says: %s\n", done["error"].get<std::string>().c_str());
   if (rc != 0 || !done.contains("calibration")) return rc != 0 ? rc : 1;
-  const auto cal = model::load_calibration(o.out);
-  std::printf("calibration written to %s\n", o.out.c_str());
-  for (const auto& [name, nc] : cal.nodes) {
-    std::printf("  %-12s %-12s %3u cores", name.c_str(), nc.parent.empty() ? "(master)" : ("< " + nc.parent).c_str(), nc.cores);
-    for (const auto& [app, seconds] : nc.task_seconds) std::printf("  %s %.6f s/task", app.c_str(), seconds);
-    if (nc.link_bandwidth) std::printf("  link %.3g bytes/s", *nc.link_bandwidth);
-    std::printf("\n");
-  }
+  print_calibration(model::load_calibration(o.out), o.out);
   return 0;
 }
 
 int run_calibrate(const CalibrateOptions& o) {
   if (!o.to.endpoint.empty()) return calibrate_served(o);
   const auto ex = model::load_experiment(o.experiment);
+  // --out is checked before anything starts; the file is measured in a scratch directory
+  // and moved over --out only once whole, so that an interrupted or failed calibration
+  // leaves the previous file (or none) in place.
+  const auto out = std::filesystem::absolute(o.out);
+  metrics::check_writable_directory(out.parent_path());
+  char scratch_template[] = "/tmp/treefarm-calibrate-XXXXXX";
+  if (!::mkdtemp(scratch_template)) throw std::runtime_error("cannot create a temporary directory in /tmp");
+  struct RemoveAtEnd {
+    std::filesystem::path dir;
+    ~RemoveAtEnd() {
+      std::error_code ec;
+      std::filesystem::remove_all(dir, ec);
+    }
+  } scratch{scratch_template};
+  const std::string file = (scratch.dir / "calibration.json").string();
   tools::LaunchOptions clo;
-  const std::string file = std::filesystem::absolute(o.out).string();
-  clo.master_args = {"--calibrate-out", file, "--calibrate-reps", std::to_string(o.reps)};
+  clo.master_args = {"--calibrate-out", file, "--calibrate-reps", std::to_string(o.reps), "--no-table"};
+  std::fprintf(stderr, "calibration: every node measures its task durations and its link in place\n");
   const int rc = tools::launch_tree(ex, clo, interrupted());
   if (rc != 0) return rc;
-  tools::calibrate_local_host(ex, file, false, std::cout);  // every node ran on this machine
+  tools::calibrate_local_host(ex, file, false, std::cerr);  // every node ran on this machine
+  const auto cal = model::load_calibration(file);
+  model::save_calibration(cal, out.string());
+  print_calibration(cal, o.out);
   return 0;
 }
 }  // namespace

@@ -1,18 +1,12 @@
 #include "tools/cli/Command.hpp"
 
-#include <csignal>
+#include "tools/Interrupt.hpp"
 
 namespace treefarm::cli {
 
-std::atomic<bool>& interrupted() {
-  static std::atomic<bool> flag{false};
-  return flag;
-}
+std::atomic<bool>& interrupted() { return tools::interrupted(); }
 
-std::atomic<int>& interrupt_signal() {
-  static std::atomic<int> sig{SIGINT};
-  return sig;
-}
+std::atomic<int>& interrupt_signal() { return tools::interrupt_signal(); }
 
 void add_all_commands(CLI::App& app, Commands& out) {
   add_run_command(app, out);

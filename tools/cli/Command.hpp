@@ -25,7 +25,7 @@ struct Command {
 /// Every subcommand, in registration order.
 using Commands = std::vector<Command>;
 
-/// Set by SIGINT/SIGTERM; long-running commands poll it.
+/// Set by SIGINT/SIGTERM; long-running commands poll it (tools::interrupted()).
 std::atomic<bool>& interrupted();
 /// The signal that set interrupted() (SIGINT or SIGTERM; SIGINT until one came).
 std::atomic<int>& interrupt_signal();

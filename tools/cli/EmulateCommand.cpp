@@ -3,6 +3,7 @@
 #include <memory>
 #include <stdexcept>
 
+#include "runtime/cli/CliSupport.hpp"
 #include "tools/cli/Command.hpp"
 #include "tools/emulate/Emulate.hpp"
 
@@ -33,7 +34,7 @@ void add_emulate_command(CLI::App& app, Commands& out) {
   emu->add_option("mode", o->mode, "run | calibrate | compare");
   emu->add_flag("--cleanup", o->cleanup, "Remove what a crashed emulation left behind, and exit");
   emu->add_option("--out", o->eo.launch.out_dir, "Output directory (results, logs, compare.json)");
-  emu->add_option("--policy", o->eo.launch.policy, "run: scheduling policy");
+  emu->add_option("--policy", o->eo.launch.policy, "run: scheduling policy")->check(treefarm::cli_support::policy_check());
   emu->add_option("--policies", o->policies, "compare: all, or a comma-separated list")->capture_default_str();
   emu->add_option("--calibration", o->eo.launch.calibration, "run/compare: calibration file")->check(CLI::ExistingFile);
   emu->add_option("--calibration-out", o->eo.calibration_out, "calibrate: file to write")->capture_default_str();

@@ -1,8 +1,10 @@
 // treefarm gen-platform (docs/commands.md).
 #include <iostream>
 #include <memory>
+#include <stdexcept>
 #include <string>
 
+#include "runtime/cli/CliSupport.hpp"
 #include "tools/cli/Command.hpp"
 #include "tools/cli/TaskSizesOption.hpp"
 #include "tools/sim/GenPlatform.hpp"
@@ -31,7 +33,13 @@ void add_gen_platform_command(CLI::App& app, Commands& out) {
   gen->add_option("--tasks", go->tasks, "Tasks per application")->capture_default_str();
   add_task_sizes_option(*gen, go->task_sizes);
   out.push_back({gen, [go] {
-                   std::cout << tools::generate_platform(*go);
+                   std::string text;
+                   try {
+                     text = tools::generate_platform(*go);
+                   } catch (const std::invalid_argument& e) {  // a refused option value: exit 2
+                     throw cli_support::UsageError(e.what());
+                   }
+                   std::cout << text;
                    return 0;
                  }});
 }

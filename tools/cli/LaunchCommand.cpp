@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "runtime/model/Experiment.hpp"
+#include "runtime/cli/CliSupport.hpp"
 #include "tools/cli/Command.hpp"
 #include "tools/deploy/HostsFile.hpp"
 #include "tools/deploy/SlurmHosts.hpp"
@@ -49,7 +50,7 @@ void add_launch_command(CLI::App& app, Commands& out) {
   c->add_option("--bin-dir", a->bin_dir, "--slurm: where treefarm-master/worker are on the nodes (default: next to this treefarm)");
   c->add_option("--work-dir", a->work_dir, "--slurm: run directories are made under it on each node")->capture_default_str();
   c->add_option("--out", a->o.out_dir, "Local directory for results.json, launch.json and logs/NODE.log")->required();
-  c->add_option("--policy", a->o.policy, "Scheduling policy (overrides [run] policy)");
+  c->add_option("--policy", a->o.policy, "Scheduling policy (overrides [run] policy)")->check(treefarm::cli_support::policy_check());
   c->add_option("--buffer", a->o.buffer, "Buffer bound B in tasks (overrides [run] buffer)");
   c->add_option("--timeout", a->o.timeout, "Stop every node after this many seconds (0 = never)")->capture_default_str();
   c->add_option("--connect-timeout", a->o.connect_timeout, "seconds for each ssh connection")->capture_default_str();

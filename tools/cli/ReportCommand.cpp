@@ -2,6 +2,7 @@
 #include <iostream>
 #include <memory>
 
+#include "runtime/cli/CliSupport.hpp"
 #include "tools/Report.hpp"
 #include "tools/cli/Command.hpp"
 
@@ -16,7 +17,8 @@ void add_report_command(CLI::App& app, Commands& out) {
   report->add_option("--out", o->out_dir, "Directory for the PNGs and their gnuplot scripts (default: next to results.json)");
   report->add_flag_function("--no-plots", [o](std::int64_t n) { o->plots = n == 0; }, "The table only");
   report->add_option("--html", o->html, "Write the run as one self-contained HTML file (data and scripts inlined; opens with no network; docs/dashboard.md)");
-  report->add_option("--bin", o->bin, "seconds per bin of the throughput plot")->capture_default_str()->check(CLI::PositiveNumber);
+  report->add_option("--bin", o->bin, "seconds per bin of the throughput plot (default: about 50 bins over the run)")
+      ->check(cli_support::positive_seconds());
   out.push_back({report, [o] { return tools::report(*o, std::cout); }});
 }
 

@@ -118,7 +118,7 @@ int run_run(RunOptions o) {
   const auto ex = model::load_experiment(o.experiment);
   auto& lo = o.lo;
   // Issue 13: refuse what cannot work before anything starts (holes 8-10).
-  if (o.resume && lo.out_dir.empty()) throw std::invalid_argument("--resume continues the journal in OUT: give --out DIR");
+  if (o.resume && lo.out_dir.empty()) throw cli_support::UsageError("--resume continues the journal in OUT: give --out DIR");
   if (!lo.out_dir.empty()) metrics::check_writable_directory(lo.out_dir);
   tools::check_fits_this_machine(ex, lo.buffer);
   const std::string policy = lo.policy.empty() ? ex.run.policy : lo.policy;
@@ -183,7 +183,7 @@ void add_run_command(CLI::App& app, Commands& out) {
   run->add_flag("--local", o->local, "Run the program given after '--' on a tree of this machine's cores (the default without a file)");
   add_bag_options(*run, o->bag, false);
   run->add_option("--out", o->lo.out_dir, "Write DIR/results.json, DIR/logs/ and command output files in DIR/outputs/APP/ (default: a temporary directory)");
-  run->add_option("--policy", o->lo.policy, "Scheduling policy (overrides [run] policy)");
+  run->add_option("--policy", o->lo.policy, "Scheduling policy (overrides [run] policy)")->check(treefarm::cli_support::policy_check());
   run->add_option("--migration", o->lo.migration, "Task migration, off, pull or push (overrides [run] migration; docs/migration.md)")->check(CLI::IsMember({"off", "pull", "push"}));
   run->add_option("--balance", o->lo.balance, "Queue balancing over the migration, off, tll or mll (overrides [run] balance; needs --migration pull or push; docs/migration.md)")->check(CLI::IsMember({"off", "tll", "mll"}));
   run->add_option("--buffer", o->lo.buffer, "Buffer bound B in tasks, >= 1 (overrides [run] buffer)")->check(CLI::Range(1u, 1000000u));
@@ -192,8 +192,9 @@ void add_run_command(CLI::App& app, Commands& out) {
       ->check(CLI::Range(0.0, 1.0));
   run->add_option("--inputs", o->inputs, "Task inputs: secret = a fresh input per task (default); pooled = two per application reused by every task, for trusted workers only (docs/security.md); any other value is a GLOB: without an experiment file, a task per file ({input} {name} {stem}; quote it)");
   run->add_option("--timeout", o->lo.timeout, "Give up after this many seconds (0 = never; exit code 124)")->capture_default_str()->check(cli_support::non_negative_seconds());
-  run->add_option("--calibration", o->calibration, "Calibration file: print the LP prediction beside the measurements")->check(CLI::ExistingFile);
-  run->add_flag("--calibrate", o->calibrate, "Calibrate in place first (OUT/calibration.json), then run and compare with the LP");
+  auto* calibration = run->add_option("--calibration", o->calibration, "Calibration file: print the LP prediction beside the measurements")->check(CLI::ExistingFile);
+  run->add_flag("--calibrate", o->calibrate, "Calibrate in place first (OUT/calibration.json), then run and compare with the LP")
+      ->excludes(calibration);
   run->add_flag("--quiet", o->lo.quiet, "No progress display (the table and results.json remain)");
   run->add_flag("--json-progress", o->lo.json_progress,
                 "stdout: one JSON object per second ({\"type\":\"progress\",...}), then the results as a last JSON line "

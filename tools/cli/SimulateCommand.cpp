@@ -5,6 +5,7 @@
 #include <string_view>
 
 #include "runtime/cli/CliSupport.hpp"
+#include "runtime/metrics/AtomicFile.hpp"
 #include "tools/cli/Command.hpp"
 #include "tools/sim/SimulateCommand.hpp"
 
@@ -21,7 +22,7 @@ void add_simulate_command(CLI::App& app, Commands& out) {
   auto o = std::make_shared<SimulateCli>();
   auto* simc = app.add_subcommand("simulate", "Simulate the experiment with SimGrid, running the same scheduler core");
   simc->add_option("experiment", o->experiment, "Experiment file (speed/bandwidth/latency per node)")->required()->check(CLI::ExistingFile);
-  simc->add_option("--policy", o->so.policy, "Scheduling policy (overrides [run] policy)");
+  simc->add_option("--policy", o->so.policy, "Scheduling policy (overrides [run] policy)")->check(treefarm::cli_support::policy_check());
   simc->add_option("--migration", o->so.migration, "Task migration, off, pull or push (overrides [run] migration; docs/migration.md)")->check(CLI::IsMember({"off", "pull", "push"}));
   simc->add_option("--balance", o->so.balance, "Queue balancing over the migration, off, tll or mll (overrides [run] balance; needs --migration pull or push; docs/migration.md)")->check(CLI::IsMember({"off", "tll", "mll"}));
   simc->add_option("--buffer", o->so.buffer, "Buffer bound B in tasks (overrides [run] buffer)");
@@ -41,6 +42,8 @@ void add_simulate_command(CLI::App& app, Commands& out) {
                  "In the --trace, deliver in the same iteration what a message makes a node send (prices reach the "
                  "leaves in one iteration, as in the paper's synchronous prototype); default: one hop per iteration");
   out.push_back({simc, [o] {
+                   // Before the simulation (it can take minutes), as run does.
+                   if (!o->so.out_dir.empty()) metrics::check_writable_directory(o->so.out_dir);
                    try {
                      return tools::simulate_command(o->experiment, o->so, std::cout);
                    } catch (const std::invalid_argument& e) {  // --migration/--balance: exit 2, as any bad option

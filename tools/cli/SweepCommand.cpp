@@ -6,6 +6,7 @@
 #include "runtime/model/Experiment.hpp"
 #include "tools/Sweep.hpp"
 #include "tools/TreeLauncher.hpp"
+#include "runtime/cli/CliSupport.hpp"
 #include "tools/cli/Command.hpp"
 #include "tools/emulate/Emulate.hpp"
 
@@ -76,7 +77,7 @@ void add_sweep_command(CLI::App& app, Commands& out) {
                  "this long (default 10, 30 with --emulate; 0 = the tasks as given)")
       ->check(CLI::NonNegativeNumber);
   sw->add_option("--out", o->so.out_dir, "Write DIR/sweep.json, DIR/sweep.png, DIR/n-N/ (default out/sweep-NAME)");
-  sw->add_option("--policy", o->so.launch.policy, "Scheduling policy (overrides [run] policy)");
+  sw->add_option("--policy", o->so.launch.policy, "Scheduling policy (overrides [run] policy)")->check(treefarm::cli_support::policy_check());
   sw->add_option("--timeout", o->so.launch.timeout, "seconds per run (0 = none)");
   sw->add_flag("--emulate", o->emulate,
                "Run every calibration and run on the experiment's emulated LAN (treefarm emulate run; root)");
