@@ -108,8 +108,8 @@ int main(int argc, char** argv) {
     if (!curve_secret.empty()) {
       if (authorized.empty()) throw cs::UsageError("--curve-secret needs --authorized-keys");
       opt.curve.enabled = true;
-      opt.curve.own = treefarm::net::load_secret_key_file(curve_secret);
-      opt.curve.authorized = treefarm::net::load_authorized_keys(authorized, &opt.curve.key_names, &opt.curve.key_roles);
+      opt.curve.own = cs::load_input([&] { return treefarm::net::load_secret_key_file(curve_secret); });
+      opt.curve.authorized = cs::load_input([&] { return treefarm::net::load_authorized_keys(authorized, &opt.curve.key_names, &opt.curve.key_roles); });
       opt.curve.authorized_file = authorized;
     }
     // The dashboard (docs/dashboard.md): the root publishes to `feed`, the server reads it.

@@ -138,10 +138,10 @@ int main(int argc, char** argv) {
     if (!curve_secret.empty()) {
       if (parent_key.empty()) throw cs::UsageError("--curve-secret needs --parent-key (the parent's public key file)");
       endpoints.curve.enabled = true;
-      endpoints.curve.own = treefarm::net::load_secret_key_file(curve_secret);
-      endpoints.curve.parent_public_key = treefarm::net::load_public_key_file(parent_key);
+      endpoints.curve.own = cs::load_input([&] { return treefarm::net::load_secret_key_file(curve_secret); });
+      endpoints.curve.parent_public_key = cs::load_input([&] { return treefarm::net::load_public_key_file(parent_key); });
       if (!authorized.empty()) {
-        endpoints.curve.authorized = treefarm::net::load_authorized_keys(authorized, &endpoints.curve.key_names, &endpoints.curve.key_roles);
+        endpoints.curve.authorized = cs::load_input([&] { return treefarm::net::load_authorized_keys(authorized, &endpoints.curve.key_names, &endpoints.curve.key_roles); });
         endpoints.curve.authorized_file = authorized;
       }
       else endpoints.listen = "";  // nobody could be admitted: serve no children

@@ -241,6 +241,7 @@ void setup_logging(const std::string& level) {
 int exit_code_for(const std::exception& error) {
   if (dynamic_cast<const model::FileError*>(&error)) return node::exit_bad_input;
   if (dynamic_cast<const model::CalibrationMismatch*>(&error)) return node::exit_bad_input;
+  if (dynamic_cast<const BadInput*>(&error)) return node::exit_bad_input;
   if (dynamic_cast<const UsageError*>(&error)) return node::exit_usage;
   if (dynamic_cast<const Interrupted*>(&error)) return node::exit_interrupted;
   return node::exit_error;

@@ -79,6 +79,22 @@ class UsageError : public std::invalid_argument {
   using std::invalid_argument::invalid_argument;
 };
 
+/// An input file whose content is bad, the message naming it (a key file): exit_bad_input.
+class BadInput : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// Calls `load` (which reads an input file) and turns what it throws into BadInput.
+template <typename Load>
+auto load_input(Load&& load) -> decltype(load()) {
+  try {
+    return load();
+  } catch (const std::runtime_error& e) {
+    throw BadInput(e.what());
+  }
+}
+
 /// The command was interrupted (SIGINT/SIGTERM seen while it worked): exit_interrupted.
 class Interrupted : public std::runtime_error {
  public:
@@ -86,7 +102,7 @@ class Interrupted : public std::runtime_error {
 };
 
 /// The exit code for an error that ended a command: exit_bad_input for a FileError (an
-/// input file's content) or a missing file, exit_usage for a UsageError,
+/// input file's content), a BadInput or a calibration of another experiment, exit_usage for a UsageError,
 /// exit_interrupted for Interrupted, exit_error otherwise.
 int exit_code_for(const std::exception& error);
 
