@@ -1,4 +1,3 @@
-#include "runtime/node/ExitCode.hpp"
 #include "master/CalibrationRun.hpp"
 
 #include <algorithm>
@@ -6,6 +5,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "runtime/node/ExitCode.hpp"
 #include "runtime/zmq/ZmqNode.hpp"
 
 namespace treefarm::master {
