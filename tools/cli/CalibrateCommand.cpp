@@ -23,8 +23,13 @@ void print_calibration(const model::Calibration& cal, const std::string& path) {
   std::printf("calibration written to %s\n", path.c_str());
   for (const auto& [name, nc] : cal.nodes) {
     std::printf("  %-12s %-12s %3u cores", name.c_str(), nc.parent.empty() ? "(master)" : ("< " + nc.parent).c_str(), nc.cores);
-    for (const auto& [app, seconds] : nc.task_seconds) std::printf("  %s %.6f s/task", app.c_str(), seconds);
+    for (const auto& [app, seconds] : nc.task_seconds) {
+      std::printf("  %s %.6f s/task", app.c_str(), seconds);
+      if (const auto o = nc.output_bytes.find(app); o != nc.output_bytes.end())
+        std::printf(" (%.0f bytes of output)", o->second);
+    }
     if (nc.link_bandwidth) std::printf("  link %.3g bytes/s", *nc.link_bandwidth);
+    if (nc.link_round_trip) std::printf("  rtt %.3g s", *nc.link_round_trip);
     std::printf("\n");
   }
 }
