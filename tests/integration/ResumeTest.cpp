@@ -119,7 +119,8 @@ TEST(ResumeTest, OutOfRangeSettingsAreRefusedAtStart) {
                                "[[node]]\nname = \"m\"\ncores = 1\n[[app]]\nname = \"big\"\nkernel = \"noop\"\n"
                                "bytes = 64\ntasks = 3\nmemory_per_task = \"100TiB\"\n");
   r = run_command("timeout 20 " + treefarm_bin + " run " + huge);
-  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_EQ(r.exit_code, 3) << r.output;  // bad input file: the field named
+  EXPECT_NE(r.output.find("treefarm: error: "), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("memory_per_task"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("huge.toml:4"), std::string::npos) << r.output;
 }
