@@ -82,7 +82,7 @@ TEST_F(CliErrors, EveryDocumentedErrorCase) {
       {treefarm + " run {dir}/tiny.toml --nosuch", 2, "treefarm: error: unknown option '--nosuch' for 'treefarm run'", 10},
       {worker + " --nosuch", 2, "treefarm-worker: error: unknown option '--nosuch' for 'treefarm-worker'", 10},
       {master + " --nosuch", 2, "treefarm-master: error: unknown option '--nosuch' for 'treefarm-master'", 10},
-      {treefarm + " run", 2, "Run 'treefarm run --help' for more information.", 10},
+      {treefarm + " run", 2, "treefarm: error: give an experiment file, or --each-line FILE", 10},
       // --version after a subcommand, as the README promises.
       {treefarm + " run --version", 0, "treefarm 0.", 10},
       {treefarm + " plan --version", 0, "treefarm 0.", 10},
