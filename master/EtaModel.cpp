@@ -31,6 +31,7 @@ std::optional<EtaModel::Eta> EtaModel::eta(std::uint64_t done) const {
   for (const auto& [name, n] : nodes_)
     if (n.tasks > 0 && n.cores > 0)
       if (const double m = n.median(); m > 0) rate += static_cast<double>(n.cores) / m;
+  if (plan_rate_ > 0) rate = std::min(rate, plan_rate_);
   if (!(rate > 0)) return std::nullopt;
   Eta e;
   e.remaining = total_ - std::min(total_, done);

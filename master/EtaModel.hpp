@@ -33,6 +33,9 @@ class EtaModel {
   void node_cores(const std::string& node, std::uint32_t cores) { nodes_[node].cores = cores; }
   /// A task of `cores_per_task` cores took `seconds` of compute on `node`.
   void completed(const std::string& node, double seconds, std::uint32_t cores_per_task);
+  /// The LP's predicted rate of all applications together, tasks/s (0: none): it bounds the
+  /// rate from the nodes' task times, which alone ignore the links (beaumont2006 §2).
+  void plan_rate(double tasks_per_second) { plan_rate_ = tasks_per_second; }
   /// The prediction with `done` tasks done; nullopt before any node's time is known.
   std::optional<Eta> eta(std::uint64_t done) const;
   /// Called about once a second: keeps the first prediction made with at least a tenth
@@ -54,6 +57,7 @@ class EtaModel {
     double median() const;
   };
   std::uint64_t total_;
+  double plan_rate_ = 0;
   std::map<std::string, Node> nodes_;
   std::optional<std::pair<double, Eta>> kept_;  ///< (made at seconds, prediction)
   std::uint64_t kept_done_ = 0;

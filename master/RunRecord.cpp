@@ -208,6 +208,15 @@ void RunRecord::install(node::RootSetup& root) {
 }
 
 std::optional<EtaModel::Eta> RunRecord::eta(double now) {
+  double planned = 0;  // every application's LP rate, or none
+  for (const auto& a : results_.apps) {
+    if (!a.predicted) {
+      planned = 0;
+      break;
+    }
+    planned += *a.predicted;
+  }
+  eta_.plan_rate(planned);
   eta_.observe(elapsed(now), done_);
   return eta_.eta(done_);
 }

@@ -52,5 +52,19 @@ TEST(EtaModel, ThePredictionAtATenthIsKeptAgainstTheEnd) {
   EXPECT_DOUBLE_EQ(j["ratio"].get<double>(), 1.25);
 }
 
+TEST(EtaModel, TheLpRateBoundsTheNodesRateWhenTheLinksLimitTheRun) {
+  EtaModel m(1000);
+  m.node_cores("w1", 2);
+  m.completed("w1", 0.01, 1);  // 200 tasks/s from compute alone
+  EXPECT_NEAR(m.eta(0)->rate, 200.0, 1e-9);
+  m.plan_rate(50.0);  // the plan, which counts the links, says 50
+  EXPECT_NEAR(m.eta(0)->rate, 50.0, 1e-9);
+  EXPECT_NEAR(m.eta(0)->seconds_left, 20.0, 1e-9);
+  m.plan_rate(500.0);  // a plan above what the nodes do is not taken
+  EXPECT_NEAR(m.eta(0)->rate, 200.0, 1e-9);
+  m.plan_rate(0);  // no plan
+  EXPECT_NEAR(m.eta(0)->rate, 200.0, 1e-9);
+}
+
 }  // namespace
 }  // namespace treefarm::master
