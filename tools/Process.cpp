@@ -7,36 +7,31 @@
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
-#include <sys/prctl.h>
-#include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
+
+#include "runtime/process/Spawn.hpp"
 
 namespace treefarm::tools {
 
 ProcessSet::~ProcessSet() { end_all(); }
 
 std::size_t ProcessSet::spawn(const std::string& name, const std::vector<std::string>& argv, const std::string& log) {
-  std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  const pid_t parent = getpid();
-  const pid_t pid = fork();
-  if (pid < 0) throw std::runtime_error("fork failed for " + name);
-  if (pid == 0) {
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() != parent) _exit(127);
-    if (!log.empty()) {
-      const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-      if (fd >= 0) {
-        dup2(fd, STDOUT_FILENO);
-        dup2(fd, STDERR_FILENO);
-        close(fd);
-      }
-    }
-    execvp(args[0], args.data());
-    _exit(127);
+  process::ChildSetup setup;
+  setup.parent_death_signal = SIGKILL;
+  int fd = -1;
+  if (!log.empty()) {
+    fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    setup.stdout_fd = setup.stderr_fd = fd;  // unopenable: output stays inherited
   }
+  pid_t pid = -1;
+  try {
+    pid = process::spawn(argv, setup);
+  } catch (const std::exception& e) {
+    if (fd >= 0) ::close(fd);
+    throw std::runtime_error("cannot start " + name + ": " + e.what());
+  }
+  if (fd >= 0) ::close(fd);
   procs_.push_back(Process{name, pid, std::nullopt, log});
   return procs_.size() - 1;
 }
@@ -46,10 +41,8 @@ std::vector<std::size_t> ProcessSet::reap() {
   for (std::size_t i = 0; i < procs_.size(); ++i) {
     auto& p = procs_[i];
     if (p.exit_code) continue;
-    int status = 0;
-    const pid_t r = waitpid(p.pid, &status, WNOHANG);
-    if (r == p.pid) {
-      p.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    if (const auto status = process::try_wait(p.pid)) {
+      p.exit_code = process::exit_code(*status);
       exited.push_back(i);
     }
   }
@@ -93,8 +86,7 @@ void ProcessSet::end_all(double grace) {
     if (running(i)) ::kill(procs_[i].pid, SIGKILL);
   for (std::size_t i = 0; i < procs_.size(); ++i) {
     if (!running(i)) continue;
-    int status = 0;
-    waitpid(procs_[i].pid, &status, 0);
+    (void)process::wait(procs_[i].pid);
     procs_[i].exit_code = 128 + SIGKILL;
   }
 }

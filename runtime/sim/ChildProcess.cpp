@@ -2,19 +2,15 @@
 
 #include <cerrno>
 #include <csignal>
-#include <cstdio>
 #include <cstring>
-#include <iostream>
 #include <stdexcept>
-#include <sys/prctl.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <nlohmann/json.hpp>
 
-namespace treefarm::sim {
+#include "runtime/process/Spawn.hpp"
 
-void die_with_parent() { ::prctl(PR_SET_PDEATHSIG, SIGKILL); }
+namespace treefarm::sim {
 
 void write_all(int fd, const std::string& text) {
   std::size_t done = 0;
@@ -30,32 +26,31 @@ ReportingChild fork_reporting_child(const std::function<std::string()>& work, co
                                     const std::vector<int>& close_in_child) {
   int fds[2];
   if (::pipe(fds) != 0) throw std::runtime_error(what + ": pipe: " + std::strerror(errno));
-  std::cout.flush();
-  std::cerr.flush();
-  std::fflush(nullptr);
-  const pid_t pid = ::fork();
-  if (pid < 0) {
-    const int err = errno;
+  process::ChildSetup setup;
+  setup.parent_death_signal = SIGKILL;  // no simulation outlives the command that started it
+  setup.close_fds = close_in_child;
+  setup.close_fds.push_back(fds[0]);
+  pid_t pid = -1;
+  try {
+    pid = process::spawn_function(
+        [&] {
+          std::string report;
+          try {
+            report = work();
+          } catch (const std::exception& e) {
+            report = nlohmann::json{{"exception", e.what()}}.dump();
+          } catch (...) {
+            report = nlohmann::json{{"exception", "unknown exception"}}.dump();
+          }
+          write_all(fds[1], report);
+          ::close(fds[1]);
+          return 0;
+        },
+        setup, what);
+  } catch (...) {
     ::close(fds[0]);
     ::close(fds[1]);
-    throw std::runtime_error(what + ": fork: " + std::strerror(err));
-  }
-  if (pid == 0) {
-    die_with_parent();
-    ::close(fds[0]);
-    for (int fd : close_in_child) ::close(fd);
-    std::string report;
-    try {
-      report = work();
-    } catch (const std::exception& e) {
-      report = nlohmann::json{{"exception", e.what()}}.dump();
-    } catch (...) {
-      report = nlohmann::json{{"exception", "unknown exception"}}.dump();
-    }
-    write_all(fds[1], report);
-    ::close(fds[1]);
-    std::fflush(nullptr);
-    ::_exit(0);
+    throw;
   }
   ::close(fds[1]);
   return {pid, fds[0]};
@@ -74,11 +69,6 @@ std::string read_to_end(int fd) {
   return text;
 }
 
-int wait_for(pid_t pid) {
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  return status;
-}
+int wait_for(pid_t pid) { return process::wait(pid); }
 
 }  // namespace treefarm::sim

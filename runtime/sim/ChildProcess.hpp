@@ -2,8 +2,8 @@
 /// @file ChildProcess.hpp
 /// What a forked simulation child needs (each simulation runs in its own process, since
 /// SimGrid's engine is a process-wide singleton): dying with its parent, and writing its
-/// report into a pipe. fork_reporting_child() is the one way to start such a child (used by
-/// simulate() and the campaign's process pool).
+/// report into a pipe. fork_reporting_child() starts such a child (used by simulate()),
+/// through runtime/process (the project's one way to start a child).
 
 #include <functional>
 #include <string>
@@ -11,10 +11,6 @@
 #include <vector>
 
 namespace treefarm::sim {
-
-/// In a freshly forked child: receive SIGKILL when the parent dies, so that no
-/// simulation outlives the command that started it.
-void die_with_parent();
 
 /// Writes all of `text` to `fd`, retrying on EINTR; stops silently if the reader is gone.
 void write_all(int fd, const std::string& text);
@@ -25,7 +21,7 @@ struct ReportingChild {
   int fd = -1;  ///< The parent's read end; the caller closes it.
 };
 
-/// Flushes stdio, forks, and in the child: dies with the parent, closes `close_in_child`
+/// Flushes stdio, forks (process::spawn_function), and in the child: dies with the parent (SIGKILL), closes `close_in_child`
 /// (the parent's other descriptors it must not hold, e.g. other children's pipes), writes
 /// what `work` returns into the pipe — or the JSON object {"exception": what} if it
 /// throws — and leaves with _exit(0), without the parent's atexit code. Throws

@@ -7,15 +7,15 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <stdexcept>
-#include <sys/prctl.h>
-#include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
+
+#include "runtime/process/Spawn.hpp"
 
 namespace treefarm::deploy {
 
 namespace {
-int decode(int status) { return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status); }
+int decode(int status) { return process::exit_code(status); }
 }  // namespace
 
 ChildProcess::ChildProcess(const std::vector<std::string>& argv) {
@@ -27,26 +27,17 @@ ChildProcess::ChildProcess(const std::vector<std::string>& argv) {
     ::close(in[1]);
     throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
   }
-  std::vector<char*> cargv;
-  for (const auto& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
-  cargv.push_back(nullptr);
-  const pid_t parent = getpid();
-  pid_ = fork();
-  if (pid_ < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
-  if (pid_ == 0) {
-    prctl(PR_SET_PDEATHSIG, SIGTERM);
-    if (getppid() != parent) _exit(127);
-    setpgid(0, 0);
-    dup2(in[0], 0);
-    dup2(out[1], 1);
-    dup2(out[1], 2);
-    signal(SIGPIPE, SIG_DFL);
-    signal(SIGINT, SIG_DFL);
-    signal(SIGTERM, SIG_DFL);
-    execvp(cargv[0], cargv.data());
-    const std::string msg = std::string("cannot start ") + argv[0] + ": " + std::strerror(errno) + "\n";
-    (void)!::write(2, msg.data(), msg.size());
-    _exit(127);
+  process::ChildSetup setup;
+  setup.stdin_fd = in[0];
+  setup.stdout_fd = setup.stderr_fd = out[1];
+  setup.parent_death_signal = SIGTERM;
+  setup.own_process_group = true;
+  setup.default_signals = true;
+  try {
+    pid_ = process::spawn(argv, setup);
+  } catch (...) {
+    for (int fd : {in[0], in[1], out[0], out[1]}) ::close(fd);
+    throw;
   }
   ::close(in[0]);
   ::close(out[1]);
@@ -98,9 +89,7 @@ std::string ChildProcess::read_output() {
 
 std::optional<int> ChildProcess::poll_exit() {
   if (exit_code_) return exit_code_;
-  int status = 0;
-  const pid_t r = waitpid(pid_, &status, WNOHANG);
-  if (r == pid_) exit_code_ = decode(status);
+  if (const auto status = process::try_wait(pid_)) exit_code_ = decode(*status);
   return exit_code_;
 }
 
@@ -130,10 +119,7 @@ int ChildProcess::terminate(double grace) {
   ::kill(pid_, SIGTERM);
   if (wait(grace)) return *exit_code_;
   ::kill(pid_, SIGKILL);
-  int status = 0;
-  while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
-  }
-  exit_code_ = decode(status);
+  exit_code_ = decode(process::wait(pid_));
   return *exit_code_;
 }
 

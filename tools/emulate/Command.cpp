@@ -4,8 +4,9 @@
 #include <cstring>
 #include <fcntl.h>
 #include <poll.h>
-#include <sys/wait.h>
 #include <unistd.h>
+
+#include "runtime/process/Spawn.hpp"
 
 namespace treefarm::emulate {
 
@@ -39,32 +40,24 @@ std::string command_line(const std::vector<std::string>& argv) {
 
 CommandResult run_command(const std::vector<std::string>& argv) {
   if (argv.empty()) throw std::invalid_argument("run_command: empty command");
-  std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-
   int out[2] = {-1, -1}, err[2] = {-1, -1};
   if (pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0) {
     close_pair(out);
     close_pair(err);
     throw std::runtime_error("pipe failed: " + std::string(std::strerror(errno)));
   }
-  const pid_t pid = fork();
-  if (pid < 0) {
+  process::ChildSetup setup;
+  setup.stdin_null = true;
+  setup.stdout_fd = out[1];
+  setup.stderr_fd = err[1];
+  setup.own_process_group = true;
+  pid_t pid = -1;
+  try {
+    pid = process::spawn(argv, setup);
+  } catch (...) {
     close_pair(out);
     close_pair(err);
-    throw std::runtime_error("fork failed for " + argv[0] + ": " + std::strerror(errno));
-  }
-  if (pid == 0) {
-    setpgid(0, 0);
-    const int null = open("/dev/null", O_RDONLY);
-    if (null >= 0) dup2(null, STDIN_FILENO);
-    dup2(out[1], STDOUT_FILENO);
-    dup2(err[1], STDERR_FILENO);
-    execvp(args[0], args.data());
-    const std::string msg = "cannot execute " + argv[0] + ": " + std::strerror(errno) + "\n";
-    [[maybe_unused]] auto n = write(STDERR_FILENO, msg.data(), msg.size());
-    _exit(127);
+    throw;
   }
   close(out[1]);
   close(err[1]);
@@ -93,10 +86,7 @@ CommandResult run_command(const std::vector<std::string>& argv) {
   }
   for (auto& f : fds)
     if (f.fd >= 0) close(f.fd);
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r.exit_code = process::exit_code(process::wait(pid));
   return r;
 }
 

@@ -15,6 +15,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "runtime/process/Spawn.hpp"
 #include "runtime/sim/ChildProcess.hpp"
 
 namespace treefarm::tools {
@@ -70,28 +71,28 @@ void ProcessPool::run(std::size_t count, const std::function<Work(std::size_t)>&
       int fds[2];
       if (::pipe(fds) != 0) fail("pipe");
       if (flush_) flush_->flush();
-      std::cout.flush();
-      std::cerr.flush();
-      std::fflush(nullptr);
-      const pid_t pid = ::fork();
-      if (pid < 0) {
+      process::ChildSetup setup;
+      setup.default_signals = true;         // a handler of ours would keep it alive
+      setup.parent_death_signal = SIGKILL;  // no simulation outlives the command
+      setup.close_fds = {fds[0]};
+      for (const auto& a : active) setup.close_fds.push_back(a.fd);
+      pid_t pid = -1;
+      try {
+        pid = process::spawn_function(
+            [&] {
+              try {
+                sim::write_all(fds[1], work());
+              } catch (...) {
+                // Nothing sent: the parent reports a child that exited without a result.
+              }
+              ::close(fds[1]);
+              return 0;
+            },
+            setup, "process pool");
+      } catch (...) {
         ::close(fds[0]);
         ::close(fds[1]);
-        fail("fork");
-      }
-      if (pid == 0) {
-        std::signal(SIGINT, SIG_DFL);
-        std::signal(SIGTERM, SIG_DFL);
-        sim::die_with_parent();
-        ::close(fds[0]);
-        for (const auto& a : active) ::close(a.fd);
-        try {
-          sim::write_all(fds[1], work());
-        } catch (...) {
-          // Nothing sent: the parent reports a child that exited without a result.
-        }
-        ::close(fds[1]);
-        ::_exit(0);
+        throw;
       }
       ::close(fds[1]);
       active.push_back({next, pid, fds[0], {}, Clock::now()});
@@ -119,9 +120,7 @@ void ProcessPool::run(std::size_t count, const std::function<Work(std::size_t)>&
       }
       if (eof) {
         ::close(a.fd);
-        int status = 0;
-        while (::waitpid(a.pid, &status, 0) < 0 && errno == EINTR) {
-        }
+        const int status = process::wait(a.pid);
         const ProcessOutcome outcome{std::move(a.text), status, a.killed, seconds_since(a.started),
                                      a.stopped && WIFSIGNALED(status)};
         const std::size_t index = a.index;
