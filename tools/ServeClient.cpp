@@ -19,7 +19,7 @@
 
 #include "runtime/metrics/AtomicFile.hpp"
 #include "runtime/model/Experiment.hpp"
-#include "runtime/model/ExperimentText.hpp"
+#include "runtime/model/ExperimentFile.hpp"
 #include "runtime/zmq/Curve.hpp"
 #include "runtime/zmq/Wire.hpp"
 
@@ -46,9 +46,8 @@ static std::vector<std::pair<std::string, std::filesystem::path>> input_files_of
   model::Experiment ex;
   try {
     // As the served master reads it: an experiment without [[node]] tables runs on the
-    // live tree, so a master node stands in for the tree here too (master/Server.cpp).
-    if (!model::has_node_tables(text)) text += "\n\n[[node]]\nname = \"master\"\ncores = 0\n";
-    ex = model::parse_experiment(text, experiment);
+    // live tree.
+    ex = model::load_experiment_nodes_optional(experiment);
   } catch (const std::exception&) {
     return out;
   }

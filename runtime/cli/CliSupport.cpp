@@ -1,6 +1,7 @@
 #include "runtime/cli/CliSupport.hpp"
 
 #include <array>
+#include <csignal>
 #include <cmath>
 #include <string>
 #include <cstdio>
@@ -245,6 +246,42 @@ int exit_code_for(const std::exception& error) {
   if (dynamic_cast<const UsageError*>(&error)) return node::exit_usage;
   if (dynamic_cast<const Interrupted*>(&error)) return node::exit_interrupted;
   return node::exit_error;
+}
+
+std::atomic<bool>& interrupted() {
+  static std::atomic<bool> flag{false};
+  return flag;
+}
+
+std::atomic<int>& interrupt_signal() {
+  static std::atomic<int> sig{SIGINT};
+  return sig;
+}
+
+namespace {
+void on_interrupt(int sig) {
+  interrupt_signal() = sig;  // lock-free atomics: safe in a handler
+  interrupted() = true;
+}
+}  // namespace
+
+int run_commands(CLI::App& app, const Commands& commands, int argc, char** argv) {
+  for (auto* sub : app.get_subcommands({})) {
+    sub->footer(exit_code_footer());
+    for (auto* subsub : sub->get_subcommands({})) subsub->footer(exit_code_footer());
+  }
+  if (const auto rc = parse(app, argc, argv)) return *rc;
+  setup_logging("info");  // logs on stderr; stdout is for results
+  std::signal(SIGINT, on_interrupt);
+  std::signal(SIGTERM, on_interrupt);
+  std::signal(SIGPIPE, SIG_IGN);
+  try {
+    for (const auto& c : commands)
+      if (c.chosen ? c.chosen() : c.app->parsed()) return c.run();
+  } catch (const std::exception& e) {
+    return report_error(e);
+  }
+  return 0;
 }
 
 }  // namespace treefarm::cli_support

@@ -4,13 +4,17 @@
 /// their command line: `--version` (the project version from CMake), the exit-code table
 /// as the `--help` footer, a parse that maps CLI11's own codes (104-109) to exit_usage,
 /// the `--log-level` check, and the mapping of an exception to an exit code
-/// (docs/commands.md, "Exit codes").
+/// (docs/commands.md, "Exit codes"); and the main of a program made of subcommands
+/// (`treefarm`, `treefarm-lab`): run_commands().
 
+#include <atomic>
 #include <cstdint>
 #include <exception>
+#include <functional>
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -105,5 +109,29 @@ class Interrupted : public std::runtime_error {
 /// input file's content), a BadInput or a calibration of another experiment, exit_usage for a UsageError,
 /// exit_interrupted for Interrupted, exit_error otherwise.
 int exit_code_for(const std::exception& error);
+
+/// One subcommand of a program: the CLI11 app it parsed into and what to do when it was
+/// chosen. `run` returns the process exit code.
+struct Command {
+  CLI::App* app = nullptr;
+  std::function<int()> run;
+  /// When set, decides whether this entry was chosen (instead of `app->parsed()`).
+  std::function<bool()> chosen = {};
+};
+
+/// A program's subcommands, in registration order.
+using Commands = std::vector<Command>;
+
+/// Set by SIGINT/SIGTERM once run_commands() caught them; long-running commands poll it.
+std::atomic<bool>& interrupted();
+/// The signal that set interrupted() (SIGINT or SIGTERM; SIGINT until one came).
+std::atomic<int>& interrupt_signal();
+
+/// The main of a program made of subcommands: gives every subcommand (and theirs) the
+/// exit-code footer, parses (parse()), logs on stderr at info, turns SIGINT/SIGTERM into
+/// interrupted(), ignores SIGPIPE, and runs the chosen command. An exception ends the
+/// program through report_error() ("PROGRAM: error: what", exit_code_for(error)); the program
+/// name is the one given to setup_app(). Returns the exit code.
+int run_commands(CLI::App& app, const Commands& commands, int argc, char** argv);
 
 }  // namespace treefarm::cli_support

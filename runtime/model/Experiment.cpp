@@ -1,4 +1,5 @@
 #include "runtime/model/Experiment.hpp"
+#include "runtime/model/ExperimentFile.hpp"
 #include "runtime/model/ExperimentText.hpp"
 
 #include <algorithm>
@@ -563,9 +564,7 @@ std::vector<NodeSpec> build_tree(const Reader& r, std::vector<NodeEntry> entries
   return nodes;
 }
 
-}  // namespace
-
-Experiment parse_experiment(const std::string& text, const std::string& path, const ParseOptions& options) {
+Experiment parse(const std::string& text, const std::string& path, bool nodes_required, const ParseOptions& options) {
   const toml::table root = parse_toml(text, path);
   const Reader r(path);
   r.check_keys(root, "", {"node", "app", "run", "policy", "event", "fault"}, "the top level");
@@ -607,12 +606,12 @@ Experiment parse_experiment(const std::string& text, const std::string& path, co
     exp.run.policy_options = read_policy_options(r, *table);
   }
 
-  exp.nodes = build_tree(r, std::move(entries), 1);
+  if (!entries.empty() || nodes_required) exp.nodes = build_tree(r, std::move(entries), 1);
   if (exp.apps.empty())
     throw FileError(path, 1, "app", "no [[app]] entry: an experiment needs at least one application");
   // bertin2008 §2.2: each application's master, a node of the tree.
   for (std::size_t i = 0; i < exp.apps.size(); ++i)
-    if (!exp.apps[i].origin.empty() && !exp.node_index(exp.apps[i].origin))
+    if (!exp.apps[i].origin.empty() && !exp.nodes.empty() && !exp.node_index(exp.apps[i].origin))
       r.require(false, *app_tables[i], "origin", index_prefix("app", i),
                 "unknown node '" + exp.apps[i].origin + "'; expected the name of a [[node]]");
 
@@ -623,6 +622,16 @@ Experiment parse_experiment(const std::string& text, const std::string& path, co
                    [](const EventSpec& a, const EventSpec& b) { return a.at < b.at; });
   (void)read_faults(r, root, exp, path);  // checked here; `treefarm emulate` plays them (load_faults)
   return exp;
+}
+
+}  // namespace
+
+Experiment parse_experiment(const std::string& text, const std::string& path, const ParseOptions& options) {
+  return parse(text, path, true, options);
+}
+
+Experiment parse_experiment_nodes_optional(const std::string& text, const std::string& path) {
+  return parse(text, path, false, ParseOptions{});
 }
 
 std::string read_input_file(const std::string& path) {
@@ -655,6 +664,12 @@ bool has_node_tables(const std::string& text) {
 
 Experiment load_experiment(const std::string& path, const ParseOptions& options) {
   Experiment exp = parse_experiment(read_input_file(path), path, options);
+  exp.path = path;
+  return exp;
+}
+
+Experiment load_experiment_nodes_optional(const std::string& path) {
+  Experiment exp = parse_experiment_nodes_optional(read_input_file(path), path);
   exp.path = path;
   return exp;
 }

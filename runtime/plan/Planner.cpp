@@ -14,6 +14,7 @@
 
 #include "runtime/lp/ClpSolver.hpp"
 #include "runtime/model/EnumNames.hpp"
+#include "runtime/model/ExperimentFile.hpp"
 
 namespace treefarm::plan {
 
@@ -289,37 +290,29 @@ void print_plan(std::ostream& out, const PlanResult& r, const MachineSet& s) {
 std::string experiment_toml(const PlanResult& r, const MachineSet& s, const std::vector<model::AppSpec>& apps,
                             const model::RunSpec& run, const std::string& header) {
   if (!r.found) throw std::invalid_argument("plan: no tree to write");
-  std::ostringstream out;
-  out << std::setprecision(std::numeric_limits<double>::max_digits10);
-  std::istringstream h(header);
-  for (std::string line; std::getline(h, line);) out << "# " << line << "\n";
-  out << "# Predicted fair throughput: " << r.fair_throughput << " tasks/s per unit of weight (LP, one-port)\n\n";
+  model::Experiment ex;
+  std::ostringstream about;
+  about << std::setprecision(std::numeric_limits<double>::max_digits10) << header
+        << "\nPredicted fair throughput: " << r.fair_throughput << " tasks/s per unit of weight (LP, one-port)"
+        << "\nUnits: flop/s per core, bytes/s, seconds. LAN of each node:";
   for (std::size_t machine : r.order) {
     const auto& m = s.machines[machine];
-    out << "[[node]]\nname = \"" << m.name << "\"\n";
+    model::NodeSpec n;
+    n.name = m.name;
+    n.cores = m.cores;
+    n.speed = m.speed;
     const int p = r.tree.parent[machine];
-    if (p >= 0) out << "parent = \"" << s.machines[static_cast<std::size_t>(p)].name << "\"\n";
-    out << "cores = " << m.cores << "\nspeed = " << m.speed << "   # flop/s per core\n";
-    if (p >= 0)
-      out << "bandwidth = " << s.bandwidth(static_cast<std::size_t>(p), machine) << "   # bytes/s\nlatency = "
-          << s.latency(static_cast<std::size_t>(p), machine) << "   # s\n";
-    out << "# lan = " << s.lans[m.lan].name << "\n\n";
+    if (p >= 0) {
+      n.parent = s.machines[static_cast<std::size_t>(p)].name;
+      n.bandwidth = s.bandwidth(static_cast<std::size_t>(p), machine);
+      n.latency = s.latency(static_cast<std::size_t>(p), machine);
+    }
+    about << (ex.nodes.empty() ? " " : ", ") << m.name << " " << s.lans[m.lan].name;
+    ex.nodes.push_back(std::move(n));
   }
-  for (const auto& a : apps) {
-    out << "[[app]]\nname = \"" << a.name << "\"\nkernel = \"" << model::to_string(a.kernel) << "\"\n";
-    if (a.kernel == model::Kernel::matmul || a.kernel == model::Kernel::matadd) out << "n = " << a.n << "\n";
-    else out << "bytes = " << a.bytes << "\n";
-    if (a.kernel == model::Kernel::abstract) out << "flops = " << a.flops << "\n";
-    out << "tasks = " << a.tasks << "\nweight = " << a.weight << "\n";
-    if (a.cores_per_task != 1) out << "cores_per_task = " << a.cores_per_task << "\n";
-    if (a.memory_per_task) out << "memory_per_task = " << a.memory_per_task << "\n";
-    out << "\n";
-  }
-  out << "[run]\nbuffer = " << run.buffer << "\npolicy = \"" << run.policy << "\"\nepsilon = " << run.epsilon
-      << "\nseed = " << run.seed << "\ncomm_model = \""
-      << (run.comm_model == model::CommModel::one_port ? "one-port" : "multi-port") << "\"\n";
-  if (run.max_out_bandwidth) out << "max_out_bandwidth = " << *run.max_out_bandwidth << "\n";
-  return out.str();
+  ex.apps = apps;
+  ex.run = run;
+  return model::write_experiment(ex, about.str());
 }
 
 model::Experiment parse_apps(const std::string& text, const std::string& path) {
@@ -332,11 +325,7 @@ model::Experiment parse_apps(const std::string& text, const std::string& path) {
   } catch (const toml::parse_error& e) {
     throw model::FileError(path, static_cast<int>(e.source().begin.line), "", std::string(e.description()));
   }
-  // The experiment parser needs a master: one is appended after the text, so the line
-  // numbers of its errors stay those of the file.
-  auto ex = model::parse_experiment(text + "\n[[node]]\nname = \"plan-placeholder-master\"\n", path);
-  ex.nodes.clear();
-  return ex;
+  return model::parse_experiment_nodes_optional(text, path);
 }
 
 model::Experiment load_apps(const std::string& path) {

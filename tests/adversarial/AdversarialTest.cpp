@@ -59,6 +59,12 @@ class MaliciousPeer {
   zmq::socket_t socket_;
 };
 
+/// The reason of the Shutdown `peer` receives within `seconds` ("" if none came).
+std::string shutdown_reason(MaliciousPeer& peer, double seconds) {
+  const auto got = peer.wait_for<net::msg::Shutdown>(seconds);
+  return got ? std::get<net::msg::Shutdown>(got->message).reason : std::string();
+}
+
 std::string experiment(const std::string& worker, std::uint64_t tasks) {
   return "[[node]]\nname = \"m\"\ncores = 0\n[[node]]\nname = \"" + worker +
          "\"\nparent = \"m\"\ncores = 1\n[[app]]\nname = \"mm\"\nkernel = \"matmul\"\nn = 96\ntasks = " +
@@ -135,7 +141,12 @@ TEST(Adversarial, ForeignResultsAreRefusedAndTheRunCompletes) {
     r.checksum = 0;
     peer.send(r);
   }
+  // Refused: the peer is told it was dropped, and no result of its is recorded.
+  const std::string reason = shutdown_reason(peer, 20);
+  EXPECT_NE(reason.find("dropped by its parent"), std::string::npos) << "Shutdown reason: '" << reason << "'";
   tree.expect_clean_completion();
+  EXPECT_NE(tree.master_log().find("dropping child 'mallory'"), std::string::npos) << tree.master_log();
+  for (const auto& t : tree.results().at("tasks")) EXPECT_NE(t.at("node"), "mallory") << t.dump();
 }
 
 // Garbage after a valid join: the peer is dropped, the run goes on.
@@ -152,6 +163,9 @@ TEST(Adversarial, GarbageAfterJoiningDropsThePeer) {
     s.send(zmq::buffer(junk), zmq::send_flags::dontwait);
   }
   tree.expect_clean_completion();
+  // Dropped, by the master that received the garbage, and it computed nothing.
+  EXPECT_NE(tree.master_log().find("dropping child 'garbage'"), std::string::npos) << tree.master_log();
+  for (const auto& t : tree.results().at("tasks")) EXPECT_NE(t.at("node"), "garbage") << t.dump();
 }
 
 // Hole 5: one Request(2^20) must not black-hole every task (a request beyond the child's
@@ -173,8 +187,13 @@ TEST(Adversarial, SpoofedNodeJoinedIsRefused) {
   MaliciousPeer peer(ctx, tree.endpoint(), "spoofer");
   ASSERT_TRUE(peer.wait_for<net::msg::Welcome>(20).has_value());
   peer.send(net::msg::NodeJoined{"ghost", "m", 64, 1ull << 30});
+  // Refused: the spoofer is dropped with the reason, and the ghost never joins the tree.
+  const std::string reason = shutdown_reason(peer, 20);
+  EXPECT_NE(reason.find("outside its subtree"), std::string::npos) << "Shutdown reason: '" << reason << "'";
   tree.start_worker();
   tree.expect_clean_completion();
+  EXPECT_NE(tree.master_log().find("dropping child 'spoofer'"), std::string::npos) << tree.master_log();
+  for (const auto& n : tree.results().at("nodes")) EXPECT_NE(n.at("name"), "ghost") << n.dump();
 }
 
 // Hole 6: 200 idle TCP connections (no ZMTP greeting) must not stall the run.

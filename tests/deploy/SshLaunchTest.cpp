@@ -4,20 +4,27 @@
 // made here. Needs root, /usr/sbin/sshd and ssh-keygen; skips with the reason otherwise.
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
+#include <sched.h>
+#include <unistd.h>
+
 #include <chrono>
 #include <csignal>
+#include <cstring>
+#include <optional>
 #include <filesystem>
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <zmq.hpp>
 #include <sstream>
 #include <thread>
 
 #include "tests/support/TreeToml.hpp"
 #include "tests/emulate/EmulationTestSupport.hpp"
 #include "tools/deploy/ChildProcess.hpp"
-#include "tools/emulate/Command.hpp"
+#include "tools/emulate/Program.hpp"
 #include "tools/emulate/Platform.hpp"
 
 namespace treefarm::deploy {
@@ -25,12 +32,12 @@ namespace {
 
 namespace fs = std::filesystem;
 using emulate::run_checked;
-using emulate::run_command;
+using emulate::run_program;
 
 std::string why_not() {
   if (!emulate::testing::unavailable_reason().empty()) return emulate::testing::unavailable_reason();
   if (!fs::exists("/usr/sbin/sshd")) return "/usr/sbin/sshd missing (apt-get install openssh-server)";
-  if (run_command({"sh", "-c", "command -v ssh && command -v ssh-keygen"}).exit_code != 0)
+  if (run_program({"sh", "-c", "command -v ssh && command -v ssh-keygen"}).exit_code != 0)
     return "ssh or ssh-keygen missing (apt-get install openssh-client)";
   return "";
 }
@@ -91,7 +98,7 @@ class SshHosts {
         "ip", "netns", "exec", platform_->netns(i), "/usr/sbin/sshd", "-D", "-e", "-f", (dir_ / ("sshd" + std::to_string(i) + ".conf")).string()});
     // Ready once it accepts a session.
     for (int k = 0; k < 100; ++k) {
-      if (run_command(client({"ssh", "-F", (dir_ / "ssh_config").string(), "-o", "BatchMode=yes", address(i), "true"})).exit_code == 0)
+      if (run_program(client({"ssh", "-F", (dir_ / "ssh_config").string(), "-o", "BatchMode=yes", address(i), "true"})).exit_code == 0)
         return;
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
@@ -99,7 +106,7 @@ class SshHosts {
   }
   // Host i dies: every process in its namespace is killed at once (sshd, its sessions, the node).
   void kill_host(std::size_t i) {
-    std::istringstream pids(run_command({"ip", "netns", "pids", platform_->netns(i)}).out);
+    std::istringstream pids(run_program({"ip", "netns", "pids", platform_->netns(i)}).out);
     for (std::string pid; pids >> pid;) ::kill(std::stoi(pid), SIGKILL);
     if (sshd_[i]) sshd_[i]->terminate(1.0);
     sshd_[i].reset();
@@ -112,7 +119,7 @@ class SshHosts {
       keep.insert(std::to_string(sshd_[i]->pid()));
     }
     std::vector<std::string> out;
-    std::istringstream pids(run_command({"ip", "netns", "pids", platform_->netns(i)}).out);
+    std::istringstream pids(run_program({"ip", "netns", "pids", platform_->netns(i)}).out);
     for (std::string pid; pids >> pid;)
       if (!keep.count(pid)) out.push_back(pid + " " + slurp("/proc/" + pid + "/cmdline"));
     return out;
@@ -128,6 +135,8 @@ class SshHosts {
     }
   }
   std::string address(std::size_t i) const { return platform_->address(i); }
+  /// The client's network namespace (where the launcher runs).
+  std::string client_netns() const { return platform_->netns(0); }
   fs::path work_dir(std::size_t i) const { return dir_ / ("work" + std::to_string(i)); }
   /// argv run from the client namespace.
   std::vector<std::string> client(std::vector<std::string> argv) const {
@@ -191,6 +200,53 @@ std::vector<std::string> stray_clients(const fs::path& dir) {
   return out;
 }
 
+// How a plain ZeroMQ client (no CURVE) fares against `endpoint`, from inside the network
+// namespace `netns`: nullopt if it never got a TCP connection within `seconds`, else
+// whether its ZMTP handshake succeeded (a CURVE server refuses a plain client's greeting).
+std::optional<bool> plain_handshake_succeeds(const std::string& netns, const std::string& endpoint, double seconds) {
+  std::optional<bool> result;
+  std::thread probe([&] {
+    // setns moves this thread only; the context's I/O thread, made below, inherits it.
+    const int fd = ::open(("/run/netns/" + netns).c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return;
+    const bool entered = ::setns(fd, CLONE_NEWNET) == 0;
+    ::close(fd);
+    if (!entered) return;
+    zmq::context_t ctx(1);
+    zmq::socket_t s(ctx, zmq::socket_type::dealer);
+    s.set(zmq::sockopt::linger, 0);
+    zmq_socket_monitor(s.handle(), "inproc://plain-probe",
+                       ZMQ_EVENT_CONNECTED | ZMQ_EVENT_HANDSHAKE_SUCCEEDED | ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL |
+                           ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL | ZMQ_EVENT_HANDSHAKE_FAILED_AUTH | ZMQ_EVENT_DISCONNECTED);
+    zmq::socket_t monitor(ctx, zmq::socket_type::pair);
+    monitor.set(zmq::sockopt::linger, 0);
+    monitor.connect("inproc://plain-probe");
+    s.connect(endpoint);
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+    bool connected = false;
+    while (std::chrono::steady_clock::now() < deadline) {
+      zmq_pollitem_t item{static_cast<void*>(monitor), 0, ZMQ_POLLIN, 0};
+      zmq::poll(&item, 1, std::chrono::milliseconds(100));
+      zmq::message_t event, address;
+      if (!monitor.recv(event, zmq::recv_flags::dontwait)) continue;
+      (void)monitor.recv(address);
+      std::uint16_t id = 0;
+      std::memcpy(&id, event.data(), sizeof id);
+      if (id == ZMQ_EVENT_HANDSHAKE_SUCCEEDED) {
+        result = true;
+        return;
+      }
+      if (id == ZMQ_EVENT_CONNECTED && !connected) {
+        connected = true;  // reached: from now on a few seconds for the handshake
+        deadline = std::min(deadline, std::chrono::steady_clock::now() + std::chrono::seconds(3));
+      }
+    }
+    if (connected) result = false;
+  });
+  probe.join();
+  return result;
+}
+
 TEST(SshLaunch, QuickstartOnFourHostsCompletesAndLeavesNothingBehind) {
   SKIP_UNLESS_SSHD();
   test_support::TempDir dir("ssh-launch");
@@ -199,9 +255,17 @@ TEST(SshLaunch, QuickstartOnFourHostsCompletesAndLeavesNothingBehind) {
   const auto hf = hosts.hosts_file({{"master"}, {"w1"}, {"w2"}, {"w1a", "w1b"}});
   const auto ex = write_experiment(dir.path(), 300, 600);
   const auto out = dir.path() / "out";
-  const auto r = run_command(hosts.client({std::string(TREEFARM_BIN_DIR) + "/treefarm", "launch", ex.string(), "--hosts",
-                                           hf.string(), "--out", out.string(), "--timeout", "200"}));
-  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  ChildProcess launch(hosts.client({std::string(TREEFARM_BIN_DIR) + "/treefarm", "launch", ex.string(), "--hosts",
+                                    hf.string(), "--out", out.string(), "--timeout", "200"}));
+  // While it runs: the master (host h1, the hosts file's first port) speaks CURVE only, so
+  // a plain client reaches its port but its handshake is refused.
+  const auto plain = plain_handshake_succeeds(hosts.client_netns(), "tcp://" + hosts.address(1) + ":5555", 60);
+  std::string output;
+  const auto rc = launch.wait(200, &output);
+  ASSERT_TRUE(rc.has_value()) << output;
+  ASSERT_EQ(*rc, 0) << output;
+  ASSERT_TRUE(plain.has_value()) << "the plain client never reached the master's port";
+  EXPECT_FALSE(*plain) << "a plain (unencrypted) client completed a handshake with the master";
   const auto results = nlohmann::json::parse(slurp(out / "results.json"));
   expect_exactly_once(results);
   // Every node joined and computed on its own host.
@@ -218,7 +282,7 @@ TEST(SshLaunch, QuickstartOnFourHostsCompletesAndLeavesNothingBehind) {
     EXPECT_TRUE(fs::exists(n.at("log").get<std::string>()));
   }
   EXPECT_EQ(summary.at("nodes")[3].at("host"), "h4");
-  // Workers logged through their ssh sessions; CURVE was on (the node says so in its log).
+  // Workers logged through their ssh sessions.
   EXPECT_FALSE(slurp(out / "logs" / "w1a.log").empty());
   // Nothing left: no process on any host but its sshd, no ssh client, no run directory.
   hosts.wait_quiet({1, 2, 3, 4});
@@ -279,7 +343,7 @@ TEST(SshLaunch, AHostThatRefusesTheConnectionStopsTheLaunchBeforeAnythingStarts)
   hosts.start_sshd(1);  // host 2 has no sshd: its port 22 refuses the connection
   const auto hf = hosts.hosts_file({{"master", "w1"}, {"w2", "w1a", "w1b"}});
   const auto ex = write_experiment(dir.path(), 10, 10);
-  const auto r = run_command(hosts.client({std::string(TREEFARM_BIN_DIR) + "/treefarm", "launch", ex.string(), "--hosts",
+  const auto r = run_program(hosts.client({std::string(TREEFARM_BIN_DIR) + "/treefarm", "launch", ex.string(), "--hosts",
                                            hf.string(), "--out", (dir.path() / "out").string()}));
   EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
   EXPECT_NE(r.err.find("host 'h2' (" + hosts.address(2)), std::string::npos) << r.err;

@@ -7,7 +7,7 @@
 #include <sstream>
 
 #include "tools/emulate/Cgroups.hpp"
-#include "tools/emulate/Command.hpp"
+#include "tools/emulate/Program.hpp"
 #include "tools/emulate/Emulate.hpp"
 #include "tools/emulate/StateFile.hpp"
 
@@ -34,7 +34,7 @@ std::vector<std::string> leftovers(const std::string& prefix) {
   std::vector<std::string> found;
   const std::string dash = prefix + "-";
   const auto scan = [&](const std::vector<std::string>& cmd, const std::string& what) {
-    std::istringstream in(run_command(cmd).out);
+    std::istringstream in(run_program(cmd).out);
     std::string line;
     while (std::getline(in, line))
       if (line.find(dash) != std::string::npos) found.push_back(what + ": " + line);

@@ -10,7 +10,7 @@
 
 #include "tests/emulate/EmulationTestSupport.hpp"
 #include "tools/Process.hpp"
-#include "tools/emulate/Command.hpp"
+#include "tools/emulate/Program.hpp"
 #include "tools/emulate/Emulate.hpp"
 #include "tools/emulate/Platform.hpp"
 
@@ -100,17 +100,27 @@ TEST(Platform, BuildsNamespacesShapedLinksAndCgroupsThenRemovesThem) {
   EXPECT_TRUE(has(inside, "10.213.0.2/30")) << inside;
   EXPECT_TRUE(has(inside, "10.213.0.5/30")) << inside;  // a is b's parent
   EXPECT_FALSE(has(inside, "10.213.0.1/30")) << inside;  // the master's end is elsewhere
+  // a's limits are in force: a quota file (cgroup v1 cpu.cfs_quota_us or v2 cpu.max) and
+  // a cpuset file exist among its groups, each with a's values.
+  int quota_files = 0, cpuset_files = 0;
   for (const auto& dir : p.cgroups(1)) {
     if (fs::exists(dir + "/cpu.cfs_quota_us")) {
+      ++quota_files;
       EXPECT_EQ(read_text(dir + "/cpu.cfs_quota_us"), "50000");
     }
     if (fs::exists(dir + "/cpu.max")) {
+      ++quota_files;
       EXPECT_EQ(read_text(dir + "/cpu.max"), "50000 100000");
     }
     if (fs::exists(dir + "/cpuset.cpus")) {
+      ++cpuset_files;
       EXPECT_EQ(read_text(dir + "/cpuset.cpus"), "0");
     }
   }
+  std::string groups;
+  for (const auto& dir : p.cgroups(1)) groups += " " + dir;
+  EXPECT_GE(quota_files, 1) << "no CPU quota file in a's groups:" << groups;
+  EXPECT_GE(cpuset_files, 1) << "no cpuset file in a's groups:" << groups;
   // b has no limits: at most the group that counts its CPU time, which limits nothing.
   for (const auto& dir : p.cgroups(2)) {
     if (fs::exists(dir + "/cpu.cfs_quota_us")) {

@@ -27,6 +27,7 @@
 #include "runtime/net/Batch.hpp"
 #include "runtime/net/Codec.hpp"
 #include "runtime/node/NodeDriver.hpp"
+#include "tests/fuzz/FuzzDriverStats.hpp"
 #include "tests/runtime/node/RecordingTransport.hpp"
 
 #ifndef TREEFARM_FUZZ_DRIVER_ENTRY
@@ -57,6 +58,9 @@ net::msg::Welcome run_welcome(const char* policy) {
 }
 
 /// Feeds one frame from `from` (nullopt: the parent) the way runtime/zmq does.
+/// What the last input did, for the corpus replay (FuzzDriverStats.hpp).
+FuzzDriverStats last_stats;
+
 void deliver(node::NodeDriver& d, std::optional<node::PeerId> from, std::span<const std::byte> frame, bool batch,
              double now) {
   auto lost = [&](const std::string& why) {
@@ -64,6 +68,7 @@ void deliver(node::NodeDriver& d, std::optional<node::PeerId> from, std::span<co
     else d.on_parent_lost(why, now);
   };
   auto one = [&](net::Message m, node::Payload p) {
+    ++last_stats.messages_delivered;
     if (from) d.on_child_message(*from, std::move(m), std::move(p), now);
     else d.on_parent_message(std::move(m), std::move(p), now);
   };
@@ -98,12 +103,15 @@ void deliver(node::NodeDriver& d, std::optional<node::PeerId> from, std::span<co
 
 }  // namespace
 
+const FuzzDriverStats& fuzz_driver_last_stats() { return last_stats; }
+
 extern "C" int TREEFARM_FUZZ_DRIVER_ENTRY(const std::uint8_t* data, std::size_t size) {
   static const bool quiet = [] {
     spdlog::set_level(spdlog::level::off);
     return true;
   }();
   (void)quiet;
+  last_stats = {};
   if (size == 0) return 0;
   const auto* bytes = reinterpret_cast<const std::byte*>(data);
   const bool root = data[0] & 1;
@@ -170,7 +178,9 @@ extern "C" int TREEFARM_FUZZ_DRIVER_ENTRY(const std::uint8_t* data, std::size_t 
     }
     d.flush(now);
     if (auto due = d.next_deadline(); due && now >= *due) d.on_timer(now);
-    if (transport.sent.size() > 4096) transport.sent.clear();
+    last_stats.sends += transport.sent.size();
+    transport.sent.clear();
   }
+  last_stats.jobs_started = runner.started.size();
   return 0;
 }

@@ -1,13 +1,16 @@
 // A served tree (issue 20, docs/serve.md), with real processes on loopback: one
 // `treefarm-master --serve`, a worker w1 under it and w2 under w1 (depth 2). Three
 // experiments without [[node]] tables are submitted at once (two wait in the queue) and run
-// one after another on the same workers: no worker restarts (same PIDs, each says it stays
-// connected after every run) and each results.json counts every task exactly once. Then a
+// one after another on the same workers: no worker restarts (the same processes on the
+// same TCP connections, each says it stays connected after every run) and each results.json counts every task exactly once. Then a
 // worker w3 joins between two experiments, waits connected, and the next submission uses it.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <set>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -22,6 +25,34 @@ std::string live_experiment(std::uint64_t tasks) {
   return "[[app]]\nname = \"mm\"\nkernel = \"matmul\"\nn = 160\ntasks = " + std::to_string(tasks) +
          "\n[[app]]\nname = \"nop\"\nkernel = \"noop\"\nbytes = 4096\nweight = 2\ntasks = " + std::to_string(2 * tasks) +
          "\n[run]\nbuffer = 4\n";
+}
+
+/// The established TCP connections of process `pid`, as "LOCAL REMOTE" (/proc's hex
+/// address:port): its socket descriptors matched against /proc/PID/net/tcp and tcp6. A
+/// worker that reconnected to its parent, or whose child reconnected, shows a new local
+/// or remote port.
+std::set<std::string> tcp_connections(pid_t pid) {
+  const std::string proc = "/proc/" + std::to_string(pid);
+  std::set<std::string> inodes;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(proc + "/fd", ec)) {
+    std::error_code link_ec;
+    const std::string target = std::filesystem::read_symlink(e.path(), link_ec).string();
+    if (!link_ec && target.rfind("socket:[", 0) == 0) inodes.insert(target.substr(8, target.size() - 9));
+  }
+  std::set<std::string> out;
+  for (const char* table : {"/net/tcp", "/net/tcp6"}) {
+    std::ifstream f(proc + table);
+    std::string line;
+    std::getline(f, line);  // the header
+    while (std::getline(f, line)) {
+      std::istringstream in(line);
+      std::string slot, local, remote, state, queues, timer, retransmits, uid, timeout, inode;
+      in >> slot >> local >> remote >> state >> queues >> timer >> retransmits >> uid >> timeout >> inode;
+      if (state == "01" && inodes.count(inode)) out.insert(local + " " + remote);  // 01: ESTABLISHED
+    }
+  }
+  return out;
 }
 
 /// Heartbeats fast enough for a test to see a lost peer within seconds.
@@ -78,7 +109,6 @@ TEST(Serve, ThreeSubmissionsRunOnOneTreeWithoutRestartingAWorkerAndALateJoinerIs
   auto [served, inner, leaf, mep, sep] = start_depth_two(dir, w1, w2);
   ASSERT_TRUE(leaf) << served->output() << (inner ? inner->output() : "");
   Child& master = *served;
-  const pid_t pid1 = inner->pid(), pid2 = leaf->pid();
 
   // Both wait, connected, before anything is submitted (w2 through w1).
   auto status = [&] {
@@ -87,6 +117,12 @@ TEST(Serve, ThreeSubmissionsRunOnOneTreeWithoutRestartingAWorkerAndALateJoinerIs
     return nlohmann::json::parse(r.output.substr(r.output.find('{')));
   };
   ASSERT_TRUE(wait_until([&] { return status().at("waiting").size() == 1; }, 30)) << master.output();
+  ASSERT_TRUE(wait_until([&] { return leaf->output().find("no run now; waiting") != std::string::npos; }, 30))
+      << inner->output() << leaf->output();
+  // The connections of the tree as it waits: w1's to m and from w2, w2's to w1.
+  const auto links1 = tcp_connections(inner->pid()), links2 = tcp_connections(leaf->pid());
+  ASSERT_EQ(links1.size(), 2u) << "w1: to its parent and from its child";
+  ASSERT_EQ(links2.size(), 1u) << "w2: to its parent";
 
   const auto exp = write_file(dir.path() / "live.toml", live_experiment(150));
   std::vector<std::unique_ptr<Child>> submits;
@@ -122,11 +158,12 @@ TEST(Serve, ThreeSubmissionsRunOnOneTreeWithoutRestartingAWorkerAndALateJoinerIs
       EXPECT_GT(per_node.count(w2) ? per_node.at(w2) : 0, 0u) << "the depth-2 worker computed nothing in run " << k + 1;
     }
   }
-  // No worker restarted: the same processes, each stayed connected after every run.
+  // No worker restarted: the same processes, each stayed connected after every run, on
+  // the very connections it had before the first (none was closed and made again).
   EXPECT_FALSE(inner->wait(0).has_value()) << inner->output();
   EXPECT_FALSE(leaf->wait(0).has_value()) << leaf->output();
-  EXPECT_EQ(inner->pid(), pid1);
-  EXPECT_EQ(leaf->pid(), pid2);
+  EXPECT_EQ(tcp_connections(inner->pid()), links1) << inner->output();
+  EXPECT_EQ(tcp_connections(leaf->pid()), links2) << leaf->output();
   EXPECT_EQ(count_of(inner->output(), "staying connected for the next one"), 3u) << inner->output();
   EXPECT_EQ(count_of(leaf->output(), "staying connected for the next one"), 3u) << leaf->output();
 
@@ -316,10 +353,12 @@ TEST(Serve, CompareOnALiveTreeCalibratesItInPlaceAndRunsEveryPolicyLpIncluded) {
   auto [served, inner, leaf, mep, sep] = start_depth_two(dir, w1, w2);
   ASSERT_TRUE(leaf) << served->output() << (inner ? inner->output() : "");
   Child& master = *served;
-  const pid_t pid1 = inner->pid(), pid2 = leaf->pid();
   // w2 reached w1, which keeps its Hello for the next run (docs/serve.md, "How it works").
   ASSERT_TRUE(wait_until([&] { return leaf->output().find("no run now; waiting") != std::string::npos; }, 30))
       << inner->output() << leaf->output();
+  const auto links1 = tcp_connections(inner->pid()), links2 = tcp_connections(leaf->pid());
+  ASSERT_EQ(links1.size(), 2u) << "w1: to its parent and from its child";
+  ASSERT_EQ(links2.size(), 1u) << "w2: to its parent";
   const auto exp = write_file(dir.path() / "live.toml", live_experiment(100));
 
   // The tree as it is, measured in place: both workers, each with its parent and kernels.
@@ -387,8 +426,8 @@ TEST(Serve, CompareOnALiveTreeCalibratesItInPlaceAndRunsEveryPolicyLpIncluded) {
   // Nine runs (two calibrations, lp, six policies): the same two workers throughout.
   EXPECT_FALSE(inner->wait(0).has_value()) << inner->output();
   EXPECT_FALSE(leaf->wait(0).has_value()) << leaf->output();
-  EXPECT_EQ(inner->pid(), pid1);
-  EXPECT_EQ(leaf->pid(), pid2);
+  EXPECT_EQ(tcp_connections(inner->pid()), links1) << inner->output();
+  EXPECT_EQ(tcp_connections(leaf->pid()), links2) << leaf->output();
   EXPECT_EQ(count_of(inner->output(), "staying connected for the next one"), 9u) << inner->output();
 
   kill(master.pid(), SIGTERM);

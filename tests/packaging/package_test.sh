@@ -45,6 +45,11 @@ touch "$root/var/lib/dpkg/status" "$root/var/lib/dpkg/available"
 dpkg --root="$root" --force-depends --force-script-chrootless --log=/dev/null -i "$deb" >"$work/dpkg.log" 2>&1 \
   || { cat "$work/dpkg.log"; fail "dpkg -i"; }
 dpkg --root="$root" -s treefarm | grep -q "Status: install ok installed" || fail "dpkg does not list treefarm as installed"
+# The lab (treefarm-lab: research studies, peer benchmarks) is built but never packaged.
+[ -x "$build/bin/treefarm-lab" ] || fail "$build/bin/treefarm-lab missing: the check below would prove nothing"
+if dpkg-deb -c "$deb" | grep -q 'treefarm-lab'; then
+  dpkg-deb -c "$deb" | grep 'treefarm-lab'; fail "the package contains treefarm-lab"
+fi
 for f in usr/bin/treefarm usr/bin/treefarm-master usr/bin/treefarm-worker \
          usr/share/man/man1/treefarm.1.gz usr/share/man/man1/treefarm-master.1.gz usr/share/man/man1/treefarm-worker.1.gz \
          usr/share/bash-completion/completions/treefarm usr/share/bash-completion/completions/treefarm-worker \

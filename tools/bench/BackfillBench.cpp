@@ -14,7 +14,7 @@
 #include "tasks/TaskRunner.hpp"
 #include "tools/bench/ExecutorBenchSupport.hpp"
 
-namespace treefarm::tools {
+namespace treefarm::bench {
 
 namespace {
 
@@ -219,4 +219,4 @@ int bench_backfill(std::ostream& out, const BackfillBenchOptions& o) {
   return 0;
 }
 
-}  // namespace treefarm::tools
+}  // namespace treefarm::bench

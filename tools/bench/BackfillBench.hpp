@@ -11,7 +11,7 @@
 #include <cstdint>
 #include <ostream>
 
-namespace treefarm::tools {
+namespace treefarm::bench {
 
 /// Workload of bench_backfill: one stream of tasks in a fixed order, `rounds` repetitions
 /// of the pattern "matadd_per_matmul 1-core matadd tasks, then one 2-core matmul task".
@@ -43,4 +43,4 @@ struct BackfillBenchOptions {
 ///         or a checksum does not verify.
 int bench_backfill(std::ostream& out, const BackfillBenchOptions& options);
 
-}  // namespace treefarm::tools
+}  // namespace treefarm::bench

@@ -13,7 +13,7 @@
 #include <msgpack.hpp>
 #include <nlohmann/json.hpp>
 
-namespace treefarm::tools {
+namespace treefarm::bench {
 
 namespace {
 
@@ -256,4 +256,4 @@ int bench_codec(std::ostream& out, const CodecBenchOptions& o) {
   return 0;
 }
 
-}  // namespace treefarm::tools
+}  // namespace treefarm::bench

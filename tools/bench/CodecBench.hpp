@@ -20,7 +20,7 @@
 #include "runtime/net/Codec.hpp"
 #include "runtime/net/Messages.hpp"
 
-namespace treefarm::tools {
+namespace treefarm::bench {
 
 struct CodecBenchOptions {
   std::uint64_t messages = 200000;  ///< Encodes (and decodes) per measurement, >= 1.
@@ -42,4 +42,4 @@ std::vector<char> msgpack_encode(const net::msg::Result& result);
 net::msg::Task msgpack_decode_task(std::span<const char> bytes);
 net::msg::Result msgpack_decode_result(std::span<const char> bytes);
 
-}  // namespace treefarm::tools
+}  // namespace treefarm::bench

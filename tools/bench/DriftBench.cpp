@@ -17,7 +17,7 @@
 #include "tasks/Payload.hpp"
 #include "tools/bench/ExecutorBenchSupport.hpp"
 
-namespace treefarm::tools {
+namespace treefarm::bench {
 
 namespace {
 
@@ -220,4 +220,4 @@ int bench_drift(std::ostream& out, const DriftBenchOptions& options) {
   return interrupted ? 130 : 0;
 }
 
-}  // namespace treefarm::tools
+}  // namespace treefarm::bench

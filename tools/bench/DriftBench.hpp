@@ -22,7 +22,7 @@
 
 #include <nlohmann/json.hpp>
 
-namespace treefarm::tools {
+namespace treefarm::bench {
 
 struct DriftBenchOptions {
   double seconds = 300;               ///< Measuring time, s (> 0).
@@ -73,4 +73,4 @@ nlohmann::json to_json(const DriftAnalysis& analysis);
 /// are still reported). @throws std::invalid_argument for a bad option.
 int bench_drift(std::ostream& out, const DriftBenchOptions& options);
 
-}  // namespace treefarm::tools
+}  // namespace treefarm::bench

@@ -18,7 +18,7 @@
 #include "tasks/Checksum.hpp"
 #include "tasks/Kernels.hpp"
 
-namespace treefarm::tools::exec_bench {
+namespace treefarm::bench::exec_bench {
 
 using exec::ExecDone;
 using exec::Executor;
@@ -140,4 +140,4 @@ std::string core_list(const std::vector<int>& cores) {
   return s;
 }
 
-}  // namespace treefarm::tools::exec_bench
+}  // namespace treefarm::bench::exec_bench

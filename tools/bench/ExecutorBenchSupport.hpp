@@ -17,7 +17,7 @@
 #include "runtime/model/Application.hpp"
 #include "tasks/Payload.hpp"
 
-namespace treefarm::tools::exec_bench {
+namespace treefarm::bench::exec_bench {
 
 using Clock = std::chrono::steady_clock;
 
@@ -60,4 +60,4 @@ std::string fixed(double v, int precision);
 /// "0,1".
 std::string core_list(const std::vector<int>& cores);
 
-}  // namespace treefarm::tools::exec_bench
+}  // namespace treefarm::bench::exec_bench

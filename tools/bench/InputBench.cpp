@@ -18,7 +18,7 @@
 #include "tasks/Payload.hpp"
 #include "tasks/RunSecret.hpp"
 
-namespace treefarm::tools {
+namespace treefarm::bench {
 
 namespace {
 
@@ -146,4 +146,4 @@ int bench_inputs(std::ostream& out, const InputBenchOptions& o) {
   return 0;
 }
 
-}  // namespace treefarm::tools
+}  // namespace treefarm::bench

@@ -11,7 +11,7 @@
 #include <cstdint>
 #include <ostream>
 
-namespace treefarm::tools {
+namespace treefarm::bench {
 
 struct InputBenchOptions {
   std::uint32_t n = 512;      ///< matrix order: 2·n²·8 bytes per input (512: the quickstart's matadd)
@@ -26,4 +26,4 @@ struct InputBenchOptions {
 /// @throws std::invalid_argument for a zero option; std::runtime_error if an input differs.
 int bench_inputs(std::ostream& out, const InputBenchOptions& options);
 
-}  // namespace treefarm::tools
+}  // namespace treefarm::bench

@@ -20,7 +20,7 @@
 #include "tasks/TaskRunner.hpp"
 #include "tools/bench/ExecutorBenchSupport.hpp"
 
-namespace treefarm::tools {
+namespace treefarm::bench {
 
 namespace {
 
@@ -272,4 +272,4 @@ int bench_kernel(std::ostream& out, const KernelBenchOptions& o) {
   return 0;
 }
 
-}  // namespace treefarm::tools
+}  // namespace treefarm::bench

@@ -12,7 +12,7 @@
 #include <ostream>
 #include <vector>
 
-namespace treefarm::tools {
+namespace treefarm::bench {
 
 /// Sizes and repetitions of bench_kernel.
 struct KernelBenchOptions {
@@ -46,4 +46,4 @@ struct KernelBenchOptions {
 ///         or a checksum does not verify.
 int bench_kernel(std::ostream& out, const KernelBenchOptions& options);
 
-}  // namespace treefarm::tools
+}  // namespace treefarm::bench

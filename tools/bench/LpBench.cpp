@@ -8,7 +8,7 @@
 #include "runtime/lp/SteadyState.hpp"
 #include "tools/bench/FittedExponent.hpp"
 
-namespace treefarm::tools {
+namespace treefarm::bench {
 
 void bench_lp(std::ostream& out) { bench_lp(out, {100, 1000, 10000}); }
 
@@ -40,4 +40,4 @@ void bench_lp(std::ostream& out, const std::vector<std::size_t>& sizes) {
   }
 }
 
-}  // namespace treefarm::tools
+}  // namespace treefarm::bench

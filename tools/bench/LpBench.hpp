@@ -7,7 +7,7 @@
 #include <iosfwd>
 #include <vector>
 
-namespace treefarm::tools {
+namespace treefarm::bench {
 
 /// Prints, for random trees of 100, 1000 and 10000 nodes with 10 applications in the
 /// one-port and the multi-port model, the LP size, build time and solve time (seconds).
@@ -16,4 +16,4 @@ void bench_lp(std::ostream& out);
 /// generate + build + solve seconds against nodes.
 void bench_lp(std::ostream& out, const std::vector<std::size_t>& sizes);
 
-}  // namespace treefarm::tools
+}  // namespace treefarm::bench

@@ -11,7 +11,7 @@
 #include <cstdint>
 #include <ostream>
 
-namespace treefarm::tools {
+namespace treefarm::bench {
 
 struct MemoryBenchOptions {
   std::uint64_t tasks = 10000000;   ///< No-op tasks in the measured run, >= 1.
@@ -29,4 +29,4 @@ struct MemoryBenchOptions {
 /// @throws std::invalid_argument for tasks = 0.
 int bench_memory(std::ostream& out, const MemoryBenchOptions& options);
 
-}  // namespace treefarm::tools
+}  // namespace treefarm::bench

@@ -4,7 +4,6 @@
 
 #include "runtime/cli/CliSupport.hpp"
 #include "tools/bench/LpBench.hpp"
-#include "tools/peers/PeersBench.hpp"
 #include "tools/Bench.hpp"
 #include "tools/cli/Command.hpp"
 #include "tools/emulate/ChaosSoak.hpp"
@@ -18,9 +17,7 @@
 #include "tools/bench/TasksBench.hpp"
 #include "tools/bench/WorkersBench.hpp"
 #include "tools/cli/Command.hpp"
-#include "tools/emulate/ChaosSoak.hpp"
-#include "tools/emulate/Emulate.hpp"
-#include "tools/sim/SimBench.hpp"
+#include "tools/bench/SimBench.hpp"
 
 namespace treefarm::cli {
 
@@ -34,8 +31,8 @@ struct BenchCli {
   int depth = 1;
   double chaos_minutes = 1, chaos_interval = 3;
   std::uint64_t chaos_seed = 1;
-  tools::BackfillBenchOptions bfo;
-  tools::KernelBenchOptions kbo;
+  bench::BackfillBenchOptions bfo;
+  bench::KernelBenchOptions kbo;
 };
 }  // namespace
 
@@ -85,7 +82,7 @@ void add_bench_command(CLI::App& app, Commands& out) {
                  }});
 
   auto* bench_sim = bench->add_subcommand("simulate", "Wall time and peak memory of simulating generated trees of growing size");
-  auto sbo = std::make_shared<tools::SimBenchOptions>();
+  auto sbo = std::make_shared<bench::SimBenchOptions>();
   bench_sim->add_option("--sizes", sbo->sizes, "Nodes of the generated trees, comma-separated")
       ->capture_default_str()->delimiter(',')->check(CLI::Range(2u, 10000000u));
   bench_sim->add_option("--apps", sbo->apps, "Applications")->capture_default_str()->check(CLI::PositiveNumber);
@@ -93,7 +90,7 @@ void add_bench_command(CLI::App& app, Commands& out) {
   bench_sim->add_option("--wall-limit", sbo->wall_limit, "seconds per simulation; beyond it, what was reached is reported")
       ->capture_default_str()->check(CLI::PositiveNumber);
   out.push_back({bench_sim, [sbo] {
-                   tools::bench_simulate(std::cout, *sbo);
+                   bench::bench_simulate(std::cout, *sbo);
                    return 0;
                  }});
 
@@ -102,45 +99,27 @@ void add_bench_command(CLI::App& app, Commands& out) {
   bench_bf->add_option("--matmul-n", o->bfo.matmul_n, "Order of the 2-core matmul tasks")->capture_default_str();
   bench_bf->add_option("--matadd-n", o->bfo.matadd_n, "Order of the 1-core matadd tasks")->capture_default_str();
   bench_bf->add_flag("--json", o->bfo.json, "JSON output");
-  out.push_back({bench_bf, [o] { return tools::bench_backfill(std::cout, o->bfo); }});
+  out.push_back({bench_bf, [o] { return bench::bench_backfill(std::cout, o->bfo); }});
 
   auto* bench_k = bench->add_subcommand("kernel", "Kernel efficiency in the executor against standalone dgemm; 2-core speed-up");
   bench_k->add_option("--n", o->kbo.n, "Matrix order")->capture_default_str();
   bench_k->add_option("--tasks", o->kbo.tasks, "Tasks per measurement")->capture_default_str();
   bench_k->add_flag("--json", o->kbo.json, "JSON output");
-  out.push_back({bench_k, [o] { return tools::bench_kernel(std::cout, o->kbo); }});
-
-  auto* bench_peers = bench->add_subcommand("peers", "No-op and matmul bags on treefarm beside Dask distributed and Work Queue, same worker count");
-  auto pbo = std::make_shared<tools::PeersBenchOptions>();
-  bench_peers->add_option("--workers", pbo->workers, "Worker processes, 1 core each, for everyone")->capture_default_str();
-  bench_peers->add_option("--peers", pbo->peers, "Comma-separated: dask, workqueue")->capture_default_str();
-  bench_peers
-      ->add_option_function<std::uint64_t>(
-          "--tasks", [pbo](std::uint64_t n) { pbo->treefarm_noop_tasks = pbo->peer_noop_tasks = n; },
-          "No-op tasks for treefarm and for each peer alike (sets both counts below)")
-      ->check(CLI::PositiveNumber);
-  bench_peers->add_option("--treefarm-noop-tasks", pbo->treefarm_noop_tasks, "No-op tasks run by treefarm")->capture_default_str();
-  bench_peers->add_option("--peer-noop-tasks", pbo->peer_noop_tasks, "No-op tasks run by each peer")->capture_default_str();
-  bench_peers->add_option("--matmul-n", pbo->matmul_n, "Matrix order of the matmul tasks")->capture_default_str();
-  bench_peers->add_option("--treefarm-matmul-tasks", pbo->treefarm_matmul_tasks, "matmul tasks run by treefarm")->capture_default_str();
-  bench_peers->add_option("--peer-matmul-tasks", pbo->peer_matmul_tasks, "matmul tasks run by each peer")->capture_default_str();
-  bench_peers->add_option("--timeout", pbo->timeout, "seconds per run")->capture_default_str();
-  bench_peers->add_flag("--json", pbo->json, "JSON output");
-  out.push_back({bench_peers, [pbo] { return tools::bench_peers(std::cout, *pbo); }});
+  out.push_back({bench_k, [o] { return bench::bench_kernel(std::cout, o->kbo); }});
 
   auto* bench_codec = bench->add_subcommand(
       "codec", "Wire codec: Task and Result header frames encoded and decoded by ours and by MessagePack, side by side");
-  auto cbo = std::make_shared<tools::CodecBenchOptions>();
+  auto cbo = std::make_shared<bench::CodecBenchOptions>();
   bench_codec->add_option("--messages", cbo->messages, "Encodes and decodes per measurement")
       ->capture_default_str()->check(CLI::PositiveNumber);
   bench_codec->add_option("--rounds", cbo->rounds, "Measurements per figure (the median is printed)")
       ->capture_default_str()->check(CLI::PositiveNumber);
   bench_codec->add_flag("--json", cbo->json, "JSON output");
-  out.push_back({bench_codec, [cbo] { return tools::bench_codec(std::cout, *cbo); }});
+  out.push_back({bench_codec, [cbo] { return bench::bench_codec(std::cout, *cbo); }});
 
   auto* bench_mem = bench->add_subcommand(
       "memory", "The master's memory per task (peak RSS minus RSS at start) on a bag of no-op tasks, beside an empty run");
-  auto mbo = std::make_shared<tools::MemoryBenchOptions>();
+  auto mbo = std::make_shared<bench::MemoryBenchOptions>();
   bench_mem->add_option("--tasks", mbo->tasks, "No-op tasks in the measured run")
       ->capture_default_str()->check(CLI::PositiveNumber);
   bench_mem->add_option("--workers", mbo->workers, "1-core workers under the master (0: the master computes the tasks itself)")
@@ -151,12 +130,12 @@ void add_bench_command(CLI::App& app, Commands& out) {
       ->capture_default_str();
   bench_mem->add_option("--timeout", mbo->timeout, "seconds per run (0: none)")->capture_default_str();
   bench_mem->add_flag("--json", mbo->json, "JSON output (bytes_per_task, net_bytes_per_task, run, reference, results_json)");
-  out.push_back({bench_mem, [mbo] { return tools::bench_memory(std::cout, *mbo); }});
+  out.push_back({bench_mem, [mbo] { return bench::bench_memory(std::cout, *mbo); }});
 
   auto* bench_drift = bench->add_subcommand(
       "drift", "How steady this machine's speed is: a matmul loop on every core, sampled, and the best ratio a prediction "
                "checked on it can show");
-  auto dbo = std::make_shared<tools::DriftBenchOptions>();
+  auto dbo = std::make_shared<bench::DriftBenchOptions>();
   bench_drift->add_option("--seconds", dbo->seconds, "Measuring time, seconds")->capture_default_str()->check(cli_support::positive_seconds());
   bench_drift->add_option("--chunk", dbo->chunk, "Seconds per sample")->capture_default_str()->check(cli_support::positive_seconds());
   bench_drift->add_option("--n", dbo->n, "matmul order (the quickstart's mm: 384)")->capture_default_str()->check(CLI::PositiveNumber);
@@ -174,18 +153,18 @@ void add_bench_command(CLI::App& app, Commands& out) {
   bench_drift->add_flag("--json", dbo->json, "JSON output (samples_gflops, analysis)");
   out.push_back({bench_drift, [dbo] {
                    dbo->stop = &interrupted();
-                   return tools::bench_drift(std::cout, *dbo);
+                   return bench::bench_drift(std::cout, *dbo);
                  }});
 
   auto* bench_inputs = bench->add_subcommand(
       "inputs", "The master's secret task inputs: fill time per input beside a memcpy of the same bytes, and the prefetcher");
-  auto ibo = std::make_shared<tools::InputBenchOptions>();
+  auto ibo = std::make_shared<bench::InputBenchOptions>();
   bench_inputs->add_option("--n", ibo->n, "Matrix order (2 n^2 doubles per input)")->capture_default_str()->check(CLI::PositiveNumber);
   bench_inputs->add_option("--inputs", ibo->inputs, "Inputs per measurement")->capture_default_str()->check(CLI::PositiveNumber);
   bench_inputs->add_option("--rounds", ibo->rounds, "Measurements per figure (the median is printed)")
       ->capture_default_str()->check(CLI::PositiveNumber);
   bench_inputs->add_flag("--json", ibo->json, "JSON output");
-  out.push_back({bench_inputs, [ibo] { return tools::bench_inputs(std::cout, *ibo); }});
+  out.push_back({bench_inputs, [ibo] { return bench::bench_inputs(std::cout, *ibo); }});
 
   auto* bench_tasks = bench->add_subcommand(
       "tasks", "Tiny real tasks (matmul or matadd) through a master and two one-core workers, beside no-op tasks of the same tree");
@@ -224,7 +203,7 @@ void add_bench_command(CLI::App& app, Commands& out) {
   bench_lp->add_option("--sizes", *lp_sizes, "Nodes of the random trees, comma-separated")
       ->capture_default_str()->delimiter(',')->check(CLI::Range(2u, 10000000u));
   out.push_back({bench_lp, [lp_sizes] {
-                   tools::bench_lp(std::cout, *lp_sizes);
+                   bench::bench_lp(std::cout, *lp_sizes);
                    return 0;
                  }});
 }

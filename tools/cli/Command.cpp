@@ -1,12 +1,6 @@
 #include "tools/cli/Command.hpp"
 
-#include "tools/Interrupt.hpp"
-
 namespace treefarm::cli {
-
-std::atomic<bool>& interrupted() { return tools::interrupted(); }
-
-std::atomic<int>& interrupt_signal() { return tools::interrupt_signal(); }
 
 void add_all_commands(CLI::App& app, Commands& out) {
   add_run_command(app, out);
@@ -24,9 +18,8 @@ void add_all_commands(CLI::App& app, Commands& out) {
   add_simulate_command(app, out);
   add_gen_platform_command(app, out);
   add_emulate_command(app, out);
-  add_experiment_command(app, out);
-  add_lee_command(app, out);
   add_plan_command(app, out);
+  add_gen_machines_command(app, out);
   add_probe_command(app, out);
   add_hwdetect_command(app, out);
   add_bench_command(app, out);

@@ -1,11 +1,8 @@
 // tools/cli: the `treefarm` subcommands, one file each (docs/commands.md).
 #pragma once
-#include <atomic>
-#include <functional>
-#include <string>
-#include <vector>
-
 #include <CLI/CLI.hpp>
+
+#include "runtime/cli/CliSupport.hpp"
 
 namespace treefarm::tools {
 struct ServeEndpoint;
@@ -13,22 +10,12 @@ struct ServeEndpoint;
 
 namespace treefarm::cli {
 
-/// One registered subcommand: the CLI11 app it parsed into and what to do when it was chosen.
-/// `run` returns the process exit code.
-struct Command {
-  CLI::App* app = nullptr;
-  std::function<int()> run;
-  /// When set, decides whether this entry was chosen (instead of `app->parsed()`).
-  std::function<bool()> chosen = {};
-};
-
-/// Every subcommand, in registration order.
-using Commands = std::vector<Command>;
-
-/// Set by SIGINT/SIGTERM; long-running commands poll it (tools::interrupted()).
-std::atomic<bool>& interrupted();
-/// The signal that set interrupted() (SIGINT or SIGTERM; SIGINT until one came).
-std::atomic<int>& interrupt_signal();
+/// One registered subcommand and the list of them (runtime/cli/CliSupport.hpp).
+using cli_support::Command;
+using cli_support::Commands;
+/// Set by SIGINT/SIGTERM; long-running commands poll it.
+using cli_support::interrupted;
+using cli_support::interrupt_signal;
 
 // Each adds its subcommand(s) to `app` and its entry to `out` (one file per subcommand).
 void add_run_command(CLI::App& app, Commands& out);
@@ -43,11 +30,9 @@ void add_compare_command(CLI::App& app, Commands& out);
 void add_simulate_command(CLI::App& app, Commands& out);
 void add_gen_platform_command(CLI::App& app, Commands& out);
 void add_emulate_command(CLI::App& app, Commands& out);
-void add_experiment_command(CLI::App& app, Commands& out);
-/// `experiment lee2010` (tools/sim/LeeCampaign); after add_experiment_command.
-void add_lee_command(CLI::App& app, Commands& out);
-/// `plan`, `gen-machines` and `experiment plan` (tools/plan/); after add_experiment_command.
+/// `plan` and `gen-machines` (runtime/plan, docs/planning.md).
 void add_plan_command(CLI::App& app, Commands& out);
+void add_gen_machines_command(CLI::App& app, Commands& out);
 void add_hwdetect_command(CLI::App& app, Commands& out);
 void add_bench_command(CLI::App& app, Commands& out);
 /// `launch` over ssh (tools/deploy/).

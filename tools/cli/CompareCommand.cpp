@@ -4,7 +4,7 @@
 #include <memory>
 
 #include "runtime/model/Experiment.hpp"
-#include "runtime/model/ExperimentText.hpp"
+#include "runtime/model/ExperimentFile.hpp"
 #include "tools/Compare.hpp"
 #include "tools/ServeClient.hpp"
 #include "tools/TreeLauncher.hpp"
@@ -20,12 +20,9 @@ struct CompareCli {
 };
 
 int run_compare(CompareCli o) {
-  // On a served tree an experiment without [[node]] tables runs on the tree as it is: read
-  // here with a master node only, as the served master reads it (master/Server.cpp).
-  std::string text = model::read_input_file(o.experiment);
-  if (!o.to.endpoint.empty() && !model::has_node_tables(text)) text += "\n[[node]]\nname = \"master\"\ncores = 0\n";
-  auto ex = model::parse_experiment(text, o.experiment);
-  ex.path = o.experiment;  // as load_experiment: the launched master reads the file itself
+  // On a served tree an experiment without [[node]] tables runs on the tree as it is.
+  auto ex = o.to.endpoint.empty() ? model::load_experiment(o.experiment)
+                                  : model::load_experiment_nodes_optional(o.experiment);
   if (o.policies != "all") o.co.policies = CLI::detail::split(o.policies, ',');
   if (!o.to.endpoint.empty()) {
     // A served tree: each policy is one submission; no process starts or stops. Without

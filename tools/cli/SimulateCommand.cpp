@@ -7,14 +7,14 @@
 #include "runtime/cli/CliSupport.hpp"
 #include "runtime/metrics/AtomicFile.hpp"
 #include "tools/cli/Command.hpp"
-#include "tools/sim/SimulateCommand.hpp"
+#include "tools/simulate/Simulate.hpp"
 
 namespace treefarm::cli {
 
 namespace {
 struct SimulateCli {
   std::string experiment;
-  tools::SimulateOptions so;
+  simulate::SimulateOptions so;
 };
 }  // namespace
 
@@ -45,7 +45,7 @@ void add_simulate_command(CLI::App& app, Commands& out) {
                    // Before the simulation (it can take minutes), as run does.
                    if (!o->so.out_dir.empty()) metrics::check_writable_directory(o->so.out_dir);
                    try {
-                     return tools::simulate_command(o->experiment, o->so, std::cout);
+                     return simulate::simulate_command(o->experiment, o->so, std::cout);
                    } catch (const std::invalid_argument& e) {  // --migration/--balance: exit 2, as any bad option
                      const std::string_view what = e.what();
                      if (what.starts_with("--migration") || what.starts_with("--balance")) throw cli_support::UsageError(e.what());

@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "runtime/model/Experiment.hpp"
-#include "tools/emulate/Command.hpp"
+#include "tools/emulate/Program.hpp"
 #include "tools/emulate/EventPlayer.hpp"
 #include "tools/emulate/FaultPlayer.hpp"
 #include "tools/emulate/LinkProbe.hpp"
@@ -67,9 +67,9 @@ std::string emulation_unavailable() {
   char name[16];
   std::snprintf(name, sizeof name, "tf%04x-n0", static_cast<unsigned>(rd() & 0xffff));
   if (fs::exists(std::string("/run/netns/") + name)) return "";  // someone's namespace: evidently they work
-  const auto r = run_command({"ip", "netns", "add", name});
-  if (r.exit_code != 0) return std::string("cannot create a network namespace: ") + CommandError({"ip", "netns", "add", name}, r).what();
-  run_command({"ip", "netns", "del", name});
+  const auto r = run_program({"ip", "netns", "add", name});
+  if (r.exit_code != 0) return std::string("cannot create a network namespace: ") + ProgramError({"ip", "netns", "add", name}, r).what();
+  run_program({"ip", "netns", "del", name});
   return "";
 }
 
@@ -224,7 +224,7 @@ int emulate_cleanup(std::ostream& out) {
     return Platform::is_emulation_name(name) && !owned_by_live_platform(prefix_of(name), dir);
   };
   {
-    std::istringstream in(run_command({"ip", "netns", "list"}).out);
+    std::istringstream in(run_program({"ip", "netns", "list"}).out);
     std::string line;
     while (std::getline(in, line)) {
       const std::string name = line.substr(0, line.find(' '));
@@ -232,7 +232,7 @@ int emulate_cleanup(std::ostream& out) {
     }
   }
   {
-    std::istringstream in(run_command({"ip", "-o", "link", "show"}).out);
+    std::istringstream in(run_program({"ip", "-o", "link", "show"}).out);
     std::string line;
     while (std::getline(in, line)) {
       std::istringstream fields(line);
@@ -240,8 +240,8 @@ int emulate_cleanup(std::ostream& out) {
       fields >> index >> name;
       name = name.substr(0, name.find_first_of("@:"));
       if (!orphan(name)) continue;
-      const auto r = run_command({"ip", "link", "del", name});
-      report("veth " + name, r.exit_code == 0 ? "" : CommandError({"ip", "link", "del", name}, r).what());
+      const auto r = run_program({"ip", "link", "del", name});
+      report("veth " + name, r.exit_code == 0 ? "" : ProgramError({"ip", "link", "del", name}, r).what());
     }
   }
   const auto mounts = CgroupMounts::detect();

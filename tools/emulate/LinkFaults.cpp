@@ -3,7 +3,7 @@
 #include <cmath>
 #include <sstream>
 
-#include "tools/emulate/Command.hpp"
+#include "tools/emulate/Program.hpp"
 
 namespace treefarm::emulate {
 
@@ -14,8 +14,8 @@ std::vector<std::string> in_netns(const std::string& netns, std::vector<std::str
 }
 
 void checked(const std::vector<std::string>& argv) {
-  const auto r = run_command(argv);
-  if (r.exit_code != 0) throw PlatformError(CommandError(argv, r).what());
+  const auto r = run_program(argv);
+  if (r.exit_code != 0) throw PlatformError(ProgramError(argv, r).what());
 }
 
 void require_link(const Platform& p, std::size_t node) {
@@ -65,7 +65,7 @@ void revert_fault(const Platform& p, std::size_t node, const model::FaultSpec& f
 }
 
 std::vector<std::string> fault_tables_of(const Platform& p, std::size_t node) {
-  const auto r = run_command(in_netns(p.netns(node), {"nft", "list", "tables"}));
+  const auto r = run_program(in_netns(p.netns(node), {"nft", "list", "tables"}));
   std::vector<std::string> out;
   std::istringstream in(r.out);
   std::string word;
@@ -75,7 +75,7 @@ std::vector<std::string> fault_tables_of(const Platform& p, std::size_t node) {
 }
 
 std::uint64_t fault_drops(const Platform& p, std::size_t node, std::size_t id) {
-  const auto r = run_command(in_netns(p.netns(node), {"nft", "list", "table", "inet", fault_table(id)}));
+  const auto r = run_program(in_netns(p.netns(node), {"nft", "list", "table", "inet", fault_table(id)}));
   std::uint64_t total = 0;
   std::istringstream in(r.out);
   std::string word;
@@ -89,7 +89,7 @@ std::uint64_t fault_drops(const Platform& p, std::size_t node, std::size_t id) {
 
 bool link_is_up(const Platform& p, std::size_t node) {
   require_link(p, node);
-  const auto r = run_command({"ip", "-n", p.netns(node), "-o", "link", "show", p.device(node)});
+  const auto r = run_program({"ip", "-n", p.netns(node), "-o", "link", "show", p.device(node)});
   const auto open = r.out.find('<');
   const auto close = r.out.find('>', open);
   if (open == std::string::npos || close == std::string::npos) return false;

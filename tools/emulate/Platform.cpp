@@ -9,7 +9,7 @@
 #include <regex>
 #include <sstream>
 
-#include "tools/emulate/Command.hpp"
+#include "tools/emulate/Program.hpp"
 
 namespace treefarm::emulate {
 
@@ -216,20 +216,20 @@ void Platform::set_bandwidth(std::size_t i, double bytes_per_second) const {
     up_cmd.push_back(a);
   }
   for (const auto& cmd : {down_cmd, up_cmd}) {
-    const auto r = run_command(cmd);
-    if (r.exit_code != 0) throw PlatformError(CommandError(cmd, r).what());
+    const auto r = run_program(cmd);
+    if (r.exit_code != 0) throw PlatformError(ProgramError(cmd, r).what());
   }
 }
 
 std::string Platform::remove_netns(const std::string& name) {
   if (!fs::exists("/run/netns/" + name)) return "";
-  const auto pids = run_command({"ip", "netns", "pids", name});
+  const auto pids = run_program({"ip", "netns", "pids", name});
   std::istringstream in(pids.out);
   pid_t pid;
   while (in >> pid) ::kill(pid, SIGKILL);
-  const auto r = run_command({"ip", "netns", "del", name});
+  const auto r = run_program({"ip", "netns", "del", name});
   if (r.exit_code != 0 && fs::exists("/run/netns/" + name))
-    return CommandError({"ip", "netns", "del", name}, r).what();
+    return ProgramError({"ip", "netns", "del", name}, r).what();
   return "";
 }
 

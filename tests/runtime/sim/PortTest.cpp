@@ -14,7 +14,7 @@
 #include "runtime/sim/PlatformBuilder.hpp"
 #include "runtime/sim/Simulation.hpp"
 #include "tests/runtime/sim/SimTestUtil.hpp"
-#include "tools/sim/GenPlatform.hpp"
+#include "tools/simulate/GenPlatform.hpp"
 
 namespace treefarm::sim {
 namespace {
@@ -128,14 +128,14 @@ TEST(SimPort, PbcConcurrentSendsToUnequalLinksShareTheOnePortInTime) {
 // of the one-port optimum there before the fix, its master's port busy 1.55 s per
 // second of the run.
 TEST(SimPort, PbcStaysUnderTheOptimumOnTheCampaignStarItBeat) {
-  tools::GenOptions g;
+  simulate::GenOptions g;
   g.nodes = 10;
   g.max_degree = 15;
   g.apps = 3;
   g.seed = 6070254309282488605ULL;  // campaign seed 2006, platform n10-d15-t6
   g.ccr_max = 0.002488962879580912;
-  g.task_sizes = tools::GenOptions::TaskSizes::paper_matrices;
-  auto ex = experiment(tools::generate_platform(g));
+  g.task_sizes = simulate::GenOptions::TaskSizes::paper_matrices;
+  auto ex = experiment(simulate::generate_platform(g));
   ex.run.policy = "pbc";
   const auto p = make_sim_platform(ex);
   auto model = p.model;  // the paper's LP (3), as the campaign: no latency rows
@@ -157,14 +157,14 @@ double lp_bound(const SimPlatform& p) { return lp::solve(p.model).fair_throughpu
 TEST(SimPort, NoPolicyBeatsTheLpOfItsModel) {
   constexpr double tolerance = 0.03;
   for (std::uint64_t seed = 1; seed <= 3; ++seed) {
-    tools::GenOptions g;
+    simulate::GenOptions g;
     g.nodes = 6;
     g.apps = 3;
     g.seed = seed;
     g.tasks = 60;
     g.latency_max = 0.01;  // short runs; latency only lowers throughput anyway
     g.latency_min = 0.001;
-    const auto base = experiment(tools::generate_platform(g));
+    const auto base = experiment(simulate::generate_platform(g));
     for (const auto& policy : core::policy_names()) {
       auto ex = base;
       ex.run.policy = policy;
