@@ -238,7 +238,8 @@ std::optional<bool> plain_handshake_succeeds(const std::string& netns, const std
       }
       if (id == ZMQ_EVENT_CONNECTED && !connected) {
         connected = true;  // reached: from now on a few seconds for the handshake
-        deadline = std::min(deadline, std::chrono::steady_clock::now() + std::chrono::seconds(3));
+        const auto handshake_by = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+        if (handshake_by < deadline) deadline = handshake_by;
       }
     }
     if (connected) result = false;

@@ -22,6 +22,7 @@ namespace treefarm::testing {
 namespace {
 
 const std::string treefarm = bin_dir + "/treefarm";
+const std::string treefarm_lab = bin_dir + "/treefarm-lab";
 const std::string master = bin_dir + "/treefarm-master";
 const std::string worker = bin_dir + "/treefarm-worker";
 
@@ -116,7 +117,7 @@ TEST(Cli, OnePortWindowIsCheckedAndReachesTheMaster) {
   EXPECT_EQ(nlohmann::json::parse(read_file(out / "results.json")).at("settings").at("one_port_window"), 0);
 }
 
-// `compare --repeat 0`, and `experiment price --set` with an unknown key or a value that is
+// `compare --repeat 0`, and `treefarm-lab campaign price --set` with an unknown key or a value that is
 // not a number, are usage errors (exit 2) naming what was wrong, before anything runs.
 TEST(Cli, CompareRepeatAndPriceSetAreChecked) {
   TempDir dir("cli");
@@ -125,7 +126,7 @@ TEST(Cli, CompareRepeatAndPriceSetAreChecked) {
   EXPECT_EQ(r0.exit_code, 2) << r0.output;
   EXPECT_NE(r0.output.find("--repeat"), std::string::npos) << r0.output;
   for (const std::string set : {"bogus=1", "relative_gain=abc", "relative_gain"}) {
-    const auto r = run_command(treefarm + " experiment price --trees 1 --set " + set + " --out " + (dir.path() / "p").string());
+    const auto r = run_command(treefarm_lab + " campaign price --trees 1 --set " + set + " --out " + (dir.path() / "p").string());
     EXPECT_EQ(r.exit_code, 2) << set << "\n" << r.output;
     EXPECT_NE(r.output.find(set.substr(0, set.find('='))), std::string::npos) << r.output;
   }
@@ -182,13 +183,13 @@ TEST(Cli, AnInterruptedMasterWritesNoResultsAndExits130) {
   EXPECT_EQ(read_file(dir.path() / "master.log").find("throughput/s"), std::string::npos);  // no table of zeros
 }
 
-// issue 21: `treefarm experiment paper` on SIGTERM starts no more simulations, ends the
+// `treefarm-lab campaign paper` on SIGTERM starts no more simulations, ends the
 // running one, writes the report of those that finished (saying so) and exits 143.
 TEST(Cli, AnInterruptedPaperCampaignWritesWhatFinishedAndExits143) {
   TempDir dir("cli");
   const auto out = dir.path() / "campaign";
   const auto log = dir.path() / "campaign.log";
-  Child c({treefarm, "experiment", "paper", "--jobs", "1", "--out", out.string()}, log);
+  Child c({treefarm_lab, "campaign", "paper", "--jobs", "1", "--out", out.string()}, log);
   // The whole campaign (the --quick subset can finish within a second): the platforms are
   // made, then 1650 simulations run one at a time; the first progress line
   // ("[N/1650 simulations]") comes after 10 s: then at least one has finished.

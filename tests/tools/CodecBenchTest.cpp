@@ -32,9 +32,9 @@ net::msg::Result sample_result() {
 }
 
 TEST(CodecBench, MsgpackCodecRoundTrips) {
-  EXPECT_EQ(tools::msgpack_decode_task(tools::msgpack_encode(net::msg::Task{1ull << 40})).task_id, 1ull << 40);
+  EXPECT_EQ(bench::msgpack_decode_task(bench::msgpack_encode(net::msg::Task{1ull << 40})).task_id, 1ull << 40);
   const auto r = sample_result();
-  const auto d = tools::msgpack_decode_result(tools::msgpack_encode(r));
+  const auto d = bench::msgpack_decode_result(bench::msgpack_encode(r));
   EXPECT_EQ(d.task_id, r.task_id);
   EXPECT_EQ(d.node, r.node);
   EXPECT_EQ(d.compute_seconds, r.compute_seconds);
@@ -45,27 +45,27 @@ TEST(CodecBench, MsgpackCodecRoundTrips) {
 }
 
 TEST(CodecBench, MsgpackCodecRejectsMalformedInput) {
-  const auto task = tools::msgpack_encode(net::msg::Task{5});
-  const auto result = tools::msgpack_encode(sample_result());
+  const auto task = bench::msgpack_encode(net::msg::Task{5});
+  const auto result = bench::msgpack_encode(sample_result());
   // Truncated, with trailing bytes, of the other kind, with a bad magic.
-  EXPECT_THROW(tools::msgpack_decode_task(std::span<const char>(task).first(task.size() - 1)), net::DecodeError);
+  EXPECT_THROW(bench::msgpack_decode_task(std::span<const char>(task).first(task.size() - 1)), net::DecodeError);
   auto longer = task;
   longer.push_back('\0');
-  EXPECT_THROW(tools::msgpack_decode_task(longer), net::DecodeError);
-  EXPECT_THROW(tools::msgpack_decode_task(result), net::DecodeError);
-  EXPECT_THROW(tools::msgpack_decode_result(task), net::DecodeError);
+  EXPECT_THROW(bench::msgpack_decode_task(longer), net::DecodeError);
+  EXPECT_THROW(bench::msgpack_decode_task(result), net::DecodeError);
+  EXPECT_THROW(bench::msgpack_decode_result(task), net::DecodeError);
   auto bad_magic = task;
   bad_magic[2] = static_cast<char>(bad_magic[2] ^ 1);  // inside the uint32 magic (0x94 0xce m m m m ...)
-  EXPECT_THROW(tools::msgpack_decode_task(bad_magic), net::DecodeError);
+  EXPECT_THROW(bench::msgpack_decode_task(bad_magic), net::DecodeError);
   // A non-finite compute time is refused, as by ours.
   auto r = sample_result();
   r.compute_seconds = std::numeric_limits<double>::infinity();
-  EXPECT_THROW(tools::msgpack_decode_result(tools::msgpack_encode(r)), net::DecodeError);
+  EXPECT_THROW(bench::msgpack_decode_result(bench::msgpack_encode(r)), net::DecodeError);
 }
 
 TEST(CodecBench, JsonReportsBothCodecsWithTheirRealSizes) {
   std::ostringstream out;
-  ASSERT_EQ(tools::bench_codec(out, {.messages = 200, .rounds = 3, .json = true}), 0);
+  ASSERT_EQ(bench::bench_codec(out, {.messages = 200, .rounds = 3, .json = true}), 0);
   const auto j = nlohmann::json::parse(out.str());
   EXPECT_EQ(j.at("benchmark"), "codec");
   ASSERT_EQ(j.at("results").size(), 4u);
@@ -83,8 +83,8 @@ TEST(CodecBench, JsonReportsBothCodecsWithTheirRealSizes) {
     if (r.at("codec") == "treefarm")
       EXPECT_EQ(bytes, task ? ours_task : ours_result);
     else
-      EXPECT_EQ(bytes, task ? tools::msgpack_encode(net::msg::Task{123456789}).size()
-                            : tools::msgpack_encode(net::msg::Result{123456789, "worker-17", 0.0123, 0.0004, 5.25e6,
+      EXPECT_EQ(bytes, task ? bench::msgpack_encode(net::msg::Task{123456789}).size()
+                            : bench::msgpack_encode(net::msg::Result{123456789, "worker-17", 0.0123, 0.0004, 5.25e6,
                                                                      false, ""})
                                   .size());
   }
@@ -92,13 +92,13 @@ TEST(CodecBench, JsonReportsBothCodecsWithTheirRealSizes) {
 
 TEST(CodecBench, TextNamesEveryFigureAndRejectsZeroOptions) {
   std::ostringstream out;
-  ASSERT_EQ(tools::bench_codec(out, {.messages = 100, .rounds = 1, .json = false}), 0);
+  ASSERT_EQ(bench::bench_codec(out, {.messages = 100, .rounds = 1, .json = false}), 0);
   const std::string s = out.str();
   EXPECT_NE(s.find("Task: msgpack / treefarm = "), std::string::npos) << s;
   EXPECT_NE(s.find("Result: msgpack / treefarm = "), std::string::npos) << s;
   std::ostringstream ignored;
-  EXPECT_THROW(tools::bench_codec(ignored, {.messages = 0}), std::invalid_argument);
-  EXPECT_THROW(tools::bench_codec(ignored, {.messages = 1, .rounds = 0}), std::invalid_argument);
+  EXPECT_THROW(bench::bench_codec(ignored, {.messages = 0}), std::invalid_argument);
+  EXPECT_THROW(bench::bench_codec(ignored, {.messages = 1, .rounds = 0}), std::invalid_argument);
 }
 
 }  // namespace

@@ -11,9 +11,9 @@
 
 #include <nlohmann/json.hpp>
 
-using treefarm::tools::analyse_drift;
-using treefarm::tools::bench_drift;
-using treefarm::tools::DriftBenchOptions;
+using treefarm::bench::analyse_drift;
+using treefarm::bench::bench_drift;
+using treefarm::bench::DriftBenchOptions;
 
 namespace {
 

@@ -14,10 +14,10 @@
 
 #include <nlohmann/json.hpp>
 
-using treefarm::tools::BackfillBenchOptions;
-using treefarm::tools::KernelBenchOptions;
-using treefarm::tools::bench_backfill;
-using treefarm::tools::bench_kernel;
+using treefarm::bench::BackfillBenchOptions;
+using treefarm::bench::KernelBenchOptions;
+using treefarm::bench::bench_backfill;
+using treefarm::bench::bench_kernel;
 
 namespace {
 

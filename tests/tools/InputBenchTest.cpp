@@ -7,7 +7,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-namespace treefarm::tools {
+namespace treefarm::bench {
 namespace {
 
 TEST(InputBench, JsonHasEveryFigureForTheInputSizeAndCountsEveryInputTaken) {
@@ -43,4 +43,4 @@ TEST(InputBench, TextNamesTheReferenceAndZeroOptionsAreRefused) {
 }
 
 }  // namespace
-}  // namespace treefarm::tools
+}  // namespace treefarm::bench
