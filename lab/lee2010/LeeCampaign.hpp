@@ -1,7 +1,7 @@
 #pragma once
 /// @file LeeCampaign.hpp
 /// `treefarm experiment lee2010`: the sweeps of papers/lee2010 slides 21–23 over the
-/// job-level simulation of tools/sim/LeeStudy — average wait time of every scheme against
+/// job-level simulation of lab/lee2010/LeeStudy — average wait time of every scheme against
 /// the offered load (slide 21) and against the job constraint ratio (slide 23), and the
 /// message cost (slide 22). Writes lee2010.csv, lee2010.md and, when gnuplot is on PATH,
 /// lee2010-load.png and lee2010-ratio.png into the output directory.

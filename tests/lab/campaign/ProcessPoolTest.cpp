@@ -1,4 +1,4 @@
-// tools/sim/ProcessPool: a stop request (the campaign's SIGINT/SIGTERM) starts no more
+// lab/campaign/ProcessPool: a stop request (the campaign's SIGINT/SIGTERM) starts no more
 // children, ends the running ones (even though they inherit a handler that would ignore
 // the signal) and reports them as stopped; children that ended on their own keep their
 // answers.

@@ -1,4 +1,4 @@
-// tools/sim/LeeStudy: the job-level simulation of papers/lee2010 (slides 19-23) on small
+// lab/lee2010/LeeStudy: the job-level simulation of papers/lee2010 (slides 19-23) on small
 // grids. The simulation checks itself (a job started twice, where it does not fit, or
 // never: std::logic_error); these tests check what its results must satisfy.
 #include <gtest/gtest.h>

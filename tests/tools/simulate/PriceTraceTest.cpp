@@ -1,4 +1,4 @@
-// The convergence study of the price policy (tools/sim/PriceStudy, papers/bertin2008 §5).
+// The convergence study of the price policy (tools/simulate/PriceTrace, papers/bertin2008 §5).
 #include <gtest/gtest.h>
 
 #include <cmath>
