@@ -8,14 +8,14 @@
 
 #include "tests/emulate/EmulationTestSupport.hpp"
 #include "tools/emulate/ChaosSoak.hpp"
-#include "tools/emulate/Command.hpp"
+#include "tools/emulate/Program.hpp"
 
 using namespace treefarm::emulate;
 using namespace treefarm::emulate::testing;
 
 TEST(ChaosSoak, OneMinuteOfEveryFaultLosesNoTaskAndGetsNoneWrong) {
   SKIP_UNLESS_EMULATION();
-  const auto before = run_command({"ip", "netns", "list"}).out;
+  const auto before = run_program({"ip", "netns", "list"}).out;
   SoakOptions o;
   o.minutes = 1;
   o.kill_interval = 3;
@@ -38,5 +38,5 @@ TEST(ChaosSoak, OneMinuteOfEveryFaultLosesNoTaskAndGetsNoneWrong) {
   EXPECT_GE(f.network_faults, 1u) << out.str();
   EXPECT_GE(f.master_kills, 1u) << out.str();
   EXPECT_GE(f.disk_full, 1u) << out.str();
-  EXPECT_EQ(run_command({"ip", "netns", "list"}).out, before) << "namespaces left behind";
+  EXPECT_EQ(run_program({"ip", "netns", "list"}).out, before) << "namespaces left behind";
 }

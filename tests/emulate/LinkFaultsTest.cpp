@@ -9,7 +9,7 @@
 
 #include "runtime/model/Fault.hpp"
 #include "tests/emulate/EmulationTestSupport.hpp"
-#include "tools/emulate/Command.hpp"
+#include "tools/emulate/Program.hpp"
 #include "tools/emulate/Emulate.hpp"
 #include "tools/emulate/FaultPlayer.hpp"
 #include "tools/emulate/LinkFaults.hpp"
