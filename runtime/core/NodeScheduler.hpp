@@ -119,6 +119,10 @@ class NodeScheduler {
   void tasks_returned(const Event& event, const event::TasksReturned& e);
   void tasks_pushed(const Event& event, const event::TasksPushed& e);
   void push_answered(const Event& event, const event::PushAnswered& e, std::vector<Action>& out);
+  /// A returned or pushed task `t` that `child` (state `holder`) held, found at `held` in
+  /// in_flight_, comes back here with its backfilling counter `bc` (NodeSchedulerMigration.cpp).
+  void take_back(std::pmr::unordered_map<TaskId, Holding>::iterator held, ChildState& holder, ChildId child, TaskRef t,
+                 std::uint32_t bc);
   /// A task `holder` held is no longer there: its demand leaves the holder's.
   void release(const Target& holder, TaskRef task);
   /// Recomputes state_.constrained from local_fits and the children's reports.

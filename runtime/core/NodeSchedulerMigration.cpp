@@ -30,6 +30,19 @@ void NodeScheduler::pull_requested(const event::PullRequested& e, std::vector<Ac
   out.push_back(std::move(back));
 }
 
+/// A task `child` held comes back to this node, returned on a pull or taken from a push
+/// (PULL or PUSH, lee2010 slide 16): it leaves the child's holding record and demand, its deadline
+/// goes stale, and it keeps the backfilling counter `bc` the child gave it.
+void NodeScheduler::take_back(std::pmr::unordered_map<TaskId, Holding>::iterator held, ChildState& holder, ChildId child, TaskRef t,
+                              std::uint32_t bc) {
+  in_flight_.erase(held);
+  if (holder.in_flight > 0) --holder.in_flight;
+  release(Target::to_child(child), t);
+  drop_stale_deadlines();
+  migration_.set_bc(t.id, bc);
+  state_.returned_by[t.id] = child;
+}
+
 /// A child gave tasks back: its holding record of each moves to this node's buffer (at
 /// the front: they were sent before anything buffered now). A late copy's holder giving
 /// its copy back just drops that copy. Everything is checked before anything changes.
@@ -56,12 +69,7 @@ void NodeScheduler::tasks_returned(const Event& event, const event::TasksReturne
   for (std::size_t i = 0; i < e.tasks.size(); ++i) {
     const TaskRef t = e.tasks[i];
     if (auto it = in_flight_.find(t.id); it != in_flight_.end() && it->second.to == from) {
-      in_flight_.erase(it);
-      if (child->second.in_flight > 0) --child->second.in_flight;
-      release(from, t);
-      drop_stale_deadlines();
-      migration_.set_bc(t.id, e.bcs[i]);
-      state_.returned_by[t.id] = e.child;
+      take_back(it, child->second, e.child, t, e.bcs[i]);
       back.push_back(t);
     } else if (auto lc = state_.late_copies.find(t.id); lc != state_.late_copies.end()) {
       std::erase(lc->second, from);  // the task lives on elsewhere
@@ -105,12 +113,7 @@ void NodeScheduler::tasks_pushed(const Event& event, const event::TasksPushed& e
       continue;
     }
     --room;
-    in_flight_.erase(it);
-    if (child->second.in_flight > 0) --child->second.in_flight;
-    release(from, t);
-    drop_stale_deadlines();
-    migration_.set_bc(t.id, e.bcs[i]);
-    state_.returned_by[t.id] = e.child;
+    take_back(it, child->second, e.child, t, e.bcs[i]);
     taken.push_back(t);
   }
   state_.buffer.insert(state_.buffer.begin(), taken.begin(), taken.end());
