@@ -1,5 +1,7 @@
 #include "tasks/Cgroup.hpp"
 
+#include "runtime/process/KernelFile.hpp"
+
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -24,15 +26,9 @@
 namespace treefarm::tasks {
 
 namespace fs = std::filesystem;
+using process::read_kernel_file;
 
 namespace {
-
-std::string read_text(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 /// Writes `text` to a cgroup file; throws naming the file and the kernel's reason.
 void write_text(const std::string& path, const std::string& text) {
@@ -54,14 +50,9 @@ bool try_write(const std::string& path, const std::string& text) {
   }
 }
 
-std::string trimmed(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
-  return s;
-}
-
 std::vector<pid_t> procs_of(const std::string& dir) {
   std::vector<pid_t> pids;
-  std::istringstream in(read_text(dir + "/cgroup.procs"));
+  std::istringstream in(read_kernel_file(dir + "/cgroup.procs"));
   for (long p = 0; in >> p;) pids.push_back(static_cast<pid_t>(p));
   return pids;
 }
@@ -218,15 +209,15 @@ std::unique_ptr<CgroupHost> CgroupHost::detect(CgroupChoice choice, std::string&
     if (host->version_ == Version::v1) {
       for (const auto& h : host->hierarchies_) {
         if (h.controller != "cpuset") continue;  // a new cpuset starts empty: give it its parent's
-        write_text(h.root + "/cpuset.cpus", trimmed(read_text(h.parent + "/cpuset.cpus")));
-        write_text(h.root + "/cpuset.mems", trimmed(read_text(h.parent + "/cpuset.mems")));
+        write_text(h.root + "/cpuset.cpus", read_kernel_file(h.parent + "/cpuset.cpus"));
+        write_text(h.root + "/cpuset.mems", read_kernel_file(h.parent + "/cpuset.mems"));
       }
       for (const auto& h : host->hierarchies_) host->controllers_ += (host->controllers_.empty() ? "" : " ") + h.controller;
     } else {
       // A controller is given to the children only by a parent that holds no process itself
       // (the "no internal processes" rule): true at the root, not always below it.
       const auto& h = host->hierarchies_.front();
-      const std::string available = read_text(h.parent + "/cgroup.controllers");
+      const std::string available = read_kernel_file(h.parent + "/cgroup.controllers");
       for (const char* ctrl : {"pids", "memory", "cpuset"}) {
         std::istringstream in(available);
         bool found = false;
@@ -350,8 +341,8 @@ TaskCgroup::TaskCgroup(CgroupHost& host, const CgroupLimits& limits) : host_(hos
         }
       }
       if (has("cpuset")) {
-        write_text(dir + "/cpuset.cpus", cpus.empty() ? trimmed(read_text(h.root + "/cpuset.cpus")) : cpus);
-        if (!v2) write_text(dir + "/cpuset.mems", trimmed(read_text(h.root + "/cpuset.mems")));
+        write_text(dir + "/cpuset.cpus", cpus.empty() ? read_kernel_file(h.root + "/cpuset.cpus") : cpus);
+        if (!v2) write_text(dir + "/cpuset.mems", read_kernel_file(h.root + "/cpuset.mems"));
       }
       const int fd = ::open((dir + "/cgroup.procs").c_str(), O_WRONLY | O_CLOEXEC);
       if (fd < 0) throw std::runtime_error("cannot open " + dir + "/cgroup.procs: " + std::strerror(errno));
@@ -377,7 +368,7 @@ bool TaskCgroup::kill_all() {
 bool TaskCgroup::oom_killed() const {
   if (memory_path_.empty()) return false;
   const bool v2 = host_.version_ == CgroupHost::Version::v2;
-  std::istringstream in(read_text(memory_path_ + (v2 ? "/memory.events" : "/memory.oom_control")));
+  std::istringstream in(read_kernel_file(memory_path_ + (v2 ? "/memory.events" : "/memory.oom_control")));
   for (std::string key; in >> key;) {
     std::uint64_t value = 0;
     in >> value;

@@ -1,5 +1,7 @@
 #include "tools/emulate/Cgroups.hpp"
 
+#include "runtime/process/KernelFile.hpp"
+
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -17,17 +19,9 @@
 namespace treefarm::emulate {
 
 namespace fs = std::filesystem;
+using process::read_kernel_file;
 
 namespace {
-std::string read_text(const std::string& path) {
-  std::ifstream f(path);
-  std::stringstream s;
-  s << f.rdbuf();
-  std::string t = s.str();
-  while (!t.empty() && (t.back() == '\n' || t.back() == ' ')) t.pop_back();
-  return t;
-}
-
 bool has_word(const std::string& list, const std::string& word) {
   std::istringstream in(list);
   std::string w;
@@ -48,7 +42,7 @@ void make_dir(const std::string& dir) {
 
 /// v2: controllers must be enabled in the parent's subtree_control before a child can use them.
 void enable_v2_controller(const std::string& root, const std::string& controller) {
-  if (has_word(read_text(root + "/cgroup.subtree_control"), controller)) return;
+  if (has_word(read_kernel_file(root + "/cgroup.subtree_control"), controller)) return;
   try {
     write_control(root + "/cgroup.subtree_control", "+" + controller);
   } catch (const std::exception& e) {
@@ -80,7 +74,7 @@ CgroupMounts CgroupMounts::detect(const std::string& base) {
     return m;
   }
   if (fs::exists(base + "/cgroup.controllers")) {
-    const auto controllers = read_text(base + "/cgroup.controllers");
+    const auto controllers = read_kernel_file(base + "/cgroup.controllers");
     m.version = CgroupVersion::v2;
     if (has_word(controllers, "cpu")) m.cpu = base;
     if (has_word(controllers, "cpuset")) m.cpuset = base;
@@ -117,9 +111,9 @@ std::vector<std::string> create_cgroups(const CgroupMounts& mounts, const std::s
         write_control(dir + "/cpuset.cpus", limits.cpuset);
       } catch (const std::exception& e) {
         throw std::runtime_error(std::string(e.what()) + " (this machine's CPUs: " +
-                                 read_text(mounts.cpuset + "/cpuset.cpus") + ")");
+                                 read_kernel_file(mounts.cpuset + "/cpuset.cpus") + ")");
       }
-      write_control(dir + "/cpuset.mems", read_text(mounts.cpuset + "/cpuset.mems"));
+      write_control(dir + "/cpuset.mems", read_kernel_file(mounts.cpuset + "/cpuset.mems"));
     }
     return dirs;
   }
@@ -138,7 +132,7 @@ std::vector<std::string> create_cgroups(const CgroupMounts& mounts, const std::s
       write_control(dir + "/cpuset.cpus", limits.cpuset);
     } catch (const std::exception& e) {
       throw std::runtime_error(std::string(e.what()) + " (this machine's CPUs: " +
-                               read_text(root + "/cpuset.cpus.effective") + ")");
+                               read_kernel_file(root + "/cpuset.cpus.effective") + ")");
     }
   }
   return dirs;
@@ -160,7 +154,7 @@ std::string create_accounting_cgroup(const CgroupMounts& mounts, const std::stri
 
 std::optional<double> cgroup_cpu_seconds(const std::string& dir) {
   if (fs::exists(dir + "/cpuacct.usage")) {
-    const auto text = read_text(dir + "/cpuacct.usage");
+    const auto text = read_kernel_file(dir + "/cpuacct.usage");
     try {
       return static_cast<double>(std::stoull(text)) * 1e-9;
     } catch (const std::exception&) {
