@@ -59,22 +59,28 @@ model::Experiment prepared_experiment(model::Experiment ex, const MasterOptions&
   return ex;
 }
 
-node::NodeOptions root_node_options(const model::Experiment& ex, const MasterOptions& options) {
-  const auto& master_node = ex.nodes.at(0);
+node::NodeOptions root_liveness_options(const MasterOptions& options) {
   node::NodeOptions o;
-  o.name = master_node.name;
   o.heartbeat_interval = options.heartbeat_interval;
   o.heartbeat_timeout = options.heartbeat_timeout;
   o.max_task_losses = options.max_task_losses;
   o.task_deadline_factor = options.task_deadline_factor;
   o.task_deadline_floor = options.task_deadline_floor;
+  o.ack_timeout = options.ack_timeout;
+  o.one_port_window = options.one_port_window;
+  return o;
+}
+
+node::NodeOptions root_node_options(const model::Experiment& ex, const MasterOptions& options) {
+  const auto& master_node = ex.nodes.at(0);
+  node::NodeOptions o = root_liveness_options(options);
+  o.name = master_node.name;
   o.migration = ex.run.migration;  // lee2010 PULL (docs/migration.md)
   o.balance = ex.run.balance;      // lee2010 slide 17
   o.memory = master_node.memory;   // declared resources override the detected ones
   o.disk = master_node.disk;
   o.speed = master_node.speed.value_or(0.0);
-  o.one_port_window = ex.run.one_port_window;
-  o.ack_timeout = options.ack_timeout;
+  o.one_port_window = ex.run.one_port_window;  // the experiment's, which prepared_experiment() set from options
   return o;
 }
 

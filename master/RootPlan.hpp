@@ -21,9 +21,13 @@ namespace treefarm::master {
 model::Experiment prepared_experiment(model::Experiment ex, const MasterOptions& options,
                                       std::optional<model::Experiment>& declared);
 
-/// The root node's options: its name, the master node's declared memory, disk and speed,
-/// the run's migration, balance and one-port window, and the liveness settings of
-/// `options`. The same for an own tree and a served one (ZmqNode::run_root).
+/// The root node's liveness settings from `options`: heartbeat interval and timeout,
+/// task losses, task deadlines, acknowledgement timeout and the one-port window (the
+/// served master's tree, before any experiment, starts with these).
+node::NodeOptions root_liveness_options(const MasterOptions& options);
+
+/// The root node's options: root_liveness_options() and its name, the master node's declared memory, disk and speed,
+/// the run's migration, balance and one-port window. The same for an own tree and a served one (ZmqNode::run_root).
 node::NodeOptions root_node_options(const model::Experiment& ex, const MasterOptions& options);
 
 /// The Welcome every child gets and the root's policy and wait settings.

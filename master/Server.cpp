@@ -1,4 +1,5 @@
 #include "master/Server.hpp"
+#include "master/RootPlan.hpp"
 #include "master/ServeState.hpp"
 #include "master/SubmitAccess.hpp"
 
@@ -516,15 +517,8 @@ int serve(const ServeOptions& o) {
   }
   const JobStore store(state);  // mode 0700
 
-  node::NodeOptions node_options;
+  node::NodeOptions node_options = root_liveness_options(o.base);
   node_options.name = o.name;
-  node_options.heartbeat_interval = o.base.heartbeat_interval;
-  node_options.heartbeat_timeout = o.base.heartbeat_timeout;
-  node_options.max_task_losses = o.base.max_task_losses;
-  node_options.task_deadline_factor = o.base.task_deadline_factor;
-  node_options.task_deadline_floor = o.base.task_deadline_floor;
-  node_options.ack_timeout = o.base.ack_timeout;
-  node_options.one_port_window = o.base.one_port_window;
   zmq_node::Endpoints endpoints;
   endpoints.listen = o.base.listen;
   endpoints.ready_file = o.base.ready_file;
