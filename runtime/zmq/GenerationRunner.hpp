@@ -30,6 +30,8 @@ class GenerationRunner final : public node::LocalRunner {
   node::Payload calibration_input(const model::AppSpec& app, std::uint64_t seed, std::uint32_t k) override {
     return runner_.calibration_input(app, seed, k);
   }
+  /// The executor's CPU quota period: a served node's calibration measures over whole periods too.
+  std::optional<double> cpu_quota_period() const override { return runner_.cpu_quota_period(); }
   /// The driver asks for this node's speed: measured by the adapter's loop (take_speed_request).
   bool measure_speed() override {
     if (!speed_probe_) return false;
