@@ -61,6 +61,8 @@ constexpr std::size_t output_chunk_bytes = 1u << 20;
 constexpr std::size_t finished_kept = 20;
 
 std::atomic<zmq_node::ZmqNode*> serving{nullptr};
+/// stop_serving() was called: a signal that came before the served tree existed is not lost.
+std::atomic<bool> serve_stop_requested{false};
 
 /// The first error logged on one thread while armed: why a run failed ("no node can
 /// compute ...", "calibration incomplete ..."), for its submitter and not only the log.
@@ -501,6 +503,7 @@ std::string read_text(const std::filesystem::path& path) {
 }  // namespace
 
 void stop_serving() {
+  serve_stop_requested = true;  // before looking for the tree: serve() looks at it after setting it
   if (auto* root = serving.load()) root->stop();
 }
 
@@ -531,6 +534,7 @@ int serve(const ServeOptions& o) {
   zmq_node::ZmqNode root(node_options, endpoints, compute);
   const std::string tree_endpoint = root.open();
   serving = &root;
+  if (serve_stop_requested) root.stop();  // stopped before the tree was set up: serve nothing
 
   auto first_error = std::make_shared<FirstError>();
   spdlog::default_logger()->sinks().push_back(first_error);  // before the channel's thread logs

@@ -58,7 +58,8 @@ struct ServeOptions {
 /// Serves until interrupted (stop_master()); returns the exit code (0, or 1 on error).
 int serve(const ServeOptions& options);
 
-/// Ends serve() soon: the running experiment is interrupted (async-signal-safe).
+/// Ends serve() soon: the running experiment is interrupted (async-signal-safe). Called
+/// before serve() set up its tree (a SIGTERM right at start), serve() returns at once.
 void stop_serving();
 
 }  // namespace treefarm::master

@@ -86,6 +86,8 @@ int main(int argc, char** argv) {
                                        "Serve the live dashboard at [HOST:]PORT (default 127.0.0.1:8787 when given without a value; "
                                        "port 0 = a free one; docs/dashboard.md)")
                             ->expected(0, 1);
+  treefarm::cli_support::optional_value(*dashboard_opt, treefarm::dashboard::looks_like_address,
+                                        treefarm::dashboard::default_address);
   app.add_option("--dashboard-file", dashboard_file, "Write the dashboard's address (http://HOST:PORT/) to this file once it listens");
   app.add_flag("--dashboard-remote", dashboard_remote,
                "Allow --dashboard on a non-loopback address: it is plain HTTP, read-only, and asks for a token printed once");

@@ -1,6 +1,9 @@
 #include "runtime/cli/CliSupport.hpp"
 
 #include <array>
+#include <functional>
+#include <vector>
+#include <algorithm>
 #include <csignal>
 #include <cmath>
 #include <string>
@@ -134,7 +137,47 @@ std::string unknown_word(const CLI::App& app, int argc, const char* const* argv)
   return scan(app, argc, argv).unknown;
 }
 
-std::optional<int> parse(CLI::App& app, int argc, const char* const* argv) {
+namespace {
+
+struct OptionalValue {
+  std::vector<std::string> names;  ///< "--NAME" for each long name
+  std::function<bool(const std::string&)> takes;
+  std::string absent;
+};
+
+std::vector<OptionalValue>& optional_values() {
+  static std::vector<OptionalValue> all;
+  return all;
+}
+
+/// argv with `absent` inserted after an optional-value option whose next word it does not take.
+std::vector<std::string> with_optional_values(int argc, const char* const* argv) {
+  std::vector<std::string> words(argv, argv + argc);
+  for (std::size_t i = 1; i + 1 < words.size() && words[i] != "--"; ++i)
+    for (const auto& o : optional_values())
+      if (std::find(o.names.begin(), o.names.end(), words[i]) != o.names.end() && !words[i + 1].starts_with("-") &&
+          !o.takes(words[i + 1])) {
+        words.insert(words.begin() + static_cast<std::ptrdiff_t>(i) + 1, o.absent);
+        ++i;
+        break;
+      }
+  return words;
+}
+
+}  // namespace
+
+void optional_value(const CLI::Option& option, std::function<bool(const std::string&)> takes, std::string absent) {
+  OptionalValue o{{}, std::move(takes), std::move(absent)};
+  for (const auto& name : option.get_lnames()) o.names.push_back("--" + name);
+  optional_values().push_back(std::move(o));
+}
+
+std::optional<int> parse(CLI::App& app, int argc_given, const char* const* argv_given) {
+  const std::vector<std::string> words = with_optional_values(argc_given, argv_given);
+  std::vector<const char*> pointers;
+  for (const auto& w : words) pointers.push_back(w.c_str());
+  const int argc = static_cast<int>(pointers.size());
+  const char* const* argv = pointers.data();
   // `--version` after a subcommand too ("treefarm run --version"), before a missing
   // argument could be complained about.
   for (int i = 1; i < argc && std::string(argv[i]) != "--"; ++i)

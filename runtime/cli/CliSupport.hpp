@@ -38,6 +38,12 @@ std::string warning_message(const std::string& message);
 /// Prints error_message(what) on stderr and returns exit_code_for(error).
 int report_error(const std::exception& error);
 
+/// An option whose value may be left out (CLI11 `expected(0, 1)`) takes the next word as
+/// its value only when `takes(word)`; otherwise parse() gives it `absent` and the word is
+/// read as what follows it (`treefarm run --dashboard exp.toml`: exp.toml is the experiment
+/// file, the dashboard gets its default address). Matched by the option's long names.
+void optional_value(const CLI::Option& option, std::function<bool(const std::string&)> takes, std::string absent);
+
 /// Parses the command line. Returns std::nullopt when the program should go on, else
 /// the code to exit with: 0 after --help/--version (`--version` is accepted after any
 /// subcommand too), exit_usage (2) on any parse error. The message goes to stderr in the

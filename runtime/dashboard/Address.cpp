@@ -31,6 +31,12 @@ Address parse_address(const std::string& text) {
   return a;
 }
 
+bool looks_like_address(const std::string& word) {
+  const auto colon = word.rfind(':');
+  const std::string port = colon == std::string::npos ? word : word.substr(colon + 1);
+  return !port.empty() && port.find_first_not_of("0123456789") == std::string::npos;
+}
+
 bool is_loopback_host(const std::string& host) {
   // 127.0.0.0/8 only as a dotted address: a host name such as "127.example.org" is not loopback.
   const bool ipv4 = host.starts_with("127.") && host.find_first_not_of("0123456789.") == std::string::npos;

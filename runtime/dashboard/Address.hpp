@@ -19,6 +19,11 @@ struct Address {
 /// @throws std::invalid_argument naming the text and what was expected.
 Address parse_address(const std::string& text);
 
+/// True when `word` has the shape of an address: digits after its last ':' (or all
+/// digits), so that `--dashboard exp.toml` is read as the option without a value
+/// followed by a file. Whether it is a valid address is parse_address()'s to say.
+bool looks_like_address(const std::string& word);
+
 /// True for 127.0.0.0/8 as a dotted address, ::1 and localhost: the addresses that only
 /// this machine can reach.
 bool is_loopback_host(const std::string& host);

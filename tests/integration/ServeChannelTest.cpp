@@ -224,3 +224,34 @@ TEST(ServeChannel, ABadFileGetsExitThreeNamingTheUsersFileAndAFailedRunItsReason
 }
 
 }  // namespace
+
+namespace {
+/// True once `pid` catches SIGTERM (its handler is installed: /proc/PID/status SigCgt).
+bool catches_sigterm(pid_t pid) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/status");
+  for (std::string line; std::getline(f, line);)
+    if (line.starts_with("SigCgt:")) {
+      const unsigned long long mask = std::stoull(line.substr(7), nullptr, 16);
+      return (mask >> (SIGTERM - 1)) & 1u;
+    }
+  return false;
+}
+}  // namespace
+
+// A SIGTERM that arrives as soon as the served master can catch it, before its tree and
+// channel are set up (the dashboard starts first and widens that window), still ends it.
+TEST(ServeChannel, ASigtermBeforeTheServedTreeIsUpEndsTheMaster) {
+  TempDir dir;
+  for (int round = 0; round < 3; ++round) {
+    Child master({master_bin, "--serve", "--name", "m", "--listen", "tcp://127.0.0.1:0", "--bind",
+                  "ipc://" + (dir.path() / ("submit" + std::to_string(round) + ".sock")).string(), "--state-dir",
+                  (dir.path() / ("state" + std::to_string(round))).string(), "--dashboard", "127.0.0.1:0"},
+                 dir.path() / ("m" + std::to_string(round) + ".log"));
+    ASSERT_TRUE(wait_until([&] { return catches_sigterm(master.pid()) || master.wait(0); }, 30)) << master.output();
+    ASSERT_EQ(::kill(master.pid(), SIGTERM), 0);
+    const auto rc = master.wait(15);
+    ASSERT_TRUE(rc.has_value()) << "round " << round << ": still serving 15 s after a SIGTERM that came early\n"
+                                << master.output();
+    EXPECT_EQ(*rc, 0) << master.output();
+  }
+}

@@ -204,9 +204,10 @@ void add_run_command(CLI::App& app, Commands& out) {
   cli_support::add_one_port_window_option(*run, o->one_port_window);
   run->add_flag("--encrypt", o->lo.encrypt, "CURVE-encrypt and authenticate every link, loopback included (keys made for the run)");
   auto* dashboard = run->add_option("--dashboard", o->dashboard_address,
-                  "Serve the live dashboard at [HOST:]PORT (default 127.0.0.1:8787 when given without a value, after the "
-                  "experiment file; port 0 = a free one, printed; docs/dashboard.md)")
+                  "Serve the live dashboard at [HOST:]PORT (default 127.0.0.1:8787 when given without a value; "
+                  "port 0 = a free one, printed; docs/dashboard.md)")
       ->expected(0, 1);
+  cli_support::optional_value(*dashboard, dashboard::looks_like_address, dashboard::default_address);
   run->add_option("--dashboard-file", o->dashboard_file, "Write the dashboard's address (http://HOST:PORT/) to this file once it listens");
   run->add_flag("--dashboard-remote", o->dashboard_remote,
                 "Allow --dashboard on a non-loopback address: plain HTTP, read-only, behind a token printed once");
