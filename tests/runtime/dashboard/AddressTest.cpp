@@ -47,3 +47,9 @@ TEST(Address, OnlyLoopbackAddressesAreLoopback) {
   EXPECT_FALSE(is_loopback_host("127.example.org"));
   EXPECT_FALSE(is_loopback_host("::"));
 }
+
+TEST(Address, TheShapeOfAnAddressIsDigitsAfterTheLastColon) {
+  for (const char* yes : {"9000", "0", "127.0.0.1:0", "[::1]:8080", "host:99999"}) EXPECT_TRUE(looks_like_address(yes)) << yes;
+  for (const char* no : {"exp.toml", "examples/quickstart.toml", "host:", "", "8080x", "a:b"})
+    EXPECT_FALSE(looks_like_address(no)) << no;
+}
