@@ -61,21 +61,39 @@ const CLI::Option* option_named(const CLI::App* app, const std::string& name) {
 
 std::string version() { return TREEFARM_VERSION; }
 
-std::string exit_code_footer() {
+std::string exit_code_footer(bool with_timeout) {
   std::string out = "Exit codes:\n";
   for (const auto& row : node::exit_code_table) {
-    char line[160];
-    std::snprintf(line, sizeof line, "  %3d  %s\n", row.code, row.meaning);
-    out += line;
+    if (row.code == node::exit_timeout && !with_timeout) continue;
+    char code[16];
+    std::snprintf(code, sizeof code, "  %3d  ", row.code);
+    out += code + std::string(row.meaning) + "\n";
   }
   out += "Details: docs/commands.md";
   return out;
 }
 
+namespace {
+std::vector<const CLI::App*>& timing_out() {
+  static std::vector<const CLI::App*> commands;
+  return commands;
+}
+
+/// Gives `app` and every subcommand under it the exit-code footer that fits it.
+/// Returns whether `app` or a subcommand under it exits with exit_timeout.
+bool set_footers(CLI::App& app) {
+  bool times_out = std::find(timing_out().begin(), timing_out().end(), &app) != timing_out().end();
+  for (auto* sub : app.get_subcommands({})) times_out = set_footers(*sub) || times_out;
+  app.footer(exit_code_footer(times_out));
+  return times_out;
+}
+}  // namespace
+
+void exits_on_timeout(const CLI::App& command) { timing_out().push_back(&command); }
+
 void setup_app(CLI::App& app, const std::string& program) {
   program_name() = program;
   app.set_version_flag("--version", program + " " + version(), "Print the version and exit");
-  app.footer(exit_code_footer());
 }
 
 std::string error_message(const std::string& message) { return program_name() + ": error: " + message; }
@@ -178,6 +196,7 @@ std::optional<int> parse(CLI::App& app, int argc_given, const char* const* argv_
   for (const auto& w : words) pointers.push_back(w.c_str());
   const int argc = static_cast<int>(pointers.size());
   const char* const* argv = pointers.data();
+  set_footers(app);
   // `--version` after a subcommand too ("treefarm run --version"), before a missing
   // argument could be complained about.
   for (int i = 1; i < argc && std::string(argv[i]) != "--"; ++i)
@@ -309,10 +328,6 @@ void on_interrupt(int sig) {
 }  // namespace
 
 int run_commands(CLI::App& app, const Commands& commands, int argc, char** argv) {
-  for (auto* sub : app.get_subcommands({})) {
-    sub->footer(exit_code_footer());
-    for (auto* subsub : sub->get_subcommands({})) subsub->footer(exit_code_footer());
-  }
   if (const auto rc = parse(app, argc, argv)) return *rc;
   setup_logging("info");  // logs on stderr; stdout is for results
   std::signal(SIGINT, on_interrupt);

@@ -23,10 +23,16 @@ namespace treefarm::cli_support {
 /// The project version ("0.1.0"), from CMake's project(VERSION).
 std::string version();
 
-/// The exit-code table as text (the `--help` footer of every executable).
-std::string exit_code_footer();
+/// The exit-code table as text (the `--help` footer of every executable); the `--timeout`
+/// row (124) only `with_timeout`.
+std::string exit_code_footer(bool with_timeout = true);
 
-/// Gives `app` a `--version` flag printing "PROGRAM VERSION" and the exit-code footer,
+/// Marks `command` as one that exits with exit_timeout (124) when its `--timeout` expires:
+/// its `--help` footer, and its parents', list that code; the others' do not.
+void exits_on_timeout(const CLI::App& command);
+
+/// Gives `app` a `--version` flag printing "PROGRAM VERSION" (parse() gives it and its
+/// subcommands the exit-code footer),
 /// and makes `program` the name error_message() and report_error() print.
 void setup_app(CLI::App& app, const std::string& program);
 
@@ -44,7 +50,8 @@ int report_error(const std::exception& error);
 /// file, the dashboard gets its default address). Matched by the option's long names.
 void optional_value(const CLI::Option& option, std::function<bool(const std::string&)> takes, std::string absent);
 
-/// Parses the command line. Returns std::nullopt when the program should go on, else
+/// Parses the command line (after giving `app` and its subcommands the exit-code footer
+/// that fits each: exits_on_timeout()). Returns std::nullopt when the program should go on, else
 /// the code to exit with: 0 after --help/--version (`--version` is accepted after any
 /// subcommand too), exit_usage (2) on any parse error. The message goes to stderr in the
 /// error_message() format with a pointer to --help, and names the word that was not
@@ -133,8 +140,7 @@ std::atomic<bool>& interrupted();
 /// The signal that set interrupted() (SIGINT or SIGTERM; SIGINT until one came).
 std::atomic<int>& interrupt_signal();
 
-/// The main of a program made of subcommands: gives every subcommand (and theirs) the
-/// exit-code footer, parses (parse()), logs on stderr at info, turns SIGINT/SIGTERM into
+/// The main of a program made of subcommands: parses (parse()), logs on stderr at info, turns SIGINT/SIGTERM into
 /// interrupted(), ignores SIGPIPE, and runs the chosen command. An exception ends the
 /// program through report_error() ("PROGRAM: error: what", exit_code_for(error)); the program
 /// name is the one given to setup_app(). Returns the exit code.

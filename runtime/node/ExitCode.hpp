@@ -34,8 +34,8 @@ inline constexpr ExitCodeRow exit_code_table[] = {
     {exit_bad_input, "bad input file: experiment, calibration (or one of another experiment), results, machines or key file; the message names file, line and field"},
     {exit_wrong_results, "wrong results: the run ended but tasks were lost, wrong or failed; treefarm plan: the QoS is not met"},
     {exit_parent_lost, "treefarm-worker: its parent went away (or was never reached) and did not come back within --rejoin-timeout"},
-    {exit_timeout, "--timeout expired (as timeout(1))"},
-    {exit_interrupted, "interrupted: SIGINT (Ctrl-C) or SIGTERM; nothing half-written is left (treefarm-worker: SIGTERM gives 0; treefarm experiment: SIGTERM gives 143)"},
+    {exit_timeout, "--timeout expired (as timeout(1)): treefarm run, launch, emulate, sweep and compare"},
+    {exit_interrupted, "interrupted: SIGINT (Ctrl-C) or SIGTERM; nothing half-written is left (treefarm-worker: SIGTERM gives 0; treefarm-lab campaign: SIGTERM gives 143)"},
 };
 
 }  // namespace treefarm::node

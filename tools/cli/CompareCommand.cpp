@@ -77,6 +77,7 @@ void add_compare_command(CLI::App& app, Commands& out) {
                   "Runs per policy; above 1 the table, compare.json and compare.png give the mean and spread (DIR/POLICY/run-R/)")
       ->check(CLI::Range(1u, 1000u))->capture_default_str();
   cmp->add_option("--timeout", o->co.launch.timeout, "seconds per run (0 = none)");
+  cli_support::exits_on_timeout(*cmp);  // --timeout expired: exit 124
   cmp->add_flag("--quiet", o->co.launch.quiet, "No progress lines");
   // --to, --curve-secret, --server-key, --insecure: written once for submit, status, cancel and compare.
   add_serve_endpoint_options(*cmp, o->to, false);

@@ -46,6 +46,7 @@ void add_emulate_command(CLI::App& app, Commands& out) {
       ->check(CLI::IsMember({"off", "tll", "mll"}));
   emu->add_option("--buffer", o->eo.launch.buffer, "Buffer bound B in tasks");
   emu->add_option("--timeout", o->eo.launch.timeout, "seconds per run (0 = none)");
+  cli_support::exits_on_timeout(*emu);  // --timeout expired: exit 124
   emu->add_option("--prefix", o->eo.prefix, "Name prefix of what is created (default tf + 4 random hex digits)");
   emu->add_option("--fault", o->faults,
                   "run: a network fault NODE:AT:DURATION:KIND (seconds; KIND loss=P, down or partition) on the link "

@@ -53,6 +53,7 @@ void add_launch_command(CLI::App& app, Commands& out) {
   c->add_option("--policy", a->o.policy, "Scheduling policy (overrides [run] policy)")->check(treefarm::cli_support::policy_check());
   c->add_option("--buffer", a->o.buffer, "Buffer bound B in tasks (overrides [run] buffer)");
   c->add_option("--timeout", a->o.timeout, "Stop every node after this many seconds (0 = never)")->capture_default_str();
+  cli_support::exits_on_timeout(*c);  // --timeout expired: exit 124
   c->add_option("--connect-timeout", a->o.connect_timeout, "seconds for each ssh connection")->capture_default_str();
   c->add_flag("--insecure", a->o.insecure, "Plain TCP between the nodes (default: CURVE keys made for the run)");
   c->add_flag("--keep-remote", a->o.keep_remote, "Keep the run directories on the hosts (WORK_DIR/treefarm-launch-ID)");

@@ -192,6 +192,7 @@ void add_run_command(CLI::App& app, Commands& out) {
       ->check(CLI::Range(0.0, 1.0));
   run->add_option("--inputs", o->inputs, "Task inputs: secret = a fresh input per task (default); pooled = two per application reused by every task, for trusted workers only (docs/security.md); any other value is a GLOB: without an experiment file, a task per file ({input} {name} {stem}; quote it)");
   run->add_option("--timeout", o->lo.timeout, "Give up after this many seconds (0 = never; exit code 124)")->capture_default_str()->check(cli_support::non_negative_seconds());
+  cli_support::exits_on_timeout(*run);  // --timeout expired: exit 124
   auto* calibration = run->add_option("--calibration", o->calibration, "Calibration file: print the LP prediction beside the measurements")->check(CLI::ExistingFile);
   run->add_flag("--calibrate", o->calibrate, "Calibrate in place first (OUT/calibration.json), then run and compare with the LP")
       ->excludes(calibration);

@@ -79,6 +79,7 @@ void add_sweep_command(CLI::App& app, Commands& out) {
   sw->add_option("--out", o->so.out_dir, "Write DIR/sweep.json, DIR/sweep.png, DIR/n-N/ (default out/sweep-NAME)");
   sw->add_option("--policy", o->so.launch.policy, "Scheduling policy (overrides [run] policy)")->check(treefarm::cli_support::policy_check());
   sw->add_option("--timeout", o->so.launch.timeout, "seconds per run (0 = none)");
+  cli_support::exits_on_timeout(*sw);  // --timeout expired: exit 124
   sw->add_flag("--emulate", o->emulate,
                "Run every calibration and run on the experiment's emulated LAN (treefarm emulate run; root)");
   sw->add_flag("--quiet", o->so.launch.quiet, "No progress lines");
