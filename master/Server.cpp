@@ -28,6 +28,7 @@
 
 #include "runtime/core/Policy.hpp"
 #include "runtime/dashboard/Feed.hpp"
+#include "runtime/dashboard/Page.hpp"
 #include "runtime/model/Calibration.hpp"
 #include "runtime/model/Experiment.hpp"
 #include "runtime/model/ExperimentText.hpp"
@@ -542,8 +543,15 @@ int serve(const ServeOptions& o) {
   // The dashboard shows the queue and the finished experiments too (docs/dashboard.md).
   struct DashboardState {
     dashboard::Feed* feed;
-    ~DashboardState() { if (feed) feed->set_serve_status({}); }  // before `shared` goes
+    ~DashboardState() {  // before `shared` goes
+      if (feed) feed->set_serve_status({});
+      if (feed) feed->set_job_reports({});
+    }
   } dashboard_state{o.base.dashboard};
+  if (o.base.dashboard)  // each finished experiment's report page (docs/dashboard.md)
+    o.base.dashboard->set_job_reports([state](std::uint64_t id) {
+      return dashboard::report_view_of_file((state / ("job-" + std::to_string(id)) / "out" / "results.json").string());
+    });
   if (o.base.dashboard)
     o.base.dashboard->set_serve_status([&shared, &o, t0] {
       std::lock_guard lock(shared.mu);
@@ -747,6 +755,7 @@ int serve(const ServeOptions& o) {
       std::lock_guard lock(shared.mu);
       json summary{{"id", job.id}, {"name", job.name}, {"exit_code", rc}, {"apps", apps}};
       if (cancelled) summary["cancelled"] = true;
+      if (!results.empty()) summary["report"] = "jobs/" + std::to_string(job.id) + "/report.html";
       job.client = shared.running_client;  // the submitter's connection now (watch)
       if (!tree.empty()) shared.tree = tree;
       shared.finished.push_back(std::move(summary));

@@ -35,14 +35,7 @@ bool gnuplot(const fs::path& script) {
 
 }  // namespace
 
-double auto_bin_seconds(double duration) {
-  if (!(duration > 0) || !std::isfinite(duration)) return 1.0;
-  const double want = duration / 50;
-  const double decade = std::pow(10.0, std::floor(std::log10(want)));
-  for (const double step : {1.0, 2.0, 5.0})
-    if (step * decade >= want) return step * decade;
-  return 10 * decade;
-}
+double auto_bin_seconds(double duration) { return dashboard::report_bin_seconds(duration); }
 
 int report(const ReportOptions& options, std::ostream& out) {
   std::ifstream f(options.results);

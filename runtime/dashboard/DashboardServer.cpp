@@ -1,5 +1,6 @@
 #include "runtime/dashboard/DashboardServer.hpp"
 
+#include <charconv>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -93,6 +94,31 @@ DashboardServer::DashboardServer(Feed& feed, ServerOptions options)
   asset("/dashboard.js", page_js(), "text/javascript; charset=utf-8");
   asset("/dashboard.css", page_css(), "text/css; charset=utf-8");
   asset("/chart.js", chart_js(), "text/javascript; charset=utf-8");
+  // A served master's finished experiment (Feed::set_job_reports): its report page and data.
+  const auto job_id = [](const httplib::Request& req) {
+    std::uint64_t id = 0;
+    const std::string& text = req.matches[1];
+    std::from_chars(text.data(), text.data() + text.size(), id);  // \d{1,18}: always fits
+    return id;
+  };
+  http.Get(R"(/jobs/(\d{1,18})/report\.html)", [this, job_id](const httplib::Request& req, httplib::Response& res) {
+    const auto id = job_id(req);
+    if (!feed_.job_report(id)) {
+      res.status = 404;
+      res.set_content("no report of experiment " + std::to_string(id) + "\n", "text/plain");
+      return;
+    }
+    res.set_content(served_report_html("/jobs/" + std::to_string(id) + "/data.js"), "text/html; charset=utf-8");
+  });
+  http.Get(R"(/jobs/(\d{1,18})/data\.js)", [this, job_id](const httplib::Request& req, httplib::Response& res) {
+    const auto view = feed_.job_report(job_id(req));
+    if (!view) {
+      res.status = 404;
+      res.set_content("no report of this experiment\n", "text/plain");
+      return;
+    }
+    res.set_content(report_data_js(*view), "text/javascript; charset=utf-8");
+  });
   http.Get("/api/status", [this](const httplib::Request&, httplib::Response& res) {
     const auto v = feed_.view();
     res.set_content(*v.text, "application/json");

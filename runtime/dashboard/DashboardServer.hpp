@@ -6,6 +6,8 @@
 ///   GET /api/status   the view as one JSON object (Feed::view)
 ///   GET /api/events   Server-Sent Events: the view again each time it changes, at most
 ///                     twice a second ("data: JSON\n\n")
+///   GET /jobs/ID/report.html  a served master's finished experiment ID: the report page
+///                     (its data at /jobs/ID/data.js; 404 when it wrote no results)
 /// Read-only; every answer carries a Content-Security-Policy that allows nothing from
 /// elsewhere. On a loopback address anyone on this machine may read it; elsewhere only
 /// with `allow_remote`, and then every request needs the token printed once (as

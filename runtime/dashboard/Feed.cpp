@@ -158,6 +158,20 @@ void Feed::set_serve_status(std::function<json()> status) {
   view_seq_ = static_cast<std::uint64_t>(-1);  // the next view is built anew
 }
 
+void Feed::set_job_reports(std::function<std::optional<json>(std::uint64_t)> reports) {
+  std::lock_guard lock(mu_);
+  job_reports_ = std::move(reports);
+}
+
+std::optional<json> Feed::job_report(std::uint64_t id) const {
+  std::function<std::optional<json>(std::uint64_t)> reports;
+  {
+    std::lock_guard lock(mu_);
+    reports = job_reports_;
+  }
+  return reports ? reports(id) : std::nullopt;
+}
+
 std::shared_ptr<const Snapshot> Feed::latest() const {
   std::lock_guard lock(mu_);
   return latest_;

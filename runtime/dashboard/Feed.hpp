@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <optional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -73,6 +74,13 @@ class Feed {
   /// this returns, the previous function is no longer called (an empty one: none).
   void set_serve_status(std::function<nlohmann::json()> status);
 
+  /// Served master: the report view (report_view) of finished experiment `id`, or nullopt
+  /// when it has none; the server's GET /jobs/ID/report.html shows it. Called on HTTP
+  /// threads; an empty function: none.
+  void set_job_reports(std::function<std::optional<nlohmann::json>(std::uint64_t)> reports);
+  /// What that function gives for `id` (nullopt without one).
+  std::optional<nlohmann::json> job_report(std::uint64_t id) const;
+
   /// The latest published run (null before the first publish).
   std::shared_ptr<const Snapshot> latest() const;
 
@@ -114,6 +122,7 @@ class Feed {
   std::shared_ptr<const Snapshot> latest_;
   bool closed_ = false;
   std::function<nlohmann::json()> serve_status_;
+  std::function<std::optional<nlohmann::json>(std::uint64_t)> job_reports_;
   // View cache (under view_mu_: one builder at a time, readers of the cache wait for it).
   std::mutex view_mu_;
   std::uint64_t view_seq_ = static_cast<std::uint64_t>(-1);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <fstream>
 #include <map>
 #include <stdexcept>
 
@@ -138,5 +139,36 @@ std::string report_html(const json& view) {
                    inline_safe(page_js()) + "\n</script>");
   return html;
 }
+
+double report_bin_seconds(double duration) {
+  if (!(duration > 0) || !std::isfinite(duration)) return 1.0;
+  const double want = duration / 50;
+  const double decade = std::pow(10.0, std::floor(std::log10(want)));
+  for (const double step : {1.0, 2.0, 5.0})
+    if (step * decade >= want) return step * decade;
+  return 10 * decade;
+}
+
+std::optional<json> report_view_of_file(const std::string& path) {
+  std::ifstream f(path);
+  if (!f) return std::nullopt;
+  try {
+    const metrics::RunResults r = metrics::results_from_json(json::parse(f));
+    return report_view(r, report_bin_seconds(r.duration));
+  } catch (const std::exception&) {  // not a results.json (json or out_of_range errors)
+    return std::nullopt;
+  }
+}
+
+std::string served_report_html(const std::string& data_path) {
+  std::string html(page_html());
+  replace_once(html, "<link rel=\"stylesheet\" href=\"dashboard.css\">", "<link rel=\"stylesheet\" href=\"/dashboard.css\">");
+  replace_once(html, "<script src=\"chart.js\"></script>", "<script src=\"/chart.js\"></script>");
+  replace_once(html, "<script src=\"dashboard.js\"></script>",
+               "<script src=\"" + data_path + "\"></script>\n<script src=\"/dashboard.js\"></script>");
+  return html;
+}
+
+std::string report_data_js(const json& view) { return "window.TREEFARM_REPORT = " + inline_safe(view.dump()) + ";\n"; }
 
 }  // namespace treefarm::dashboard

@@ -5,6 +5,7 @@
 /// RESULTS.json --html FILE`, docs/dashboard.md): the same page with its style, scripts
 /// and data inlined, which opens from a file with no network.
 
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -31,5 +32,21 @@ nlohmann::json report_view(const metrics::RunResults& results, double bin = 1.0)
 /// The one-file page of `view`: style, Chart.js, the page's script and the data inlined
 /// (nothing is fetched from anywhere).
 std::string report_html(const nlohmann::json& view);
+
+/// seconds per throughput bin for a run of `duration` seconds: about 50 bins of 1, 2 or 5
+/// times a power of ten (1 s for an unknown duration).
+double report_bin_seconds(double duration);
+
+/// report_view() of the results.json at `path`, in report_bin_seconds() bins; nullopt
+/// when the file is missing or is not a treefarm results.json.
+std::optional<nlohmann::json> report_view_of_file(const std::string& path);
+
+/// A finished run's page as the live dashboard serves it (GET /jobs/ID/report.html): the
+/// page with its style and scripts from the server's root and its data from the script at
+/// `data_path` (report_data_js): nothing inline, as the server's Content-Security-Policy asks.
+std::string served_report_html(const std::string& data_path);
+
+/// The script that hands `view` to the page (window.TREEFARM_REPORT).
+std::string report_data_js(const nlohmann::json& view);
 
 }  // namespace treefarm::dashboard

@@ -207,6 +207,13 @@
       cell(tr, String(f.id)); cell(tr, f.name);
       cell(tr, f.cancelled ? f.exit_code + ' (cancelled)' : String(f.exit_code));
       cell(tr, (f.apps || []).map((a) => a.name + ' ' + num(a.throughput, 2)).join(', '));
+      const td = cell(tr, f.report ? '' : '-');
+      if (f.report) {
+        const a = document.createElement('a');
+        a.href = f.report;
+        a.textContent = 'report';
+        td.appendChild(a);
+      }
     });
   }
 
