@@ -140,3 +140,55 @@ TEST(Dashboard, AServedMasterShowsItsOwnState) {
   kill(master.pid(), SIGTERM);
   EXPECT_TRUE(master.wait(20).has_value()) << master.output();
 }
+
+// Each finished experiment of a served master links to its report page, served under the
+// dashboard's own policy (page and data from the server, nothing inline); an experiment
+// without results has none.
+TEST(Dashboard, AServedMasterLinksEachFinishedExperimentToItsReport) {
+  TempDir dir;
+  const auto address = dir.path() / "dashboard.url";
+  const std::string w = "dr" + std::to_string(getpid());
+  Child master({master_bin, "--serve", "--name", "m", "--ready-file", (dir.path() / "m.ep").string(), "--bind",
+                "tcp://127.0.0.1:*", "--bind-file", (dir.path() / "submit.ep").string(), "--state-dir",
+                (dir.path() / "state").string(), "--dashboard", "127.0.0.1:0", "--dashboard-file", address.string()},
+               dir.path() / "master.log");
+  const auto mep = wait_for_line(dir.path() / "m.ep"), sep = wait_for_line(dir.path() / "submit.ep");
+  const std::string url = wait_for_line(address, 60);
+  ASSERT_FALSE(mep.empty() || sep.empty() || url.empty()) << master.output();
+  Child worker({worker_bin, "--parent", mep, "--name", w, "--cores", "1", "--listen", ""}, dir.path() / "w.log");
+  const auto file = write_file(dir.path() / "job.toml", "[[node]]\nname = \"m\"\ncores = 0\n\n[[node]]\nname = \"" + w +
+                                                            "\"\nparent = \"m\"\ncores = 1\n\n[[app]]\nname = \"nop\"\n"
+                                                            "kernel = \"noop\"\nbytes = 64\ntasks = 40\n");
+  const auto r = run_command(treefarm_bin + " submit " + file + " --to " + sep + " --timeout 120");
+  ASSERT_EQ(r.exit_code, 0) << r.output << master.output();
+  json v;
+  ASSERT_TRUE(eventually(
+      [&] {
+        const auto [code, body] = treefarm::dashboard::http_get(url, "/api/status");
+        if (code != 200) return false;
+        v = json::parse(body);
+        return v["finished"].size() == 1;
+      },
+      30))
+      << v.dump();
+  const auto& done = v["finished"][0];
+  ASSERT_TRUE(done.contains("report")) << done.dump();
+  const std::string link = done["report"];
+  EXPECT_EQ(link, "jobs/" + std::to_string(done["id"].get<std::uint64_t>()) + "/report.html");
+  const auto [page_code, page] = treefarm::dashboard::http_get(url, "/" + link);
+  ASSERT_EQ(page_code, 200) << page;
+  const std::string data_path = "/jobs/" + std::to_string(done["id"].get<std::uint64_t>()) + "/data.js";
+  EXPECT_NE(page.find("<script src=\"" + data_path + "\">"), std::string::npos) << page;
+  EXPECT_EQ(page.find("<script>"), std::string::npos) << "no inline script: the server's policy would block it";
+  const auto [data_code, data] = treefarm::dashboard::http_get(url, data_path);
+  ASSERT_EQ(data_code, 200);
+  ASSERT_TRUE(data.starts_with("window.TREEFARM_REPORT = ")) << data.substr(0, 200);
+  const json view = json::parse(data.substr(std::string("window.TREEFARM_REPORT = ").size(),
+                                            data.rfind(';') - std::string("window.TREEFARM_REPORT = ").size()));
+  EXPECT_EQ(view["tasks"]["rows"].size(), 40u) << view.dump().substr(0, 500);
+  EXPECT_NE(view.dump().find(w), std::string::npos) << "the worker is in the report's tree";
+  EXPECT_EQ(treefarm::dashboard::http_get(url, "/jobs/999/report.html").first, 404);
+  EXPECT_EQ(treefarm::dashboard::http_get(url, "/jobs/999/data.js").first, 404);
+  kill(master.pid(), SIGTERM);
+  EXPECT_TRUE(master.wait(20).has_value()) << master.output();
+}
