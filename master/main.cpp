@@ -132,6 +132,7 @@ int main(int argc, char** argv) {
       so.address_file = dashboard_file;
       treefarm::dashboard::FeedOptions fo;
       fo.heartbeat_interval = opt.heartbeat_interval;
+      fo.heartbeat_timeout = opt.heartbeat_timeout;
       feed = std::make_unique<treefarm::dashboard::Feed>(fo);
       dashboard = std::make_unique<treefarm::dashboard::DashboardServer>(*feed, so);
       opt.dashboard = feed.get();

@@ -20,6 +20,10 @@ double steady_seconds() {
 double rounded(double seconds) { return std::round(seconds * 1e6) / 1e6; }
 }  // namespace
 
+double lost_after_for(double heartbeat_interval, double heartbeat_timeout) {
+  return std::max(1.5, std::min(3 * std::max(1.0, heartbeat_interval), heartbeat_timeout - 1));
+}
+
 Feed::Feed(FeedOptions options) : opt_(options) {}
 
 void Feed::publish(const json& status, const json& plan, const metrics::TaskLog* log) {
@@ -100,7 +104,8 @@ void Feed::add_history(const json& apps, double elapsed) {
 
 json Feed::enrich_nodes(const json& nodes, const json& plan) {
   const double now = steady_seconds();
-  const double lost_after = opt_.lost_after > 0 ? opt_.lost_after : 3 * std::max(1.0, opt_.heartbeat_interval);
+  const double lost_after =
+      opt_.lost_after > 0 ? opt_.lost_after : lost_after_for(opt_.heartbeat_interval, opt_.heartbeat_timeout);
   json out = json::array();
   for (const auto& n : nodes) {
     json e = n;

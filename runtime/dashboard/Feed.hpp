@@ -33,7 +33,9 @@ struct FeedOptions {
   /// seconds between the nodes' heartbeats (--heartbeat-interval): a node whose state has
   /// not come up for lost_after seconds is shown as lost.
   double heartbeat_interval = 1.0;
-  /// seconds; 0 = 3 × max(1 s, heartbeat_interval) (the root publishes once a second).
+  /// seconds of silence after which the tree declares a node dead (--heartbeat-timeout).
+  double heartbeat_timeout = 6.0;
+  /// seconds; 0 = lost_after_for(heartbeat_interval, heartbeat_timeout).
   double lost_after = 0;
   /// seconds: the least time between two views built for the served master's own state
   /// (queue, finished experiments) when no run publishes.
@@ -56,6 +58,13 @@ struct Snapshot {
   };
   std::vector<Bar> tasks;
 };
+
+/// seconds without a new report after which the dashboard shows a node as lost:
+/// 3 × max(1 s, interval) (the root publishes once a second, reports come every interval),
+/// but at most timeout − 1 s, so that a node is shown lost within timeout + 1 s of its
+/// last report (the publish that notices it comes up to 1 s later, the last report seen
+/// up to 1 s after it was sent); never under 1.5 s (a live node's reports may skip a publish).
+double lost_after_for(double heartbeat_interval, double heartbeat_timeout);
 
 class Feed {
  public:

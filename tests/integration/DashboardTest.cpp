@@ -192,3 +192,42 @@ TEST(Dashboard, AServedMasterLinksEachFinishedExperimentToItsReport) {
   kill(master.pid(), SIGTERM);
   EXPECT_TRUE(master.wait(20).has_value()) << master.output();
 }
+
+// A worker killed mid-run shows as lost within --heartbeat-timeout + 1 s (docs/dashboard.md).
+TEST(Dashboard, AKilledWorkerShowsAsLostWithinTheHeartbeatTimeoutAndOneSecond) {
+  TempDir dir;
+  std::string text = slow_experiment();
+  text.replace(text.find("tasks = 200"), 11, "tasks = 2000");  // runs for longer than the test watches
+  const auto exp = write_file(dir.path() / "slow.toml", text);
+  const auto address = dir.path() / "dashboard.url", ready = dir.path() / "m.ep";
+  const double timeout = 3;
+  const std::vector<std::string> beats{"--heartbeat-interval", "0.3", "--heartbeat-timeout", "3"};
+  std::vector<std::string> m{master_bin, exp, "--listen", "tcp://127.0.0.1:0", "--ready-file", ready.string(), "--quiet",
+                             "--dashboard", "127.0.0.1:0", "--dashboard-file", address.string()};
+  m.insert(m.end(), beats.begin(), beats.end());
+  Child master(m, dir.path() / "master.log");
+  const std::string endpoint = wait_for_line(ready, 60), url = wait_for_line(address, 60);
+  ASSERT_FALSE(endpoint.empty() || url.empty()) << master.output();
+  std::vector<std::unique_ptr<Child>> workers;
+  for (const char* w : {"w1", "w2"}) {
+    std::vector<std::string> a{worker_bin, "--parent", endpoint, "--name", w, "--cores", "1", "--listen", ""};
+    a.insert(a.end(), beats.begin(), beats.end());
+    workers.push_back(std::make_unique<Child>(a, dir.path() / (std::string(w) + ".log")));
+  }
+  const auto state_of = [&](const std::string& name) -> std::string {
+    const auto [code, body] = treefarm::dashboard::http_get(url, "/api/status");
+    if (code != 200) return "";
+    for (const auto& n : json::parse(body)["tree"])
+      if (n.value("name", "") == name) return n.value("state", "");
+    return "";
+  };
+  ASSERT_TRUE(eventually([&] { return state_of("w2") == "busy" && state_of("w1") == "busy"; }, 60)) << master.output();
+  ASSERT_EQ(::kill(workers[1]->pid(), SIGKILL), 0);
+  const auto killed = std::chrono::steady_clock::now();
+  ASSERT_TRUE(eventually([&] { return state_of("w2") == "lost"; }, 30)) << master.output();
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - killed).count();
+  // The bound is the documented one; the 20 ms polling and the HTTP request are inside it.
+  EXPECT_LE(seconds, timeout + 1) << "w2 shown lost " << seconds << " s after it was killed";
+  EXPECT_NE(state_of("w1"), "lost");
+  std::printf("w2 shown lost %.2f s after SIGKILL (--heartbeat-timeout %.0f s)\n", seconds, timeout);
+}
