@@ -21,7 +21,7 @@ double rounded(double seconds) { return std::round(seconds * 1e6) / 1e6; }
 }  // namespace
 
 double lost_after_for(double heartbeat_interval, double heartbeat_timeout) {
-  return std::max(1.5, std::min(3 * std::max(1.0, heartbeat_interval), heartbeat_timeout - 1));
+  return std::max(1.5, std::min(3 * std::max(1.0, heartbeat_interval), heartbeat_timeout - 2));
 }
 
 Feed::Feed(FeedOptions options) : opt_(options) {}

@@ -61,9 +61,10 @@ struct Snapshot {
 
 /// seconds without a new report after which the dashboard shows a node as lost:
 /// 3 × max(1 s, interval) (the root publishes once a second, reports come every interval),
-/// but at most timeout − 1 s, so that a node is shown lost within timeout + 1 s of its
-/// last report (the publish that notices it comes up to 1 s later, the last report seen
-/// up to 1 s after it was sent); never under 1.5 s (a live node's reports may skip a publish).
+/// but at most timeout − 2 s, so that a node is shown lost within timeout + 1 s of its
+/// death (its last report is seen by a publish up to 1 s later, the publish that notices
+/// the silence comes up to 1 s after lost_after, and 1 s is left for a slow loop); never
+/// under 1.5 s (a live node's reports may skip a publish).
 double lost_after_for(double heartbeat_interval, double heartbeat_timeout);
 
 class Feed {
