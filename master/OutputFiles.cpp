@@ -1,5 +1,6 @@
 #include "master/OutputFiles.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
@@ -52,6 +53,18 @@ bool OutputFiles::write(const std::string& app, const std::string& name, std::sp
     throw std::runtime_error("cannot rename " + (dir / part).string() + ": " + std::strerror(errno));
   written_ += bytes.size();
   return true;
+}
+
+std::vector<std::pair<std::string, std::filesystem::path>> OutputFiles::finished(const std::filesystem::path& out_dir) {
+  std::vector<std::pair<std::string, std::filesystem::path>> files;
+  std::error_code ec;
+  for (const auto& app : std::filesystem::directory_iterator(out_dir / "outputs", ec)) {
+    if (!app.is_directory()) continue;
+    for (const auto& f : std::filesystem::directory_iterator(app.path(), ec))
+      if (f.is_regular_file() && f.path().extension() != ".part") files.emplace_back(app.path().filename().string(), f.path());
+  }
+  std::sort(files.begin(), files.end());
+  return files;
 }
 
 }  // namespace treefarm::master

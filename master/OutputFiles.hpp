@@ -10,6 +10,8 @@
 #include <filesystem>
 #include <span>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace treefarm::master {
 
@@ -25,6 +27,10 @@ class OutputFiles {
   std::uint64_t written() const { return written_; }  ///< bytes
   std::uint64_t quota() const { return quota_; }       ///< bytes
   bool over_quota() const { return over_quota_; }     ///< an output was refused for the quota
+
+  /// The whole output files under `out_dir`/outputs/ as (application, file), sorted; a
+  /// NAME.part still being written is left out.
+  static std::vector<std::pair<std::string, std::filesystem::path>> finished(const std::filesystem::path& out_dir);
 
  private:
   std::filesystem::path dir_;

@@ -1,4 +1,5 @@
 #include "master/Server.hpp"
+#include "master/OutputFiles.hpp"
 #include "master/RootPlan.hpp"
 #include "master/ServeState.hpp"
 #include "master/SubmitAccess.hpp"
@@ -766,15 +767,7 @@ int serve(const ServeOptions& o) {
     // fetches each one, chunk by chunk, from the job's directory.
     std::uint64_t sent_outputs = 0;
     if (job.outputs) {
-      std::error_code ec;
-      Shared::Outputs files{job.id, job.client, {}};
-      for (const auto& app : std::filesystem::directory_iterator(std::filesystem::path(m.out_dir) / "outputs", ec)) {
-        if (!app.is_directory()) continue;
-        for (const auto& f : std::filesystem::directory_iterator(app.path(), ec))
-          if (f.is_regular_file() && f.path().extension() != ".part")
-            files.files.emplace_back(app.path().filename().string(), f.path());
-      }
-      std::sort(files.files.begin(), files.files.end());
+      Shared::Outputs files{job.id, job.client, OutputFiles::finished(m.out_dir)};
       sent_outputs = files.files.size();
       std::lock_guard lock(shared.mu);
       if (sent_outputs > 0) shared.outputs.push_back(std::move(files));
