@@ -51,11 +51,7 @@ double zmq_one_way_rate(std::uint64_t count, std::size_t bytes) {
 
 namespace {
 
-struct RunFigures {
-  int rc = 0;
-  double duration = 0;         ///< seconds
-  std::uint64_t tasks = 0, completed = 0, lost = 0, duplicates = 0, wrong = 0;
-  double rate() const { return duration > 0 ? static_cast<double>(completed) / duration : 0; }
+struct RunFigures : TreeRunCounts {
   std::uint64_t dashboard_events = 0;  ///< events a client of the dashboard received during the run
 };
 
@@ -86,17 +82,7 @@ RunFigures run_once(const std::filesystem::path& exp, const std::filesystem::pat
   f.rc = launch_tree(ex, lo, never);
   ended = true;
   if (client.joinable()) client.join();
-  std::ifstream rf(out / "results.json");
-  if (!rf) return f;
-  const auto j = nlohmann::json::parse(rf);
-  f.duration = j.at("duration").get<double>();
-  f.lost = j.value("lost", std::uint64_t{0});
-  f.duplicates = j.value("duplicates", std::uint64_t{0});
-  for (const auto& a : j.at("apps")) {
-    f.tasks += a.at("tasks").get<std::uint64_t>();
-    f.completed += a.at("completed").get<std::uint64_t>();
-    f.wrong += a.at("wrong").get<std::uint64_t>() + a.value("failed", std::uint64_t{0});
-  }
+  (void)read_tree_counts(out / "results.json", f);
   return f;
 }
 

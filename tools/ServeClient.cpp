@@ -41,13 +41,13 @@ std::string read_file(const std::string& path, const char* what) {
 /// exist at that path on the master. A file this client cannot parse is sent as it is (the
 /// master names its mistakes).
 static std::vector<std::pair<std::string, std::filesystem::path>> input_files_of(const std::string& experiment,
-                                                                                  std::string text) {
+                                                                                  const std::string& text) {
   std::vector<std::pair<std::string, std::filesystem::path>> out;
   model::Experiment ex;
   try {
     // As the served master reads it: an experiment without [[node]] tables runs on the
     // live tree.
-    ex = model::load_experiment_nodes_optional(experiment);
+    ex = model::parse_experiment_nodes_optional(text, experiment);
   } catch (const std::exception&) {
     return out;
   }

@@ -311,4 +311,19 @@ int launch_tree(const model::Experiment& ex, const LaunchOptions& options, const
   }
 }
 
+nlohmann::json read_tree_counts(const std::filesystem::path& results, TreeRunCounts& counts) {
+  std::ifstream rf(results);
+  if (!rf) return nullptr;
+  auto j = nlohmann::json::parse(rf);
+  counts.duration = j.at("duration").get<double>();
+  counts.lost = j.value("lost", std::uint64_t{0});
+  counts.duplicates = j.value("duplicates", std::uint64_t{0});
+  for (const auto& a : j.at("apps")) {
+    counts.tasks += a.at("tasks").get<std::uint64_t>();
+    counts.completed += a.at("completed").get<std::uint64_t>();
+    counts.wrong += a.at("wrong").get<std::uint64_t>() + a.value("failed", std::uint64_t{0});
+  }
+  return j;
+}
+
 }  // namespace treefarm::tools

@@ -5,10 +5,14 @@
 /// process it started on every exit path.
 
 #include <atomic>
+#include <cstdint>
+#include <filesystem>
 #include <functional>
 #include <optional>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "runtime/model/Experiment.hpp"
 
@@ -86,5 +90,17 @@ int launch_tree(const model::Experiment& ex, const LaunchOptions& options, const
 /// the largest input in bytes, times the nodes) above it.
 /// @throws std::invalid_argument naming the file, line and setting.
 void check_fits_this_machine(const model::Experiment& ex, std::uint32_t buffer_override);
+
+/// The counts of one tree's run that the benchmarks compare, as its master wrote them.
+struct TreeRunCounts {
+  int rc = 0;           ///< the master's exit code
+  double duration = 0;  ///< seconds from the start of dispatch to the last result
+  std::uint64_t tasks = 0, completed = 0, lost = 0, duplicates = 0, wrong = 0;  ///< wrong: wrong + failed
+  double rate() const { return duration > 0 ? static_cast<double>(completed) / duration : 0; }  ///< tasks/s
+};
+
+/// Reads `counts` from `results` (a results.json) and returns the whole document; null,
+/// leaving `counts` as it was, when the file does not exist (the run wrote none).
+nlohmann::json read_tree_counts(const std::filesystem::path& results, TreeRunCounts& counts);
 
 }  // namespace treefarm::tools

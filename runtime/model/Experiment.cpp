@@ -418,12 +418,9 @@ EventSpec read_event(const Reader& r, const Table& t, std::size_t index) {
   r.require(std::isfinite(e.at) && e.at >= 0, t, "at", prefix, "must be >= 0 seconds");
   r.require_present(t, "node", prefix, "the name of the node that changes");
   e.node = *r.string_of(t, "node", prefix);
-  int given = 0;
-  for (std::string_view key : {"cpu_quota", "speed", "bandwidth"}) given += t.contains(key) ? 1 : 0;
-  if (given != 1)
-    r.fail(e.line, prefix + "cpu_quota",
-           given == 0 ? "missing the change: give one of cpu_quota, speed, bandwidth"
-                      : "give only one of cpu_quota, speed, bandwidth per [[event]] (one event per change)");
+  r.require_one_of(t, prefix, {"cpu_quota", "speed", "bandwidth"},
+                   "missing the change: give one of cpu_quota, speed, bandwidth",
+                   "give only one of cpu_quota, speed, bandwidth per [[event]] (one event per change)");
   if (t.contains("cpu_quota")) {
     e.kind = EventKind::cpu_quota;
     e.value = *r.number_of(t, "cpu_quota", prefix);

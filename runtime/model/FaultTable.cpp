@@ -20,12 +20,9 @@ FaultSpec read_fault(const TomlReader& r, const toml::table& t, std::size_t inde
   r.require(std::isfinite(f.duration) && f.duration > 0, t, "duration", prefix, "must be > 0 seconds");
   r.require_present(t, "node", prefix, "the node whose link to its parent fails");
   f.node = *r.string_of(t, "node", prefix);
-  int given = 0;
-  for (std::string_view key : {"loss", "down", "partition"}) given += t.contains(key) ? 1 : 0;
-  if (given != 1)
-    r.fail(f.line, prefix + "loss",
-           given == 0 ? "missing the fault: give one of loss = P, down = true, partition = true"
-                      : "give only one of loss, down, partition per [[fault]]");
+  r.require_one_of(t, prefix, {"loss", "down", "partition"},
+                   "missing the fault: give one of loss = P, down = true, partition = true",
+                   "give only one of loss, down, partition per [[fault]]");
   if (t.contains("loss")) {
     f.kind = FaultKind::loss;
     f.loss = *r.number_of(t, "loss", prefix);

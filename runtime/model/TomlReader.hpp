@@ -71,6 +71,16 @@ class TomlReader {
     if (!ok) fail(line_of(*table.get(key)), prefix + std::string(key), message);
   }
 
+  /// Fails unless exactly one of `keys` is in `table` (one change per [[event]], one fault
+  /// per [[fault]]): `missing` when none is, `several` when more are; the field named is the
+  /// first of `keys`.
+  void require_one_of(const toml::table& table, const std::string& prefix, std::initializer_list<std::string_view> keys,
+                      const std::string& missing, const std::string& several) const {
+    int given = 0;
+    for (std::string_view key : keys) given += table.contains(key) ? 1 : 0;
+    if (given != 1) fail(line_of(table), prefix + std::string(*keys.begin()), given == 0 ? missing : several);
+  }
+
   void require_present(const toml::table& table, std::string_view key, const std::string& prefix,
                        std::string_view what) const {
     if (!table.contains(key))

@@ -43,7 +43,7 @@ std::vector<std::string> leftovers(const std::string& prefix) {
   scan({"ip", "-o", "link", "show"}, "link");
   scan({"tc", "qdisc", "show"}, "qdisc");
   {  // network faults are made only inside the platform's namespaces, never here
-    std::istringstream in(run_command({"nft", "list", "tables"}).out);
+    std::istringstream in(run_program({"nft", "list", "tables"}).out);
     std::string line;
     while (std::getline(in, line))
       if (line.find("treefarm_fault") != std::string::npos) found.push_back("nft table in this namespace: " + line);

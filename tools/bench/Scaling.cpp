@@ -37,18 +37,8 @@ TreeRunFigures run_tree(const std::filesystem::path& dir, const std::string& nam
   std::atomic<bool> never{false};
   TreeRunFigures f;
   f.rc = tools::launch_tree(ex, options, never);
-  std::ifstream rf(out / "results.json");
-  if (!rf) return f;
-  const auto j = nlohmann::json::parse(rf);
-  f.duration = j.at("duration").get<double>();
-  f.lost = j.value("lost", std::uint64_t{0});
-  f.duplicates = j.value("duplicates", std::uint64_t{0});
-  for (const auto& a : j.at("apps")) {
-    f.tasks += a.at("tasks").get<std::uint64_t>();
-    f.completed += a.at("completed").get<std::uint64_t>();
-    f.wrong += a.at("wrong").get<std::uint64_t>() + a.value("failed", std::uint64_t{0});
-  }
-  if (j.contains("master_memory")) {
+  const auto j = tools::read_tree_counts(out / "results.json", f);
+  if (j.is_object() && j.contains("master_memory")) {
     const auto& m = j.at("master_memory");
     f.master_rss_at_start_bytes = m.value("rss_at_start_bytes", std::uint64_t{0});
     f.master_peak_rss_bytes = m.value("peak_rss_bytes", std::uint64_t{0});

@@ -18,15 +18,11 @@ namespace treefarm::bench {
 double load_average();
 
 /// The figures of one run of a tree (tools::launch_tree), read from its results.json.
-struct TreeRunFigures {
-  int rc = 0;                      ///< the master's exit code
-  double duration = 0;             ///< seconds from the start of dispatch to the last result
-  std::uint64_t tasks = 0, completed = 0, lost = 0, duplicates = 0, wrong = 0;
+struct TreeRunFigures : tools::TreeRunCounts {
   double master_cpu_seconds = 0;   ///< the master's user + system CPU, seconds, from dispatch start to the last result
   double join_seconds = 0;         ///< seconds from the master's start until every node joined
   /// bytes: the master's resident memory at its start, once every node joined, and its peak
   std::uint64_t master_rss_at_start_bytes = 0, master_rss_joined_bytes = 0, master_peak_rss_bytes = 0;
-  double rate() const { return duration > 0 ? static_cast<double>(completed) / duration : 0; }
 };
 
 /// Writes `experiment_toml` to DIR/NAME.toml, runs it with `options` (out_dir DIR/NAME,

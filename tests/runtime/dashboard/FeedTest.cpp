@@ -179,6 +179,9 @@ TEST(Feed, ALostNodeIsShownWithinTheHeartbeatTimeoutAndOneSecond) {
   EXPECT_DOUBLE_EQ(lost_after_for(0.3, 3.0), 1.5);
   EXPECT_DOUBLE_EQ(lost_after_for(0.1, 1.0), 1.5);   // never under 1.5 s
   for (const double interval : {0.1, 0.3, 1.0, 2.0, 5.0})
-    for (const double timeout : {3.0, 6.0, 10.0, 30.0})
-      if (timeout > 2 * interval) EXPECT_LE(lost_after_for(interval, timeout), timeout - 1.5) << interval << " " << timeout;
+    for (const double timeout : {3.0, 6.0, 10.0, 30.0}) {
+      if (timeout > 2 * interval) {
+        EXPECT_LE(lost_after_for(interval, timeout), timeout - 1.5) << interval << " " << timeout;
+      }
+    }
 }
