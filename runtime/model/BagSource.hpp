@@ -71,6 +71,10 @@ class BagSource {
   /// bytes of all tasks' inputs together (files: their sizes; lines: each line and its
   /// newline; array: 0).
   std::uint64_t total_bytes() const { return total_bytes_; }
+  /// Whether a `lines` bag is a CSV file with a header line.
+  bool csv() const { return csv_; }
+  /// The numbers of an `array` bag, as given.
+  const std::vector<ArrayRange>& ranges() const { return ranges_; }
   /// The CSV header's names (lines with csv only).
   const std::vector<std::string>& header() const { return header_; }
   /// The file of a `lines` bag.

@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -9,6 +10,7 @@
 #include <toml++/toml.h>
 
 #include "runtime/core/Migration.hpp"
+#include "runtime/model/BagSource.hpp"
 
 namespace treefarm::model {
 
@@ -70,6 +72,33 @@ void write_node(Writer& w, const NodeSpec& n) {
   if (n.disk) w.integer("disk", n.disk);
 }
 
+/// A bag's own inputs (docs/command-tasks.md): its files and its lines file as absolute
+/// paths (read back alike from wherever the text is written), its numbers as ranges.
+void write_bag(Writer& w, const BagSource& bag) {
+  switch (bag.form()) {
+    case BagSource::Form::files: {
+      std::vector<std::string> paths;
+      for (const auto& p : bag.paths()) paths.push_back(std::filesystem::absolute(p).lexically_normal().string());
+      w.strings("inputs", paths);
+      break;
+    }
+    case BagSource::Form::lines:
+      w.text("lines", std::filesystem::absolute(bag.lines_file()).lexically_normal().string());
+      if (bag.csv()) w.boolean("csv", true);
+      break;
+    case BagSource::Form::array: {
+      std::string ranges;
+      for (const auto& r : bag.ranges()) {
+        if (!ranges.empty()) ranges += ",";
+        ranges += std::to_string(r.first);
+        if (r.last != r.first) ranges += "-" + std::to_string(r.last) + (r.step != 1 ? ":" + std::to_string(r.step) : "");
+      }
+      w.text("array", ranges);
+      break;
+    }
+  }
+}
+
 void write_app(Writer& w, const AppSpec& a) {
   const AppSpec defaults;
   w.table("[[app]]");
@@ -89,7 +118,8 @@ void write_app(Writer& w, const AppSpec& a) {
       break;
     case Kernel::command:
       w.strings("argv", a.argv);
-      if (a.input_file.empty()) w.integer("bytes", a.bytes);
+      if (a.bag) write_bag(w, *a.bag);
+      else if (a.input_file.empty()) w.integer("bytes", a.bytes);
       else w.text("input_file", a.input_file);
       if (a.timeout > 0) w.real("timeout", a.timeout);
       if (!a.expect_digest.empty()) w.text("expect_digest", a.expect_digest);
@@ -100,7 +130,8 @@ void write_app(Writer& w, const AppSpec& a) {
       }
       break;
   }
-  w.integer("tasks", a.tasks);
+  if (!a.bag) w.integer("tasks", a.tasks);  // a bag's tasks are its files, lines or numbers
+  if (a.max_retries) w.integer("max_retries", a.max_retries);
   w.real("weight", a.weight);
   if (a.cores_per_task != defaults.cores_per_task) w.integer("cores_per_task", a.cores_per_task);
   if (a.memory_per_task) w.integer("memory_per_task", a.memory_per_task);
