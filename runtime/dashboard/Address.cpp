@@ -32,9 +32,8 @@ Address parse_address(const std::string& text) {
 }
 
 bool looks_like_address(const std::string& word) {
-  const auto colon = word.rfind(':');
-  const std::string port = colon == std::string::npos ? word : word.substr(colon + 1);
-  return !port.empty() && port.find_first_not_of("0123456789") == std::string::npos;
+  if (word.find(':') != std::string::npos) return !word.starts_with("-");  // HOST:PORT, right or wrong
+  return !word.empty() && word.find_first_not_of("0123456789") == std::string::npos;
 }
 
 bool is_loopback_host(const std::string& host) {

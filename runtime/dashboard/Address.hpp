@@ -19,9 +19,10 @@ struct Address {
 /// @throws std::invalid_argument naming the text and what was expected.
 Address parse_address(const std::string& text);
 
-/// True when `word` has the shape of an address: digits after its last ':' (or all
-/// digits), so that `--dashboard exp.toml` is read as the option without a value
-/// followed by a file. Whether it is a valid address is parse_address()'s to say.
+/// True when `word` has the shape of an address: a ':' in it, or all digits, so that
+/// `--dashboard exp.toml` is read as the option without a value followed by a file, while
+/// `--dashboard 127.0.0.1:notaport` is taken and refused by parse_address(), which says
+/// whether it is a valid address.
 bool looks_like_address(const std::string& word);
 
 /// True for 127.0.0.0/8 as a dotted address, ::1 and localhost: the addresses that only

@@ -48,8 +48,11 @@ TEST(Address, OnlyLoopbackAddressesAreLoopback) {
   EXPECT_FALSE(is_loopback_host("::"));
 }
 
-TEST(Address, TheShapeOfAnAddressIsDigitsAfterTheLastColon) {
-  for (const char* yes : {"9000", "0", "127.0.0.1:0", "[::1]:8080", "host:99999"}) EXPECT_TRUE(looks_like_address(yes)) << yes;
-  for (const char* no : {"exp.toml", "examples/quickstart.toml", "host:", "", "8080x", "a:b"})
+TEST(Address, TheShapeOfAnAddressIsAColonOrDigits) {
+  // Taken as the value (a wrong one is then refused, naming it): a ':' or all digits.
+  for (const char* yes : {"9000", "0", "127.0.0.1:0", "[::1]:8080", "host:99999", "127.0.0.1:notaport", "host:"})
+    EXPECT_TRUE(looks_like_address(yes)) << yes;
+  // Left for what follows the option: a file, a program, another option.
+  for (const char* no : {"exp.toml", "examples/quickstart.toml", "", "8080x", "--quiet", "-q:1"})
     EXPECT_FALSE(looks_like_address(no)) << no;
 }
