@@ -24,7 +24,7 @@ std::pair<int, std::string> http_get(const std::string& url, const std::string& 
   client.set_connection_timeout(std::chrono::duration_cast<std::chrono::microseconds>(timeout));
   client.set_read_timeout(std::chrono::duration_cast<std::chrono::microseconds>(timeout));
   const auto res = client.Get(path + query);
-  if (!res) return {0, ""};
+  if (!res) return {0, httplib::to_string(res.error())};  // why no answer came
   return {res->status, res->body};
 }
 

@@ -216,12 +216,21 @@ TEST(Dashboard, AKilledWorkerShowsAsLostWithinTheHeartbeatTimeoutAndOneSecond) {
   }
   const auto state_of = [&](const std::string& name) -> std::string {
     const auto [code, body] = treefarm::dashboard::http_get(url, "/api/status");
-    if (code != 200) return "";
-    for (const auto& n : json::parse(body)["tree"])
+    if (code != 200) return "HTTP " + std::to_string(code) + " " + body;
+    const json status = json::parse(body);  // kept: a loop over json::parse(body)["tree"] would read a dead temporary
+    for (const auto& n : status.at("tree"))
       if (n.value("name", "") == name) return n.value("state", "");
     return "";
   };
-  ASSERT_TRUE(eventually([&] { return state_of("w2") == "busy" && state_of("w1") == "busy"; }, 60)) << master.output();
+  std::string seen;
+  ASSERT_TRUE(eventually(
+      [&] {
+        const auto s1 = state_of("w1"), s2 = state_of("w2");
+        seen = "w1 '" + s1 + "', w2 '" + s2 + "'";
+        return s1 == "busy" && s2 == "busy";
+      },
+      60))
+      << seen << "\n" << master.output();
   ASSERT_EQ(::kill(workers[1]->pid(), SIGKILL), 0);
   const auto killed = std::chrono::steady_clock::now();
   ASSERT_TRUE(eventually([&] { return state_of("w2") == "lost"; }, 30)) << master.output();
