@@ -63,8 +63,8 @@ def run_workqueue(workers, noop_tasks, matmul_tasks, n, workdir):
     import numpy as np
     q = wq.WorkQueue(port=0)
     # Each worker's directory exists before it starts: a worker started first could find
-    # none and exit at once, and the queue would wait for it forever (seen in session 14
-    # and 15: the second run of a pair hung until its driver's timeout).
+    # none and exit at once, and the queue would wait for it forever (the second run of a
+    # pair then hangs until its driver's timeout).
     for i in range(workers):
         os.makedirs(os.path.join(workdir, "w%d" % i), exist_ok=True)
     procs = [subprocess.Popen([worker_bin, "--cores", "1", "--timeout", "60", "--workdir",

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 14's headline figures in one go, each beside its reference from the same run, as
+# The headline figures in one go, each beside its reference from the same run, as
 # markdown tables for docs/benchmarks.md: no-op dispatch (depth 1 and 2, multi-port and
 # one-port) beside raw ZeroMQ, dgemm per core beside the measured FMA peak, the peers
 # (Dask, Work Queue) beside treefarm, and optionally the master's bytes per task.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The "done when" check of issue 18: `treefarm run` of a 100-task quickstart tree never
+# The start-up and shutdown check (docs/benchmarks.md): `treefarm run` of a 100-task quickstart tree never
 # takes more than LIMIT seconds beyond its work, in RUNS runs. Per run it prints the wall
 # time of the whole command, the work (results.json "duration": first dispatch to last
 # completion) and their difference, the overhead (start-up + shutdown); then max and
