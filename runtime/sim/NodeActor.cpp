@@ -278,7 +278,7 @@ void NodeActor::share_port() {
   if (!one_port_ || spec_.children.empty()) return;
   if (down_links_.empty()) {
     for (std::size_t v : spec_.children) {
-      down_links_.push_back(sg4::Link::by_name("link-" + platform_.nodes[v].name + "_DOWN"));
+      down_links_.push_back(world_.down_links.at(v));
       down_peaks_.push_back(link_peak_bandwidth(platform_.nodes[v]));
       down_shares_.push_back(1.0);
     }

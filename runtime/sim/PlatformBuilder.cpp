@@ -53,74 +53,58 @@ double link_peak_bandwidth(const SimNode& node) { return peak_of(node.bandwidth,
 BuiltPlatform build_platform(const SimPlatform& platform) {
   const auto& nodes = platform.nodes;
   const std::size_t n = nodes.size();
+  if (n == 1 && !platform.cpu_pools.empty())
+    throw std::logic_error("CPU pool '" + platform.cpu_pools.front().name + "' on a platform of one node");
   BuiltPlatform built;
   built.hosts.assign(n, nullptr);
+  built.down_links.assign(n, nullptr);
   auto& hosts = built.hosts;
-  std::vector<sg4::NetZone*> subtree(n, nullptr);  // Z_u, for nodes with children
-  std::vector<sg4::NetZone*> top(n, nullptr);      // Z_u, or H_u for a leaf
-  std::vector<sg4::NetZone*> created;              // in creation order (parents first)
-
-  // SimGrid's hierarchical routing wants a zone to hold zones or hosts, not both (a host
-  // beside sub-zones is not found as a route end), so every host sits alone in its own
-  // zone H_u, gateway u. Nodes come breadth-first: every parent before its children.
+  // One zone holds every host and link (see the header): SimGrid 3.32 seals a zone by
+  // walking every host of the engine, so a zone per node made the set-up O(n²). The
+  // zone's own routes are empty; each edge of the tree is a bypass route, found in a
+  // std::map by its two ends. Nodes come breadth-first: every parent before its children.
+  sg4::NetZone* zone = sg4::create_star_zone("treefarm platform");
+  std::vector<const sg4::Link*> out(n, nullptr);  // u's port link, if any
   for (std::size_t u = 0; u < n; ++u) {
     const SimNode& node = nodes[u];
-    sg4::NetZone* home = node.parent < 0 ? nullptr : subtree[static_cast<std::size_t>(node.parent)];
-    if (!node.children.empty()) {
-      subtree[u] = sg4::create_star_zone("tree-" + node.name);
-      if (home) subtree[u]->set_parent(home);
-      created.push_back(subtree[u]);
-    }
-    auto* own = sg4::create_star_zone("host-" + node.name);
-    if (subtree[u])
-      own->set_parent(subtree[u]);
-    else if (home)
-      own->set_parent(home);
-    created.push_back(own);
     // A host has at least one core in SimGrid; a forwarding node never executes anything.
-    hosts[u] = create_host(own, node.name, node.speed, std::max(node.cores, 1u), node.speed_changes);
-    top[u] = subtree[u] ? subtree[u] : own;
-    auto* me = hosts[u]->get_netpoint();
-
-    if (subtree[u]) {
+    hosts[u] = create_host(zone, node.name, node.speed, std::max(node.cores, 1u), node.speed_changes);
+    if (!node.children.empty()) {
       const double port = port_bandwidth(platform, u);
-      if (port > 0) {
-        // All of u's sends share one more link, the node's port (bertin2008 §2.1:
-        // max_out_bandwidth). The one-port rule is kept by NodeActor instead, which shares
-        // it among concurrent sends in time: a port link of the fastest child's bandwidth
-        // let "pbc"'s concurrent sends to unequal links use more than the one-port's
-        // time (up to 2.2x on the paper campaign's stars, issue 21).
-        const sg4::Link* out = subtree[u]->create_link("out-" + node.name, port)->seal();
-        subtree[u]->add_route(own->get_netpoint(), nullptr, me, nullptr, {sg4::LinkInRoute(out)}, false);
-        subtree[u]->add_route(nullptr, own->get_netpoint(), nullptr, me, {}, false);
-      } else {
-        subtree[u]->add_route(own->get_netpoint(), nullptr, me, nullptr, {}, true);
-      }
+      // All of u's sends to its children share one more link, the node's port (bertin2008
+      // §2.1: max_out_bandwidth). The one-port rule is kept by NodeActor instead, which
+      // shares it among concurrent sends in time: a port link of the fastest child's
+      // bandwidth let "pbc"'s concurrent sends to unequal links use more than the
+      // one-port's time (up to 2.2x on the paper campaign's stars, issue 21).
+      if (port > 0) out[u] = zone->create_link("out-" + node.name, port)->seal();
     }
-    if (home) {
+    if (node.parent >= 0) {
+      const auto p = static_cast<std::size_t>(node.parent);
       const double peak = peak_of(node.bandwidth, node.bandwidth_changes);
-      sg4::Link* link = home->create_split_duplex_link("link-" + node.name, peak)->set_latency(node.latency);
+      sg4::SplitDuplexLink* link = zone->create_split_duplex_link("link-" + node.name, peak);
+      link->set_latency(node.latency);
       if (!node.bandwidth_changes.empty())  // `[[event]]`s change its bandwidth during the run
         link->set_bandwidth_profile(profile_of("bandwidth-" + node.name, node.bandwidth, peak, node.bandwidth_changes));
-      const sg4::Link* edge = link->seal();
-      // UP from the child towards the parent (requests, results); DOWN carries tasks.
-      home->add_route(top[u]->get_netpoint(), nullptr, me, nullptr,
-                      {sg4::LinkInRoute(edge, sg4::LinkInRoute::Direction::UP)}, true);
+      link->seal();
+      built.down_links[u] = link->get_link_down();
+      // DOWN carries tasks (parent -> child, behind the parent's port); UP requests and
+      // results (child -> parent).
+      std::vector<sg4::LinkInRoute> down;
+      if (out[p]) down.emplace_back(out[p]);
+      down.emplace_back(link, sg4::LinkInRoute::Direction::DOWN);
+      zone->add_bypass_route(hosts[p]->get_netpoint(), hosts[u]->get_netpoint(), nullptr, nullptr, down);
+      zone->add_bypass_route(hosts[u]->get_netpoint(), hosts[p]->get_netpoint(), nullptr, nullptr,
+                             {sg4::LinkInRoute(link, sg4::LinkInRoute::Direction::UP)});
     }
   }
   // CPU pools (calibrated hosts, SimNode::cpu_pool): hosts that only execute.
   std::vector<sg4::Host*> pools;
-  for (const auto& pool : platform.cpu_pools) {
-    if (!subtree[0]) throw std::logic_error("CPU pool '" + pool.name + "' on a platform of one node");
-    auto* zone = sg4::create_star_zone("zone-" + pool.name);
-    zone->set_parent(subtree[0]);
-    created.push_back(zone);
+  for (const auto& pool : platform.cpu_pools)
     pools.push_back(create_host(zone, pool.name, pool.speed, pool.cores, pool.speed_changes));
-  }
   built.exec_hosts = hosts;
   for (std::size_t u = 0; u < n; ++u)
     if (nodes[u].cpu_pool >= 0) built.exec_hosts[u] = pools.at(static_cast<std::size_t>(nodes[u].cpu_pool));
-  for (auto it = created.rbegin(); it != created.rend(); ++it) (*it)->seal();
+  zone->seal();
   return built;
 }
 

@@ -2,13 +2,15 @@
 /// @file PlatformBuilder.hpp
 /// Builds the SimGrid platform of a SimPlatform (internal to the SimGrid adapter).
 ///
-/// Routing: nested star zones shaped like the tree. Every host u sits alone in a zone
-/// H_u (gateway u); a node with children also has a zone Z_u holding H_u and, per child
-/// v, Z_v (or H_v for a leaf) reached through one split-duplex link of the edge (u, v)
-/// (bandwidth and latency of v's link; tasks go DOWN, requests and results UP). So
-/// u -> v crosses exactly the edge's link, whatever the depth, and the routing data is
-/// O(nodes): no N² table (a full or Floyd zone of 10,000 hosts would need 10^8 entries).
-/// A node with a port (port_bandwidth > 0) gets one more shared link on all its sends.
+/// Routing: one star zone holds every host and link, and each edge (u, v) of the tree is
+/// a pair of bypass routes between the two hosts: u -> v crosses u's port link (if any)
+/// then the DOWN half of v's split-duplex link (bandwidth and latency of v's link; tasks
+/// go DOWN), v -> u its UP half (requests and results). Only neighbours communicate, so
+/// the routing data is O(nodes): no N² table (a full or Floyd zone of 10,000 hosts would
+/// need 10^8 entries), and one zone keeps the set-up linear (SimGrid 3.32 seals a zone by
+/// walking every host of the engine: a zone per node cost O(nodes²)).
+/// A node with a port (port_bandwidth > 0) gets one more shared link on all its sends
+/// to its children.
 
 #include <vector>
 
@@ -34,11 +36,14 @@ double port_bandwidth(const SimPlatform& platform, std::size_t u);
 struct BuiltPlatform {
   std::vector<simgrid::s4u::Host*> hosts;
   std::vector<simgrid::s4u::Host*> exec_hosts;
+  /// Per node: the DOWN half of the link from its parent ("link-NAME_DOWN"; null for
+  /// the root), which NodeActor's one-port sharing throttles.
+  std::vector<simgrid::s4u::Link*> down_links;
 };
 
-/// Creates the zones, hosts and links in the current SimGrid engine (which must exist
-/// and have no platform yet), and one host per CPU pool, alone in a zone of its own under
-/// the root's, reached by no link (nothing is sent to it).
+/// Creates the zone, hosts, links and routes in the current SimGrid engine (which must
+/// exist and have no platform yet), and one host per CPU pool, reached by no link
+/// (nothing is sent to it).
 BuiltPlatform build_platform(const SimPlatform& platform);
 
 }  // namespace treefarm::sim

@@ -13,6 +13,7 @@
 
 #include <simgrid/s4u/Actor.hpp>
 #include <simgrid/s4u/Host.hpp>
+#include <simgrid/s4u/Link.hpp>
 #include <simgrid/s4u/Mailbox.hpp>
 
 #include "runtime/core/NodeState.hpp"
@@ -39,6 +40,7 @@ struct SimWorld {
   std::vector<core::NodePlan> plans;                 ///< LP rates per node (may be empty)
   std::vector<simgrid::s4u::Host*> hosts;            ///< per node
   std::vector<simgrid::s4u::Host*> exec_hosts;       ///< per node: where its executions run
+  std::vector<simgrid::s4u::Link*> down_links;       ///< per node: DOWN half of its parent link
   std::vector<simgrid::s4u::Mailbox*> down;          ///< tasks parent -> node u
   std::vector<simgrid::s4u::Mailbox*> control;       ///< policy messages parent -> node u
   std::vector<simgrid::s4u::Mailbox*> up;            ///< requests/results/policy node u -> parent

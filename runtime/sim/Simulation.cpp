@@ -109,6 +109,7 @@ SimulationOutcome run_engine(const SimPlatform& p, const SimulationOptions& o, c
     if (solution) world.plans = plans_from(p, trees[t], *solution);
     world.hosts = hosts.hosts;
     world.exec_hosts = hosts.exec_hosts;
+    world.down_links = hosts.down_links;
     for (const auto& n : view.nodes) {
       world.down.push_back(sg4::Mailbox::by_name("down-" + n.name + suffix));
       world.control.push_back(sg4::Mailbox::by_name("control-" + n.name + suffix));
