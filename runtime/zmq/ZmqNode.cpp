@@ -19,6 +19,7 @@
 
 #include "runtime/exec/ExecutorRunner.hpp"
 #include "runtime/logging/SpdlogSink.hpp"
+#include "runtime/zmq/ChildBatches.hpp"
 #include "runtime/zmq/FramePayload.hpp"
 #include "runtime/zmq/GenerationRunner.hpp"
 #include "runtime/node/RunOptions.hpp"
@@ -113,7 +114,7 @@ struct ZmqNode::Impl final : node::Transport {
   static constexpr std::size_t stream_count = 128;
   double parent_held_since = -1;  ///< when the oldest waiting result/request was queued
   bool parent_urgent = false;
-  std::unordered_map<std::uint32_t, net::BatchWriter> child_out;  ///< by peer id; present = batches announced
+  ChildBatches child_out;  ///< by peer id; present = batches announced
 
   /// Frames and the messages in them, each way, and loop turns: logged at debug level
   /// when the node ends (how well batching works, docs/benchmarks.md "Dispatch under load").
@@ -245,11 +246,11 @@ struct ZmqNode::Impl final : node::Transport {
       zmq::message_t frame;
       return net::send(*down, w, &it->second, &frame);
     }
-    auto out = child_out.find(peer.value);
-    if (out != child_out.end() && net::BatchWriter::batchable(message, payload ? payload->size() : 0)) {
-      if (out->second.add(message, bytes_of(payload))) return out->second.count() < stream_count || flush_child(peer.value);
+    auto* out = child_out.find(peer.value);
+    if (out && net::BatchWriter::batchable(message, payload ? payload->size() : 0)) {
+      if (out->add(message, bytes_of(payload))) return child_out.queued(peer.value, *out) < stream_count || flush_child(peer.value);
       if (!flush_child(peer.value)) return false;
-      if (out->second.add(message, bytes_of(payload))) return true;
+      if (out->add(message, bytes_of(payload))) return child_out.queued(peer.value, *out) > 0;
     }
     if (!flush_child(peer.value)) return false;
     zmq::message_t frame = frame_of(payload);
@@ -277,23 +278,22 @@ struct ZmqNode::Impl final : node::Transport {
 
   /// Sends the child's waiting batch; false if the child is gone (the driver is told).
   bool flush_child(std::uint32_t peer) {
-    auto out = child_out.find(peer);
-    if (out == child_out.end() || out->second.empty()) return true;
+    auto* out = child_out.find(peer);
+    if (!out || out->empty()) return true;
     auto id = identity_of.find(peer);
     ++traffic.frames_down;
-    traffic.msgs_down += out->second.count();
-    auto batch = out->second.take();
+    traffic.msgs_down += out->count();
+    auto batch = out->take();
     if (id != identity_of.end() && down && net::send_batch(*down, std::move(batch), &id->second)) return true;
     return false;
   }
 
-  /// End of a loop turn: every waiting batch goes out. A child that cannot be reached
-  /// any more is reported as failed, as a failed direct send would be.
+  /// End of a loop turn: every waiting batch goes out; an unreachable child is reported failed.
   void flush_all(bool force) {
     if (auto due = parent_flush_due(); due && (force || now() >= *due)) flush_parent();
     std::vector<std::uint32_t> gone;
-    for (auto& [peer, out] : child_out)
-      if (!out.empty() && !flush_child(peer)) gone.push_back(peer);
+    for (auto peer : child_out.take_waiting())  // only the children with a batch waiting
+      if (!flush_child(peer)) gone.push_back(peer);
     for (auto peer : gone)
       driver->on_child_failed(node::PeerId{peer}, "unreachable (its connection closed)", now());
   }
@@ -422,7 +422,7 @@ struct ZmqNode::Impl final : node::Transport {
 
   void from_child(node::PeerId peer, net::Message message, node::Payload payload, double at) {
     if (const auto* h = std::get_if<net::msg::Hello>(&message)) {
-      if (h->features & net::feature_batches) child_out[peer.value] = net::BatchWriter();  // a new incarnation
+      if (h->features & net::feature_batches) child_out.announce(peer.value);  // a new incarnation
       else child_out.erase(peer.value);
     }
     driver->on_child_message(peer, std::move(message), std::move(payload), at);
