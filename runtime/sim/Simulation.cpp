@@ -11,8 +11,10 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <iostream>
 #include <memory>
+#include <set>
 #include <stdexcept>
 
 #include <nlohmann/json.hpp>
@@ -208,7 +210,26 @@ void check_origins(const SimPlatform& p) {
     model::require_root_origins(p.experiment, "the SimGrid simulation with comm_model = \"one-port\"");
 }
 
+// Refuses, before any work, a platform with more actors than this machine's memory
+// mappings allow (map_count_problem).
+void check_map_count(const SimPlatform& p) {
+  std::set<std::string> origins;
+  for (const auto& app : p.experiment.apps) origins.insert(app.origin);
+  long limit = 0;
+  std::ifstream("/proc/sys/vm/max_map_count") >> limit;
+  if (auto why = map_count_problem(p.nodes.size() * origins.size(), limit); !why.empty()) throw std::runtime_error(why);
+}
+
 }  // namespace
+
+std::string map_count_problem(std::size_t actors, long limit) {
+  const auto needed = 2 * actors + 1000;  // a stack and its guard page each, the process's own
+  if (limit <= 0 || needed <= static_cast<std::size_t>(limit)) return "";
+  return "simulating " + std::to_string(actors) + " actors (one per node and origin) needs about " + std::to_string(needed) +
+         " memory mappings (SimGrid gives each actor's stack a mapping and a guard page), more than this machine's "
+         "vm.max_map_count of " + std::to_string(limit) + ": raise it (sysctl -w vm.max_map_count=" +
+         std::to_string(needed * 2) + ") or simulate fewer nodes";
+}
 
 double add_prediction(const SimPlatform& platform, metrics::RunResults& results) {
   const auto solution = lp::solve(platform.model);
@@ -218,6 +239,7 @@ double add_prediction(const SimPlatform& platform, metrics::RunResults& results)
 
 SimulationOutcome simulate_in_this_process(const SimPlatform& platform, const SimulationOptions& options) {
   check_origins(platform);
+  check_map_count(platform);
   const auto solution = lp::solve(platform.model);
   auto out = run_engine(platform, options, &solution);
   fill_prediction(solution, out.results);
@@ -227,6 +249,7 @@ SimulationOutcome simulate_in_this_process(const SimPlatform& platform, const Si
 
 SimulationOutcome simulate(const SimPlatform& platform, const SimulationOptions& options) {
   check_origins(platform);
+  check_map_count(platform);
   // The LP in the parent: its plan is inherited by the child (policy "lp") and its
   // optimum goes beside the measurements.
   const auto solution = lp::solve(platform.model);

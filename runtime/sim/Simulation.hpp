@@ -50,10 +50,17 @@ struct SimulationOutcome {
   std::optional<double> policy_planned_fair_throughput;
 };
 
+/// SimGrid 3.32 gives each actor (one per node and origin tree) a stack in a memory
+/// mapping of its own plus a guard page: two mappings each. Linux caps a process's
+/// mappings at vm.max_map_count (65,530 by default), beyond which SimGrid aborts while it
+/// creates the actors. Returns why `actors` actors cannot run under `limit` mappings, or
+/// "" when they can (limit <= 0: unknown, no check).
+std::string map_count_problem(std::size_t actors, long limit);
+
 /// Simulates the platform in a forked child process (safe to call any number of times).
 /// The LP prediction (lp::solve on platform.model) is computed in the parent and put
 /// beside the measured throughputs. Throws std::runtime_error if the child dies or the
-/// simulation cannot be set up (the message says why).
+/// simulation cannot be set up (the message says why), map_count_problem's among them.
 SimulationOutcome simulate(const SimPlatform& platform, const SimulationOptions& options = {});
 
 /// Runs the simulation in this process: at most once per process (SimGrid's engine

@@ -507,3 +507,19 @@ TEST(Simulation, SeveralSimulationsInOneProcess) {
 
 }  // namespace
 }  // namespace treefarm::sim
+
+namespace treefarm::sim {
+namespace {
+
+TEST(SimMapCount, ActorsBeyondTheMachinesMemoryMappingsAreRefusedNamingTheSetting) {
+  EXPECT_EQ(map_count_problem(30000, 65530), "");  // two mappings per actor fit
+  EXPECT_EQ(map_count_problem(100000, 0), "");     // unknown limit: no check
+  const auto why = map_count_problem(100000, 65530);
+  EXPECT_NE(why.find("100000 actors"), std::string::npos) << why;
+  EXPECT_NE(why.find("201000 memory mappings"), std::string::npos) << why;
+  EXPECT_NE(why.find("vm.max_map_count of 65530"), std::string::npos) << why;
+  EXPECT_NE(why.find("sysctl -w vm.max_map_count=402000"), std::string::npos) << why;
+}
+
+}  // namespace
+}  // namespace treefarm::sim
