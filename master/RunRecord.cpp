@@ -377,7 +377,8 @@ int RunRecord::finish(int rc, bool cancelled, const metrics::ProcessMemory& memo
   } else if (options_.table) {
     metrics::print_table(std::cout, results_);
   }
-  if (const auto e = eta_.versus_actual(last_result_at_); !e.is_null() && !options_.json_progress)
+  // With the table only: --no-table hands the output to whoever started the master (a benchmark's JSON).
+  if (const auto e = eta_.versus_actual(last_result_at_); !e.is_null() && options_.table && !options_.json_progress)
     std::cerr << fmt::format("ETA at {:.0f}% of the tasks ({:.1f} s): end predicted at {:.1f} s, actual end {:.1f} s "
                              "(predicted/actual {:.3f})\n",
                              100 * e["fraction_done"].get<double>(), e["made_at"].get<double>(),
