@@ -38,7 +38,7 @@ int main(int argc, char** argv) {
   app.add_option("--name", serve.name, "--serve: the root's node name")->capture_default_str();
   app.add_option("--state-dir", serve.state_dir, "--serve: each experiment's file, state and results go to DIR/job-N/ (mode 0700; default: a new temporary directory); started again with the same DIR, the master takes up the experiments that were queued or running");
   app.add_option("--live-wait", serve.live_wait, "--serve: seconds an experiment without [[node]] tables waits for the last run's nodes")
-      ->capture_default_str()->check(CLI::NonNegativeNumber);
+      ->capture_default_str()->check(treefarm::cli_support::non_negative_number());
   app.add_flag("--allow-commands", serve.allow_commands,
                "--serve: accept command applications (submitted programs run on the workers), only from a CURVE "
                "client or admin key or over an ipc:// --bind from this user or root (docs/security.md); not with --cpus");
@@ -57,7 +57,7 @@ int main(int argc, char** argv) {
   app.add_option("--ready-file", opt.ready_file, "Write the bound endpoint to this file once listening");
   app.add_option("--calibration", opt.calibration, "Calibration file: print the LP prediction beside the measurements")->check(CLI::ExistingFile);
   app.add_option("--calibrate-out", opt.calibrate_out, "Calibration run: every node measures in place; write the file here, run no task");
-  app.add_option("--calibrate-reps", opt.calibrate_reps, "Kernel runs per application and node in a calibration run")->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--calibrate-reps", opt.calibrate_reps, "Kernel runs per application and node in a calibration run")->capture_default_str()->check(treefarm::cli_support::positive_number());
   std::string curve_secret, authorized;
   app.add_option("--curve-secret", curve_secret, "The master's CURVE secret key file (treefarm keygen)")->check(CLI::ExistingFile);
   app.add_option("--authorized-keys", authorized, "Public keys of the workers admitted (authorized_keys file)")->check(CLI::ExistingFile);
@@ -74,9 +74,9 @@ int main(int argc, char** argv) {
   treefarm::cli_support::add_one_port_window_option(app, opt.one_port_window);
   app.add_option("--migration", opt.migration, "Task migration (docs/migration.md): pull = an idle master takes waiting tasks back from the longest worker queue for the others; push = the master tells workers with long queues of its idle requesters and takes the tasks they push; off (default: the experiment's run.migration)")->check(CLI::IsMember({"off", "pull", "push"}));
   app.add_option("--balance", opt.balance, "Queue balancing over the migration (docs/migration.md, papers/lee2010 slide 17): tll = move waiting tasks while that lowers the total of the two ends' normalised loads, mll = the larger of them; off = the queue-length rule (default: the experiment's run.balance)")->check(CLI::IsMember({"off", "tll", "mll"}));
-  app.add_option("--task-deadline-factor", opt.task_deadline_factor, "A task a worker holds past max(floor, FACTOR x expected seconds) is re-issued elsewhere (0 = never)")->capture_default_str()->check(CLI::NonNegativeNumber);
-  app.add_option("--task-deadline-floor", opt.task_deadline_floor, "seconds: the least time a worker is given for a task before it is re-issued")->capture_default_str()->check(CLI::NonNegativeNumber);
-  app.add_option("--ack-timeout", opt.ack_timeout, "seconds a worker may take to acknowledge a task transfer before it is dropped (0 = never)")->capture_default_str()->check(CLI::NonNegativeNumber);
+  app.add_option("--task-deadline-factor", opt.task_deadline_factor, "A task a worker holds past max(floor, FACTOR x expected seconds) is re-issued elsewhere (0 = never)")->capture_default_str()->check(treefarm::cli_support::non_negative_number());
+  app.add_option("--task-deadline-floor", opt.task_deadline_floor, "seconds: the least time a worker is given for a task before it is re-issued")->capture_default_str()->check(treefarm::cli_support::non_negative_number());
+  app.add_option("--ack-timeout", opt.ack_timeout, "seconds a worker may take to acknowledge a task transfer before it is dropped (0 = never)")->capture_default_str()->check(treefarm::cli_support::non_negative_number());
   app.add_flag("--quiet", quiet, "No progress display");
   app.add_flag("--json-progress", opt.json_progress,
                "Progress as one JSON object per second on stdout, the results as a last JSON line (no table)");

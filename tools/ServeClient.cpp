@@ -17,6 +17,7 @@
 
 #include <zmq.hpp>
 
+#include "runtime/cli/CliSupport.hpp"
 #include "runtime/metrics/AtomicFile.hpp"
 #include "runtime/model/Experiment.hpp"
 #include "runtime/model/ExperimentFile.hpp"
@@ -156,12 +157,12 @@ std::string normalized_endpoint(const std::string& endpoint) {
   static const std::regex with_scheme(R"(^(tcp://.+:([0-9]{1,5}|\*)|ipc://.+)$)");
   if (std::regex_match(endpoint, with_scheme)) return endpoint;
   if (std::regex_match(endpoint, host_port)) return "tcp://" + endpoint;
-  throw std::invalid_argument("'" + endpoint + "': expected tcp://HOST:PORT (or HOST:PORT), as treefarm-master --serve "
+  throw cli_support::UsageError("'" + endpoint + "': expected tcp://HOST:PORT (or HOST:PORT), as treefarm-master --serve "
                               "prints it and --bind-file writes it");
 }
 
 ServeClient::ServeClient(const ServeEndpoint& given) : impl_(std::make_unique<Impl>()) {
-  if (given.endpoint.empty()) throw std::invalid_argument("--to: the served master's channel endpoint is needed (tcp://HOST:PORT)");
+  if (given.endpoint.empty()) throw cli_support::UsageError("--to: the served master's channel endpoint is needed (tcp://HOST:PORT)");
   ServeEndpoint e = given;
   e.endpoint = normalized_endpoint(e.endpoint);
   impl_->endpoint = e.endpoint;
@@ -169,14 +170,14 @@ ServeClient::ServeClient(const ServeEndpoint& given) : impl_(std::make_unique<Im
   impl_->socket.set(zmq::sockopt::handshake_ivl, 1500);  // ms: a peer that never completes the handshake
   impl_->socket.set(zmq::sockopt::rcvhwm, 64);  // the server's answers: small, and chunks asked one by one
   if (!e.curve_secret.empty()) {
-    if (e.server_key.empty()) throw std::invalid_argument("--curve-secret needs --server-key (the master's public key file)");
+    if (e.server_key.empty()) throw cli_support::UsageError("--curve-secret needs --server-key (the master's public key file)");
     net::CurveConfig c;
     c.enabled = true;
-    c.own = net::load_secret_key_file(e.curve_secret);
-    c.parent_public_key = net::load_public_key_file(e.server_key);
+    c.own = cli_support::load_input([&] { return net::load_secret_key_file(e.curve_secret); });
+    c.parent_public_key = cli_support::load_input([&] { return net::load_public_key_file(e.server_key); });
     net::apply_curve_client(impl_->socket, c);
   } else if (!net::is_loopback_endpoint(e.endpoint) && !e.insecure) {
-    throw std::invalid_argument("refusing an unencrypted channel to " + e.endpoint +
+    throw cli_support::UsageError("refusing an unencrypted channel to " + e.endpoint +
                                 ": give --curve-secret and --server-key, or --insecure");
   }
   static std::atomic<int> monitors{0};

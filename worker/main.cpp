@@ -52,17 +52,18 @@ int main(int argc, char** argv) {
   treefarm::worker::AutoParentOptions autop;
   app.add_option("--join", autop.join, "With --parent auto: endpoint of any node of the tree, tcp://HOST:PORT");
   app.add_option("--advertise", endpoints.advertise, "This worker's listening endpoint as other machines reach it (told to --parent auto joiners; default: the bound one)");
-  app.add_option("--speed", autop.speed, "flop/s per core of this machine: checked against applications' min_speed (default: measured when an application has one) and, with --parent auto, used to predict (default there: the tree's median task times)")->check(CLI::NonNegativeNumber);
+  app.add_option("--speed", autop.speed, "flop/s per core of this machine: checked against applications' min_speed (default: measured when an application has one) and, with --parent auto, used to predict (default there: the tree's median task times)")->check(treefarm::cli_support::non_negative_number());
   std::uint64_t memory = 0, disk = 0;
   app.add_option("--memory", memory, "bytes of memory this worker offers to tasks, checked against applications' memory_per_task (default: the machine's, from hwloc)");
   app.add_option("--disk", disk, "bytes of free disk this worker offers to tasks, checked against applications' disk_per_task (default: free bytes of the working directory's file system)");
   app.add_option("--probe-bytes", autop.probe_bytes, "With --parent auto: bytes per link probe to each node")->capture_default_str()->check(CLI::Range(std::uint64_t{1}, treefarm::net::max_tree_probe_bytes));
   double reparent_every = 0, reparent_gain = 0.1;
-  app.add_option("--reparent-every", reparent_every, "seconds between re-evaluations of the parent: the tree is asked and measured again and this worker moves (leaving its parent cleanly) when another node predicts a fair throughput above (1 + --reparent-gain) x the current one (0 = never; docs/planning.md)")->capture_default_str()->check(CLI::NonNegativeNumber);
+  app.add_option("--reparent-every", reparent_every, "seconds between re-evaluations of the parent: the tree is asked and measured again and this worker moves (leaving its parent cleanly) when another node predicts a fair throughput above (1 + --reparent-gain) x the current one (0 = never; docs/planning.md)")->capture_default_str()->check(treefarm::cli_support::non_negative_number());
   app.add_option("--reparent-gain", reparent_gain, "With --reparent-every: the least relative gain that moves this worker (negative: move to the best other node every time, for tests)")->capture_default_str();
   app.add_option("--listen", endpoints.listen, "Endpoint for this worker's own children (\"\" = none)")->capture_default_str();
   app.add_option("--name", opt.name, "Unique node name (default HOSTNAME-PID)")->capture_default_str();
-  app.add_option("--cores", cores, "Compute on this many cores (default: all usable; 0 = only forward)");
+  app.add_option("--cores", cores, "Compute on this many cores (default: all usable; 0 = only forward)")
+      ->check(CLI::Range(0, 65536));
   app.add_option("--cpus", cpus, "Compute on these CPUs, e.g. 0-1,3 (default: the affinity mask)");
   app.add_flag("--no-backfill", no_backfill, "Strict FIFO executor queue (no backfilling)");
   app.add_option("--ready-file", endpoints.ready_file, "Write the bound endpoint to this file once listening");
@@ -81,16 +82,16 @@ int main(int argc, char** argv) {
   app.add_option("--migration", migration, "Task migration (docs/migration.md): pull = when idle, take waiting tasks back from the child with the longest queue for the others (every node answers its parent's pulls); push = push waiting tasks to the parent when it reports idle requesters with a queue 2 or more shorter, and tell the children of this node's own")->capture_default_str()->check(CLI::IsMember({"off", "pull", "push"}));
   std::string balance = "off";
   app.add_option("--balance", balance, "Queue balancing over the migration (docs/migration.md, papers/lee2010 slide 17): tll = move waiting tasks while that lowers the total of the two ends' normalised loads (queued and running demand over capacity: cores, memory, disk), mll = the larger of them; off = the queue-length rule")->capture_default_str()->check(CLI::IsMember({"off", "tll", "mll"}));
-  app.add_option("--task-deadline-factor", opt.task_deadline_factor, "A task a child holds past max(floor, FACTOR x expected seconds) is re-issued elsewhere (0 = never)")->capture_default_str()->check(CLI::NonNegativeNumber);
-  app.add_option("--task-deadline-floor", opt.task_deadline_floor, "seconds: the least time a child is given for a task before it is re-issued")->capture_default_str()->check(CLI::NonNegativeNumber);
-  app.add_option("--ack-timeout", opt.ack_timeout, "seconds a child may take to acknowledge a task transfer before it is dropped (0 = never)")->capture_default_str()->check(CLI::NonNegativeNumber);
+  app.add_option("--task-deadline-factor", opt.task_deadline_factor, "A task a child holds past max(floor, FACTOR x expected seconds) is re-issued elsewhere (0 = never)")->capture_default_str()->check(treefarm::cli_support::non_negative_number());
+  app.add_option("--task-deadline-floor", opt.task_deadline_floor, "seconds: the least time a child is given for a task before it is re-issued")->capture_default_str()->check(treefarm::cli_support::non_negative_number());
+  app.add_option("--ack-timeout", opt.ack_timeout, "seconds a child may take to acknowledge a task transfer before it is dropped (0 = never)")->capture_default_str()->check(treefarm::cli_support::non_negative_number());
   // Containment of command tasks (docs/command-tasks.md, "Containment").
   treefarm::tasks::SandboxOptions sandbox;
   app.add_option("--run-as", sandbox.run_as, "User that command tasks run as (default: nobody when this worker runs as root, else this worker's own user; root only when named)");
   app.add_option("--scratch", sandbox.scratch, "Folder under which each command task gets its own folder (default: $TMPDIR, else /tmp); the --run-as user must be able to reach it")->check(CLI::ExistingDirectory);
   app.add_option("--task-memory", sandbox.memory_bytes, "bytes of memory a command task may use when its application has no memory_per_task (0 = no limit)")->capture_default_str();
-  app.add_option("--task-pids", sandbox.pids, "Processes and threads at most in one command task")->capture_default_str()->check(CLI::PositiveNumber);
-  app.add_option("--task-file-bytes", sandbox.file_bytes, "bytes: the largest file a command task may write, and the most standard output and error it may print, when its application has no disk_per_task")->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--task-pids", sandbox.pids, "Processes and threads at most in one command task")->capture_default_str()->check(treefarm::cli_support::positive_number());
+  app.add_option("--task-file-bytes", sandbox.file_bytes, "bytes: the largest file a command task may write, and the most standard output and error it may print, when its application has no disk_per_task")->capture_default_str()->check(treefarm::cli_support::positive_number());
   std::string cgroups = "auto";
   app.add_option("--cgroups", cgroups, "cgroups for command tasks: auto = v1 if its pids hierarchy is mounted, else v2; v1 or v2 = only that one; none = process-group kill and rlimits only (the fallback where cgroups are unavailable)")->capture_default_str()->check(CLI::IsMember({"auto", "v1", "v2", "none"}));
   namespace cs = treefarm::cli_support;

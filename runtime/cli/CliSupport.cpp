@@ -79,9 +79,29 @@ std::vector<const CLI::App*>& timing_out() {
   return commands;
 }
 
-/// Gives `app` and every subcommand under it the exit-code footer that fits it.
+/// CLI11 reads "-7" into an unsigned option as 2^64 - 7: refused instead. No name and no
+/// description, so --help is unchanged.
+const CLI::Validator& not_negative_word() {
+  static const CLI::Validator check(
+      [](std::string& value) -> std::string {
+        const auto first = value.find_first_not_of(" \t");
+        if (first != std::string::npos && value[first] == '-') return "must be a whole number >= 0, got " + value;
+        return {};
+      },
+      "", "");
+  return check;
+}
+
+/// Gives `app` and every subcommand under it the exit-code footer that fits it, and every
+/// unsigned option the check that refuses a negative number (once).
 /// Returns whether `app` or a subcommand under it exits with exit_timeout.
 bool set_footers(CLI::App& app) {
+  static std::vector<const CLI::Option*> checked;
+  for (auto* o : app.get_options({}))
+    if (o->get_type_name().rfind("UINT", 0) == 0 && std::find(checked.begin(), checked.end(), o) == checked.end()) {
+      o->check(not_negative_word());
+      checked.push_back(o);
+    }
   bool times_out = std::find(timing_out().begin(), timing_out().end(), &app) != timing_out().end();
   for (auto* sub : app.get_subcommands({})) times_out = set_footers(*sub) || times_out;
   app.footer(exit_code_footer(times_out));
@@ -248,6 +268,22 @@ const CLI::Validator& policy_check() {
   return check;
 }
 
+const CLI::Validator& policies_check() {
+  static const CLI::Validator check(
+      [](std::string& value) -> std::string {
+        if (value == "all") return {};
+        for (const auto& name : CLI::detail::split(value, ','))
+          if (!core::is_policy_name(name)) {
+            std::string list;
+            for (const auto& n : core::policy_names()) list += (list.empty() ? "" : ", ") + n;
+            return "unknown policy '" + name + "'; expected all, or a comma-separated list of: " + list;
+          }
+        return {};
+      },
+      "", "");
+  return check;
+}
+
 namespace {
 CLI::Validator seconds_check(bool zero_ok) {
   return CLI::Validator(
@@ -267,6 +303,35 @@ CLI::Validator seconds_check(bool zero_ok) {
       zero_ok ? "SECONDS>=0" : "SECONDS>0", zero_ok ? "non-negative seconds" : "positive seconds");
 }
 }  // namespace
+
+namespace {
+CLI::Validator number_check(bool zero_ok) {
+  return CLI::Validator(
+      [zero_ok](std::string& value) -> std::string {
+        double v = 0;
+        std::size_t used = 0;
+        try {
+          v = std::stod(value, &used);
+        } catch (const std::exception&) {
+          used = 0;
+        }
+        if (used != value.size() || !std::isfinite(v)) return "'" + value + "' is not a number";
+        if (zero_ok ? v < 0 : v <= 0) return std::string("must be ") + (zero_ok ? ">= 0" : "> 0") + ", got " + value;
+        return {};
+      },
+      zero_ok ? "NONNEGATIVE" : "POSITIVE", zero_ok ? "non-negative number" : "positive number");
+}
+}  // namespace
+
+const CLI::Validator& non_negative_number() {
+  static const CLI::Validator check = number_check(true);
+  return check;
+}
+
+const CLI::Validator& positive_number() {
+  static const CLI::Validator check = number_check(false);
+  return check;
+}
 
 const CLI::Validator& non_negative_seconds() {
   static const CLI::Validator check = seconds_check(true);

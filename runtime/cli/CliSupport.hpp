@@ -51,7 +51,8 @@ int report_error(const std::exception& error);
 void optional_value(const CLI::Option& option, std::function<bool(const std::string&)> takes, std::string absent);
 
 /// Parses the command line (after giving `app` and its subcommands the exit-code footer
-/// that fits each: exits_on_timeout()). Returns std::nullopt when the program should go on, else
+/// that fits each: exits_on_timeout(); and every unsigned option a check that refuses a
+/// negative number, which CLI11 would wrap around). Returns std::nullopt when the program should go on, else
 /// the code to exit with: 0 after --help/--version (`--version` is accepted after any
 /// subcommand too), exit_usage (2) on any parse error. The message goes to stderr in the
 /// error_message() format with a pointer to --help, and names the word that was not
@@ -70,10 +71,19 @@ const CLI::Validator& log_level_check();
 /// of: fcfs, ...", a usage error (exit 2).
 const CLI::Validator& policy_check();
 
+/// "all", or a comma-separated list of policy names: a usage error (exit 2) naming the
+/// unknown one. No help name (the option's own text says what it takes).
+const CLI::Validator& policies_check();
+
 /// Checks for durations: a number of seconds >= 0 ("must be >= 0 seconds, got -5"), and
 /// one > 0.
 const CLI::Validator& non_negative_seconds();
 const CLI::Validator& positive_seconds();
+
+/// CLI::NonNegativeNumber and CLI::PositiveNumber (help names NONNEGATIVE, POSITIVE) with a
+/// readable message ("must be > 0, got 0", not a range up to a 300-digit number).
+const CLI::Validator& non_negative_number();
+const CLI::Validator& positive_number();
 
 /// Adds `--one-port-window BYTES` bound to `bytes` (default model::default_one_port_window;
 /// 0 = off: every task transfer holds the one-port until acknowledged; at most

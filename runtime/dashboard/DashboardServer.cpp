@@ -158,15 +158,22 @@ DashboardServer::DashboardServer(Feed& feed, ServerOptions options)
                              " (in use, or not an address of this machine)");
   port_ = static_cast<std::uint16_t>(port);
   url_ = "http://" + to_string(Address{host, port_}) + "/" + (token_.empty() ? "" : "?token=" + token_);
+  // The socket listens already (bound): the address file is written before the thread
+  // starts, so that a file that cannot be written ends the constructor cleanly.
+  if (!opt_.address_file.empty()) {
+    const auto tmp = opt_.address_file + ".tmp";
+    std::ofstream(tmp) << url_ << "\n";
+    std::error_code ec;
+    std::filesystem::rename(tmp, opt_.address_file, ec);
+    if (ec) {
+      std::filesystem::remove(tmp, ec);
+      throw std::runtime_error("--dashboard-file " + opt_.address_file + ": cannot write it");
+    }
+  }
   thread_ = std::thread([this] {
     http_->listen_after_bind();
     listening_done_ = true;
   });
-  if (!opt_.address_file.empty()) {
-    const auto tmp = opt_.address_file + ".tmp";
-    std::ofstream(tmp) << url_ << "\n";
-    std::filesystem::rename(tmp, opt_.address_file);
-  }
 }
 
 DashboardServer::~DashboardServer() {

@@ -346,8 +346,8 @@ TEST(SshLaunch, AHostThatRefusesTheConnectionStopsTheLaunchBeforeAnythingStarts)
   const auto ex = write_experiment(dir.path(), 10, 10);
   const auto r = run_program(hosts.client({std::string(TREEFARM_BIN_DIR) + "/treefarm", "launch", ex.string(), "--hosts",
                                            hf.string(), "--out", (dir.path() / "out").string()}));
-  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
-  EXPECT_NE(r.err.find("host 'h2' (" + hosts.address(2)), std::string::npos) << r.err;
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.err.find("treefarm: error: launch: nothing was started: host 'h2' (" + hosts.address(2)), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("Connection refused"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("nothing was started"), std::string::npos) << r.err;
   EXPECT_EQ(hosts.strays(1), std::vector<std::string>{});

@@ -49,6 +49,7 @@ class CliErrors : public ::testing::Test {
     write_file(dir_.path() / "bad-machines.toml",
                "[[lan]]\nname = \"a\"\nbandwidth = \"1Gbps\"\n\n[[machine]]\nname = \"x\"\nlan = \"a\"\nspeed = \"quick\"\n");
     write_file(dir_.path() / "bad-key", "not a key\n");
+    fs::create_directories(dir_.path() / "authz" / "authorized_keys");  // a folder where the file should be
     write_file(dir_.path() / "bad.toml", tiny + "cores_per_task = \"two\"\n");
   }
   /// `text` with {dir} replaced by the test's directory.
@@ -103,6 +104,23 @@ TEST_F(CliErrors, EveryDocumentedErrorCase) {
       {treefarm + " plan {dir}/bad-machines.toml --apps {dir}/apps.toml", 3, "treefarm: error: {dir}/bad-machines.toml:8", 20},
       {worker + " tcp://127.0.0.1:1 --curve-secret {dir}/bad-key --parent-key {dir}/bad-key", 3, "treefarm-worker: error: ", 10},
       {treefarm + " report {dir}/tiny.toml", 3, "treefarm: error: {dir}/tiny.toml", 10},
+      // Key files that cannot be read: bad input, as for the master and the worker.
+      {treefarm + " probe --workers tcp://127.0.0.1:1,tcp://127.0.0.1:2 --keys {dir} --curve-secret {dir}/bad-key", 3,
+       "treefarm: error: ", 10},
+      {treefarm + " status --to tcp://127.0.0.1:1 --curve-secret {dir}/bad-key --server-key {dir}/bad-key", 3, "treefarm: error: ", 10},
+      {treefarm + " keygen a --out {dir}/authz", 3, "treefarm: error: {dir}/authz/authorized_keys: not a readable", 10},
+      // launch and bench refusals in the one format, with the table's codes.
+      {treefarm + " launch {dir}/tiny.toml --out {dir}/lo", 2, "treefarm: error: launch: give either --hosts", 10},
+      {treefarm + " bench dispatch --comm-model nosuch", 2, "treefarm: error: --comm-model: nosuch not in", 10},
+      {treefarm + " bench dispatch --encryption --dashboard", 2, "treefarm: error: --encryption excludes --dashboard", 10},
+      {treefarm + " compare {dir}/tiny.toml --policies fcfs,nosuch", 2, "treefarm: error: --policies: unknown policy 'nosuch'", 10},
+      // Options after '--' are the program's: said, not read.
+      {treefarm + " run --local -- echo {input} --inputs '*.txt'", 2, "before '--' (--inputs comes after it", 10},
+      // A bag option beside an experiment file is refused, not ignored.
+      {treefarm + " run {dir}/tiny.toml --output-file x", 2, "treefarm: error: --output-file shapes a bag without an experiment file", 10},
+      // CLI11 would read -3 into an unsigned option as 2^64 - 3.
+      {treefarm + " bench dispatch --bytes -3", 2, "--bytes: must be a whole number >= 0, got -3", 10},
+      {treefarm + " launch {dir}/tiny.toml --hosts {dir}/tiny.toml --out {dir}/lo --timeout -1", 2, "--timeout: must be >= 0 seconds", 10},
       // An --out that cannot be written: checked before anything runs.
       {treefarm + " simulate {dir}/tiny.toml --out /proc/treefarm-no", 1, "/proc/treefarm-no", 10},
       {treefarm + " calibrate {dir}/tiny.toml --out /proc/treefarm-no/cal.json", 1, "/proc/treefarm-no", 10},

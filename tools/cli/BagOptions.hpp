@@ -29,7 +29,7 @@ inline void add_bag_options(CLI::App& cmd, tools::BagSpec& bag, bool with_inputs
   cmd.add_option("--cores", bag.cores, "Cores per task (default 1)")->check(CLI::Range(1u, 65536u));
   cmd.add_option("--output-file", bag.output_file, "Send each task's output back as OUT/outputs/NAME/FILE, e.g. '{stem}.gz'");
   cmd.add_option("--max-retries", bag.max_retries, "Run a failed task again up to N times (default 0)")->check(CLI::Range(0u, 100u));
-  cmd.add_option("--task-timeout", bag.timeout, "seconds a task may run before it is killed (default 0: no limit)")->check(CLI::NonNegativeNumber);
+  cmd.add_option("--task-timeout", bag.timeout, "seconds a task may run before it is killed (default 0: no limit)")->check(treefarm::cli_support::non_negative_number());
   cmd.add_option("--name", bag.name, "The application's name (default bag)");
 }
 
@@ -46,9 +46,28 @@ inline void split_positionals(const std::vector<std::string>& args, tools::BagSp
     if (bag.argv.empty()) throw cli_support::UsageError("no program: give it after '--', e.g. -- gzip -9 -c {input}");
     return;
   }
-  if (args.size() != 1)
-    throw cli_support::UsageError(args.empty() ? "give an experiment file, or --each-line FILE, --inputs GLOB or --array RANGE and a program after '--'"
-                                               : "a program after '--' needs --each-line FILE, --inputs GLOB or --array RANGE");
+  if (args.size() != 1) {
+    // `-- gzip -c {input} --inputs GLOB`: the words after '--' are the program's.
+    std::string after;
+    for (const auto& word : args)
+      if (word.starts_with("--each-line") || word.starts_with("--inputs") || word.starts_with("--array")) after = word;
+    throw cli_support::UsageError(
+        args.empty() ? "give an experiment file, or --each-line FILE, --inputs GLOB or --array RANGE and a program after '--'"
+                     : "a program after '--' needs --each-line FILE, --inputs GLOB or --array RANGE" +
+                           (after.empty() ? std::string()
+                                          : " before '--' (" + after + " comes after it: it is an argument of the program)"));
+  }
+  // The options that shape the bag's one application mean nothing beside an experiment
+  // file: refused, not ignored.
+  const tools::BagSpec unset;
+  for (const auto& [given, option] : {std::pair{bag.csv != unset.csv, "--csv"}, {bag.cores != unset.cores, "--cores"},
+                                      {bag.output_file != unset.output_file, "--output-file"},
+                                      {bag.max_retries != unset.max_retries, "--max-retries"},
+                                      {bag.timeout != unset.timeout, "--task-timeout"}, {bag.name != unset.name, "--name"}})
+    if (given)
+      throw cli_support::UsageError(std::string(option) +
+                                    " shapes a bag without an experiment file (with --each-line, --inputs GLOB or --array); "
+                                    "in an experiment file, set it in the [[app]] table");
   if (!std::filesystem::is_regular_file(args[0]))
     throw cli_support::UsageError("experiment: File does not exist: " + args[0]);
   experiment = args[0];

@@ -42,16 +42,18 @@ void add_bench_command(CLI::App& app, Commands& out) {
   bench->require_subcommand(1);
 
   auto* dispatch = bench->add_subcommand("dispatch", "No-op tasks master -> one worker on loopback, beside raw ZeroMQ");
-  dispatch->add_option("--tasks", o->tasks, "Number of no-op tasks")->capture_default_str();
+  dispatch->add_option("--tasks", o->tasks, "Number of no-op tasks")->capture_default_str()->check(cli_support::positive_number());
   dispatch->add_option("--bytes", o->bytes, "Payload bytes per task")->capture_default_str();
-  dispatch->add_option("--buffer", o->buffer, "Buffer bound B")->capture_default_str();
+  dispatch->add_option("--buffer", o->buffer, "Buffer bound B")->capture_default_str()->check(cli_support::positive_number());
   dispatch->add_flag("--json", o->json, "JSON output");
   dispatch->add_option("--comm-model", o->comm_model,
                        "multi-port (the runtime's own cost per task) or one-port (each transfer also waits for the worker's acknowledgement: one loopback round trip per task)")
-      ->capture_default_str();
-  dispatch->add_flag("--encryption", o->encryption, "Also measure with CURVE on every link, side by side");
+      ->capture_default_str()
+      ->check(CLI::IsMember({"multi-port", "one-port"}));
+  auto* encryption = dispatch->add_flag("--encryption", o->encryption, "Also measure with CURVE on every link, side by side");
   dispatch->add_flag("--dashboard", o->dashboard,
-                     "Also measure with the master serving its live dashboard and a client following /api/events, side by side");
+                     "Also measure with the master serving its live dashboard and a client following /api/events, side by side")
+      ->excludes(encryption);
   dispatch->add_option("--rounds", o->rounds, "Runs of each variant, alternated (0: 1 alone, 2 when comparing)")
       ->capture_default_str()->check(CLI::Range(0, 100));
   dispatch->add_option("--depth", o->depth, "1: master -> worker; 2: master -> 0-core forwarder -> worker")
@@ -63,8 +65,8 @@ void add_bench_command(CLI::App& app, Commands& out) {
                  }});
 
   auto* chaos = bench->add_subcommand("chaos", "Faults during a run beside the same run without: as root, worker and master kills (then --resume), network faults and a full --out on an emulated platform; otherwise worker kills");
-  chaos->add_option("--minutes", o->chaos_minutes, "Approximate length of each run")->capture_default_str();
-  chaos->add_option("--kill-interval", o->chaos_interval, "Mean seconds between kills")->capture_default_str();
+  chaos->add_option("--minutes", o->chaos_minutes, "minutes: approximate length of each run")->capture_default_str()->check(cli_support::positive_number());
+  chaos->add_option("--kill-interval", o->chaos_interval, "Mean seconds between kills")->capture_default_str()->check(cli_support::positive_seconds());
   chaos->add_option("--seed", o->chaos_seed, "Seed of the kills")->capture_default_str();
   chaos->add_flag("--json", o->json, "JSON output");
   out.push_back({chaos, [o] {
@@ -85,10 +87,10 @@ void add_bench_command(CLI::App& app, Commands& out) {
   auto sbo = std::make_shared<bench::SimBenchOptions>();
   bench_sim->add_option("--sizes", sbo->sizes, "Nodes of the generated trees, comma-separated")
       ->capture_default_str()->delimiter(',')->check(CLI::Range(2u, 10000000u));
-  bench_sim->add_option("--apps", sbo->apps, "Applications")->capture_default_str()->check(CLI::PositiveNumber);
-  bench_sim->add_option("--tasks", sbo->tasks, "Tasks per application")->capture_default_str()->check(CLI::PositiveNumber);
+  bench_sim->add_option("--apps", sbo->apps, "Applications")->capture_default_str()->check(treefarm::cli_support::positive_number());
+  bench_sim->add_option("--tasks", sbo->tasks, "Tasks per application")->capture_default_str()->check(treefarm::cli_support::positive_number());
   bench_sim->add_option("--wall-limit", sbo->wall_limit, "seconds per simulation; beyond it, what was reached is reported")
-      ->capture_default_str()->check(CLI::PositiveNumber);
+      ->capture_default_str()->check(treefarm::cli_support::positive_number());
   out.push_back({bench_sim, [sbo] {
                    bench::bench_simulate(std::cout, *sbo);
                    return 0;
@@ -111,9 +113,9 @@ void add_bench_command(CLI::App& app, Commands& out) {
       "codec", "Wire codec: Task and Result header frames encoded and decoded by ours and by MessagePack, side by side");
   auto cbo = std::make_shared<bench::CodecBenchOptions>();
   bench_codec->add_option("--messages", cbo->messages, "Encodes and decodes per measurement")
-      ->capture_default_str()->check(CLI::PositiveNumber);
+      ->capture_default_str()->check(treefarm::cli_support::positive_number());
   bench_codec->add_option("--rounds", cbo->rounds, "Measurements per figure (the median is printed)")
-      ->capture_default_str()->check(CLI::PositiveNumber);
+      ->capture_default_str()->check(treefarm::cli_support::positive_number());
   bench_codec->add_flag("--json", cbo->json, "JSON output");
   out.push_back({bench_codec, [cbo] { return bench::bench_codec(std::cout, *cbo); }});
 
@@ -121,14 +123,14 @@ void add_bench_command(CLI::App& app, Commands& out) {
       "memory", "The master's memory per task (peak RSS minus RSS at start) on a bag of no-op tasks, beside an empty run");
   auto mbo = std::make_shared<bench::MemoryBenchOptions>();
   bench_mem->add_option("--tasks", mbo->tasks, "No-op tasks in the measured run")
-      ->capture_default_str()->check(CLI::PositiveNumber);
+      ->capture_default_str()->check(treefarm::cli_support::positive_number());
   bench_mem->add_option("--workers", mbo->workers, "1-core workers under the master (0: the master computes the tasks itself)")
       ->capture_default_str();
-  bench_mem->add_option("--buffer", mbo->buffer, "Buffer bound B")->capture_default_str()->check(CLI::PositiveNumber);
+  bench_mem->add_option("--buffer", mbo->buffer, "Buffer bound B")->capture_default_str()->check(treefarm::cli_support::positive_number());
   bench_mem->add_option("--dom-tasks", mbo->dom_tasks,
                         "Records of the results.json write comparison, streamed vs one nlohmann DOM (0: skip)")
       ->capture_default_str();
-  bench_mem->add_option("--timeout", mbo->timeout, "seconds per run (0: none)")->capture_default_str();
+  bench_mem->add_option("--timeout", mbo->timeout, "seconds per run (0: none)")->capture_default_str()->check(cli_support::non_negative_seconds());
   bench_mem->add_flag("--json", mbo->json, "JSON output (bytes_per_task, net_bytes_per_task, run, reference, results_json)");
   out.push_back({bench_mem, [mbo] { return bench::bench_memory(std::cout, *mbo); }});
 
@@ -138,18 +140,18 @@ void add_bench_command(CLI::App& app, Commands& out) {
   auto dbo = std::make_shared<bench::DriftBenchOptions>();
   bench_drift->add_option("--seconds", dbo->seconds, "Measuring time, seconds")->capture_default_str()->check(cli_support::positive_seconds());
   bench_drift->add_option("--chunk", dbo->chunk, "Seconds per sample")->capture_default_str()->check(cli_support::positive_seconds());
-  bench_drift->add_option("--n", dbo->n, "matmul order (the quickstart's mm: 384)")->capture_default_str()->check(CLI::PositiveNumber);
+  bench_drift->add_option("--n", dbo->n, "matmul order (the quickstart's mm: 384)")->capture_default_str()->check(treefarm::cli_support::positive_number());
   bench_drift->add_option("--calibration-window", dbo->calibration_window,
                           "Seconds an ideal calibration averages before a run (the quickstart's whole-task runs: ~25)")
       ->capture_default_str()->check(cli_support::positive_seconds());
   bench_drift->add_option("--gap", dbo->gap, "Seconds from the calibration's end to the run's steady window")
-      ->capture_default_str()->check(CLI::NonNegativeNumber);
+      ->capture_default_str()->check(treefarm::cli_support::non_negative_number());
   bench_drift->add_option("--run-window", dbo->run_window, "Seconds of the run's steady window (the quickstart's: ~31)")
       ->capture_default_str()->check(cli_support::positive_seconds());
   bench_drift->add_option("--tolerance", dbo->tolerance, "A check's band: |measured / predicted - 1| <= tolerance")
       ->capture_default_str()->check(CLI::Range(1e-6, 1.0));
   bench_drift->add_option("--runs", dbo->runs, "Consecutive checks that must all land inside")
-      ->capture_default_str()->check(CLI::PositiveNumber);
+      ->capture_default_str()->check(treefarm::cli_support::positive_number());
   bench_drift->add_flag("--json", dbo->json, "JSON output (samples_gflops, analysis)");
   out.push_back({bench_drift, [dbo] {
                    dbo->stop = &interrupted();
@@ -159,10 +161,10 @@ void add_bench_command(CLI::App& app, Commands& out) {
   auto* bench_inputs = bench->add_subcommand(
       "inputs", "The master's secret task inputs: fill time per input beside a memcpy of the same bytes, and the prefetcher");
   auto ibo = std::make_shared<bench::InputBenchOptions>();
-  bench_inputs->add_option("--n", ibo->n, "Matrix order (2 n^2 doubles per input)")->capture_default_str()->check(CLI::PositiveNumber);
-  bench_inputs->add_option("--inputs", ibo->inputs, "Inputs per measurement")->capture_default_str()->check(CLI::PositiveNumber);
+  bench_inputs->add_option("--n", ibo->n, "Matrix order (2 n^2 doubles per input)")->capture_default_str()->check(treefarm::cli_support::positive_number());
+  bench_inputs->add_option("--inputs", ibo->inputs, "Inputs per measurement")->capture_default_str()->check(treefarm::cli_support::positive_number());
   bench_inputs->add_option("--rounds", ibo->rounds, "Measurements per figure (the median is printed)")
-      ->capture_default_str()->check(CLI::PositiveNumber);
+      ->capture_default_str()->check(treefarm::cli_support::positive_number());
   bench_inputs->add_flag("--json", ibo->json, "JSON output");
   out.push_back({bench_inputs, [ibo] { return bench::bench_inputs(std::cout, *ibo); }});
 
@@ -170,10 +172,10 @@ void add_bench_command(CLI::App& app, Commands& out) {
       "tasks", "Tiny real tasks (matmul or matadd) through a master and two one-core workers, beside no-op tasks of the same tree");
   auto tbo = std::make_shared<bench::TasksBenchOptions>();
   bench_tasks->add_option("--kernel", tbo->kernel, "matmul or matadd")->capture_default_str()->check(CLI::IsMember({"matmul", "matadd"}));
-  bench_tasks->add_option("--n", tbo->n, "Matrix order")->capture_default_str()->check(CLI::PositiveNumber);
+  bench_tasks->add_option("--n", tbo->n, "Matrix order")->capture_default_str()->check(treefarm::cli_support::positive_number());
   bench_tasks->add_option("--tasks", tbo->tasks, "Tasks per run; several (comma-separated) give the fitted exponent of run time against tasks")
-      ->capture_default_str()->delimiter(',')->check(CLI::PositiveNumber);
-  bench_tasks->add_option("--buffer", tbo->buffer, "Buffer bound B (tasks)")->capture_default_str()->check(CLI::PositiveNumber);
+      ->capture_default_str()->delimiter(',')->check(treefarm::cli_support::positive_number());
+  bench_tasks->add_option("--buffer", tbo->buffer, "Buffer bound B (tasks)")->capture_default_str()->check(treefarm::cli_support::positive_number());
   bench_tasks->add_option("--rounds", tbo->rounds, "Runs of each side per size, alternated")->capture_default_str()->check(CLI::Range(1, 100));
   bench_tasks->add_option("--inputs", tbo->inputs, "The master's task inputs: secret (a fresh input per task) or pooled")
       ->capture_default_str()->check(CLI::IsMember({"secret", "pooled"}));
@@ -186,15 +188,15 @@ void add_bench_command(CLI::App& app, Commands& out) {
   bench_workers->add_option("--workers", wbo->workers, "Worker processes per run (1 core each), comma-separated")
       ->capture_default_str()->delimiter(',')->check(CLI::Range(1u, 4096u));
   bench_workers->add_option("--buffers", wbo->buffers, "Buffer bounds B (tasks), comma-separated: one series each")
-      ->capture_default_str()->delimiter(',')->check(CLI::PositiveNumber);
+      ->capture_default_str()->delimiter(',')->check(treefarm::cli_support::positive_number());
   bench_workers->add_option("--depth", wbo->depth, "1: every worker under the master; 2: under 0-core forwarders")
       ->capture_default_str()->check(CLI::Range(1, 2));
-  bench_workers->add_option("--forwarders", wbo->forwarders, "Forwarders at depth 2")->capture_default_str()->check(CLI::PositiveNumber);
+  bench_workers->add_option("--forwarders", wbo->forwarders, "Forwarders at depth 2")->capture_default_str()->check(treefarm::cli_support::positive_number());
   bench_workers->add_option("--kernel", wbo->kernel, "matmul, matadd or noop")
       ->capture_default_str()->check(CLI::IsMember({"matmul", "matadd", "noop"}));
-  bench_workers->add_option("--n", wbo->n, "Matrix order")->capture_default_str()->check(CLI::PositiveNumber);
-  bench_workers->add_option("--tasks", wbo->tasks, "Tasks per run")->capture_default_str()->check(CLI::PositiveNumber);
-  bench_workers->add_option("--timeout", wbo->timeout, "seconds per run (0: none)")->capture_default_str()->check(CLI::NonNegativeNumber);
+  bench_workers->add_option("--n", wbo->n, "Matrix order")->capture_default_str()->check(treefarm::cli_support::positive_number());
+  bench_workers->add_option("--tasks", wbo->tasks, "Tasks per run")->capture_default_str()->check(treefarm::cli_support::positive_number());
+  bench_workers->add_option("--timeout", wbo->timeout, "seconds per run (0: none)")->capture_default_str()->check(cli_support::non_negative_seconds());
   bench_workers->add_flag("--json", wbo->json, "JSON output");
   out.push_back({bench_workers, [wbo] { return bench::bench_workers(std::cout, *wbo); }});
 

@@ -44,7 +44,7 @@ void add_cancel_command(CLI::App& app, Commands& out) {
   cmd->add_option("job", o->id, "The experiment's id (as submit and status print it)")->required();
   add_serve_endpoint_options(*cmd, o->to, true);
   cmd->add_option("--timeout", o->timeout, "seconds to wait for the master's answer")
-      ->check(CLI::PositiveNumber)->capture_default_str();
+      ->check(treefarm::cli_support::positive_number())->capture_default_str();
   cmd->add_flag("--json", o->json, "The master's answer as one JSON line");
   out.push_back({cmd, [o] { return run_cancel(*o); }});
 }

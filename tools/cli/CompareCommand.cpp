@@ -68,7 +68,7 @@ void add_compare_command(CLI::App& app, Commands& out) {
   auto o = std::make_shared<CompareCli>();
   auto* cmp = app.add_subcommand("compare", "Run the experiment once per policy and set each beside the LP optimum");
   cmp->add_option("experiment", o->experiment, "Experiment file")->required()->check(CLI::ExistingFile);
-  cmp->add_option("--policies", o->policies, "all, or a comma-separated list (fcfs,cgbc,pbc,lp,data-centric,price)")->capture_default_str();
+  cmp->add_option("--policies", o->policies, "all, or a comma-separated list (fcfs,cgbc,pbc,lp,data-centric,price)")->capture_default_str()->check(cli_support::policies_check());
   cmp->add_option("--calibration", o->co.calibration,
                   "Calibration file (default: calibrate in place first; with --to, on the served tree)")->check(CLI::ExistingFile);
   cmp->add_flag("--no-calibrate", o->co.no_calibrate, "No calibration: no LP prediction, policy lp skipped");
@@ -76,7 +76,7 @@ void add_compare_command(CLI::App& app, Commands& out) {
   cmp->add_option("--repeat", o->co.repeat,
                   "Runs per policy; above 1 the table, compare.json and compare.png give the mean and spread (DIR/POLICY/run-R/)")
       ->check(CLI::Range(1u, 1000u))->capture_default_str();
-  cmp->add_option("--timeout", o->co.launch.timeout, "seconds per run (0 = none)");
+  cmp->add_option("--timeout", o->co.launch.timeout, "seconds per run (0 = none)")->check(cli_support::non_negative_seconds());
   cli_support::exits_on_timeout(*cmp);  // --timeout expired: exit 124
   cmp->add_flag("--quiet", o->co.launch.quiet, "No progress lines");
   // --to, --curve-secret, --server-key, --insecure: written once for submit, status, cancel and compare.

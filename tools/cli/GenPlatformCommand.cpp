@@ -18,7 +18,7 @@ void add_gen_platform_command(CLI::App& app, Commands& out) {
   gen->add_option("--max-degree", go->max_degree, "Most children per node")->required();
   gen->add_option("--apps", go->apps, "Abstract applications")->required();
   gen->add_option("--seed", go->seed, "Random seed")->required();
-  gen->add_option("--ccr-max", go->ccr_max, "Largest CCR (bytes/flop); CCRs evenly spaced from 0.001")->capture_default_str();
+  gen->add_option("--ccr-max", go->ccr_max, "Largest CCR (bytes/flop); CCRs evenly spaced from 0.001")->capture_default_str()->check(cli_support::positive_number());
   gen->add_option("--tasks", go->tasks, "Tasks per application")->capture_default_str();
   add_task_sizes_option(*gen, go->task_sizes);
   out.push_back({gen, [go] {

@@ -41,6 +41,8 @@ int run_keygen(const KeygenOptions& o) {
   // and renamed, so that a node re-reading it never sees half a file.
   const fs::path authorized = fs::path(o.dir) / "authorized_keys";
   std::vector<std::string> kept;
+  if (fs::exists(authorized) && !fs::is_regular_file(authorized))
+    throw cli_support::BadInput(authorized.string() + ": not a readable authorized_keys file (a file of key lines)");
   if (std::ifstream in(authorized); in) {
     std::string line;
     while (std::getline(in, line)) {

@@ -30,7 +30,7 @@ std::pair<std::string, std::string> split_pair(const std::string& text, const st
   const auto comma = text.find(',');
   if (comma == std::string::npos) return {text, text};
   if (text.find(',', comma + 1) != std::string::npos)
-    throw std::invalid_argument(option + ": expected MIN,MAX or one value, got '" + text + "'");
+    throw cli_support::UsageError(option + ": expected MIN,MAX or one value, got '" + text + "'");
   return {text.substr(0, comma), text.substr(comma + 1)};
 }
 
@@ -45,7 +45,7 @@ double quantity(const std::string& text, const std::string& option, double (*par
   try {
     return parse(text);
   } catch (const std::exception& e) {
-    throw std::invalid_argument(option + ": " + e.what());
+    throw cli_support::UsageError(option + ": " + e.what());
   }
 }
 
@@ -91,13 +91,14 @@ void add_plan_command(CLI::App& app, Commands& commands) {
   cmd->add_option("--max-evaluations", s.options.rmshc.max_evaluations, "rmshc: budget in LP solves (0 = none)")
       ->capture_default_str();
   cmd->add_option("--max-seconds", s.options.rmshc.max_seconds, "rmshc: budget in seconds (0 = none)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(cli_support::non_negative_seconds());
   cmd->add_option("--neighbours", s.options.rmshc.max_neighbours,
                      "rmshc: neighbours evaluated per step (the whole neighbourhood if smaller)")
       ->capture_default_str();
   cmd->add_option("--fan-out", s.options.qlse.fan_out, "qlse/greedy: children per task of the task tree")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(treefarm::cli_support::positive_number());
 
   commands.push_back({cmd, [state]() -> int {
     auto& p = *state;
@@ -110,7 +111,11 @@ void add_plan_command(CLI::App& app, Commands& commands) {
     const auto machines = plan::load_machines(p.machines);
     const auto apps = plan::load_apps(p.apps);
     p.options.method = *plan::method_from_string(p.method);
-    p.options.qos = plan::parse_qos(p.qos, apps.apps);
+    try {
+      p.options.qos = plan::parse_qos(p.qos, apps.apps);
+    } catch (const std::invalid_argument& e) {
+      throw cli_support::UsageError(e.what());
+    }
     const auto result = plan::plan(machines, apps.apps, apps.run, p.options);
     if (p.json) out << plan::to_json(result, machines).dump(1) << "\n";
     else print_plan(out, result, machines);
@@ -132,8 +137,8 @@ void add_gen_machines_command(CLI::App& app, Commands& commands) {
   auto state = std::make_shared<GenMachinesCli>();
   auto& s = *state;
   auto* cmd = app.add_subcommand("gen-machines", "Print a random multi-LAN MACHINES.toml (for planning studies)");
-  cmd->add_option("--machines", s.gen_options.machines, "Machines")->required()->check(CLI::PositiveNumber);
-  cmd->add_option("--lans", s.gen_options.lans, "LANs (each gets at least one machine)")->required()->check(CLI::PositiveNumber);
+  cmd->add_option("--machines", s.gen_options.machines, "Machines")->required()->check(treefarm::cli_support::positive_number());
+  cmd->add_option("--lans", s.gen_options.lans, "LANs (each gets at least one machine)")->required()->check(treefarm::cli_support::positive_number());
   cmd->add_option("--seed", s.gen_options.seed, "Random seed")->required();
   cmd->add_option("--cores", s.cores, "Cores per machine: MIN,MAX (uniform integers; default 1,8)");
   cmd->add_option("--speed", s.speed, "flop/s per core: MIN,MAX, e.g. 1Gf,4Gf (uniform; default 1Gf,4Gf)");
@@ -152,7 +157,7 @@ void add_gen_machines_command(CLI::App& app, Commands& commands) {
       range(c.cores, "--cores", plain, lo, hi);
       if (lo < 1 || hi < lo || lo != static_cast<double>(static_cast<std::uint32_t>(lo)) ||
           hi != static_cast<double>(static_cast<std::uint32_t>(hi)))
-        throw std::invalid_argument("--cores: expected whole numbers 1 <= MIN <= MAX");
+        throw cli_support::UsageError("--cores: expected whole numbers 1 <= MIN <= MAX");
       g.cores_min = static_cast<std::uint32_t>(lo);
       g.cores_max = static_cast<std::uint32_t>(hi);
     }

@@ -119,7 +119,8 @@ std::vector<Worker> parse_workers(const ProbeOptions& o) {
     if (!o.keys_dir.empty()) {
       if (w.name.empty())
         throw cli_support::UsageError("--keys: name every worker (--workers NAME=tcp://HOST:PORT) so that its key NAME.key is found");
-      w.key = net::load_public_key_file((std::filesystem::path(o.keys_dir) / (w.name + ".key")).string());
+      w.key = cli_support::load_input(
+          [&] { return net::load_public_key_file((std::filesystem::path(o.keys_dir) / (w.name + ".key")).string()); });
     }
     out.push_back(std::move(w));
   }
@@ -146,7 +147,9 @@ std::vector<Worker> discover(const ProbeOptions& o, const std::optional<net::Key
       throw cli_support::UsageError("--tree: under CURVE name the node (--tree NAME=tcp://HOST:PORT) so that its key "
                                     "NAME.key is found in --keys");
     client.set_curve(*own);
-    learn_key(entry, net::load_public_key_file((std::filesystem::path(o.keys_dir) / (o.tree.substr(0, eq) + ".key")).string()));
+    learn_key(entry, cli_support::load_input([&] {
+      return net::load_public_key_file((std::filesystem::path(o.keys_dir) / (o.tree.substr(0, eq) + ".key")).string());
+    }));
   }
   if (entry.rfind("tcp://", 0) != 0) throw cli_support::UsageError("--tree: '" + o.tree + "' is not tcp://HOST:PORT");
   std::vector<Worker> out;
@@ -193,10 +196,15 @@ double median(std::vector<double> v) {
 int run_probe(const ProbeOptions& o) {
   const auto t0 = Clock::now();
   if (o.workers.empty() == o.tree.empty()) throw cli_support::UsageError("give either --workers or --tree");
+  if (!o.out.empty()) {  // before anything is measured
+    const auto dir = std::filesystem::absolute(o.out).parent_path();
+    if (!std::filesystem::is_directory(dir))
+      throw std::runtime_error("--out " + o.out + ": its folder " + dir.string() + " does not exist");
+  }
   std::optional<net::KeyPair> own;
   if (!o.curve_secret.empty()) {
     if (o.keys_dir.empty()) throw cli_support::UsageError("--curve-secret needs --keys DIR (the workers' NAME.key files)");
-    own = net::load_secret_key_file(o.curve_secret);
+    own = cli_support::load_input([&] { return net::load_secret_key_file(o.curve_secret); });
   } else if (!o.keys_dir.empty()) {
     throw cli_support::UsageError("--keys needs --curve-secret (the prober's own key pair)");
   }
@@ -316,7 +324,7 @@ void add_probe_command(CLI::App& app, Commands& out) {
   probe->add_option("--rounds", o->rounds, "probes per link (the fastest counts) and empty round trips (the smallest counts)")
       ->capture_default_str()
       ->check(CLI::Range(1u, net::max_probe_rounds));
-  probe->add_option("--timeout", o->timeout, "seconds a worker waits for each answer of the node it measures")->capture_default_str()->check(CLI::PositiveNumber);
+  probe->add_option("--timeout", o->timeout, "seconds a worker waits for each answer of the node it measures")->capture_default_str()->check(treefarm::cli_support::positive_number());
   probe->add_option("--lan", o->lan, "Name of the LAN the machines are written in")->capture_default_str();
   probe->add_flag("--no-speed", o->no_speed, "Do not measure speeds (each worker would run a matmul for ~1 s); writes 1 Gf per core");
   probe->add_flag("--json", o->json, "Print one JSON object (machines, links, seconds; the file under machines_toml unless --out)");

@@ -25,15 +25,15 @@ int run_resubmit(const ResubmitOptions& o) {
   if (!o.failed) throw cli_support::UsageError("say what to run again: --failed (the tasks that failed)");
   const auto results_path = std::filesystem::path(o.out_dir) / "results.json";
   std::ifstream in(results_path);
-  if (!in) throw std::invalid_argument("cannot read " + results_path.string() + ": resubmit takes the OUT of a finished run");
+  if (!in) throw cli_support::BadInput("cannot read " + results_path.string() + ": resubmit takes the OUT of a finished run");
   const auto results = nlohmann::json::parse(in, nullptr, false);
-  if (results.is_discarded() || !results.is_object()) throw std::invalid_argument(results_path.string() + ": not a results.json");
+  if (results.is_discarded() || !results.is_object()) throw cli_support::BadInput(results_path.string() + ": not a results.json");
   if (!std::filesystem::exists(std::filesystem::path(o.out_dir) / "journal.tsv"))
-    throw std::invalid_argument("no " + (std::filesystem::path(o.out_dir) / "journal.tsv").string() +
+    throw cli_support::BadInput("no " + (std::filesystem::path(o.out_dir) / "journal.tsv").string() +
                                 ": resubmit runs again what a run in OUT did not complete, as its journal says");
   std::string experiment = results.value(nlohmann::json::json_pointer("/settings/experiment_file"), std::string());
   if (experiment.empty() || !std::filesystem::exists(experiment))
-    throw std::invalid_argument(results_path.string() + " names no experiment file that exists here (settings.experiment_file '" +
+    throw cli_support::BadInput(results_path.string() + " names no experiment file that exists here (settings.experiment_file '" +
                                 experiment + "')");
   const auto failures = results.value("failures", nlohmann::json::array());
   std::cerr << "treefarm resubmit: " << failures.size() << " failed tasks of " << experiment << " again into " << o.out_dir

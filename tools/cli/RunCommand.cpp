@@ -120,6 +120,11 @@ int run_run(RunOptions o) {
   // Issue 13: refuse what cannot work before anything starts (holes 8-10).
   if (o.resume && lo.out_dir.empty()) throw cli_support::UsageError("--resume continues the journal in OUT: give --out DIR");
   if (!lo.out_dir.empty()) metrics::check_writable_directory(lo.out_dir);
+  if (!o.dashboard_file.empty()) {  // before anything starts, as --out
+    const auto dir = std::filesystem::absolute(o.dashboard_file).parent_path();
+    if (!std::filesystem::is_directory(dir))
+      throw std::runtime_error("--dashboard-file " + o.dashboard_file + ": its folder " + dir.string() + " does not exist");
+  }
   tools::check_fits_this_machine(ex, lo.buffer);
   const std::string policy = lo.policy.empty() ? ex.run.policy : lo.policy;
   std::vector<std::string> dashboard_args;

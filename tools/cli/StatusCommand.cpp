@@ -138,8 +138,8 @@ void add_status_command(CLI::App& app, Commands& out) {
   add_serve_endpoint_options(*cmd, o->to, true);
   cmd->add_flag("--json", o->json, "One JSON object (a line per refresh with --watch)");
   cmd->add_flag("--watch", o->watch, "Refresh in place until interrupted");
-  cmd->add_option("--interval", o->interval, "seconds between refreshes with --watch")->capture_default_str()->check(CLI::PositiveNumber);
-  cmd->add_option("--timeout", o->timeout, "seconds to wait for the master's answer")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--interval", o->interval, "seconds between refreshes with --watch")->capture_default_str()->check(treefarm::cli_support::positive_number());
+  cmd->add_option("--timeout", o->timeout, "seconds to wait for the master's answer")->capture_default_str()->check(treefarm::cli_support::positive_number());
   out.push_back({cmd, [o] { return run_status(*o); }});
 }
 

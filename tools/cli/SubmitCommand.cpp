@@ -122,7 +122,7 @@ void add_submit_command(CLI::App& app, Commands& out) {
   add_bag_options(*cmd, o->bag);
   add_serve_endpoint_options(*cmd, o->to, true);
   cmd->add_option("--out", o->s.out_dir, "Write DIR/results.json and the output files of command applications (DIR/outputs/APP/)");
-  cmd->add_option("--policy", o->s.policy, "Scheduling policy (overrides [run] policy)");
+  cmd->add_option("--policy", o->s.policy, "Scheduling policy (overrides [run] policy)")->check(cli_support::policy_check());
   auto* cal = cmd->add_option("--calibration", o->s.calibration, "Calibration file sent along: the LP prediction beside the measured")
       ->check(CLI::ExistingFile);
   cmd->add_flag_callback("--calibrate", [o] { o->s.calibrate = tools::Submission::Calibrate::first; },
@@ -130,7 +130,7 @@ void add_submit_command(CLI::App& app, Commands& out) {
                          "beside the measured; written to DIR/calibration.json with --out)")
       ->excludes(cal);
   cmd->add_option("--timeout", o->s.timeout, "seconds to wait for the end (0 = no limit); the run itself goes on")
-      ->check(CLI::NonNegativeNumber)->capture_default_str();
+      ->check(treefarm::cli_support::non_negative_number())->capture_default_str();
   cmd->add_flag("--json", o->json, "The server's messages as JSON lines on stdout (results.json only in --out)");
   out.push_back({cmd, [o] { return run_submit(*o); }});
 }

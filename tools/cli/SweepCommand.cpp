@@ -70,15 +70,15 @@ void add_sweep_command(CLI::App& app, Commands& out) {
   sw->add_option("experiment", o->experiment, "Experiment file")->required()->check(CLI::ExistingFile);
   sw->add_option("--app", o->so.app, "Application whose matrix order n varies (matmul or matadd)")->required();
   sw->add_option("--n", o->sizes, "Matrix orders, comma-separated (e.g. 64,128,256,512)")
-      ->required()->delimiter(',')->check(CLI::PositiveNumber);
+      ->required()->delimiter(',')->check(treefarm::cli_support::positive_number());
   sw->add_option("--tasks", o->tasks, "Tasks of every application in each run (default: the file's)");
   sw->add_option("--min-seconds", o->min_seconds,
                  "seconds: scale each run's tasks up, by the prediction from its calibration, so that it lasts about "
                  "this long (default 10, 30 with --emulate; 0 = the tasks as given)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(treefarm::cli_support::non_negative_number());
   sw->add_option("--out", o->so.out_dir, "Write DIR/sweep.json, DIR/sweep.png, DIR/n-N/ (default out/sweep-NAME)");
   sw->add_option("--policy", o->so.launch.policy, "Scheduling policy (overrides [run] policy)")->check(treefarm::cli_support::policy_check());
-  sw->add_option("--timeout", o->so.launch.timeout, "seconds per run (0 = none)");
+  sw->add_option("--timeout", o->so.launch.timeout, "seconds per run (0 = none)")->check(cli_support::non_negative_seconds());
   cli_support::exits_on_timeout(*sw);  // --timeout expired: exit 124
   sw->add_flag("--emulate", o->emulate,
                "Run every calibration and run on the experiment's emulated LAN (treefarm emulate run; root)");

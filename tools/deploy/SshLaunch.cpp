@@ -108,7 +108,7 @@ int launch_over_ssh(const model::Experiment& ex, const HostsFile& hf, const SshL
     o.connect_timeout = connect_timeout;
     return ssh_argv(host, o, command);
   };
-  if (options.out_dir.empty()) throw std::invalid_argument("treefarm launch: --out is required");
+  if (options.out_dir.empty()) throw std::invalid_argument("launch: --out is required");
   const auto placement = place_nodes(ex, hf);
   const fs::path out = options.out_dir;
   const fs::path logs = out / "logs";
@@ -176,6 +176,7 @@ int launch_over_ssh(const model::Experiment& ex, const HostsFile& hf, const SshL
     });
   }
   std::vector<std::size_t> prepared, failed;
+  std::string why_failed;  // each host that cannot be prepared, for the error
   for (std::size_t h = 0; h < hf.hosts.size(); ++h) {
     if (!used[h]) continue;
     const auto [rc, text] = prep[h].get();
@@ -183,9 +184,9 @@ int launch_over_ssh(const model::Experiment& ex, const HostsFile& hf, const SshL
       prepared.push_back(h);
     } else {
       failed.push_back(h);
-      say("host '" + hf.hosts[h].name + "' (" + hf.hosts[h].address + ", " + hf.path + ":" +
-          std::to_string(hf.hosts[h].line) + ") cannot be prepared: " + options.transport + " exited with code " + std::to_string(rc) + ": " +
-          last_lines(text, 3));
+      why_failed += (why_failed.empty() ? "" : "; ") + ("host '" + hf.hosts[h].name + "' (" + hf.hosts[h].address + ", " +
+                    hf.path + ":" + std::to_string(hf.hosts[h].line) + ") cannot be prepared: " + options.transport +
+                    " exited with code " + std::to_string(rc) + ": " + last_lines(text, 3));
     }
   }
   const auto clean_hosts = [&](const std::vector<std::size_t>& which) {
@@ -206,8 +207,7 @@ int launch_over_ssh(const model::Experiment& ex, const HostsFile& hf, const SshL
   };
   if (!failed.empty()) {
     clean_hosts(prepared);
-    say("nothing was started");
-    return 2;
+    throw std::runtime_error("launch: nothing was started: " + why_failed);
   }
 
   // 2. Start the nodes, master first, then breadth-first (a worker whose parent is not up
