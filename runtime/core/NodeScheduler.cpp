@@ -242,6 +242,7 @@ void NodeScheduler::apply(const Event& event, std::vector<Action>& out) {
         auto& mean = state_.local_seconds[e.task.app().value];
         mean = mean == 0 ? e.compute_seconds : 0.8 * mean + 0.2 * e.compute_seconds;
         if (!live) return late_copy_done(e.task, Target::executor(), out);
+        note_result(e.task.id, Target::executor());
         in_flight_.erase(it);
         release(Target::executor(), e.task);
         task_done(e.task, out);
@@ -268,6 +269,7 @@ void NodeScheduler::apply(const Event& event, std::vector<Action>& out) {
           auto& mean = child->second.turnaround;
           mean = mean == 0 ? took : (1 - turnaround_smoothing) * mean + turnaround_smoothing * took;
         }
+        note_result(e.task.id, Target::to_child(e.child));
         in_flight_.erase(it);
         --child->second.in_flight;
         release(Target::to_child(e.child), e.task);
@@ -358,6 +360,8 @@ void NodeScheduler::apply(const Event& event, std::vector<Action>& out) {
           --completed_count_;
           again.push_back(t);
         }
+        for (const TaskRef t : again)  // retried in another target when there is one
+          if (const auto from = result_from(t.id)) state_.failed_in[t.id] = *from;
         if (!again.empty()) complete_announced_ = false;  // announced again when they are done
         std::sort(again.begin(), again.end(), [](TaskRef a, TaskRef b) { return a.id < b.id; });
         state_.buffer.insert(state_.buffer.begin(), again.begin(), again.end());
@@ -521,6 +525,7 @@ void NodeScheduler::pump(std::vector<Action>& out) {
       migration_.on_assign(state_.buffer, choice->task);
       state_.buffer.erase(state_.buffer.begin() + static_cast<std::ptrdiff_t>(choice->task));
       buffered_ids_.erase(task.id);
+      if (!state_.failed_in.empty()) state_.failed_in.erase(task.id);
       if (!state_.returned_by.empty() && state_.returned_by.erase(task.id) > 0) refresh_constrained();
       assign(choice->request, task, out);
       progressed = true;
@@ -649,6 +654,20 @@ void NodeScheduler::expire_deadlines(std::vector<Action>& out) {
 
 /// Re-issued tasks go to the oldest request that can take them from a consumer that
 /// holds no copy (a second copy at the same child would be a protocol error there).
+void NodeScheduler::note_result(TaskId id, const Target& from) {
+  if (!state_.config.is_root) return;
+  recent_results_[recent_next_] = {id, from};
+  recent_next_ = (recent_next_ + 1) % recent_results_.size();
+  recent_count_ = std::min(recent_count_ + 1, recent_results_.size());
+}
+
+std::optional<Target> NodeScheduler::result_from(TaskId id) const {
+  const std::size_t n = recent_results_.size();
+  for (std::size_t k = 1; k <= recent_count_; ++k)  // the latest first
+    if (const auto& [task, from] = recent_results_[(recent_next_ + n - k) % n]; task == id) return from;
+  return std::nullopt;
+}
+
 void NodeScheduler::serve_reissues(std::vector<Action>& out) {
   for (auto it = reissue_.begin(); it != reissue_.end();) {
     const TaskRef task = *it;

@@ -22,6 +22,7 @@
 ///    forwards at most one result per task it received.
 
 #include <cstdint>
+#include <array>
 #include <deque>
 #include <memory>
 #include <memory_resource>
@@ -166,6 +167,14 @@ class NodeScheduler {
   std::uint64_t duplicate_count_ = 0;
   std::uint64_t total_tasks_ = 0;
   bool complete_announced_ = false;
+  /// Root: where the latest results came from (a ring): a task reopened after a failed
+  /// attempt (TasksReopened, right after its result) is retried elsewhere (failed_in).
+  std::array<std::pair<TaskId, Target>, 256> recent_results_{};
+  std::size_t recent_next_ = 0;
+  std::size_t recent_count_ = 0;
+  void note_result(TaskId id, const Target& from);
+  /// The target the latest result of `id` came from, if still in the ring.
+  std::optional<Target> result_from(TaskId id) const;
 };
 
 }  // namespace treefarm::core

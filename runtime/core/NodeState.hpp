@@ -161,6 +161,11 @@ struct NodeState {
   /// back can be one a sibling still holds late (the sibling would take it for a
   /// duplicate and drop its parent: "task sent twice").
   std::unordered_map<TaskId, std::vector<Target>> late_copies;
+  /// Root, max_retries: a task reopened after a failed attempt, by the target the attempt
+  /// ran in (a child's subtree, or the executor), until it is assigned again: it goes to
+  /// another target while one exists that it fits (a retry "on another node"); with none,
+  /// to the same one (never held back for ever).
+  std::unordered_map<TaskId, Target> failed_in;
   Demand local_held;                          ///< What the tasks the executor runs hold.
 
   /// Root: tasks of app k still in the bag (not yet drawn, not done in an earlier run).
@@ -199,7 +204,15 @@ struct NodeState {
   /// Every request that can be served can take the oldest buffered task: no requirement
   /// bars a target, no given-back task waits, no late copy is held. Policies then look at
   /// buffer.front() only (the per-task path of runs without requirements or migration).
-  bool any_task_for_any() const { return !constrained && late_copies.empty(); }
+  bool any_task_for_any() const { return !constrained && late_copies.empty() && failed_in.empty(); }
+  /// A target other than `t` exists that a task of application k fits: a child, or the
+  /// executor when this node computes.
+  bool elsewhere(const Target& t, AppId k) const {
+    if (!t.local && config.cores > 0 && fits(Target::executor(), k)) return true;
+    for (const auto& [id, c] : children)
+      if ((t.local || id != t.child) && fits(Target::to_child(id), k)) return true;
+    return false;
+  }
   /// `task` could be given to a request from `t` now (one_port_per_app: no send of its
   /// application in progress either; a task goes only where it fits).
   bool can_assign(const Target& t, TaskRef task) const {
@@ -209,6 +222,9 @@ struct NodeState {
       if (auto it = late_copies.find(task.id); it != late_copies.end())
         for (const Target& holder : it->second)
           if (holder == t) return false;
+    if (!failed_in.empty())
+      if (auto it = failed_in.find(task.id); it != failed_in.end() && it->second == t && elsewhere(t, task.app()))
+        return false;
     if (t.local || port != PortModel::one_port_per_app) return true;
     for (const auto& [child, app] : sending)
       if (app == task.app()) return false;

@@ -8,6 +8,8 @@
 #include <nlohmann/json.hpp>
 
 #include <fstream>
+#include <map>
+#include <regex>
 #include <set>
 #include <string>
 
@@ -164,6 +166,17 @@ max_retries = 2
   EXPECT_EQ(j.at("apps")[0].at("failed").get<int>(), 0);
   expect_each_task_once(j, 40);
   for (int i = 1; i <= 40; ++i) EXPECT_TRUE(fs::exists(marks / std::to_string(i))) << i;
+  // Each retry ran on the other worker than the attempt that failed.
+  std::map<std::uint64_t, std::string> failed_on;
+  const std::string logs = r.output + (fs::exists(out / "logs" / "master.log") ? read_file(out / "logs" / "master.log") : "");
+  static const std::regex failed("task ([0-9]+) of 'flaky' failed on (\\S+) ");
+  for (auto it = std::sregex_iterator(logs.begin(), logs.end(), failed); it != std::sregex_iterator(); ++it)
+    failed_on[std::stoull((*it)[1])] = (*it)[2];
+  EXPECT_EQ(failed_on.size(), 40u) << logs.substr(0, 3000);
+  for (const auto& t : j.at("tasks"))
+    if (auto f = failed_on.find(t.at("id").get<std::uint64_t>()); f != failed_on.end()) {
+      EXPECT_NE(t.at("node").get<std::string>(), f->second) << "task " << f->first << " retried where it failed";
+    }
 
   // Without retries the same bag fails every task once.
   for (const auto& e : fs::directory_iterator(marks)) fs::remove(e.path());

@@ -311,6 +311,41 @@ TEST(NodeScheduler, ReopenedTasksAreDoneAgainFirstAndCountedOnce) {
   EXPECT_THROW(inner->handle(event::TasksReopened{{task(0, 0)}}, 0), ProtocolError);
 }
 
+TEST(NodeScheduler, AFailedTaskIsRetriedOnAnotherChildWhenThereIsOne) {
+  // max_retries: the root reopens a task whose attempt failed in child 1; child 1 asking
+  // first gets the next task, child 2 the retried one.
+  auto root = make_node(node_config(true, 2, {app("a", 1, 3)}, /*one_port=*/false));
+  root->start(0);
+  root->handle(event::ChildJoined{ChildId{1}, {}}, 0);
+  root->handle(event::ChildJoined{ChildId{2}, {}}, 0);
+  EXPECT_EQ(names(root->handle(event::WorkRequested{child(1), 1}, 0)), Strings{"SendTask child 1 0:0"});
+  root->handle(event::ResultArrived{ChildId{1}, task(0, 0)}, 1);  // failed: the master reopens it
+  root->handle(event::TasksReopened{{task(0, 0)}}, 1);
+  EXPECT_EQ(names(root->handle(event::WorkRequested{child(1), 1}, 2)), Strings{"SendTask child 1 0:1"});
+  EXPECT_EQ(names(root->handle(event::WorkRequested{child(2), 1}, 2)), Strings{"SendTask child 2 0:0"});
+  // Failed in child 2 in turn: child 1 is another node.
+  root->handle(event::ResultArrived{ChildId{2}, task(0, 0)}, 3);
+  root->handle(event::TasksReopened{{task(0, 0)}}, 3);
+  root->handle(event::ResultArrived{ChildId{1}, task(0, 1)}, 3);
+  EXPECT_EQ(names(root->handle(event::WorkRequested{child(1), 2}, 4)),
+            (Strings{"SendTask child 1 0:0", "SendTask child 1 0:2"}));
+  // 0:2 fails in child 1, which asks again: the task waits for child 2; once child 2 is
+  // gone, child 1 takes it (never held back for ever).
+  root->handle(event::ResultArrived{ChildId{1}, task(0, 2)}, 5);
+  root->handle(event::TasksReopened{{task(0, 2)}}, 5);
+  EXPECT_EQ(names(root->handle(event::WorkRequested{child(1), 1}, 6)), Strings{});
+  EXPECT_EQ(names(root->handle(event::ChildLeft{ChildId{2}}, 7)), Strings{"SendTask child 1 0:2"});
+
+  // One child only: the retry goes back to it.
+  auto alone = make_node(node_config(true, 2, {app("a", 1, 1)}, /*one_port=*/false));
+  alone->start(0);
+  alone->handle(event::ChildJoined{ChildId{1}, {}}, 0);
+  alone->handle(event::WorkRequested{child(1), 1}, 0);
+  alone->handle(event::ResultArrived{ChildId{1}, task(0, 0)}, 1);
+  alone->handle(event::TasksReopened{{task(0, 0)}}, 1);
+  EXPECT_EQ(names(alone->handle(event::WorkRequested{child(1), 1}, 2)), Strings{"SendTask child 1 0:0"});
+}
+
 TEST(NodeScheduler, OnePortServesTheExecutorWhileASendIsInProgress) {
   auto node = make_node(node_config(false, 4, {app("a", 1, 10)}, /*one_port=*/true));
   node->start(0);
