@@ -285,9 +285,11 @@ const CLI::Validator& policies_check() {
 }
 
 namespace {
-CLI::Validator seconds_check(bool zero_ok) {
+/// A finite number above 0 (or at least 0 with `zero_ok`); `unit` ("" or " seconds") is
+/// named in the refusal.
+CLI::Validator bound_check(bool zero_ok, const std::string& unit, const std::string& name, const std::string& description) {
   return CLI::Validator(
-      [zero_ok](std::string& value) -> std::string {
+      [zero_ok, unit](std::string& value) -> std::string {
         double v = 0;
         std::size_t used = 0;
         try {
@@ -295,31 +297,18 @@ CLI::Validator seconds_check(bool zero_ok) {
         } catch (const std::exception&) {
           used = 0;
         }
-        if (used != value.size() || !std::isfinite(v)) return "'" + value + "' is not a number of seconds";
-        if (zero_ok ? v < 0 : v <= 0)
-          return std::string("must be ") + (zero_ok ? ">= 0" : "> 0") + " seconds, got " + value;
+        if (used != value.size() || !std::isfinite(v))
+          return "'" + value + "' is not a number" + (unit.empty() ? "" : " of" + unit);
+        if (zero_ok ? v < 0 : v <= 0) return std::string("must be ") + (zero_ok ? ">= 0" : "> 0") + unit + ", got " + value;
         return {};
       },
-      zero_ok ? "SECONDS>=0" : "SECONDS>0", zero_ok ? "non-negative seconds" : "positive seconds");
+      name, description);
 }
-}  // namespace
-
-namespace {
+CLI::Validator seconds_check(bool zero_ok) {
+  return bound_check(zero_ok, " seconds", zero_ok ? "SECONDS>=0" : "SECONDS>0", zero_ok ? "non-negative seconds" : "positive seconds");
+}
 CLI::Validator number_check(bool zero_ok) {
-  return CLI::Validator(
-      [zero_ok](std::string& value) -> std::string {
-        double v = 0;
-        std::size_t used = 0;
-        try {
-          v = std::stod(value, &used);
-        } catch (const std::exception&) {
-          used = 0;
-        }
-        if (used != value.size() || !std::isfinite(v)) return "'" + value + "' is not a number";
-        if (zero_ok ? v < 0 : v <= 0) return std::string("must be ") + (zero_ok ? ">= 0" : "> 0") + ", got " + value;
-        return {};
-      },
-      zero_ok ? "NONNEGATIVE" : "POSITIVE", zero_ok ? "non-negative number" : "positive number");
+  return bound_check(zero_ok, "", zero_ok ? "NONNEGATIVE" : "POSITIVE", zero_ok ? "non-negative number" : "positive number");
 }
 }  // namespace
 
