@@ -10,6 +10,7 @@
 
 #include "master/CalibrationRun.hpp"
 #include "master/EtaModel.hpp"
+#include "master/LiveRun.hpp"
 #include "master/RootInputs.hpp"
 #include "master/RootPlan.hpp"
 #include "master/RunRecord.hpp"
@@ -124,7 +125,8 @@ int run_master(const model::Experiment& file_ex, const std::string& text, const 
       if (record.started()) progress.tick(record.elapsed(now), record.per_app());
     };
   }
-  set_prediction(root, record.results(), ex, declared ? *declared : ex, options);
+  LiveRun live(ex, set_prediction(root, record.results(), ex, declared ? *declared : ex, options));
+  if (!calibrating) live.install(root, record);
 
   // Served tree (docs/serve.md): the run goes to the live root, which keeps its children.
   const auto node_options = root_node_options(ex, options);

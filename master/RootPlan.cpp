@@ -96,9 +96,9 @@ void set_welcome(node::RootSetup& root, const model::Experiment& ex, const Maste
   root.wait_timeout = options.wait_timeout;
 }
 
-void set_prediction(node::RootSetup& root, metrics::RunResults& results, const model::Experiment& ex,
+std::optional<Prediction> set_prediction(node::RootSetup& root, metrics::RunResults& results, const model::Experiment& ex,
                     const model::Experiment& declared, const MasterOptions& options) {
-  if (options.calibration.empty()) return;
+  if (options.calibration.empty()) return std::nullopt;
   const auto cal = model::load_calibration_for(options.calibration, declared);
   auto platform = lp::model_from_calibration(ex, cal);
   if (options.pooled_inputs)  // no input is generated per task (docs/security.md, "Secret inputs")
@@ -126,6 +126,7 @@ void set_prediction(node::RootSetup& root, metrics::RunResults& results, const m
   }
   for (std::size_t k = 0; k < results.apps.size(); ++k) results.apps[k].predicted = solution.app_throughput[k];
   spdlog::info("master: LP optimum fair throughput {:.4f} tasks/s", solution.fair_throughput);
+  return Prediction{std::move(platform), solution};
 }
 
 }  // namespace treefarm::master

@@ -7,6 +7,8 @@
 #include <optional>
 
 #include "master/Master.hpp"
+#include "runtime/lp/PlatformModel.hpp"
+#include "runtime/lp/SteadyState.hpp"
 #include "runtime/metrics/Results.hpp"
 #include "runtime/model/Experiment.hpp"
 #include "runtime/node/NodeDriver.hpp"
@@ -33,9 +35,16 @@ node::NodeOptions root_node_options(const model::Experiment& ex, const MasterOpt
 /// The Welcome every child gets and the root's policy and wait settings.
 void set_welcome(node::RootSetup& root, const model::Experiment& ex, const MasterOptions& options);
 
+/// The LP's model and solution a run starts from.
+struct Prediction {
+  lp::PlatformModel model;
+  lp::Solution solution;
+};
+
 /// The LP prediction from options.calibration (papers/beaumont2006 §3.1, LP (3)): each
 /// application's predicted throughput into `results`, each node's hints into the Welcome.
-void set_prediction(node::RootSetup& root, metrics::RunResults& results, const model::Experiment& ex,
+/// Returns the model and solution (none without a calibration).
+std::optional<Prediction> set_prediction(node::RootSetup& root, metrics::RunResults& results, const model::Experiment& ex,
                     const model::Experiment& declared, const MasterOptions& options);
 
 }  // namespace treefarm::master

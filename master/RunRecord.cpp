@@ -334,6 +334,7 @@ int RunRecord::finish(int rc, bool cancelled, const metrics::ProcessMemory& memo
     return rc;
   }
   results_.compute();
+  if (on_computed_) on_computed_(results_);
   finished_ = true;
   if (!results_.policy_fallbacks.empty()) {
     std::uint64_t fallbacks = 0;

@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -74,6 +75,9 @@ class RunRecord {
   /// The predicted completion of the run (EtaModel), once a node's time per task is known;
   /// also keeps the prediction made at a tenth of the tasks (results.json "eta").
   std::optional<EtaModel::Eta> eta(double now);
+  /// Called with the results once computed, before they are written (the a-posteriori
+  /// prediction, master/LiveRun).
+  void on_computed(std::function<void(metrics::RunResults&)> f) { on_computed_ = std::move(f); }
   /// Throws std::runtime_error if an output was not kept for --output-quota (after finish()).
   void check_output_quota() const;
 
@@ -113,6 +117,7 @@ class RunRecord {
     std::uint64_t reports = 0;
   };
   std::unordered_map<std::string, Reported> load_by_node_;
+  std::function<void(metrics::RunResults&)> on_computed_;
 };
 
 }  // namespace treefarm::master

@@ -5,8 +5,10 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <stdexcept>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -129,7 +131,44 @@ int report(const ReportOptions& options, std::ostream& out) {
     }
     gp << "\n";
   }
-  for (const char* name : {"gantt", "throughput"}) {
+  // The fair throughput over time beside the LP optimum as it was re-planned
+  // (docs/live-model.md): a step at each re-plan.
+  const double first_optimum = !r.replans.empty() ? r.replans[0].value("old_optimum", 0.0)
+                                                   : r.predicted_fair_throughput.value_or(0.0);
+  const bool optimum = first_optimum > 0;
+  if (optimum) {
+    const double bin = options.bin > 0 ? options.bin : 1.0;
+    const std::size_t bins = static_cast<std::size_t>(std::ceil(std::max(r.duration, bin) / bin));
+    std::vector<std::vector<double>> counts(r.apps.size(), std::vector<double>(bins, 0.0));
+    r.for_each_task([&](const metrics::TaskView& t) {
+      if (t.app < counts.size()) counts[t.app][std::min(bins - 1, static_cast<std::size_t>(std::max(0.0, t.completed_at) / bin))] += 1;
+    });
+    std::ofstream data(path("optimum.dat"));
+    for (std::size_t b = 0; b < bins; ++b) {
+      double fair = std::numeric_limits<double>::infinity();
+      for (std::size_t k = 0; k < r.apps.size(); ++k) fair = std::min(fair, counts[k][b] / bin / r.apps[k].weight);
+      data << (static_cast<double>(b) + 0.5) * bin << " " << (r.apps.empty() ? 0.0 : fair) << "\n";
+    }
+    std::ofstream steps(path("optimum-lp.dat"));
+    steps << 0 << " " << first_optimum << "\n";
+    double last = first_optimum;
+    for (const auto& p : r.replans) {
+      steps << p.value("at", 0.0) << " " << last << "\n" << p.value("at", 0.0) << " " << p.value("new_optimum", 0.0) << "\n";
+      last = p.value("new_optimum", 0.0);
+    }
+    steps << std::max(r.duration, bin) << " " << last << "\n";
+    std::ofstream gp(path("optimum.gp"));
+    gp << "set terminal pngcairo dashed size 1000,550\nset output " << quoted(path("optimum.png"))
+       << "\nset title 'Fair throughput min_k rho_k/w_k (" << bin << " s bins) beside the LP optimum; dotted: re-plans'\n"
+       << "set xlabel 'seconds since the start'\nset ylabel 'tasks/s per unit of weight'\nset yrange [0:*]\nset grid\n"
+       << "set key outside right\n";
+    for (const auto& p : r.replans)
+      gp << "set arrow from " << p.value("at", 0.0) << ", graph 0 to " << p.value("at", 0.0) << ", graph 1 nohead dt 3\n";
+    gp << "plot " << quoted(path("optimum.dat")) << " using 1:2 with steps lw 2 title 'measured', "
+       << quoted(path("optimum-lp.dat")) << " using 1:2 with lines dt 2 lw 2 title 'LP optimum'\n";
+  }
+  for (const char* name : {"gantt", "throughput", "optimum"}) {
+    if (std::string_view(name) == "optimum" && !optimum) continue;
     const bool ok = gnuplot(path(std::string(name) + ".gp"));
     out << (ok ? "wrote " : "gnuplot failed on ") << path(std::string(name) + (ok ? ".png" : ".gp")) << "\n";
   }

@@ -6,6 +6,7 @@
 /// actions.
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -131,6 +132,14 @@ struct CapacityReported {
   ChildId child{};
   SubtreeCapacity capacity;
 };
+/// Root, a re-plan (docs/live-model.md): the LP was solved again from the platform's
+/// online estimates; this node's new rates (NodePlan's fields: tasks/s per application
+/// computed here, and sent to each child by name). The policy switches to them in place
+/// (Policy::replan); nothing held or in flight changes hands.
+struct PlanChanged {
+  std::vector<double> local;
+  std::map<std::string, std::vector<double>> children;
+};
 }  // namespace event
 
 using Event = std::variant<event::TaskArrived, event::WorkRequested, event::SendDone,
@@ -138,7 +147,7 @@ using Event = std::variant<event::TaskArrived, event::WorkRequested, event::Send
                            event::ChildLeft, event::TransferObserved, event::Tick,
                            event::PolicyMessage, event::TasksReopened, event::PullRequested,
                            event::TasksReturned, event::TasksPushed, event::PushAnswered,
-                           event::CapacityReported>;
+                           event::CapacityReported, event::PlanChanged>;
 
 /// Name of the event's kind, for error messages.
 std::string_view event_name(const Event& e);

@@ -97,6 +97,13 @@ class Migration {
   /// tasks in flight to it, is the longest, lee2010 slide 16). Records the pull as
   /// outstanding. Called by the core after each event.
   std::optional<action::SendPull> next_pull(const NodeState& state);
+  /// A re-plan takes back `count` waiting tasks from `child` (docs/live-model.md): a pull
+  /// whatever the mode (every node answers its parent's pulls), recorded as outstanding.
+  action::SendPull reclaim(ChildId child, std::uint32_t count) {
+    outstanding_[child] += count;
+    ++pulls_sent_;
+    return action::SendPull{child, count, 0};
+  }
   /// A child answered (tasks given back plus tasks rejected); a pull it answered with no
   /// task puts it on hold for `retry` seconds, doubled after each such answer in a row
   /// (up to 16 x retry), so an idle node does not poll a child that has nothing to give.

@@ -30,7 +30,7 @@ std::string_view event_name(const Event& e) {
       "TaskArrived", "WorkRequested", "SendDone", "LocalTaskFinished", "ResultArrived",
       "ChildJoined", "ChildLeft", "TransferObserved", "Tick", "PolicyMessage",
       "TasksReopened", "PullRequested", "TasksReturned", "TasksPushed", "PushAnswered",
-      "CapacityReported"};
+      "CapacityReported", "PlanChanged"};
   static_assert(names.back() != std::string_view{}, "one name per alternative of Event");
   return names[e.index()];
 }
@@ -384,7 +384,12 @@ void NodeScheduler::apply(const Event& event, std::vector<Action>& out) {
         refresh_constrained();
       },
       [&](const event::TasksPushed& e) { tasks_pushed(event, e); },
-      [&](const event::PushAnswered& e) { push_answered(event, e, out); }},
+      [&](const event::PushAnswered& e) { push_answered(event, e, out); },
+      [&](const event::PlanChanged& e) {
+        policy_->replan(state_, NodePlan{e.local, e.children});
+        plan_ = NodePlan{e.local, e.children};
+        reclaim_after_replan(out);
+      }},
       event);
 }
 

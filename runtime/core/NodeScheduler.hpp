@@ -118,6 +118,8 @@ class NodeScheduler {
   [[noreturn]] void reject(const Event& event, const std::string& why) const;
   void pull_requested(const event::PullRequested& e, std::vector<Action>& out);
   void tasks_returned(const Event& event, const event::TasksReturned& e);
+  /// After a re-plan: waiting tasks beyond what a child's new rate needs are taken back.
+  void reclaim_after_replan(std::vector<Action>& out);
   void tasks_pushed(const Event& event, const event::TasksPushed& e);
   void push_answered(const Event& event, const event::PushAnswered& e, std::vector<Action>& out);
   /// A returned or pushed task `t` that `child` (state `holder`) held, found at `held` in
@@ -136,6 +138,7 @@ class NodeScheduler {
   NodeState state_;
   std::unique_ptr<Policy> policy_;
   Migration migration_;
+  std::optional<NodePlan> plan_;  ///< the last re-plan's rates (event::PlanChanged)
   /// Requirements or balancing in this run: this node reports its subtree's capacity.
   bool reports_capacity_ = false;
   std::optional<SubtreeCapacity> reported_;   ///< What it told its parent last.

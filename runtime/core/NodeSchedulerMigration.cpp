@@ -2,9 +2,11 @@
 /// NodeScheduler's task migration: pulls, returned and pushed tasks, the answers to pushes.
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 
 #include "runtime/core/NodeScheduler.hpp"
+#include "runtime/core/policies/PlanFollower.hpp"
 
 namespace treefarm::core {
 
@@ -139,6 +141,24 @@ void NodeScheduler::push_answered(const Event& event, const event::PushAnswered&
     if (!taken.empty()) out.push_back(action::DropTasks{std::move(taken)});
   }
   migration_.heard_status(e.status);
+}
+
+/// A re-plan (docs/live-model.md) lowered some child's rate: the tasks it holds beyond
+/// its share of the buffer under the new plan — B · its rate / the largest rate of any
+/// requester, at least its cores' worth — would wait there while faster nodes idle, so
+/// they are taken back with a pull (papers/lee2010 slide 16: the parent still holds their
+/// inputs; ownership moves back, exactly once is kept) and dispatched by the new plan.
+void NodeScheduler::reclaim_after_replan(std::vector<Action>& out) {
+  if (!plan_) return;
+  for (const auto& [id, c] : state_.children) {
+    const auto keep = held_share(*plan_, state_.config.buffer, c.info.name, c.info.cores);
+    if (!keep) continue;
+    const std::uint64_t held = c.in_flight;
+    const std::uint64_t asked = migration_.outstanding(id);
+    if (held <= *keep + asked) continue;
+    const auto count = static_cast<std::uint32_t>(std::min<std::uint64_t>(held - *keep - asked, state_.config.buffer));
+    out.push_back(migration_.reclaim(id, count));
+  }
 }
 
 }  // namespace treefarm::core

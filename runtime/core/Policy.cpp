@@ -49,6 +49,7 @@ void Policy::assigned(const NodeState&, const Target&, TaskRef) {}
 std::optional<std::string> Policy::check_message(const NodeState&, const event::PolicyMessage&) const { return std::nullopt; }
 void Policy::take_messages(const NodeState&, std::vector<Action>&) {}
 std::optional<Seconds> Policy::next_deadline(const NodeState&) const { return std::nullopt; }
+void Policy::replan(const NodeState&, NodePlan) {}
 
 namespace {
 

@@ -66,6 +66,10 @@ class Policy {
   /// start()). Default: none.
   virtual void take_messages(const NodeState& state, std::vector<Action>& out);
 
+  /// A re-plan (event::PlanChanged, docs/live-model.md): rates to follow from now on.
+  /// Default: ignored (a policy that does not follow a plan).
+  virtual void replan(const NodeState& state, NodePlan plan);
+
   /// When the policy wants a Tick; nullopt: never. Default: never.
   virtual std::optional<Seconds> next_deadline(const NodeState& state) const;
 

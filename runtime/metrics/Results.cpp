@@ -148,6 +148,12 @@ nlohmann::json to_json(const RunResults& r, bool with_tasks) {
     j["predicted_fair_throughput"] = *r.predicted_fair_throughput;
     j["fair_ratio"] = *r.predicted_fair_throughput > 0 ? r.fair_throughput / *r.predicted_fair_throughput : 0.0;
   }
+  if (r.predicted_fair_a_posteriori) {
+    j["fair_predicted_a_posteriori"] = *r.predicted_fair_a_posteriori;
+    j["fair_ratio_a_posteriori"] =
+        *r.predicted_fair_a_posteriori > 0 ? r.fair_throughput / *r.predicted_fair_a_posteriori : 0.0;
+  }
+  j["replans"] = r.replans;
   if (!r.plan.is_null()) j["plan"] = r.plan;
   j["duplicates"] = r.duplicates;
   j["lost"] = r.lost;
@@ -301,6 +307,9 @@ RunResults results_from_json(const nlohmann::json& j) {
   }
   if (j.contains("predicted_fair_throughput")) r.predicted_fair_throughput = j["predicted_fair_throughput"].get<double>();
   r.plan = j.value("plan", nlohmann::json());
+  if (j.contains("fair_predicted_a_posteriori"))
+    r.predicted_fair_a_posteriori = j["fair_predicted_a_posteriori"].get<double>();
+  r.replans = j.value("replans", nlohmann::json::array());
   if (const auto it = j.find("failures"); it != j.end())
     for (const auto& jf : *it)
       r.failures.push_back(TaskFailure{app_index.at(jf.at("app").get<std::string>()), jf.at("id").get<std::uint64_t>(),
@@ -337,6 +346,20 @@ void print_table(std::ostream& out, const RunResults& r) {
     out << line;
   }
   out << "\n";
+  if (r.predicted_fair_a_posteriori) {
+    std::snprintf(line, sizeof line, "a posteriori (LP over the rates this run observed): %.4f tasks/s   ratio %.3f",
+                  *r.predicted_fair_a_posteriori,
+                  *r.predicted_fair_a_posteriori > 0 ? r.fair_throughput / *r.predicted_fair_a_posteriori : 0.0);
+    out << line << "\n";
+  }
+  if (!r.replans.empty()) out << "re-plans: " << r.replans.size() << "\n";
+  for (const auto& p : r.replans) {
+    std::snprintf(line, sizeof line, "  at %.1f s: %s of %s moved %.4g -> %.4g s; optimum %.4f -> %.4f tasks/s",
+                  p.value("at", 0.0), p.value("figure", std::string()).c_str(), p.value("node", std::string()).c_str(),
+                  p.value("old_value", 0.0), p.value("new_value", 0.0), p.value("old_optimum", 0.0),
+                  p.value("new_optimum", 0.0));
+    out << line << "\n";
+  }
   std::snprintf(line, sizeof line, "duration %.2f s, steady window [%.2f, %.2f] s, %s %llu, duplicates dropped %llu",
                 r.duration, r.epsilon * r.steady_end, (1 - r.epsilon) * r.steady_end,
                 r.cancelled ? "cancelled: not run" : "lost", static_cast<unsigned long long>(r.lost),

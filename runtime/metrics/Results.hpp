@@ -111,6 +111,13 @@ struct RunResults {
   /// The LP's plan the prediction comes from (lp::to_json: per node its tasks/s per
   /// application, utilisations, saturated resources); null when the run was not calibrated.
   nlohmann::json plan;
+  /// The LP solved with the rates this run observed over its steady window (task times
+  /// from the tasks' own compute seconds, links from the nodes' online estimates;
+  /// docs/live-model.md), tasks/s per unit of weight; none when it could not be made.
+  std::optional<double> predicted_fair_a_posteriori;
+  /// Each re-plan of the run (lp::to_json(Replan)): at, cause, node, figure, old_value,
+  /// new_value, old_optimum, new_optimum. An array, empty when none.
+  nlohmann::json replans = nlohmann::json::array();
   /// By node name: choices its policy made outside its own rule (the lp policy's FCFS
   /// fallbacks when no planned choice was feasible), as the nodes reported them at the
   /// end of the run; empty when the policy reports none.

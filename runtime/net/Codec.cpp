@@ -110,6 +110,33 @@ class Reader {
   std::size_t pos_ = 0;
 };
 
+/// A Heartbeat's trailing estimates (docs/live-model.md): every figure positive and
+/// finite, spreads finite and not negative, kinds and application indices in range.
+std::vector<msg::Estimate> decode_estimates(Reader& r) {
+  const auto count = r.get<std::uint32_t>("estimate_count");
+  if (count == 0 || count > max_estimates)
+    throw DecodeError("Heartbeat with " + std::to_string(count) + " estimates, expected 1 to " + std::to_string(max_estimates));
+  std::vector<msg::Estimate> out;
+  out.reserve(count);
+  for (std::uint32_t i = 0; i < count; ++i) {
+    msg::Estimate e;
+    e.node = r.get_string("estimate.node");
+    if (e.node.empty()) throw DecodeError("Heartbeat with an estimate of no node");
+    const auto what = r.get<std::uint8_t>("estimate.what");
+    if (what > 1) throw DecodeError("Heartbeat with an estimate of unknown kind " + std::to_string(what));
+    e.what = static_cast<msg::Estimate::What>(what);
+    e.app = r.get<std::uint16_t>("estimate.app");
+    e.mean = r.get_finite("estimate.mean");
+    e.spread = r.get_finite("estimate.spread");
+    e.samples = r.get<std::uint32_t>("estimate.samples");
+    e.shifts = r.get<std::uint32_t>("estimate.shifts");
+    if (!(e.mean > 0) || e.spread < 0 || e.app >= max_apps || e.shifts > e.samples)
+      throw DecodeError("Heartbeat with an impossible estimate of '" + e.node + "'");
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
 }  // namespace
 
 // The wire Kind of each alternative of Message is its index + 1: Messages.hpp lists the
@@ -239,12 +266,19 @@ void encode_into(const Message& m, std::vector<std::byte>& out) {
           body.put(j.memory);
         },
         [&](const msg::Heartbeat& h) {
-          if (h.loads.empty()) return;  // optional trailing list (issue 20, `treefarm status`)
+          if (h.loads.empty() && h.estimates.empty()) return;  // optional trailing lists (`treefarm status`)
           if (h.loads.size() > max_loads) throw std::invalid_argument("heartbeat with too many node states");
-          body.put<std::uint32_t>(static_cast<std::uint32_t>(h.loads.size()));
+          if (h.estimates.size() > max_estimates) throw std::invalid_argument("heartbeat with too many estimates");
+          body.put<std::uint32_t>(static_cast<std::uint32_t>(h.loads.size()));  // 0 only before estimates
           for (const auto& l : h.loads) {
             body.put_string(l.name);
             body.put_all(l.cores, l.busy_cores, l.queued, l.load1);
+          }
+          if (h.estimates.empty()) return;
+          body.put<std::uint32_t>(static_cast<std::uint32_t>(h.estimates.size()));
+          for (const auto& e : h.estimates) {
+            body.put_string(e.node);
+            body.put_all(static_cast<std::uint8_t>(e.what), e.app, e.mean, e.spread, e.samples, e.shifts);
           }
         },
         [&](const msg::Shutdown& s) {
@@ -540,7 +574,7 @@ Message decode(std::span<const std::byte> header_frame, std::size_t payload_fram
       msg::Heartbeat h;
       if (!r.at_end()) {  // node states (child → parent), absent from an empty Heartbeat
         const auto count = r.get<std::uint32_t>("load_count");
-        if (count == 0 || count > max_loads)
+        if ((count == 0 && r.at_end()) || count > max_loads)
           throw DecodeError("Heartbeat with " + std::to_string(count) + " node states, expected 1 to " + std::to_string(max_loads));
         for (std::uint32_t i = 0; i < count; ++i) {
           msg::NodeLoad l;
@@ -554,6 +588,8 @@ Message decode(std::span<const std::byte> header_frame, std::size_t payload_fram
             throw DecodeError("Heartbeat with an impossible state of '" + l.name + "'");
           h.loads.push_back(std::move(l));
         }
+        if (!r.at_end()) h.estimates = decode_estimates(r);
+        else if (count == 0) throw DecodeError("Heartbeat with no node state and no estimate");
       }
       m = std::move(h);
       break;

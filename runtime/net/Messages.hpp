@@ -30,6 +30,7 @@ constexpr std::size_t max_tree_children = 256;            ///< children listed i
 constexpr std::size_t max_ancestors = 32;                 ///< entries of Welcome::ancestors
 constexpr std::uint32_t max_probe_rounds = 100;           ///< rounds of one ProbeRequest
 constexpr std::size_t max_loads = 256;                    ///< node states in one Heartbeat
+constexpr std::size_t max_estimates = 128;                ///< online estimates in one Heartbeat
 
 enum class Kind : std::uint16_t {
   hello = 1, welcome = 2, request = 3, task = 4, result = 5, node_joined = 6,
@@ -143,11 +144,29 @@ struct NodeLoad {
   std::uint32_t queued = 0;       ///< tasks held there and not running (waiting or on their way to a child)
   double load1 = -1;              ///< the machine's 1-minute load average (-1: unknown)
 };
-/// Either way, every heartbeat interval. Child → parent it may carry, as an optional
-/// trailing list, the state of the sender and of the nodes below it (at most max_loads;
-/// left out when empty, so an empty Heartbeat keeps its bytes).
+/// One online estimate of a node (docs/live-model.md): a figure the node measured from
+/// the run's own timings, its spread, and how often its shift test declared a change.
+struct Estimate {
+  enum class What : std::uint8_t {
+    task_seconds = 0,    ///< seconds of one task of application `app` on `node`
+    link_bandwidth = 1,  ///< bytes/s of the link from `node`'s parent (measured by the parent)
+  };
+  std::string node;
+  What what = What::task_seconds;
+  std::uint16_t app = 0;          ///< index of the application (task_seconds only)
+  double mean = 0;                ///< seconds or bytes/s, > 0
+  double spread = 0;              ///< standard deviation, same unit, >= 0
+  std::uint32_t samples = 0;      ///< samples the estimate is made of (whole run)
+  std::uint32_t shifts = 0;       ///< changes its shift test declared so far
+};
+/// Either way, every heartbeat interval. Child → parent it may carry, as optional
+/// trailing lists, the state of the sender and of the nodes below it (at most max_loads)
+/// and their online estimates (at most max_estimates); both left out when empty, so an
+/// empty Heartbeat keeps its bytes. A child of a tree without heartbeats (a simulation)
+/// sends one with its estimates only, every estimate interval.
 struct Heartbeat {
   std::vector<NodeLoad> loads = {};
+  std::vector<Estimate> estimates = {};
 };
 /// Parent → child: the run is over; pass it on and exit. With `reset` (a served tree,
 /// docs/serve.md) the child passes it on, says Bye, forgets the run and says Hello again

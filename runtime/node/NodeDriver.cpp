@@ -67,12 +67,15 @@ void NodeDriver::configure(const net::msg::Welcome& w, double now) {
                     opt_.migration,    opt_.balance,        &opt_.known_hints};
   core::NodeConfig config = run_.apply(w, traits, is_root() ? &root_->setup().apps : nullptr,
                                        is_root() ? &root_->setup().done_before : nullptr, log_);
+  configure_estimates(config.local_seconds);
   work_.configure(run_.apps());
   ledger_.configure(w.one_port, transport_.reports_transfers(), transport_.transfers_share_link(), opt_.one_port_window);
   sched_ = std::make_unique<core::NodeScheduler>(
       std::move(config), core::make_policy(w.policy, is_root() ? root_->setup().policy_options : core::PolicyOptions{}));
   calib_.configure(w);
   if (calib_.active()) timers_.arm(Timer::calibration_start, now + CalibrationRuns::kernels_after);
+  if (opt_.heartbeat_interval == 0 && opt_.estimate_interval > 0 && !calib_.active())
+    timers_.arm(Timer::estimates, now + opt_.estimate_interval);
 }
 
 void NodeDriver::begin_running(double now) {
@@ -305,7 +308,10 @@ void NodeDriver::transfer_done(Child& child, std::uint64_t task_id, double now) 
   // Under multi-port a send holds no port: SendDone changes nothing in the core, and one
   // event fewer per task is a pass of the scheduler fewer.
   if (!s->released && ledger_.one_port()) post(core::event::SendDone{child.id});
-  if (s->alone && s->bytes > 0 && now > s->sent_at) post(core::event::TransferObserved{child.id, s->bytes, now - s->sent_at});
+  if (s->alone && s->bytes > 0 && now > s->sent_at) {
+    post(core::event::TransferObserved{child.id, s->bytes, now - s->sent_at});
+    estimates_.transfer(child.name, s->bytes, now - s->sent_at);
+  }
 }
 
 void NodeDriver::start_local(core::TaskRef task) {
@@ -340,6 +346,7 @@ void NodeDriver::on_job_done(std::uint64_t id, JobOutcome outcome, double now) {
     log_.error("{}: task {} of '{}' failed: {}", opt_.name, task.id.index(), run_.apps().at(job->app).name, r.error);
   } else {
     work_.ran(job->app, outcome.run_seconds, run_.apps().size());
+    task_estimate(job->app, outcome.run_seconds);
   }
   if (outcome.output && !outcome.failed) {
     r.has_output = true;
@@ -424,7 +431,8 @@ void NodeDriver::end(int code) {
 std::optional<double> NodeDriver::next_deadline() const {
   if (finished()) return std::nullopt;
   std::optional<double> t;
-  for (Timer k : {Timer::join, Timer::rejoin, Timer::heartbeat, Timer::tick, Timer::wait_for_nodes, Timer::calibration_start})
+  for (Timer k : {Timer::join, Timer::rejoin, Timer::heartbeat, Timer::tick, Timer::wait_for_nodes, Timer::calibration_start,
+                 Timer::estimates})
     t = timers_.earliest(k, t);
   if (life_.is(Phase::closing)) t = timers_.earliest(Timer::closing, t);
   t = Timers::earliest(t, blame_.ledger.next_deadline());
@@ -440,6 +448,7 @@ void NodeDriver::on_timer(double now) {
     return parent_lost("no Welcome within " + seconds_text(opt_.join_timeout) + " s", now);
   if (life_.is(Phase::rejoin_wait) && timers_.take(Timer::rejoin, now)) return rejoin_due(now);
   if (timers_.due(Timer::heartbeat, now)) heartbeats(now);
+  if (timers_.due(Timer::estimates, now)) send_estimates(now);
   expire_blames(now);
   if (life_.is(Phase::closing)) return maybe_closed(now);
   if (root_ && timers_.armed(Timer::wait_for_nodes) && !root_->dispatching() &&

@@ -46,6 +46,7 @@
 #include "runtime/node/Blame.hpp"
 #include "runtime/node/CalibrationRuns.hpp"
 #include "runtime/node/Children.hpp"
+#include "runtime/node/Estimates.hpp"
 #include "runtime/node/ExitCode.hpp"
 #include "runtime/node/Lifecycle.hpp"
 #include "runtime/node/LocalRunner.hpp"
@@ -70,6 +71,12 @@ struct NodeOptions {
   /// 19, docs/migration.md "Requirements"; 0 = unknown, taken as sufficient).
   std::uint64_t disk = 0;           ///< bytes of free disk
   double speed = 0;                 ///< flop/s per core
+  /// seconds between this node's online estimates to its parent where there are no
+  /// heartbeats (heartbeat_interval 0: simulations); with heartbeats they ride on them
+  /// (docs/live-model.md). 0: none.
+  double estimate_interval = 1.0;
+  /// The estimates' shift test (RunningEstimate.hpp, docs/live-model.md).
+  ShiftTestParams shift_test = {};
   /// Where the driver's log lines go (the adapters forward them to spdlog); unset: nowhere.
   LogSink log = {};
   double join_timeout = 30;         ///< seconds to wait for the parent's Welcome.
@@ -287,6 +294,14 @@ class NodeDriver {
   void on_push(core::ChildId child, const net::msg::Push& push, double now);
   void on_push_reply(const net::msg::PushReply& reply, double now);
   void log_migration() const;  ///< the migration counters, once at the end (mode not off)
+  // Online estimates and re-plans (docs/live-model.md; NodeDriverEstimates.cpp).
+  void configure_estimates(const std::vector<double>& prior_seconds);
+  void task_estimate(std::size_t app, double seconds);
+  /// Where there are no heartbeats: this node's estimates up, every estimate interval.
+  void send_estimates(double now);
+  /// Root: the tree's estimates to RootSetup::on_estimates; a new plan it returns is
+  /// followed from now on.
+  void root_estimates(std::vector<net::msg::Estimate> estimates, double now);
 
   NodeOptions opt_;
   Logger log_;
@@ -302,6 +317,7 @@ class NodeDriver {
   SendLedger ledger_;
   Blame blame_;
   CalibrationRuns calib_;
+  Estimates estimates_;
 
   // The pump: events for the core, and its actions' vector kept from one event to the next.
   core::FifoQueue<core::Event> events_;  ///< keeps its memory: no allocation per event

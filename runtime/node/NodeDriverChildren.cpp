@@ -175,6 +175,15 @@ void NodeDriver::handle_child(Child& child, PeerId peer, net::Message& message, 
           if (!child.subtree.contains(l.name))
             return drop_child(peer, DropKind::misbehaved, "reported the state of '" + l.name + "', outside its subtree", now);
         if (!h.loads.empty()) child.loads = std::move(h.loads);
+        // Its subtree's estimates only, of this run's applications (docs/live-model.md).
+        for (const auto& e : h.estimates) {
+          if (!child.subtree.contains(e.node))
+            return drop_child(peer, DropKind::misbehaved, "reported an estimate of '" + e.node + "', outside its subtree", now);
+          if (e.what == net::msg::Estimate::What::task_seconds && e.app >= run_.apps().size())
+            return drop_child(peer, DropKind::misbehaved, "reported an estimate of application " + std::to_string(e.app) +
+                                                              " of " + std::to_string(run_.apps().size()), now);
+        }
+        if (!h.estimates.empty()) estimates_.from_child(child.name, std::move(h.estimates));
       },
       [&](net::msg::Bye&) {
         drop_child(peer, DropKind::goodbye, "said goodbye", now);
@@ -252,6 +261,7 @@ void NodeDriver::drop_child(PeerId peer, DropKind kind, const std::string& why, 
   if (sched_) post(core::event::ChildLeft{id});
   // A Blame can still name it (it forged, then left): keep the names of recent departures.
   blame_.departed(id.value, child->name);
+  estimates_.forget(child->name);
   for (const auto& p : blame_.ledger.forget_child(id.value)) blame_found(p.task_id, child->name, child->name, now);  // accused, then gone
 }
 
@@ -290,6 +300,8 @@ void NodeDriver::heartbeats(double now) {
         if (up.loads.size() < net::max_loads) up.loads.push_back(l);
   }
   if (root_) root_->loads(up.loads);
+  up.estimates = estimates_.report();  // docs/live-model.md: estimates ride on heartbeats
+  if (root_) root_estimates(std::move(up.estimates), now);
   else if (!life_.is(Phase::rejoin_wait)) transport_.send_parent(up);
   for (auto& [peer, c] : children_.all()) transport_.send_child(peer, net::msg::Heartbeat{});
   const auto silent = children_.silent(now, opt_.heartbeat_timeout);

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -73,6 +74,12 @@ struct RootSetup {
   std::function<void(double now)> on_start;
   /// Calibration runs: a measurement reached the root (from anywhere in the tree).
   std::function<void(const net::msg::Measure&)> on_measure;
+  /// The tree's online estimates (docs/live-model.md), about every heartbeat (or
+  /// estimate) interval: the root's own and those its children last reported. Returns the
+  /// hints of a new plan (each node's alpha and received, as in the Welcome) when the
+  /// caller re-planned, else nullopt. Unset: estimates are not collected.
+  std::function<std::optional<std::vector<net::msg::NodeHint>>(const std::vector<net::msg::Estimate>&, double now)>
+      on_estimates;
   /// Resumed runs (master --resume): per application, tasks already completed in an
   /// earlier run (core::NodeConfig::done_before; empty = none).
   std::vector<std::vector<bool>> done_before;
@@ -135,6 +142,10 @@ class RootRole {
   void loads(const std::vector<net::msg::NodeLoad>& loads) const {
     if (s_.on_load)
       for (const auto& l : loads) s_.on_load(l);
+  }
+  std::optional<std::vector<net::msg::NodeHint>> estimates(const std::vector<net::msg::Estimate>& e, double now) const {
+    if (!s_.on_estimates) return std::nullopt;
+    return s_.on_estimates(e, now);
   }
   void tick(double now) const {
     if (s_.on_tick) s_.on_tick(now);

@@ -19,6 +19,7 @@ enum class Timer : std::size_t {
   wait_for_nodes,     ///< root: start dispatching even if not every node joined
   orphan,             ///< root: no node could compute since this long
   calibration_start,  ///< calibration: the kernel runs start
+  estimates,          ///< the next estimates to the parent where there are no heartbeats
   count_
 };
 

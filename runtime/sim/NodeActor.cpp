@@ -8,6 +8,7 @@
 #include <string>
 
 #include <simgrid/Exception.hpp>
+#include <spdlog/spdlog.h>
 #include <simgrid/s4u/Actor.hpp>
 #include <simgrid/s4u/Engine.hpp>
 #include <simgrid/s4u/Link.hpp>
@@ -85,6 +86,18 @@ node::RootSetup NodeActor::root_setup() {
   root.on_measure = [this](const net::msg::Measure& m) {  // issue 21: policy fallbacks
     if (m.what == net::msg::Measure::What::fallbacks)
       world_.results.policy_fallbacks[m.node] = static_cast<std::uint64_t>(m.value);
+  };
+  // docs/live-model.md: the nodes' online estimates; under lp, a re-plan when a task time moved.
+  root.on_estimates = [this](const std::vector<net::msg::Estimate>& estimates,
+                             double t) -> std::optional<std::vector<net::msg::NodeHint>> {
+    if (!world_.live) return std::nullopt;
+    const auto replan = world_.live->update(estimates, t - world_.start);
+    if (!replan) return std::nullopt;
+    spdlog::info("simulate: re-plan at {:.1f} s: {} of {} moved from {:.4g} to {:.4g} s; LP optimum {:.4f} -> {:.4f} tasks/s",
+                 replan->at, replan->figure, replan->node, replan->old_value, replan->new_value, replan->old_optimum,
+                 replan->new_optimum);
+    world_.results.replans.push_back(lp::to_json(*replan));
+    return world_.live->hints();
   };
   root.on_result = [this](const net::msg::Result& r, bool duplicate, double t) {
     if (duplicate) {

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -17,6 +18,7 @@
 #include <simgrid/s4u/Mailbox.hpp>
 
 #include "runtime/core/NodeState.hpp"
+#include "runtime/lp/LiveModel.hpp"
 #include "runtime/net/Messages.hpp"
 #include "runtime/node/Payload.hpp"
 #include "runtime/metrics/Results.hpp"
@@ -38,6 +40,9 @@ struct SimWorld {
   const SimPlatform* platform = nullptr;
   const SimulationOptions* options = nullptr;
   std::vector<core::NodePlan> plans;                 ///< LP rates per node (may be empty)
+  /// The root's live model under policy lp (docs/live-model.md): re-plans from the nodes'
+  /// online estimates. Null for other policies and for several origin trees.
+  std::shared_ptr<lp::LiveModel> live;
   std::vector<simgrid::s4u::Host*> hosts;            ///< per node
   std::vector<simgrid::s4u::Host*> exec_hosts;       ///< per node: where its executions run
   std::vector<simgrid::s4u::Link*> down_links;       ///< per node: DOWN half of its parent link

@@ -16,6 +16,21 @@ void LpPolicy::start(const NodeState& state) {
   root_stock_ = stock_for_plan(state);  // a figure of the plan: computed once, not per pump
 }
 
+// A re-plan (docs/live-model.md): the LP solved again from the run's own estimates
+// (beaumont2006 §4.1's rates, recomputed as §4.5 recomputes its own "to cope with
+// potential availability variations"). The follower restarts its counts on the new rates;
+// the mix and the stock follow them; what is buffered or in flight stays where it is.
+void LpPolicy::replan(const NodeState& state, NodePlan plan) {
+  std::map<std::string, std::uint64_t> caps;
+  for (const auto& [id, c] : state.children)
+    if (const auto keep = held_share(plan, state.config.buffer, c.info.name, c.info.cores)) caps[c.info.name] = *keep;
+  follower_.set_caps(std::move(caps));
+  follower_.set_plan(without_crumbs(std::move(plan)));
+  plan_mix_ = LoadBalancer1D(follower_.totals(state.config.apps.size()));
+  mix_children_.reset();
+  root_stock_ = stock_for_plan(state);
+}
+
 // §4.1: the root draws types in proportion to the plan's α(k): what it computes itself
 // plus what the LP sends into each of its children. Only the children that are there
 // count (a plan may also list deeper nodes, whose tasks already pass through them).
@@ -24,7 +39,7 @@ void LpPolicy::refresh_mix(const NodeState& state) {
   mix_children_ = child_ids(state.children);
   const std::size_t apps = state.config.apps.size();
   std::vector<double> t(apps, 0.0);
-  if (const auto& plan = state.config.plan) {
+  if (const auto& plan = follower_.plan()) {
     for (std::size_t a = 0; a < apps && a < plan->local.size(); ++a) t[a] += std::max(0.0, plan->local[a]);
     for (const auto& [id, c] : state.children)
       if (const auto it = plan->children.find(c.info.name); it != plan->children.end())
@@ -78,7 +93,12 @@ std::optional<Assignment> LpPolicy::unplanned_select(const NodeState& state) {
     any_planned = state.config.cores > 0 && planned(state, Target::executor());
     for (const auto& [id, c] : state.children) any_planned = any_planned || planned(state, Target::to_child(id));
   }
-  auto a = first_come_first_served(state, [&](const Target& t) { return !any_planned || planned(state, t); });
+  auto a = first_come_first_served(state, [&](const Target& t) {
+    if (!t.local)  // after a re-plan, a child at its cap waits (docs/live-model.md)
+      if (const auto c = state.children.find(t.child); c != state.children.end() && !follower_.below_cap(c->second))
+        return false;
+    return !any_planned || planned(state, t);
+  });
   if (a) ++fallbacks_;
   return a;
 }

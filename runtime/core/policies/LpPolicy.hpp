@@ -32,6 +32,8 @@ class LpPolicy final : public RatePlanPolicy {
   std::uint64_t fallbacks() const override { return fallbacks_; }
   /// The plan comes from the LP over a calibrated platform.
   bool needs_calibration() const override { return true; }
+  /// Switches to the new rates in place (docs/live-model.md).
+  void replan(const NodeState& state, NodePlan plan) override;
   /// Root: B, or enough that the stock, drawn in the plan's mix, holds about one task of
   /// its rarest planned application: ⌈Σα / min α⌉ over the plan's α(k) > 0, at most
   /// 1,000 — a figure of the plan, fixed for the run (issue 21, lan-slices: with B = 4

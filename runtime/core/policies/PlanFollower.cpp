@@ -68,7 +68,10 @@ std::optional<Assignment> PlanFollower::select(const NodeState& state) {
   const auto request_of = oldest_requests(choices_, k, state);
   auto feasible = [&](std::size_t i) {
     const auto& task = oldest_task[choices_[i].app.value];
-    return request_of[i] && task && state.can_assign(choices_[i].to, state.buffer[*task]);
+    if (!request_of[i] || !task || !state.can_assign(choices_[i].to, state.buffer[*task])) return false;
+    if (caps_.empty() || choices_[i].to.local) return true;
+    const auto c = state.children.find(choices_[i].to.child);
+    return c == state.children.end() || below_cap(c->second);
   };
   auto i = balancer_.peek(feasible);
   if (!i) return std::nullopt;
@@ -149,6 +152,22 @@ bool plans_close(const NodePlan& a, const NodePlan& b, double tolerance) {
     if (it == b.children.end() || !rates_close(rates, it->second, tolerance)) return false;
   }
   return true;
+}
+
+std::optional<std::uint64_t> held_share(const NodePlan& plan, std::uint32_t buffer, const std::string& child,
+                                        std::uint32_t cores) {
+  const auto total = [](const std::vector<double>& rates) {
+    double sum = 0;
+    for (double r : rates) sum += std::max(0.0, r);
+    return sum;
+  };
+  const auto it = plan.children.find(child);
+  if (it == plan.children.end()) return std::nullopt;
+  double top = total(plan.local);
+  for (const auto& [name, rates] : plan.children) top = std::max(top, total(rates));
+  if (!(top > 0)) return std::nullopt;
+  const double share = static_cast<double>(buffer) * total(it->second) / top;
+  return static_cast<std::uint64_t>(std::ceil(share)) + std::max<std::uint32_t>(1, cores);
 }
 
 }  // namespace treefarm::core

@@ -12,7 +12,9 @@
 /// is feasible again. The counts restart whenever the plan or the set of children changes.
 
 #include <cstdint>
+#include <map>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "runtime/core/LoadBalancer1D.hpp"
@@ -29,6 +31,15 @@ class PlanFollower {
 
   /// Replaces the plan (nullopt: none; select() then never chooses).
   void set_plan(std::optional<NodePlan> plan);
+  /// After a re-plan (docs/live-model.md): a child holding held_share() tasks or more is
+  /// not a feasible choice (demand-driven requests would otherwise refill a slowed
+  /// child's buffer whenever the faster ones are full). Empty: no caps.
+  void set_caps(std::map<std::string, std::uint64_t> caps) { caps_ = std::move(caps); }
+  /// Whether child `c` is below its cap (true without one).
+  bool below_cap(const ChildState& c) const {
+    const auto it = caps_.find(c.info.name);
+    return it == caps_.end() || c.in_flight < it->second;
+  }
   bool has_plan() const { return plan_.has_value(); }
   const std::optional<NodePlan>& plan() const { return plan_; }
 
@@ -60,6 +71,7 @@ class PlanFollower {
   void sync(const NodeState& state);
 
   std::optional<NodePlan> plan_;
+  std::map<std::string, std::uint64_t> caps_;
   bool dirty_ = true;
   std::vector<ChildId> children_seen_;
   std::vector<Choice> choices_;
@@ -73,6 +85,13 @@ class PlanFollower {
 /// whenever no other is feasible (issue 21: on the quickstart a node two hops down took
 /// 30 % of the tasks so).
 NodePlan without_crumbs(NodePlan plan);
+
+/// Tasks a child named `child` with `cores` cores should hold under `plan` with buffers of
+/// `buffer` tasks (docs/live-model.md): its share of the buffer in proportion to its rate
+/// against the largest rate of any requester, ⌈B · rate / max rate⌉, plus its cores.
+/// nullopt when the plan does not name it or gives no rate at all.
+std::optional<std::uint64_t> held_share(const NodePlan& plan, std::uint32_t buffer, const std::string& child,
+                                        std::uint32_t cores);
 
 /// Whether two rates differ by at most `tolerance` of the larger (plus 1e-12 tasks/s):
 /// policies that recompute a plan keep the old one, and its 1D counts, when so.

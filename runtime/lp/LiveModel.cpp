@@ -1,0 +1,111 @@
+#include "runtime/lp/LiveModel.hpp"
+
+#include <cmath>
+
+namespace treefarm::lp {
+
+nlohmann::json to_json(const Replan& r) {
+  return {{"at", r.at},           {"cause", r.cause},          {"node", r.node},
+          {"figure", r.figure},   {"old_value", r.old_value},  {"new_value", r.new_value},
+          {"old_optimum", r.old_optimum}, {"new_optimum", r.new_optimum}};
+}
+
+LiveModel::LiveModel(PlatformModel model, Solution solution, LiveModelOptions options)
+    : model_(std::move(model)), solution_(std::move(solution)), options_(options) {
+  shifts_seen_.assign(model_.nodes.size(), std::vector<std::uint32_t>(model_.apps.size(), 0));
+}
+
+int LiveModel::index_of(const std::string& node) const {
+  for (std::size_t u = 0; u < model_.nodes.size(); ++u)
+    if (model_.nodes[u].name == node) return static_cast<int>(u);
+  return -1;
+}
+
+std::optional<Replan> LiveModel::update(const std::vector<net::msg::Estimate>& estimates, double at) {
+  if (!estimates.empty()) latest_list_ = estimates;
+  std::optional<Replan> made;
+  for (const auto& e : estimates) {
+    if (e.what != net::msg::Estimate::What::task_seconds) continue;
+    const int u = index_of(e.node);
+    if (u < 0 || e.app >= model_.apps.size()) continue;
+    auto& seen = shifts_seen_[static_cast<std::size_t>(u)][e.app];
+    auto& node = model_.nodes[static_cast<std::size_t>(u)];
+    const double old_value = node.task_seconds.at(e.app);
+    if (!(old_value > 0) || !std::isfinite(old_value)) continue;
+    const bool moved = std::abs(e.mean / old_value - 1) > options_.min_change;
+    // A new shift, or a figure that shifted before and whose estimate has since settled
+    // away from the level the last re-plan took (the samples that tripped the test may
+    // straddle the change).
+    const bool shifted = e.shifts > seen;
+    const bool settled = !shifted && e.shifts > 0 && replanned_.contains({u, e.app});
+    if (!(shifted || settled)) continue;
+    if (shifted) seen = e.shifts;
+    if (!moved) continue;
+    if (made || (last_at_ && at - *last_at_ < options_.min_gap)) {
+      if (shifted) seen = e.shifts - 1;  // looked at again with the next report
+      continue;
+    }
+    replanned_.insert({u, e.app});
+    // A host's measured whole-task cost follows the node's kernel (docs/live-model.md).
+    if (node.host >= 0) {
+      auto& per_app = model_.hosts[static_cast<std::size_t>(node.host)].task_cpu_seconds;
+      if (e.app < per_app.size() && per_app[e.app] > 0) per_app[e.app] *= e.mean / old_value;
+    }
+    node.task_seconds[e.app] = e.mean;
+    const double old_optimum = solution_.fair_throughput;
+    solution_ = solve(model_);
+    made = Replan{at, shifted ? "shift test" : "estimate settled", e.node, "task_seconds of '" + model_.apps[e.app].name + "'", old_value, e.mean,
+                  old_optimum, solution_.fair_throughput};
+    last_at_ = at;
+    replans_.push_back(*made);
+  }
+  return made;
+}
+
+PlatformModel observed_model(PlatformModel model, const MeasuredSeconds& seconds,
+                             const std::map<std::string, std::map<std::string, double>>& tasks,
+                             const MeasuredBandwidth& bandwidth) {
+  // Per host and application: the tasks-weighted mean of observed / modelled seconds.
+  std::vector<std::vector<double>> factor_sum(model.hosts.size(), std::vector<double>(model.apps.size(), 0.0));
+  std::vector<std::vector<double>> factor_n(model.hosts.size(), std::vector<double>(model.apps.size(), 0.0));
+  for (auto& node : model.nodes) {
+    if (const auto b = bandwidth.find(node.name);
+        b != bandwidth.end() && std::isfinite(node.link_bandwidth) && node.link_bandwidth > 0 && b->second > 0)
+      node.link_bandwidth = b->second;
+    const auto it = seconds.find(node.name);
+    if (it == seconds.end()) continue;
+    for (std::size_t k = 0; k < model.apps.size(); ++k) {
+      const auto s = it->second.find(model.apps[k].name);
+      if (s == it->second.end() || !(s->second > 0) || k >= node.task_seconds.size()) continue;
+      const double before = node.task_seconds[k];
+      if (node.host >= 0 && before > 0 && std::isfinite(before)) {
+        double n = 1;
+        if (const auto t = tasks.find(node.name); t != tasks.end())
+          if (const auto c = t->second.find(model.apps[k].name); c != t->second.end()) n = c->second;
+        factor_sum[static_cast<std::size_t>(node.host)][k] += n * s->second / before;
+        factor_n[static_cast<std::size_t>(node.host)][k] += n;
+      }
+      node.task_seconds[k] = s->second;
+    }
+  }
+  for (std::size_t h = 0; h < model.hosts.size(); ++h)
+    for (std::size_t k = 0; k < model.apps.size() && k < model.hosts[h].task_cpu_seconds.size(); ++k)
+      if (factor_n[h][k] > 0) model.hosts[h].task_cpu_seconds[k] *= factor_sum[h][k] / factor_n[h][k];
+  return model;
+}
+
+std::vector<net::msg::NodeHint> LiveModel::hints() const {
+  std::vector<net::msg::NodeHint> out;
+  for (std::size_t u = 0; u < model_.nodes.size(); ++u) {
+    net::msg::NodeHint h;
+    h.name = model_.nodes[u].name;
+    for (std::size_t k = 0; k < model_.apps.size(); ++k) {
+      h.alpha.push_back(solution_.alpha[u][k]);
+      h.received.push_back(u == 0 ? 0.0 : solution_.sent[u][k]);
+    }
+    out.push_back(std::move(h));
+  }
+  return out;
+}
+
+}  // namespace treefarm::lp

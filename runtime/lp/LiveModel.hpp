@@ -1,0 +1,90 @@
+#pragma once
+/// @file LiveModel.hpp
+/// The root's current platform model during a run (docs/live-model.md): the LP's model
+/// the run started from (calibrated, or as the experiment declares it) with the figures
+/// the nodes' online estimates have moved, the LP solution that goes with it, and each
+/// re-plan made so far.
+///
+/// A re-plan is made when a node's shift test declares a change of a task time (its
+/// Estimate's `shifts` rose since the last report) to a level that differs from the
+/// model's by more than `min_change` (relative) — or when a figure re-planned on before
+/// has since settled more than `min_change` away from the value taken — at least
+/// `min_gap` seconds after the previous re-plan: the LP (papers/beaumont2006 §3.1, LP (3)) is solved again with that
+/// figure and the lp policy follows the new rates (§4.1) from then on — the rates
+/// recomputed "to cope with potential availability variations" as §4.5 does for its own.
+/// Hysteresis comes from the shift test (a deviation within its drift never accumulates)
+/// and from min_change: a steady platform does not re-plan back and forth.
+
+#include <optional>
+#include <set>
+#include <utility>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "runtime/lp/PlatformModel.hpp"
+#include "runtime/lp/SteadyState.hpp"
+#include "runtime/net/Messages.hpp"
+
+namespace treefarm::lp {
+
+/// One re-plan, as results.json's `replans` keeps it.
+struct Replan {
+  double at = 0;             ///< seconds since the run started
+  std::string cause;         ///< what triggered it ("shift test")
+  std::string node;          ///< the node whose figure moved
+  std::string figure;        ///< which figure ("task_seconds of 'mm'")
+  double old_value = 0;      ///< the figure in the model before (seconds)
+  double new_value = 0;      ///< the figure's new estimate (seconds)
+  double old_optimum = 0;    ///< the LP's fair throughput before, tasks/s per unit of weight
+  double new_optimum = 0;    ///< and after
+};
+nlohmann::json to_json(const Replan& r);
+
+struct LiveModelOptions {
+  double min_change = 0.2;   ///< relative change of a figure that is worth a re-plan
+  double min_gap = 5;        ///< seconds between two re-plans
+};
+
+/// The model of the platform as a run observed it (the a-posteriori prediction,
+/// docs/live-model.md): `model` with each node's task seconds of each application taken
+/// from `seconds` where given (a host's measured whole-task cost scaled by the same
+/// factor, averaged over its nodes weighted by `tasks`), and each link the model bounds
+/// (finite bandwidth) taken from `bandwidth` where given. Figures not observed stay.
+PlatformModel observed_model(PlatformModel model, const MeasuredSeconds& seconds,
+                             const std::map<std::string, std::map<std::string, double>>& tasks,
+                             const MeasuredBandwidth& bandwidth);
+
+class LiveModel {
+ public:
+  LiveModel(PlatformModel model, Solution solution, LiveModelOptions options = {});
+
+  /// The tree's estimates at `at` seconds since the start. A Replan when they made one
+  /// (model(), solution() and hints() are then the new ones).
+  std::optional<Replan> update(const std::vector<net::msg::Estimate>& estimates, double at);
+
+  const PlatformModel& model() const { return model_; }
+  const Solution& solution() const { return solution_; }
+  const std::vector<Replan>& replans() const { return replans_; }
+  /// Each node's rates in the current solution as Welcome hints (alpha, received).
+  std::vector<net::msg::NodeHint> hints() const;
+  /// The latest estimate of every figure reported so far (for a-posteriori predictions).
+  const std::vector<net::msg::Estimate>& latest() const { return latest_list_; }
+
+ private:
+  int index_of(const std::string& node) const;
+
+  PlatformModel model_;
+  Solution solution_;
+  LiveModelOptions options_;
+  std::vector<Replan> replans_;
+  std::optional<double> last_at_;
+  /// Per (node index, app): shifts seen in the last report.
+  std::vector<std::vector<std::uint32_t>> shifts_seen_;
+  std::vector<net::msg::Estimate> latest_list_;
+  /// (node index, app) of the figures re-planned on: followed as their estimate settles.
+  std::set<std::pair<int, std::size_t>> replanned_;
+};
+
+}  // namespace treefarm::lp

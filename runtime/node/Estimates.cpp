@@ -1,0 +1,67 @@
+#include "runtime/node/Estimates.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace treefarm::node {
+
+namespace {
+std::uint32_t count32(std::uint64_t n) {
+  return static_cast<std::uint32_t>(std::min<std::uint64_t>(n, std::numeric_limits<std::uint32_t>::max()));
+}
+net::msg::Estimate wire(const std::string& node, net::msg::Estimate::What what, std::size_t app, const RunningEstimate& e) {
+  return net::msg::Estimate{node, what, static_cast<std::uint16_t>(app), e.mean(), e.spread(), count32(e.samples()),
+                            std::min(e.shifts(), count32(e.samples()))};
+}
+}  // namespace
+
+void Estimates::configure(std::string name, std::size_t apps, const std::vector<double>& prior_seconds,
+                          std::map<std::string, double> prior_bandwidth, ShiftTestParams test) {
+  name_ = std::move(name);
+  test_ = test;
+  tasks_.assign(apps, RunningEstimate(0.1, test));
+  for (std::size_t k = 0; k < apps && k < prior_seconds.size(); ++k) tasks_[k].set_prior(prior_seconds[k]);
+  links_.clear();
+  for (const auto& [child, bw] : prior_bandwidth) {
+    if (!(bw > 0) || !std::isfinite(bw)) continue;
+    links_.emplace(child, RunningEstimate(0.1, test)).first->second.set_prior(bw);
+  }
+  below_.clear();
+}
+
+bool Estimates::task_ran(std::size_t k, double seconds) {
+  if (k >= tasks_.size()) return false;
+  return tasks_[k].add(seconds);
+}
+
+void Estimates::transfer(const std::string& child, double bytes, double seconds) {
+  if (!(bytes > 0) || !(seconds > 0)) return;
+  links_.try_emplace(child, RunningEstimate(0.1, test_)).first->second.add(bytes / seconds);
+}
+
+void Estimates::from_child(const std::string& child, std::vector<net::msg::Estimate> estimates) {
+  below_[child] = std::move(estimates);
+}
+
+void Estimates::forget(const std::string& child) {
+  below_.erase(child);
+  links_.erase(child);
+}
+
+std::vector<net::msg::Estimate> Estimates::report() const {
+  std::vector<net::msg::Estimate> out;
+  for (std::size_t k = 0; k < tasks_.size() && out.size() < net::max_estimates; ++k)
+    if (tasks_[k].samples() > 0) out.push_back(wire(name_, net::msg::Estimate::What::task_seconds, k, tasks_[k]));
+  for (const auto& [child, e] : links_)
+    if (e.samples() > 0 && out.size() < net::max_estimates)
+      out.push_back(wire(child, net::msg::Estimate::What::link_bandwidth, 0, e));
+  for (const auto& [child, list] : below_)
+    for (const auto& e : list) {
+      if (out.size() >= net::max_estimates) return out;
+      out.push_back(e);
+    }
+  return out;
+}
+
+}  // namespace treefarm::node

@@ -1,0 +1,57 @@
+#pragma once
+/// @file Estimates.hpp
+/// What a node learns of the platform while it runs (docs/live-model.md): per application
+/// the seconds of a task on its own cores, per child the bytes/s of the link to it, each
+/// a RunningEstimate (mean, spread, shift test) fed by the run's own timings, the
+/// calibration's values (the Welcome's hints) as priors. The node sends them up at a low
+/// rate — on its heartbeats, or every estimate interval where there are none — with those
+/// its children last reported, at most net::max_estimates; the root hands them to its
+/// RootSetup::on_estimates. No message per task.
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "runtime/net/Messages.hpp"
+#include "runtime/node/RunningEstimate.hpp"
+
+namespace treefarm::node {
+
+class Estimates {
+ public:
+  /// A new run: `apps` applications, `prior_seconds` the calibrated seconds of a task of
+  /// each here (0 or missing: none), `prior_bandwidth` the calibrated bytes/s of each
+  /// child's link by name.
+  void configure(std::string name, std::size_t apps, const std::vector<double>& prior_seconds,
+                 std::map<std::string, double> prior_bandwidth, ShiftTestParams test = {});
+
+  /// A task of application `k` ran here for `seconds`. True if its shift test declared a
+  /// change of this node's task time (the caller logs it).
+  bool task_ran(std::size_t k, double seconds);
+  /// A transfer of `bytes` to child `child` that had the link to itself took `seconds`.
+  void transfer(const std::string& child, double bytes, double seconds);
+  /// What child `child` last reported (its own estimates and those below it).
+  void from_child(const std::string& child, std::vector<net::msg::Estimate> estimates);
+  /// The child left: its reports and its link are forgotten.
+  void forget(const std::string& child);
+
+  /// This node's estimates, its children's links, then what the children reported, at most
+  /// net::max_estimates; empty when nothing is known yet.
+  std::vector<net::msg::Estimate> report() const;
+
+  const RunningEstimate* task(std::size_t k) const { return k < tasks_.size() ? &tasks_[k] : nullptr; }
+  const RunningEstimate* link(const std::string& child) const {
+    const auto it = links_.find(child);
+    return it == links_.end() ? nullptr : &it->second;
+  }
+
+ private:
+  std::string name_;
+  ShiftTestParams test_;
+  std::vector<RunningEstimate> tasks_;
+  std::map<std::string, RunningEstimate> links_;
+  std::map<std::string, std::vector<net::msg::Estimate>> below_;
+};
+
+}  // namespace treefarm::node

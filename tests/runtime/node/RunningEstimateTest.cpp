@@ -1,0 +1,112 @@
+// Online estimates (docs/live-model.md): the running mean and spread, and the shift test
+// that must see a real change within a few samples and never flap on jitter.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+
+#include "runtime/node/Estimates.hpp"
+#include "runtime/node/RunningEstimate.hpp"
+
+namespace treefarm::node {
+namespace {
+
+// Deterministic jitter in [-amplitude, +amplitude] (a linear congruential sequence).
+struct Jitter {
+  std::uint64_t x = 12345;
+  double operator()(double amplitude) {
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+    return amplitude * (2.0 * static_cast<double>(x >> 11) / 9007199254740992.0 - 1.0);
+  }
+};
+
+TEST(RunningEstimate, MeanAndSpreadOfASteadyFigure) {
+  RunningEstimate e;
+  Jitter j;
+  for (int i = 0; i < 500; ++i) e.add(1.0 + j(0.1));
+  EXPECT_NEAR(e.mean(), 1.0, 0.03);
+  EXPECT_GT(e.spread(), 0.02);  // uniform ±0.1: sd 0.058
+  EXPECT_LT(e.spread(), 0.1);
+  EXPECT_EQ(e.samples(), 500u);
+}
+
+TEST(RunningEstimate, SteadyJitterNeverShifts) {
+  // ±12% jitter, 20,000 samples (hours of one-second tasks): no change declared.
+  RunningEstimate e;
+  Jitter j;
+  for (int i = 0; i < 20000; ++i) EXPECT_FALSE(e.add(1.0 + j(0.12))) << "at sample " << i;
+  EXPECT_EQ(e.shifts(), 0u);
+}
+
+TEST(RunningEstimate, AQuarterSpeedIsSeenWithinTwoSamplesAndTheMeanFollows) {
+  RunningEstimate e;
+  Jitter j;
+  for (int i = 0; i < 30; ++i) e.add(1.0 + j(0.05));
+  int seen_after = -1;
+  for (int i = 0; i < 10 && seen_after < 0; ++i)
+    if (e.add(4.0 + j(0.2))) seen_after = i + 1;
+  EXPECT_EQ(seen_after, 2) << "a sequential test: not one sample, not many";
+  EXPECT_NEAR(e.mean(), 4.0, 0.3);
+  EXPECT_EQ(e.shifts(), 1u);
+  // And back to full speed later: seen too.
+  for (int i = 0; i < 10; ++i) e.add(4.0 + j(0.2));
+  bool back = false;
+  for (int i = 0; i < 20 && !back; ++i) back = e.add(1.0 + j(0.05));
+  EXPECT_TRUE(back);
+  EXPECT_NEAR(e.mean(), 1.0, 0.1);
+}
+
+TEST(RunningEstimate, OneOutlierIsNotAChange) {
+  RunningEstimate e;
+  for (int i = 0; i < 20; ++i) e.add(1.0);
+  EXPECT_FALSE(e.add(4.5));  // a task preempted once
+  for (int i = 0; i < 20; ++i) EXPECT_FALSE(e.add(1.0));
+  EXPECT_EQ(e.shifts(), 0u);
+}
+
+TEST(RunningEstimate, NoShiftBeforeMinSamples) {
+  RunningEstimate e(0.1, ShiftTestParams{0.15, 4.0, 5});
+  e.set_prior(1.0);
+  EXPECT_FALSE(e.add(10));
+  EXPECT_FALSE(e.add(10));
+  EXPECT_FALSE(e.add(10));
+  EXPECT_FALSE(e.add(10));
+  EXPECT_TRUE(e.add(10));  // the fifth sample
+}
+
+TEST(RunningEstimate, ThePriorCountsUntilTheRunsOwnSamplesReplaceIt) {
+  RunningEstimate e;
+  e.set_prior(2.0);
+  EXPECT_TRUE(e.known());
+  EXPECT_DOUBLE_EQ(e.mean(), 2.0);
+  e.add(1.0);
+  EXPECT_GT(e.mean(), 1.0);
+  EXPECT_LT(e.mean(), 2.0);
+  for (int i = 0; i < 100; ++i) e.add(1.0);
+  EXPECT_NEAR(e.mean(), 1.0, 0.01);
+  EXPECT_FALSE(e.add(std::nan("")));
+  EXPECT_FALSE(e.add(-1));
+  EXPECT_THROW(RunningEstimate(0), std::invalid_argument);
+}
+
+TEST(Estimates, ReportsOwnTaskTimesChildLinksAndWhatChildrenSaid) {
+  Estimates e;
+  e.configure("w1", 2, {0.5, 0}, {});
+  EXPECT_TRUE(e.report().empty()) << "nothing measured yet";
+  e.task_ran(0, 0.5);
+  e.transfer("w1a", 1e6, 0.01);
+  e.from_child("w1a", {net::msg::Estimate{"w1a", net::msg::Estimate::What::task_seconds, 1, 2.0, 0.1, 4, 0}});
+  const auto r = e.report();
+  ASSERT_EQ(r.size(), 3u);
+  EXPECT_EQ(r[0].node, "w1");
+  EXPECT_EQ(r[0].what, net::msg::Estimate::What::task_seconds);
+  EXPECT_EQ(r[1].node, "w1a");
+  EXPECT_EQ(r[1].what, net::msg::Estimate::What::link_bandwidth);
+  EXPECT_NEAR(r[1].mean, 1e8, 1);
+  EXPECT_EQ(r[2].app, 1u);
+  e.forget("w1a");
+  EXPECT_EQ(e.report().size(), 1u);
+}
+
+}  // namespace
+}  // namespace treefarm::node
