@@ -6,7 +6,7 @@ namespace treefarm::master {
 
 LiveRun::LiveRun(const model::Experiment& ex, std::optional<Prediction> prediction)
     : ex_(ex), prediction_(std::move(prediction)) {
-  if (prediction_ && ex_.run.policy == "lp") live_.emplace(prediction_->model, prediction_->solution);
+  if (prediction_ && lp::replans(ex_)) live_.emplace(prediction_->model, prediction_->solution);
 }
 
 void LiveRun::install(node::RootSetup& root, RunRecord& record) {
@@ -43,7 +43,7 @@ void LiveRun::a_posteriori(metrics::RunResults& results) const {
   for (const auto& e : latest_)
     if (e.what == net::msg::Estimate::What::link_bandwidth && e.samples >= 3) bandwidth[e.node] = e.mean;
   try {
-    const lp::PlatformModel model = prediction_ ? lp::observed_model(prediction_->model, seconds, count, bandwidth)
+    const lp::PlatformModel model = prediction_ ? lp::observed_model(prediction_->model, seconds, bandwidth)
                                                 : lp::model_from_experiment(ex_, &seconds, &bandwidth);
     const auto solution = lp::solve(model);
     results.predicted_fair_a_posteriori = solution.fair_throughput;

@@ -64,6 +64,14 @@ std::unique_ptr<Policy> create_price(std::string_view, const PolicyOptions& opti
   return std::make_unique<PricePolicy>(PriceParams::from_options(options));
 }
 std::vector<std::string> no_keys() { return {}; }
+/// lp's one option: `replan` = 1 re-plans from the run's online estimates
+/// (docs/live-model.md); 0 (default) follows the first plan to the end.
+std::vector<std::string> lp_keys() { return {"replan"}; }
+std::unique_ptr<Policy> create_lp(std::string_view, const PolicyOptions& options) {
+  if (const auto it = options.find("replan"); it != options.end() && it->second != 0 && it->second != 1)
+    throw std::invalid_argument("replan must be 0 or 1");
+  return std::make_unique<LpPolicy>();
+}
 
 /// The one list of policies (papers/beaumont2006 §4, in the paper's order): the experiment
 /// parser, the tools and make_policy all read it.
@@ -77,7 +85,7 @@ const RegistryEntry registry[] = {
     {"fcfs", &typeid(FcfsPolicy), &create<FcfsPolicy>, &no_keys},
     {"cgbc", &typeid(CgbcPolicy), &create<CgbcPolicy>, &no_keys},
     {"pbc", &typeid(PbcPolicy), &create<PbcPolicy>, &no_keys},
-    {"lp", &typeid(LpPolicy), &create<LpPolicy>, &no_keys},
+    {"lp", &typeid(LpPolicy), &create_lp, &lp_keys},
     {"data-centric", &typeid(DataCentricPolicy), &create<DataCentricPolicy>, &no_keys},
     {"price", &typeid(PricePolicy), &create_price, &PriceParams::keys},  // papers/bertin2008 §4
 };

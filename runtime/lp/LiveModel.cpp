@@ -62,35 +62,21 @@ std::optional<Replan> LiveModel::update(const std::vector<net::msg::Estimate>& e
   return made;
 }
 
-PlatformModel observed_model(PlatformModel model, const MeasuredSeconds& seconds,
-                             const std::map<std::string, std::map<std::string, double>>& tasks,
-                             const MeasuredBandwidth& bandwidth) {
-  // Per host and application: the tasks-weighted mean of observed / modelled seconds.
-  std::vector<std::vector<double>> factor_sum(model.hosts.size(), std::vector<double>(model.apps.size(), 0.0));
-  std::vector<std::vector<double>> factor_n(model.hosts.size(), std::vector<double>(model.apps.size(), 0.0));
+PlatformModel observed_model(PlatformModel model, const MeasuredSeconds& seconds, const MeasuredBandwidth& bandwidth) {
   for (auto& node : model.nodes) {
     if (const auto b = bandwidth.find(node.name);
         b != bandwidth.end() && std::isfinite(node.link_bandwidth) && node.link_bandwidth > 0 && b->second > 0)
       node.link_bandwidth = b->second;
+    // A calibrated host's task times are measured through the runtime, with its per-task
+    // costs, and its row charges its whole CPU per task: a kernel's run time is not the
+    // same figure, so they stay (docs/live-model.md).
+    if (node.host >= 0) continue;
     const auto it = seconds.find(node.name);
     if (it == seconds.end()) continue;
-    for (std::size_t k = 0; k < model.apps.size(); ++k) {
-      const auto s = it->second.find(model.apps[k].name);
-      if (s == it->second.end() || !(s->second > 0) || k >= node.task_seconds.size()) continue;
-      const double before = node.task_seconds[k];
-      if (node.host >= 0 && before > 0 && std::isfinite(before)) {
-        double n = 1;
-        if (const auto t = tasks.find(node.name); t != tasks.end())
-          if (const auto c = t->second.find(model.apps[k].name); c != t->second.end()) n = c->second;
-        factor_sum[static_cast<std::size_t>(node.host)][k] += n * s->second / before;
-        factor_n[static_cast<std::size_t>(node.host)][k] += n;
-      }
-      node.task_seconds[k] = s->second;
-    }
+    for (std::size_t k = 0; k < model.apps.size() && k < node.task_seconds.size(); ++k)
+      if (const auto s = it->second.find(model.apps[k].name); s != it->second.end() && s->second > 0)
+        node.task_seconds[k] = s->second;
   }
-  for (std::size_t h = 0; h < model.hosts.size(); ++h)
-    for (std::size_t k = 0; k < model.apps.size() && k < model.hosts[h].task_cpu_seconds.size(); ++k)
-      if (factor_n[h][k] > 0) model.hosts[h].task_cpu_seconds[k] *= factor_sum[h][k] / factor_n[h][k];
   return model;
 }
 

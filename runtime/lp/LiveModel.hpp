@@ -17,8 +17,8 @@
 
 #include <optional>
 #include <set>
-#include <utility>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -49,12 +49,19 @@ struct LiveModelOptions {
 
 /// The model of the platform as a run observed it (the a-posteriori prediction,
 /// docs/live-model.md): `model` with each node's task seconds of each application taken
-/// from `seconds` where given (a host's measured whole-task cost scaled by the same
-/// factor, averaged over its nodes weighted by `tasks`), and each link the model bounds
+/// from `seconds` where given — except on a calibrated host, whose figures are measured
+/// through the runtime and are not a kernel's run time — and each link the model bounds
 /// (finite bandwidth) taken from `bandwidth` where given. Figures not observed stay.
-PlatformModel observed_model(PlatformModel model, const MeasuredSeconds& seconds,
-                             const std::map<std::string, std::map<std::string, double>>& tasks,
-                             const MeasuredBandwidth& bandwidth);
+PlatformModel observed_model(PlatformModel model, const MeasuredSeconds& seconds, const MeasuredBandwidth& bandwidth);
+
+/// Whether `ex` re-plans: policy lp with `[policy.lp] replan = 1`.
+inline bool replans(const model::Experiment& ex) {
+  if (ex.run.policy != "lp") return false;
+  const auto it = ex.run.policy_options.find("lp");
+  if (it == ex.run.policy_options.end()) return false;
+  const auto r = it->second.find("replan");
+  return r != it->second.end() && r->second == 1;
+}
 
 class LiveModel {
  public:

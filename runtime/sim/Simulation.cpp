@@ -109,7 +109,7 @@ SimulationOutcome run_engine(const SimPlatform& p, const SimulationOptions& o, c
     world.platform = &view;
     world.options = &o;
     if (solution) world.plans = plans_from(p, trees[t], *solution);
-    if (solution && trees.size() == 1 && p.experiment.run.policy == "lp")
+    if (solution && trees.size() == 1 && lp::replans(p.experiment))
       world.live = std::make_shared<lp::LiveModel>(p.model, *solution);
     world.hosts = hosts.hosts;
     world.exec_hosts = hosts.exec_hosts;

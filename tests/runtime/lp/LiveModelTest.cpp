@@ -68,12 +68,17 @@ TEST(LiveModel, SmallMovesAndMovesTooSoonDoNotReplan) {
 TEST(LiveModel, ObservedModelTakesTheRunsFiguresAndKeepsTheRest) {
   auto m = star();
   m.nodes[2].link_bandwidth = testing::inf;  // unconstrained links stay so
-  const auto o = observed_model(m, {{"w1", {{"job", 2.0}}}}, {}, {{"w1", 5e7}, {"w2", 1e3}});
+  m.hosts.push_back(PlatformModel::Host{"h", 1.0, 0, 0, 0, {}});
+  m.nodes[3].host = 0;  // a calibrated host's figures are not kernel times: they stay
+  const auto o = observed_model(m, {{"w1", {{"job", 2.0}}}, {"w3", {{"job", 9.0}}}}, {{"w1", 5e7}, {"w2", 1e3}});
   EXPECT_DOUBLE_EQ(o.nodes[1].task_seconds[0], 2.0);
   EXPECT_DOUBLE_EQ(o.nodes[2].task_seconds[0], 1.0);
+  EXPECT_DOUBLE_EQ(o.nodes[3].task_seconds[0], 1.0);
   EXPECT_DOUBLE_EQ(o.nodes[1].link_bandwidth, 5e7);
   EXPECT_TRUE(std::isinf(o.nodes[2].link_bandwidth));
-  EXPECT_NEAR(solve(o).fair_throughput, 2.5, 1e-6);
+  m.hosts.clear();
+  m.nodes[3].host = -1;
+  EXPECT_NEAR(solve(observed_model(m, {{"w1", {{"job", 2.0}}}}, {})).fair_throughput, 2.5, 1e-6);
 }
 
 }  // namespace

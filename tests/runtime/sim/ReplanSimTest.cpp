@@ -19,6 +19,7 @@ std::string star(const std::string& policy, const std::string& migration, bool c
             "\"\nparent = \"master\"\ncores = 1\nspeed = \"1Gf\"\nbandwidth = \"100MBps\"\n";
   text += "[[app]]\nname = \"job\"\nbytes = \"1MB\"\nflops = \"1Gf\"\ntasks = " + std::to_string(tasks) + "\n";
   text += "[run]\npolicy = \"" + policy + "\"\ncomm_model = \"multi-port\"\nbuffer = 50\nmigration = \"" + migration + "\"\n";
+  if (policy == "lp") text += "[policy.lp]\nreplan = 1\n";
   if (change) text += "[[event]]\nat = 30\nnode = \"w1\"\nspeed = \"0.25Gf\"\n";
   return text;
 }
