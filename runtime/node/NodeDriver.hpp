@@ -72,9 +72,9 @@ struct NodeOptions {
   std::uint64_t disk = 0;           ///< bytes of free disk
   double speed = 0;                 ///< flop/s per core
   /// seconds between this node's online estimates to its parent where there are no
-  /// heartbeats (heartbeat_interval 0: simulations); with heartbeats they ride on them
-  /// (docs/live-model.md). 0: none.
-  double estimate_interval = 1.0;
+  /// heartbeats (heartbeat_interval 0: the simulator sets 1 s); with heartbeats they ride
+  /// on them (docs/live-model.md). 0: none.
+  double estimate_interval = 0;
   /// The estimates' shift test (RunningEstimate.hpp, docs/live-model.md).
   ShiftTestParams shift_test = {};
   /// Where the driver's log lines go (the adapters forward them to spdlog); unset: nowhere.

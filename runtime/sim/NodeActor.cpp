@@ -124,6 +124,7 @@ void NodeActor::operator()() {
     options.name = spec_.name;
     options.log = logging::spdlog_sink();
     options.heartbeat_interval = 0;  // nothing fails in a simulation
+    options.estimate_interval = 1;   // the online estimates go up every second instead (docs/live-model.md)
     options.task_deadline_factor = 0;  // nor is any node slower than the platform says
     options.rejoin_timeout = 0;
     options.join_timeout = std::numeric_limits<double>::infinity();

@@ -158,6 +158,7 @@ SimulationOutcome run_engine(const SimPlatform& p, const SimulationOptions& o, c
     out.events += w.events;
     results.duplicates += w.results.duplicates;
     for (const auto& [node, n] : w.results.policy_fallbacks) results.policy_fallbacks[node] += n;
+    for (const auto& r : w.results.replans) results.replans.push_back(r);  // one world: re-plans need one tree
     for (auto& rec : w.results.tasks) {  // the tree's application index and clock to the run's
       rec.app = static_cast<decltype(rec.app)>(trees[t].apps.at(rec.app));
       rec.completed_at += w.start - start;

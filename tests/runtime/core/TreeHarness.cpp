@@ -55,6 +55,9 @@ std::string describe(const Event& e) {
         for (bool f : x.capacity.fits) out += f ? " 1" : " 0";
         return out + " cores " + std::to_string(x.capacity.cores);
       },
+      [](const event::PlanChanged& x) {
+        return "PlanChanged (" + std::to_string(x.children.size()) + " children)";
+      },
       [](const event::PolicyMessage& x) {
         return "PolicyMessage from " + (x.from_parent ? std::string("parent") : "child " + std::to_string(x.child.value)) +
                " (" + std::to_string(x.payload.size()) + " bytes)";
