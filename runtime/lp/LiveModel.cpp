@@ -62,20 +62,35 @@ std::optional<Replan> LiveModel::update(const std::vector<net::msg::Estimate>& e
   return made;
 }
 
+static int nodes_on_host(const PlatformModel& model, int host) {
+  int n = 0;
+  for (const auto& node : model.nodes) n += node.host == host ? 1 : 0;
+  return n;
+}
+
 PlatformModel observed_model(PlatformModel model, const MeasuredSeconds& seconds, const MeasuredBandwidth& bandwidth) {
   for (auto& node : model.nodes) {
     if (const auto b = bandwidth.find(node.name);
         b != bandwidth.end() && std::isfinite(node.link_bandwidth) && node.link_bandwidth > 0 && b->second > 0)
       node.link_bandwidth = b->second;
-    // A calibrated host's task times are measured through the runtime, with its per-task
-    // costs, and its row charges its whole CPU per task: a kernel's run time is not the
-    // same figure, so they stay (docs/live-model.md).
-    if (node.host >= 0) continue;
+    // On a host several nodes share (every node of `treefarm run` on one machine), the
+    // task times were measured with the sharing of the calibration and the host's row
+    // charges its whole CPU per task measured through the runtime: a kernel's run time
+    // in this run is not the same figure, so they stay. A node alone on its host (an
+    // emulated LAN) ran its tasks as it was calibrated: its figure is taken, and its
+    // host's whole cost per task follows it (docs/live-model.md).
+    if (node.host >= 0 && nodes_on_host(model, node.host) > 1) continue;
     const auto it = seconds.find(node.name);
     if (it == seconds.end()) continue;
-    for (std::size_t k = 0; k < model.apps.size() && k < node.task_seconds.size(); ++k)
-      if (const auto s = it->second.find(model.apps[k].name); s != it->second.end() && s->second > 0)
-        node.task_seconds[k] = s->second;
+    for (std::size_t k = 0; k < model.apps.size() && k < node.task_seconds.size(); ++k) {
+      const auto s = it->second.find(model.apps[k].name);
+      if (s == it->second.end() || !(s->second > 0)) continue;
+      if (node.host >= 0 && node.task_seconds[k] > 0 && std::isfinite(node.task_seconds[k])) {
+        auto& cost = model.hosts[static_cast<std::size_t>(node.host)].task_cpu_seconds;
+        if (k < cost.size() && cost[k] > 0) cost[k] *= s->second / node.task_seconds[k];
+      }
+      node.task_seconds[k] = s->second;
+    }
   }
   return model;
 }

@@ -49,8 +49,10 @@ struct LiveModelOptions {
 
 /// The model of the platform as a run observed it (the a-posteriori prediction,
 /// docs/live-model.md): `model` with each node's task seconds of each application taken
-/// from `seconds` where given — except on a calibrated host, whose figures are measured
-/// through the runtime and are not a kernel's run time — and each link the model bounds
+/// from `seconds` where given — except on a host several nodes share, whose figures are
+/// measured with the calibration's sharing and through the runtime and are not a kernel's
+/// run time; a node alone on its host takes its figure and scales the host's whole cost
+/// per task by the same factor — and each link the model bounds
 /// (finite bandwidth) taken from `bandwidth` where given. Figures not observed stay.
 PlatformModel observed_model(PlatformModel model, const MeasuredSeconds& seconds, const MeasuredBandwidth& bandwidth);
 

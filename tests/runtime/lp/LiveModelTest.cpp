@@ -65,19 +65,24 @@ TEST(LiveModel, SmallMovesAndMovesTooSoonDoNotReplan) {
   EXPECT_FALSE(live.update({seconds_of("nobody", 9.0, 3)}, 40));
 }
 
-TEST(LiveModel, ObservedModelTakesTheRunsFiguresAndKeepsTheRest) {
+TEST(LiveModel, ObservedModelTakesTheRunsFiguresAndKeepsASharedHostsOnes) {
   auto m = star();
   m.nodes[2].link_bandwidth = testing::inf;  // unconstrained links stay so
-  m.hosts.push_back(PlatformModel::Host{"h", 1.0, 0, 0, 0, {}});
-  m.nodes[3].host = 0;  // a calibrated host's figures are not kernel times: they stay
+  // w2 and w3 share a calibrated host: their figures are not kernel times, they stay.
+  m.hosts.push_back(PlatformModel::Host{"shared", 1.0, 0, 0, 0, {}});
+  m.nodes[2].host = m.nodes[3].host = 0;
+  // w1 alone on its host (an emulated LAN): its figure is taken, its whole cost follows.
+  m.hosts.push_back(PlatformModel::Host{"own", 1.0, 0, 0, 0, {0.5}});
+  m.nodes[1].host = 1;
   const auto o = observed_model(m, {{"w1", {{"job", 2.0}}}, {"w3", {{"job", 9.0}}}}, {{"w1", 5e7}, {"w2", 1e3}});
   EXPECT_DOUBLE_EQ(o.nodes[1].task_seconds[0], 2.0);
+  EXPECT_DOUBLE_EQ(o.hosts[1].task_cpu_seconds[0], 1.0) << "0.5 s of CPU per task, twice as slow";
   EXPECT_DOUBLE_EQ(o.nodes[2].task_seconds[0], 1.0);
   EXPECT_DOUBLE_EQ(o.nodes[3].task_seconds[0], 1.0);
   EXPECT_DOUBLE_EQ(o.nodes[1].link_bandwidth, 5e7);
   EXPECT_TRUE(std::isinf(o.nodes[2].link_bandwidth));
   m.hosts.clear();
-  m.nodes[3].host = -1;
+  m.nodes[1].host = m.nodes[2].host = m.nodes[3].host = -1;
   EXPECT_NEAR(solve(observed_model(m, {{"w1", {{"job", 2.0}}}}, {})).fair_throughput, 2.5, 1e-6);
 }
 
