@@ -6,12 +6,9 @@
 # - PROGRAMS (full paths; optional): each one's --help, and recursively every subcommand's
 #   --help, cites no issue or session number.
 # Every finding is printed as FILE:LINE: TEXT (or PROGRAM ...: TEXT); any finding fails.
-cmake_minimum_required(VERSION 3.20)
-if(NOT ROOT)
-  message(FATAL_ERROR "CheckDocs: give -DROOT=DIR")
-endif()
-get_filename_component(ROOT "${ROOT}" ABSOLUTE)
-string(REPLACE "," ";" PROGRAMS "${PROGRAMS}")
+cmake_minimum_required(VERSION 3.25)
+include(${CMAKE_CURRENT_LIST_DIR}/CheckArgs.cmake)
+check_args(CheckDocs PROGRAMS)
 if(NOT MAX_BENCHMARK_LINES)
   set(MAX_BENCHMARK_LINES 400)
 endif()

@@ -12,12 +12,8 @@
 # TOLERATED lists "relative/file|included path" pairs that are known violations, scheduled
 # to go (each is printed; one that no longer occurs is reported so the entry gets removed).
 cmake_minimum_required(VERSION 3.25)
-foreach(v PURE NO_LOGGING NO_WORKER TOLERATED)
-  string(REPLACE "," ";" ${v} "${${v}}")
-endforeach()
-if(NOT ROOT OR NOT IS_DIRECTORY "${ROOT}")
-  message(FATAL_ERROR "CheckLayering: ROOT='${ROOT}' is not a directory (pass -DROOT=<source dir>)")
-endif()
+include(${CMAKE_CURRENT_LIST_DIR}/CheckArgs.cmake)
+check_args(CheckLayering PURE NO_LOGGING NO_WORKER TOLERATED)
 
 set(pure_regex "^[ \t]*#[ \t]*include[ \t]*[<\"]([^>\"]*[/_])?(zmq|cppzmq|simgrid|tbb|oneapi|hwloc|threads?|mutex|condition_variable|future|stop_token|semaphore|latch|barrier|chrono|ctime|time\\.h)([./_>\"]|$)")
 set(logging_regex "^[ \t]*#[ \t]*include[ \t]*[<\"]([^>\"]*/)?spdlog[/.>\"]")

@@ -7,12 +7,8 @@
 #    line that is a lone `}`) at most its number of lines;
 #  - a single line that starts a process (fork() or posix_spawn) under SPAWN_FOLDERS.
 cmake_minimum_required(VERSION 3.25)
-foreach(v FOLDERS LIMITS FUNCTIONS SPAWN_FOLDERS)
-  string(REPLACE "," ";" ${v} "${${v}}")
-endforeach()
-if(NOT ROOT OR NOT IS_DIRECTORY "${ROOT}")
-  message(FATAL_ERROR "CheckShape: ROOT='${ROOT}' is not a directory (pass -DROOT=<source dir>)")
-endif()
+include(${CMAKE_CURRENT_LIST_DIR}/CheckArgs.cmake)
+check_args(CheckShape FOLDERS LIMITS FUNCTIONS SPAWN_FOLDERS)
 if(NOT MAX_LINES)
   set(MAX_LINES 800)
 endif()
