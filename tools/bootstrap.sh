@@ -14,7 +14,7 @@ PACKAGES=(
   libsimgrid-dev gnuplot-nox iproute2 nftables util-linux procps
   clang libclang-rt-14-dev libsodium-dev
   libmsgpack-cxx-dev libabsl-dev
-  libcpp-httplib-dev libjs-chart.js chromium
+  libcpp-httplib-dev libjs-chart.js chromium chromium-driver
   dpkg-dev help2man openssh-client openssh-server slurm-wlm munge
 )
 

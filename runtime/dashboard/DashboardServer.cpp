@@ -94,6 +94,8 @@ DashboardServer::DashboardServer(Feed& feed, ServerOptions options)
   asset("/dashboard.js", page_js(), "text/javascript; charset=utf-8");
   asset("/dashboard.css", page_css(), "text/css; charset=utf-8");
   asset("/chart.js", chart_js(), "text/javascript; charset=utf-8");
+  // Browsers ask for an icon on their own; "no content" keeps a 404 out of their console.
+  http.Get("/favicon.ico", [](const httplib::Request&, httplib::Response& res) { res.status = 204; });
   // A served master's finished experiment (Feed::set_job_reports): its report page and data.
   const auto job_id = [](const httplib::Request& req) {
     std::uint64_t id = 0;

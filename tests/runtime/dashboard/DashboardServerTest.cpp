@@ -65,6 +65,10 @@ TEST(DashboardServer, ServesThePageItsAssetsAndTheStatusWithAContentSecurityPoli
   const auto missing = client.Get("/etc/passwd");
   ASSERT_TRUE(missing);
   EXPECT_EQ(missing->status, 404);
+  const auto icon = client.Get("/favicon.ico");  // a browser asks for it: no 404 in its console
+  ASSERT_TRUE(icon);
+  EXPECT_EQ(icon->status, 204);
+  EXPECT_EQ(icon->body, "");
 }
 
 TEST(DashboardServer, IsReadOnly) {
