@@ -1,5 +1,8 @@
 #include "master/LiveRun.hpp"
 
+#include <cstdio>
+#include <set>
+
 #include <spdlog/spdlog.h>
 
 namespace treefarm::master {
@@ -13,6 +16,7 @@ void LiveRun::install(node::RootSetup& root, RunRecord& record) {
   root.on_estimates = [this, &record](const std::vector<net::msg::Estimate>& estimates,
                                       double now) -> std::optional<std::vector<net::msg::NodeHint>> {
     if (!estimates.empty()) latest_ = estimates;
+    if (warmup_ && !warmup_->made()) return first_plan(estimates, record.elapsed(now), record);
     if (!live_) return std::nullopt;
     const auto replan = live_->update(estimates, record.elapsed(now));
     if (!replan) return std::nullopt;
@@ -23,6 +27,77 @@ void LiveRun::install(node::RootSetup& root, RunRecord& record) {
     return live_->hints();
   };
   record.on_computed([this](metrics::RunResults& results) { a_posteriori(results); });
+}
+
+void LiveRun::plan_from_estimates(std::optional<model::Calibration> hosts, bool pooled_inputs) {
+  std::set<std::string> free_links;  // a link within one host: its bytes are the host row's CPU
+  if (hosts)
+    for (std::size_t u = 1; u < ex_.nodes.size(); ++u) {
+      const auto& n = ex_.nodes[u];
+      const auto me = hosts->nodes.find(n.name), parent = hosts->nodes.find(n.parent.value_or(""));
+      if (me != hosts->nodes.end() && parent != hosts->nodes.end() && !me->second.host.empty() &&
+          me->second.host == parent->second.host)
+        free_links.insert(n.name);
+    }
+  auto build = [this, hosts = std::move(hosts), pooled_inputs](const lp::MeasuredSeconds& seconds,
+                                                               const lp::MeasuredBandwidth& bandwidth) {
+    lp::PlatformModel model;
+    if (!hosts) {
+      model = lp::model_from_experiment(ex_, &seconds, &bandwidth);
+    } else {  // the calibration's description of the machines, filled with the estimates
+      model::Calibration cal = *hosts;
+      for (const auto& node : ex_.nodes) {
+        auto& nc = cal.nodes[node.name];
+        if (const auto it = seconds.find(node.name); it != seconds.end()) nc.task_seconds = it->second;
+        if (const auto it = bandwidth.find(node.name); it != bandwidth.end()) nc.link_bandwidth = it->second;
+      }
+      model = lp::model_from_calibration(ex_, cal);
+    }
+    if (pooled_inputs)  // no input is generated per task (docs/security.md, "Secret inputs")
+      for (auto& h : model.hosts) h.input_cpu_seconds_per_byte = 0.0;
+    return model;
+  };
+  const auto it = ex_.run.policy_options.find("lp");
+  warmup_.emplace(ex_, std::move(free_links), std::move(build),
+                  lp::EstimatePlanOptions::from_policy_options(it == ex_.run.policy_options.end()
+                                                                   ? std::map<std::string, double>{}
+                                                                   : it->second));
+  const auto& o = warmup_->options();
+  spdlog::warn("master: no calibration: the run starts with FCFS and follows the LP's plan once every figure the "
+               "LP needs has {} samples and a 95% interval within ±{:.0f}% (at most {:.0f} s; docs/live-model.md)",
+               o.min_samples, o.max_half_width * 100, o.max_wait);
+}
+
+std::optional<std::vector<net::msg::NodeHint>> LiveRun::first_plan(const std::vector<net::msg::Estimate>& estimates,
+                                                                   double at, RunRecord& record) {
+  std::optional<lp::EstimatedPlan> plan;
+  try {
+    plan = warmup_->update(estimates, at);
+  } catch (const std::exception& e) {
+    spdlog::warn("master: no plan from the run's estimates at {:.1f} s ({}): the run goes on with FCFS", at, e.what());
+    return std::nullopt;
+  }
+  if (!plan) return std::nullopt;
+  if (!plan->tight) {
+    std::string loose;
+    for (std::size_t i = 0; i < warmup_->loose().size() && i < 3; ++i) loose += (i ? "; " : "") + warmup_->loose()[i];
+    spdlog::warn("master: estimates still loose after {:.1f} s ({}{}): planning with them", at, loose,
+                 warmup_->loose().size() > 3 ? "; ..." : "");
+  }
+  const double fair = plan->solution.fair_throughput;
+  spdlog::warn("master: plan ready at {:.1f} s: LP optimum {:.4f} tasks/s (from the run's own estimates)", at, fair);
+  auto& results = record.results();
+  results.predicted_fair_throughput = fair;
+  char source[64];
+  std::snprintf(source, sizeof source, "estimates at %.1f s", at);
+  results.prediction_source = source;
+  results.plan = lp::to_json(plan->model, plan->solution);
+  for (std::size_t k = 0; k < results.apps.size() && k < plan->solution.app_throughput.size(); ++k)
+    results.apps[k].predicted = plan->solution.app_throughput[k];
+  auto hints = lp::plan_hints(plan->model, plan->solution);
+  if (lp::replans(ex_)) live_.emplace(plan->model, plan->solution);
+  prediction_ = Prediction{std::move(plan->model), std::move(plan->solution)};
+  return hints;
 }
 
 void LiveRun::a_posteriori(metrics::RunResults& results) const {

@@ -5,13 +5,16 @@
 /// moved (lp::LiveModel: the LP solved again, the new rates followed in place), records
 /// each re-plan in results.json's `replans`, the log and the progress output, and at the
 /// end sets the a-posteriori prediction: the LP over the rates the run observed in its
-/// steady window.
+/// steady window. A run under policy lp without a calibration makes its first plan here
+/// (calibrate as you go, lp::EstimatePlan): it starts with FCFS and, once the estimates are
+/// tight, the LP over them becomes the plan the lp policy follows and the run's prediction.
 
 #include <optional>
 #include <vector>
 
 #include "master/RootPlan.hpp"
 #include "master/RunRecord.hpp"
+#include "runtime/lp/EstimatePlan.hpp"
 #include "runtime/lp/LiveModel.hpp"
 #include "runtime/lp/PlatformModel.hpp"
 #include "runtime/lp/SteadyState.hpp"
@@ -27,6 +30,15 @@ class LiveRun {
   /// calibrated). Re-plans only under policy lp with a prediction.
   LiveRun(const model::Experiment& ex, std::optional<Prediction> prediction);
 
+  /// Calibrate as you go: no calibration, policy lp. The first plan comes from the run's
+  /// own estimates once they are tight (`[policy.lp]` plan_ci, plan_samples, plan_wait);
+  /// `hosts`: a calibration holding only the machines nodes share (what `treefarm run`
+  /// writes, tools::local_host_only) — the model's host rows, filled with the estimates —
+  /// or none (every node alone, the experiment's declared figures where none is estimated).
+  /// `pooled_inputs`: no input is generated per task.
+  void plan_from_estimates(std::optional<model::Calibration> hosts, bool pooled_inputs);
+  bool predicted() const { return prediction_.has_value(); }
+
   /// Sets RootSetup::on_estimates; `record` gets the re-plans and, at its end, the
   /// a-posteriori prediction. Both must outlive the run.
   void install(node::RootSetup& root, RunRecord& record);
@@ -35,7 +47,13 @@ class LiveRun {
   void a_posteriori(metrics::RunResults& results) const;
 
  private:
+  /// The first plan from the estimates, when they are tight now: its hints, recorded as
+  /// the run's prediction.
+  std::optional<std::vector<net::msg::NodeHint>> first_plan(const std::vector<net::msg::Estimate>& estimates,
+                                                            double at, RunRecord& record);
+
   const model::Experiment& ex_;
+  std::optional<lp::EstimatePlan> warmup_;
   std::optional<Prediction> prediction_;
   std::optional<lp::LiveModel> live_;
   std::vector<net::msg::Estimate> latest_;

@@ -19,6 +19,7 @@
 #include "runtime/exec/Topology.hpp"
 #include "runtime/model/BagSource.hpp"
 #include "runtime/metrics/ProcessMemory.hpp"
+#include "runtime/model/Calibration.hpp"
 #include "runtime/metrics/Progress.hpp"
 #include "runtime/zmq/ZmqNode.hpp"
 #include "tasks/Benchmark.hpp"
@@ -126,6 +127,11 @@ int run_master(const model::Experiment& file_ex, const std::string& text, const 
     };
   }
   LiveRun live(ex, set_prediction(root, record.results(), ex, declared ? *declared : ex, options));
+  if (!calibrating && !live.predicted() && ex.run.policy == "lp")  // calibrate as you go
+    live.plan_from_estimates(options.host_calibration.empty()
+                                 ? std::nullopt
+                                 : std::optional<model::Calibration>(model::load_calibration(options.host_calibration)),
+                             options.pooled_inputs);
   if (!calibrating) live.install(root, record);
 
   // Served tree (docs/serve.md): the run goes to the live root, which keeps its children.

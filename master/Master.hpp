@@ -42,6 +42,11 @@ struct MasterOptions {
   bool table = true;                           ///< Print the result table on stdout.
   std::optional<std::vector<int>> cores;       ///< Cores the master computes on (default: the master node's `cores`).
   std::string calibration;                     ///< Calibration file: add LP predictions.
+  /// Without `calibration`, under policy lp: a calibration file holding only the machines
+  /// the nodes share (their CPUs, each node's CPU set and share, the CPU cost of a byte
+  /// moved; `treefarm run` writes it): the host rows of the first plan, which the run
+  /// makes from its own estimates (docs/live-model.md). "" = every node alone.
+  std::string host_calibration;
   /// Calibration run: write the measurements here instead of running tasks.
   std::string calibrate_out;
   std::uint32_t calibrate_reps = 5;            ///< Kernel runs per application and node.

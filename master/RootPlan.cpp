@@ -53,9 +53,11 @@ model::Experiment prepared_experiment(model::Experiment ex, const MasterOptions&
   if (options.resume && calibrating) throw std::invalid_argument("--resume does not apply to a calibration run");
   if (!(options.spot_check >= 0 && options.spot_check <= 1))
     throw std::invalid_argument("--spot-check " + std::to_string(options.spot_check) + ": expected a fraction in [0, 1]");
-  if (ex.run.policy == "lp" && options.calibration.empty() && !calibrating)
-    throw std::invalid_argument("policy 'lp' follows the LP solution, which needs the platform measured: give "
-                                "--calibration FILE or use `treefarm run --calibrate`");
+  // Without a calibration, an own tree's lp starts with FCFS and plans from the run's
+  // estimates (LiveRun::plan_from_estimates); a served tree's shape is known only from one.
+  if (ex.run.policy == "lp" && options.calibration.empty() && !calibrating && options.live)
+    throw std::invalid_argument("policy 'lp' on a served tree follows the LP over the calibrated live tree: give "
+                                "--calibration FILE or submit with --calibrate");
   return ex;
 }
 
@@ -105,6 +107,7 @@ std::optional<Prediction> set_prediction(node::RootSetup& root, metrics::RunResu
     for (auto& h : platform.hosts) h.input_cpu_seconds_per_byte = 0.0;
   const auto solution = lp::solve(platform);
   results.predicted_fair_throughput = solution.fair_throughput;
+  results.prediction_source = "calibration";
   results.plan = lp::to_json(platform, solution);  // results.json and the dashboard
   // Tell every node what the calibration and the LP say about it (policies use it).
   for (std::size_t i = 0; i < ex.nodes.size(); ++i) {

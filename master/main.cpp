@@ -56,6 +56,7 @@ int main(int argc, char** argv) {
   app.add_option("--cpus", cpus, "CPUs the master computes on (default: the master node's `cores`)");
   app.add_option("--ready-file", opt.ready_file, "Write the bound endpoint to this file once listening");
   app.add_option("--calibration", opt.calibration, "Calibration file: print the LP prediction beside the measurements")->check(CLI::ExistingFile);
+  app.add_option("--host-calibration", opt.host_calibration, "Without --calibration, policy lp: a calibration file of the machines the nodes share only (no task times), the host rows of the plan the run makes from its own estimates (docs/live-model.md)")->check(CLI::ExistingFile);
   app.add_option("--calibrate-out", opt.calibrate_out, "Calibration run: every node measures in place; write the file here, run no task");
   app.add_option("--calibrate-reps", opt.calibrate_reps, "Kernel runs per application and node in a calibration run")->capture_default_str()->check(treefarm::cli_support::positive_number());
   std::string curve_secret, authorized;

@@ -442,6 +442,27 @@ void calibrate_local_host(const model::Experiment& experiment, const std::string
   log << "\n";
 }
 
+model::Calibration local_host_only(const model::Experiment& experiment, bool encrypt, std::ostream& log) {
+  model::Calibration calibration;
+  calibration.experiment = experiment.path;
+  calibration.measured_at = static_cast<double>(std::time(nullptr));
+  for (const auto& n : experiment.nodes) {
+    auto& nc = calibration.nodes[n.name];
+    nc.cores = n.cores;
+    nc.parent = n.parent.value_or("");
+  }
+  const auto cost = tree_comm_cost(experiment, encrypt);
+  const auto topo = exec::discover_topology();
+  char name[256] = {};
+  if (gethostname(name, sizeof name - 1) != 0 || name[0] == '\0') std::snprintf(name, sizeof name, "localhost");
+  add_local_host(calibration, experiment, assign_cpus(experiment, topo.cores), static_cast<double>(topo.cores.size()),
+                 name, cost);
+  log << "host " << name << ": " << topo.cores.size() << " CPUs shared by the tree's " << experiment.nodes.size()
+      << " nodes; moving a byte between two of its processes" << (encrypt ? " (CURVE)" : "") << " costs "
+      << cost.cpu_seconds_per_byte * 1e9 << " CPU-ns (spread " << cost.spread * 100 << " %)\n";
+  return calibration;
+}
+
 namespace {
 /// `experiment` cut down to node `node` alone below a master in its parent's place, with
 /// one application `app` of `tasks` tasks (FCFS, no migration): what

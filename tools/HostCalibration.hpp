@@ -91,6 +91,13 @@ void add_local_host(model::Calibration& calibration, const model::Experiment& ex
 void calibrate_local_host(const model::Experiment& experiment, const std::string& file, bool encrypt,
                           std::ostream& log, const std::string& bin_dir = "");
 
+/// What a run that calibrates as it goes needs of this machine before it starts (about
+/// 1 s; docs/live-model.md): a calibration of `experiment` holding only this host — its
+/// CPUs, every node on it with its CPU set (as launch_tree assigns them) and cpu_shares()
+/// share, and the CPU cost of a byte moved between two of its processes (CURVE if
+/// `encrypt`) — and no task time: the run's own estimates give those. Prints one line to `log`.
+model::Calibration local_host_only(const model::Experiment& experiment, bool encrypt, std::ostream& log);
+
 /// After a calibration of `experiment` on an emulated LAN (`treefarm emulate`), written
 /// to `file`: every node is a machine of its own, so each becomes a host of its own with
 /// the CPU it may use — its `cpu_quota` (else its cpuset's size, else this machine's

@@ -13,12 +13,33 @@
 
 namespace treefarm::tools {
 
+namespace {
+/// The experiment's declared model; where it lacks a figure (a computing node without a
+/// speed, a command's duration), the error says how to get a prediction.
+lp::PlatformModel declared_model(const model::Experiment& ex) {
+  try {
+    return lp::model_from_experiment(ex);
+  } catch (const model::FileError& e) {
+    const std::string prefix = model::FileError(e.file(), e.line(), e.field(), "").what();
+    std::string detail = e.what();
+    if (detail.rfind(prefix, 0) == 0) detail.erase(0, prefix.size());
+    throw model::FileError(
+        e.file(), e.line(), e.field(),
+        detail + ". This experiment has no figure to predict from: either calibrate it (`treefarm calibrate " +
+            ex.path + " --out CAL.json`, about 30 s, then `treefarm predict " + ex.path +
+            " --calibration CAL.json`), or run it (`treefarm run " + ex.path +
+            " --policy lp`: the run starts at once and prints the LP's figure, from its own estimates, as soon as "
+            "they are tight)");
+  }
+}
+}  // namespace
+
 int predict_command(const std::string& experiment, const PredictOptions& options, std::ostream& out) {
   auto ex = model::load_experiment(experiment);
   ex.run.one_port_window = options.one_port_window;  // only a calibrated platform uses it (PlatformModel)
   std::optional<model::Calibration> calibration;
   if (!options.calibration.empty()) calibration = model::load_calibration_for(options.calibration, ex);
-  const auto platform = calibration ? lp::model_from_calibration(ex, *calibration) : lp::model_from_experiment(ex);
+  const auto platform = calibration ? lp::model_from_calibration(ex, *calibration) : declared_model(ex);
   const auto objective = lp::FairnessObjective::parse(options.objective);
   if (objective.kind != lp::FairnessObjective::Kind::max_min) {
     if (options.schedule) throw std::invalid_argument("--schedule needs --objective maxmin");

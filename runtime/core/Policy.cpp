@@ -64,12 +64,20 @@ std::unique_ptr<Policy> create_price(std::string_view, const PolicyOptions& opti
   return std::make_unique<PricePolicy>(PriceParams::from_options(options));
 }
 std::vector<std::string> no_keys() { return {}; }
-/// lp's one option: `replan` = 1 re-plans from the run's online estimates
-/// (docs/live-model.md); 0 (default) follows the first plan to the end.
-std::vector<std::string> lp_keys() { return {"replan"}; }
+/// lp's options (docs/live-model.md): `replan` = 1 re-plans from the run's online
+/// estimates, 0 (default) follows the first plan to the end; without a calibration, the
+/// tightness rule of the first plan: `plan_ci` (relative half-width of the 95% interval,
+/// in (0, 1)), `plan_samples` (whole, >= 2), `plan_wait` (seconds, > 0); runtime/lp/EstimatePlan.
+std::vector<std::string> lp_keys() { return {"replan", "plan_ci", "plan_samples", "plan_wait"}; }
 std::unique_ptr<Policy> create_lp(std::string_view, const PolicyOptions& options) {
   if (const auto it = options.find("replan"); it != options.end() && it->second != 0 && it->second != 1)
     throw std::invalid_argument("replan must be 0 or 1");
+  if (const auto it = options.find("plan_ci"); it != options.end() && !(it->second > 0 && it->second < 1))
+    throw std::invalid_argument("plan_ci must be in (0, 1) (a relative half-width)");
+  if (const auto it = options.find("plan_samples"); it != options.end() && !(it->second >= 2 && it->second <= 1e6 && it->second == static_cast<double>(static_cast<long>(it->second))))
+    throw std::invalid_argument("plan_samples must be a whole number of samples >= 2");
+  if (const auto it = options.find("plan_wait"); it != options.end() && !(it->second > 0 && it->second < 1e300))
+    throw std::invalid_argument("plan_wait must be > 0 seconds");
   return std::make_unique<LpPolicy>();
 }
 

@@ -95,14 +95,14 @@ PlatformModel observed_model(PlatformModel model, const MeasuredSeconds& seconds
   return model;
 }
 
-std::vector<net::msg::NodeHint> LiveModel::hints() const {
+std::vector<net::msg::NodeHint> plan_hints(const PlatformModel& model, const Solution& solution) {
   std::vector<net::msg::NodeHint> out;
-  for (std::size_t u = 0; u < model_.nodes.size(); ++u) {
+  for (std::size_t u = 0; u < model.nodes.size(); ++u) {
     net::msg::NodeHint h;
-    h.name = model_.nodes[u].name;
-    for (std::size_t k = 0; k < model_.apps.size(); ++k) {
-      h.alpha.push_back(solution_.alpha[u][k]);
-      h.received.push_back(u == 0 ? 0.0 : solution_.sent[u][k]);
+    h.name = model.nodes[u].name;
+    for (std::size_t k = 0; k < model.apps.size(); ++k) {
+      h.alpha.push_back(solution.alpha[u][k]);
+      h.received.push_back(u == 0 ? 0.0 : solution.sent[u][k]);
     }
     out.push_back(std::move(h));
   }

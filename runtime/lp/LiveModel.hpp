@@ -56,6 +56,10 @@ struct LiveModelOptions {
 /// (finite bandwidth) taken from `bandwidth` where given. Figures not observed stay.
 PlatformModel observed_model(PlatformModel model, const MeasuredSeconds& seconds, const MeasuredBandwidth& bandwidth);
 
+/// Each node's rates in `solution` as Welcome hints (alpha, received), by node name: what
+/// a plan made during the run hands the root's policy (RootSetup::on_estimates).
+std::vector<net::msg::NodeHint> plan_hints(const PlatformModel& model, const Solution& solution);
+
 /// Whether `ex` re-plans: policy lp with `[policy.lp] replan = 1`.
 inline bool replans(const model::Experiment& ex) {
   if (ex.run.policy != "lp") return false;
@@ -77,7 +81,7 @@ class LiveModel {
   const Solution& solution() const { return solution_; }
   const std::vector<Replan>& replans() const { return replans_; }
   /// Each node's rates in the current solution as Welcome hints (alpha, received).
-  std::vector<net::msg::NodeHint> hints() const;
+  std::vector<net::msg::NodeHint> hints() const { return plan_hints(model_, solution_); }
   /// The latest estimate of every figure reported so far (for a-posteriori predictions).
   const std::vector<net::msg::Estimate>& latest() const { return latest_list_; }
 

@@ -147,6 +147,7 @@ nlohmann::json to_json(const RunResults& r, bool with_tasks) {
   if (r.predicted_fair_throughput) {
     j["predicted_fair_throughput"] = *r.predicted_fair_throughput;
     j["fair_ratio"] = *r.predicted_fair_throughput > 0 ? r.fair_throughput / *r.predicted_fair_throughput : 0.0;
+    if (!r.prediction_source.empty()) j["prediction_source"] = r.prediction_source;
   }
   if (r.predicted_fair_a_posteriori) {
     j["fair_predicted_a_posteriori"] = *r.predicted_fair_a_posteriori;
@@ -306,6 +307,7 @@ RunResults results_from_json(const nlohmann::json& j) {
     r.tasks.push_back(t);
   }
   if (j.contains("predicted_fair_throughput")) r.predicted_fair_throughput = j["predicted_fair_throughput"].get<double>();
+  r.prediction_source = j.value("prediction_source", std::string());
   r.plan = j.value("plan", nlohmann::json());
   if (j.contains("fair_predicted_a_posteriori"))
     r.predicted_fair_a_posteriori = j["fair_predicted_a_posteriori"].get<double>();
@@ -344,6 +346,7 @@ void print_table(std::ostream& out, const RunResults& r) {
     std::snprintf(line, sizeof line, "   predicted %.4f   ratio %.3f", *r.predicted_fair_throughput,
                   *r.predicted_fair_throughput > 0 ? r.fair_throughput / *r.predicted_fair_throughput : 0.0);
     out << line;
+    if (r.prediction_source.rfind("estimates", 0) == 0) out << "   (LP over the run's own " << r.prediction_source << ")";
   }
   out << "\n";
   if (r.predicted_fair_a_posteriori) {

@@ -108,6 +108,10 @@ struct RunResults {
   bool cancelled = false;
   double fair_throughput = 0;           ///< min_k ρ_k / w_k
   std::optional<double> predicted_fair_throughput;
+  /// Where predicted_fair_throughput comes from: "calibration", or "estimates at T s" (a
+  /// run without a calibration under policy lp: the LP over the run's own estimates once
+  /// they were tight, T seconds after the start; docs/live-model.md); "" = no prediction.
+  std::string prediction_source;
   /// The LP's plan the prediction comes from (lp::to_json: per node its tasks/s per
   /// application, utilisations, saturated resources); null when the run was not calibrated.
   nlohmann::json plan;

@@ -90,6 +90,7 @@ node::RootSetup NodeActor::root_setup() {
   // docs/live-model.md: the nodes' online estimates; under lp, a re-plan when a task time moved.
   root.on_estimates = [this](const std::vector<net::msg::Estimate>& estimates,
                              double t) -> std::optional<std::vector<net::msg::NodeHint>> {
+    if (world_.warmup && !world_.warmup->made()) return first_plan(estimates, t - world_.start);
     if (!world_.live) return std::nullopt;
     const auto replan = world_.live->update(estimates, t - world_.start);
     if (!replan) return std::nullopt;
@@ -115,6 +116,22 @@ node::RootSetup NodeActor::root_setup() {
     if (world_.results.tasks.size() == platform_.experiment.total_tasks()) world_.completed = true;
   };
   return root;
+}
+
+std::optional<std::vector<net::msg::NodeHint>> NodeActor::first_plan(const std::vector<net::msg::Estimate>& estimates,
+                                                                     double at) {
+  try {
+    world_.first_plan = world_.warmup->update(estimates, at);
+  } catch (const std::exception& e) {
+    spdlog::warn("simulate: no plan from the estimates at {:.1f} s ({}): the run goes on with FCFS", at, e.what());
+    return std::nullopt;
+  }
+  if (!world_.first_plan) return std::nullopt;
+  const auto& plan = *world_.first_plan;
+  spdlog::info("simulate: plan ready at {:.1f} s: LP optimum {:.4f} tasks/s (from the run's own estimates{})", at,
+               plan.solution.fair_throughput, plan.tight ? "" : ", still loose");
+  if (lp::replans(platform_.experiment)) world_.live = std::make_shared<lp::LiveModel>(plan.model, plan.solution);
+  return lp::plan_hints(plan.model, plan.solution);
 }
 
 void NodeActor::operator()() {

@@ -83,6 +83,9 @@ class NodeActor final : public node::Transport, public node::LocalRunner {
 
   double now() const;
   node::RootSetup root_setup();
+  /// Calibrate as you go (SimulationOptions::plan_from_estimates): the first plan from
+  /// the estimates when they are tight at `at` seconds since the start, as its hints.
+  std::optional<std::vector<net::msg::NodeHint>> first_plan(const std::vector<net::msg::Estimate>& estimates, double at);
   std::vector<net::msg::NodeHint> known_hints() const;
   void post_get_down();
   void post_get_control();

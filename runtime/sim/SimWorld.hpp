@@ -18,6 +18,7 @@
 #include <simgrid/s4u/Mailbox.hpp>
 
 #include "runtime/core/NodeState.hpp"
+#include "runtime/lp/EstimatePlan.hpp"
 #include "runtime/lp/LiveModel.hpp"
 #include "runtime/net/Messages.hpp"
 #include "runtime/node/Payload.hpp"
@@ -43,6 +44,10 @@ struct SimWorld {
   /// The root's live model under policy lp (docs/live-model.md): re-plans from the nodes'
   /// online estimates. Null for other policies and for several origin trees.
   std::shared_ptr<lp::LiveModel> live;
+  /// SimulationOptions::plan_from_estimates: the first plan, made from the estimates
+  /// (null otherwise), and the solution it made (the run's prediction).
+  std::shared_ptr<lp::EstimatePlan> warmup;
+  std::optional<lp::EstimatedPlan> first_plan;
   std::vector<simgrid::s4u::Host*> hosts;            ///< per node
   std::vector<simgrid::s4u::Host*> exec_hosts;       ///< per node: where its executions run
   std::vector<simgrid::s4u::Link*> down_links;       ///< per node: DOWN half of its parent link

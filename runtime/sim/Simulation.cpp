@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -69,9 +70,37 @@ metrics::RunResults empty_results(const SimPlatform& p) {
 }
 
 void fill_prediction(const lp::Solution& s, metrics::RunResults& results) {
+  if (results.prediction_source.rfind("estimates", 0) == 0) return;  // the run's own plan (plan_from_estimates)
+  results.prediction_source = "platform";
   results.predicted_fair_throughput = s.fair_throughput;
   for (std::size_t k = 0; k < results.apps.size() && k < s.app_throughput.size(); ++k)
     results.apps[k].predicted = s.app_throughput[k];
+}
+
+// Calibrate as you go in a simulation: the model of the platform with each figure the
+// nodes estimated in its place (a link the model leaves unbounded has nothing to estimate).
+std::shared_ptr<lp::EstimatePlan> estimate_plan(const SimPlatform& p) {
+  std::set<std::string> free_links;
+  for (const auto& n : p.model.nodes)
+    if (std::isinf(n.link_bandwidth)) free_links.insert(n.name);
+  auto build = [&p](const lp::MeasuredSeconds& seconds, const lp::MeasuredBandwidth& bandwidth) {
+    lp::PlatformModel m = p.model;
+    for (auto& node : m.nodes) {
+      if (const auto b = bandwidth.find(node.name); b != bandwidth.end() && std::isfinite(node.link_bandwidth))
+        node.link_bandwidth = b->second;
+      const auto it = seconds.find(node.name);
+      if (it == seconds.end()) continue;
+      for (std::size_t k = 0; k < m.apps.size() && k < node.task_seconds.size(); ++k)
+        if (const auto s = it->second.find(m.apps[k].name); s != it->second.end()) node.task_seconds[k] = s->second;
+    }
+    return m;
+  };
+  const auto it = p.experiment.run.policy_options.find("lp");
+  return std::make_shared<lp::EstimatePlan>(
+      p.experiment, std::move(free_links), build,
+      lp::EstimatePlanOptions::from_policy_options(it == p.experiment.run.policy_options.end()
+                                                       ? std::map<std::string, double>{}
+                                                       : it->second));
 }
 
 // Runs SimGrid in this process. `solution` (may be null) gives the "lp" policy its plan.
@@ -108,9 +137,11 @@ SimulationOutcome run_engine(const SimPlatform& p, const SimulationOptions& o, c
     auto& world = *worlds.emplace_back(std::make_unique<SimWorld>());
     world.platform = &view;
     world.options = &o;
-    if (solution) world.plans = plans_from(p, trees[t], *solution);
-    if (solution && trees.size() == 1 && lp::replans(p.experiment))
+    const bool as_you_go = o.plan_from_estimates && trees.size() == 1 && p.experiment.run.policy == "lp";
+    if (solution && !as_you_go) world.plans = plans_from(p, trees[t], *solution);
+    if (solution && !as_you_go && trees.size() == 1 && lp::replans(p.experiment))
       world.live = std::make_shared<lp::LiveModel>(p.model, *solution);
+    if (as_you_go) world.warmup = estimate_plan(p);
     world.hosts = hosts.hosts;
     world.exec_hosts = hosts.exec_hosts;
     world.down_links = hosts.down_links;
@@ -159,6 +190,13 @@ SimulationOutcome run_engine(const SimPlatform& p, const SimulationOptions& o, c
     results.duplicates += w.results.duplicates;
     for (const auto& [node, n] : w.results.policy_fallbacks) results.policy_fallbacks[node] += n;
     for (const auto& r : w.results.replans) results.replans.push_back(r);  // one world: re-plans need one tree
+    if (w.first_plan) {
+      fill_prediction(w.first_plan->solution, results);
+      char source[64];
+      std::snprintf(source, sizeof source, "estimates at %.1f s", w.first_plan->at);
+      results.prediction_source = source;
+      results.plan = lp::to_json(w.first_plan->model, w.first_plan->solution);
+    }
     for (auto& rec : w.results.tasks) {  // the tree's application index and clock to the run's
       rec.app = static_cast<decltype(rec.app)>(trees[t].apps.at(rec.app));
       rec.completed_at += w.start - start;

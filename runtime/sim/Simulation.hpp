@@ -32,6 +32,10 @@ struct SimulationOptions {
   double control_bytes = 64;
   /// Stack of each actor (KiB): 10,000 nodes are 10,000 actors.
   std::uint32_t stack_kib = 1024;
+  /// Policy lp, one origin: calibrate as you go (docs/live-model.md) — the run starts
+  /// without the LP's plan (FCFS) and the root makes it from the nodes' online estimates
+  /// once they are tight (lp::EstimatePlan); the prediction is then that plan's optimum.
+  bool plan_from_estimates = false;
 };
 
 /// What one simulation produced.

@@ -234,8 +234,8 @@ TEST(RunTest, RequirementsAndQueueBalancingRunEveryTaskWhereItFitsOnce) {
   }
 }
 
-// Issue 21: a policy that follows the LP calibrates when it has no calibration, and says
-// so; a calibration of another experiment is refused naming what differs.
+// `run --calibrate` measures the platform first and says so; a calibration of another
+// experiment is refused naming what differs.
 TEST(RunTest, PolicyLpCalibratesFirstAndAForeignCalibrationIsRefused) {
   TempDir dir;
   const std::string tree =
@@ -247,12 +247,10 @@ TEST(RunTest, PolicyLpCalibratesFirstAndAForeignCalibrationIsRefused) {
       "[run]\nbuffer = 4\n";
   const auto exp = write_file(dir.path() / "cal.toml", tree);
   const auto out = dir.path() / "out";
-  const auto r = run_command(treefarm_bin + " run " + exp + " --policy lp --out " + out.string() + " --quiet --timeout 120");
+  const auto r = run_command(treefarm_bin + " run " + exp + " --policy lp --calibrate --out " + out.string() +
+                             " --quiet --timeout 120");
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find("policy 'lp' follows the LP over a measured platform and no --calibration was given: "
-                          "calibrating first"),
-            std::string::npos)
-      << r.output;
+  EXPECT_NE(r.output.find("treefarm run: calibrating first ("), std::string::npos) << r.output;
   ASSERT_TRUE(fs::exists(out / "calibration.json"));
   const auto cal = nlohmann::json::parse(read_file(out / "calibration.json"));
   ASSERT_TRUE(cal.contains("apps")) << cal.dump();
@@ -260,6 +258,7 @@ TEST(RunTest, PolicyLpCalibratesFirstAndAForeignCalibrationIsRefused) {
   EXPECT_GT(cal.at("hosts").at(0).at("cores").get<double>(), 0.0);
   const auto res = nlohmann::json::parse(read_file(out / "results.json"));
   EXPECT_GT(res.at("predicted_fair_throughput").get<double>(), 0.0) << res.dump().substr(0, 400);
+  EXPECT_EQ(res.at("prediction_source").get<std::string>(), "calibration");
   // Every node of the lp policy reported its fallbacks (issue 21), zero or not.
   ASSERT_TRUE(res.contains("policy_fallbacks")) << res.dump().substr(0, 400);
   EXPECT_EQ(res.at("policy_fallbacks").at("nodes").size(), 3u) << res.at("policy_fallbacks").dump();
@@ -276,4 +275,44 @@ TEST(RunTest, PolicyLpCalibratesFirstAndAForeignCalibrationIsRefused) {
   EXPECT_NE(bad.output.find("node 'cz' is in the experiment, not in the calibration"), std::string::npos) << bad.output;
   EXPECT_NE(bad.output.find("application 'ma': n is 96 in the experiment, 64 in the calibration"), std::string::npos)
       << bad.output;
+}
+
+// Calibrate as you go (docs/live-model.md): `run --policy lp` without a calibration starts
+// at once with FCFS, switches to the LP's plan once the run's own estimates are tight
+// (loose thresholds here, and no deadline: only the rule can make the plan), says so, and
+// records it; no task is lost or done twice across the switch.
+TEST(RunTest, PolicyLpWithoutACalibrationPlansFromItsOwnEstimates) {
+  TempDir dir;
+  const std::string tree =
+      "[[node]]\nname = \"gm\"\ncores = 0\n"
+      "[[node]]\nname = \"ga\"\nparent = \"gm\"\ncores = 1\n"
+      "[[node]]\nname = \"gb\"\nparent = \"gm\"\ncores = 1\n"
+      "[[app]]\nname = \"mm\"\nkernel = \"matmul\"\nn = 128\ntasks = 3000\n"
+      "[[app]]\nname = \"ma\"\nkernel = \"matadd\"\nn = 128\nweight = 2\ntasks = 6000\n"
+      "[run]\nbuffer = 4\npolicy = \"lp\"\n"
+      "[policy.lp]\nplan_ci = 0.5\nplan_samples = 5\nplan_wait = 100000\n";
+  const auto exp = write_file(dir.path() / "go.toml", tree);
+  const auto out = dir.path() / "out";
+  const auto r = run_command(treefarm_bin + " run " + exp + " --out " + out.string() +
+                             " --heartbeat-interval 0.2 --quiet --timeout 200");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("without --calibration: starting with FCFS"), std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists(out / "calibration.json")) << "calibrated first";
+  const auto plan_line = r.output.find("plan ready at ");
+  ASSERT_NE(plan_line, std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("(from the run's own estimates)", plan_line), std::string::npos) << r.output;
+  const auto res = nlohmann::json::parse(read_file(out / "results.json"));
+  const auto source = res.at("prediction_source").get<std::string>();
+  ASSERT_EQ(source.rfind("estimates at ", 0), 0u) << source;
+  EXPECT_LT(std::stod(source.substr(13)), res.at("duration").get<double>()) << source;
+  EXPECT_GT(res.at("predicted_fair_throughput").get<double>(), 0.0);
+  EXPECT_TRUE(res.contains("plan")) << res.dump().substr(0, 400);
+  // Every task exactly once across the switch.
+  std::set<std::pair<std::string, std::uint64_t>> seen;
+  for (const auto& t : res.at("tasks"))
+    EXPECT_TRUE(seen.insert({t.at("app").get<std::string>(), t.at("id").get<std::uint64_t>()}).second)
+        << "task recorded twice: " << t.dump();
+  EXPECT_EQ(seen.size(), 9000u);
+  EXPECT_EQ(res.at("lost").get<std::uint64_t>(), 0u);
+  EXPECT_TRUE(res.at("ok").get<bool>());
 }

@@ -1,6 +1,9 @@
 // treefarm run (docs/commands.md).
+#include <unistd.h>
+
 #include <algorithm>
 #include <filesystem>
+#include <optional>
 #include <iostream>
 #include <memory>
 #include <thread>
@@ -100,6 +103,19 @@ void add_run_args(RunOptions& o) {
   }
 }
 
+/// A file under the system's temporary directory (`prefix`-PID.json), removed with it.
+struct TempFile {
+  std::string path;
+  explicit TempFile(const std::string& prefix)
+      : path((std::filesystem::temp_directory_path() / (prefix + "-" + std::to_string(::getpid()) + ".json")).string()) {}
+  ~TempFile() {
+    std::error_code ec;
+    std::filesystem::remove(path, ec);
+  }
+  TempFile(const TempFile&) = delete;
+  TempFile& operator=(const TempFile&) = delete;
+};
+
 /// Where the output files of command applications are (docs/command-tasks.md).
 void print_outputs(const model::Experiment& ex, const std::string& out_dir, std::ostream& os) {
   for (const auto& app : ex.apps) {
@@ -139,12 +155,16 @@ int run_run(RunOptions o) {
     add_run_args(o);
     return tools::launch_origins(ex, lo, interrupted());
   }
-  // A policy that follows the LP's plan needs the platform measured: with no
-  // calibration given, measure it first and say so (issue 21).
+  // A policy that follows the LP's plan without a calibration calibrates as it goes
+  // (docs/live-model.md): the run starts at once with FCFS and switches to the LP's plan
+  // once its own estimates are tight. Only this machine's hosts are measured first (~1 s).
+  std::optional<TempFile> hosts;
   if (!o.calibrate && o.calibration.empty() && core::policy_needs_calibration(policy)) {
-    std::cerr << "treefarm run: policy '" << policy << "' follows the LP over a measured platform and no "
-              << "--calibration was given: calibrating first\n";
-    o.calibrate = true;
+    std::cerr << "treefarm run: policy '" << policy << "' without --calibration: starting with FCFS; the LP's plan "
+              << "follows once the run's own estimates are tight (--calibrate measures the platform first)\n";
+    hosts.emplace("treefarm-hosts");
+    model::save_calibration(tools::local_host_only(ex, lo.encrypt, std::cerr), hosts->path);
+    lo.master_args.insert(lo.master_args.end(), {"--host-calibration", hosts->path});
   }
   if (o.calibrate) {
     if (lo.out_dir.empty()) lo.out_dir = "out/" + std::filesystem::path(o.experiment).stem().string();

@@ -33,6 +33,9 @@ void add_simulate_command(CLI::App& app, Commands& out) {
                    "`treefarm predict --calibration FILE` prints")
       ->check(CLI::ExistingFile);
   simc->add_flag("--quiet", o->so.quiet, "No table");
+  simc->add_flag("--plan-from-estimates", o->so.plan_from_estimates,
+                 "Policy lp: start without the LP's plan (FCFS) and plan from the nodes' online estimates once they "
+                 "are tight, as a run without a calibration does (docs/live-model.md)");
   simc->add_option("--trace", o->so.trace,
                    "Policy price: write the convergence trace of its agents (CSV: iteration, utility, rates, prices; "
                    "beside the Ipopt optimum) and a PNG plot next to it");

@@ -74,6 +74,7 @@ int simulate_command(const std::string& experiment, const SimulateOptions& optio
   sim::SimulationOptions so;
   so.time_limit = options.time_limit;
   so.wall_limit = options.wall_limit;
+  so.plan_from_estimates = options.plan_from_estimates;
   const auto outcome = sim::simulate(platform, so);
 
   if (!options.out_dir.empty()) {

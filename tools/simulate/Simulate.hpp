@@ -23,6 +23,8 @@ struct SimulateOptions {
   double time_limit = 0;     ///< Simulated seconds (0 = none).
   double wall_limit = 0;     ///< Wall-clock seconds (0 = none).
   bool quiet = false;        ///< No table.
+  /// Policy lp: calibrate as you go (sim::SimulationOptions::plan_from_estimates).
+  bool plan_from_estimates = false;
   /// Policy "price": write the convergence trace of its agents (CSV, PriceStudy.hpp) here,
   /// with a PNG plot beside it, before the simulation ("" = none).
   std::string trace;

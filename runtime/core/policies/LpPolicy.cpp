@@ -99,7 +99,9 @@ std::optional<Assignment> LpPolicy::unplanned_select(const NodeState& state) {
         return false;
     return !any_planned || planned(state, t);
   });
-  if (a) ++fallbacks_;
+  // Without a plan (a run waiting for its first one, docs/live-model.md) FCFS is the
+  // rule (§4.2), not a choice outside it.
+  if (a && follower_.has_plan()) ++fallbacks_;
   return a;
 }
 

@@ -14,7 +14,8 @@
 /// counted too — among the requesters the plan gives some rate: one it gives nothing
 /// stays idle while a planned requester is connected (see LpPolicy.cpp). At the root, once the planned applications' bags are empty, the others
 /// are drawn by weight.
-/// Without a plan (or a node missing from it): FCFS (§4.2), weights at the root.
+/// Without a plan (or a node missing from it): FCFS (§4.2), weights at the root; without
+/// a plan those choices are not counted as fallbacks.
 /// Needs: the plan (computed off-line from calibrated b_u, c_u); child names.
 
 #include <cstdint>
