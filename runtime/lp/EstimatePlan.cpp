@@ -66,6 +66,10 @@ std::vector<std::string> loose_figures(const std::vector<Estimate>& estimates, c
   char text[96];
   for (const auto& f : needed) {
     const Estimate* e = find(estimates, f);
+    // A link is estimated only from transfers that had it to themselves, which a saturated
+    // link may never have: one not estimated at all does not hold the plan back (it keeps
+    // the model's figure).
+    if (f.app < 0 && (!e || e->samples == 0)) continue;
     if (!e || e->samples < options.min_samples) {
       std::snprintf(text, sizeof text, ": %u of %u samples", e ? e->samples : 0u, options.min_samples);
       out.push_back(figure_name(f, ex) + text);

@@ -14,7 +14,9 @@
 /// weight 0.1 for the newest sample, is worth (2 − 0.1) / 0.1 = 19 samples). The figures
 /// needed: the task time of every application on every node that can run it (cores >=
 /// its cores_per_task) and the bandwidth of every link that is not `free` (a link within
-/// one host: the host's CPU row charges its bytes, docs/lp.md "Hosts").
+/// one host: the host's CPU row charges its bytes, docs/lp.md "Hosts") once it has an
+/// estimate at all (a link is estimated only from transfers that had it to themselves,
+/// which a saturated link may never have; one never estimated keeps the model's figure).
 /// After `max_wait` seconds the plan is made with the figures there are (a figure still
 /// missing: the node does not run that application in the model; a link: unconstrained).
 

@@ -128,8 +128,10 @@ std::optional<std::vector<net::msg::NodeHint>> NodeActor::first_plan(const std::
   }
   if (!world_.first_plan) return std::nullopt;
   const auto& plan = *world_.first_plan;
-  spdlog::info("simulate: plan ready at {:.1f} s: LP optimum {:.4f} tasks/s (from the run's own estimates{})", at,
-               plan.solution.fair_throughput, plan.tight ? "" : ", still loose");
+  std::string loose;
+  for (const auto& l : world_.warmup->loose()) loose += "; " + l;
+  spdlog::info("simulate: plan ready at {:.1f} s: LP optimum {:.4f} tasks/s (from the run's own estimates{}{})", at,
+               plan.solution.fair_throughput, plan.tight ? "" : ", still loose", loose);
   if (lp::replans(platform_.experiment)) world_.live = std::make_shared<lp::LiveModel>(plan.model, plan.solution);
   return lp::plan_hints(plan.model, plan.solution);
 }

@@ -33,3 +33,18 @@ TEST(PredictCommand, ProportionalObjectiveSolvesInTheTreefarmBinary) {
 }
 
 }  // namespace
+
+namespace {
+// An experiment with neither a calibration nor declared speeds (the quickstart): exit 3 (a
+// figure the input file lacks), naming the file and field, and the two ways to a figure.
+TEST(PredictCommand, AnUncalibratedExperimentSaysHowToGetAFigure) {
+  const std::string quickstart = std::string(TREEFARM_SOURCE_DIR) + "/examples/quickstart.toml";
+  const auto r = treefarm::test_support::run_shell(treefarm + " predict " + quickstart + " 2>&1");
+  EXPECT_EQ(r.exit_code, 3) << r.output;
+  EXPECT_NE(r.output.find("quickstart.toml"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(".speed"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("treefarm calibrate " + quickstart + " --out CAL.json"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("--calibration CAL.json"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("treefarm run " + quickstart + " --policy lp"), std::string::npos) << r.output;
+}
+}  // namespace

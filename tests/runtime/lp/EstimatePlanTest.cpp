@@ -137,14 +137,28 @@ TEST(EstimatePlan, ALinkThatIsNotFreeMustBeTightToo) {
   EstimatePlan plan(ex, {"w1a"}, declared(ex));
   auto estimates = all_tasks(0.05, 40);
   estimates.push_back(link("w1", 1e8, 1e7, 40));
-  EXPECT_FALSE(plan.update(estimates, 5.0));  // w2's link not estimated
+  estimates.push_back(link("w2", 5e7, 1e6, 3));
+  EXPECT_FALSE(plan.update(estimates, 5.0));  // w2's link: too few samples
   ASSERT_EQ(plan.loose().size(), 1u);
-  EXPECT_EQ(plan.loose().front(), "w2: link: 0 of 10 samples");
-  estimates.push_back(link("w2", 5e7, 1e6, 12));
+  EXPECT_EQ(plan.loose().front(), "w2: link: 3 of 10 samples");
+  estimates.back().spread = 2e7;  // 12 samples, ±18 %
+  estimates.back().samples = 12;
+  EXPECT_FALSE(plan.update(estimates, 5.5));
+  ASSERT_EQ(plan.loose().size(), 1u);
+  estimates.back().spread = 1e6;
   const auto made = plan.update(estimates, 6.0);
   ASSERT_TRUE(made);
   EXPECT_DOUBLE_EQ(made->model.nodes[2].link_bandwidth, 5e7);
   EXPECT_TRUE(std::isinf(made->model.nodes[3].link_bandwidth));  // free: as the builder has it
+}
+
+TEST(EstimatePlan, ALinkNeverEstimatedDoesNotHoldThePlanBack) {
+  const auto ex = tree();
+  EstimatePlan plan(ex, {}, declared(ex));  // every link needed, none estimated (saturated links)
+  const auto made = plan.update(all_tasks(0.05, 40), 6.0);
+  ASSERT_TRUE(made);
+  EXPECT_TRUE(made->tight);
+  EXPECT_TRUE(std::isinf(made->model.nodes[1].link_bandwidth));  // the builder's (declared: none)
 }
 
 TEST(EstimatePlan, AtMaxWaitThePlanIsMadeWithWhatThereIs) {
