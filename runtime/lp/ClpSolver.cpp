@@ -73,11 +73,19 @@ LpResult ClpSolver::solve(const LpProblem& problem) {
                     row_upper.data());
   model.setOptimizationDirection(problem.sense() == Sense::maximize ? -1.0 : 1.0);
 
-  // Dual simplex after Clp's presolve: the steady-state LPs are large and sparse, and
-  // presolve removes the many variables fixed at zero (nodes that cannot run an app).
+  // Primal simplex after Clp's presolve: the steady-state LPs are large and sparse, and
+  // presolve removes the many variables fixed at zero (nodes that cannot run an app) and
+  // the doubleton rows of the leaves (sent = α). Two of its passes are left out: the
+  // implied-free column substitution and the dual-based fixing (domination) cost more
+  // than they save on these trees — on a 10,000-node tree × 10 applications they were
+  // 70 % of the CPU time (perf), and without them the primal simplex needs no more
+  // iterations. Primal rather than dual: on the multi-port LP the dual simplex took
+  // 2.5x the iterations (docs/benchmarks.md, "Simulation and LP").
   ClpSolve options;
-  options.setSolveType(ClpSolve::useDual);
+  options.setSolveType(ClpSolve::usePrimal);
   options.setPresolveType(ClpSolve::presolveOn);
+  options.setDoImpliedFree(false);
+  options.setDoDual(false);
   model.initialSolve(options);
 
   LpResult result;
