@@ -339,5 +339,22 @@ TEST(Cli, BenchMemoryMasterStaysUnder100BytesPerTask) {
   EXPECT_GT(j.at("results_json").at("dom_seconds").get<double>(), 0);
 }
 
+// `bench memory --array`: a command bag `array = "1-N"` of `true` through a worker, every
+// task recorded, and the peak it prints beside the 200 MB target is the master's own
+// figure. The size that matters (1,000,000 tasks) runs for an hour: docs/benchmarks.md.
+TEST(Cli, BenchMemoryArrayRecordsEveryTaskAndPrintsThePeakBesideTheTarget) {
+  const auto parsed = bench_json("bench memory --array --tasks 300 --workers 1 --buffer 64 --timeout 300 --json");
+  ASSERT_TRUE(parsed);
+  const nlohmann::json& j = *parsed;
+  EXPECT_EQ(j.at("kind"), "array");
+  EXPECT_EQ(j.at("run").at("tasks").get<std::uint64_t>(), 300u);  // every task recorded
+  const auto peak = j.at("run").at("peak_rss_bytes").get<std::uint64_t>();
+  EXPECT_GT(peak, j.at("run").at("rss_at_start_bytes").get<std::uint64_t>());
+  EXPECT_DOUBLE_EQ(j.at("peak_mb").get<double>(), static_cast<double>(peak) / 1e6);
+  EXPECT_DOUBLE_EQ(j.at("limit_mb").get<double>(), 200.0);
+  EXPECT_EQ(j.at("within_limit").get<bool>(), peak <= 200'000'000u);
+  EXPECT_FALSE(j.contains("results_json"));  // the no-op records' comparison is not run
+}
+
 }  // namespace
 }  // namespace treefarm::testing

@@ -131,7 +131,11 @@ void add_bench_command(CLI::App& app, Commands& out) {
                         "Records of the results.json write comparison, streamed vs one nlohmann DOM (0: skip)")
       ->capture_default_str();
   bench_mem->add_option("--timeout", mbo->timeout, "seconds per run (0: none)")->capture_default_str()->check(cli_support::non_negative_seconds());
-  bench_mem->add_flag("--json", mbo->json, "JSON output (bytes_per_task, net_bytes_per_task, run, reference, results_json)");
+  bench_mem->add_flag("--array", mbo->array,
+                      "A command bag array = \"1-TASKS\" running true (workers without cgroups) instead of no-op tasks; "
+                      "prints the master's peak beside the 200 MB target and exits 1 above it");
+  bench_mem->add_flag("--json", mbo->json, "JSON output (bytes_per_task, net_bytes_per_task, run, reference, results_json; "
+                                           "with --array peak_mb, limit_mb, within_limit)");
   out.push_back({bench_mem, [mbo] { return bench::bench_memory(std::cout, *mbo); }});
 
   auto* bench_drift = bench->add_subcommand(
