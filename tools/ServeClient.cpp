@@ -49,8 +49,10 @@ static std::vector<std::pair<std::string, std::filesystem::path>> input_files_of
     // As the served master reads it: an experiment without [[node]] tables runs on the
     // live tree.
     ex = model::parse_experiment_nodes_optional(text, experiment);
+  } catch (const model::InputTooLarge&) {
+    throw;  // the file is here and too large for any master: say so, naming it
   } catch (const std::exception&) {
-    return out;
+    return out;  // the master reads it (paths that exist only there) and answers
   }
   const auto folder = std::filesystem::absolute(experiment).parent_path().lexically_normal();
   std::set<std::string> seen;

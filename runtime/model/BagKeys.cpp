@@ -101,9 +101,11 @@ bool read_bag(const TomlReader& r, const toml::table& t, const std::string& pref
       r.require(::stat(p.c_str(), &st) == 0, t, "inputs", prefix, "cannot read '" + p + "'");
       r.require(S_ISREG(st.st_mode), t, "inputs", prefix, "'" + p + "' is not a regular file");
       const auto size = static_cast<std::uint64_t>(st.st_size);
-      r.require(size <= max_input_file_bytes, t, "inputs", prefix,
-                "'" + p + "' has " + std::to_string(size) + " bytes; a task's input travels in one frame of at most " +
-                    std::to_string(max_input_file_bytes) + " bytes");
+      if (size > max_input_file_bytes)
+        throw InputTooLarge(r.path(), line_of(*t.get("inputs")), prefix + "inputs",
+                            "'" + p + "' has " + std::to_string(size) +
+                                " bytes; a task's input travels in one frame of at most " +
+                                std::to_string(max_input_file_bytes) + " bytes (not streamed: split the file)");
       total += size;
     }
     bag = BagSource::files(std::move(paths), total);

@@ -121,6 +121,14 @@ class FileError : public std::runtime_error {
   std::string field_;
 };
 
+/// A FileError for a task's input file that is larger than one frame (an `inputs` bag):
+/// a mistake of the files, not of the text, so a client that cannot read the rest of an
+/// experiment as its master will still reports it (tools/ServeClient.cpp).
+class InputTooLarge : public FileError {
+ public:
+  using FileError::FileError;
+};
+
 /// The whole content of an input file (experiment, calibration); a FileError naming the
 /// file (line 0) if it cannot be opened or read.
 std::string read_input_file(const std::string& path);

@@ -44,6 +44,8 @@ class TomlReader {
   [[noreturn]] void fail(int line, const std::string& field, const std::string& message) const {
     throw FileError(path_, line, field, message);
   }
+  /// The path errors name.
+  const std::string& path() const { return path_; }
 
   /// Rejects keys not in `allowed` (typo protection); reports the first one in the file.
   void check_keys(const toml::table& table, const std::string& prefix,

@@ -339,6 +339,50 @@ TEST(Cli, BenchMemoryMasterStaysUnder100BytesPerTask) {
   EXPECT_GT(j.at("results_json").at("dom_seconds").get<double>(), 0);
 }
 
+// An `inputs` file larger than one frame (2 GiB − 64 KiB; a sparse file here) is refused
+// before anything runs, naming the file: by `run`, and by `submit` on the submitter's side
+// (it used to send the experiment without its files, and the served master answered that
+// the glob matched nothing). No master listens at the submit endpoint: the refusal must
+// come before any exchange.
+TEST(Cli, AnInputOverTheFrameLimitIsRefusedNamingTheFileByRunAndSubmit) {
+  TempDir dir("cli");
+  fs::create_directories(dir.path() / "data");
+  write_file(dir.path() / "data" / "small.txt", "hi\n");
+  {
+    std::ofstream(dir.path() / "data" / "huge.bin");
+  }
+  fs::resize_file(dir.path() / "data" / "huge.bin", std::uint64_t{2200} * 1000 * 1000);
+  const auto exp = write_file(dir.path() / "bag.toml", "[[app]]\nname = \"sizes\"\nkind = \"command\"\n"
+                                                        "argv = [\"wc\", \"-c\", \"{input}\"]\ninputs = \"data/*\"\n");
+  for (const std::string& cmd : {treefarm + " run " + exp + " --out " + (dir.path() / "out").string(),
+                                treefarm + " submit " + exp + " --to tcp://127.0.0.1:9 --out " + (dir.path() / "sub").string()}) {
+    const auto r = run_command("timeout 60 " + cmd);
+    EXPECT_EQ(r.exit_code, 3) << cmd << "\n" << r.output;
+    EXPECT_NE(r.output.find("huge.bin' has 2200000000 bytes"), std::string::npos) << cmd << "\n" << r.output;
+    EXPECT_NE(r.output.find("one frame"), std::string::npos) << r.output;
+  }
+  EXPECT_FALSE(fs::exists(dir.path() / "out" / "journal.tsv")) << "nothing ran";
+}
+
+// The --out of a `treefarm submit` to a served tree holds results.json but no journal (the
+// master keeps it in its job folder): resubmit refuses it saying so, instead of running
+// anything. The folder is laid out as a submission leaves it.
+TEST(Cli, ResubmitRefusesTheResultsOfAServedTreeNamingWhy) {
+  TempDir dir("cli");
+  const auto exp = write_file(dir.path() / "bag.toml", "[[app]]\nname = \"p\"\nkind = \"command\"\nargv = [\"true\"]\narray = \"1-3\"\n");
+  const fs::path out = dir.path() / "out";
+  fs::create_directories(out);
+  write_file(out / "results.json",
+             nlohmann::json{{"settings", {{"experiment_file", exp}}},
+                            {"failures", nlohmann::json::array({{{"app", "p"}, {"id", 1}, {"input", "2"}}})}}
+                 .dump());
+  const auto r = run_command(treefarm + " resubmit " + out.string() + " --failed --quiet --timeout 60");
+  EXPECT_EQ(r.exit_code, 3) << r.output;
+  EXPECT_NE(r.output.find("journal.tsv"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("served tree"), std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists(out / "journal.tsv")) << "nothing ran";
+}
+
 // `bench memory --array`: a command bag `array = "1-N"` of `true` through a worker, every
 // task recorded, and the peak it prints beside the 200 MB target is the master's own
 // figure. The size that matters (1,000,000 tasks) runs for an hour: docs/benchmarks.md.

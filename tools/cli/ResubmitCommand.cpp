@@ -28,9 +28,15 @@ int run_resubmit(const ResubmitOptions& o) {
   if (!in) throw cli_support::BadInput("cannot read " + results_path.string() + ": resubmit takes the OUT of a finished run");
   const auto results = nlohmann::json::parse(in, nullptr, false);
   if (results.is_discarded() || !results.is_object()) throw cli_support::BadInput(results_path.string() + ": not a results.json");
+  // A submission to a served tree leaves results.json (and outputs) in its --out, and its
+  // journal on the master, in the job's folder: nothing here to resume from, and the tree
+  // that ran it is not this machine's to start. Refused with what to do instead.
   if (!std::filesystem::exists(std::filesystem::path(o.out_dir) / "journal.tsv"))
-    throw cli_support::BadInput("no " + (std::filesystem::path(o.out_dir) / "journal.tsv").string() +
-                                ": resubmit runs again what a run in OUT did not complete, as its journal says");
+    throw cli_support::BadInput(
+        "no " + (std::filesystem::path(o.out_dir) / "journal.tsv").string() +
+        ": resubmit runs again what a `treefarm run` into OUT did not complete, as the journal it leaves there says. "
+        "The results of a `treefarm submit` to a served tree have no journal in OUT (the served master keeps it in "
+        "its job folder), so they cannot be resubmitted: submit the experiment again with `treefarm submit`");
   std::string experiment = results.value(nlohmann::json::json_pointer("/settings/experiment_file"), std::string());
   if (experiment.empty() || !std::filesystem::exists(experiment))
     throw cli_support::BadInput(results_path.string() + " names no experiment file that exists here (settings.experiment_file '" +
