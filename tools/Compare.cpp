@@ -14,6 +14,7 @@
 #include "runtime/core/Policy.hpp"
 #include "tools/HostCalibration.hpp"
 #include "tools/Process.hpp"
+#include "tools/plot/Gnuplot.hpp"
 
 namespace treefarm::tools {
 
@@ -192,17 +193,14 @@ void print_compare_table(std::ostream& out, const nlohmann::json& compare) {
 }
 
 namespace {
-bool have_gnuplot() { return std::system("command -v gnuplot >/dev/null 2>&1") == 0; }
-
 void run_gnuplot(const fs::path& script) {
-  const std::string cmd = "gnuplot " + script.string() + " 2>/dev/null";
-  if (std::system(cmd.c_str()) != 0) std::fprintf(stderr, "treefarm: gnuplot failed on %s\n", script.c_str());
+  if (const auto why_not = plot::run_gnuplot(script); !why_not.empty()) std::fprintf(stderr, "treefarm: %s\n", why_not.c_str());
 }
 }  // namespace
 
 bool plot_compare(const std::string& dir, const nlohmann::json& compare,
                   const std::vector<std::pair<std::string, nlohmann::json>>& results, std::ostream& out) {
-  if (!have_gnuplot()) {
+  if (!plot::gnuplot_available()) {
     out << "(gnuplot not found: no plots)\n";
     return false;
   }

@@ -17,25 +17,13 @@
 #include "runtime/metrics/Results.hpp"
 #include "runtime/model/Experiment.hpp"
 #include "runtime/node/ExitCode.hpp"
+#include "tools/plot/Gnuplot.hpp"
 
 namespace treefarm::tools {
 
 namespace fs = std::filesystem;
 
-namespace {
-
-std::string quoted(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("''") : std::string(1, c);
-  return out + "'";
-}
-
-bool gnuplot(const fs::path& script) {
-  const std::string cmd = "gnuplot " + script.string() + " 2>/dev/null";
-  return std::system(cmd.c_str()) == 0;
-}
-
-}  // namespace
+using plot::quote;
 
 double auto_bin_seconds(double duration) { return dashboard::report_bin_seconds(duration); }
 
@@ -61,7 +49,7 @@ int report(const ReportOptions& options, std::ostream& out) {
     out << "wrote " << options.html << " (" << page.size() << " bytes, self-contained)\n";
   }
   if (!options.plots) return rc;
-  if (std::system("command -v gnuplot >/dev/null 2>&1") != 0) {
+  if (!plot::gnuplot_available()) {
     out << "(gnuplot not found: no plots)\n";
     return rc;
   }
@@ -82,20 +70,20 @@ int report(const ReportOptions& options, std::ostream& out) {
       run << start << " " << y << " " << t.completed_at - start << " " << t.app + 1 << "\n";
     }
     std::ofstream gp(path("gantt.gp"));
-    gp << "set terminal pngcairo size 1200," << 150 + 40 * row.size() << "\nset output " << quoted(path("gantt.png"))
+    gp << "set terminal pngcairo size 1200," << 150 + 40 * row.size() << "\nset output " << quote(path("gantt.png"))
        << "\nset title 'Tasks per node: dispatch to start (grey), start to completion (colour = application)'\n"
        << "set xlabel 'seconds since the start'\nset yrange [-0.5:" << static_cast<double>(row.size()) - 0.5
        << "]\nset ytics (";
     bool first = true;
     for (const auto& [name, y] : row) {
-      gp << (first ? "" : ", ") << quoted(name) << " " << y;
+      gp << (first ? "" : ", ") << quote(name) << " " << y;
       first = false;
     }
     gp << ")\nset grid xtics\nset key outside right\n"
-       << "plot " << quoted(path("gantt-wait.dat")) << " using 1:2:3:(0) with vectors nohead lw 2 lc rgb '#bbbbbb' title 'waiting'";
+       << "plot " << quote(path("gantt-wait.dat")) << " using 1:2:3:(0) with vectors nohead lw 2 lc rgb '#bbbbbb' title 'waiting'";
     for (std::size_t k = 0; k < r.apps.size(); ++k)
-      gp << ", " << quoted(path("gantt-run.dat")) << " using 1:($4 == " << k + 1 << " ? $2 : 1/0):3:(0) with vectors nohead lw 8 lc "
-         << k + 1 << " title " << quoted(r.apps[k].name);
+      gp << ", " << quote(path("gantt-run.dat")) << " using 1:($4 == " << k + 1 << " ? $2 : 1/0):3:(0) with vectors nohead lw 8 lc "
+         << k + 1 << " title " << quote(r.apps[k].name);
     gp << "\n";
   }
   // Throughput over time beside the prediction.
@@ -114,7 +102,7 @@ int report(const ReportOptions& options, std::ostream& out) {
       data << "\n";
     }
     std::ofstream gp(path("throughput.gp"));
-    gp << "set terminal pngcairo dashed size 1000,550\nset output " << quoted(path("throughput.png"))
+    gp << "set terminal pngcairo dashed size 1000,550\nset output " << quote(path("throughput.png"))
        << "\nset title 'Throughput over time (" << bin << " s bins); dashed: LP prediction; dotted: steady window'\n"
        << "set xlabel 'seconds since the start'\nset ylabel 'tasks/s'\nset yrange [0:*]\nset grid\nset key outside right\n";
     if (r.steady_end > 0)
@@ -123,11 +111,11 @@ int report(const ReportOptions& options, std::ostream& out) {
          << (1 - r.epsilon) * r.steady_end << ", graph 1 nohead dt 3\n";
     gp << "plot ";
     for (std::size_t k = 0; k < r.apps.size(); ++k) {
-      gp << (k ? ", " : "") << quoted(path("throughput.dat")) << " using 1:" << k + 2 << " with steps lw 2 lc " << k + 1
-         << " title " << quoted(r.apps[k].name + " measured");
+      gp << (k ? ", " : "") << quote(path("throughput.dat")) << " using 1:" << k + 2 << " with steps lw 2 lc " << k + 1
+         << " title " << quote(r.apps[k].name + " measured");
       if (r.apps[k].predicted)
         gp << ", " << *r.apps[k].predicted << " with lines dt 2 lw 2 lc " << k + 1 << " title "
-           << quoted(r.apps[k].name + " LP");
+           << quote(r.apps[k].name + " LP");
     }
     gp << "\n";
   }
@@ -158,19 +146,19 @@ int report(const ReportOptions& options, std::ostream& out) {
     }
     steps << std::max(r.duration, bin) << " " << last << "\n";
     std::ofstream gp(path("optimum.gp"));
-    gp << "set terminal pngcairo dashed size 1000,550\nset output " << quoted(path("optimum.png"))
+    gp << "set terminal pngcairo dashed size 1000,550\nset output " << quote(path("optimum.png"))
        << "\nset title 'Fair throughput min_k rho_k/w_k (" << bin << " s bins) beside the LP optimum; dotted: re-plans'\n"
        << "set xlabel 'seconds since the start'\nset ylabel 'tasks/s per unit of weight'\nset yrange [0:*]\nset grid\n"
        << "set key outside right\n";
     for (const auto& p : r.replans)
       gp << "set arrow from " << p.value("at", 0.0) << ", graph 0 to " << p.value("at", 0.0) << ", graph 1 nohead dt 3\n";
-    gp << "plot " << quoted(path("optimum.dat")) << " using 1:2 with steps lw 2 title 'measured', "
-       << quoted(path("optimum-lp.dat")) << " using 1:2 with lines dt 2 lw 2 title 'LP optimum'\n";
+    gp << "plot " << quote(path("optimum.dat")) << " using 1:2 with steps lw 2 title 'measured', "
+       << quote(path("optimum-lp.dat")) << " using 1:2 with lines dt 2 lw 2 title 'LP optimum'\n";
   }
   for (const char* name : {"gantt", "throughput", "optimum"}) {
     if (std::string_view(name) == "optimum" && !optimum) continue;
-    const bool ok = gnuplot(path(std::string(name) + ".gp"));
-    out << (ok ? "wrote " : "gnuplot failed on ") << path(std::string(name) + (ok ? ".png" : ".gp")) << "\n";
+    const std::string why_not = plot::run_gnuplot(path(std::string(name) + ".gp"));
+    out << (why_not.empty() ? "wrote " + path(std::string(name) + ".png") : why_not) << "\n";
   }
   return rc;
 }

@@ -15,6 +15,7 @@
 #include "runtime/lp/PlatformModel.hpp"
 #include "runtime/lp/SteadyState.hpp"
 #include "tools/HostCalibration.hpp"
+#include "tools/plot/Gnuplot.hpp"
 
 namespace treefarm::tools {
 
@@ -100,7 +101,7 @@ void print_sweep_table(std::ostream& out, const nlohmann::json& sweep) {
 namespace {
 
 bool plot_sweep(const fs::path& dir, const nlohmann::json& sweep, std::ostream& out) {
-  if (std::system("command -v gnuplot >/dev/null 2>&1") != 0) {
+  if (!plot::gnuplot_available()) {
     out << "(gnuplot not found: no plot)\n";
     return false;
   }
@@ -114,21 +115,20 @@ bool plot_sweep(const fs::path& dir, const nlohmann::json& sweep, std::ostream& 
   }
   {
     std::ofstream gp(dir / "sweep.gp");
-    gp << "set terminal pngcairo size 900,700\nset output '" << (dir / "sweep.png").string() << "'\n"
+    gp << "set terminal pngcairo size 900,700\nset output " << plot::quote((dir / "sweep.png").string()) << "\n"
        << "set multiplot layout 2,1 title 'treefarm sweep: " << sweep.at("experiment").get<std::string>()
        << ", application " << sweep.at("app").get<std::string>() << "'\n"
        << "set logscale xy\nset grid\nset key top right\nset ylabel 'fair throughput (tasks/s per weight)'\n"
        << "set size 1,0.62\nset origin 0,0.38\nset format x ''\n"
-       << "plot '" << (dir / "sweep.dat").string() << "' using 2:3 with linespoints pt 7 title 'measured', '' using 2:4 "
+       << "plot " << plot::quote((dir / "sweep.dat").string()) << " using 2:3 with linespoints pt 7 title 'measured', '' using 2:4 "
        << "with linespoints pt 6 dt 2 title 'predicted (LP)'\n"
        << "unset logscale y\nset size 1,0.38\nset origin 0,0\nset format x '%g'\n"
        << "set xlabel 'CCR b(k)/c(k) (bytes/flop)'\nset ylabel 'measured / predicted'\nset yrange [0.5:1.5]\n"
-       << "plot '" << (dir / "sweep.dat").string() << "' using 2:5 with linespoints pt 7 notitle, 1 dt 2 lc 'black' notitle, "
+       << "plot " << plot::quote((dir / "sweep.dat").string()) << " using 2:5 with linespoints pt 7 notitle, 1 dt 2 lc 'black' notitle, "
        << "0.9 dt 3 lc 'gray' notitle, 1.1 dt 3 lc 'gray' notitle\nunset multiplot\n";
   }
-  const std::string cmd = "gnuplot " + (dir / "sweep.gp").string() + " 2>/dev/null";
-  if (std::system(cmd.c_str()) != 0) {
-    out << "gnuplot failed on " << (dir / "sweep.gp").string() << "\n";
+  if (const auto why_not = plot::run_gnuplot(dir / "sweep.gp"); !why_not.empty()) {
+    out << why_not << "\n";
     return false;
   }
   return true;

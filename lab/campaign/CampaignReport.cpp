@@ -1,4 +1,5 @@
 #include "lab/campaign/CampaignReport.hpp"
+#include "tools/plot/Gnuplot.hpp"
 
 #include <algorithm>
 #include <array>
@@ -39,7 +40,7 @@ std::pair<std::string, std::string> paper_figures(const std::string& policy) {
   return {"–", "–"};
 }
 
-std::string quote(const std::string& s) { return "'" + s + "'"; }
+using plot::quote;
 
 /// Writes the histogram data and a gnuplot script, runs gnuplot. Returns "" or why not.
 std::string plot(const fs::path& out, const std::map<std::string, PolicyStats>& stats,
@@ -109,10 +110,7 @@ std::string plot(const fs::path& out, const std::map<std::string, PolicyStats>& 
     f << gp.str();
     if (!f) return "cannot write " + script.string();
   }
-  const std::string cmd = "gnuplot " + quote(script.string()) + " > " + quote((data / "gnuplot.log").string()) + " 2>&1";
-  const int rc = std::system(cmd.c_str());
-  if (rc != 0) return "gnuplot failed or is missing (exit " + std::to_string(rc) + ", see data/gnuplot.log)";
-  return "";
+  return plot::run_gnuplot(script, data / "gnuplot.log");
 }
 
 std::string join(const std::vector<std::uint32_t>& v) {

@@ -1,4 +1,5 @@
 #include "lab/lee2010/LeeCampaign.hpp"
+#include "tools/plot/Gnuplot.hpp"
 
 #include <cstdio>
 #include <cstdlib>
@@ -81,19 +82,18 @@ void plot(const std::filesystem::path& dir, const LeeCampaignOptions& o, const s
   }
   const auto script = dir / ("lee2010-" + sweep + ".gp");
   std::ofstream gp(script);
-  gp << "set terminal pngcairo size 900,560\nset output '" << (dir / ("lee2010-" + sweep + ".png")).string() << "'\n"
+  gp << "set terminal pngcairo size 900,560\nset output " << plot::quote((dir / ("lee2010-" + sweep + ".png")).string()) << "\n"
      << "set key outside right\nset grid\n"
      << "set xlabel '" << (by_load ? "offered load" : "job constraint ratio") << "'\n"
      << "set ylabel 'average wait time (min)'\n"
      << "set title 'lee2010 " << (by_load ? "slide 21: wait time against load (ratio " : "slide 23: wait time against constraint ratio (load ")
      << (by_load ? o.ratio_at_loads : o.load_at_ratios) << ")'\nplot ";
   for (std::size_t i = 0; i < o.schemes.size(); ++i)
-    gp << (i ? ", " : "") << "'" << dat.string() << "' using 1:" << i + 2 << " with linespoints title '" << to_string(o.schemes[i]) << "'";
+    gp << (i ? ", " : "") << plot::quote(dat.string()) << " using 1:" << i + 2 << " with linespoints title '" << to_string(o.schemes[i]) << "'";
   gp << "\n";
   gp.close();
-  const std::string cmd = "gnuplot '" + script.string() + "' 2>/dev/null";
-  if (std::system("command -v gnuplot >/dev/null 2>&1") == 0 && std::system(cmd.c_str()) != 0)
-    std::fprintf(stderr, "treefarm experiment lee2010: gnuplot failed on %s\n", script.string().c_str());
+  if (const auto why_not = plot::run_gnuplot(script); plot::gnuplot_available() && !why_not.empty())
+    std::fprintf(stderr, "treefarm-lab lee2010: %s\n", why_not.c_str());
 }
 
 }  // namespace

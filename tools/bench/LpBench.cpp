@@ -9,12 +9,14 @@
 #include "runtime/lp/SteadyState.hpp"
 #include "tools/bench/FittedExponent.hpp"
 #include "tools/bench/Scaling.hpp"
+#include "tools/plot/ScalingPlot.hpp"
 
 namespace treefarm::bench {
 
 void bench_lp(std::ostream& out) { bench_lp(out, {100, 1000, 10000}); }
 
-void bench_lp(std::ostream& out, const std::vector<std::size_t>& sizes) {
+void bench_lp(std::ostream& out, const std::vector<std::size_t>& sizes, const std::string& plot_png) {
+  std::vector<plot::Series> curves;
   out << std::left << std::setw(8) << "nodes" << std::setw(6) << "apps" << std::setw(12) << "comm"
       << std::setw(11) << "variables" << std::setw(9) << "rows" << std::setw(12) << "generate_s"
       << std::setw(10) << "build_s" << std::setw(10) << "solve_s" << std::setw(8) << "cpu_s" << std::setw(8) << "load"
@@ -43,6 +45,14 @@ void bench_lp(std::ostream& out, const std::vector<std::size_t>& sizes) {
       out << (comm == model::CommModel::one_port ? "one-port" : "multi-port")
           << ": fitted exponent of generate + build + solve seconds against nodes " << std::setprecision(3)
           << bench::fitted_exponent(xs, seconds) << '\n' << std::flush;
+    if (xs.size() >= 2)
+      curves.push_back({comm == model::CommModel::one_port ? "one-port" : "multi-port", xs, seconds, bench::fitted_exponent(xs, seconds)});
+  }
+  if (!plot_png.empty() && !curves.empty()) {
+    const std::string why_not = plot::write_scaling_plot(
+        plot_png, {"treefarm bench lp: random trees, 10 applications", "nodes", "seconds (generate + build + solve)", curves,
+                   plot::this_command(), plot::machine_line()});
+    out << (why_not.empty() ? "wrote " + plot_png : why_not) << '\n';
   }
 }
 

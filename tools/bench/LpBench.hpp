@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <iosfwd>
+#include <string>
 #include <vector>
 
 namespace treefarm::bench {
@@ -13,7 +14,8 @@ namespace treefarm::bench {
 /// one-port and the multi-port model, the LP size, build time and solve time (seconds).
 void bench_lp(std::ostream& out);
 /// The same for trees of `sizes` nodes, then per model the fitted exponent of the
-/// generate + build + solve seconds against nodes.
-void bench_lp(std::ostream& out, const std::vector<std::size_t>& sizes);
+/// generate + build + solve seconds against nodes; with `plot_png`, that curve drawn there
+/// (tools/plot/ScalingPlot).
+void bench_lp(std::ostream& out, const std::vector<std::size_t>& sizes, const std::string& plot_png = "");
 
 }  // namespace treefarm::bench

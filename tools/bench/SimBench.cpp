@@ -9,6 +9,7 @@
 #include "runtime/sim/Simulation.hpp"
 #include "tools/bench/FittedExponent.hpp"
 #include "tools/simulate/GenPlatform.hpp"
+#include "tools/plot/ScalingPlot.hpp"
 
 namespace treefarm::bench {
 
@@ -51,6 +52,21 @@ void bench_simulate(std::ostream& out, const SimBenchOptions& options) {
     std::snprintf(line, sizeof line, "fitted exponent against nodes: wall time (generation + simulation) %.3f, peak memory %.3f\n",
                   bench::fitted_exponent(sizes, walls), bench::fitted_exponent(sizes, memories));
     out << line << std::flush;
+    if (!options.plot.empty()) {
+      const std::vector<double> mib = [&] {
+        std::vector<double> v;
+        for (const double kib : memories) v.push_back(kib / 1024.0);
+        return v;
+      }();
+      const std::string why_not = plot::write_scaling_plot(
+          options.plot, {"treefarm bench simulate: " + std::to_string(options.apps) + " applications x " +
+                             std::to_string(options.tasks) + " tasks, FCFS",
+                         "nodes", "wall seconds (generation + simulation); peak MiB",
+                         {{"wall seconds", sizes, walls, bench::fitted_exponent(sizes, walls)},
+                          {"peak MiB", sizes, mib, bench::fitted_exponent(sizes, memories)}},
+                         plot::this_command(), plot::machine_line()});
+      out << (why_not.empty() ? "wrote " + options.plot : why_not) << "\n";
+    }
   }
 }
 

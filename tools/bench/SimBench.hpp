@@ -3,6 +3,7 @@
 /// `treefarm bench simulate`: cost of simulating large generated trees.
 
 #include <cstdint>
+#include <string>
 #include <iosfwd>
 #include <vector>
 
@@ -15,6 +16,7 @@ struct SimBenchOptions {
   std::uint32_t max_degree = 5;
   std::uint64_t seed = 1;
   double wall_limit = 300;   ///< seconds per simulation; beyond it, what was reached is reported.
+  std::string plot;          ///< a PNG: wall seconds and peak MiB against nodes, log-log ("" none).
 };
 
 /// For each size: generates a tree (gen-platform, 10 applications of 200 tasks, FCFS),

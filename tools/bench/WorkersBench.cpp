@@ -10,6 +10,7 @@
 
 #include "runtime/net/Codec.hpp"
 #include "tools/bench/Scaling.hpp"
+#include "tools/plot/ScalingPlot.hpp"
 
 namespace treefarm::bench {
 
@@ -68,6 +69,7 @@ int bench_workers(std::ostream& out, const WorkersBenchOptions& o) {
   tools::LaunchOptions lo;
   lo.timeout = o.timeout;
   nlohmann::json series = nlohmann::json::array();
+  std::vector<plot::Series> curves;
   int rc = 0;
   if (!o.json) {
     char head[300];
@@ -118,6 +120,8 @@ int bench_workers(std::ostream& out, const WorkersBenchOptions& o) {
     nlohmann::json s{{"buffer", buffer}, {"depth", o.depth}, {"sizes", rows}};
     if (sizes.size() >= 2) {
       s["exponent_cpu_per_task_vs_workers"] = fitted_exponent(sizes, cpu_per_task);
+      curves.push_back({"buffer " + std::to_string(buffer) + ": master CPU seconds per 1,000 tasks", sizes, cpu_per_task,
+                        fitted_exponent(sizes, cpu_per_task)});
       s["exponent_join_seconds_vs_workers"] = fitted_exponent(sizes, joins);
       if (!o.json) {
         char line[200];
@@ -132,6 +136,13 @@ int bench_workers(std::ostream& out, const WorkersBenchOptions& o) {
   if (rc != 0) {
     std::cerr << "bench workers: a run failed (code " << rc << ", 4: a task lost or wrong)\n";
     return rc;
+  }
+  if (!o.plot.empty() && !curves.empty()) {
+    const std::string why_not = plot::write_scaling_plot(
+        o.plot, {"treefarm bench workers: " + std::to_string(o.tasks) + " " + o.kernel + " tasks, depth " + std::to_string(o.depth),
+                 "worker processes", "the master's CPU seconds per 1,000 tasks", curves, plot::this_command(),
+                 plot::machine_line()});
+    (o.json ? std::cerr : out) << (why_not.empty() ? "wrote " + o.plot : why_not) << "\n";
   }
   if (o.json)
     out << nlohmann::json{{"benchmark", "workers"}, {"kernel", o.kernel}, {"n", o.n}, {"tasks", o.tasks}, {"series", series}}.dump(1)

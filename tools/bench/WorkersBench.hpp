@@ -22,6 +22,7 @@ struct WorkersBenchOptions {
   std::uint64_t tasks = 100000;    ///< tasks per run
   double timeout = 600;            ///< seconds per run
   bool json = false;
+  std::string plot;                ///< a PNG: the master's CPU per 1,000 tasks against workers, log-log ("" none)
 };
 
 /// Per buffer and size: the time until every worker joined (seconds, from the master's

@@ -1,4 +1,5 @@
 // treefarm bench dispatch|tasks|workers|chaos|simulate|backfill|kernel|lp|codec|inputs|memory|drift|peers (docs/commands.md, docs/benchmarks.md).
+#include <filesystem>
 #include <iostream>
 #include <memory>
 
@@ -22,6 +23,22 @@
 namespace treefarm::cli {
 
 namespace {
+
+/// A PNG to write (--plot): the name ends in .png and its folder exists (help type FILE.png).
+const CLI::Validator& png_path() {
+  static const CLI::Validator check(
+      [](std::string& value) -> std::string {
+        const std::filesystem::path p(value);
+        if (p.extension() != ".png") return "'" + value + "': the file name must end in .png";
+        const auto dir = p.parent_path().empty() ? std::filesystem::path(".") : p.parent_path();
+        std::error_code ec;
+        if (!std::filesystem::is_directory(dir, ec)) return "'" + value + "': its folder " + dir.string() + " does not exist";
+        return {};
+      },
+      "FILE.png", "png_path");
+  return check;
+}
+
 struct BenchCli {
   std::uint64_t tasks = 200000, bytes = 16;
   std::uint32_t buffer = 100;
@@ -89,6 +106,8 @@ void add_bench_command(CLI::App& app, Commands& out) {
       ->capture_default_str()->delimiter(',')->check(CLI::Range(2u, 10000000u));
   bench_sim->add_option("--apps", sbo->apps, "Applications")->capture_default_str()->check(treefarm::cli_support::positive_number());
   bench_sim->add_option("--tasks", sbo->tasks, "Tasks per application")->capture_default_str()->check(treefarm::cli_support::positive_number());
+  bench_sim->add_option("--plot", sbo->plot, "Write the curves (wall seconds, peak MiB against nodes, log-log) to this PNG")
+      ->check(png_path());
   bench_sim->add_option("--wall-limit", sbo->wall_limit, "seconds per simulation; beyond it, what was reached is reported")
       ->capture_default_str()->check(treefarm::cli_support::positive_number());
   out.push_back({bench_sim, [sbo] {
@@ -202,14 +221,19 @@ void add_bench_command(CLI::App& app, Commands& out) {
   bench_workers->add_option("--tasks", wbo->tasks, "Tasks per run")->capture_default_str()->check(treefarm::cli_support::positive_number());
   bench_workers->add_option("--timeout", wbo->timeout, "seconds per run (0: none)")->capture_default_str()->check(cli_support::non_negative_seconds());
   bench_workers->add_flag("--json", wbo->json, "JSON output");
+  bench_workers->add_option("--plot", wbo->plot, "Write the curves (the master's CPU per 1,000 tasks against workers, log-log) to this PNG")
+      ->check(png_path());
   out.push_back({bench_workers, [wbo] { return bench::bench_workers(std::cout, *wbo); }});
 
   auto* bench_lp = bench->add_subcommand("lp", "LP build + solve time for random trees of growing size, 10 applications");
   auto lp_sizes = std::make_shared<std::vector<std::size_t>>(std::vector<std::size_t>{100, 1000, 10000});
   bench_lp->add_option("--sizes", *lp_sizes, "Nodes of the random trees, comma-separated")
       ->capture_default_str()->delimiter(',')->check(CLI::Range(2u, 10000000u));
-  out.push_back({bench_lp, [lp_sizes] {
-                   bench::bench_lp(std::cout, *lp_sizes);
+  auto lp_plot = std::make_shared<std::string>();
+  bench_lp->add_option("--plot", *lp_plot, "Write the curves (seconds against nodes, log-log) to this PNG")
+      ->check(png_path());
+  out.push_back({bench_lp, [lp_sizes, lp_plot] {
+                   bench::bench_lp(std::cout, *lp_sizes, *lp_plot);
                    return 0;
                  }});
 }

@@ -13,6 +13,7 @@
 
 #include "runtime/core/policies/PricePolicy.hpp"
 #include "tools/simulate/PriceNetwork.hpp"
+#include "tools/plot/Gnuplot.hpp"
 
 namespace treefarm::simulate {
 
@@ -30,11 +31,7 @@ lp::FairnessObjective objective_of(const core::PolicyOptions& options) {
   return o;
 }
 
-std::string quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
+using plot::quote;
 
 std::string fmt(double v) {
   char b[64];
@@ -143,10 +140,7 @@ std::string plot_price_trace(const std::string& csv_path, const PriceTrace& trac
   gp << "\nunset multiplot\n";
   gp.close();
   if (!gp) return "cannot write " + script.string();
-  const std::string cmd = "gnuplot " + quote(script.string()) + " > /dev/null 2>&1";
-  const int rc = std::system(cmd.c_str());
-  if (rc != 0) return "gnuplot failed or is missing (exit " + std::to_string(rc) + ")";
-  return "";
+  return plot::run_gnuplot(script);
 }
 
 }  // namespace treefarm::simulate
