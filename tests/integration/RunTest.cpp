@@ -234,8 +234,9 @@ TEST(RunTest, RequirementsAndQueueBalancingRunEveryTaskWhereItFitsOnce) {
   }
 }
 
-// `run --calibrate` measures the platform first and says so; a calibration of another
-// experiment is refused naming what differs.
+// `run --policy lp` without a calibration measures the platform first and says so (the
+// default; --plan-from-estimates plans from the run's own estimates instead, not beside a
+// calibration); a calibration of another experiment is refused naming what differs.
 TEST(RunTest, PolicyLpCalibratesFirstAndAForeignCalibrationIsRefused) {
   TempDir dir;
   const std::string tree =
@@ -247,9 +248,14 @@ TEST(RunTest, PolicyLpCalibratesFirstAndAForeignCalibrationIsRefused) {
       "[run]\nbuffer = 4\n";
   const auto exp = write_file(dir.path() / "cal.toml", tree);
   const auto out = dir.path() / "out";
-  const auto r = run_command(treefarm_bin + " run " + exp + " --policy lp --calibrate --out " + out.string() +
+  const auto both = run_command(treefarm_bin + " run " + exp + " --policy lp --calibrate --plan-from-estimates --quiet");
+  EXPECT_EQ(both.exit_code, 2) << both.output;
+  EXPECT_NE(both.output.find("--plan-from-estimates: the plan comes from the run's own estimates"), std::string::npos)
+      << both.output;
+  const auto r = run_command(treefarm_bin + " run " + exp + " --policy lp --out " + out.string() +
                              " --quiet --timeout 120");
   ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("no --calibration was given: calibrating first"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("treefarm run: calibrating first ("), std::string::npos) << r.output;
   ASSERT_TRUE(fs::exists(out / "calibration.json"));
   const auto cal = nlohmann::json::parse(read_file(out / "calibration.json"));
@@ -277,7 +283,7 @@ TEST(RunTest, PolicyLpCalibratesFirstAndAForeignCalibrationIsRefused) {
       << bad.output;
 }
 
-// Calibrate as you go (docs/live-model.md): `run --policy lp` without a calibration starts
+// Calibrate as you go (docs/live-model.md): `run --policy lp --plan-from-estimates` starts
 // at once with FCFS, switches to the LP's plan once the run's own estimates are tight
 // (loose thresholds here, and no deadline: only the rule can make the plan), says so, and
 // records it; no task is lost or done twice across the switch.
@@ -294,7 +300,7 @@ TEST(RunTest, PolicyLpWithoutACalibrationPlansFromItsOwnEstimates) {
   const auto exp = write_file(dir.path() / "go.toml", tree);
   const auto out = dir.path() / "out";
   const auto r = run_command(treefarm_bin + " run " + exp + " --out " + out.string() +
-                             " --heartbeat-interval 0.2 --quiet --timeout 200");
+                             " --plan-from-estimates --heartbeat-interval 0.2 --quiet --timeout 200");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("without --calibration: starting with FCFS"), std::string::npos) << r.output;
   EXPECT_FALSE(fs::exists(out / "calibration.json")) << "calibrated first";

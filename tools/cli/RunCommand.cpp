@@ -31,6 +31,7 @@ struct RunOptions {
   tools::LaunchOptions lo;
   std::string calibration;
   bool calibrate = false;
+  bool plan_from_estimates = false;
   bool resume = false;
   std::string spot_check;
   std::string inputs;  ///< secret or pooled, passed to the master
@@ -155,11 +156,22 @@ int run_run(RunOptions o) {
     add_run_args(o);
     return tools::launch_origins(ex, lo, interrupted());
   }
-  // A policy that follows the LP's plan without a calibration calibrates as it goes
+  // A policy that follows the LP's plan needs the platform measured: with no calibration
+  // given, measure it first and say so; with --plan-from-estimates it calibrates as it goes
   // (docs/live-model.md): the run starts at once with FCFS and switches to the LP's plan
   // once its own estimates are tight. Only this machine's hosts are measured first (~1 s).
   std::optional<TempFile> hosts;
-  if (!o.calibrate && o.calibration.empty() && core::policy_needs_calibration(policy)) {
+  if (o.plan_from_estimates && (o.calibrate || !o.calibration.empty()))
+    throw cli_support::UsageError("--plan-from-estimates: the plan comes from the run's own estimates; leave out "
+                                  "--calibrate and --calibration");
+  if (o.plan_from_estimates && !core::policy_needs_calibration(policy))
+    throw cli_support::UsageError("--plan-from-estimates: policy '" + policy + "' follows no LP plan (give --policy lp)");
+  if (!o.plan_from_estimates && !o.calibrate && o.calibration.empty() && core::policy_needs_calibration(policy)) {
+    std::cerr << "treefarm run: policy '" << policy << "' follows the LP over a measured platform and no "
+              << "--calibration was given: calibrating first (--plan-from-estimates: plan from the run's own estimates)\n";
+    o.calibrate = true;
+  }
+  if (o.plan_from_estimates) {
     std::cerr << "treefarm run: policy '" << policy << "' without --calibration: starting with FCFS; the LP's plan "
               << "follows once the run's own estimates are tight (--calibrate measures the platform first)\n";
     hosts.emplace("treefarm-hosts");
@@ -221,6 +233,8 @@ void add_run_command(CLI::App& app, Commands& out) {
   auto* calibration = run->add_option("--calibration", o->calibration, "Calibration file: print the LP prediction beside the measurements")->check(CLI::ExistingFile);
   run->add_flag("--calibrate", o->calibrate, "Calibrate in place first (OUT/calibration.json), then run and compare with the LP")
       ->excludes(calibration);
+  run->add_flag("--plan-from-estimates", o->plan_from_estimates,
+                "Policy lp without a calibration: start with FCFS and follow the LP over the run's own estimates once they are tight");
   run->add_flag("--quiet", o->lo.quiet, "No progress display (the table and results.json remain)");
   run->add_flag("--json-progress", o->lo.json_progress,
                 "stdout: one JSON object per second ({\"type\":\"progress\",...}), then the results as a last JSON line "
