@@ -18,7 +18,11 @@ model::Experiment prepared_experiment(model::Experiment ex, const MasterOptions&
     model::require_root_origins(ex, "treefarm-master");  // several masters: one per origin, --origin
   } else {
     declared = ex;
-    ex = model::rerooted(ex, options.origin);  // bertin2008 §2.2: this origin's applications, its tree
+    try {
+      ex = model::rerooted(ex, options.origin);  // bertin2008 §2.2: this origin's applications, its tree
+    } catch (const std::invalid_argument& e) {
+      throw cli_support::UsageError(std::string("--origin: ") + e.what());  // exit 2, before anything listens
+    }
   }
   if (!options.policy.empty()) ex.run.policy = options.policy;
   if (options.buffer) ex.run.buffer = *options.buffer;

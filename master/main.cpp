@@ -1,19 +1,35 @@
 // treefarm-master: the root of a treefarm tree (docs/commands.md).
 #include <csignal>
 #include <cstdio>
+#include <iostream>
 #include <memory>
+#include <optional>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
 #include "runtime/cli/CliSupport.hpp"
+#include "runtime/cli/EarlyChecks.hpp"
+#include "runtime/node/ExitCode.hpp"
+#include "runtime/process/Interrupt.hpp"
 #include "tasks/BlasKernel.hpp"
 #include "tasks/PayloadMemory.hpp"
 #include "master/Master.hpp"
 #include "master/Server.hpp"
+#include "master/TemporaryStateDir.hpp"
 #include "runtime/model/Experiment.hpp"
 #include "runtime/exec/CpuList.hpp"
 #include "runtime/dashboard/DashboardServer.hpp"
+
+namespace {
+/// SIGINT/SIGTERM: the run or the served tree stops; the signal is kept (process::stop_signal()).
+void on_signal(int sig) {
+  treefarm::process::on_stop_signal(sig);
+  treefarm::master::stop_master();
+  treefarm::master::stop_serving();
+}
+}  // namespace
 
 int main(int argc, char** argv) {
   treefarm::tasks::select_blas_kernel(argv);  // before anything loads BLAS kernels (issue 14)
@@ -33,12 +49,16 @@ int main(int argc, char** argv) {
   app.add_flag("--serve", serving,
                "Serve a tree (docs/serve.md): workers stay connected across experiments, which `treefarm submit FILE "
                "--to ENDPOINT` sends to the --bind channel and which run one after another");
-  app.add_option("--bind", serve.bind, "--serve: the submit/status channel's endpoint (CURVE as the tree's)")->capture_default_str();
-  app.add_option("--bind-file", serve.bind_file, "--serve: write the bound channel endpoint to this file");
-  app.add_option("--name", serve.name, "--serve: the root's node name")->capture_default_str();
-  app.add_option("--state-dir", serve.state_dir, "--serve: each experiment's file, state and results go to DIR/job-N/ (mode 0700; default: a new temporary directory); started again with the same DIR, the master takes up the experiments that were queued or running");
-  app.add_option("--live-wait", serve.live_wait, "--serve: seconds an experiment without [[node]] tables waits for the last run's nodes")
-      ->capture_default_str()->check(treefarm::cli_support::non_negative_number());
+  // The options of a served master only: refused without --serve (below).
+  std::vector<CLI::Option*> serve_only;
+  serve_only.push_back(app.add_option("--bind", serve.bind, "--serve: the submit/status channel's endpoint (CURVE as the tree's)")
+                           ->capture_default_str()
+                           ->check(treefarm::cli_support::endpoint_check()));
+  serve_only.push_back(app.add_option("--bind-file", serve.bind_file, "--serve: write the bound channel endpoint to this file"));
+  serve_only.push_back(app.add_option("--name", serve.name, "--serve: the root's node name")->capture_default_str());
+  serve_only.push_back(app.add_option("--state-dir", serve.state_dir, "--serve: each experiment's file, state and results go to DIR/job-N/ (mode 0700; default: a new temporary directory); started again with the same DIR, the master takes up the experiments that were queued or running"));
+  serve_only.push_back(app.add_option("--live-wait", serve.live_wait, "--serve: seconds an experiment without [[node]] tables waits for the last run's nodes")
+      ->capture_default_str()->check(treefarm::cli_support::non_negative_number()));
   app.add_flag("--allow-commands", serve.allow_commands,
                "--serve: accept command applications (submitted programs run on the workers), only from a CURVE "
                "client or admin key or over an ipc:// --bind from this user or root (docs/security.md); not with --cpus");
@@ -47,7 +67,7 @@ int main(int argc, char** argv) {
                  "with an error")
       ->capture_default_str();
   app.add_option("--origin", opt.origin, "Run only the applications whose `origin` is this node, as the master of the tree re-rooted there (bertin2008 §2.2; docs/experiment-file.md)");
-  app.add_option("--listen", opt.listen, "Endpoint workers connect to")->capture_default_str();
+  app.add_option("--listen", opt.listen, "Endpoint workers connect to")->capture_default_str()->check(treefarm::cli_support::endpoint_check());
   app.add_option("--out", opt.out_dir, "Write DIR/results.json (and the output files of command applications with output_file: DIR/outputs/APP/)");
   app.add_option("--policy", opt.policy, "Scheduling policy (overrides [run] policy)")->check(treefarm::cli_support::policy_check());
   app.add_option("--buffer", buffer, "Buffer bound B in tasks, >= 1 (overrides [run] buffer)")->check(CLI::Range(1u, 1000000u));
@@ -104,9 +124,15 @@ int main(int argc, char** argv) {
   opt.pooled_inputs = inputs == "pooled";
   opt.progress = !quiet;
   opt.table = !no_table;
-  std::signal(SIGINT, [](int) { treefarm::master::stop_master(); treefarm::master::stop_serving(); });
-  std::signal(SIGTERM, [](int) { treefarm::master::stop_master(); treefarm::master::stop_serving(); });
+  std::signal(SIGINT, on_signal);
+  std::signal(SIGTERM, on_signal);
   try {
+    // Every output path and served-only option before anything listens or waits.
+    if (!opt.ready_file.empty()) cs::check_out_file("--ready-file", opt.ready_file);
+    if (!opt.calibrate_out.empty()) cs::check_out_file("--calibrate-out", opt.calibrate_out);
+    if (!serving)
+      for (const auto* o : serve_only)
+        if (o->count() > 0) throw cs::UsageError(o->get_name() + " is for a served master (--serve)");
     if (!cpus.empty()) opt.cores = treefarm::exec::parse_cpu_list(cpus);
     if (!curve_secret.empty()) {
       if (authorized.empty()) throw cs::UsageError("--curve-secret needs --authorized-keys");
@@ -146,12 +172,29 @@ int main(int argc, char** argv) {
       if (serve.allow_commands && opt.cores)
         throw cs::UsageError("--allow-commands with --cpus: a served master that computes would run submitted programs "
                              "itself; give one or the other (docs/security.md)");
+      if (!serve.bind_file.empty()) cs::check_out_file("--bind-file", serve.bind_file);
+      if (!serve.state_dir.empty()) cs::prepare_out_folder("--state-dir", serve.state_dir);
+      // Without --state-dir: a temporary one, removed at the end unless experiments wait in it.
+      std::optional<treefarm::master::TemporaryStateDir> temporary;
+      if (serve.state_dir.empty()) serve.state_dir = temporary.emplace().path().string();
       serve.base = opt;
-      return treefarm::master::serve(serve);
+      const int rc = treefarm::master::serve(serve);
+      // SIGTERM is a requested stop (0, as for treefarm-worker); SIGINT an interruption.
+      if (rc == 0 && treefarm::process::stop_requested() && treefarm::process::stop_signal() == SIGINT) {
+        std::cerr << cs::error_message("interrupted; no longer serving") << "\n";
+        return treefarm::node::exit_interrupted;
+      }
+      return rc;
     }
     if (serve.allow_commands) throw cs::UsageError("--allow-commands is for a served master (--serve)");
     if (!*experiment_opt) throw cs::UsageError("an experiment file is needed (or --serve)");
-    return treefarm::master::run_master(opt);
+    const int rc = treefarm::master::run_master(opt);
+    // Ctrl-C: one line (SIGTERM is how treefarm run stops its master: its own line says why).
+    if (rc == treefarm::node::exit_interrupted && treefarm::process::stop_signal() == SIGINT)
+      std::cerr << cs::error_message(opt.calibrate_out.empty() ? "interrupted; no results written"
+                                                               : "interrupted; no calibration written")
+                << "\n";
+    return rc;
   } catch (const std::exception& e) {
     return cs::report_error(e);
   }

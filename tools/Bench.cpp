@@ -17,6 +17,7 @@
 #include "runtime/dashboard/EventsClient.hpp"
 #include "runtime/model/Experiment.hpp"
 #include "runtime/model/ExperimentFile.hpp"
+#include "tools/ScratchDir.hpp"
 #include "tools/TreeLauncher.hpp"
 
 namespace treefarm::tools {
@@ -61,7 +62,7 @@ RunFigures run_once(const std::filesystem::path& exp, const std::filesystem::pat
   lo.quiet = true;
   lo.log_level = "warn";
   lo.master_args.push_back("--no-table");  // stdout is the benchmark's own (JSON with --json)
-  std::atomic<bool> never{false}, ended{false};
+  std::atomic<bool> ended{false};
   RunFigures f;
   // With the dashboard on (--dashboard-file among the master's arguments), a client follows
   // its event stream for the whole run, as a browser would.
@@ -79,18 +80,22 @@ RunFigures run_once(const std::filesystem::path& exp, const std::filesystem::pat
       while (!ended) std::this_thread::sleep_for(std::chrono::milliseconds(20));
       f.dashboard_events = events.events();
     });
-  f.rc = launch_tree(ex, lo, never);
+  struct JoinAtEnd {  // an interruption included
+    std::atomic<bool>& ended;
+    std::thread& client;
+    ~JoinAtEnd() {
+      ended = true;
+      if (client.joinable()) client.join();
+    }
+  } join_at_end{ended, client};
+  f.rc = launch_benchmark_tree(ex, lo, "the benchmark");
   ended = true;
   if (client.joinable()) client.join();
   (void)read_tree_counts(out / "results.json", f);
   return f;
 }
 
-std::filesystem::path temp_dir(const char* what) {
-  std::string tmpl = std::string("/tmp/treefarm-") + what + "-XXXXXX";
-  if (!mkdtemp(tmpl.data())) throw std::runtime_error("cannot create a temporary directory");
-  return tmpl;
-}
+ScratchDir temp_dir(const char* what) { return ScratchDir(what); }
 
 }  // namespace
 

@@ -11,7 +11,10 @@
 #include <stdexcept>
 #include <string_view>
 
+#include "runtime/cli/CliSupport.hpp"
+#include "runtime/cli/EarlyChecks.hpp"
 #include "runtime/core/Policy.hpp"
+#include "runtime/node/ExitCode.hpp"
 #include "tools/HostCalibration.hpp"
 #include "tools/Process.hpp"
 #include "tools/plot/Gnuplot.hpp"
@@ -348,7 +351,7 @@ int compare_policies(const model::Experiment& ex, const CompareOptions& options,
   for (const auto& p : policies) (void)core::make_policy(p);  // unknown names fail before any run
   const fs::path dir = options.out_dir.empty() ? fs::path("out") / ("compare-" + fs::path(ex.path).stem().string())
                                                : fs::path(options.out_dir);
-  fs::create_directories(dir);
+  cli_support::prepare_out_folder("--out", dir);  // before anything runs
   std::string calibration = options.calibration;
   // Calibrate only for a policy that follows the LP (lp): the others run without one.
   const bool needed = std::any_of(policies.begin(), policies.end(), [](const std::string& p) { return core::policy_needs_calibration(p); });
@@ -361,6 +364,7 @@ int compare_policies(const model::Experiment& ex, const CompareOptions& options,
     lo.out_dir = (dir / "calibration").string();
     lo.master_args.insert(lo.master_args.end(), {"--calibrate-out", calibration});
     const int rc = runner(lo);
+    if (rc == node::exit_interrupted) throw cli_support::Interrupted("interrupted while calibrating; no compare.json written");
     if (rc != 0) {
       out << "compare: calibration failed (exit code " << rc << ")\n";
       return rc;
@@ -391,6 +395,8 @@ int compare_policies(const model::Experiment& ex, const CompareOptions& options,
       lo.calibration = calibration;
       lo.out_dir = run_dir.string();
       const int rc = runner(lo);
+      if (rc == node::exit_interrupted)
+        throw cli_support::Interrupted("interrupted while running policy " + policy + "; no compare.json written");
       const auto file = run_dir / "results.json";
       if (!fs::exists(file)) {
         out << "compare: policy " << policy << " produced no results (exit code " << rc << ")\n";

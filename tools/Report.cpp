@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "runtime/cli/EarlyChecks.hpp"
 #include "runtime/dashboard/Page.hpp"
 #include "runtime/metrics/AtomicFile.hpp"
 #include "runtime/metrics/Results.hpp"
@@ -28,6 +29,8 @@ using plot::quote;
 double auto_bin_seconds(double duration) { return dashboard::report_bin_seconds(duration); }
 
 int report(const ReportOptions& options, std::ostream& out) {
+  if (!options.out_dir.empty()) cli_support::prepare_out_folder("--out", options.out_dir);  // before any output
+  if (!options.html.empty()) cli_support::check_out_file("--html", options.html);
   std::ifstream f(options.results);
   if (!f) throw model::FileError(options.results, 0, "", "cannot read the file");
   metrics::RunResults r;
@@ -54,7 +57,6 @@ int report(const ReportOptions& options, std::ostream& out) {
     return rc;
   }
   const fs::path dir = options.out_dir.empty() ? fs::path(options.results).parent_path() : fs::path(options.out_dir);
-  fs::create_directories(dir.empty() ? fs::path(".") : dir);
   const auto path = [&](const std::string& name) { return (dir.empty() ? fs::path(name) : dir / name).string(); };
 
   // Gantt chart: rows are nodes in results order.

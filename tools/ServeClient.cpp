@@ -198,7 +198,7 @@ ServeClient::~ServeClient() = default;
 nlohmann::json ServeClient::receive(double timeout, const std::atomic<bool>* stop) {
   const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout > 0 ? timeout : 1e9);
   while (std::chrono::steady_clock::now() < until) {
-    if (stop && stop->load()) throw std::runtime_error("interrupted (the experiment goes on on the served tree)");
+    if (stop && stop->load()) throw cli_support::Interrupted("interrupted (the experiment goes on on the served tree)");
     zmq::pollitem_t items[2] = {{static_cast<void*>(impl_->socket), 0, ZMQ_POLLIN, 0},
                                 {static_cast<void*>(impl_->monitor), 0, ZMQ_POLLIN, 0}};
     try {

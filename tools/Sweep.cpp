@@ -14,6 +14,10 @@
 #include "runtime/model/Calibration.hpp"
 #include "runtime/lp/PlatformModel.hpp"
 #include "runtime/lp/SteadyState.hpp"
+#include "runtime/cli/CliSupport.hpp"
+#include "runtime/cli/EarlyChecks.hpp"
+#include "runtime/metrics/AtomicFile.hpp"
+#include "runtime/node/ExitCode.hpp"
 #include "tools/HostCalibration.hpp"
 #include "tools/plot/Gnuplot.hpp"
 
@@ -145,7 +149,7 @@ int sweep(const std::string& experiment_path, const SweepOptions& options, const
   const fs::path dir = options.out_dir.empty()
                            ? fs::path("out") / ("sweep-" + fs::path(experiment_path).stem().string())
                            : fs::path(options.out_dir);
-  fs::create_directories(dir);
+  cli_support::prepare_out_folder("--out", dir);  // before the first calibration
   nlohmann::json doc{{"experiment", experiment_path}, {"app", options.app}, {"points", nlohmann::json::array()}};
   int worst = 0;
   for (const auto n : options.sizes) {
@@ -199,10 +203,17 @@ int sweep(const std::string& experiment_path, const SweepOptions& options, const
       }
       point["apps"] = res.at("apps");
     }
+    if (rc == node::exit_interrupted) {
+      // The sizes done are kept, marked so (no table or plot of a partial sweep).
+      doc["interrupted"] = true;
+      metrics::write_file_atomically(dir / "sweep.json", doc.dump(1) + "\n");
+      throw cli_support::Interrupted("interrupted at n = " + std::to_string(n) + "; " +
+                                     std::to_string(doc["points"].size()) + " size(s) done are in " +
+                                     (dir / "sweep.json").string() + " (\"interrupted\": true)");
+    }
     if (rc != 0 && worst == 0) worst = rc;
     doc["points"].push_back(point);
-    std::ofstream(dir / "sweep.json") << doc.dump(1) << "\n";  // after every size: a partial sweep is kept
-    if (rc == 130) break;                                      // interrupted
+    metrics::write_file_atomically(dir / "sweep.json", doc.dump(1) + "\n");  // after every size: a partial sweep is kept
   }
   print_sweep_table(out, doc);
   if (plot_sweep(dir, doc, out)) out << "plot: " << (dir / "sweep.png").string() << "\n";

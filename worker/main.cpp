@@ -11,6 +11,8 @@
 #include <spdlog/spdlog.h>
 
 #include "runtime/cli/CliSupport.hpp"
+#include "runtime/cli/EarlyChecks.hpp"
+#include "runtime/process/Interrupt.hpp"
 #include "tasks/BlasKernel.hpp"
 #include "tasks/PayloadMemory.hpp"
 #include "tasks/SandboxOptions.hpp"
@@ -21,11 +23,14 @@
 #include "worker/AutoParent.hpp"
 
 namespace {
-treefarm::zmq_node::ZmqNode* running = nullptr;
+std::atomic<treefarm::zmq_node::ZmqNode*> running{nullptr};
+int stop_code_of(int sig) { return sig == SIGTERM ? treefarm::node::exit_ok : treefarm::node::exit_interrupted; }
 // SIGTERM is a requested stop (exit 0); SIGINT an interruption (130). Either way the
 // children are told and the parent gets Bye, so it re-queues this subtree's tasks at once.
+// A signal before the node exists is kept (process::stop_requested()) and acted on then.
 void on_signal(int sig) {
-  if (running) running->stop(sig == SIGTERM ? treefarm::node::exit_ok : treefarm::node::exit_interrupted);
+  treefarm::process::on_stop_signal(sig);
+  if (auto* node = running.load()) node->stop(stop_code_of(sig));
 }
 }  // namespace
 
@@ -50,8 +55,10 @@ int main(int argc, char** argv) {
                  "(as `dask worker tcp://host:8786`); `auto` with --join: choose the parent (docs/planning.md)")
       ->required();
   treefarm::worker::AutoParentOptions autop;
-  app.add_option("--join", autop.join, "With --parent auto: endpoint of any node of the tree, tcp://HOST:PORT");
-  app.add_option("--advertise", endpoints.advertise, "This worker's listening endpoint as other machines reach it (told to --parent auto joiners; default: the bound one)");
+  app.add_option("--join", autop.join, "With --parent auto: endpoint of any node of the tree, tcp://HOST:PORT")
+      ->check(treefarm::cli_support::endpoint_check());
+  app.add_option("--advertise", endpoints.advertise, "This worker's listening endpoint as other machines reach it (told to --parent auto joiners; default: the bound one)")
+      ->check(treefarm::cli_support::endpoint_check());
   app.add_option("--speed", autop.speed, "flop/s per core of this machine: checked against applications' min_speed (default: measured when an application has one) and, with --parent auto, used to predict (default there: the tree's median task times)")->check(treefarm::cli_support::non_negative_number());
   std::uint64_t memory = 0, disk = 0;
   app.add_option("--memory", memory, "bytes of memory this worker offers to tasks, checked against applications' memory_per_task (default: the machine's, from hwloc)");
@@ -60,7 +67,9 @@ int main(int argc, char** argv) {
   double reparent_every = 0, reparent_gain = 0.1;
   app.add_option("--reparent-every", reparent_every, "seconds between re-evaluations of the parent: the tree is asked and measured again and this worker moves (leaving its parent cleanly) when another node predicts a fair throughput above (1 + --reparent-gain) x the current one (0 = never; docs/planning.md)")->capture_default_str()->check(treefarm::cli_support::non_negative_number());
   app.add_option("--reparent-gain", reparent_gain, "With --reparent-every: the least relative gain that moves this worker (negative: move to the best other node every time, for tests)")->capture_default_str();
-  app.add_option("--listen", endpoints.listen, "Endpoint for this worker's own children (\"\" = none)")->capture_default_str();
+  app.add_option("--listen", endpoints.listen, "Endpoint for this worker's own children (\"\" = none)")
+      ->capture_default_str()
+      ->check(treefarm::cli_support::endpoint_check(true));
   app.add_option("--name", opt.name, "Unique node name (default HOSTNAME-PID)")->capture_default_str();
   app.add_option("--cores", cores, "Compute on this many cores (default: all usable; 0 = only forward)")
       ->check(CLI::Range(0, 65536));
@@ -101,7 +110,11 @@ int main(int argc, char** argv) {
   opt.migration = *treefarm::core::migration_from_string(migration);
   opt.balance = *treefarm::core::balance_from_string(balance);
   cs::setup_logging(log_level);
+  std::signal(SIGINT, on_signal);
+  std::signal(SIGTERM, on_signal);
   try {
+    // Output paths before anything waits for the parent.
+    if (!endpoints.ready_file.empty()) cs::check_out_file("--ready-file", endpoints.ready_file);
     using treefarm::tasks::CgroupChoice;
     sandbox.cgroups = cgroups == "v1" ? CgroupChoice::v1 : cgroups == "v2" ? CgroupChoice::v2
                       : cgroups == "none" ? CgroupChoice::none : CgroupChoice::automatic;
@@ -157,6 +170,7 @@ int main(int argc, char** argv) {
       }
       autop.name = opt.name;
       autop.cores = static_cast<std::uint32_t>(compute.cores.size());
+      autop.cancel = &treefarm::process::stop_requested();  // Ctrl-C while asking the tree
       const auto found = treefarm::worker::find_parent(autop);
       spdlog::info("{}: --parent auto chose {} ({}) among {} nodes: predicted fair throughput {:.4g} tasks/s ({} LP solves)",
                    opt.name, found.parent.name, found.parent.endpoint, found.tree.model.nodes.size(),
@@ -166,10 +180,10 @@ int main(int argc, char** argv) {
     } else if (!autop.join.empty()) {
       throw cs::UsageError("--join is for --parent auto");
     }
+    treefarm::process::throw_if_stopped("interrupted before joining the tree");
     treefarm::zmq_node::ZmqNode node(opt, endpoints, compute);
     running = &node;
-    std::signal(SIGINT, on_signal);
-    std::signal(SIGTERM, on_signal);
+    if (treefarm::process::stop_requested()) node.stop(stop_code_of(treefarm::process::stop_signal()));
     const auto started = std::chrono::steady_clock::now();
     // Re-parenting later (docs/planning.md): a thread re-evaluates the parent every
     // --reparent-every seconds and asks the node's loop to move.
@@ -220,6 +234,11 @@ int main(int argc, char** argv) {
     done = true;
     if (reparenter.joinable()) reparenter.join();
     running = nullptr;
+    if (treefarm::process::stop_requested() && treefarm::process::stop_signal() == SIGINT) {
+      // Interrupted in any phase (waiting for the parent too, where the node ends cleanly).
+      std::cerr << cs::error_message("interrupted; this worker left the tree") << "\n";
+      return treefarm::node::exit_interrupted;
+    }
     if (rc == treefarm::node::exit_parent_lost) {
       const double tried = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
       std::cerr << cs::error_message(fmt::format(
@@ -230,6 +249,10 @@ int main(int argc, char** argv) {
     }
     return rc;
   } catch (const std::exception& e) {
+    if (treefarm::process::stop_requested()) {  // a signal ended the setup (--parent auto asking the tree)
+      if (treefarm::process::stop_signal() == SIGTERM) return treefarm::node::exit_ok;
+      return cs::report_error(treefarm::process::Interrupted("interrupted before joining the tree"));
+    }
     return cs::report_error(e);
   }
 }

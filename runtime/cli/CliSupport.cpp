@@ -18,6 +18,7 @@
 #include "runtime/model/Calibration.hpp"
 #include "runtime/model/Experiment.hpp"
 #include "runtime/node/ExitCode.hpp"
+#include "runtime/process/Interrupt.hpp"
 
 #ifndef TREEFARM_VERSION
 #error "TREEFARM_VERSION must be defined by CMake (project VERSION)"
@@ -360,32 +361,20 @@ int exit_code_for(const std::exception& error) {
   if (dynamic_cast<const model::CalibrationMismatch*>(&error)) return node::exit_bad_input;
   if (dynamic_cast<const BadInput*>(&error)) return node::exit_bad_input;
   if (dynamic_cast<const UsageError*>(&error)) return node::exit_usage;
-  if (dynamic_cast<const Interrupted*>(&error)) return node::exit_interrupted;
+  if (dynamic_cast<const Interrupted*>(&error) || dynamic_cast<const process::Interrupted*>(&error))
+    return node::exit_interrupted;
   return node::exit_error;
 }
 
-std::atomic<bool>& interrupted() {
-  static std::atomic<bool> flag{false};
-  return flag;
-}
+std::atomic<bool>& interrupted() { return process::stop_requested(); }
 
-std::atomic<int>& interrupt_signal() {
-  static std::atomic<int> sig{SIGINT};
-  return sig;
-}
-
-namespace {
-void on_interrupt(int sig) {
-  interrupt_signal() = sig;  // lock-free atomics: safe in a handler
-  interrupted() = true;
-}
-}  // namespace
+std::atomic<int>& interrupt_signal() { return process::stop_signal(); }
 
 int run_commands(CLI::App& app, const Commands& commands, int argc, char** argv) {
   if (const auto rc = parse(app, argc, argv)) return *rc;
   setup_logging("info");  // logs on stderr; stdout is for results
-  std::signal(SIGINT, on_interrupt);
-  std::signal(SIGTERM, on_interrupt);
+  std::signal(SIGINT, process::on_stop_signal);
+  std::signal(SIGTERM, process::on_stop_signal);
   std::signal(SIGPIPE, SIG_IGN);
   try {
     for (const auto& c : commands)

@@ -1,5 +1,6 @@
 #include "runtime/sim/Simulation.hpp"
 
+#include "runtime/process/Interrupt.hpp"
 #include "runtime/sim/ChildProcess.hpp"
 
 #include <sys/resource.h>
@@ -297,7 +298,8 @@ SimulationOutcome simulate(const SimPlatform& platform, const SimulationOptions&
 
   const ReportingChild child = fork_reporting_child(
       [&] { return outcome_to_json(run_engine(platform, options, &solution)).dump(); }, "simulation");
-  const std::string text = read_to_end(child.fd);
+  // A stop request (Ctrl-C) ends the child at once: a simulation can take minutes.
+  const std::string text = process::read_child_report(child.fd, child.pid, "interrupted while simulating; no results written");
   const int status = wait_for(child.pid);
   if (WIFSIGNALED(status))
     throw std::runtime_error("simulation process killed by signal " + std::to_string(WTERMSIG(status)) +

@@ -124,7 +124,17 @@ TEST_F(CliErrors, EveryDocumentedErrorCase) {
       // An --out that cannot be written: checked before anything runs.
       {treefarm + " simulate {dir}/tiny.toml --out /proc/treefarm-no", 1, "/proc/treefarm-no", 10},
       {treefarm + " calibrate {dir}/tiny.toml --out /proc/treefarm-no/cal.json", 1, "/proc/treefarm-no", 10},
-      {treefarm + " run {dir}/tiny.toml --out /proc/treefarm-no", 1, "/proc/treefarm-no", 10},
+      // ... in the one wording: the option, the folder, what the system said.
+      {treefarm + " run {dir}/tiny.toml --out /proc/treefarm-no", 1,
+       "treefarm: error: --out /proc/treefarm-no: cannot create folder: No such file or directory", 10},
+      {treefarm + " sweep {dir}/other.toml --app mm --n 8 --out /proc/treefarm-no", 1,
+       "treefarm: error: --out /proc/treefarm-no: cannot create folder: No such file or directory", 10},
+      {treefarm + " compare {dir}/tiny.toml --no-calibrate --out /proc/treefarm-no", 1,
+       "treefarm: error: --out /proc/treefarm-no: cannot create folder: No such file or directory", 10},
+      {treefarm + " report {dir}/tiny.toml --out /proc/treefarm-no", 1,
+       "treefarm: error: --out /proc/treefarm-no: cannot create folder: No such file or directory", 10},
+      {treefarm + " run {dir}/tiny.toml --out {dir}/tiny.toml/x", 1,
+       "treefarm: error: --out {dir}/tiny.toml/x: cannot create folder: Not a directory", 10},
   };
   for (const auto& c : cases) {
     const std::string cmd = at(c.command);

@@ -203,22 +203,29 @@ TEST_F(CliWalk, EverySubcommandOfTreefarmRefusesEveryBadValue) {
 }
 
 TEST_F(CliWalk, MasterAndWorkerRefuseEveryBadValue) {
-  // Not walked, each checked only once the program runs (the master once its workers
-  // joined, the worker once it reached its parent), so the refusal comes late:
-  // --bind, --bind-file and --state-dir (served master only), --calibrate-out, --origin,
-  // --listen, --ready-file; the worker's --join, --advertise, --listen, --ready-file,
-  // --run-as, --bind-file, --work-dir. --name takes any word; --reparent-gain may be
-  // negative (documented: move every time).
+  // Every option is checked before anything listens or waits: an output path that cannot
+  // be written (exit 1), an endpoint that is not one, an option of a served master without
+  // --serve (exit 2). Not walked: --name takes any word (the worker's; the master's is a
+  // --serve option, walked as such); --reparent-gain may be negative (documented: move
+  // every time).
   walk_all("treefarm-master", "", Row{"{dir}/tiny.toml --out {dir}/m",
                                       {{"--out", out_no}, {"--cpus", "nosuch"}, {"--inputs", "nosuch"},
                                        {"--calibration", "/nonexistent/treefarm-walk"}, {"--dashboard", "nosuch:1"},
-                                       {"--dashboard-file", out_no}, {"--name", ""}, {"--bind", ""}, {"--bind-file", ""},
-                                       {"--state-dir", ""}, {"--calibrate-out", ""}, {"--origin", ""}, {"--listen", ""},
-                                       {"--ready-file", ""}}});
+                                       {"--dashboard-file", out_no}, {"--name", "m"}, {"--bind", "tcp://127.0.0.1:*"},
+                                       {"--bind-file", "{dir}/b.ep"}, {"--state-dir", "{dir}/state"},
+                                       {"--calibrate-out", out_no}, {"--origin", "nosuch"}, {"--listen", "nosuch"},
+                                       {"--ready-file", out_no}}});
+  // The served master's own options, each bad (the experiment file: none with --serve).
+  for (const auto& [option, value] : std::vector<std::pair<std::string, std::string>>{
+           {"--bind", "nosuch"}, {"--bind-file", out_no}, {"--state-dir", out_no}, {"--listen", "nosuch"},
+           {"--ready-file", out_no}})
+    walk("treefarm-master", "--serve", option, value);
   walk_all("treefarm-worker", "", Row{"tcp://127.0.0.1:1 --rejoin-timeout 1",
                                       {{"--parent", "nosuch"}, {"--cpus", "nosuch"}, {"--name", ""}, {"--reparent-gain", ""},
-                                       {"--join", ""}, {"--advertise", ""}, {"--listen", ""}, {"--ready-file", ""},
-                                       {"--run-as", ""}, {"--bind", ""}, {"--bind-file", ""}, {"--work-dir", ""}}});
+                                       {"--join", "nosuch"}, {"--advertise", "nosuch"}, {"--listen", "nosuch"},
+                                       {"--ready-file", out_no}, {"--run-as", "nosuch-user"}}});
+  // --join with the --parent auto it belongs to.
+  walk("treefarm-worker", "--parent auto", "--join", "nosuch");
   EXPECT_GT(walked_, 20);
 }
 

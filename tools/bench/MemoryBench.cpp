@@ -18,6 +18,7 @@
 #include "runtime/model/BagSource.hpp"
 #include "runtime/model/Experiment.hpp"
 #include "runtime/model/ExperimentFile.hpp"
+#include "tools/ScratchDir.hpp"
 #include "tools/TreeLauncher.hpp"
 
 namespace treefarm::bench {
@@ -93,9 +94,8 @@ MasterRun run_master_bag(const fs::path& dir, const std::string& name, std::uint
   lo.timeout = o.timeout;
   lo.master_args.push_back("--no-table");
   if (o.array) lo.worker_args = {"--cgroups", "none"};  // the master's cost, not the tasks' containment
-  std::atomic<bool> never{false};
   const auto t0 = std::chrono::steady_clock::now();
-  const int rc = tools::launch_tree(ex, lo, never);
+  const int rc = tools::launch_benchmark_tree(ex, lo, "the benchmark");
   MasterRun r;
   r.wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (rc != 0) {
@@ -143,11 +143,7 @@ std::pair<double, double> results_write_seconds(std::uint64_t n) {
   return {streamed, as_dom};
 }
 
-std::filesystem::path temp_dir() {
-  std::string tmpl = "/tmp/treefarm-memory-XXXXXX";
-  if (!mkdtemp(tmpl.data())) throw std::runtime_error("cannot create a temporary directory");
-  return tmpl;
-}
+tools::ScratchDir temp_dir() { return tools::ScratchDir("memory"); }
 
 }  // namespace
 

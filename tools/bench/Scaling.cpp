@@ -18,11 +18,7 @@ double load_average() {
   return one;
 }
 
-std::filesystem::path scratch_dir(const std::string& what) {
-  std::string tmpl = "/tmp/treefarm-" + what + "-XXXXXX";
-  if (!mkdtemp(tmpl.data())) throw std::runtime_error("cannot create a temporary directory for " + what);
-  return tmpl;
-}
+tools::ScratchDir scratch_dir(const std::string& what) { return tools::ScratchDir(what); }
 
 TreeRunFigures run_tree(const std::filesystem::path& dir, const std::string& name, const std::string& experiment_toml,
                         tools::LaunchOptions options) {
@@ -34,9 +30,8 @@ TreeRunFigures run_tree(const std::filesystem::path& dir, const std::string& nam
   options.quiet = true;
   options.log_level = "warn";
   options.master_args.push_back("--no-table");
-  std::atomic<bool> never{false};
   TreeRunFigures f;
-  f.rc = tools::launch_tree(ex, options, never);
+  f.rc = tools::launch_benchmark_tree(ex, options, "the benchmark");
   const auto j = tools::read_tree_counts(out / "results.json", f);
   if (j.is_object() && j.contains("master_memory")) {
     const auto& m = j.at("master_memory");

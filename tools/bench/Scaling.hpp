@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "tools/ScratchDir.hpp"
 #include "tools/TreeLauncher.hpp"
 #include "tools/bench/FittedExponent.hpp"
 
@@ -30,7 +31,7 @@ struct TreeRunFigures : tools::TreeRunCounts {
 TreeRunFigures run_tree(const std::filesystem::path& dir, const std::string& name, const std::string& experiment_toml,
                         tools::LaunchOptions options);
 
-/// A fresh directory /tmp/treefarm-WHAT-XXXXXX. @throws std::runtime_error if it cannot be made.
-std::filesystem::path scratch_dir(const std::string& what);
+/// A fresh directory $TMPDIR/treefarm-WHAT-XXXXXX, removed when it goes. @throws std::runtime_error if it cannot be made.
+tools::ScratchDir scratch_dir(const std::string& what);
 
 }  // namespace treefarm::bench

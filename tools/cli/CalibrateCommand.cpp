@@ -13,6 +13,7 @@
 #include "tools/HostCalibration.hpp"
 #include "tools/ServeClient.hpp"
 #include "tools/TreeLauncher.hpp"
+#include "runtime/cli/EarlyChecks.hpp"
 #include "tools/cli/Command.hpp"
 
 namespace treefarm::cli {
@@ -71,9 +72,11 @@ int run_calibrate(const CalibrateOptions& o) {
   // and moved over --out only once whole, so that an interrupted or failed calibration
   // leaves the previous file (or none) in place.
   const auto out = std::filesystem::absolute(o.out);
-  metrics::check_writable_directory(out.parent_path());
-  char scratch_template[] = "/tmp/treefarm-calibrate-XXXXXX";
-  if (!::mkdtemp(scratch_template)) throw std::runtime_error("cannot create a temporary directory in /tmp");
+  cli_support::check_out_file("--out", out, true);
+  // In $TMPDIR (else /tmp), as every scratch folder of treefarm.
+  std::string scratch_template = (std::filesystem::temp_directory_path() / "treefarm-calibrate-XXXXXX").string();
+  if (!::mkdtemp(scratch_template.data()))
+    throw std::runtime_error("cannot create a temporary directory " + scratch_template);
   struct RemoveAtEnd {
     std::filesystem::path dir;
     ~RemoveAtEnd() {

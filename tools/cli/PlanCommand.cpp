@@ -9,6 +9,8 @@
 #include "runtime/node/ExitCode.hpp"
 #include "runtime/plan/MachineGenerator.hpp"
 #include "runtime/plan/Planner.hpp"
+#include "runtime/metrics/AtomicFile.hpp"
+#include "runtime/process/Interrupt.hpp"
 #include "tools/cli/Command.hpp"
 
 namespace treefarm::cli {
@@ -105,9 +107,8 @@ void add_plan_command(CLI::App& app, Commands& commands) {
     auto& out = std::cout;
     auto& err = std::cerr;
     // main() turns SIGINT/SIGTERM into a flag for the launchers; a search has nothing to
-    // clean up, so Ctrl-C ends it at once.
-    std::signal(SIGINT, SIG_DFL);
-    std::signal(SIGTERM, SIG_DFL);
+    // clean up and never polls it, so Ctrl-C ends it at once (--out is written atomically).
+    process::exit_at_once_on_stop("treefarm", "the search stopped; no tree written");
     const auto machines = plan::load_machines(p.machines);
     const auto apps = plan::load_apps(p.apps);
     p.options.method = *plan::method_from_string(p.method);
@@ -120,9 +121,8 @@ void add_plan_command(CLI::App& app, Commands& commands) {
     if (p.json) out << plan::to_json(result, machines).dump(1) << "\n";
     else print_plan(out, result, machines);
     if (!p.out.empty() && result.found) {
-      std::ofstream f(p.out);
-      if (!(f << plan::experiment_toml(result, machines, apps.apps, apps.run, "Planned by: " + command_line(p))))
-        throw std::runtime_error("cannot write " + p.out);
+      metrics::write_file_atomically(p.out, plan::experiment_toml(result, machines, apps.apps, apps.run,
+                                                                  "Planned by: " + command_line(p)));
       if (!p.json) out << "wrote " << p.out << "\n";
     }
     if (!result.found || !result.qos_satisfied) {

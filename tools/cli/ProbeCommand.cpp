@@ -3,6 +3,7 @@
 // the bandwidth and round trip from one to the other, measured by the receiving worker
 // itself on request (msg::ProbeRequest → msg::ProbeReport, runtime/zmq/PeerProber.hpp).
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <deque>
 #include <filesystem>
@@ -80,8 +81,10 @@ class Requester {
       const double left = timeout - std::chrono::duration<double>(Clock::now() - t0).count();
       if (left <= 0) break;
       zmq_pollitem_t item{static_cast<void*>(*slot), 0, ZMQ_POLLIN, 0};
-      zmq::poll(&item, 1, std::chrono::milliseconds(std::max<long>(1, static_cast<long>(left * 1000))));
-      if (interrupted()) throw std::runtime_error("interrupted");
+      // At most 100 ms at a time, and a signal's EINTR is no error: Ctrl-C is seen at once.
+      if (zmq_poll(&item, 1, std::clamp<long>(static_cast<long>(left * 1000), 1, 100)) < 0 && zmq_errno() != EINTR)
+        throw zmq::error_t();
+      if (interrupted()) throw cli_support::Interrupted("interrupted while probing; no machines file written");
       if (!(item.revents & ZMQ_POLLIN)) continue;
       auto got = net::try_receive(*slot, false);
       if (!got) continue;

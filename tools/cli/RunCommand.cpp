@@ -21,6 +21,7 @@
 #include "tools/TreeLauncher.hpp"
 #include "runtime/model/Origins.hpp"
 #include "tools/cli/BagOptions.hpp"
+#include "runtime/cli/EarlyChecks.hpp"
 #include "tools/cli/Command.hpp"
 
 namespace treefarm::cli {
@@ -136,7 +137,7 @@ int run_run(RunOptions o) {
   auto& lo = o.lo;
   // Issue 13: refuse what cannot work before anything starts (holes 8-10).
   if (o.resume && lo.out_dir.empty()) throw cli_support::UsageError("--resume continues the journal in OUT: give --out DIR");
-  if (!lo.out_dir.empty()) metrics::check_writable_directory(lo.out_dir);
+  if (!lo.out_dir.empty()) cli_support::prepare_out_folder("--out", lo.out_dir);
   if (!o.dashboard_file.empty()) {  // before anything starts, as --out
     const auto dir = std::filesystem::absolute(o.dashboard_file).parent_path();
     if (!std::filesystem::is_directory(dir))

@@ -6,6 +6,7 @@
 
 #include "runtime/cli/CliSupport.hpp"
 #include "runtime/metrics/AtomicFile.hpp"
+#include "runtime/cli/EarlyChecks.hpp"
 #include "tools/cli/Command.hpp"
 #include "tools/simulate/Simulate.hpp"
 
@@ -46,7 +47,7 @@ void add_simulate_command(CLI::App& app, Commands& out) {
                  "leaves in one iteration, as in the paper's synchronous prototype); default: one hop per iteration");
   out.push_back({simc, [o] {
                    // Before the simulation (it can take minutes), as run does.
-                   if (!o->so.out_dir.empty()) metrics::check_writable_directory(o->so.out_dir);
+                   if (!o->so.out_dir.empty()) cli_support::prepare_out_folder("--out", o->so.out_dir);
                    try {
                      return simulate::simulate_command(o->experiment, o->so, std::cout);
                    } catch (const std::invalid_argument& e) {  // --migration/--balance: exit 2, as any bad option

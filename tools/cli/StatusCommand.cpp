@@ -122,7 +122,7 @@ int run_status(const StatusCli& o) {
     }
     if (!o.watch) return 0;
     for (double slept = 0; slept < o.interval; slept += 0.1) {
-      if (interrupted()) return 0;
+      if (interrupted()) throw cli_support::Interrupted("interrupted; stopped watching");
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
   }
