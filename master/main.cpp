@@ -181,7 +181,7 @@ int main(int argc, char** argv) {
       const int rc = treefarm::master::serve(serve);
       // SIGTERM is a requested stop (0, as for treefarm-worker); SIGINT an interruption.
       if (rc == 0 && treefarm::process::stop_requested() && treefarm::process::stop_signal() == SIGINT) {
-        std::cerr << cs::error_message("interrupted; no longer serving") << "\n";
+        std::cerr << cs::error_message("interrupted; the served tree stopped") << "\n";
         return treefarm::node::exit_interrupted;
       }
       return rc;

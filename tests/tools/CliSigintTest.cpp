@@ -218,7 +218,7 @@ TEST_F(CliSigint, AServedTreeAndItsClients) {
   const auto rc = master.wait(60);
   ASSERT_TRUE(rc.has_value()) << master.output();
   EXPECT_EQ(*rc, node::exit_interrupted) << master.output();
-  EXPECT_NE(master.output().find("treefarm-master: error: interrupted; no longer serving"), std::string::npos)
+  EXPECT_NE(master.output().find("treefarm-master: error: interrupted; the served tree stopped"), std::string::npos)
       << master.output();
   std::vector<std::string> left;
   for (const auto& e : fs::directory_iterator(tmp)) left.push_back(e.path().filename().string());
