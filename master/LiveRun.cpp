@@ -1,14 +1,19 @@
 #include "master/LiveRun.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <set>
 
 #include <spdlog/spdlog.h>
 
+#include "runtime/lp/HostObservation.hpp"
+#include "runtime/metrics/MachineCpu.hpp"
+#include "runtime/metrics/ProcessMemory.hpp"
+
 namespace treefarm::master {
 
 LiveRun::LiveRun(const model::Experiment& ex, std::optional<Prediction> prediction)
-    : ex_(ex), prediction_(std::move(prediction)) {
+    : ex_(ex), prediction_(std::move(prediction)), cpu_limit_(metrics::cgroup_cpu_limit()) {
   if (prediction_ && lp::replans(ex_)) live_.emplace(prediction_->model, prediction_->solution);
 }
 
@@ -16,6 +21,11 @@ void LiveRun::install(node::RootSetup& root, RunRecord& record) {
   root.on_estimates = [this, &record](const std::vector<net::msg::Estimate>& estimates,
                                       double now) -> std::optional<std::vector<net::msg::NodeHint>> {
     if (!estimates.empty()) latest_ = estimates;
+    // The CPU the tree used and the CPU the machine left idle, for the a-posteriori model.
+    const double at = record.clock(now);
+    cpu_.estimates(estimates, at);
+    cpu_.node(ex_.nodes.at(0).name, at, metrics::process_cpu_seconds());  // the root's own process
+    if (const auto m = metrics::machine_cpu()) cpu_.machine(at, m->idle_seconds);
     if (warmup_ && !warmup_->made()) return first_plan(estimates, record.elapsed(now), record);
     if (!live_) return std::nullopt;
     const auto replan = live_->update(estimates, record.elapsed(now));
@@ -118,13 +128,60 @@ void LiveRun::a_posteriori(metrics::RunResults& results) const {
   for (const auto& e : latest_)
     if (e.what == net::msg::Estimate::What::link_bandwidth && e.samples >= 3) bandwidth[e.node] = e.mean;
   try {
-    const lp::PlatformModel model = prediction_ ? lp::observed_model(prediction_->model, seconds, bandwidth)
+    const lp::PlatformModel model = prediction_ ? observed_host(lp::observed_model(prediction_->model, seconds, bandwidth), results, lo, hi)
                                                 : lp::model_from_experiment(ex_, &seconds, &bandwidth);
     const auto solution = lp::solve(model);
     results.predicted_fair_a_posteriori = solution.fair_throughput;
     spdlog::info("master: a-posteriori LP optimum (the rates this run observed) {:.4f} tasks/s", solution.fair_throughput);
   } catch (const std::exception& e) {
     spdlog::info("master: no a-posteriori prediction: {}", e.what());
+  }
+}
+
+lp::PlatformModel LiveRun::observed_host(lp::PlatformModel model, metrics::RunResults& results, double lo, double hi) const {
+  const int h = model.nodes.empty() ? -1 : model.nodes[0].host;
+  if (h < 0 || std::count_if(model.nodes.begin(), model.nodes.end(), [&](const auto& n) { return n.host == h; }) < 2)
+    return model;  // no host the root shares: the nodes' own figures (observed_model) stand
+  lp::HostObservation obs;
+  obs.host = h;
+  obs.window_seconds = hi - lo;
+  std::string missing;
+  for (const auto& node : model.nodes) {
+    if (node.host != h) continue;
+    if (const auto c = cpu_.node_seconds(node.name, lo, hi)) obs.node_cpu_seconds[node.name] = *c;
+    else missing += (missing.empty() ? "" : ", ") + node.name;
+  }
+  const auto idle = cpu_.idle_seconds(lo, hi);
+  if (!missing.empty() || !idle) {
+    spdlog::info("master: the a-posteriori model keeps the calibration's CPU figures of this machine: no CPU samples "
+                 "over the steady window [{:.1f}, {:.1f}] s of {}", lo, hi, missing.empty() ? "the machine" : missing);
+    return model;
+  }
+  double tree = 0;
+  for (const auto& [name, c] : obs.node_cpu_seconds) tree += c;
+  obs.available_cpu_seconds = *idle + tree;
+  if (cpu_limit_) obs.available_cpu_seconds = std::min(obs.available_cpu_seconds, *cpu_limit_ * obs.window_seconds);
+  results.for_each_task([&](const metrics::TaskView& t) {
+    if (t.completed_at < lo || t.completed_at > hi || t.app >= results.apps.size()) return;
+    obs.tasks[std::string(t.node)][results.apps[t.app].name] += 1;
+  });
+  try {
+    lp::HostObservationSummary s;
+    auto observed = lp::observed_host_model(model, obs, &s);
+    results.a_posteriori = {{"window", {lo, hi}},
+                            {"available_cores", s.available_cores},
+                            {"idle_cpu_seconds", *idle},
+                            {"tree_cpu_seconds", s.tree_cpu_seconds},
+                            {"node_cpu_seconds", obs.node_cpu_seconds},
+                            {"cost_factor", s.cost_factor},
+                            {"kernel_factor", s.kernel_factor}};
+    spdlog::info("master: over the steady window [{:.1f}, {:.1f}] s the tree used {:.1f} CPU-s of {:.1f} available "
+                 "({:.2f} cores); CPU per task x {:.3f} of the calibration's", lo, hi, s.tree_cpu_seconds,
+                 obs.available_cpu_seconds, s.available_cores, s.cost_factor);
+    return observed;
+  } catch (const std::invalid_argument& e) {
+    spdlog::info("master: the a-posteriori model keeps the calibration's CPU figures of this machine: {}", e.what());
+    return model;
   }
 }
 

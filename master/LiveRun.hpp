@@ -15,6 +15,7 @@
 #include "master/RootPlan.hpp"
 #include "master/RunRecord.hpp"
 #include "runtime/lp/EstimatePlan.hpp"
+#include "master/TreeCpu.hpp"
 #include "runtime/lp/LiveModel.hpp"
 #include "runtime/lp/PlatformModel.hpp"
 #include "runtime/lp/SteadyState.hpp"
@@ -51,12 +52,21 @@ class LiveRun {
   /// the run's prediction.
   std::optional<std::vector<net::msg::NodeHint>> first_plan(const std::vector<net::msg::Estimate>& estimates,
                                                             double at, RunRecord& record);
+  /// On a host the root shares with other nodes (a tree on one machine): `model` as that
+  /// host really ran over the steady window [lo, hi] (lp::observed_host_model), its
+  /// figures into results.a_posteriori; `model` unchanged, and the log says why, when the
+  /// CPU samples do not cover the window.
+  lp::PlatformModel observed_host(lp::PlatformModel model, metrics::RunResults& results, double lo, double hi) const;
 
   const model::Experiment& ex_;
   std::optional<lp::EstimatePlan> warmup_;
   std::optional<Prediction> prediction_;
   std::optional<lp::LiveModel> live_;
   std::vector<net::msg::Estimate> latest_;
+  /// The tree's process CPU and the machine's idle time over the run (results' clock).
+  TreeCpu cpu_;
+  /// The machine's CPU limit for the tree: its cgroup's quota, if any (CPUs).
+  std::optional<double> cpu_limit_;
 };
 
 }  // namespace treefarm::master

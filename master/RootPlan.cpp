@@ -1,9 +1,12 @@
 #include "master/RootPlan.hpp"
 
+#include <algorithm>
+
 #include <spdlog/spdlog.h>
 
 #include "runtime/cli/CliSupport.hpp"
 #include "runtime/core/MigrationOptions.hpp"
+#include "runtime/lp/PredictionInterval.hpp"
 #include "runtime/lp/SteadyState.hpp"
 #include "runtime/metrics/AtomicFile.hpp"
 #include "runtime/model/Calibration.hpp"
@@ -132,7 +135,19 @@ std::optional<Prediction> set_prediction(node::RootSetup& root, metrics::RunResu
     root.welcome.hints.clear();
   }
   for (std::size_t k = 0; k < results.apps.size(); ++k) results.apps[k].predicted = solution.app_throughput[k];
-  spdlog::info("master: LP optimum fair throughput {:.4f} tasks/s", solution.fair_throughput);
+  // The interval from the calibration's own spread (lp::prediction_interval), printed as
+  // it is: a spread wider than ±10 % is said, not clipped (docs/live-model.md).
+  const auto interval = lp::prediction_interval(ex, cal, options.pooled_inputs);
+  const double p = solution.fair_throughput;
+  if (interval.has_spread && p > 0) {
+    const double low = std::min(interval.low, p), high = std::max(interval.high, p);
+    results.predicted_fair_interval = metrics::RunResults::Interval{low, high};
+    spdlog::info("master: LP optimum fair throughput {:.4f} tasks/s, interval {:.4f} to {:.4f} ({:+.1f} % to {:+.1f} %{})",
+                 p, low, high, 100 * (low / p - 1), 100 * (high / p - 1),
+                 low < 0.9 * p || high > 1.1 * p ? ", wider than +-10 %: the calibration's spread" : "");
+  } else {
+    spdlog::info("master: LP optimum fair throughput {:.4f} tasks/s (no interval: the calibration records no spread)", p);
+  }
   return Prediction{std::move(platform), solution};
 }
 

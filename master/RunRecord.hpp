@@ -57,6 +57,9 @@ class RunRecord {
   nlohmann::json status(double now) const;
   /// Seconds since dispatching started (0 before).
   double elapsed(double now) const { return start_ > 0 ? now - start_ : 0.0; }
+  /// Seconds on the results' clock (TaskRecord::completed_at): elapsed() after the
+  /// completions of a resumed journal.
+  double clock(double now) const { return time_offset_ + elapsed(now); }
   bool started() const { return start_ > 0 || done_ > 0; }
   std::uint64_t done() const { return done_; }
   std::uint64_t total() const { return ex_.total_tasks(); }

@@ -5,6 +5,7 @@
 #include <csignal>
 #include <iostream>
 #include <thread>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -50,6 +51,19 @@ int main(int argc, char** argv) {
   char host[256] = "worker";
   gethostname(host, sizeof host - 1);
   opt.name = std::string(host) + "-" + std::to_string(getpid());
+  // This process's CPU seconds (every thread), sent up on the heartbeats for the root's
+  // a-posteriori prediction (docs/live-model.md).
+  // A command task's process counts once it has ended (RUSAGE_CHILDREN).
+  opt.process_cpu_seconds = [] {
+    double seconds = 0;
+    for (const int who : {RUSAGE_SELF, RUSAGE_CHILDREN}) {
+      rusage u{};
+      if (::getrusage(who, &u) != 0) continue;
+      seconds += static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+                 static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) * 1e-6;
+    }
+    return seconds;
+  };
   app.add_option("parent,--parent", endpoints.parent,
                  "Endpoint of the parent (master or worker), tcp://HOST:PORT; also accepted without --parent "
                  "(as `dask worker tcp://host:8786`); `auto` with --join: choose the parent (docs/planning.md)")

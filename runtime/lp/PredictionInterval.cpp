@@ -33,13 +33,19 @@ model::Calibration calibration_at_end(model::Calibration calibration, bool optim
   return calibration;
 }
 
-PredictionInterval prediction_interval(const model::Experiment& experiment, const model::Calibration& calibration) {
+PredictionInterval prediction_interval(const model::Experiment& experiment, const model::Calibration& calibration,
+                                       bool pooled_inputs) {
+  const auto optimum = [&](PlatformModel m) {
+    if (pooled_inputs)
+      for (auto& h : m.hosts) h.input_cpu_seconds_per_byte = 0.0;
+    return solve(m).fair_throughput;
+  };
   PredictionInterval out;
-  out.median = solve(model_from_calibration(experiment, calibration)).fair_throughput;
+  out.median = optimum(model_from_calibration(experiment, calibration));
   // The pessimistic end also takes the slowest probes of links within one host at their
   // word (model_from_calibration: the point prediction uses their fastest round).
-  out.low = solve(model_from_calibration(experiment, calibration_at_end(calibration, false), true)).fair_throughput;
-  out.high = solve(model_from_calibration(experiment, calibration_at_end(calibration, true))).fair_throughput;
+  out.low = optimum(model_from_calibration(experiment, calibration_at_end(calibration, false), true));
+  out.high = optimum(model_from_calibration(experiment, calibration_at_end(calibration, true)));
   for (const auto& [name, nc] : calibration.nodes)
     if (nc.link_bandwidth_min || nc.link_bandwidth_max) out.has_spread = true;
   for (const auto& [name, h] : calibration.hosts)

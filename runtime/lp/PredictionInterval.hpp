@@ -31,8 +31,10 @@ struct PredictionInterval {
 /// cheapest bytes; else slowest links, dearest bytes.
 model::Calibration calibration_at_end(model::Calibration calibration, bool optimistic);
 
-/// Solves the max-min LP for the calibration at both ends and as recorded. Throws as
-/// model_from_calibration() does.
-PredictionInterval prediction_interval(const model::Experiment& experiment, const model::Calibration& calibration);
+/// Solves the max-min LP for the calibration at both ends and as recorded; with
+/// `pooled_inputs` (no input generated per task) every host's input cost is 0 in all three,
+/// as the master's own prediction sets it. Throws as model_from_calibration() does.
+PredictionInterval prediction_interval(const model::Experiment& experiment, const model::Calibration& calibration,
+                                       bool pooled_inputs = false);
 
 }  // namespace treefarm::lp

@@ -149,11 +149,17 @@ nlohmann::json to_json(const RunResults& r, bool with_tasks) {
     j["fair_ratio"] = *r.predicted_fair_throughput > 0 ? r.fair_throughput / *r.predicted_fair_throughput : 0.0;
     if (!r.prediction_source.empty()) j["prediction_source"] = r.prediction_source;
   }
+  if (r.predicted_fair_interval) {
+    j["fair_throughput_interval"] = {{"low", r.predicted_fair_interval->low}, {"high", r.predicted_fair_interval->high}};
+    j["fair_inside_interval"] = r.fair_throughput >= r.predicted_fair_interval->low &&
+                                r.fair_throughput <= r.predicted_fair_interval->high;
+  }
   if (r.predicted_fair_a_posteriori) {
     j["fair_predicted_a_posteriori"] = *r.predicted_fair_a_posteriori;
     j["fair_ratio_a_posteriori"] =
         *r.predicted_fair_a_posteriori > 0 ? r.fair_throughput / *r.predicted_fair_a_posteriori : 0.0;
   }
+  if (!r.a_posteriori.is_null()) j["a_posteriori"] = r.a_posteriori;
   j["replans"] = r.replans;
   if (!r.plan.is_null()) j["plan"] = r.plan;
   j["duplicates"] = r.duplicates;
@@ -308,10 +314,13 @@ RunResults results_from_json(const nlohmann::json& j) {
   }
   if (j.contains("predicted_fair_throughput")) r.predicted_fair_throughput = j["predicted_fair_throughput"].get<double>();
   r.prediction_source = j.value("prediction_source", std::string());
+  if (const auto it = j.find("fair_throughput_interval"); it != j.end())
+    r.predicted_fair_interval = RunResults::Interval{it->at("low").get<double>(), it->at("high").get<double>()};
   r.plan = j.value("plan", nlohmann::json());
   if (j.contains("fair_predicted_a_posteriori"))
     r.predicted_fair_a_posteriori = j["fair_predicted_a_posteriori"].get<double>();
   r.replans = j.value("replans", nlohmann::json::array());
+  r.a_posteriori = j.value("a_posteriori", nlohmann::json());
   if (const auto it = j.find("failures"); it != j.end())
     for (const auto& jf : *it)
       r.failures.push_back(TaskFailure{app_index.at(jf.at("app").get<std::string>()), jf.at("id").get<std::uint64_t>(),
@@ -349,6 +358,15 @@ void print_table(std::ostream& out, const RunResults& r) {
     if (r.prediction_source.rfind("estimates", 0) == 0) out << "   (LP over the run's own " << r.prediction_source << ")";
   }
   out << "\n";
+  if (predicted && r.predicted_fair_interval && *r.predicted_fair_throughput > 0) {
+    const auto& i = *r.predicted_fair_interval;
+    const double p = *r.predicted_fair_throughput;
+    const bool wide = i.low < 0.9 * p || i.high > 1.1 * p;
+    const char* where = r.fair_throughput < i.low ? "measured below it" : r.fair_throughput > i.high ? "measured above it" : "measured inside";
+    std::snprintf(line, sizeof line, "prediction interval (the calibration's spread): %.4f to %.4f tasks/s (%+.1f %% to %+.1f %%%s): %s",
+                  i.low, i.high, 100 * (i.low / p - 1), 100 * (i.high / p - 1), wide ? ", wider than +-10 %" : "", where);
+    out << line << "\n";
+  }
   if (r.predicted_fair_a_posteriori) {
     std::snprintf(line, sizeof line, "a posteriori (LP over the rates this run observed): %.4f tasks/s   ratio %.3f",
                   *r.predicted_fair_a_posteriori,

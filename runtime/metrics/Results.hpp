@@ -112,6 +112,15 @@ struct RunResults {
   /// run without a calibration under policy lp: the LP over the run's own estimates once
   /// they were tight, T seconds after the start; docs/live-model.md); "" = no prediction.
   std::string prediction_source;
+  /// The a-priori prediction's interval from the calibration's spread
+  /// (lp::prediction_interval: every measured figure at its pessimistic, then at its
+  /// optimistic end), tasks/s per unit of weight; results.json "fair_throughput_interval"
+  /// {low, high}. None when the run was not calibrated or the calibration has no spread.
+  struct Interval {
+    double low = 0;
+    double high = 0;
+  };
+  std::optional<Interval> predicted_fair_interval;
   /// The LP's plan the prediction comes from (lp::to_json: per node its tasks/s per
   /// application, utilisations, saturated resources); null when the run was not calibrated.
   nlohmann::json plan;
@@ -119,6 +128,10 @@ struct RunResults {
   /// from the tasks' own compute seconds, links from the nodes' online estimates;
   /// docs/live-model.md), tasks/s per unit of weight; none when it could not be made.
   std::optional<double> predicted_fair_a_posteriori;
+  /// What the a-posteriori model of a shared host took from the run (docs/live-model.md):
+  /// {window [s, s], available_cores, tree_cpu_seconds, node_cpu_seconds {name: s},
+  /// cost_factor, kernel_factor {name: factor}}; null when it was not made.
+  nlohmann::json a_posteriori;
   /// Each re-plan of the run (lp::to_json(Replan)): at, cause, node, figure, old_value,
   /// new_value, old_optimum, new_optimum. An array, empty when none.
   nlohmann::json replans = nlohmann::json::array();

@@ -150,6 +150,10 @@ struct Estimate {
   enum class What : std::uint8_t {
     task_seconds = 0,    ///< seconds of one task of application `app` on `node`
     link_bandwidth = 1,  ///< bytes/s of the link from `node`'s parent (measured by the parent)
+    /// CPU seconds (user + system, every thread) `node`'s process has used since it
+    /// started (getrusage): a running total, `samples` 1, `spread` 0 (the root's
+    /// a-posteriori prediction, docs/live-model.md).
+    process_cpu_seconds = 2,
   };
   std::string node;
   What what = What::task_seconds;

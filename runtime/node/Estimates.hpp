@@ -31,6 +31,9 @@ class Estimates {
   bool task_ran(std::size_t k, double seconds);
   /// A transfer of `bytes` to child `child` that had the link to itself took `seconds`.
   void transfer(const std::string& child, double bytes, double seconds);
+  /// This node's process has used `seconds` of CPU (user + system, every thread) so far:
+  /// reported as is (Estimate::What::process_cpu_seconds), never a per-task figure.
+  void process_cpu(double seconds) { cpu_seconds_ = seconds; }
   /// What child `child` last reported (its own estimates and those below it).
   void from_child(const std::string& child, std::vector<net::msg::Estimate> estimates);
   /// The child left: its reports and its link are forgotten.
@@ -48,6 +51,7 @@ class Estimates {
 
  private:
   std::string name_;
+  double cpu_seconds_ = 0;  ///< 0: not reported
   ShiftTestParams test_;
   std::vector<RunningEstimate> tasks_;
   std::map<std::string, RunningEstimate> links_;

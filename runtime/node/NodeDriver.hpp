@@ -75,6 +75,10 @@ struct NodeOptions {
   /// heartbeats (heartbeat_interval 0: the simulator sets 1 s); with heartbeats they ride
   /// on them (docs/live-model.md). 0: none.
   double estimate_interval = 0;
+  /// This process's CPU seconds so far (user + system, every thread), sent up with the
+  /// estimates on each heartbeat (docs/live-model.md, "The a-posteriori prediction");
+  /// unset: not reported (a simulation, several nodes in one process).
+  std::function<double()> process_cpu_seconds = {};
   /// The estimates' shift test (RunningEstimate.hpp, docs/live-model.md).
   ShiftTestParams shift_test = {};
   /// Where the driver's log lines go (the adapters forward them to spdlog); unset: nowhere.

@@ -300,6 +300,7 @@ void NodeDriver::heartbeats(double now) {
         if (up.loads.size() < net::max_loads) up.loads.push_back(l);
   }
   if (root_) root_->loads(up.loads);
+  if (opt_.process_cpu_seconds) estimates_.process_cpu(opt_.process_cpu_seconds());
   up.estimates = estimates_.report();  // docs/live-model.md: estimates ride on heartbeats
   if (root_) root_estimates(std::move(up.estimates), now);
   else if (!life_.is(Phase::rejoin_wait)) transport_.send_parent(up);

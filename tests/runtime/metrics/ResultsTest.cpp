@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -232,6 +233,39 @@ TEST(ResultsJson, RoundTripKeepsTheFields) {
     EXPECT_EQ(out.tasks[i].completed_at, in.tasks[i].completed_at);
     EXPECT_EQ(out.tasks[i].compute_seconds, in.tasks[i].compute_seconds);
   }
+}
+
+// The a-priori prediction's interval: results.json "fair_throughput_interval" {low, high}
+// and "fair_inside_interval", read back, and the table line that says where the measured
+// figure fell and whether the interval is wider than ±10 %.
+TEST(ResultsJson, ThePredictionIntervalIsKeptAndTheTableSaysWhereTheMeasurementFell) {
+  auto r = sample_run();
+  ASSERT_GT(r.fair_throughput, 0.0);
+  const double f = r.fair_throughput;
+  r.predicted_fair_throughput = f;
+  EXPECT_FALSE(to_json(r).contains("fair_throughput_interval"));
+  r.predicted_fair_interval = RunResults::Interval{0.95 * f, 1.04 * f};
+  auto j = to_json(r);
+  EXPECT_DOUBLE_EQ(j["fair_throughput_interval"]["low"].get<double>(), 0.95 * f);
+  EXPECT_DOUBLE_EQ(j["fair_throughput_interval"]["high"].get<double>(), 1.04 * f);
+  EXPECT_TRUE(j["fair_inside_interval"].get<bool>());
+  const auto back = results_from_json(nlohmann::json::parse(j.dump()));
+  ASSERT_TRUE(back.predicted_fair_interval.has_value());
+  EXPECT_DOUBLE_EQ(back.predicted_fair_interval->low, 0.95 * f);
+  EXPECT_DOUBLE_EQ(back.predicted_fair_interval->high, 1.04 * f);
+  std::ostringstream inside;
+  print_table(inside, r);
+  EXPECT_NE(inside.str().find("-5.0 % to +4.0 %): measured inside"), std::string::npos) << inside.str();
+  EXPECT_EQ(inside.str().find("wider"), std::string::npos);
+  // Measured above an interval wider than ±10 % on its low side: said, not clipped.
+  r.predicted_fair_throughput = 0.8 * f;
+  r.predicted_fair_interval = RunResults::Interval{0.6 * f, 0.9 * f};
+  j = to_json(r);
+  EXPECT_FALSE(j["fair_inside_interval"].get<bool>());
+  std::ostringstream above;
+  print_table(above, r);
+  EXPECT_NE(above.str().find("-25.0 % to +12.5 %, wider than +-10 %): measured above it"), std::string::npos)
+      << above.str();
 }
 
 // issue 18: the header and the per-task dispatch and start times survive a round trip.

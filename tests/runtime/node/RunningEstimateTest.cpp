@@ -108,5 +108,22 @@ TEST(Estimates, ReportsOwnTaskTimesChildLinksAndWhatChildrenSaid) {
   EXPECT_EQ(e.report().size(), 1u);
 }
 
+TEST(Estimates, TheProcessCpuIsReportedFirstAsARunningTotal) {
+  Estimates e;
+  e.configure("w1", 1, {}, {});
+  e.process_cpu(0);
+  EXPECT_TRUE(e.report().empty()) << "no CPU figure yet";
+  e.task_ran(0, 0.5);
+  e.process_cpu(3.5);
+  e.process_cpu(4.25);  // the latest figure, not a sum
+  const auto r = e.report();
+  ASSERT_EQ(r.size(), 2u);
+  EXPECT_EQ(r[0].node, "w1");
+  EXPECT_EQ(r[0].what, net::msg::Estimate::What::process_cpu_seconds);
+  EXPECT_DOUBLE_EQ(r[0].mean, 4.25);
+  EXPECT_EQ(r[0].samples, 1u);
+  EXPECT_EQ(r[1].what, net::msg::Estimate::What::task_seconds);
+}
+
 }  // namespace
 }  // namespace treefarm::node

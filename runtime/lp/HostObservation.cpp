@@ -1,0 +1,105 @@
+#include "runtime/lp/HostObservation.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+#include <vector>
+
+namespace treefarm::lp {
+namespace {
+
+int node_index(const PlatformModel& m, const std::string& name) {
+  for (std::size_t u = 0; u < m.nodes.size(); ++u)
+    if (m.nodes[u].name == name) return static_cast<int>(u);
+  throw std::invalid_argument("a-posteriori model: unknown node '" + name + "'");
+}
+
+int app_index(const PlatformModel& m, const std::string& name) {
+  for (std::size_t k = 0; k < m.apps.size(); ++k)
+    if (m.apps[k].name == name) return static_cast<int>(k);
+  throw std::invalid_argument("a-posteriori model: unknown application '" + name + "'");
+}
+
+/// The host's CPU charged for the completed tasks with its CPU costs × f.
+double charged(PlatformModel m, std::size_t h, double f, const std::vector<std::vector<double>>& n) {
+  auto& host = m.hosts[h];
+  for (auto& c : host.task_cpu_seconds) c *= f;
+  host.comm_cpu_seconds_per_byte *= f;
+  host.input_cpu_seconds_per_byte *= f;
+  host.receive_cpu_seconds_per_byte *= f;
+  double sum = 0;
+  for (std::size_t u = 0; u < m.nodes.size(); ++u)
+    for (std::size_t k = 0; k < m.apps.size(); ++k)
+      if (n[u][k] > 0) sum += n[u][k] * own_host_cpu_per_task(m, u, k);
+  return sum;
+}
+
+}  // namespace
+
+PlatformModel observed_host_model(PlatformModel model, const HostObservation& obs, HostObservationSummary* summary) {
+  if (obs.host < 0 || static_cast<std::size_t>(obs.host) >= model.hosts.size())
+    throw std::invalid_argument("a-posteriori model: host " + std::to_string(obs.host) + " of " +
+                                std::to_string(model.hosts.size()));
+  if (!(obs.window_seconds > 0)) throw std::invalid_argument("a-posteriori model: a steady window of no time");
+  const auto h = static_cast<std::size_t>(obs.host);
+  const std::size_t n_nodes = model.nodes.size(), n_apps = model.apps.size();
+  // Tasks completed per (node, application).
+  std::vector<std::vector<double>> n(n_nodes, std::vector<double>(n_apps, 0.0));
+  for (const auto& [node, apps] : obs.tasks) {
+    const auto u = static_cast<std::size_t>(node_index(model, node));
+    for (const auto& [app, count] : apps) {
+      if (count <= 0) continue;
+      if (model.nodes[u].host != obs.host)
+        throw std::invalid_argument("a-posteriori model: node '" + node + "' completed tasks on another host");
+      n[u][static_cast<std::size_t>(app_index(model, app))] += count;
+    }
+  }
+  double tree_cpu = 0;
+  for (std::size_t u = 0; u < n_nodes; ++u) {
+    if (model.nodes[u].host != obs.host) continue;
+    const auto it = obs.node_cpu_seconds.find(model.nodes[u].name);
+    if (it == obs.node_cpu_seconds.end())
+      throw std::invalid_argument("a-posteriori model: no CPU figure of node '" + model.nodes[u].name + "'");
+    tree_cpu += std::max(0.0, it->second);
+  }
+  HostObservationSummary s;
+  s.tree_cpu_seconds = tree_cpu;
+  auto& host = model.hosts[h];
+  host.cores = std::min(host.cores, std::max(obs.available_cpu_seconds, tree_cpu) / obs.window_seconds);
+  if (!(host.cores > 0)) throw std::invalid_argument("a-posteriori model: the tree had no CPU time in the window");
+  s.available_cores = host.cores;
+  // Per node: the CPU its own tasks really cost (its process's CPU over its kernels' model cost).
+  for (std::size_t u = 0; u < n_nodes; ++u) {
+    auto& node = model.nodes[u];
+    double kernel = 0;
+    for (std::size_t k = 0; k < n_apps; ++k)
+      if (n[u][k] > 0) kernel += n[u][k] * node.task_seconds[k] * node.cpu_share * model.apps[k].cores_per_task;
+    if (!(kernel > 0)) continue;
+    const double g = obs.node_cpu_seconds.at(node.name) / kernel;
+    if (!(g > 0) || !std::isfinite(g)) continue;
+    for (auto& t : node.task_seconds)
+      if (std::isfinite(t) && t > 0) t *= g;
+    s.kernel_factor[node.name] = g;
+  }
+  // The host's whole-task and per-byte costs: f with the charge for the tasks done equal
+  // to the tree's CPU (the charge is non-decreasing in f; the kernels alone are at most
+  // the computing nodes' CPU, so f = 0 charges at most tree_cpu).
+  double lo = 0, hi = 1;
+  const bool scalable = charged(model, h, 1, n) > charged(model, h, 0, n);  // else nothing to scale: f = 1
+  if (!scalable) lo = hi;
+  for (int i = 0; i < 60 && scalable && charged(model, h, hi, n) < tree_cpu; ++i) hi *= 2;
+  for (int i = 0; i < 60 && scalable; ++i) {
+    const double mid = 0.5 * (lo + hi);
+    (charged(model, h, mid, n) < tree_cpu ? lo : hi) = mid;
+  }
+  const double f = 0.5 * (lo + hi);
+  for (auto& c : host.task_cpu_seconds) c *= f;
+  host.comm_cpu_seconds_per_byte *= f;
+  host.input_cpu_seconds_per_byte *= f;
+  host.receive_cpu_seconds_per_byte *= f;
+  s.cost_factor = f;
+  if (summary) *summary = s;
+  return model;
+}
+
+}  // namespace treefarm::lp

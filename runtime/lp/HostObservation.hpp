@@ -1,0 +1,52 @@
+#pragma once
+/// @file HostObservation.hpp
+/// The a-posteriori model of a machine several nodes share (every node of `treefarm run`
+/// on one machine; docs/live-model.md, "The a-posteriori prediction"): what the run
+/// really had over its steady window [εT, (1−ε)T] (papers/beaumont2006 §5.1.1) — the CPU
+/// time the machine left to the tree, each node's process CPU time, the tasks each node
+/// completed — turned into the LP's host model (docs/lp.md, "Hosts").
+
+#include <map>
+#include <string>
+
+#include "runtime/lp/PlatformModel.hpp"
+
+namespace treefarm::lp {
+
+/// What one shared host gave the tree over the steady window.
+struct HostObservation {
+  int host = -1;                      ///< index in PlatformModel::hosts
+  double window_seconds = 0;          ///< (1−2ε)T, seconds
+  /// CPU seconds the tree could have used in the window: the machine's idle time plus the
+  /// tree's own CPU time (what other work and steal took is not available).
+  double available_cpu_seconds = 0;
+  /// Per node name: CPU seconds (user + system, every thread) its process used in the window.
+  std::map<std::string, double> node_cpu_seconds;
+  /// Per node name, per application name: tasks it completed in the window.
+  std::map<std::string, std::map<std::string, double>> tasks;
+};
+
+/// What observed_host_model() did (results.json "a_posteriori").
+struct HostObservationSummary {
+  double available_cores = 0;   ///< the host's cores in the a-posteriori model
+  double tree_cpu_seconds = 0;  ///< Σ node_cpu_seconds
+  double cost_factor = 0;       ///< f: the host's whole-task and per-byte CPU costs × f
+  std::map<std::string, double> kernel_factor;  ///< per computing node: its task seconds × g_u
+};
+
+/// `model` as host `obs.host` really ran (docs/live-model.md):
+/// - the host's cores := min(its cores, available_cpu_seconds / window_seconds);
+/// - each node of the host that completed tasks: its task seconds of every application ×
+///   g_u = its CPU seconds / Σ_k n_u(k)·t_u(k)·share_u·cpt(k) (the CPU a task of it
+///   really cost, its node row and its kernel term in the host row);
+/// - the host's whole-task costs (task_cpu_seconds), its CPU cost per byte moved,
+///   generated and received × f, with f ≥ 0 such that the host's CPU charged for the tasks
+///   completed, Σ_{u,k} n_u(k)·own_host_cpu_per_task(u, k), equals the tree's CPU seconds
+///   in the window (found by bisection: the charge is non-decreasing in f).
+/// Throws std::invalid_argument naming what is missing: a host index out of range, a
+/// window not positive, a node of the host without CPU figure, a node or application
+/// unknown, tasks completed by a node of another host.
+PlatformModel observed_host_model(PlatformModel model, const HostObservation& obs,
+                                  HostObservationSummary* summary = nullptr);
+
+}  // namespace treefarm::lp

@@ -1,0 +1,87 @@
+// The a-posteriori model of a shared host (docs/live-model.md, "The a-posteriori
+// prediction"): the CPU the machine left to the tree, the CPU each node's tasks really
+// cost and the host's costs scaled to the tree's CPU, each checked against an optimum
+// computed by hand.
+#include <stdexcept>
+
+#include <gtest/gtest.h>
+
+#include "TestPlatforms.hpp"
+#include "runtime/lp/HostObservation.hpp"
+#include "runtime/lp/SteadyState.hpp"
+
+namespace treefarm::lp {
+namespace {
+
+// A forwarding master and two one-core workers of 1 s tasks (1 MB each) on one 2-core
+// host, loopback links; with no CPU cost per byte the optimum is 2 tasks/s.
+PlatformModel shared_host(double comm_cpu_per_byte = 0) {
+  testing::Builder b;
+  b.app("job", 1e6).comm(model::CommModel::multi_port);
+  b.node("master", -1, 0, testing::inf, {testing::inf});
+  b.node("w1", 0, 1, testing::inf, {1.0});
+  b.node("w2", 0, 1, testing::inf, {1.0});
+  b.m.hosts.push_back(PlatformModel::Host{"here", 2.0, comm_cpu_per_byte, 0, 0, {}});
+  for (auto& n : b.m.nodes) n.host = 0;
+  return b.m;
+}
+
+TEST(HostObservation, ATreeThatGotHalfTheMachinesCpuHalvesTheOptimum) {
+  const auto m = shared_host();
+  ASSERT_NEAR(solve(m).fair_throughput, 2.0, 1e-6);
+  // 10 s window; other work took half the CPU: 10 of the 20 CPU-seconds were the tree's
+  // to use. Each worker ran 5 tasks on 5 CPU-seconds (1 s each, as calibrated).
+  HostObservation obs{0, 10.0, 10.0, {{"master", 0.0}, {"w1", 5.0}, {"w2", 5.0}}, {{"w1", {{"job", 5}}}, {"w2", {{"job", 5}}}}};
+  HostObservationSummary s;
+  const auto o = observed_host_model(m, obs, &s);
+  EXPECT_DOUBLE_EQ(o.hosts[0].cores, 1.0);
+  EXPECT_DOUBLE_EQ(s.available_cores, 1.0);
+  EXPECT_DOUBLE_EQ(s.tree_cpu_seconds, 10.0);
+  EXPECT_DOUBLE_EQ(s.kernel_factor.at("w1"), 1.0);
+  // By hand: host row α1 + α2 <= 1 core: 1 task/s.
+  EXPECT_NEAR(solve(o).fair_throughput, 1.0, 1e-6);
+}
+
+TEST(HostObservation, TasksThatCostMoreCpuAndTheMastersCpuSetTheCosts) {
+  // γ = 1e-6 CPU-s per byte: 1 CPU-s per 1 MB hop (master -> worker, both on the host):
+  // a-priori host row 2·α1 + 2·α2 <= 2, optimum 1 task/s.
+  const auto m = shared_host(1e-6);
+  ASSERT_NEAR(solve(m).fair_throughput, 1.0, 1e-6);
+  // The whole machine was the tree's (20 CPU-s in 10 s). Each worker ran 4 tasks on 8
+  // CPU-seconds: 2 CPU-s per task (g = 2). The master used 4 CPU-seconds for the 8 moves:
+  // 16 + 8·f·1 = 20 gives f = 0.5.
+  HostObservation obs{0, 10.0, 20.0, {{"master", 4.0}, {"w1", 8.0}, {"w2", 8.0}}, {{"w1", {{"job", 4}}}, {"w2", {{"job", 4}}}}};
+  HostObservationSummary s;
+  const auto o = observed_host_model(m, obs, &s);
+  EXPECT_DOUBLE_EQ(o.nodes[1].task_seconds[0], 2.0);
+  EXPECT_NEAR(s.cost_factor, 0.5, 1e-9);
+  EXPECT_NEAR(o.hosts[0].comm_cpu_seconds_per_byte, 0.5e-6, 1e-15);
+  EXPECT_DOUBLE_EQ(o.hosts[0].cores, 2.0);
+  // The host's charge for the tasks done is the tree's CPU.
+  EXPECT_NEAR(4 * own_host_cpu_per_task(o, 1, 0) + 4 * own_host_cpu_per_task(o, 2, 0), 20.0, 1e-6);
+  // By hand: node rows 2·α_u <= 1; host row 2.5·(α1 + α2) <= 2: 0.8 tasks/s.
+  EXPECT_NEAR(solve(o).fair_throughput, 0.8, 1e-6);
+}
+
+TEST(HostObservation, MissingOrForeignFiguresAreRefusedByName) {
+  auto m = shared_host();
+  HostObservation obs{0, 10.0, 20.0, {{"w1", 5.0}, {"w2", 5.0}}, {{"w1", {{"job", 5}}}}};
+  try {
+    (void)observed_host_model(m, obs);
+    FAIL() << "no CPU figure of the master";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("'master'"), std::string::npos) << e.what();
+  }
+  obs.node_cpu_seconds["master"] = 1.0;
+  obs.tasks["w3"]["job"] = 1;
+  EXPECT_THROW((void)observed_host_model(m, obs), std::invalid_argument);
+  obs.tasks.erase("w3");
+  m.nodes[2].host = -1;  // w2 on a machine of its own: its tasks are not this host's
+  obs.tasks["w2"]["job"] = 2;
+  EXPECT_THROW((void)observed_host_model(m, obs), std::invalid_argument);
+  obs.window_seconds = 0;
+  EXPECT_THROW((void)observed_host_model(shared_host(), obs), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace treefarm::lp
