@@ -68,17 +68,34 @@ PlatformModel observed_host_model(PlatformModel model, const HostObservation& ob
   host.cores = std::min(host.cores, std::max(obs.available_cpu_seconds, tree_cpu) / obs.window_seconds);
   if (!(host.cores > 0)) throw std::invalid_argument("a-posteriori model: the tree had no CPU time in the window");
   s.available_cores = host.cores;
-  // Per node: the CPU its own tasks really cost (its process's CPU over its kernels' model cost).
+  // Per node: the CPU its own tasks really cost. Its process's CPU is split over its tasks
+  // in the proportion of the host's whole-task costs C(k) (measured through the runtime
+  // for every application together) where the host has them for every application it
+  // ran, else of its own calibrated kernels: a node's calibrated task times under load
+  // are noisier than its CPU (one node's 4 ms and another's 18 ms for the same matmul).
+  const auto& whole = host.task_cpu_seconds;
   for (std::size_t u = 0; u < n_nodes; ++u) {
     auto& node = model.nodes[u];
-    double kernel = 0;
-    for (std::size_t k = 0; k < n_apps; ++k)
-      if (n[u][k] > 0) kernel += n[u][k] * node.task_seconds[k] * node.cpu_share * model.apps[k].cores_per_task;
+    double kernel = 0, by_whole = 0;
+    bool have_whole = true;
+    for (std::size_t k = 0; k < n_apps; ++k) {
+      if (!(n[u][k] > 0)) continue;
+      kernel += n[u][k] * node.task_seconds[k] * node.cpu_share * model.apps[k].cores_per_task;
+      if (k < whole.size() && whole[k] > 0) by_whole += n[u][k] * whole[k];
+      else have_whole = false;
+    }
     if (!(kernel > 0)) continue;
-    const double g = obs.node_cpu_seconds.at(node.name) / kernel;
+    const double used = obs.node_cpu_seconds.at(node.name);
+    const double g = used / kernel;
     if (!(g > 0) || !std::isfinite(g)) continue;
-    for (auto& t : node.task_seconds)
-      if (std::isfinite(t) && t > 0) t *= g;
+    for (std::size_t k = 0; k < n_apps; ++k) {
+      auto& t = node.task_seconds[k];
+      if (!std::isfinite(t) || !(t > 0)) continue;
+      if (have_whole && by_whole > 0 && k < whole.size() && whole[k] > 0)
+        t = used * whole[k] / by_whole / (node.cpu_share * model.apps[k].cores_per_task);
+      else
+        t *= g;
+    }
     s.kernel_factor[node.name] = g;
   }
   // The host's whole-task and per-byte costs: f with the charge for the tasks done equal

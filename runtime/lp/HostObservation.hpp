@@ -31,14 +31,16 @@ struct HostObservationSummary {
   double available_cores = 0;   ///< the host's cores in the a-posteriori model
   double tree_cpu_seconds = 0;  ///< Σ node_cpu_seconds
   double cost_factor = 0;       ///< f: the host's whole-task and per-byte CPU costs × f
-  std::map<std::string, double> kernel_factor;  ///< per computing node: its task seconds × g_u
+  std::map<std::string, double> kernel_factor;  ///< per computing node: g_u, its CPU / its calibrated kernels'
 };
 
 /// `model` as host `obs.host` really ran (docs/live-model.md):
 /// - the host's cores := min(its cores, available_cpu_seconds / window_seconds);
-/// - each node of the host that completed tasks: its task seconds of every application ×
-///   g_u = its CPU seconds / Σ_k n_u(k)·t_u(k)·share_u·cpt(k) (the CPU a task of it
-///   really cost, its node row and its kernel term in the host row);
+/// - each node of the host that completed tasks: its task seconds such that its tasks'
+///   CPU, Σ_k n_u(k)·t_u(k)·share_u·cpt(k), is its process's CPU seconds, split over the
+///   applications in the proportion of the host's whole-task costs C(k) when the host has
+///   one for every application it ran, else of its own task seconds (all × g_u = its CPU
+///   seconds / their calibrated sum); its node row and its kernel term in the host row;
 /// - the host's whole-task costs (task_cpu_seconds), its CPU cost per byte moved,
 ///   generated and received × f, with f ≥ 0 such that the host's CPU charged for the tasks
 ///   completed, Σ_{u,k} n_u(k)·own_host_cpu_per_task(u, k), equals the tree's CPU seconds

@@ -83,5 +83,26 @@ TEST(HostObservation, MissingOrForeignFiguresAreRefusedByName) {
   EXPECT_THROW((void)observed_host_model(shared_host(), obs), std::invalid_argument);
 }
 
+TEST(HostObservation, ANodesCpuIsSplitOverItsTasksAsTheHostsWholeTaskCostsSay) {
+  // Two applications; the host measured a task of "big" at 3× one of "small" through the
+  // runtime. w1's calibrated kernels say 1 s and 1 s, w2's 1 s and 9 s (a loaded
+  // calibration): each ran 2 big and 6 small tasks on 6 CPU-seconds, so both get
+  // 1.5 s per big task and 0.5 s per small one, whatever their calibration said.
+  testing::Builder b;
+  b.app("big", 0).app("small", 0).comm(model::CommModel::multi_port);
+  b.node("master", -1, 0, testing::inf, {testing::inf, testing::inf});
+  b.node("w1", 0, 1, testing::inf, {1.0, 1.0});
+  b.node("w2", 0, 1, testing::inf, {1.0, 9.0});
+  b.m.hosts.push_back(PlatformModel::Host{"here", 2.0, 0, 0, 0, {0.3, 0.1}});
+  for (auto& node : b.m.nodes) node.host = 0;
+  HostObservation obs{0, 10.0, 20.0, {{"master", 0.0}, {"w1", 6.0}, {"w2", 6.0}},
+                      {{"w1", {{"big", 2}, {"small", 6}}}, {"w2", {{"big", 2}, {"small", 6}}}}};
+  const auto o = observed_host_model(b.m, obs);
+  for (std::size_t u : {1u, 2u}) {
+    EXPECT_NEAR(o.nodes[u].task_seconds[0], 1.5, 1e-12) << o.nodes[u].name;
+    EXPECT_NEAR(o.nodes[u].task_seconds[1], 0.5, 1e-12) << o.nodes[u].name;
+  }
+}
+
 }  // namespace
 }  // namespace treefarm::lp
