@@ -143,7 +143,10 @@ void NodeActor::operator()() {
     options.name = spec_.name;
     options.log = logging::spdlog_sink();
     options.heartbeat_interval = 0;  // nothing fails in a simulation
-    options.estimate_interval = 1;   // the online estimates go up every second instead (docs/live-model.md)
+    // The online estimates go up every second instead (docs/live-model.md), where the root
+    // reads them: re-planning or a first plan from the estimates. Elsewhere none: on a large
+    // tree they would be most of the simulation's events.
+    options.estimate_interval = world_.live || world_.warmup ? 1 : 0;
     options.task_deadline_factor = 0;  // nor is any node slower than the platform says
     options.rejoin_timeout = 0;
     options.join_timeout = std::numeric_limits<double>::infinity();

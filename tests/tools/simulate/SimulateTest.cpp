@@ -45,6 +45,7 @@ nlohmann::json reference_results() {
   r.nodes.push_back(metrics::NodeResult{"w", "m", 1, 0});
   r.tasks.push_back(metrics::TaskRecord{0, 0, "w", 1.0, 0.5});
   r.predicted_fair_throughput = 1.0;
+  r.prediction_source = "calibration";  // a real run with a prediction says where it came from
   r.compute();
   return metrics::to_json(r);
 }
