@@ -51,7 +51,9 @@ void Estimates::forget(const std::string& child) {
 
 std::vector<net::msg::Estimate> Estimates::report() const {
   std::vector<net::msg::Estimate> out;
-  if (cpu_seconds_ > 0 && std::isfinite(cpu_seconds_))
+  // Only inside a run (this node has its applications): a worker waiting for a served
+  // tree's next run reports nothing its parent would read as a run's figure.
+  if (!tasks_.empty() && cpu_seconds_ > 0 && std::isfinite(cpu_seconds_))
     out.push_back(net::msg::Estimate{name_, net::msg::Estimate::What::process_cpu_seconds, 0, cpu_seconds_, 0, 1, 0});
   for (std::size_t k = 0; k < tasks_.size() && out.size() < net::max_estimates; ++k)
     if (tasks_[k].samples() > 0) out.push_back(wire(name_, net::msg::Estimate::What::task_seconds, k, tasks_[k]));
