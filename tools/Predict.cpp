@@ -28,7 +28,7 @@ lp::PlatformModel declared_model(const model::Experiment& ex) {
         detail + ". This experiment has no figure to predict from: either calibrate it (`treefarm calibrate " +
             ex.path + " --out CAL.json`, about 30 s, then `treefarm predict " + ex.path +
             " --calibration CAL.json`), or run it (`treefarm run " + ex.path +
-            " --policy lp`: the run starts at once and prints the LP's figure, from its own estimates, as soon as "
+            " --policy lp --plan-from-estimates`: the run starts at once and prints the LP's figure, from its own estimates, as soon as "
             "they are tight)");
   }
 }
