@@ -19,7 +19,7 @@ namespace {
 
 std::string chain_experiment(const std::string& w1, const std::string& w2, std::uint64_t tasks) {
   return "[[node]]\nname = \"m\"\ncores = 0\n[[node]]\nname = \"" + w1 + "\"\nparent = \"m\"\ncores = 1\n[[node]]\nname = \"" +
-         w2 + "\"\nparent = \"" + w1 + "\"\ncores = 1\n[[app]]\nname = \"mm\"\nkernel = \"matmul\"\nn = 320\ntasks = " +
+         w2 + "\"\nparent = \"" + w1 + "\"\ncores = 1\n[[app]]\nname = \"mm\"\nkernel = \"matmul\"\nn = 512\ntasks = " +
          std::to_string(tasks) + "\n[[app]]\nname = \"nop\"\nkernel = \"noop\"\nbytes = 4096\nweight = 2\ntasks = " +
          std::to_string(2 * tasks) + "\n[run]\nbuffer = 4\n";
 }
@@ -30,7 +30,9 @@ void kill_the_inner_worker(bool curve) {
   TempDir dir;
   const std::string tag = (curve ? "rc" : "rp") + std::to_string(getpid());
   const std::string w1 = tag + "w1", w2 = tag + "w2";
-  const std::uint64_t tasks = 800;
+  // ~5 s of work on two cores of a 2026 machine (n = 320 ended within the first progress line
+  // on CI, before the kill).
+  const std::uint64_t tasks = 1200;
   const auto exp = write_file(dir.path() / "chain.toml", chain_experiment(w1, w2, tasks));
   const auto keys = (dir.path() / "keys").string();
   auto secure = [&](const std::string& name, const std::string& parent) -> std::vector<std::string> {
@@ -62,6 +64,7 @@ void kill_the_inner_worker(bool curve) {
 
   // Both compute before the kill; the leaf's tasks came through w1.
   ASSERT_TRUE(wait_until([&] { return progress_done(master.output()) > 3 * tasks / 10; }, 120)) << master.output();
+  ASSERT_EQ(master.output().find("all tasks done"), std::string::npos) << "the run ended before the kill:\n" << master.output();
   kill(inner.pid(), SIGKILL);
   ASSERT_TRUE(inner.wait(10).has_value());
 
