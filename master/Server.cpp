@@ -514,12 +514,8 @@ int serve(const ServeOptions& o) {
   if (o.allow_commands && o.base.cores && !o.base.cores->empty())
     throw std::invalid_argument("--allow-commands with --cpus: a served master that computes would run submitted "
                                 "programs itself; give one or the other (docs/security.md)");
-  std::filesystem::path state = o.state_dir;
-  if (state.empty()) {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "treefarm-serve-XXXXXX").string();
-    if (!::mkdtemp(tmpl.data())) throw std::runtime_error("cannot create a directory under " + tmpl);
-    state = tmpl;
-  }
+  if (o.state_dir.empty()) throw std::invalid_argument("serve: no state folder (treefarm-master makes a temporary one)");
+  const std::filesystem::path state = o.state_dir;
   const JobStore store(state);  // mode 0700
 
   node::NodeOptions node_options = root_liveness_options(o.base);

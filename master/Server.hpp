@@ -42,7 +42,7 @@ struct ServeOptions {
   std::string bind = "tcp://127.0.0.1:*";     ///< The submit/status channel.
   std::string bind_file;                      ///< The bound channel endpoint is written here.
   /// Each submission's experiment file, state (job.json) and results go to DIR/job-N/
-  /// (mode 0700; default: a fresh directory under the system's temporary directory). A
+  /// (mode 0700; required: treefarm-master passes --state-dir or a TemporaryStateDir). A
   /// master started with a DIR that holds queued or running experiments takes them up
   /// (master/ServeState.hpp).
   std::string state_dir;

@@ -7,6 +7,8 @@
 
 #include <filesystem>
 
+#include "runtime/process/ScratchDir.hpp"
+
 namespace treefarm::master {
 
 class TemporaryStateDir {
@@ -17,10 +19,10 @@ class TemporaryStateDir {
   TemporaryStateDir(const TemporaryStateDir&) = delete;
   TemporaryStateDir& operator=(const TemporaryStateDir&) = delete;
 
-  const std::filesystem::path& path() const { return path_; }
+  const std::filesystem::path& path() const { return dir_.path(); }
 
  private:
-  std::filesystem::path path_;
+  process::ScratchDir dir_{"serve"};
 };
 
 }  // namespace treefarm::master

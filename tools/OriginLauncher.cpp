@@ -15,6 +15,7 @@
 
 #include "runtime/exec/Topology.hpp"
 #include "runtime/lp/PlatformModel.hpp"
+#include "runtime/process/ScratchDir.hpp"
 #include "runtime/lp/SteadyState.hpp"
 #include "runtime/metrics/AtomicFile.hpp"
 #include "runtime/model/Origins.hpp"
@@ -73,10 +74,10 @@ int launch_origins(const model::Experiment& ex, const LaunchOptions& options, co
   if (options.wrap || options.listen || options.parent_endpoint)
     throw std::invalid_argument("applications from several masters (origin in [[app]]) run on loopback only (treefarm run)");
   fs::path out = options.out_dir;
-  if (out.empty()) {
-    char tmpl[] = "/tmp/treefarm-run-XXXXXX";
-    if (!::mkdtemp(tmpl)) throw std::runtime_error("cannot create a temporary directory");
-    out = tmpl;
+  if (out.empty()) {  // kept: the results are there (their path printed at the end)
+    process::ScratchDir made("run");
+    made.keep();
+    out = made.path();
   }
   fs::create_directories(out);
   for (const auto& node : ex.nodes)

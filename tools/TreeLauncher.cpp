@@ -15,6 +15,7 @@
 
 #include "runtime/cli/CliSupport.hpp"
 #include "runtime/net/Messages.hpp"
+#include "runtime/process/ScratchDir.hpp"
 #include "runtime/zmq/Curve.hpp"
 #include "tools/Process.hpp"
 #include "runtime/exec/CpuList.hpp"
@@ -109,33 +110,23 @@ void check_fits_this_machine(const model::Experiment& ex, std::uint32_t buffer_o
 
 int launch_tree(const model::Experiment& ex, const LaunchOptions& options, const std::atomic<bool>& interrupted) {
   const std::string bin = options.bin_dir.empty() ? self_dir() : options.bin_dir;
-  // In $TMPDIR (else /tmp), as mkdtemp(1) does.
-  std::string tmpl = (fs::temp_directory_path() / "treefarm-run-XXXXXX").string();
-  if (!mkdtemp(tmpl.data())) throw std::runtime_error("cannot create a temporary directory in " + fs::temp_directory_path().string());
-  const fs::path tmp = tmpl;
+  process::ScratchDir scratch("run");
+  const fs::path tmp = scratch.path();
   const fs::path out = options.out_dir.empty() ? tmp : fs::path(options.out_dir);
   // The endpoint files and the run's CURVE keys live in `tmp`: removed when the run ends,
   // whatever the way. Without --out the results and logs went there too: then it is kept
   // only when it holds results.json (its path printed) or the logs of a failed run
   // (exit code 1 or 4, said on stderr).
-  struct RemoveAtEnd {
-    fs::path dir;
-    bool keep = false;
-    ~RemoveAtEnd() {
-      std::error_code ec;
-      if (!keep) fs::remove_all(dir, ec);
-    }
-  } cleanup{tmp};
   const auto finish = [&](int code) {
     if (!options.out_dir.empty()) return code;
     std::error_code ec;
     if (fs::exists(tmp / "results.json", ec)) {
-      cleanup.keep = true;
+      scratch.keep();
       // stdout beside the table (stderr when stdout is JSON lines only).
       std::fprintf(options.json_progress ? stderr : stdout, "results: %s\n", (tmp / "results.json").c_str());
       std::fflush(stdout);
     } else if (code == 1 || code == 4) {
-      cleanup.keep = true;
+      scratch.keep();
       std::fprintf(stderr, "%s\n", cli_support::warning_message("the run's logs are kept in " + (tmp / "logs").string()).c_str());
     }
     return code;

@@ -56,19 +56,4 @@ ReportingChild fork_reporting_child(const std::function<std::string()>& work, co
   return {pid, fds[0]};
 }
 
-std::string read_to_end(int fd) {
-  std::string text;
-  char buf[1 << 16];
-  for (;;) {
-    const ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    text.append(buf, static_cast<std::size_t>(n));
-  }
-  ::close(fd);
-  return text;
-}
-
-int wait_for(pid_t pid) { return process::wait(pid); }
-
 }  // namespace treefarm::sim

@@ -29,10 +29,4 @@ struct ReportingChild {
 ReportingChild fork_reporting_child(const std::function<std::string()>& work, const std::string& what,
                                     const std::vector<int>& close_in_child = {});
 
-/// Reads `fd` to its end (retrying on EINTR) and closes it.
-std::string read_to_end(int fd);
-
-/// Waits for `pid` (retrying on EINTR); its wait status.
-int wait_for(pid_t pid);
-
 }  // namespace treefarm::sim

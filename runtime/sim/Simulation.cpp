@@ -1,6 +1,7 @@
 #include "runtime/sim/Simulation.hpp"
 
 #include "runtime/process/Interrupt.hpp"
+#include "runtime/process/Spawn.hpp"
 #include "runtime/sim/ChildProcess.hpp"
 
 #include <sys/resource.h>
@@ -300,7 +301,7 @@ SimulationOutcome simulate(const SimPlatform& platform, const SimulationOptions&
       [&] { return outcome_to_json(run_engine(platform, options, &solution)).dump(); }, "simulation");
   // A stop request (Ctrl-C) ends the child at once: a simulation can take minutes.
   const std::string text = process::read_child_report(child.fd, child.pid, "interrupted while simulating; no results written");
-  const int status = wait_for(child.pid);
+  const int status = process::wait(child.pid);
   if (WIFSIGNALED(status))
     throw std::runtime_error("simulation process killed by signal " + std::to_string(WTERMSIG(status)) +
                              " (" + strsignal(WTERMSIG(status)) + "); SimGrid's message, if any, is above");

@@ -10,6 +10,7 @@
 #include "runtime/metrics/AtomicFile.hpp"
 #include "runtime/model/Calibration.hpp"
 #include "runtime/model/Experiment.hpp"
+#include "runtime/process/ScratchDir.hpp"
 #include "tools/HostCalibration.hpp"
 #include "tools/ServeClient.hpp"
 #include "tools/TreeLauncher.hpp"
@@ -73,18 +74,8 @@ int run_calibrate(const CalibrateOptions& o) {
   // leaves the previous file (or none) in place.
   const auto out = std::filesystem::absolute(o.out);
   cli_support::check_out_file("--out", out, true);
-  // In $TMPDIR (else /tmp), as every scratch folder of treefarm.
-  std::string scratch_template = (std::filesystem::temp_directory_path() / "treefarm-calibrate-XXXXXX").string();
-  if (!::mkdtemp(scratch_template.data()))
-    throw std::runtime_error("cannot create a temporary directory " + scratch_template);
-  struct RemoveAtEnd {
-    std::filesystem::path dir;
-    ~RemoveAtEnd() {
-      std::error_code ec;
-      std::filesystem::remove_all(dir, ec);
-    }
-  } scratch{scratch_template};
-  const std::string file = (scratch.dir / "calibration.json").string();
+  const process::ScratchDir scratch("calibrate");
+  const std::string file = (scratch / "calibration.json").string();
   tools::LaunchOptions clo;
   clo.master_args = {"--calibrate-out", file, "--calibrate-reps", std::to_string(o.reps), "--no-table"};
   std::fprintf(stderr, "calibration: every node measures its task durations and its link in place\n");

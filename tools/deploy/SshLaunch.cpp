@@ -13,6 +13,7 @@
 #include <sstream>
 #include <unistd.h>
 
+#include "runtime/process/ScratchDir.hpp"
 #include "runtime/zmq/Curve.hpp"
 #include "tools/deploy/ChildProcess.hpp"
 
@@ -130,17 +131,15 @@ int launch_over_ssh(const model::Experiment& ex, const HostsFile& hf, const SshL
   std::vector<std::string> pub(ex.nodes.size()), sec(ex.nodes.size());
   std::string authorized;
   if (!options.insecure) {
-    char tmpl[] = "/tmp/treefarm-launch-keys-XXXXXX";
-    if (!mkdtemp(tmpl)) throw std::runtime_error("cannot create a temporary directory for the keys");
+    const process::ScratchDir tmpl("launch-keys");  // the secret keys go with it, an error included
     for (std::size_t i = 0; i < ex.nodes.size(); ++i) {
       const auto pair = net::generate_keypair();
-      net::write_keypair(tmpl, ex.nodes[i].name, pair);
-      pub[i] = read_file(fs::path(tmpl) / (ex.nodes[i].name + ".key"));
-      sec[i] = read_file(fs::path(tmpl) / (ex.nodes[i].name + ".key_secret"));
+      net::write_keypair(tmpl.string(), ex.nodes[i].name, pair);
+      pub[i] = read_file(tmpl / (ex.nodes[i].name + ".key"));
+      sec[i] = read_file(tmpl / (ex.nodes[i].name + ".key_secret"));
       // Named node keys; the master's is not listed (docs/security.md, "Roles").
       if (i > 0) authorized += ex.nodes[i].name + " " + pair.public_key + " node\n";
     }
-    fs::remove_all(tmpl);
   }
 
   // 1. Prepare every host at once (run directory, wrapper, experiment, keys; checks the

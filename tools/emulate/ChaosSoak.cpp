@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "runtime/model/Experiment.hpp"
+#include "runtime/process/ScratchDir.hpp"
 #include "tools/TreeLauncher.hpp"
 #include "tools/emulate/Emulate.hpp"
 #include "tools/emulate/FaultPlayer.hpp"
@@ -64,9 +65,8 @@ void set_tmpfs_size(const fs::path& dir, bool full) {
 int chaos_soak(std::ostream& out, const SoakOptions& o, bool json, const std::atomic<bool>& interrupted,
                SoakFigures* figures) {
   if (::geteuid() != 0) throw EmulateError("the chaos soak needs root: network namespaces, nftables, a tmpfs");
-  std::string tmpl = "/tmp/treefarm-soak-XXXXXX";
-  if (!::mkdtemp(tmpl.data())) throw std::runtime_error("cannot create a temporary directory");
-  const fs::path dir = tmpl;
+  const process::ScratchDir scratch("soak");  // removed at the end, an error included
+  const fs::path& dir = scratch.path();
   std::ostream& log = std::cerr;
 
   // A mount namespace of this process's own: the tmpfs under --out is seen by this process
@@ -242,8 +242,6 @@ int chaos_soak(std::ostream& out, const SoakOptions& o, bool json, const std::at
   if (figures) *figures = f;
   platform.teardown();
   if (disk_faults) ::umount2(chaos_out.c_str(), MNT_DETACH);
-  std::error_code ec;
-  fs::remove_all(dir, ec);
   return f.ok() ? 0 : 4;
 }
 
