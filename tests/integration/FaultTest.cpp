@@ -59,7 +59,7 @@ TEST(FaultTest, KillNineOfALeafAndOfAnInnerWorkerLosesNoTask) {
   const std::string p = "kill" + std::to_string(getpid());
   const std::uint64_t tasks = 3000;
   const auto exp = write_file(dir.path() / "kill.toml",
-                              experiment({{p + "in", "m"}, {p + "leafa", p + "in"}, {p + "leafb", "m"}, {p + "other", "m"}}, tasks, 320));
+                              experiment({{p + "in", "m"}, {p + "leafa", p + "in"}, {p + "leafb", "m"}, {p + "other", "m"}}, tasks, 384));
   Child run({treefarm_bin, "run", exp, "--out", (dir.path() / "out").string(), "--heartbeat-timeout", "2",
              "--heartbeat-interval", "0.3"},
             dir.path() / "run.log");
