@@ -12,7 +12,7 @@ nlohmann::json to_json(const Replan& r) {
 
 LiveModel::LiveModel(PlatformModel model, Solution solution, LiveModelOptions options)
     : model_(std::move(model)), solution_(std::move(solution)), options_(options) {
-  shifts_seen_.assign(model_.nodes.size(), std::vector<std::uint32_t>(model_.apps.size(), 0));
+  figures_.assign(model_.nodes.size(), std::vector<Figure>(model_.apps.size()));
 }
 
 int LiveModel::index_of(const std::string& node) const {
@@ -28,24 +28,27 @@ std::optional<Replan> LiveModel::update(const std::vector<net::msg::Estimate>& e
     if (e.what != net::msg::Estimate::What::task_seconds) continue;
     const int u = index_of(e.node);
     if (u < 0 || e.app >= model_.apps.size()) continue;
-    auto& seen = shifts_seen_[static_cast<std::size_t>(u)][e.app];
+    auto& figure = figures_[static_cast<std::size_t>(u)][e.app];
     auto& node = model_.nodes[static_cast<std::size_t>(u)];
     const double old_value = node.task_seconds.at(e.app);
     if (!(old_value > 0) || !std::isfinite(old_value)) continue;
     const bool moved = std::abs(e.mean / old_value - 1) > options_.min_change;
-    // A new shift, or a figure that shifted before and whose estimate has since settled
-    // away from the level the last re-plan took (the samples that tripped the test may
-    // straddle the change).
-    const bool shifted = e.shifts > seen;
-    const bool settled = !shifted && e.shifts > 0 && replanned_.contains({u, e.app});
-    if (!(shifted || settled)) continue;
-    if (shifted) seen = e.shifts;
-    if (!moved) continue;
+    // A new shift; or, once per shift, the figure's estimate settled away from the value
+    // the model holds (the samples that tripped the test are few and may straddle the
+    // change). Between shifts the estimate's jitter alone never re-plans.
+    const bool shifted = e.shifts > figure.shifts;
+    if (shifted) {
+      figure.shifts = e.shifts;
+      figure.at_shift = e.samples;
+      figure.follow = true;
+    }
+    const bool settled = !shifted && figure.follow && e.samples >= figure.at_shift + options_.settle_samples;
+    if (!(shifted || settled) || !moved) continue;
     if (made || (last_at_ && at - *last_at_ < options_.min_gap)) {
-      if (shifted) seen = e.shifts - 1;  // looked at again with the next report
+      if (shifted) figure.shifts = e.shifts - 1;  // looked at again with the next report
       continue;
     }
-    replanned_.insert({u, e.app});
+    figure.follow = shifted;  // a shift's re-plan is followed once; a settled one ends it
     // A host's measured whole-task cost follows the node's kernel (docs/live-model.md).
     if (node.host >= 0) {
       auto& per_app = model_.hosts[static_cast<std::size_t>(node.host)].task_cpu_seconds;

@@ -7,16 +7,18 @@
 ///
 /// A re-plan is made when a node's shift test declares a change of a task time (its
 /// Estimate's `shifts` rose since the last report) to a level that differs from the
-/// model's by more than `min_change` (relative) — or when a figure re-planned on before
-/// has since settled more than `min_change` away from the value taken — at least
-/// `min_gap` seconds after the previous re-plan: the LP (papers/beaumont2006 §3.1, LP (3)) is solved again with that
+/// model's by more than `min_change` (relative) — or, once per shift, when that figure's
+/// estimate has since settled (at least `settle_samples` samples after the shift) more
+/// than `min_change` away from the model's value — at least `min_gap` seconds after the
+/// previous re-plan: the LP (papers/beaumont2006 §3.1, LP (3)) is solved again with that
 /// figure and the lp policy follows the new rates (§4.1) from then on — the rates
 /// recomputed "to cope with potential availability variations" as §4.5 does for its own.
-/// Hysteresis comes from the shift test (a deviation within its drift never accumulates)
-/// and from min_change: a steady platform does not re-plan back and forth.
+/// Hysteresis comes from the shift test (a deviation within its drift never accumulates),
+/// from min_change and from the one follow-up per shift: a steady platform does not
+/// re-plan back and forth, whatever its estimates' jitter between shifts.
 
 #include <optional>
-#include <set>
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
@@ -45,6 +47,7 @@ nlohmann::json to_json(const Replan& r);
 struct LiveModelOptions {
   double min_change = 0.2;   ///< relative change of a figure that is worth a re-plan
   double min_gap = 5;        ///< seconds between two re-plans
+  std::uint32_t settle_samples = 5;  ///< samples after a shift before its figure counts as settled
 };
 
 /// The model of the platform as a run observed it (the a-posteriori prediction,
@@ -93,11 +96,15 @@ class LiveModel {
   LiveModelOptions options_;
   std::vector<Replan> replans_;
   std::optional<double> last_at_;
-  /// Per (node index, app): shifts seen in the last report.
-  std::vector<std::vector<std::uint32_t>> shifts_seen_;
+  /// What the root knows of one figure's shift test (a node's task time of one app).
+  struct Figure {
+    std::uint32_t shifts = 0;       ///< shifts seen in the reports so far
+    std::uint32_t at_shift = 0;     ///< the estimate's samples when the last shift was seen
+    bool follow = false;            ///< the last shift's settled level is still to be looked at
+  };
+  /// Per (node index, app).
+  std::vector<std::vector<Figure>> figures_;
   std::vector<net::msg::Estimate> latest_list_;
-  /// (node index, app) of the figures re-planned on: followed as their estimate settles.
-  std::set<std::pair<int, std::size_t>> replanned_;
 };
 
 }  // namespace treefarm::lp

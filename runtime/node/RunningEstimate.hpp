@@ -15,9 +15,11 @@
 /// a shift when g+ or g− exceeds `threshold` after at least `min_samples` samples since
 /// the last one. Deviations within ±drift (the platform's own jitter) never accumulate,
 /// so a steady figure does not trip it; a figure that moves by a factor f trips it after
-/// about threshold / (|f − 1| − drift) samples. After a shift the estimate restarts from
-/// the samples that tripped it (their mean but the first, which may straddle the change),
-/// so it follows the new level at once.
+/// about threshold / (|f − 1| − drift) samples. After a shift the estimate restarts at
+/// the level of the samples that tripped it: of those since the tripping side's sum was
+/// last zero (the change point CUSUM estimates), the latest half (the earlier ones may be
+/// jitter of the old level, or a task that began before the change and straddles it), and
+/// of those the median; so it follows the new level at once.
 /// papers/beaumont2006 §4.5 recomputes its rates continuously "to cope with potential
 /// availability variations" and §5.1.4 measures c_i and b_i from within the run: this is
 /// that measurement, and the test decides when a new LP solution is worth computing.
@@ -26,6 +28,7 @@
 #include <cmath>
 #include <cstdint>
 #include <stdexcept>
+#include <vector>
 
 namespace treefarm::node {
 
@@ -62,24 +65,21 @@ class RunningEstimate {
       const double z = x / ref_ - 1;
       up_ = std::max(0.0, up_ + z - test_.drift);
       down_ = std::max(0.0, down_ - z - test_.drift);
-      if (recent_n_ == 0) recent_first_ = x;
-      recent_sum_ += x;
-      ++recent_n_;
-      if (up_ == 0 && down_ == 0) recent_sum_ = 0, recent_n_ = 0;  // nothing accumulating
-      if (since_shift_ >= test_.min_samples && (up_ > test_.threshold || down_ > test_.threshold)) {
+      follow(up_run_, up_, x);
+      follow(down_run_, down_, x);
+      const bool up = up_ > test_.threshold, down = down_ > test_.threshold;
+      if (since_shift_ >= test_.min_samples && (up || down)) {
         shifted = true;
         ++shifts_;
         since_shift_ = 0;
-        // The new level: the samples that tripped the test but the first (which may
-        // straddle the change: a task that began before it).
-        const double level = recent_n_ >= 2 ? (recent_sum_ - recent_first_) / static_cast<double>(recent_n_ - 1) : x;
-        mean_ = ref_ = level;
+        mean_ = ref_ = level(up ? up_run_ : down_run_, x);
         var_ = 0;
         ref_n_ = 1;
         weighted_n_ = 1;
         prior_n_ = 0;
-        up_ = down_ = recent_sum_ = 0;
-        recent_n_ = 0;
+        up_ = down_ = 0;
+        up_run_.clear();
+        down_run_.clear();
         return true;
       }
     }
@@ -120,8 +120,25 @@ class RunningEstimate {
   double weighted_n_ = 0, prior_n_ = 0;
   double ref_ = 0, ref_n_ = 0;
   double up_ = 0, down_ = 0;
-  double recent_sum_ = 0, recent_first_ = 0;
-  std::uint64_t recent_n_ = 0;
+  /// The samples since each side's sum was last zero (the latest max_run_ of them).
+  std::vector<double> up_run_, down_run_;
+  static constexpr std::size_t max_run_ = 64;
+
+  /// Keeps `run` as the samples that make up a side's sum `g` (x the newest).
+  static void follow(std::vector<double>& run, double g, double x) {
+    if (g == 0) return run.clear();
+    if (run.size() >= max_run_) run.erase(run.begin());
+    run.push_back(x);
+  }
+  /// The new level after a shift: the median of the latest half of `run` (at least one).
+  static double level(std::vector<double> run, double x) {
+    if (run.empty()) return x;
+    run.erase(run.begin(), run.end() - static_cast<std::ptrdiff_t>(std::max<std::size_t>(1, run.size() / 2)));
+    const auto mid = run.begin() + static_cast<std::ptrdiff_t>(run.size() / 2);
+    std::nth_element(run.begin(), mid, run.end());
+    if (run.size() % 2) return *mid;
+    return (*mid + *std::max_element(run.begin(), mid)) / 2;
+  }
   std::uint64_t samples_ = 0, since_shift_ = 0;
   std::uint32_t shifts_ = 0;
 };

@@ -65,6 +65,38 @@ TEST(LiveModel, SmallMovesAndMovesTooSoonDoNotReplan) {
   EXPECT_FALSE(live.update({seconds_of("nobody", 9.0, 3)}, 40));
 }
 
+Estimate counted(const char* node, double mean, std::uint32_t samples, std::uint32_t shifts) {
+  return Estimate{node, Estimate::What::task_seconds, 0, mean, 0.1, samples, shifts};
+}
+
+TEST(LiveModel, AShiftIsFollowedOnceAsItsEstimateSettles) {
+  const auto m = star();
+  LiveModel live(m, solve(m));
+  // The shift took a level that straddled the change (2 s); the estimate settles at 4 s.
+  ASSERT_TRUE(live.update({counted("w1", 2.0, 40, 1)}, 34));
+  EXPECT_FALSE(live.update({counted("w1", 4.0, 42, 1)}, 40)) << "2 samples after the shift: not settled yet";
+  const auto r = live.update({counted("w1", 4.0, 45, 1)}, 46);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->cause, "estimate settled");
+  EXPECT_DOUBLE_EQ(r->old_value, 2.0);
+  EXPECT_NEAR(r->new_optimum, 2.25, 1e-6);
+  // Its estimate jitters on (a loaded machine): no more re-plans until the next shift.
+  for (int i = 0; i < 60; ++i)
+    EXPECT_FALSE(live.update({counted("w1", i % 2 ? 2.5 : 6.0, 46 + static_cast<std::uint32_t>(i), 1)}, 52 + 6.0 * i))
+        << "report " << i;
+  EXPECT_EQ(live.replans().size(), 2u);
+  // A new shift (back to full speed) re-plans again.
+  EXPECT_TRUE(live.update({counted("w1", 1.0, 120, 2)}, 500));
+}
+
+TEST(LiveModel, ASteadyFiguresJitterWithoutAShiftNeverReplans) {
+  const auto m = star();
+  LiveModel live(m, solve(m));
+  for (int i = 0; i < 300; ++i)
+    EXPECT_FALSE(live.update({counted("w1", i % 3 ? 0.6 : 1.7, 10 + static_cast<std::uint32_t>(i), 0)}, 1.0 * i));
+  EXPECT_TRUE(live.replans().empty());
+}
+
 TEST(LiveModel, ObservedModelTakesTheRunsFiguresAndKeepsASharedHostsOnes) {
   auto m = star();
   m.nodes[2].link_bandwidth = testing::inf;  // unconstrained links stay so

@@ -56,6 +56,31 @@ TEST(RunningEstimate, AQuarterSpeedIsSeenWithinTwoSamplesAndTheMeanFollows) {
   EXPECT_NEAR(e.mean(), 1.0, 0.1);
 }
 
+TEST(RunningEstimate, TheNewLevelIsTheSamplesAfterTheChangeNotTheJitterBeforeIt) {
+  // A loaded machine: three fast tasks and a slow one, around 1 s, so that one side of
+  // the test or the other always holds a little (never both zero), without tripping it.
+  RunningEstimate e;
+  for (int i = 0; i < 40; ++i) EXPECT_FALSE(e.add(i % 4 == 3 ? 1.9 : 0.7)) << "at sample " << i;
+  // The node drops to a quarter of its speed; its first slow task began before the
+  // change (2.5 s), the next ones take 4 s.
+  EXPECT_FALSE(e.add(2.5));
+  int seen_after = 1;
+  while (!e.add(4.0) && seen_after < 10) ++seen_after;
+  EXPECT_LE(seen_after, 2);
+  EXPECT_EQ(e.shifts(), 1u);
+  EXPECT_NEAR(e.mean(), 4.0, 0.05) << "the level the re-plan takes: after the change, not the run since the test last held nothing";
+}
+
+TEST(RunningEstimate, OneSampleOfTheOldLevelInTheRunDoesNotPullTheNewLevel) {
+  RunningEstimate e;
+  for (int i = 0; i < 30; ++i) e.add(1.0);
+  EXPECT_FALSE(e.add(1.6));  // slow once: the rising side holds it
+  EXPECT_FALSE(e.add(1.0));  // still held (not yet back to zero): in the run
+  EXPECT_FALSE(e.add(4.0));  // the change
+  EXPECT_TRUE(e.add(4.0));
+  EXPECT_DOUBLE_EQ(e.mean(), 4.0) << "the latest half of 1.6, 1.0, 4.0, 4.0 (their mean would be 2.65)";
+}
+
 TEST(RunningEstimate, OneOutlierIsNotAChange) {
   RunningEstimate e;
   for (int i = 0; i < 20; ++i) e.add(1.0);
