@@ -26,6 +26,8 @@
 #include "runtime/model/ExperimentFile.hpp"
 #include "tasks/Payload.hpp"
 #include "runtime/cli/CliSupport.hpp"
+#include "runtime/metrics/Journal.hpp"
+#include "tools/SteadyRate.hpp"
 #include "tools/TreeLauncher.hpp"
 
 namespace treefarm::tools {
@@ -256,22 +258,18 @@ std::string one_hop_experiment(const model::Experiment& experiment, const std::m
   return measuring_document(doc, tasks, keep_weights);
 }
 
-double median_of(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0.0 : v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
-}
-
-double spread_of(const std::vector<double>& v) {
-  const double m = median_of(v);
-  if (v.empty() || !(m > 0)) return 0.0;
-  const auto [lo, hi] = std::minmax_element(v.begin(), v.end());
-  return (*hi - *lo) / m;
-}
+/// The run that measures the applications together (or the one application): its length
+/// by the estimates, in seconds, and the windows of its steady part.
+constexpr double kMixSeconds = 8.0;
+constexpr std::size_t kMixWindows = 4;
 
 /// One run of a one-hop tree (one_hop_experiment) in `dir`; its fair throughput (tasks/s
 /// per unit of weight in the master's steady window) and the CPU and wall seconds it took.
 struct OneHopRun {
   double fair_throughput = 0, cpu = 0, wall = 0;
+  std::vector<Completion> completions;  ///< every task the master journaled (application index, when)
+  std::vector<std::string> apps;        ///< the applications' names, in the journal's order
+  std::vector<std::uint64_t> tasks;     ///< their task counts
 };
 
 OneHopRun run_one_hop(const model::Experiment& experiment, const std::map<std::string, std::uint64_t>& tasks,
@@ -292,6 +290,16 @@ OneHopRun run_one_hop(const model::Experiment& experiment, const std::map<std::s
       out.fair_throughput = nlohmann::json::parse(std::ifstream(std::filesystem::path(lo.out_dir) / "results.json"))
                                 .at("fair_throughput")
                                 .get<double>();
+      std::vector<std::string> kernels;
+      for (const auto& a : ex.apps) {
+        out.apps.push_back(a.name);
+        kernels.emplace_back(model::to_string(a.kernel));
+        out.tasks.push_back(a.tasks);
+      }
+      for (const auto& e : metrics::load_journal(std::filesystem::path(lo.out_dir) / "journal.tsv",
+                                                 metrics::journal_fingerprint(ex.run.seed, out.apps, kernels, out.tasks),
+                                                 out.tasks))
+        out.completions.push_back({e.app, e.completed_at});
     } catch (const std::exception&) {
       out.fair_throughput = 0;
     }
@@ -324,56 +332,70 @@ TaskCpuCosts measure_task_cpu(const model::Experiment& experiment, const std::ma
   auto tasks_for = [&](double host_seconds, double run_seconds) {
     return static_cast<std::uint64_t>(std::clamp(run_seconds * host_cores / std::max(host_seconds, 1e-5), 40.0, 50'000.0));
   };
-  // Alone: each application once, ~1 s of the host's CPUs by the estimate (three times,
-  // ~3 s each, when it is the only one); host seconds per task = CPUs / tasks per second.
-  std::vector<double> repeats;
-  for (const auto& [app, estimate] : estimates) {
-    const int times = estimates.size() == 1 ? 3 : 1;
-    std::vector<double> per_task;
-    for (int r = 0; r < times; ++r) {
-      phase("this host: whole tasks through a one-hop tree, " + app + " alone" +
-            (times > 1 ? " (run " + std::to_string(r + 1) + " of " + std::to_string(times) + ", ~3 s)" : " (~1 s)"));
-      const auto run = run_one_hop(experiment, {{app, tasks_for(estimate, times > 1 ? 3.0 : 1.0)}}, false, workers, worker_cores, encrypt,
-                                   bin_dir, dir,
-                                   app + "-" + std::to_string(r));
+  // Alone, when there are several: each application once, ~1 s of the host's CPUs by the
+  // estimate; host seconds per task = CPUs / tasks per second. Only their ratios are kept.
+  std::map<std::string, double> weight;
+  double unit_alone = 0;
+  if (estimates.size() > 1)
+    for (const auto& [app, estimate] : estimates) {
+      phase("this host: whole tasks through a one-hop tree, " + app + " alone (~1 s)");
+      const auto run = run_one_hop(experiment, {{app, tasks_for(estimate, 1.0)}}, false, workers, worker_cores, encrypt,
+                                   bin_dir, dir, app + "-alone");
       cpu += run.cpu;
       wall += run.wall;
-      per_task.push_back(host_cores / run.fair_throughput);
+      out.alone[app] = host_cores / run.fair_throughput;
     }
-    out.alone[app] = median_of(per_task);
-    if (times > 1) repeats = per_task;
+  else
+    out.alone = estimates;  // one application: only the level below counts
+  for (const auto& a : experiment.apps)
+    if (estimates.count(a.name)) {
+      weight[a.name] = estimates.size() > 1 ? a.weight : 1.0;
+      unit_alone += weight[a.name] * out.alone.at(a.name);
+    }
+  // Together in the experiment's weights (or the one application), ONE run of ~kMixSeconds:
+  // what a unit of weight costs when the applications share the CPUs as in a run (a
+  // kernel-bound one fills the gaps a transfer-bound one leaves), read from the run's
+  // journal over its steady span (steady_rate: the warm-up left out by the MSER rule, the
+  // end at (1 - ε)·T), in kMixWindows windows whose spread is the estimate's. The costs alone
+  // are scaled to it, keeping their ratios. Several short trees instead measured mostly
+  // start-ups: a tree's first seconds run a few % slower than its steady state, which a
+  // run's window of 10-20 s hardly sees, and every run was a new tree to start.
+  const double units = static_cast<double>(tasks_for(unit_alone, kMixSeconds));
+  std::map<std::string, std::uint64_t> tasks;
+  for (const auto& [app, w] : weight) tasks[app] = std::max<std::uint64_t>(1, static_cast<std::uint64_t>(std::llround(units * w)));
+  phase(std::string("this host: whole tasks through a one-hop tree, ") +
+        (estimates.size() > 1 ? "the applications together" : estimates.begin()->first) + " (~" +
+        std::to_string(static_cast<int>(kMixSeconds)) + " s, its steady part in " + std::to_string(kMixWindows) + " windows)");
+  const auto run = run_one_hop(experiment, tasks, true, workers, worker_cores, encrypt, bin_dir, dir, "mix");
+  cpu += run.cpu;
+  wall += run.wall;
+  std::vector<double> w, c;
+  for (const auto& name : run.apps) {
+    w.push_back(weight.at(name));
+    c.push_back(out.alone.at(name));
   }
+  double span = 0;
+  for (const auto& e : run.completions) span = std::max(span, e.at);
+  double level = 0;  // host seconds per unit of weight
+  try {
+    const auto steady = steady_rate(run.completions, w, c, run.tasks, 0.1, std::clamp(span / 40, 1e-3, 0.25), kMixWindows);
+    level = host_cores / steady.units_per_second;
+    out.spread = steady.spread;
+    for (const double r : steady.windows) out.repeats.push_back(host_cores / r);
+    out.steady_start = steady.start;
+    out.steady_end = steady.end;
+  } catch (const std::invalid_argument&) {
+    // Too few completions for windows (a run of a few tasks): the master's steady window.
+    level = host_cores / run.fair_throughput;
+    out.repeats = {level};
+  }
+  out.mix_scale = unit_alone > 0 ? level / unit_alone : 1.0;
   out.seconds = out.alone;
-  // Together, in the experiment's weights, five times (~5 s each; session 13: at ~2.5 s the
-  // five runs spread 8–20 % and the quickstart's prediction, which is their median, moved
-  // ±5 % between calibrations while 35 s runs moved ±3 %): what a unit of weight costs when
-  // the applications share the CPUs as in a run (a kernel-bound one fills the gaps a
-  // transfer-bound one leaves); the costs alone are scaled to it, keeping their ratios.
-  if (estimates.size() > 1) {
-    std::map<std::string, double> weight;
-    double unit_alone = 0;
-    for (const auto& a : experiment.apps)
-      if (estimates.count(a.name)) {
-        weight[a.name] = a.weight;
-        unit_alone += a.weight * out.alone.at(a.name);
-      }
-    const double units = static_cast<double>(tasks_for(unit_alone, 5.0));
-    std::map<std::string, std::uint64_t> tasks;
-    for (const auto& [app, w] : weight) tasks[app] = std::max<std::uint64_t>(1, static_cast<std::uint64_t>(std::llround(units * w)));
-    for (int r = 0; r < 5; ++r) {
-      phase("this host: whole tasks through a one-hop tree, the applications together (run " + std::to_string(r + 1) +
-            " of 5, ~5 s)");
-      const auto run =
-          run_one_hop(experiment, tasks, true, workers, worker_cores, encrypt, bin_dir, dir, "mix-" + std::to_string(r));
-      cpu += run.cpu;
-      wall += run.wall;
-      repeats.push_back(host_cores / run.fair_throughput);  // host seconds per unit of weight
-    }
-    out.mix_scale = unit_alone > 0 ? median_of(repeats) / unit_alone : 1.0;
-    for (auto& [app, seconds] : out.seconds) seconds *= out.mix_scale;
+  for (auto& [app, seconds] : out.seconds) seconds *= out.mix_scale;
+  if (estimates.size() == 1) {  // nothing measured alone: the run is the application alone
+    out.alone = out.seconds;
+    out.mix_scale = 1.0;
   }
-  out.spread = spread_of(repeats);
-  out.repeats = repeats;
   out.busy = wall > 0 ? cpu / (wall * host_cores) : 0.0;
   return out;
 }
@@ -424,9 +446,9 @@ void calibrate_local_host(const model::Experiment& experiment, const std::string
   }
   if (!tc.seconds.empty())
     task_log << " (" << tc.workers << " workers of " << tc.worker_cores << " core" << (tc.worker_cores > 1 ? "s" : "") << "; "
-             << (tc.seconds.size() > 1 ? "the applications together in their weights, median of 5 runs, spread "
-                                       : "median of 3 runs, spread ")
-             << tc.spread * 100 << " %; CPUs busy " << tc.busy * 100 << " %; each run";
+             << (tc.seconds.size() > 1 ? "the applications together in their weights" : "one run")
+             << ", steady from " << tc.steady_start << " s to " << tc.steady_end << " s, spread " << tc.spread * 100
+             << " % over its windows; CPUs busy " << tc.busy * 100 << " %; each window";
   for (const double r : tc.repeats) task_log << " " << r * 1e3;
   if (!tc.seconds.empty()) task_log << " CPU-ms)";
   model::save_calibration(calibration, file);

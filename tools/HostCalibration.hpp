@@ -53,12 +53,14 @@ struct TaskCpuCosts {
   /// Per application: the host's CPU seconds per task (its CPUs × the wall seconds a task
   /// takes, so a CPU the runtime leaves idle counts) when the applications run together.
   std::map<std::string, double> seconds;
-  std::map<std::string, double> alone;  ///< The same, each application alone.
+  std::map<std::string, double> alone;  ///< The same, each application alone (its ratios only).
   double mix_scale = 1;                 ///< seconds / alone (1 with one application).
-  double spread = 0;                    ///< (max - min) / median of the repeated runs.
-  /// The repeated runs' host seconds per unit of weight (per task with one application),
-  /// in the order they ran, for the log.
+  /// (max - min) / mean of the steady windows' rates of the run together.
+  double spread = 0;
+  /// Each steady window's host seconds per unit of weight (per task with one application),
+  /// in order, for the log.
   std::vector<double> repeats;
+  double steady_start = 0, steady_end = 0;  ///< seconds into the run together: its steady span
   double busy = 0;                      ///< Share of the host's CPU time the processes used.
   std::uint32_t workers = 0;
   std::uint32_t worker_cores = 1;       ///< Cores of each (the widest cores_per_task).
@@ -67,12 +69,13 @@ struct TaskCpuCosts {
 /// Runs the applications of `estimates` (name -> a guess of its CPU seconds per task, to
 /// size the runs) with their real kernels and sizes on a treefarm-master and `workers` /
 /// c treefarm-workers of c cores each (c: the widest cores_per_task, at least 1) of this
-/// machine, one hop below it (FCFS, the experiment's
-/// buffer and transport). Each alone, once (~1 s): host seconds per task = `host_cores`
-/// over the tasks/s the master measured in the steady window. Then all together in the
-/// experiment's weights, five times (~5 s each): host seconds per unit of weight, the
-/// median, to which the costs alone are scaled (their ratios kept). With one application:
-/// it alone, three times (~3 s each). Throws std::runtime_error if a run fails.
+/// machine, one hop below it (FCFS, the experiment's buffer and transport). With several
+/// applications, each alone once (~1 s): host seconds per task = `host_cores` over the
+/// tasks/s the master measured, for their ratios. Then all together in the experiment's
+/// weights (or the one application) in one run of ~8 s: host seconds per unit of weight =
+/// `host_cores` over the units of weight per second of the run's steady span read from its
+/// journal (steady_rate: warm-up left out, four windows, their spread recorded), to which
+/// the costs alone are scaled. Throws std::runtime_error if a run fails.
 TaskCpuCosts measure_task_cpu(const model::Experiment& experiment, const std::map<std::string, double>& estimates,
                               std::uint32_t workers, double host_cores, bool encrypt, const std::string& bin_dir = "");
 

@@ -64,8 +64,8 @@ TEST(HostCalibration, EachApplicationsWholeCostIsMeasuredThroughTheRuntime) {
                          "[[app]]\nname = \"big\"\nkernel = \"matmul\"\nn = 96\nweight = 1\ntasks = 100000\n"
                          "[run]\nbuffer = 10\npolicy = \"lp\"\n";
   const auto ex = model::load_experiment(file.string());
-  // Estimates of 20 ms per task keep the runs at their floor of 40 tasks alone; the runs
-  // together are sized from what the runs alone measured (~3.5 s of 2 CPUs).
+  // Estimates of 20 ms per task keep the runs at their floor of 40 tasks alone; the run
+  // together is sized from what the runs alone measured (~8 s of 2 CPUs).
   const auto c = measure_task_cpu(ex, {{"small", 0.02}, {"big", 0.02}}, 2, 2.0, false, TREEFARM_BIN_DIR);
   ASSERT_EQ(c.seconds.size(), 2u);
   ASSERT_EQ(c.alone.size(), 2u);
@@ -79,6 +79,11 @@ TEST(HostCalibration, EachApplicationsWholeCostIsMeasuredThroughTheRuntime) {
   }
   EXPECT_GT(c.mix_scale, 0.0);
   EXPECT_GE(c.spread, 0.0);
+  // The level comes from one run's steady span, in four windows (not the master's window
+  // of a run of a few tasks).
+  EXPECT_EQ(c.repeats.size(), 4u);
+  EXPECT_LT(c.steady_start, c.steady_end);
+  EXPECT_GE(c.steady_start, 0.0);
   EXPECT_GT(c.busy, 0.0);
   // A run that cannot start (no binaries there) is an error naming the applications.
   try {

@@ -1,0 +1,88 @@
+#include "tools/SteadyRate.hpp"
+
+#include <gtest/gtest.h>
+
+#include <stdexcept>
+#include <string>
+
+namespace treefarm::tools {
+namespace {
+
+/// Completions of two applications drawn in weights 1 : 2 (a task of 1 costs 3, of 0 costs 1:
+/// a unit of weight = 1·3 + 2·1 = 5), at `rate` units of weight per second from `from` to `to`.
+void add_units(std::vector<Completion>& out, double from, double to, double rate) {
+  const double step = 1.0 / rate;  // one unit: one task of app 0 and two of app 1
+  for (double t = from; t + step <= to + 1e-12; t += step) {
+    out.push_back({0, t + step * 0.2});
+    out.push_back({1, t + step * 0.5});
+    out.push_back({1, t + step * 0.8});
+  }
+}
+
+std::uint64_t count(const std::vector<Completion>& c, std::uint32_t app) {
+  std::uint64_t n = 0;
+  for (const auto& e : c) n += e.app == app;
+  return n;
+}
+
+}  // namespace
+
+TEST(SteadyRate, AWarmUpIsLeftOutAndTheSteadyRateMeasured) {
+  // 2 s at 80 units/s (a slow start), then 8 s at 100 units/s (the mean of the first 9 s,
+  // warm-up included, is 95.6: what a short run measures); then 1 s of the other
+  // application alone after the first one ran out (left out by the (1 - ε)·T end).
+  std::vector<Completion> c;
+  add_units(c, 0.0, 2.0, 80.0);
+  add_units(c, 2.0, 10.0, 100.0);
+  const std::vector<std::uint64_t> tasks{count(c, 0), count(c, 1) + 50};  // app 1 still had 50 to go at T = 10 s
+  for (int i = 0; i < 50; ++i) c.push_back({1, 10.0 + 0.02 * i});
+  const auto s = steady_rate(c, {1.0, 2.0}, {3.0, 1.0}, tasks, 0.1, 0.25, 4);
+  EXPECT_GE(s.start, 2.0 - 0.26) << "the warm-up is left out";
+  EXPECT_LE(s.start, 4.5) << "at most half the run is";
+  EXPECT_LE(s.end, 9.0 + 1e-9);
+  EXPECT_GT(s.end, 8.7);
+  EXPECT_NEAR(s.units_per_second, 100.0, 1.5);
+  ASSERT_EQ(s.windows.size(), 4u);
+  for (const double w : s.windows) EXPECT_NEAR(w, 100.0, 4.0);
+  EXPECT_LT(s.spread, 0.08);
+}
+
+TEST(SteadyRate, WorkOutOfItsMixStillCountsAtItsCost) {
+  // 10 s of app 0 only (cost 3 of a unit of 5) at 50 tasks/s: 30 units/s; no warm-up.
+  std::vector<Completion> c;
+  for (int i = 0; i < 500; ++i) c.push_back({0, 0.01 + 0.02 * i});
+  const auto s = steady_rate(c, {1.0, 2.0}, {3.0, 1.0}, {500, 1000}, 0.1, 0.25, 4);
+  EXPECT_NEAR(s.units_per_second, 30.0, 1.0);
+  EXPECT_LT(s.spread, 0.1);
+}
+
+TEST(SteadyRate, TheWindowsSpreadAsTheRunMoved) {
+  // No warm-up; the rate alternates 100 / 80 units/s every 2 s: four windows of ~2 s apart.
+  std::vector<Completion> c;
+  for (int j = 0; j < 5; ++j) add_units(c, 2.0 * j, 2.0 * (j + 1), j % 2 ? 80.0 : 100.0);
+  const auto s = steady_rate(c, {1.0, 2.0}, {3.0, 1.0}, {count(c, 0), count(c, 1)}, 0.1, 0.25, 4);
+  EXPECT_GT(s.spread, 0.1) << "the windows see the machine move";
+  EXPECT_GT(s.units_per_second, 85.0);
+  EXPECT_LT(s.units_per_second, 95.0);
+}
+
+TEST(SteadyRate, BadInputIsRefusedByName) {
+  const std::vector<Completion> c{{0, 0.1}, {1, 0.2}};
+  auto refuses = [&](auto&& call, const std::string& word) {
+    try {
+      call();
+      ADD_FAILURE() << "no error, expected one naming " << word;
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find(word), std::string::npos) << e.what();
+    }
+  };
+  refuses([&] { steady_rate(c, {1.0}, {1.0, 1.0}, {1, 1}); }, "weights");
+  refuses([&] { steady_rate(c, {1.0, 0.0}, {1.0, 1.0}, {1, 1}); }, "weight > 0");
+  refuses([&] { steady_rate(c, {1.0, 1.0}, {1.0, 1.0}, {1, 1}, 0.1, 0.0); }, "batch");
+  refuses([&] { steady_rate(c, {1.0, 1.0}, {1.0, 1.0}, {1, 1}, 0.1, 0.25, 0); }, "windows");
+  refuses([&] { steady_rate(c, {1.0, 1.0}, {1.0, 1.0}, {1, 1}, 0.5); }, "epsilon");
+  refuses([&] { steady_rate({{2, 0.1}}, {1.0, 1.0}, {1.0, 1.0}, {1, 1}); }, "out of range");
+  refuses([&] { steady_rate(c, {1.0, 1.0}, {1.0, 1.0}, {1, 1}); }, "a longer run");
+}
+
+}  // namespace treefarm::tools
