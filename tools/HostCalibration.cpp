@@ -380,7 +380,8 @@ TaskCpuCosts measure_task_cpu(const model::Experiment& experiment, const std::ma
   try {
     const auto steady = steady_rate(run.completions, w, c, run.tasks, 0.1, std::clamp(span / 40, 1e-3, 0.25), kMixWindows);
     level = host_cores / steady.units_per_second;
-    out.spread = steady.spread;
+    out.spread = steady.band;
+    out.window_spread = steady.spread;
     for (const double r : steady.windows) out.repeats.push_back(host_cores / r);
     out.steady_start = steady.start;
     out.steady_end = steady.end;
@@ -447,8 +448,9 @@ void calibrate_local_host(const model::Experiment& experiment, const std::string
   if (!tc.seconds.empty())
     task_log << " (" << tc.workers << " workers of " << tc.worker_cores << " core" << (tc.worker_cores > 1 ? "s" : "") << "; "
              << (tc.seconds.size() > 1 ? "the applications together in their weights" : "one run")
-             << ", steady from " << tc.steady_start << " s to " << tc.steady_end << " s, spread " << tc.spread * 100
-             << " % over its windows; CPUs busy " << tc.busy * 100 << " %; each window";
+             << ", steady from " << tc.steady_start << " s to " << tc.steady_end << " s, its windows "
+             << tc.window_spread * 100 << " % apart, 95 % prediction band " << tc.spread * 100 << " % wide; CPUs busy "
+             << tc.busy * 100 << " %; each window";
   for (const double r : tc.repeats) task_log << " " << r * 1e3;
   if (!tc.seconds.empty()) task_log << " CPU-ms)";
   model::save_calibration(calibration, file);

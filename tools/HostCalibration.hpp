@@ -55,8 +55,10 @@ struct TaskCpuCosts {
   std::map<std::string, double> seconds;
   std::map<std::string, double> alone;  ///< The same, each application alone (its ratios only).
   double mix_scale = 1;                 ///< seconds / alone (1 with one application).
-  /// (max - min) / mean of the steady windows' rates of the run together.
+  /// Relative width of the 95 % prediction interval of a next span's rate (SteadyRate::band)
+  /// from the steady windows of the run together: what `task_cpu_spread` records.
   double spread = 0;
+  double window_spread = 0;  ///< (max - min) / mean of those windows' rates, for the log.
   /// Each steady window's host seconds per unit of weight (per task with one application),
   /// in order, for the log.
   std::vector<double> repeats;

@@ -88,6 +88,18 @@ SteadyRate steady_rate(const std::vector<Completion>& completions, const std::ve
   for (const double w : work) out.windows.push_back(w / length);
   const auto [lo, hi] = std::minmax_element(out.windows.begin(), out.windows.end());
   out.spread = out.units_per_second > 0 ? (*hi - *lo) / out.units_per_second : 0.0;
+  // The span's rate is the mean of its windows' (equal lengths); a next span of as many
+  // windows differs from it by N(0, 2σ²/m): Student's t with m - 1 degrees of freedom.
+  if (windows >= 2 && out.units_per_second > 0) {
+    static constexpr double t975[] = {12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228};
+    const std::size_t df = windows - 1;
+    const double quantile = df <= 10 ? t975[df - 1] : 1.96 + 2.4 / static_cast<double>(df);
+    double mean = 0, ss = 0;
+    for (const double w : out.windows) mean += w / static_cast<double>(windows);
+    for (const double w : out.windows) ss += (w - mean) * (w - mean);
+    const double sd = std::sqrt(ss / static_cast<double>(df));
+    out.band = 2.0 * quantile * sd * std::sqrt(2.0 / static_cast<double>(windows)) / out.units_per_second;
+  }
   return out;
 }
 

@@ -27,6 +27,10 @@ struct SteadyRate {
   double units_per_second = 0;
   std::vector<double> windows;  ///< the same rate in each of the span's equal windows, in order
   double spread = 0;            ///< (max - min) / units_per_second over the windows
+  /// Relative width of the 95 % prediction interval of the rate over a next span as long
+  /// as this one, from the windows as independent samples: 2·t(0.975, m−1)·s·√(2/m) /
+  /// units_per_second, s the windows' standard deviation, m their number (0 with one window).
+  double band = 0;
 };
 
 /// The steady rate of a run of the applications drawn in their `weight` mix, from its

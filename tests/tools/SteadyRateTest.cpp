@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <stdexcept>
 #include <string>
 
@@ -45,6 +46,7 @@ TEST(SteadyRate, AWarmUpIsLeftOutAndTheSteadyRateMeasured) {
   ASSERT_EQ(s.windows.size(), 4u);
   for (const double w : s.windows) EXPECT_NEAR(w, 100.0, 4.0);
   EXPECT_LT(s.spread, 0.08);
+  EXPECT_LT(s.band, 0.15);
 }
 
 TEST(SteadyRate, WorkOutOfItsMixStillCountsAtItsCost) {
@@ -62,6 +64,13 @@ TEST(SteadyRate, TheWindowsSpreadAsTheRunMoved) {
   for (int j = 0; j < 5; ++j) add_units(c, 2.0 * j, 2.0 * (j + 1), j % 2 ? 80.0 : 100.0);
   const auto s = steady_rate(c, {1.0, 2.0}, {3.0, 1.0}, {count(c, 0), count(c, 1)}, 0.1, 0.25, 4);
   EXPECT_GT(s.spread, 0.1) << "the windows see the machine move";
+  // The 95 % prediction band of a next span: 2·t(0.975, 3)·sd·√(2/4) / mean, t = 3.182.
+  ASSERT_EQ(s.windows.size(), 4u);
+  double mean = 0, ss = 0;
+  for (const double w : s.windows) mean += w / 4;
+  for (const double w : s.windows) ss += (w - mean) * (w - mean);
+  EXPECT_NEAR(s.band, 2 * 3.182 * std::sqrt(ss / 3) * std::sqrt(0.5) / s.units_per_second, 1e-9);
+  EXPECT_GT(s.band, s.spread) << "wider than the windows' range with four of them";
   EXPECT_GT(s.units_per_second, 85.0);
   EXPECT_LT(s.units_per_second, 95.0);
 }
