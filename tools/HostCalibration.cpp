@@ -8,6 +8,7 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -262,6 +263,10 @@ std::string one_hop_experiment(const model::Experiment& experiment, const std::m
 /// by the estimates, in seconds, and the windows of its steady part.
 constexpr double kMixSeconds = 8.0;
 constexpr std::size_t kMixWindows = 4;
+/// The run together stops before its end once a steady span of at least kMixMinSpan
+/// seconds has a 95 % prediction band (SteadyRate::band) no wider than kMixTightBand.
+constexpr double kMixMinSpan = 4.0;
+constexpr double kMixTightBand = 0.10;
 
 /// One run of a one-hop tree (one_hop_experiment) in `dir`; its fair throughput (tasks/s
 /// per unit of weight in the master's steady window) and the CPU and wall seconds it took.
@@ -270,16 +275,47 @@ struct OneHopRun {
   std::vector<Completion> completions;  ///< every task the master journaled (application index, when)
   std::vector<std::string> apps;        ///< the applications' names, in the journal's order
   std::vector<std::uint64_t> tasks;     ///< their task counts
+  bool stopped = false;                 ///< ended by its `enough` test before its last task
 };
 
 OneHopRun run_one_hop(const model::Experiment& experiment, const std::map<std::string, std::uint64_t>& tasks,
                       bool keep_weights, std::uint32_t workers, std::uint32_t worker_cores, bool encrypt,
-                      const std::string& bin_dir, const std::filesystem::path& dir, const std::string& tag) {
+                      const std::string& bin_dir, const std::filesystem::path& dir, const std::string& tag,
+                      const std::function<bool(const std::vector<Completion>&)>& enough = nullptr) {
   const auto file = dir / (tag + ".toml");
   std::ofstream(file) << one_hop_experiment(experiment, tasks, keep_weights, workers, worker_cores);
   const auto ex = model::load_experiment(file.string());
-  const auto lo = measuring_launch(encrypt, 300, bin_dir, (dir / ("out-" + tag)).string());
+  auto lo = measuring_launch(encrypt, 300, bin_dir, (dir / ("out-" + tag)).string());
   OneHopRun out;
+  std::vector<std::string> kernels;
+  for (const auto& a : ex.apps) {
+    out.apps.push_back(a.name);
+    kernels.emplace_back(model::to_string(a.kernel));
+    out.tasks.push_back(a.tasks);
+  }
+  const auto journal = std::filesystem::path(lo.out_dir) / "journal.tsv";
+  const auto fingerprint = metrics::journal_fingerprint(ex.run.seed, out.apps, kernels, out.tasks);
+  const auto read_journal = [&] {
+    std::vector<Completion> c;
+    for (const auto& e : metrics::load_journal(journal, fingerprint, out.tasks)) c.push_back({e.app, e.completed_at});
+    return c;
+  };
+  // Stopped early (`enough`, twice a second over what the journal holds so far): the tree
+  // is ended and its journal is the measurement.
+  bool stopped = false;
+  auto last_look = std::chrono::steady_clock::now();
+  if (enough)
+    lo.stop_when = [&] {
+      const auto now = std::chrono::steady_clock::now();
+      if (now - last_look < std::chrono::milliseconds(500)) return false;
+      last_look = now;
+      try {
+        stopped = enough(read_journal());
+      } catch (const std::exception&) {
+        stopped = false;  // no journal yet, or a line being written
+      }
+      return stopped;
+    };
   const double before = children_cpu_seconds();
   const auto t0 = std::chrono::steady_clock::now();
   const int rc = measuring_tree(ex, lo);
@@ -287,29 +323,23 @@ OneHopRun run_one_hop(const model::Experiment& experiment, const std::map<std::s
   out.cpu = children_cpu_seconds() - before;
   if (rc == 0) {
     try {
-      out.fair_throughput = nlohmann::json::parse(std::ifstream(std::filesystem::path(lo.out_dir) / "results.json"))
-                                .at("fair_throughput")
-                                .get<double>();
-      std::vector<std::string> kernels;
-      for (const auto& a : ex.apps) {
-        out.apps.push_back(a.name);
-        kernels.emplace_back(model::to_string(a.kernel));
-        out.tasks.push_back(a.tasks);
-      }
-      for (const auto& e : metrics::load_journal(std::filesystem::path(lo.out_dir) / "journal.tsv",
-                                                 metrics::journal_fingerprint(ex.run.seed, out.apps, kernels, out.tasks),
-                                                 out.tasks))
-        out.completions.push_back({e.app, e.completed_at});
+      if (!stopped)
+        out.fair_throughput = nlohmann::json::parse(std::ifstream(std::filesystem::path(lo.out_dir) / "results.json"))
+                                  .at("fair_throughput")
+                                  .get<double>();
+      out.completions = read_journal();
     } catch (const std::exception&) {
       out.fair_throughput = 0;
+      out.completions.clear();
     }
   }
-  if (rc != 0 || !(out.fair_throughput > 0)) {
+  if (rc != 0 || !(out.fair_throughput > 0 || (stopped && !out.completions.empty()))) {
     std::string names;
     for (const auto& [name, n] : tasks) names += (names.empty() ? "" : ", ") + name;
     throw std::runtime_error("measuring the CPU per task of " + names + " through a one-hop tree: the run ended with exit code " +
                              std::to_string(rc) + (rc == 0 ? " and no fair throughput in its results.json" : ""));
   }
+  out.stopped = stopped;
   return out;
 }
 }  // namespace
@@ -366,16 +396,34 @@ TaskCpuCosts measure_task_cpu(const model::Experiment& experiment, const std::ma
   phase(std::string("this host: whole tasks through a one-hop tree, ") +
         (estimates.size() > 1 ? "the applications together" : estimates.begin()->first) + " (~" +
         std::to_string(static_cast<int>(kMixSeconds)) + " s, its steady part in " + std::to_string(kMixWindows) + " windows)");
-  const auto run = run_one_hop(experiment, tasks, true, workers, worker_cores, encrypt, bin_dir, dir, "mix");
+  // The applications in the measuring file's (and its journal's) order: the experiment's.
+  std::vector<double> w, c;
+  std::vector<std::uint64_t> counts;
+  for (const auto& a : experiment.apps)
+    if (tasks.count(a.name)) {
+      w.push_back(weight.at(a.name));
+      c.push_back(out.alone.at(a.name));
+      counts.push_back(tasks.at(a.name));
+    }
+  const auto last_of = [](const std::vector<Completion>& done) {
+    double t = 0;
+    for (const auto& e : done) t = std::max(t, e.at);
+    return t;
+  };
+  // Stopped as soon as its estimate is tight: a steady span of kMixMinSpan seconds whose
+  // 95 % band is within ±kMixTightBand/2 (a quiet machine gets there in about 5 s).
+  const auto tight = [&](const std::vector<Completion>& done) {
+    const double last = last_of(done);
+    if (last < kMixMinSpan) return false;
+    const auto steady = steady_rate(done, w, c, counts, 0.1, std::clamp(last / 40, 1e-3, 0.25), kMixWindows);
+    return steady.end - steady.start >= kMixMinSpan && steady.band <= kMixTightBand;
+  };
+  const auto run = run_one_hop(experiment, tasks, true, workers, worker_cores, encrypt, bin_dir, dir, "mix", tight);
   cpu += run.cpu;
   wall += run.wall;
-  std::vector<double> w, c;
-  for (const auto& name : run.apps) {
-    w.push_back(weight.at(name));
-    c.push_back(out.alone.at(name));
-  }
-  double span = 0;
-  for (const auto& e : run.completions) span = std::max(span, e.at);
+  out.stopped_early = run.stopped;
+  const double span = last_of(run.completions);
+  out.run_seconds = span;
   double level = 0;  // host seconds per unit of weight
   try {
     const auto steady = steady_rate(run.completions, w, c, run.tasks, 0.1, std::clamp(span / 40, 1e-3, 0.25), kMixWindows);
@@ -448,7 +496,9 @@ void calibrate_local_host(const model::Experiment& experiment, const std::string
   if (!tc.seconds.empty())
     task_log << " (" << tc.workers << " workers of " << tc.worker_cores << " core" << (tc.worker_cores > 1 ? "s" : "") << "; "
              << (tc.seconds.size() > 1 ? "the applications together in their weights" : "one run")
-             << ", steady from " << tc.steady_start << " s to " << tc.steady_end << " s, its windows "
+             << (tc.stopped_early ? ", stopped once its estimate was tight (a 95 % band within +-5 %) at "
+                                  : ", ran to its end (its estimate not tight earlier) at ")
+             << tc.run_seconds << " s, steady from " << tc.steady_start << " s to " << tc.steady_end << " s, its windows "
              << tc.window_spread * 100 << " % apart, 95 % prediction band " << tc.spread * 100 << " % wide; CPUs busy "
              << tc.busy * 100 << " %; each window";
   for (const double r : tc.repeats) task_log << " " << r * 1e3;

@@ -63,6 +63,8 @@ struct TaskCpuCosts {
   /// in order, for the log.
   std::vector<double> repeats;
   double steady_start = 0, steady_end = 0;  ///< seconds into the run together: its steady span
+  double run_seconds = 0;     ///< its last journaled completion, seconds into it
+  bool stopped_early = false;  ///< stopped once its estimate was tight, before its last task
   double busy = 0;                      ///< Share of the host's CPU time the processes used.
   std::uint32_t workers = 0;
   std::uint32_t worker_cores = 1;       ///< Cores of each (the widest cores_per_task).

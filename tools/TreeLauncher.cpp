@@ -218,6 +218,10 @@ int launch_tree(const model::Experiment& ex, const LaunchOptions& options, const
   for (;;) {
     if (interrupted) return fail("interrupted; every process stopped", 130);
     if (options.timeout > 0 && elapsed() > options.timeout) return fail("--timeout " + fmt_seconds(options.timeout) + " s expired; every process stopped", 124);
+    if (options.stop_when && next == ex.nodes.size() && options.stop_when()) {
+      procs.end_all();
+      return finish(0);
+    }
     for (std::size_t i = next; i < ex.nodes.size(); ++i) {
       const auto parent = *ex.parent_index(i);
       if (endpoint[parent].empty() && fs::exists(ready(parent))) endpoint[parent] = read_endpoint(ready(parent));

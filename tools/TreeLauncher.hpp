@@ -20,6 +20,10 @@ namespace treefarm::tools {
 
 struct LaunchOptions {
   std::string out_dir;                 ///< results.json and logs/ go here ("" = a temp dir).
+  /// Polled every turn of the launcher's loop once every node has started; when it returns
+  /// true every process is ended (SIGTERM) and launch_tree returns 0 without results (the
+  /// host calibration's run together, stopped once its estimate is tight).
+  std::function<bool()> stop_when;
   std::string policy;                  ///< Overrides [run] policy.
   std::string migration;               ///< Overrides [run] migration ("off", "pull", "push"; docs/migration.md).
   std::string balance;                 ///< Overrides [run] balance ("off", "tll", "mll"; docs/migration.md).

@@ -3,6 +3,14 @@
 // launcher's option overrides the experiment's [run] migration.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <unistd.h>
+
+#include "runtime/model/ExperimentFile.hpp"
 #include "tools/TreeLauncher.hpp"
 
 namespace treefarm::tools {
@@ -54,4 +62,39 @@ TEST(TreeLauncher, PassesBalanceBesideMigrationAndDeclaredResources) {
 }
 
 }  // namespace
+// stop_when (the host calibration's run together, stopped once its estimate is tight):
+// polled once every node runs; true ends every process and launch_tree returns 0 at once,
+// the journal holding what the tree did, no results.json.
+TEST(TreeLauncher, StopWhenEndsTheTreeBeforeItsLastTask) {
+  const auto dir = std::filesystem::temp_directory_path() / ("treefarm-stopwhen-test-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "e.toml") << "[[node]]\nname = \"m\"\ncores = 0\n[[node]]\nname = \"w\"\nparent = \"m\"\ncores = 1\n"
+                                   "[[app]]\nname = \"add\"\nkernel = \"matadd\"\nn = 64\nweight = 1\ntasks = 100000000\n"
+                                   "[run]\nbuffer = 10\npolicy = \"fcfs\"\n";
+  const auto ex = model::load_experiment((dir / "e.toml").string());
+  LaunchOptions o;
+  o.out_dir = (dir / "out").string();
+  o.bin_dir = TREEFARM_BIN_DIR;
+  o.quiet = true;
+  o.log_level = "warn";
+  o.master_args = {"--no-table"};
+  o.timeout = 60;  // 100 million tasks: the timeout (124) unless stop_when ends it
+  const auto journal = dir / "out" / "journal.tsv";
+  int polls = 0;
+  o.stop_when = [&] {
+    ++polls;
+    std::error_code ec;
+    return std::filesystem::exists(journal, ec) && std::filesystem::file_size(journal, ec) > 2000;
+  };
+  const std::atomic<bool> never{false};
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(launch_tree(ex, o, never), 0);
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 50.0);
+  EXPECT_GT(polls, 0);
+  EXPECT_GT(std::filesystem::file_size(journal), 2000u) << "the journal holds what the tree did";
+  EXPECT_FALSE(std::filesystem::exists(dir / "out" / "results.json")) << "stopped: no results";
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
+}
+
 }  // namespace treefarm::tools
