@@ -411,7 +411,7 @@ TaskCpuCosts measure_task_cpu(const model::Experiment& experiment, const std::ma
     return t;
   };
   // Stopped as soon as its estimate is tight: a steady span of kMixMinSpan seconds whose
-  // 95 % band is within ±kMixTightBand/2 (a quiet machine gets there in about 5 s).
+  // 95 % band is within ±kMixTightBand/2 (on a loaded machine it mostly runs to its end).
   const auto tight = [&](const std::vector<Completion>& done) {
     const double last = last_of(done);
     if (last < kMixMinSpan) return false;
@@ -428,7 +428,10 @@ TaskCpuCosts measure_task_cpu(const model::Experiment& experiment, const std::ma
   try {
     const auto steady = steady_rate(run.completions, w, c, run.tasks, 0.1, std::clamp(span / 40, 1e-3, 0.25), kMixWindows);
     level = host_cores / steady.units_per_second;
-    out.spread = steady.band;
+    // Stopped early, the band is the one that stopping picked, and a rule that stops at
+    // the first narrow one picks them too narrow (optional stopping): the run promised only
+    // kMixTightBand, and that is what is recorded then.
+    out.spread = run.stopped ? std::max(steady.band, kMixTightBand) : steady.band;
     out.window_spread = steady.spread;
     for (const double r : steady.windows) out.repeats.push_back(host_cores / r);
     out.steady_start = steady.start;
@@ -499,7 +502,8 @@ void calibrate_local_host(const model::Experiment& experiment, const std::string
              << (tc.stopped_early ? ", stopped once its estimate was tight (a 95 % band within +-5 %) at "
                                   : ", ran to its end (its estimate not tight earlier) at ")
              << tc.run_seconds << " s, steady from " << tc.steady_start << " s to " << tc.steady_end << " s, its windows "
-             << tc.window_spread * 100 << " % apart, 95 % prediction band " << tc.spread * 100 << " % wide; CPUs busy "
+             << tc.window_spread * 100 << " % apart, 95 % prediction band " << tc.spread * 100 << " % wide"
+             << (tc.stopped_early ? " (the stopping rule's bound)" : "") << "; CPUs busy "
              << tc.busy * 100 << " %; each window";
   for (const double r : tc.repeats) task_log << " " << r * 1e3;
   if (!tc.seconds.empty()) task_log << " CPU-ms)";
