@@ -661,6 +661,7 @@ void NodeScheduler::expire_deadlines(std::vector<Action>& out) {
 /// holds no copy (a second copy at the same child would be a protocol error there).
 void NodeScheduler::note_result(TaskId id, const Target& from) {
   if (!state_.config.is_root) return;
+  if (recent_results_.empty()) recent_results_.resize(recent_capacity);
   recent_results_[recent_next_] = {id, from};
   recent_next_ = (recent_next_ + 1) % recent_results_.size();
   recent_count_ = std::min(recent_count_ + 1, recent_results_.size());

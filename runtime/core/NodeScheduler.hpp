@@ -172,7 +172,10 @@ class NodeScheduler {
   bool complete_announced_ = false;
   /// Root: where the latest results came from (a ring): a task reopened after a failed
   /// attempt (TasksReopened, right after its result) is retried elsewhere (failed_in).
-  std::array<std::pair<TaskId, Target>, 256> recent_results_{};
+  /// Allocated at the root's first result: every other node of a 100,000-node simulated
+  /// tree would carry 4 KiB of it for nothing.
+  static constexpr std::size_t recent_capacity = 256;
+  std::vector<std::pair<TaskId, Target>> recent_results_;
   std::size_t recent_next_ = 0;
   std::size_t recent_count_ = 0;
   void note_result(TaskId id, const Target& from);

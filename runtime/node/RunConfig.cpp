@@ -86,6 +86,8 @@ core::NodeConfig RunConfig::apply(const net::msg::Welcome& w, const NodeTraits& 
   config.memory = node.memory;
   config.disk = node.disk;
   config.speed = node.speed;
+  apps_.reserve(w.apps.size());  // exactly: a simulated tree holds one of each per node
+  config.apps.reserve(w.apps.size());
   for (const auto& info : w.apps) {
     apps_.push_back(is_root ? root_apps->at(apps_.size()) : app_from_wire(info));
     core::AppParams p;
