@@ -336,9 +336,9 @@ const CLI::Validator& positive_seconds() {
 CLI::Option* add_one_port_window_option(CLI::App& app, std::uint64_t& bytes) {
   bytes = model::default_one_port_window;
   return app.add_option("--one-port-window", bytes,
-                        "bytes: one-port model, task transfers of at most this size free the port when handed to the "
-                        "transport while their unacknowledged bytes stay within it (0 = off: each transfer holds the "
-                        "port until acknowledged; docs/protocol.md \"Received\")")
+                        "bytes: one-port model, task transfers of at most 64 KiB (and at most this size) free the port "
+                        "when handed to the transport while their unacknowledged bytes stay within it (0 = off: each "
+                        "transfer holds the port until acknowledged; docs/protocol.md \"Received\")")
       ->capture_default_str()
       ->check(CLI::Range(std::uint64_t{0}, max_one_port_window));
 }

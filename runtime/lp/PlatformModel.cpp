@@ -42,7 +42,7 @@ double PlatformModel::port_hold_per_task(std::size_t u, std::size_t k) const {
   const double hold = nodes[u].port_hold;
   const double bytes = apps[k].bytes;
   const auto window = static_cast<double>(one_port_window);
-  if (one_port_window == 0 || bytes > window) return hold;
+  if (one_port_window == 0 || bytes > static_cast<double>(model::one_port_release_limit(one_port_window))) return hold;
   if (bytes <= 0) return 0.0;
   return hold / std::floor(window / bytes);
 }

@@ -99,7 +99,8 @@ struct PlatformModel {
   std::uint64_t one_port_window = 0;
 
   /// Seconds node u's parent's one-port stays busy per task of application k beyond its
-  /// bytes: port_hold, or, for a task within one_port_window, port_hold shared by the
+  /// bytes: port_hold, or, for a task that frees the port at once (at most
+  /// model::one_port_release_limit(one_port_window) bytes), port_hold shared by the
   /// floor(window / b(k)) tasks that are in flight during one acknowledgement round trip.
   double port_hold_per_task(std::size_t u, std::size_t k) const;
 

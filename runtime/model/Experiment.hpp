@@ -58,11 +58,22 @@ using core::MigrationMode;
 /// Communication model of the steady-state LP (papers/beaumont2006 §2.1, bertin2008 §2.1).
 enum class CommModel { one_port, multi_port };
 
-/// bytes. One-port over a stream transport (the ZeroMQ adapter): task transfers of at most
-/// this many bytes free the port when handed to the transport, as long as their bytes not
-/// yet acknowledged stay within it (NodeOptions::one_port_window; the LP charges the
-/// acknowledgement's round trip accordingly, PlatformModel::port_hold_per_task).
-constexpr std::uint64_t default_one_port_window = 64 * 1024;
+/// bytes. One-port over a stream transport (the ZeroMQ adapter): a small task transfer (at
+/// most one_port_small_transfer bytes, and at most the window) frees the port when handed to
+/// the transport, as long as the bytes of such transfers not yet acknowledged stay within
+/// the window (NodeOptions::one_port_window; the LP charges the acknowledgement's round trip
+/// accordingly, PlatformModel::port_hold_per_task). 1 MiB: enough for tiny tasks to keep a
+/// fast link busy during an acknowledgement's round trip (64 tasks of 16 KiB; a round trip
+/// of 100-300 µs on loopback), while a larger transfer still holds the port.
+constexpr std::uint64_t default_one_port_window = std::uint64_t{1} << 20;
+/// bytes: the largest task transfer the one-port window lets free the port at once (a
+/// matmul or matadd input of order 64); a larger one holds the port until acknowledged.
+constexpr std::uint64_t one_port_small_transfer = 64 * 1024;
+/// bytes: the transfers of at most this size that free the port at once under a window of
+/// `window` bytes (0: none).
+constexpr std::uint64_t one_port_release_limit(std::uint64_t window) {
+  return window < one_port_small_transfer ? window : one_port_small_transfer;
+}
 
 /// [run] table.
 struct RunSpec {

@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 
+#include "runtime/model/Experiment.hpp"
 #include "runtime/node/TaskMap.hpp"
 
 namespace treefarm::node {
@@ -41,9 +42,10 @@ class SendLedger {
   /// if the transfer frees the port at once.
   template <class EachChild>
   bool begin(Records& mine, std::uint64_t task_id, std::uint64_t bytes, double now, EachChild&& each_child) {
-    // A small transfer pipelines behind the others on the connection: the port is free
-    // again at once, within the window of unacknowledged bytes.
-    const bool release = one_port_ && !reports_transfers_ && window_ > 0 && released_bytes_ + bytes <= window_;
+    // A small transfer (model::one_port_release_limit) pipelines behind the others on the
+    // connection: the port is free again at once, within the window of unacknowledged bytes.
+    const bool release = one_port_ && !reports_transfers_ && bytes <= model::one_port_release_limit(window_) &&
+                         released_bytes_ + bytes <= window_;
     // Transfers that share the link (Transport::transfers_share_link) are observed only if
     // they had it to themselves throughout: a later one slows those already in flight.
     // Under one-port, concurrent sends to different children ("pbc") share the node's

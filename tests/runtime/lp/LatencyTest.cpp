@@ -73,10 +73,11 @@ TEST(LpLatency, TheOnePortIsBusyForTheHoldOfEveryTask) {
 
 TEST(LpLatency, SmallTasksShareTheHoldWithinTheOnePortWindow) {
   // One worker behind an unconstrained link (loopback), 1 ms round trip, tasks computed in
-  // 1 µs: without a window the port holds 1 ms per task (1,000 tasks/s). With the ZeroMQ
-  // adapter's window of 64 KiB, 1 KiB tasks are 64 in flight per round trip (64,000
-  // tasks/s, the node's 1e6 tasks/s not binding); a 100 KiB task is above the window and
-  // holds the port for the whole round trip.
+  // 1 µs: without a window the port holds 1 ms per task (1,000 tasks/s). With a window of
+  // 64 KiB, 1 KiB tasks are 64 in flight per round trip (64,000 tasks/s, the node's 1e6
+  // tasks/s not binding); a 100 KiB task is above the window and holds the port for the
+  // whole round trip. The default window (1 MiB) has 1,024 such tasks in flight, and still
+  // holds the port for the 100 KiB task: above the 64 KiB a transfer may have to free it.
   Builder b;
   b.app("small", 1024);
   b.app("big", 100 * 1024);
@@ -84,15 +85,19 @@ TEST(LpLatency, SmallTasksShareTheHoldWithinTheOnePortWindow) {
   b.node("w", 0, 1, inf, {1e-6, 1e-6});
   b.m.nodes[1].port_hold = 1e-3;
   EXPECT_NEAR(b.m.port_hold_per_task(1, 0), 1e-3, 1e-12);
-  b.m.one_port_window = model::default_one_port_window;
+  b.m.one_port_window = 64 * 1024;
   EXPECT_NEAR(b.m.port_hold_per_task(1, 0), 1e-3 / 64, 1e-12);
   EXPECT_NEAR(b.m.port_hold_per_task(1, 1), 1e-3, 1e-12);
+  b.m.one_port_window = model::default_one_port_window;
+  EXPECT_NEAR(b.m.port_hold_per_task(1, 0), 1e-3 / 1024, 1e-12);
+  EXPECT_NEAR(b.m.port_hold_per_task(1, 1), 1e-3, 1e-12) << "a 100 KiB transfer freed the port";
+  b.m.one_port_window = 64 * 1024;
   // The LP on the small application alone.
   b.m.one_port_window = 0;
   b.m.apps.pop_back();
   for (auto& n : b.m.nodes) n.task_seconds.pop_back();
   EXPECT_NEAR(solve(b.m).fair_throughput, 1000.0, 1e-3);
-  b.m.one_port_window = model::default_one_port_window;
+  b.m.one_port_window = 64 * 1024;
   EXPECT_NEAR(solve(b.m).fair_throughput, 64000.0, 1e-2);
 }
 
@@ -174,7 +179,7 @@ comm_model = "multi-port"
 TEST(LpLatency, TheCalibratedModelTakesTheRunsOnePortWindow) {
   auto p = calibrated_pair("[[app]]\nname = \"a\"\nbytes = 1024\nflops = \"1Mf\"\ntasks = 10\n", 1e-6, 1e9, 1e-3);
   EXPECT_EQ(p.ex.run.one_port_window, model::default_one_port_window);
-  EXPECT_NEAR(model_from_calibration(p.ex, p.cal).port_hold_per_task(1, 0), 1e-3 / 64, 1e-12);
+  EXPECT_NEAR(model_from_calibration(p.ex, p.cal).port_hold_per_task(1, 0), 1e-3 / 1024, 1e-12);
   p.ex.run.one_port_window = 4096;
   EXPECT_NEAR(model_from_calibration(p.ex, p.cal).port_hold_per_task(1, 0), 1e-3 / 4, 1e-12);
   p.ex.run.one_port_window = 0;

@@ -151,6 +151,32 @@ TEST(NodeDriver, TransfersLargerThanTheWindowWaitForTheirAcknowledgement) {
   EXPECT_EQ(t.take<net::msg::Task>(PeerId{1}).size(), 1u);
 }
 
+// The default window (1 MiB) pipelines many small transfers (a frame of tiny tasks is one
+// send: papers/beaumont2006 §2 charges it its bytes, no round trip per task), but a transfer
+// above model::one_port_small_transfer still holds the port, though it fits the window.
+TEST(NodeDriver, TheDefaultWindowPipelinesSmallTransfersAndHoldsTheLargeOnes) {
+  for (const std::size_t size : {std::size_t{16} << 10, (std::size_t{64} << 10) + 1}) {
+    RecordingTransport t;
+    std::vector<net::msg::Result> results;
+    NodeOptions o = options("root");
+    o.one_port_window = model::default_one_port_window;
+    auto setup = root_setup(200, true, &results, 0, 200);
+    auto shared = bytes(size);
+    setup.payload = [shared](core::TaskId) { return shared; };
+    NodeDriver d(o, t, nullptr, std::move(setup));
+    d.start(0);
+    join(d, t, PeerId{1}, "a", 0.0);
+    d.on_child_message(PeerId{1}, net::msg::Request{100}, {}, 0.1);
+    const auto sent = t.take<net::msg::Task>(PeerId{1});
+    if (size <= model::one_port_small_transfer) {
+      // 64 of 16 KiB free the port at once (1 MiB); the 65th holds it.
+      EXPECT_EQ(sent.size(), 65u) << size << " bytes";
+    } else {
+      EXPECT_EQ(sent.size(), 1u) << "a transfer of " << size << " bytes freed the port";
+    }
+  }
+}
+
 TEST(NodeDriver, ADeadChildsUnacknowledgedTransferFreesThePort) {
   RecordingTransport t;
   std::vector<net::msg::Result> results;
