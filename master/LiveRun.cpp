@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <set>
+#include <stdexcept>
 
 #include <spdlog/spdlog.h>
 
@@ -12,8 +13,8 @@
 
 namespace treefarm::master {
 
-LiveRun::LiveRun(const model::Experiment& ex, std::optional<Prediction> prediction)
-    : ex_(ex), prediction_(std::move(prediction)), cpu_limit_(metrics::cgroup_cpu_limit()) {
+LiveRun::LiveRun(const model::Experiment& ex, std::optional<Prediction> prediction, bool one_machine)
+    : ex_(ex), prediction_(std::move(prediction)), cpu_limit_(metrics::cgroup_cpu_limit()), one_machine_(one_machine) {
   if (prediction_ && lp::replans(ex_)) live_.emplace(prediction_->model, prediction_->solution);
 }
 
@@ -128,14 +129,34 @@ void LiveRun::a_posteriori(metrics::RunResults& results) const {
   for (const auto& e : latest_)
     if (e.what == net::msg::Estimate::What::link_bandwidth && e.samples >= 3) bandwidth[e.node] = e.mean;
   try {
-    const lp::PlatformModel model = prediction_ ? observed_host(lp::observed_model(prediction_->model, seconds, bandwidth), results, lo, hi)
-                                                : lp::model_from_experiment(ex_, &seconds, &bandwidth);
+    lp::PlatformModel model = prediction_ ? lp::observed_model(prediction_->model, seconds, bandwidth)
+                                          : lp::model_from_experiment(ex_, &seconds, &bandwidth);
+    if (const auto missing = lacks_host(model)) throw std::runtime_error(*missing);
+    model = observed_host(std::move(model), results, lo, hi);
     const auto solution = lp::solve(model);
     results.predicted_fair_a_posteriori = solution.fair_throughput;
     spdlog::info("master: a-posteriori LP optimum (the rates this run observed) {:.4f} tasks/s", solution.fair_throughput);
   } catch (const std::exception& e) {
-    spdlog::info("master: no a-posteriori prediction: {}", e.what());
+    // No figure rather than a wrong one: the reason in the log, the table and results.json.
+    results.predicted_fair_a_posteriori.reset();
+    results.a_posteriori = {{"reason", e.what()}};
+    spdlog::warn("master: no a-posteriori prediction: {}", e.what());
   }
+}
+
+std::optional<std::string> LiveRun::lacks_host(const lp::PlatformModel& model) const {
+  if (!one_machine_) return std::nullopt;
+  // Every node shares the root's machine: its CPUs, and moving a byte between two of its
+  // processes costs them CPU time. A model without a host row holding them all gives each
+  // node its declared cores to itself and moves bytes for free (the paper's platform),
+  // which this tree is not: its optimum would not describe the run.
+  const int h = model.nodes.empty() ? -1 : model.nodes[0].host;
+  std::string alone;
+  for (const auto& n : model.nodes)
+    if (h < 0 || n.host != h) alone += (alone.empty() ? "" : ", ") + n.name;
+  if (alone.empty() || model.nodes.size() < 2) return std::nullopt;
+  return "the tree's nodes share this machine's CPUs and the model has no host row for " + alone +
+         " (a calibration describes the machine: --calibrate or --calibration FILE)";
 }
 
 lp::PlatformModel LiveRun::observed_host(lp::PlatformModel model, metrics::RunResults& results, double lo, double hi) const {
@@ -153,9 +174,12 @@ lp::PlatformModel LiveRun::observed_host(lp::PlatformModel model, metrics::RunRe
   }
   const auto idle = cpu_.idle_seconds(lo, hi);
   if (!missing.empty() || !idle) {
-    spdlog::info("master: the a-posteriori model keeps the calibration's CPU figures of this machine: no CPU samples "
-                 "over the steady window [{:.1f}, {:.1f}] s of {}", lo, hi, missing.empty() ? "the machine" : missing);
-    return model;
+    char window[64];
+    std::snprintf(window, sizeof window, "[%.1f, %.1f] s", lo, hi);
+    throw std::runtime_error("no CPU samples of " + (missing.empty() ? std::string("the machine") : missing) +
+                             " over the steady window " + window +
+                             " (the heartbeats carry them every second: a run this short, or a node that joined "
+                             "late, has none)");
   }
   double tree = 0;
   for (const auto& [name, c] : obs.node_cpu_seconds) tree += c;
@@ -165,24 +189,19 @@ lp::PlatformModel LiveRun::observed_host(lp::PlatformModel model, metrics::RunRe
     if (t.completed_at < lo || t.completed_at > hi || t.app >= results.apps.size()) return;
     obs.tasks[std::string(t.node)][results.apps[t.app].name] += 1;
   });
-  try {
-    lp::HostObservationSummary s;
-    auto observed = lp::observed_host_model(model, obs, &s);
-    results.a_posteriori = {{"window", {lo, hi}},
-                            {"available_cores", s.available_cores},
-                            {"idle_cpu_seconds", *idle},
-                            {"tree_cpu_seconds", s.tree_cpu_seconds},
-                            {"node_cpu_seconds", obs.node_cpu_seconds},
-                            {"cost_factor", s.cost_factor},
-                            {"kernel_factor", s.kernel_factor}};
-    spdlog::info("master: over the steady window [{:.1f}, {:.1f}] s the tree used {:.1f} CPU-s of {:.1f} available "
-                 "({:.2f} cores); CPU per task x {:.3f} of the calibration's", lo, hi, s.tree_cpu_seconds,
-                 obs.available_cpu_seconds, s.available_cores, s.cost_factor);
-    return observed;
-  } catch (const std::invalid_argument& e) {
-    spdlog::info("master: the a-posteriori model keeps the calibration's CPU figures of this machine: {}", e.what());
-    return model;
-  }
+  lp::HostObservationSummary s;
+  auto observed = lp::observed_host_model(model, obs, &s);  // throws, naming what is missing
+  results.a_posteriori = {{"window", {lo, hi}},
+                          {"available_cores", s.available_cores},
+                          {"idle_cpu_seconds", *idle},
+                          {"tree_cpu_seconds", s.tree_cpu_seconds},
+                          {"node_cpu_seconds", obs.node_cpu_seconds},
+                          {"cost_factor", s.cost_factor},
+                          {"kernel_factor", s.kernel_factor}};
+  spdlog::info("master: over the steady window [{:.1f}, {:.1f}] s the tree used {:.1f} CPU-s of {:.1f} available "
+               "({:.2f} cores); CPU per task x {:.3f} of the calibration's", lo, hi, s.tree_cpu_seconds,
+               obs.available_cpu_seconds, s.available_cores, s.cost_factor);
+  return observed;
 }
 
 }  // namespace treefarm::master

@@ -10,6 +10,7 @@
 /// tight, the LP over them becomes the plan the lp policy follows and the run's prediction.
 
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "master/RootPlan.hpp"
@@ -28,8 +29,9 @@ namespace treefarm::master {
 class LiveRun {
  public:
   /// `prediction`: the calibrated model and its solution (none: the run was not
-  /// calibrated). Re-plans only under policy lp with a prediction.
-  LiveRun(const model::Experiment& ex, std::optional<Prediction> prediction);
+  /// calibrated). Re-plans only under policy lp with a prediction. `one_machine`: every
+  /// node runs on the root's machine (its root listens on loopback: `treefarm run`).
+  LiveRun(const model::Experiment& ex, std::optional<Prediction> prediction, bool one_machine = false);
 
   /// Calibrate as you go: no calibration, policy lp. The first plan comes from the run's
   /// own estimates once they are tight (`[policy.lp]` plan_ci, plan_samples, plan_wait);
@@ -44,7 +46,8 @@ class LiveRun {
   /// a-posteriori prediction. Both must outlive the run.
   void install(node::RootSetup& root, RunRecord& record);
 
-  /// The a-posteriori prediction of finished, computed results (docs/live-model.md).
+  /// The a-posteriori prediction of finished, computed results (docs/live-model.md); when
+  /// its model lacks a figure it needs, no prediction and results.a_posteriori {"reason"}.
   void a_posteriori(metrics::RunResults& results) const;
 
  private:
@@ -52,10 +55,13 @@ class LiveRun {
   /// the run's prediction.
   std::optional<std::vector<net::msg::NodeHint>> first_plan(const std::vector<net::msg::Estimate>& estimates,
                                                             double at, RunRecord& record);
+  /// Why `model` cannot describe this run: on one machine, a node outside the root's
+  /// host row (a model with no hosts: no calibration). None when it can.
+  std::optional<std::string> lacks_host(const lp::PlatformModel& model) const;
   /// On a host the root shares with other nodes (a tree on one machine): `model` as that
   /// host really ran over the steady window [lo, hi] (lp::observed_host_model), its
-  /// figures into results.a_posteriori; `model` unchanged, and the log says why, when the
-  /// CPU samples do not cover the window.
+  /// figures into results.a_posteriori. Throws, saying why, when the CPU samples do not
+  /// cover the window (std::runtime_error) or a figure is missing (std::invalid_argument).
   lp::PlatformModel observed_host(lp::PlatformModel model, metrics::RunResults& results, double lo, double hi) const;
 
   const model::Experiment& ex_;
@@ -67,6 +73,7 @@ class LiveRun {
   TreeCpu cpu_;
   /// The machine's CPU limit for the tree: its cgroup's quota, if any (CPUs).
   std::optional<double> cpu_limit_;
+  bool one_machine_ = false;
 };
 
 }  // namespace treefarm::master

@@ -372,6 +372,8 @@ void print_table(std::ostream& out, const RunResults& r) {
                   *r.predicted_fair_a_posteriori,
                   *r.predicted_fair_a_posteriori > 0 ? r.fair_throughput / *r.predicted_fair_a_posteriori : 0.0);
     out << line << "\n";
+  } else if (r.a_posteriori.is_object() && r.a_posteriori.contains("reason") && r.a_posteriori["reason"].is_string()) {
+    out << "a posteriori: none (" << r.a_posteriori["reason"].get<std::string>() << ")\n";
   }
   if (!r.replans.empty()) out << "re-plans: " << r.replans.size() << "\n";
   for (const auto& p : r.replans) {

@@ -23,6 +23,7 @@ void Estimates::configure(std::string name, std::size_t apps, const std::vector<
   tasks_.assign(apps, RunningEstimate(0.1, test));
   for (std::size_t k = 0; k < apps && k < prior_seconds.size(); ++k) tasks_[k].set_prior(prior_seconds[k]);
   links_.clear();
+  fits_.clear();
   for (const auto& [child, bw] : prior_bandwidth) {
     if (!(bw > 0) || !std::isfinite(bw)) continue;
     links_.emplace(child, RunningEstimate(0.1, test)).first->second.set_prior(bw);
@@ -36,8 +37,9 @@ bool Estimates::task_ran(std::size_t k, double seconds) {
 }
 
 void Estimates::transfer(const std::string& child, double bytes, double seconds) {
-  if (!(bytes > 0) || !(seconds > 0)) return;
-  links_.try_emplace(child, RunningEstimate(0.1, test_)).first->second.add(bytes / seconds);
+  const auto bandwidth = fits_[child].add(bytes, seconds);
+  if (!bandwidth) return;  // latency more than bytes: not a measure of the bandwidth
+  links_.try_emplace(child, RunningEstimate(0.1, test_)).first->second.add(*bandwidth);
 }
 
 void Estimates::from_child(const std::string& child, std::vector<net::msg::Estimate> estimates) {
@@ -47,6 +49,7 @@ void Estimates::from_child(const std::string& child, std::vector<net::msg::Estim
 void Estimates::forget(const std::string& child) {
   below_.erase(child);
   links_.erase(child);
+  fits_.erase(child);
 }
 
 std::vector<net::msg::Estimate> Estimates::report() const {

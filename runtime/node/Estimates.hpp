@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "runtime/net/Messages.hpp"
+#include "runtime/node/LinkFit.hpp"
 #include "runtime/node/RunningEstimate.hpp"
 
 namespace treefarm::node {
@@ -30,6 +31,8 @@ class Estimates {
   /// change of this node's task time (the caller logs it).
   bool task_ran(std::size_t k, double seconds);
   /// A transfer of `bytes` to child `child` that had the link to itself took `seconds`.
+  /// It joins the link's fit of seconds = latency + bytes / bandwidth (LinkFit) and is a
+  /// sample of the link's bandwidth estimate only when its time is mostly bytes.
   void transfer(const std::string& child, double bytes, double seconds);
   /// This node's process has used `seconds` of CPU (user + system, every thread) so far:
   /// reported as is (Estimate::What::process_cpu_seconds), never a per-task figure.
@@ -55,6 +58,7 @@ class Estimates {
   ShiftTestParams test_;
   std::vector<RunningEstimate> tasks_;
   std::map<std::string, RunningEstimate> links_;
+  std::map<std::string, LinkFit> fits_;
   std::map<std::string, std::vector<net::msg::Estimate>> below_;
 };
 
