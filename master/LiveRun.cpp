@@ -140,7 +140,7 @@ void LiveRun::a_posteriori(metrics::RunResults& results) const {
     // No figure rather than a wrong one: the reason in the log, the table and results.json.
     results.predicted_fair_a_posteriori.reset();
     results.a_posteriori = {{"reason", e.what()}};
-    spdlog::warn("master: no a-posteriori prediction: {}", e.what());
+    spdlog::info("master: no a-posteriori prediction: {}", e.what());
   }
 }
 
