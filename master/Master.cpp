@@ -21,6 +21,7 @@
 #include "runtime/metrics/ProcessMemory.hpp"
 #include "runtime/model/Calibration.hpp"
 #include "runtime/metrics/Progress.hpp"
+#include "runtime/zmq/Wire.hpp"
 #include "runtime/zmq/ZmqNode.hpp"
 #include "tasks/Benchmark.hpp"
 
@@ -29,14 +30,6 @@ namespace treefarm::master {
 namespace {
 std::atomic<zmq_node::ZmqNode*> running{nullptr};
 std::atomic<bool> stop_requested{false};
-
-/// A root listening only on this machine (loopback, ipc, inproc): every node of its tree
-/// runs here (`treefarm run`), sharing its CPUs.
-bool local_endpoint(const std::string& e) {
-  for (const char* prefix : {"tcp://127.", "tcp://localhost:", "tcp://[::1]:", "ipc://", "inproc://"})
-    if (e.rfind(prefix, 0) == 0) return true;
-  return false;
-}
 
 /// Progress (runtime/metrics/Progress.hpp): JSON lines on stdout for scripts, else on
 /// stderr a live bar per application on a terminal, a plain line per second otherwise.
@@ -135,7 +128,9 @@ int run_master(const model::Experiment& file_ex, const std::string& text, const 
     };
   }
   LiveRun live(ex, set_prediction(root, record.results(), ex, declared ? *declared : ex, options),
-               !options.live && local_endpoint(options.listen));
+               // A root listening only on this machine: every node of its tree runs here
+               // (`treefarm run`), sharing its CPUs.
+               !options.live && net::is_loopback_endpoint(options.listen));
   if (!calibrating && !live.predicted() && ex.run.policy == "lp")  // calibrate as you go
     live.plan_from_estimates(options.host_calibration.empty()
                                  ? std::nullopt

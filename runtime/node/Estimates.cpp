@@ -23,10 +23,9 @@ void Estimates::configure(std::string name, std::size_t apps, const std::vector<
   tasks_.assign(apps, RunningEstimate(0.1, test));
   for (std::size_t k = 0; k < apps && k < prior_seconds.size(); ++k) tasks_[k].set_prior(prior_seconds[k]);
   links_.clear();
-  fits_.clear();
   for (const auto& [child, bw] : prior_bandwidth) {
     if (!(bw > 0) || !std::isfinite(bw)) continue;
-    links_.emplace(child, RunningEstimate(0.1, test)).first->second.set_prior(bw);
+    link_of(child).bandwidth.set_prior(bw);
   }
   below_.clear();
 }
@@ -37,9 +36,13 @@ bool Estimates::task_ran(std::size_t k, double seconds) {
 }
 
 void Estimates::transfer(const std::string& child, double bytes, double seconds) {
-  const auto bandwidth = fits_[child].add(bytes, seconds);
-  if (!bandwidth) return;  // latency more than bytes: not a measure of the bandwidth
-  links_.try_emplace(child, RunningEstimate(0.1, test_)).first->second.add(*bandwidth);
+  auto& l = link_of(child);
+  // A transfer whose time is mostly latency is no measure of the bandwidth.
+  if (const auto bandwidth = l.fit.add(bytes, seconds)) l.bandwidth.add(*bandwidth);
+}
+
+Estimates::Link& Estimates::link_of(const std::string& child) {
+  return links_.try_emplace(child, Link{LinkFit{}, RunningEstimate(0.1, test_)}).first->second;
 }
 
 void Estimates::from_child(const std::string& child, std::vector<net::msg::Estimate> estimates) {
@@ -49,7 +52,6 @@ void Estimates::from_child(const std::string& child, std::vector<net::msg::Estim
 void Estimates::forget(const std::string& child) {
   below_.erase(child);
   links_.erase(child);
-  fits_.erase(child);
 }
 
 std::vector<net::msg::Estimate> Estimates::report() const {
@@ -60,9 +62,9 @@ std::vector<net::msg::Estimate> Estimates::report() const {
     out.push_back(net::msg::Estimate{name_, net::msg::Estimate::What::process_cpu_seconds, 0, cpu_seconds_, 0, 1, 0});
   for (std::size_t k = 0; k < tasks_.size() && out.size() < net::max_estimates; ++k)
     if (tasks_[k].samples() > 0) out.push_back(wire(name_, net::msg::Estimate::What::task_seconds, k, tasks_[k]));
-  for (const auto& [child, e] : links_)
-    if (e.samples() > 0 && out.size() < net::max_estimates)
-      out.push_back(wire(child, net::msg::Estimate::What::link_bandwidth, 0, e));
+  for (const auto& [child, l] : links_)
+    if (l.bandwidth.samples() > 0 && out.size() < net::max_estimates)
+      out.push_back(wire(child, net::msg::Estimate::What::link_bandwidth, 0, l.bandwidth));
   for (const auto& [child, list] : below_)
     for (const auto& e : list) {
       if (out.size() >= net::max_estimates) return out;

@@ -47,9 +47,13 @@ class Estimates {
   std::vector<net::msg::Estimate> report() const;
 
   const RunningEstimate* task(std::size_t k) const { return k < tasks_.size() ? &tasks_[k] : nullptr; }
+  /// The bandwidth estimate of the link to `child` (bytes/s): none before a prior or a
+  /// transfer that measured the bandwidth.
   const RunningEstimate* link(const std::string& child) const {
     const auto it = links_.find(child);
-    return it == links_.end() ? nullptr : &it->second;
+    if (it == links_.end()) return nullptr;
+    const auto& b = it->second.bandwidth;
+    return b.samples() > 0 || b.mean() > 0 ? &b : nullptr;
   }
 
  private:
@@ -57,8 +61,14 @@ class Estimates {
   double cpu_seconds_ = 0;  ///< 0: not reported
   ShiftTestParams test_;
   std::vector<RunningEstimate> tasks_;
-  std::map<std::string, RunningEstimate> links_;
-  std::map<std::string, LinkFit> fits_;
+  /// Per child: its transfers' fit (latency, bandwidth) and the bandwidth estimate fed
+  /// by the transfers that measure the bandwidth.
+  struct Link {
+    LinkFit fit;
+    RunningEstimate bandwidth;
+  };
+  std::map<std::string, Link> links_;
+  Link& link_of(const std::string& child);
   std::map<std::string, std::vector<net::msg::Estimate>> below_;
 };
 

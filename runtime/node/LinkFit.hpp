@@ -14,6 +14,8 @@
 #include <cstdint>
 #include <optional>
 
+#include "runtime/model/Experiment.hpp"
+
 namespace treefarm::node {
 
 class LinkFit {
@@ -21,9 +23,9 @@ class LinkFit {
   /// Transfers whose sizes span less than this factor leave the latency unknown.
   static constexpr double min_span = 4.0;
   /// While the latency is unknown, only transfers larger than this (bytes) are samples:
-  /// the runtime's small-task window (model::default_one_port_window), below which task
-  /// transfers pipeline behind each other within one round trip.
-  static constexpr double small_bytes = 64.0 * 1024;
+  /// the largest transfer that frees the one-port at once (model::one_port_small_transfer);
+  /// smaller ones pipeline behind each other within one round trip.
+  static constexpr double small_bytes = static_cast<double>(model::one_port_small_transfer);
 
   /// A transfer of `bytes` that had the link to itself took `seconds`. The bandwidth sample
   /// it gives (bytes/s), or none: its time is mostly latency (more than half of it), or its
