@@ -54,7 +54,13 @@ TEST(Scaling, BenchTasksJsonHasTheKernelBesideTheNoopOfTheSameTree) {
     EXPECT_DOUBLE_EQ(row.at("ratio_to_noop").get<double>(),
                      row.at("tasks_per_s").get<double>() / row.at("noop_tasks_per_s").get<double>());
     EXPECT_TRUE(row.contains("loadavg_1min"));
+    // The raw ZeroMQ reference moved the same tasks (it throws, failing the run, if a worker answered wrongly).
+    EXPECT_GT(row.at("transport_ceiling_tasks_per_s").get<double>(), 0);
+    EXPECT_GT(row.at("ipc_ceiling_tasks_per_s").get<double>(), 0);
+    EXPECT_DOUBLE_EQ(row.at("ceiling_ratio_to_noop").get<double>(),
+                     row.at("transport_ceiling_tasks_per_s").get<double>() / row.at("noop_tasks_per_s").get<double>());
   }
+  EXPECT_EQ(j->at("ceiling_frames"), "batch");
   EXPECT_GT(j->at("kernel_alone_tasks_per_s").get<double>(), 0);
   EXPECT_TRUE(j->contains("exponent_seconds_vs_tasks"));
 }

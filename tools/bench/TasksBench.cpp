@@ -12,6 +12,7 @@
 #include "tasks/Payload.hpp"
 #include "tasks/TaskRunner.hpp"
 #include "tools/bench/Scaling.hpp"
+#include "tools/bench/TransportCeiling.hpp"
 
 namespace treefarm::bench {
 
@@ -55,6 +56,8 @@ int bench_tasks(std::ostream& out, const TasksBenchOptions& o) {
     throw std::invalid_argument("bench tasks: --kernel must be matmul or matadd, not '" + o.kernel + "'");
   if (o.n == 0) throw std::invalid_argument("bench tasks: --n must be at least 1");
   if (o.tasks.empty()) throw std::invalid_argument("bench tasks: --tasks needs at least one size");
+  if (o.ceiling_frames != "batch" && o.ceiling_frames != "task")
+    throw std::invalid_argument("bench tasks: --ceiling-frames must be batch or task, not '" + o.ceiling_frames + "'");
   if (o.rounds < 1) throw std::invalid_argument("bench tasks: --rounds must be at least 1");
   model::AppSpec app;
   app.name = "tiny";
@@ -66,9 +69,17 @@ int bench_tasks(std::ostream& out, const TasksBenchOptions& o) {
   lo.master_args = {"--inputs", o.inputs};
   nlohmann::json rows = nlohmann::json::array();
   std::vector<double> sizes, kernel_seconds, noop_seconds;
+  TransportCeilingOptions ceiling;
+  ceiling.input_bytes = app.input_bytes();
+  ceiling.result_bytes = static_cast<std::size_t>(o.n) * o.n * sizeof(double);
+  ceiling.buffer = o.buffer;
+  ceiling.frame_per_task = o.ceiling_frames == "task";
+  TransportCeilingOptions ipc_ceiling = ceiling;
+  ipc_ceiling.ipc = true;
   int rc = 0;
   for (const auto tasks : o.tasks) {
-    std::vector<double> kernel_rates, noop_rates;
+    std::vector<double> kernel_rates, noop_rates, ceiling_rates, ipc_rates;
+    ceiling.tasks = ipc_ceiling.tasks = tasks;
     double kernel_wall = 0, noop_wall = 0;
     for (int r = 0; r < o.rounds && rc == 0; ++r) {
       const std::string tag = std::to_string(tasks) + "-" + std::to_string(r);
@@ -80,25 +91,33 @@ int bench_tasks(std::ostream& out, const TasksBenchOptions& o) {
         else if (f->lost != 0 || f->wrong != 0 || f->completed != f->tasks) rc = 4;
       }
       if (rc != 0) break;
+      ceiling_rates.push_back(transport_ceiling(ceiling));
+      ipc_rates.push_back(transport_ceiling(ipc_ceiling));
       kernel_rates.push_back(k.rate());
       noop_rates.push_back(z.rate());
       kernel_wall += k.duration;
       noop_wall += z.duration;
     }
     if (rc != 0) break;
-    const double kr = mean(kernel_rates), nr = mean(noop_rates), load = load_average();
+    const double kr = mean(kernel_rates), nr = mean(noop_rates), cr = mean(ceiling_rates), ir = mean(ipc_rates), load = load_average();
     sizes.push_back(static_cast<double>(tasks));
     kernel_seconds.push_back(kernel_wall / o.rounds);
     noop_seconds.push_back(noop_wall / o.rounds);
     rows.push_back({{"tasks", tasks}, {"tasks_per_s", kr}, {"noop_tasks_per_s", nr}, {"ratio_to_noop", nr > 0 ? kr / nr : 0.0},
-                    {"runs_tasks_per_s", kernel_rates}, {"noop_runs_tasks_per_s", noop_rates}, {"loadavg_1min", load}});
+                    {"runs_tasks_per_s", kernel_rates}, {"noop_runs_tasks_per_s", noop_rates},
+                    {"transport_ceiling_tasks_per_s", cr}, {"transport_runs_tasks_per_s", ceiling_rates},
+                    {"ceiling_ratio_to_noop", nr > 0 ? cr / nr : 0.0}, {"ipc_ceiling_tasks_per_s", ir},
+                    {"ipc_runs_tasks_per_s", ipc_rates}, {"loadavg_1min", load}});
     if (!o.json) {
-      char line[400];
+      char line[700];
       std::snprintf(line, sizeof line,
                     "%s n=%u, %llu tasks, master -> 2 one-core workers, buffer %u: %.0f tasks/s; no-op (16 bytes) "
-                    "same tree: %.0f tasks/s; ratio %.3f (load average %.2f)\n",
+                    "same tree: %.0f tasks/s; ratio %.3f (load average %.2f)\n"
+                    "  raw ZeroMQ, the same bytes (%zu down, %zu up per task, %s), master -> 2 worker processes, "
+                    "no kernel: tcp %.0f tasks/s (%.3f of the no-op rate); ipc %.0f tasks/s\n",
                     o.kernel.c_str(), o.n, static_cast<unsigned long long>(tasks), o.buffer, kr, nr, nr > 0 ? kr / nr : 0.0,
-                    load);
+                    load, ceiling.input_bytes, ceiling.result_bytes,
+                    ceiling.frame_per_task ? "a frame per task" : "a frame per batch", cr, nr > 0 ? cr / nr : 0.0, ir);
       out << line << std::flush;
     }
   }
@@ -108,7 +127,7 @@ int bench_tasks(std::ostream& out, const TasksBenchOptions& o) {
     return rc;
   }
   nlohmann::json j{{"benchmark", "tasks"}, {"kernel", o.kernel}, {"n", o.n}, {"workers", 2}, {"buffer", o.buffer},
-                   {"inputs", o.inputs}, {"rounds", o.rounds}, {"kernel_alone_tasks_per_s", alone}, {"sizes", rows}};
+                   {"inputs", o.inputs}, {"rounds", o.rounds}, {"ceiling_frames", o.ceiling_frames}, {"kernel_alone_tasks_per_s", alone}, {"sizes", rows}};
   if (sizes.size() >= 2) {
     j["exponent_seconds_vs_tasks"] = fitted_exponent(sizes, kernel_seconds);
     j["noop_exponent_seconds_vs_tasks"] = fitted_exponent(sizes, noop_seconds);

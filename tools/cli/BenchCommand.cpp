@@ -202,6 +202,9 @@ void add_bench_command(CLI::App& app, Commands& out) {
   bench_tasks->add_option("--rounds", tbo->rounds, "Runs of each side per size, alternated")->capture_default_str()->check(CLI::Range(1, 100));
   bench_tasks->add_option("--inputs", tbo->inputs, "The master's task inputs: secret (a fresh input per task) or pooled")
       ->capture_default_str()->check(CLI::IsMember({"secret", "pooled"}));
+  bench_tasks->add_option("--ceiling-frames", tbo->ceiling_frames,
+                          "The raw ZeroMQ reference's frames: batch (one per batch, inputs copied in, as the tree) or task (one zero-copy frame per input and per result)")
+      ->capture_default_str()->check(CLI::IsMember({"batch", "task"}));
   bench_tasks->add_flag("--json", tbo->json, "JSON output");
   out.push_back({bench_tasks, [tbo] { return bench::bench_tasks(std::cout, *tbo); }});
 
