@@ -1,7 +1,6 @@
 #include "tools/bench/TransportCeiling.hpp"
 
 #include <sys/types.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -15,6 +14,8 @@
 
 #include <zmq.hpp>
 #include <zmq_addon.hpp>
+
+#include "runtime/process/Spawn.hpp"
 
 namespace treefarm::bench {
 
@@ -33,12 +34,12 @@ void tune(zmq::socket_t& s) {
 }
 
 /// A worker process: answers every message of k tasks' inputs with one of k results.
-[[noreturn]] void worker_main(int endpoint_fd, const TransportCeilingOptions& o) {
+int worker_main(int endpoint_fd, const TransportCeilingOptions& o) {
   int code = 0;
   try {
     std::string endpoint(4096, '\0');
     const auto n = ::read(endpoint_fd, endpoint.data(), endpoint.size());
-    if (n <= 0) ::_exit(3);
+    if (n <= 0) return 3;
     endpoint.resize(static_cast<std::size_t>(n));
     zmq::context_t ctx(1);
     zmq::socket_t s(ctx, zmq::socket_type::dealer);
@@ -67,12 +68,12 @@ void tune(zmq::socket_t& s) {
   } catch (...) {
     code = 2;
   }
-  ::_exit(code);
+  return code;
 }
 
 void end_all(const std::vector<pid_t>& pids) {
   for (pid_t p : pids) ::kill(p, SIGKILL);
-  for (pid_t p : pids) ::waitpid(p, nullptr, 0);
+  for (pid_t p : pids) process::wait(p);
 }
 
 }  // namespace
@@ -80,7 +81,8 @@ void end_all(const std::vector<pid_t>& pids) {
 double transport_ceiling(const TransportCeilingOptions& o) {
   if (o.workers == 0 || o.buffer == 0 || o.input_bytes == 0 || o.result_bytes == 0 || o.tasks == 0)
     throw std::invalid_argument("transport ceiling: workers, buffer, input and result bytes and tasks must be at least 1");
-  // The workers are forked before this process has a ZeroMQ context: a child inherits no I/O thread.
+  // The workers are forked (process::spawn_function) before this process has a ZeroMQ
+  // context: a child inherits no I/O thread.
   std::vector<pid_t> pids;
   std::vector<int> pipes;
   for (std::uint32_t w = 0; w < o.workers; ++w) {
@@ -90,18 +92,22 @@ double transport_ceiling(const TransportCeilingOptions& o) {
       end_all(pids);
       throw std::runtime_error("transport ceiling: pipe failed");
     }
-    const pid_t pid = ::fork();
-    if (pid == 0) {
-      ::close(fds[1]);
-      worker_main(fds[0], o);
-    }
-    ::close(fds[0]);
-    if (pid < 0) {
+    process::ChildSetup setup;
+    setup.stdin_null = true;
+    setup.close_fds = pipes;
+    setup.close_fds.push_back(fds[1]);
+    setup.parent_death_signal = SIGKILL;
+    pid_t pid = -1;
+    try {
+      pid = process::spawn_function([&o, fd = fds[0]] { return worker_main(fd, o); }, setup, "a transport ceiling worker");
+    } catch (...) {
+      ::close(fds[0]);
       ::close(fds[1]);
       for (int fd : pipes) ::close(fd);
       end_all(pids);
-      throw std::runtime_error("transport ceiling: fork failed");
+      throw;
     }
+    ::close(fds[0]);
     pids.push_back(pid);
     pipes.push_back(fds[1]);
   }
@@ -170,11 +176,8 @@ double transport_ceiling(const TransportCeilingOptions& o) {
       router.send(zmq::message_t(), zmq::send_flags::none);
     }
     int failed = 0;
-    for (pid_t p : pids) {
-      int status = 0;
-      ::waitpid(p, &status, 0);
-      if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) ++failed;
-    }
+    for (pid_t p : pids)
+      if (process::exit_code(process::wait(p)) != 0) ++failed;
     pids.clear();
     if (failed != 0) throw std::runtime_error("transport ceiling: a worker process failed");
   } catch (...) {

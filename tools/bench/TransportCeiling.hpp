@@ -27,7 +27,7 @@ struct TransportCeilingOptions {
 /// messages of up to `batch_bytes` of inputs (the frame layout of `frame_per_task`); a
 /// worker answers each message with one message of the same layout holding `result_bytes`
 /// per task; each result lets the master send one more task. Timed from the first send to the
-/// last result. The workers are child processes of this one (fork), ended before it returns.
+/// last result. The workers are child processes of this one (process::spawn_function), ended before it returns.
 /// @throws std::runtime_error if a worker process cannot be started or fails.
 double transport_ceiling(const TransportCeilingOptions& options);
 
