@@ -465,7 +465,7 @@ void calibrate_local_host(const model::Experiment& experiment, const std::string
   const auto topo = exec::discover_topology();
   char name[256] = {};
   if (gethostname(name, sizeof name - 1) != 0 || name[0] == '\0') std::snprintf(name, sizeof name, "localhost");
-  add_local_host(calibration, experiment, assign_cpus(experiment, topo.cores), static_cast<double>(topo.cores.size()),
+  add_local_host(calibration, experiment, cpu_lists(assign_cpus(experiment, topo.cores)), static_cast<double>(topo.cores.size()),
                  name, cost, ends);
   // Each application's whole CPU per task, through the runtime (issue 21): the tree's
   // own applications on a master and one one-core worker per CPU of this machine.
@@ -533,7 +533,7 @@ model::Calibration local_host_only(const model::Experiment& experiment, bool enc
   const auto topo = exec::discover_topology();
   char name[256] = {};
   if (gethostname(name, sizeof name - 1) != 0 || name[0] == '\0') std::snprintf(name, sizeof name, "localhost");
-  add_local_host(calibration, experiment, assign_cpus(experiment, topo.cores), static_cast<double>(topo.cores.size()),
+  add_local_host(calibration, experiment, cpu_lists(assign_cpus(experiment, topo.cores)), static_cast<double>(topo.cores.size()),
                  name, cost);
   log << "host " << name << ": " << topo.cores.size() << " CPUs shared by the tree's " << experiment.nodes.size()
       << " nodes; moving a byte between two of its processes" << (encrypt ? " (CURVE)" : "") << " costs "

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <random>
 #include <stdexcept>
 #include <thread>
@@ -43,27 +44,6 @@ std::vector<std::string> worker_migration_args(const model::Experiment& ex, cons
   const std::string balance = options.balance.empty() ? core::to_string(ex.run.balance) : options.balance;
   if (balance != "off") args.insert(args.end(), {"--balance", balance});
   return args;
-}
-
-std::vector<std::string> assign_cpus(const model::Experiment& ex, const std::vector<int>& usable) {
-  std::vector<std::string> out;
-  std::size_t cursor = 0;
-  for (const auto& node : ex.nodes) {
-    if (!node.cpuset.empty()) {
-      out.push_back(node.cpuset);
-      continue;
-    }
-    if (node.cores == 0 || usable.empty()) {
-      out.push_back("");
-      continue;
-    }
-    std::vector<int> mine;
-    for (std::uint32_t c = 0; c < node.cores && c < usable.size(); ++c) mine.push_back(usable[cursor++ % usable.size()]);
-    std::sort(mine.begin(), mine.end());
-    mine.erase(std::unique(mine.begin(), mine.end()), mine.end());
-    out.push_back(exec::format_cpu_list(mine));
-  }
-  return out;
 }
 
 namespace {
@@ -136,9 +116,20 @@ int launch_tree(const model::Experiment& ex, const LaunchOptions& options, const
 
   const auto topo = exec::discover_topology();
   auto cpus = assign_cpus(ex, topo.cores);
-  if (options.cpus)
+  if (options.cpus) {
     for (std::size_t i = 0; i < cpus.size(); ++i) cpus[i] = options.cpus(i);
-  else
+  } else {
+    // At info (stderr), once per placement in this process (a calibration's trees have the
+    // run's placement): workers sharing the machine's CPUs are not pinned.
+    static std::mutex said_mu;
+    static std::string said;
+    const std::lock_guard lock(said_mu);
+    if (const auto note = shared_cpus_note(ex, cpus, topo.cores.size());
+        !note.empty() && note != said &&
+        (options.log_level == "info" || options.log_level == "debug" || options.log_level == "trace")) {
+      std::fprintf(stderr, "treefarm: %s\n", note.c_str());
+      said = note;
+    }
     for (const auto& node : ex.nodes)  // said here, not only in the node's own log
       if (node.cpuset.empty() && node.cores > topo.cores.size())
         std::fprintf(stderr, "%s\n",
@@ -147,6 +138,7 @@ int launch_tree(const model::Experiment& ex, const LaunchOptions& options, const
                                                   std::to_string(topo.cores.size()) + " usable CPUs: it computes on " +
                                                   std::to_string(topo.cores.size()))
                          .c_str());
+  }
   const auto listen_of = [&](std::size_t i) {
     if (options.listen) return options.listen(i);
     return ex.nodes[i].listen.empty() ? std::string("tcp://127.0.0.1:*") : ex.nodes[i].listen;
@@ -194,7 +186,7 @@ int launch_tree(const model::Experiment& ex, const LaunchOptions& options, const
   if (!options.calibration.empty()) { margs.push_back("--calibration"); margs.push_back(options.calibration); }
   if (options.quiet) margs.push_back("--quiet");
   if (options.json_progress) margs.push_back("--json-progress");
-  if (!cpus[0].empty()) { margs.push_back("--cpus"); margs.push_back(cpus[0]); }
+  if (!cpus[0].cpus.empty()) { margs.push_back("--cpus"); margs.push_back(cpus[0].cpus); }
   for (const auto& a : options.master_args) margs.push_back(a);
   key_args(0, margs);
   proc_of[0] = procs.spawn(ex.nodes[0].name, wrapped(0, margs));
@@ -236,13 +228,7 @@ int launch_tree(const model::Experiment& ex, const LaunchOptions& options, const
       std::vector<std::string> args = {bin + "/treefarm-worker", "--parent", parent_ep, "--name", node.name,
                                        "--ready-file", ready(next).string(), "--log-level", options.log_level,
                                        "--listen", listen_of(next)};
-      if (cpus[next].empty()) {
-        args.push_back("--cores");
-        args.push_back("0");
-      } else {
-        args.push_back("--cpus");
-        args.push_back(cpus[next]);
-      }
+      for (auto& a : cpus[next].worker_args()) args.push_back(std::move(a));
       for (auto& a : worker_migration_args(ex, options, node.name)) args.push_back(std::move(a));
       for (const auto& a : options.worker_args) args.push_back(a);
       key_args(next, args);

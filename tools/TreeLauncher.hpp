@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "runtime/model/Experiment.hpp"
+#include "tools/CpuPlacement.hpp"
 
 namespace treefarm::tools {
 
@@ -61,8 +62,8 @@ struct LaunchOptions {
   std::function<std::string(std::size_t node)> listen;
   /// Endpoint node i connects to, given the endpoint its parent bound (default: that one).
   std::function<std::string(std::size_t node, const std::string& parent_bound)> parent_endpoint;
-  /// CPU list per node (default: assign_cpus over this machine's usable cores).
-  std::function<std::string(std::size_t node)> cpus;
+  /// Where node i computes (default: assign_cpus over this machine's usable cores).
+  std::function<NodeCpus(std::size_t node)> cpus;
   /// CPU seconds node i's processes have used so far, where the platform counts them
   /// (treefarm emulate: the node's accounting cgroup); unset or nullopt = not counted.
   /// Lets the calibration measure a node's whole CPU per task where it runs (issue 21).
@@ -77,12 +78,6 @@ struct LaunchOptions {
 /// `--memory`, `--disk`, `--speed`, which override what the worker detects.
 std::vector<std::string> worker_migration_args(const model::Experiment& ex, const LaunchOptions& options,
                                                const std::string& worker);
-
-/// Assigns the machine's usable cores to the nodes: a node's `cpuset` if given, else
-/// its `cores` cores taken round-robin (master first, then breadth-first), so that on
-/// one machine the nodes spread over the cores. Returns a CPU list string per node
-/// ("" for cores = 0).
-std::vector<std::string> assign_cpus(const model::Experiment& ex, const std::vector<int>& usable);
 
 /// Runs the experiment; returns the master's exit code (or 1 if a worker failed, 124 on
 /// timeout, 130 if interrupted through `interrupted`).

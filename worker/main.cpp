@@ -85,7 +85,7 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(treefarm::cli_support::endpoint_check(true));
   app.add_option("--name", opt.name, "Unique node name (default HOSTNAME-PID)")->capture_default_str();
-  app.add_option("--cores", cores, "Compute on this many cores (default: all usable; 0 = only forward)")
+  app.add_option("--cores", cores, "Compute on this many cores (default: all usable or all of --cpus; 0 = only forward); fewer than the CPUs: on all of them, not pinned")
       ->check(CLI::Range(0, 65536));
   app.add_option("--cpus", cpus, "Compute on these CPUs, e.g. 0-1,3 (default: the affinity mask)");
   app.add_flag("--no-backfill", no_backfill, "Strict FIFO executor queue (no backfilling)");
@@ -154,9 +154,15 @@ int main(int argc, char** argv) {
     if (cores >= 0) {
       if (static_cast<std::size_t>(cores) > usable.size())
         throw cs::UsageError("--cores " + std::to_string(cores) + ": only " + std::to_string(usable.size()) + " usable");
+      // Fewer cores than CPUs: the CPUs are shared (with other nodes of this machine), and
+      // the executor runs `cores` at a time anywhere on them rather than pinning each to one.
+      if (cores > 0 && static_cast<std::size_t>(cores) < usable.size()) compute.shared_cpus = usable;
       usable.resize(static_cast<std::size_t>(cores));
     }
     compute.cores = usable;
+    if (!compute.shared_cpus.empty())
+      spdlog::info("{}: computes on {} core(s) of CPUs {}, shared: not pinned", opt.name, compute.cores.size(),
+                   treefarm::exec::format_cpu_list(compute.shared_cpus));
     compute.memory = memory > 0 ? memory : topo.memory_bytes;
     opt.memory = compute.memory;
     opt.disk = disk;

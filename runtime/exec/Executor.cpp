@@ -23,6 +23,7 @@
 #include <oneapi/tbb/task_scheduler_observer.h>
 
 #include "runtime/exec/Backfill.hpp"
+#include "runtime/exec/CpuList.hpp"
 
 namespace treefarm::exec {
 
@@ -161,6 +162,8 @@ struct Executor::Impl {
     free_cores = static_cast<std::uint32_t>(config.cores.size());
     free_memory = config.memory;
     core_busy.assign(config.cores.size(), false);
+    for (int cpu : config.shared_cpus)
+      if (cpu < 0) throw std::invalid_argument("Executor: bad shared CPU " + std::to_string(cpu) + ", expected PU OS indices");
     if (config.pin) binder.emplace();
     notify = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (notify < 0) throw std::system_error(errno, std::generic_category(), "eventfd");
@@ -182,7 +185,8 @@ struct Executor::Impl {
         lk.unlock();
         shutdown();
         throw std::invalid_argument("Executor: cannot bind a thread to PU " +
-                                    std::to_string(config.cores[i]) +
+                                    (config.shared_cpus.empty() ? std::to_string(config.cores[i])
+                                                                : "set " + format_cpu_list(config.shared_cpus)) +
                                     ", expected a PU this process may run on");
       }
     }
@@ -211,7 +215,9 @@ struct Executor::Impl {
   }
 
   void core_loop(std::size_t index, std::optional<bool>& pinned) {
-    bool ok = !binder || binder->bind_this_thread({config.cores[index]});
+    // Pinned to its own PU, or on a shared set bound to all of it (the OS places the thread).
+    bool ok = !binder || binder->bind_this_thread(config.shared_cpus.empty() ? std::vector<int>{config.cores[index]}
+                                                                             : config.shared_cpus);
     CoreThread& self = *threads[index];
     std::unique_lock lk(mu);
     pinned = ok;
@@ -298,7 +304,8 @@ struct Executor::Impl {
         }
       }
     }
-    auto slot = std::make_shared<ArenaSlot>(cores, binder ? &*binder : nullptr, config.cores);
+    // On a shared set the arena's threads are not pinned either: they keep the set's binding.
+    auto slot = std::make_shared<ArenaSlot>(cores, binder && config.shared_cpus.empty() ? &*binder : nullptr, config.cores);
     arenas.emplace(cores, slot);
     return slot;
   }

@@ -2,7 +2,8 @@
 /// @file Executor.hpp
 /// Runs tasks on this worker's cores: each task holds `cores` cores (and `memory` bytes)
 /// for its duration and runs in a oneTBB arena of that concurrency whose threads are
-/// pinned (hwloc) to the cores assigned to it. Tasks that cannot start wait in a queue;
+/// pinned (hwloc) to the cores assigned to it, or, on a CPU set shared with other nodes
+/// (ExecutorConfig::shared_cpus), bound to that set as a whole. Tasks that cannot start wait in a queue;
 /// a later task may overtake the head only as the backfilling rules of
 /// papers/lee2010 slides 13-14 allow (see Backfill.hpp).
 ///
@@ -57,6 +58,11 @@ struct ExecutorConfig {
   std::uint64_t memory = 0;      ///< bytes it may hand out (0: memory not accounted).
   bool backfill = true;          ///< false: strict FIFO (for the benchmark baseline).
   bool pin = true;               ///< Bind task threads to their cores.
+  /// Non-empty: this executor shares these PUs (OS indices) with other nodes of the machine
+  /// and is not pinned one thread per core: each core thread is bound to the whole set, the
+  /// OS places it, and `cores` are only labels of the slots (their count is what tasks may
+  /// hold at once). Empty: each core thread is pinned to its PU in `cores`.
+  std::vector<int> shared_cpus = {};
 };
 
 class Executor {

@@ -25,7 +25,7 @@ struct ExecutorRunner::Run {
 };
 
 ExecutorRunner::ExecutorRunner(ExecutorConfig config)
-    : exec_(std::move(config)) {
+    : shared_cpus_(config.shared_cpus), exec_(std::move(config)) {
   if (const auto q = cpu_quota()) quota_period_ = q->period_seconds;
 }
 ExecutorRunner::~ExecutorRunner() { tasks::stop_all_commands(); }
@@ -72,12 +72,13 @@ void ExecutorRunner::start_task(std::uint64_t job, const model::AppSpec& app, co
   t.id = job;
   t.cores = app.cores_per_task;
   t.memory = app.memory_per_task;
-  t.run = [run, app, task_index](TaskContext& ctx) {
+  t.run = [run, app, task_index, shared = &shared_cpus_](TaskContext& ctx) {
     const std::span<const std::byte> input_bytes =
         run->input && run->input->data() ? std::span<const std::byte>(run->input->data(), run->input->size())
                                          : std::span<const std::byte>();
     if (app.kernel == model::Kernel::command) {  // issue 20: the program pinned to the task's cores
-      const auto o = tasks::run_command(app, input_bytes, task_index, ctx.cores());
+      // On a shared set the program may run on all of it, as the executor's threads do.
+      const auto o = tasks::run_command(app, input_bytes, task_index, shared->empty() ? ctx.cores() : *shared);
       run->checksum = o.checksum;
       run->failed = o.failed;
       run->error = o.error;

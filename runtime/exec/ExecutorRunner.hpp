@@ -50,6 +50,9 @@ class ExecutorRunner final : public node::LocalRunner {
     ~CommandsGate();
   };
   CommandsGate gate_;
+  /// The CPUs a command task may run on when the executor shares a set (not pinned); empty:
+  /// the task's own cores.
+  std::vector<int> shared_cpus_;
   Executor exec_;
   std::optional<double> quota_period_;  ///< seconds; nullopt: no quota
   std::unordered_map<std::uint64_t, std::shared_ptr<Run>> runs_;  ///< by executor id

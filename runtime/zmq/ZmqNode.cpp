@@ -633,11 +633,8 @@ ZmqNode::ZmqNode(node::NodeOptions options, Endpoints endpoints, Compute compute
   if (endpoints.curve.enabled && !endpoints.listen.empty() && endpoints.curve.authorized.empty())
     throw std::invalid_argument("CURVE is on but no authorized keys are given (--authorized-keys): no child could join");
   if (!compute.cores.empty()) {
-    exec::ExecutorConfig ec;
-    ec.cores = compute.cores;
-    ec.memory = compute.memory;
-    ec.backfill = compute.backfill;
-    impl_->runner = std::make_unique<exec::ExecutorRunner>(std::move(ec));
+    impl_->runner = std::make_unique<exec::ExecutorRunner>(
+        exec::ExecutorConfig{compute.cores, compute.memory, compute.backfill, true, compute.shared_cpus});
     impl_->jobs = std::make_unique<GenerationRunner>(*impl_->runner, options.speed == 0 ? compute.speed_probe
                                                                                          : std::function<double()>{});
   }

@@ -39,7 +39,10 @@ struct Endpoints {
 
 /// The cores a node computes on.
 struct Compute {
-  std::vector<int> cores;     ///< OS indices (empty: only forward).
+  std::vector<int> cores;     ///< OS indices (empty: only forward); labels only when shared_cpus is set.
+  /// Non-empty: the CPUs this node shares with other nodes of the machine; it computes on
+  /// cores.size() of them at a time, not pinned (exec::ExecutorConfig::shared_cpus).
+  std::vector<int> shared_cpus = {};
   std::uint64_t memory = 0;   ///< bytes handed to tasks (0: not accounted).
   bool backfill = true;
   /// Measures flop/s per core here, for `treefarm probe` (msg::ProbeRequest without a

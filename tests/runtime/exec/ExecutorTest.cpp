@@ -123,6 +123,28 @@ TEST(Executor, OneCoreTaskIsPinnedToExactlyItsCore) {
   }
 }
 
+// On a CPU set shared with other nodes (shared_cpus) the executor runs as many tasks as it
+// has slots but does not pin them: each task's thread may run on the whole set.
+TEST(Executor, OnASharedSetTaskThreadsAreNotPinned) {
+  auto cores = usable_cores();
+  if (cores.size() < 2) GTEST_SKIP() << "needs >= 2 usable cores, the process has " << cores.size();
+  ExecutorConfig config{{cores.front()}, 0, true, true, cores};
+  Executor ex(config);
+  EXPECT_EQ(ex.total_cores(), 1u);
+  std::mutex mu;
+  std::vector<std::vector<int>> masks;
+  const std::uint64_t n = 4;
+  for (std::uint64_t id = 0; id < n; ++id)
+    ex.submit({id, 1, 0, [&](TaskContext&) {
+                 auto mask = affinity_of_this_thread();
+                 std::lock_guard lk(mu);
+                 masks.push_back(mask);
+               }});
+  ASSERT_EQ(wait_done(ex, n).size(), n);
+  ASSERT_EQ(masks.size(), n);
+  for (const auto& m : masks) EXPECT_EQ(m, cores) << "a task's thread was bound to fewer CPUs than the shared set";
+}
+
 TEST(Executor, TwoCoreTaskArenaRunsOnTwoDistinctPinnedCores) {
   auto cores = usable_cores();
   if (cores.size() < 2) GTEST_SKIP() << "needs >= 2 usable cores, the process has " << cores.size();
