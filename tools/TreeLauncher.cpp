@@ -53,6 +53,15 @@ std::string fmt_seconds(double s) {
   return buf;
 }
 
+/// Node i's Unix domain socket in the run's own folder (mode 0700: this user's processes
+/// only), or tcp://127.0.0.1:* when the folder's path is too long for a socket address
+/// (sun_path holds 108 bytes). Every process of the tree is on this machine.
+std::string local_ipc_endpoint(const fs::path& dir, std::size_t i) {
+  const fs::path socket = dir / (std::to_string(i) + ".sock");
+  if (socket.string().size() > 100) return "tcp://127.0.0.1:*";
+  return "ipc://" + socket.string();
+}
+
 std::string read_endpoint(const fs::path& file) {
   std::ifstream f(file);
   std::string ep;
@@ -98,8 +107,9 @@ int launch_tree(const model::Experiment& ex, const LaunchOptions& options, const
   // only when it holds results.json (its path printed) or the logs of a failed run
   // (exit code 1 or 4, said on stderr).
   const auto finish = [&](int code) {
-    if (!options.out_dir.empty()) return code;
     std::error_code ec;
+    for (std::size_t i = 0; i < ex.nodes.size(); ++i) fs::remove(tmp / (std::to_string(i) + ".sock"), ec);  // left by a killed node
+    if (!options.out_dir.empty()) return code;
     if (fs::exists(tmp / "results.json", ec)) {
       scratch.keep();
       // stdout beside the table (stderr when stdout is JSON lines only).
@@ -141,7 +151,8 @@ int launch_tree(const model::Experiment& ex, const LaunchOptions& options, const
   }
   const auto listen_of = [&](std::size_t i) {
     if (options.listen) return options.listen(i);
-    return ex.nodes[i].listen.empty() ? std::string("tcp://127.0.0.1:*") : ex.nodes[i].listen;
+    if (!ex.nodes[i].listen.empty()) return ex.nodes[i].listen;
+    return options.local_ipc ? local_ipc_endpoint(tmp, i) : std::string("tcp://127.0.0.1:*");
   };
   const auto wrapped = [&](std::size_t i, std::vector<std::string> args) {
     if (!options.wrap) return args;

@@ -1,6 +1,6 @@
 #pragma once
 /// @file TreeLauncher.hpp
-/// Starts a whole tree of an experiment as local processes on loopback — the master,
+/// Starts a whole tree of an experiment as local processes on this machine — the master,
 /// then every worker once its parent listens — waits for the run, and ends every
 /// process it started on every exit path.
 
@@ -58,8 +58,13 @@ struct LaunchOptions {
   // Hooks for running the tree elsewhere than plain loopback (treefarm emulate).
   /// Command prefix for node i (e.g. {"ip", "netns", "exec", "tf-w1"}); empty = none.
   std::function<std::vector<std::string>(std::size_t node)> wrap;
-  /// Endpoint node i listens on (default: its `listen`, else tcp://127.0.0.1:*).
+  /// Endpoint node i listens on (default: its `listen`, else as local_ipc says).
   std::function<std::string(std::size_t node)> listen;
+  /// Without a `listen` hook or a node's `listen`, a node listens on a Unix domain socket
+  /// (ipc://) in the run's own temp folder: its children are processes of this machine,
+  /// and ipc carries tasks' bytes faster than TCP loopback (docs/benchmarks.md, tiny real
+  /// tasks). false: tcp://127.0.0.1:*.
+  bool local_ipc = true;
   /// Endpoint node i connects to, given the endpoint its parent bound (default: that one).
   std::function<std::string(std::size_t node, const std::string& parent_bound)> parent_endpoint;
   /// Where node i computes (default: assign_cpus over this machine's usable cores).
