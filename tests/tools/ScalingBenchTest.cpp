@@ -57,6 +57,8 @@ TEST(Scaling, BenchTasksJsonHasTheKernelBesideTheNoopOfTheSameTree) {
     // The raw ZeroMQ reference moved the same tasks (it throws, failing the run, if a worker answered wrongly).
     EXPECT_GT(row.at("transport_ceiling_tasks_per_s").get<double>(), 0);
     EXPECT_GT(row.at("ipc_ceiling_tasks_per_s").get<double>(), 0);
+    EXPECT_DOUBLE_EQ(row.at("ipc_ceiling_ratio_to_noop").get<double>(),
+                     row.at("ipc_ceiling_tasks_per_s").get<double>() / row.at("noop_tasks_per_s").get<double>());
     EXPECT_DOUBLE_EQ(row.at("ceiling_ratio_to_noop").get<double>(),
                      row.at("transport_ceiling_tasks_per_s").get<double>() / row.at("noop_tasks_per_s").get<double>());
   }

@@ -107,6 +107,7 @@ int bench_tasks(std::ostream& out, const TasksBenchOptions& o) {
                     {"runs_tasks_per_s", kernel_rates}, {"noop_runs_tasks_per_s", noop_rates},
                     {"transport_ceiling_tasks_per_s", cr}, {"transport_runs_tasks_per_s", ceiling_rates},
                     {"ceiling_ratio_to_noop", nr > 0 ? cr / nr : 0.0}, {"ipc_ceiling_tasks_per_s", ir},
+                    {"ipc_ceiling_ratio_to_noop", nr > 0 ? ir / nr : 0.0},
                     {"ipc_runs_tasks_per_s", ipc_rates}, {"loadavg_1min", load}});
     if (!o.json) {
       char line[700];
@@ -114,10 +115,10 @@ int bench_tasks(std::ostream& out, const TasksBenchOptions& o) {
                     "%s n=%u, %llu tasks, master -> 2 one-core workers, buffer %u: %.0f tasks/s; no-op (16 bytes) "
                     "same tree: %.0f tasks/s; ratio %.3f (load average %.2f)\n"
                     "  raw ZeroMQ, the same bytes (%zu down, %zu up per task, %s), master -> 2 worker processes, "
-                    "no kernel: tcp %.0f tasks/s (%.3f of the no-op rate); ipc %.0f tasks/s\n",
+                    "no kernel: tcp %.0f tasks/s (%.3f of the no-op rate); ipc, the tree's transport, %.0f tasks/s (%.3f)\n",
                     o.kernel.c_str(), o.n, static_cast<unsigned long long>(tasks), o.buffer, kr, nr, nr > 0 ? kr / nr : 0.0,
                     load, ceiling.input_bytes, ceiling.result_bytes,
-                    ceiling.frame_per_task ? "a frame per task" : "a frame per batch", cr, nr > 0 ? cr / nr : 0.0, ir);
+                    ceiling.frame_per_task ? "a frame per task" : "a frame per batch", cr, nr > 0 ? cr / nr : 0.0, ir, nr > 0 ? ir / nr : 0.0);
       out << line << std::flush;
     }
   }
