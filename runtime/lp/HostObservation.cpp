@@ -74,6 +74,8 @@ PlatformModel observed_host_model(PlatformModel model, const HostObservation& ob
   // ran, else of its own calibrated kernels: a node's calibrated task times under load
   // are noisier than its CPU (one node's 4 ms and another's 18 ms for the same matmul).
   const auto& whole = host.task_cpu_seconds;
+  double used_all = 0, kernel_all = 0;  // over the host's nodes that computed in the window
+  std::vector<bool> observed(n_nodes, false);
   for (std::size_t u = 0; u < n_nodes; ++u) {
     auto& node = model.nodes[u];
     double kernel = 0, by_whole = 0;
@@ -88,6 +90,9 @@ PlatformModel observed_host_model(PlatformModel model, const HostObservation& ob
     const double used = obs.node_cpu_seconds.at(node.name);
     const double g = used / kernel;
     if (!(g > 0) || !std::isfinite(g)) continue;
+    observed[u] = true;
+    used_all += used;
+    kernel_all += kernel;
     for (std::size_t k = 0; k < n_apps; ++k) {
       auto& t = node.task_seconds[k];
       if (!std::isfinite(t) || !(t > 0)) continue;
@@ -98,6 +103,16 @@ PlatformModel observed_host_model(PlatformModel model, const HostObservation& ob
     }
     s.kernel_factor[node.name] = g;
   }
+  // A node of the host that computed nothing in the window has no observed cost: its
+  // calibrated task times take the factor its host's computing nodes showed (their CPU
+  // over their calibrated kernels), so that it is not the one node the LP finds cheap only
+  // because nothing was observed of it.
+  if (kernel_all > 0)
+    for (std::size_t u = 0; u < n_nodes; ++u) {
+      if (observed[u] || model.nodes[u].host != obs.host) continue;
+      for (auto& t : model.nodes[u].task_seconds)
+        if (std::isfinite(t) && t > 0) t *= used_all / kernel_all;
+    }
   // The host's whole-task and per-byte costs: f with the charge for the tasks done equal
   // to the tree's CPU (the charge is non-decreasing in f; the kernels alone are at most
   // the computing nodes' CPU, so f = 0 charges at most tree_cpu).

@@ -104,5 +104,26 @@ TEST(HostObservation, ANodesCpuIsSplitOverItsTasksAsTheHostsWholeTaskCostsSay) {
   }
 }
 
+TEST(HostObservation, ANodeThatComputedNothingTakesItsHostsObservedFactor) {
+  // w1 and w2 each ran 4 tasks of 1 s (calibrated) on 8 CPU-seconds: g = 2. "idle", on the
+  // same host, computed nothing: at its calibrated 1 s it would look half as costly as the
+  // nodes that were observed, and the LP would give it a core's worth of tasks (by hand:
+  // α_idle = 1, 2·(α1 + α2) <= 1.6 - 1: 1.3 tasks/s, above the 0.8 measured).
+  testing::Builder b;
+  b.app("job", 1e6).comm(model::CommModel::multi_port);
+  b.node("master", -1, 0, testing::inf, {testing::inf});
+  b.node("w1", 0, 1, testing::inf, {1.0});
+  b.node("w2", 0, 1, testing::inf, {1.0});
+  b.node("idle", 0, 1, testing::inf, {1.0});
+  b.m.hosts.push_back(PlatformModel::Host{"here", 2.0, 0, 0, 0, {}});
+  for (auto& n : b.m.nodes) n.host = 0;
+  HostObservation obs{0, 10.0, 16.0, {{"master", 0.0}, {"w1", 8.0}, {"w2", 8.0}, {"idle", 0.0}},
+                      {{"w1", {{"job", 4}}}, {"w2", {{"job", 4}}}}};
+  const auto o = observed_host_model(b.m, obs);
+  EXPECT_DOUBLE_EQ(o.nodes[3].task_seconds[0], 2.0);
+  // By hand: host row 2·(α1 + α2 + α_idle) <= 1.6: 0.8 tasks/s, what the tree did.
+  EXPECT_NEAR(solve(o).fair_throughput, 0.8, 1e-6);
+}
+
 }  // namespace
 }  // namespace treefarm::lp
