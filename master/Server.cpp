@@ -397,7 +397,7 @@ class Channel {
       job.id = shared_.next_id++;
     }
     // The job's directory holds the experiment and the input files sent with it, so that a
-    // command's relative input_file resolves there as beside the client's copy (issue 20).
+    // command's relative input_file resolves there as beside the client's copy.
     const auto dir = store_.job_dir(job.id);
     model::Experiment ex;
     try {

@@ -1,6 +1,6 @@
 #pragma once
 /// @file Server.hpp
-/// A served tree (issue 20, docs/serve.md): `treefarm-master --serve` keeps its workers
+/// A served tree (docs/serve.md): `treefarm-master --serve` keeps its workers
 /// connected across experiments. Experiments arrive on a submit channel — a ROUTER socket
 /// of its own (`--bind`), under CURVE with the same authorized keys as the tree (who may
 /// submit is who may join) — wait in a queue, and run one after another on the live root

@@ -32,7 +32,7 @@ void on_signal(int sig) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  treefarm::tasks::select_blas_kernel(argv);  // before anything loads BLAS kernels (issue 14)
+  treefarm::tasks::select_blas_kernel(argv);  // before anything loads BLAS kernels
   treefarm::tasks::keep_payload_memory();    // freed payloads reused, not unmapped (tasks/PayloadMemory.hpp)
   CLI::App app{"treefarm-master: the root of a treefarm tree. It holds the experiment's applications, waits for\n"
                "its workers (treefarm-worker --parent ENDPOINT), dispatches tasks, checks every result and\n"

@@ -1,7 +1,7 @@
 #pragma once
 /// @file BlasKernel.hpp
 /// Which BLAS this process loaded, which kernel it chose, and the choice of the fastest
-/// kernel the CPU allows (issue 14, "BLAS").
+/// kernel the CPU allows ("BLAS").
 ///
 /// OpenBLAS picks its kernel from a table of CPU models when the library loads; a model
 /// newer than its table gets an old kernel (Debian's 0.3.21 runs Prescott on Intel family 6

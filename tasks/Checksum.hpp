@@ -35,7 +35,7 @@ double checksum_matrix(const double* c, std::uint32_t n);
 /// Unlike checksum_matrix's rank-2 weights (whose sum equals r·A(B·1) + (1·A)(B·s), O(n²)
 /// to compute without C), W has full rank with overwhelming probability, so the sum is
 /// Σ_ik A_ik (W·Bᵀ)_ik and computing it from A and B without C costs another n×n×n
-/// product: forging it is not cheaper than doing the task (issue 13, hole 4). Weights
+/// product: forging it is not cheaper than doing the task. Weights
 /// are cached per thread for n ≤ 1024 (8 MiB), hashed on the fly above.
 double checksum_product(const double* c, std::uint32_t n);
 

@@ -1,6 +1,6 @@
 #pragma once
 /// @file CpuPeak.hpp
-/// The per-core double-precision FMA peak, measured rather than looked up (issue 14):
+/// The per-core double-precision FMA peak, measured rather than looked up:
 /// peak = clock (GHz) x flop per cycle at the widest vector width the CPU runs.
 ///
 /// - Clock: a timed chain of dependent integer adds (1 cycle each on every x86 core since

@@ -143,7 +143,7 @@ InputBuffer InputPrefetcher::get(std::uint32_t app, std::uint64_t index) {
   if (!a.recycles) {
     // A small input (or the abstract kernel, which fill_input refuses): made here into a
     // plain buffer, freed as usual — no free list, so no lock when the transport lets go.
-    // Counted apart from the shared figures, with no lock (issue 14: no lock per task).
+    // Counted apart from the shared figures, with no lock (no lock per task).
     auto bytes = std::make_shared<std::vector<std::byte>>();
     const auto t0 = std::chrono::steady_clock::now();
     s.fill(app, index, *bytes);

@@ -2,7 +2,7 @@
 /// @file InputPrefetcher.hpp
 /// The master's task inputs, generated ahead of need on a thread of their own.
 ///
-/// Every task the master sends carries an input generated from the run secret (issue 13,
+/// Every task the master sends carries an input generated from the run secret (see
 /// docs/security.md "Results a worker cannot forge"): 2·n² doubles per matrix task, 4 MiB
 /// for the quickstart's matadd. Generated on the loop thread when the task is sent, that
 /// work stalled dispatch: on a 2-core machine with four workers the master spent 66 s of a
@@ -67,7 +67,7 @@ class InputPrefetcher {
 
   /// Writes the input of task `index` of application `app` into `out` (of its
   /// input_bytes(); a kernel of fixed input size), on the caller: for small inputs the
-  /// caller makes many to an allocation (node::SmallPayloads, issue 14). Counted as made on
+  /// caller makes many to an allocation (node::SmallPayloads). Counted as made on
   /// the caller; same thread as get().
   void fill(std::uint32_t app, std::uint64_t index, std::span<std::byte> out);
 

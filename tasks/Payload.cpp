@@ -41,7 +41,7 @@ std::uint64_t stream_seed(std::uint64_t seed, std::uint32_t app_index,
 /// between neighbouring words, so the loop runs several generators per vector register
 /// (an AVX-512 or AVX2 clone chosen at run time) instead of one multiply chain per word:
 /// the AVX2 clone measured 2-3x faster than the one-stream splitmix64 it replaced on 4 MiB
-/// inputs (issue 13's per-task secret inputs made this the master's hottest loop), the
+/// inputs (the per-task secret inputs made this the master's hottest loop), the
 /// AVX-512 clone (eight lanes in one register, native 64-bit rotate) ~3x faster again:
 /// 35 GB/s against memset's 38 GB/s on the CI machine (`treefarm bench inputs`). Only integer
 /// operations: every clone and every machine produces the same words.

@@ -30,7 +30,7 @@ void fill_input(const model::AppSpec& app, std::uint64_t seed, std::uint32_t app
 bool has_fixed_input(const model::AppSpec& app);
 
 /// The same bytes written into `out`, which must hold app.input_bytes() bytes, for the
-/// kernels whose input has a fixed size (has_fixed_input): no allocation (issue 14,
+/// kernels whose input has a fixed size (has_fixed_input): no allocation (see
 /// node::SmallPayloads). @throws std::invalid_argument for another kernel or size.
 void fill_input(const model::AppSpec& app, std::uint64_t seed, std::uint32_t app_index,
                 std::uint32_t input_index, std::span<std::byte> out);

@@ -7,7 +7,7 @@
 /// trims the top of its heaps above the trim threshold. A node that receives, computes
 /// and frees a multi-megabyte input per task then takes a page fault, and the kernel
 /// zeroes a page, for every 4 KiB of every input: on the quickstart's one-hop tree
-/// 0.8 million faults in 6 s, ~250 per task, a quarter of its system time (issue 21,
+/// 0.8 million faults in 6 s, ~250 per task, a quarter of its system time (see
 /// docs/benchmarks.md "Payload memory kept"). keep_payload_memory() raises both
 /// thresholds (mmap: 32 MiB, glibc's largest; trim: 256 MiB) so that freed payloads stay
 /// in the heap and the next task reuses them. A process keeps up to its peak payload

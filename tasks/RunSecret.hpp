@@ -1,6 +1,6 @@
 #pragma once
 /// @file RunSecret.hpp
-/// The master's per-run secret (issue 13, hole 4; docs/security.md "Results a worker
+/// The master's per-run secret (docs/security.md "Results a worker
 /// cannot forge"): 32 random bytes drawn from the operating system when the master
 /// starts, never sent to anyone. From it the master derives, with a keyed pseudo-random
 /// function, each task's input seed (so no worker can predict an input before it arrives,

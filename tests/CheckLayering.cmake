@@ -70,7 +70,7 @@ check_dirs(NO_WORKER "${worker_regex}" "must not include worker/")
 
 foreach(t IN LISTS TOLERATED)
   if(t IN_LIST tolerated_seen)
-    message(STATUS "CheckLayering: tolerated for now (issue 12): ${t}")
+    message(STATUS "CheckLayering: tolerated for now: ${t}")
   else()
     message(STATUS "CheckLayering: tolerated entry no longer occurs, remove it from tests/CMakeLists.txt: ${t}")
   endif()

@@ -2,7 +2,7 @@
 /// @file CommCost.hpp
 /// The CPU cost of moving bytes between two processes of one machine over the tree's
 /// transport (ZeroMQ over loopback TCP, CURVE when the tree is encrypted): what the
-/// host-aware LP charges per byte a node sends or receives (issue 21, docs/lp.md "Hosts").
+/// host-aware LP charges per byte a node sends or receives (docs/lp.md "Hosts").
 
 #include <cstdint>
 

@@ -467,7 +467,7 @@ void calibrate_local_host(const model::Experiment& experiment, const std::string
   if (gethostname(name, sizeof name - 1) != 0 || name[0] == '\0') std::snprintf(name, sizeof name, "localhost");
   add_local_host(calibration, experiment, cpu_lists(assign_cpus(experiment, topo.cores)), static_cast<double>(topo.cores.size()),
                  name, cost, ends);
-  // Each application's whole CPU per task, through the runtime (issue 21): the tree's
+  // Each application's whole CPU per task, through the runtime: the tree's
   // own applications on a master and one one-core worker per CPU of this machine.
   auto& host = calibration.hosts[name];
   std::map<std::string, double> estimates;
@@ -656,7 +656,7 @@ void calibrate_emulated_hosts(const model::Experiment& experiment, const std::st
     nc.cpu_share = cores > 0 ? std::clamp(cpu / static_cast<double>(cores), 1e-6, 1.0) : 1.0;
   }
   // Each computing node's whole CPU per task of each application, where it runs (its
-  // namespace, link and quota; issue 21: lan-slices' 0.05-core node spent ~2x the per-byte
+  // namespace, link and quota: lan-slices' 0.05-core node spent ~2x the per-byte
   // CPU measured on loopback). The LP charges it in place of the term-by-term costs.
   std::ostringstream whole;
   if (lo.node_cpu_seconds && lo.wrap && lo.node_cpu_seconds(0)) {

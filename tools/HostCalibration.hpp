@@ -1,6 +1,6 @@
 #pragma once
 /// @file HostCalibration.hpp
-/// What the nodes of a tree started on one machine share (issue 21, docs/lp.md "Hosts"):
+/// What the nodes of a tree started on one machine share (docs/lp.md "Hosts"):
 /// the machine's CPUs, each node's pinned CPUs and the share of them it had while all
 /// nodes measured their task durations at once, and the CPU cost of a byte moved between
 /// two of its processes. `treefarm calibrate` and `treefarm run --calibrate` add it to the
@@ -26,7 +26,7 @@ namespace treefarm::tools {
 std::vector<double> cpu_shares(const std::vector<std::uint32_t>& cores, const std::vector<std::vector<int>>& cpus);
 
 /// What the runtime spends per byte of a task's input at the two ends of its way, beyond
-/// the moves between nodes (issue 21, docs/lp.md "Hosts"), measured on this machine.
+/// the moves between nodes (docs/lp.md "Hosts"), measured on this machine.
 struct TaskEndCost {
   /// CPU seconds per byte the origin spends generating a task's input: a fresh buffer per
   /// task, filled and released, as the master does (tasks::fill_input), over many buffers
@@ -48,7 +48,7 @@ struct TaskEndCost {
 TaskEndCost measure_task_end_cost(const model::AppSpec& app, double gamma, bool encrypt,
                                   const std::string& bin_dir = "");
 
-/// What one task of each application costs this machine's CPUs as a whole (issue 21).
+/// What one task of each application costs this machine's CPUs as a whole.
 struct TaskCpuCosts {
   /// Per application: the host's CPU seconds per task (its CPUs × the wall seconds a task
   /// takes, so a CPU the runtime leaves idle counts) when the applications run together.

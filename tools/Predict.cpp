@@ -52,7 +52,7 @@ int predict_command(const std::string& experiment, const PredictOptions& options
     return 0;
   }
   const auto solution = lp::solve(platform);
-  // Issue 21: the interval from the calibration's own spread (repeated link probes, the
+  // The interval from the calibration's own spread (repeated link probes, the
   // host's byte cost).
   std::optional<lp::PredictionInterval> interval;
   if (calibration) interval = lp::prediction_interval(ex, *calibration);

@@ -1,6 +1,6 @@
 #pragma once
 /// @file Report.hpp
-/// `treefarm report results.json` (issue 18): the result table again, from the file, and
+/// `treefarm report results.json`: the result table again, from the file, and
 /// two plots drawn with gnuplot (pngcairo):
 /// - gantt.png: one row per node; per task a thin grey segment from its dispatch by the
 ///   master to its start (transfer and queueing) and a thick one, coloured by

@@ -2,7 +2,7 @@
 /// @file Sweep.hpp
 /// `treefarm sweep`: the real tree run once per kernel size of one application, each
 /// size calibrated first, measured beside the LP's prediction against the CCR
-/// b(k)/c(k) (issue 21): where the prediction holds, and where the platform turns from
+/// b(k)/c(k): where the prediction holds, and where the platform turns from
 /// link-bound to CPU-bound.
 
 #include <cstdint>

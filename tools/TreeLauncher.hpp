@@ -71,7 +71,7 @@ struct LaunchOptions {
   std::function<NodeCpus(std::size_t node)> cpus;
   /// CPU seconds node i's processes have used so far, where the platform counts them
   /// (treefarm emulate: the node's accounting cgroup); unset or nullopt = not counted.
-  /// Lets the calibration measure a node's whole CPU per task where it runs (issue 21).
+  /// Lets the calibration measure a node's whole CPU per task where it runs.
   std::function<std::optional<double>(std::size_t node)> node_cpu_seconds;
 };
 
@@ -88,8 +88,8 @@ std::vector<std::string> worker_migration_args(const model::Experiment& ex, cons
 /// timeout, 130 if interrupted through `interrupted`).
 int launch_tree(const model::Experiment& ex, const LaunchOptions& options, const std::atomic<bool>& interrupted);
 
-/// Refuses, before anything starts, settings a tree on this one machine cannot hold
-/// (issue 13, hole 10): an application's memory_per_task (bytes) above this machine's
+/// Refuses, before anything starts, settings a tree on this one machine cannot hold:
+/// an application's memory_per_task (bytes) above this machine's
 /// physical memory, or buffers (B tasks per node, `buffer_override` or [run] buffer, times
 /// the largest input in bytes, times the nodes) above it.
 /// @throws std::invalid_argument naming the file, line and setting.

@@ -36,7 +36,7 @@ void on_signal(int sig) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  treefarm::tasks::select_blas_kernel(argv);  // before anything loads BLAS kernels (issue 14)
+  treefarm::tasks::select_blas_kernel(argv);  // before anything loads BLAS kernels
   treefarm::tasks::keep_payload_memory();    // freed payloads reused, not unmapped (tasks/PayloadMemory.hpp)
   CLI::App app{"treefarm-worker: a node of a treefarm tree. It connects to its parent, computes tasks on its\n"
                "cores and forwards tasks to the workers that connect to it.\n"

@@ -57,7 +57,7 @@ std::string theoretical_name(const std::string& policy) {
 }
 
 double theoretical(const Platform& p, const std::string& policy, const RunResult& r) {
-  // The paper's LP (3), without the latency rows the run's own LP has (issue 21): the
+  // The paper's LP (3), without the latency rows the run's own LP has: the
   // heuristics' theoretical values know no latency either, and the paper's table is
   // against LP (3). DATA-CENTRIC's is the plan its root computed in this very run
   // (§5.2.1: "the computation of the expected α_u and sent_u→v"), from the subtrees'

@@ -1,6 +1,6 @@
 #pragma once
 /// @file PeersBench.hpp
-/// `treefarm bench peers` (issue 14): the same bags of tasks run on this machine by
+/// `treefarm bench peers`: the same bags of tasks run on this machine by
 /// treefarm and by the peers beside it, in one run:
 /// - Dask distributed: a LocalCluster of `workers` processes x 1 thread (Debian
 ///   `python3-distributed`, run with /usr/bin/python3);

@@ -1,7 +1,7 @@
 #pragma once
 /// @file PlanStudy.hpp
 /// `treefarm experiment plan`: the planners on generated multi-LAN sets, evaluated with
-/// the steady-state LP (issue 17, item 7). Results in docs/results/plan.md.
+/// the steady-state LP. Results in docs/results/plan.md.
 
 #include <cstdint>
 #include <iosfwd>

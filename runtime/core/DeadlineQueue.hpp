@@ -1,6 +1,6 @@
 #pragma once
 /// @file DeadlineQueue.hpp
-/// Task deadlines by time, earliest first (NodeScheduler, task deadlines). Issue 14: a
+/// Task deadlines by time, earliest first (NodeScheduler, task deadlines). Measured: a
 /// std::set cost a tree node and a rebalancing per task, a binary heap ~5 % of the
 /// master's loop in sift-downs. Deadlines are armed in time order and mostly with the
 /// same delay, so nearly every one is at least the last one armed: those go to a FIFO

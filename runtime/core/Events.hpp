@@ -100,7 +100,7 @@ struct PolicyMessage {
   std::vector<std::uint8_t> payload;
 };
 /// Root only: tasks recorded done whose results turned out forged (the master caught
-/// their node cheating, issue 13 hole 4) are done again: each is marked not done and put
+/// their node cheating) are done again: each is marked not done and put
 /// back at the front of the buffer. Tasks not done, or already in flight, are ignored.
 struct TasksReopened { std::vector<TaskRef> tasks; };
 /// Task migration, PULL (papers/lee2010 slide 16; docs/migration.md): the parent asks

@@ -1,6 +1,6 @@
 #pragma once
 /// @file FifoQueue.hpp
-/// A first-in first-out queue that keeps its memory (issue 14: no allocation per task on
+/// A first-in first-out queue that keeps its memory (no allocation per task on
 /// the hot path). A std::deque frees a block when its front passes one and allocates one
 /// when its back needs one: for the driver's events (variants of ~100 bytes, four or five
 /// to libstdc++'s 512-byte block) that was an allocation every few events, the last

@@ -542,7 +542,7 @@ void NodeScheduler::pump(std::vector<Action>& out) {
   // cannot compute (no cores anywhere) would otherwise hoard B tasks forever.
   if (!root && has_consumer(state_)) {
     const std::uint64_t held = state_.buffer.size() + state_.requested_from_parent;
-    // Issue 14: with a large buffer the node asks in batches of at least B/8 (it still
+    // Fewer messages: with a large buffer the node asks in batches of at least B/8 (it still
     // holds 7B/8 or more, so nothing waits for the refill), unless its buffer is empty;
     // with B < 16 that is one task, the paper's rule. Each exchange costs a round trip's
     // wake-ups and syscalls; with tiny tasks and one-task requests that, not the tasks,
@@ -610,7 +610,7 @@ void NodeScheduler::arm_deadline(ChildId child, TaskRef task, Holding& holding) 
   deadlines_.push(deadline, task.id);
 }
 
-// The deadlines (DeadlineQueue) are removed lazily (issue 14: a tree node per task cost
+// The deadlines (DeadlineQueue) are removed lazily (a tree node per task cost
 // an allocation and a rebalancing): a disarmed task's entry stays until it
 // reaches the top, where it is dropped, so the top is always a live deadline
 // (next_deadline() exact); the queue is rebuilt from in_flight_ when stale entries outnumber

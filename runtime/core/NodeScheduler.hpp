@@ -11,8 +11,8 @@
 ///  - a request is sent to the parent as soon as there is room for a task after every
 ///    outstanding request is served (Figure 1, line 2), from the first request of the
 ///    executor or a child on (a subtree without cores never asks, so never hoards tasks);
-///    with B >= 16, once there is room for B/8 tasks or the buffer is empty (issue 14:
-///    requests in batches);
+///    with B >= 16, once there is room for B/8 tasks or the buffer is empty (fewer
+///    messages: requests in batches);
 ///  - every task assigned to the executor or a child is remembered until its result
 ///    comes back, and re-queued if that child leaves;
 ///  - task deadlines (NodeConfig::deadline_factor > 0): a task a child holds past its
@@ -56,7 +56,7 @@ class NodeScheduler {
   /// (the message names the event, the role and the state); the state is unchanged then.
   std::vector<Action> handle(const Event& event, Seconds now);
   /// The same, appending the actions to `out` (an adapter reusing one vector: no
-  /// allocation per event, issue 14). On a throw `out` holds what it held before.
+  /// allocation per event). On a throw `out` holds what it held before.
   void handle_into(const Event& event, Seconds now, std::vector<Action>& out);
 
   /// Actions due without any event: the root's first draws (a worker's first request to
@@ -95,7 +95,7 @@ class NodeScheduler {
   /// Requests (tasks asked for and not yet served) a node keeps at most: more is a protocol error.
   static constexpr std::uint64_t max_pending_requests = std::uint64_t{1} << 20;
   /// Where a task assigned here went, and (a child's, task deadlines armed) when it was
-  /// sent and its deadline; deadline < 0: none armed. One entry per task (issue 14: the
+  /// sent and its deadline; deadline < 0: none armed. One entry per task (the
   /// deadline had a hash map of its own).
   struct Holding {
     Target to;
@@ -144,7 +144,7 @@ class NodeScheduler {
   std::optional<SubtreeCapacity> reported_;   ///< What it told its parent last.
   bool capacity_changed_ = true;              ///< A child joined, left or reported since.
   /// The nodes of the per-task tables (in_flight_, buffered_ids_) come from a pool of
-  /// their own (issue 14: no allocation per task): a node freed by an erasure is reused by
+  /// their own (no allocation per task): a node freed by an erasure is reused by
   /// the next insertion, so the steady state allocates nothing. Standard library only (the
   /// core links no third-party library). Declared before the tables: it outlives them.
   std::pmr::unsynchronized_pool_resource task_nodes_;
@@ -158,7 +158,7 @@ class NodeScheduler {
   std::unordered_map<TaskId, std::uint32_t> reissues_;  ///< times each task was re-issued
   std::deque<TaskRef> reissue_;                         ///< re-issued, waiting for a consumer
   /// Ids of the tasks in state_.buffer, kept at every insertion and removal in
-  /// NodeScheduler.cpp (issue 14: the duplicate check of TaskArrived scanned the whole
+  /// NodeScheduler.cpp (the duplicate check of TaskArrived scanned the whole
   /// buffer, B entries, per task). A hit is confirmed against the buffer itself, so an id
   /// left here by mistake costs a scan, never a wrong rejection.
   std::pmr::unordered_set<TaskId> buffered_ids_{&task_nodes_};

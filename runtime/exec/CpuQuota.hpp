@@ -3,7 +3,7 @@
 /// The CPU quota (cgroup CPU bandwidth) this process runs under, if any: v1
 /// cpu.cfs_quota_us / cpu.cfs_period_us or v2 cpu.max, of its own group and every
 /// ancestor (the tightest applies). Calibration times its kernels over several of the
-/// quota's periods (runtime/node/CalibrationWindow.hpp; issue 21).
+/// quota's periods (runtime/node/CalibrationWindow.hpp).
 
 #include <optional>
 #include <string>

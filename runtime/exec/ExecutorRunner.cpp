@@ -76,7 +76,7 @@ void ExecutorRunner::start_task(std::uint64_t job, const model::AppSpec& app, co
     const std::span<const std::byte> input_bytes =
         run->input && run->input->data() ? std::span<const std::byte>(run->input->data(), run->input->size())
                                          : std::span<const std::byte>();
-    if (app.kernel == model::Kernel::command) {  // issue 20: the program pinned to the task's cores
+    if (app.kernel == model::Kernel::command) {  // the program pinned to the task's cores
       // On a shared set the program may run on all of it, as the executor's threads do.
       const auto o = tasks::run_command(app, input_bytes, task_index, shared->empty() ? ctx.cores() : *shared);
       run->checksum = o.checksum;
@@ -101,7 +101,7 @@ node::Payload ExecutorRunner::calibration_input(const model::AppSpec& app, std::
 
 void ExecutorRunner::collect(const std::function<void(std::uint64_t, node::JobOutcome)>& done) {
   // Reported after the call that started them, never inside it (the driver is not re-entrant).
-  // The two vectors trade places, keeping their room (issue 14: no allocation per round).
+  // The two vectors trade places, keeping their room (no allocation per round).
   auto ready = std::exchange(inline_done_, std::move(inline_spare_));
   inline_done_.clear();
   for (auto& [job, o] : ready) done(job, std::move(o));

@@ -129,7 +129,7 @@ ScheduleCheck check_schedule(const PlatformModel& m, const PeriodicSchedule& p, 
       const double bytes = static_cast<double>(p.received[u][k]) * m.apps[k].bytes;
       out_bytes[node.parent] += bytes;
       if (!std::isinf(node.link_bandwidth)) link += bytes / node.link_bandwidth;
-      port[node.parent] += static_cast<double>(p.received[u][k]) * m.port_hold_per_task(u, k);  // issue 21
+      port[node.parent] += static_cast<double>(p.received[u][k]) * m.port_hold_per_task(u, k);  // latency
     }
     port[node.parent] += link;
     if (m.comm_model == model::CommModel::multi_port && link > limit) {

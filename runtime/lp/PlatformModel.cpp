@@ -228,12 +228,12 @@ PlatformModel model_from_experiment(const model::Experiment& experiment,
           continue;
         }
       }
-      if (app.kernel == model::Kernel::command)  // issue 20: no flop count, only a measured duration
+      if (app.kernel == model::Kernel::command)  // no flop count, only a measured duration
         throw model::FileError(experiment.path, app.line, "app[" + std::to_string(k) + "].kernel",
                                "application '" + app.name + "' runs a command: its duration on node '" + spec.name +
                                    "' is known only from a calibration; give --calibration FILE (treefarm calibrate)");
       if (!spec.speed) {
-        // Names file and line (issue 18): the usual cause is `predict` without a calibration.
+        // Names file and line: the usual cause is `predict` without a calibration.
         throw model::FileError(experiment.path, spec.line, "node[" + std::to_string(u) + "].speed",
                                "node '" + spec.name + "' computes (cores = " + std::to_string(spec.cores) +
                                    ") but has no speed (flop/s per core) and no calibrated duration for "
@@ -331,7 +331,7 @@ PlatformModel model_from_calibration(model::Experiment experiment, const model::
     // (the fan-out probe) when all its children are on its host: those sends cost the
     // host's CPU, which the host row charges (γ per byte moved, measured alone, and the
     // runtime's own per-byte costs at the ends); the probe, run while every node of the
-    // host measures at once, only saw a share of that CPU (issue 21: on the quickstart it
+    // host measures at once, only saw a share of that CPU (on the quickstart it
     // moved 1.3–2.1 GB/s from one calibration to the next and bound the prediction).
     for (std::size_t u = 0; u < model.nodes.size(); ++u) {
       const int host = model.nodes[u].host;

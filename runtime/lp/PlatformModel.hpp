@@ -83,7 +83,7 @@ struct PlatformModel {
     /// upstream neighbour is the one towards `origin` (see upstream()).
     std::size_t origin = 0;
     /// bytes each task's output sends back the other way, towards the origin (a command
-    /// with `output_file`, calibrated: issue 20); 0 = negligible (a result's checksum),
+    /// with `output_file`, calibrated); 0 = negligible (a result's checksum),
     /// the paper's assumption (beaumont2006 §2).
     double result_bytes = 0.0;
   };
@@ -133,7 +133,7 @@ using MeasuredBandwidth = std::map<std::string, double>;
 ///   otherwise node.bandwidth; a node with neither gets +inf (a loopback link: transfers
 ///   take no time in the model). The root has no link (+inf).
 /// - max_out_bandwidth of every node: run.max_out_bandwidth when set, else +inf.
-/// - Latency (issue 21): request_round_trip = 2·latency and port_hold = latency of the
+/// - Latency: request_round_trip = 2·latency and port_hold = latency of the
 ///   link from the parent (the simulator's behaviour), buffer = run.buffer.
 ///
 /// Throws std::invalid_argument naming the node (or application) and the field for a
@@ -154,7 +154,7 @@ PlatformModel model_from_experiment(const model::Experiment& experiment,
 /// calibration's hosts: which nodes share a machine, their CPU shares and pinned CPUs,
 /// the machine's cores and its measured CPU cost per byte moved; for an application that
 /// sends its outputs back (`output_file`), result_bytes = the mean of the output sizes
-/// its nodes measured (issue 20); a measured link round
+/// its nodes measured; a measured link round
 /// trip (`link_round_trip`) sets request_round_trip and port_hold (the ZeroMQ adapter's
 /// one-port waits for the child's acknowledgement).
 ///
@@ -171,7 +171,7 @@ PlatformModel model_from_experiment(const model::Experiment& experiment,
 PlatformModel model_from_calibration(model::Experiment experiment, const model::Calibration& calibration,
                                      bool same_host_links_bind = false);
 
-/// Issue 20: for every application of `experiment` that sends its outputs back
+/// Outputs: for every application of `experiment` that sends its outputs back
 /// (`output_file`), result_bytes = the mean of the output sizes the calibration's nodes
 /// measured (an output's size depends on its input, not on the node); unchanged for the
 /// others and when no node measured it. model_from_calibration and the simulator's

@@ -1,6 +1,6 @@
 #pragma once
 /// @file PredictionInterval.hpp
-/// The interval a calibrated prediction carries (issue 21): the LP optimum solved again
+/// The interval a calibrated prediction carries: the LP optimum solved again
 /// with every measured figure at the pessimistic and at the optimistic end of its own
 /// spread. Links: the slowest and the fastest of their probe rounds
 /// (NodeCalibration::link_bandwidth_min/max; a fastest round too fast to resolve is an

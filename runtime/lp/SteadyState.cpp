@@ -30,7 +30,7 @@ std::vector<std::vector<std::size_t>> children_of(const PlatformModel& m) {
 /// unit of sent_v^(k) that u sends over it (send = true) or receives (send = false).
 /// Tasks go from k's upstream end of the link to the other (down, or up for an origin
 /// below it, bertin2008 §2.2); their outputs, result_bytes(k), come back the other way
-/// (issue 20; beaumont2006 §2 takes them as negligible and notes the model holds as well
+/// (beaumont2006 §2 takes them as negligible and notes the model holds as well
 /// for outputs). `tasks` says which of the two the bytes are.
 /// The same over the link above node v alone, seen from its parent's end (parent_end) or
 /// from v's.
@@ -154,7 +154,7 @@ LpProblem build_steady_state_lp(const PlatformModel& m, SteadyStateVariables& va
       lp.add_row(row, -lp_infinity, 1.0);
     }
   }
-  // Hosts (issue 21, docs/lp.md "Hosts"): nodes on one machine share its CPUs. Per host h,
+  // Hosts (docs/lp.md "Hosts"): nodes on one machine share its CPUs. Per host h,
   //   Σ_{u on h} Σ_k α_u^(k)·t_u^(k)·share_u·cpt(k)
   //     + γ_h · Σ_{transfers v touching h} Σ_k sent_v^(k)·b(k)·(1 or ½) <= cores_h,
   //     + Σ_u Σ_k α_u^(k)·b(k)·(ρ_h·[u on h] + ι_h·[origin(k) on h])   <= cores_h,
@@ -179,7 +179,7 @@ LpProblem build_steady_state_lp(const PlatformModel& m, SteadyStateVariables& va
       const bool parent_here = m.nodes[static_cast<std::size_t>(m.nodes[u].parent)].host == static_cast<int>(h);
       const double sides = (here ? 0.5 : 0.0) + (parent_here ? 0.5 : 0.0);
       if (sides == 0.0) continue;
-      for (std::size_t k = 0; k < kk; ++k)  // the tasks and, the other way, their outputs (issue 20)
+      for (std::size_t k = 0; k < kk; ++k)  // the tasks and, the other way, their outputs
         if (const double bytes = m.apps[k].bytes + m.apps[k].result_bytes; var.sent[u][k] != none && bytes > 0.0)
           row.push_back({var.sent[u][k], gamma * sides * bytes / cap});
     }
@@ -209,9 +209,9 @@ LpProblem build_steady_state_lp(const PlatformModel& m, SteadyStateVariables& va
       // One-port (LP (3) fourth line): u sends to one neighbour at a time,
       //   Σ_{v∈Γ(u)} Σ_k sent_{u→v}^(k) · (b(k) / b_v + hold_v) <= 1,
       // hold_v the seconds the port stays busy per task beyond the bytes (latency in the
-      // simulator, the acknowledgement's round trip for real; issue 21, docs/lp.md
+      // simulator, the acknowledgement's round trip for real; docs/lp.md
       // "Latency"; 0 in the paper's model). The same port sends the outputs of the tasks
-      // u received back towards their origin (result_bytes, issue 20), with no hold.
+      // u received back towards their origin (result_bytes), with no hold.
       row.clear();
       for_each_transfer(m, children, u, true, [&](std::size_t v, std::size_t k, double bytes, bool tasks) {
         if (var.sent[v][k] == none) return;
@@ -259,7 +259,7 @@ LpProblem build_steady_state_lp(const PlatformModel& m, SteadyStateVariables& va
       }
     }
   }
-  // Latency with a finite buffer (issue 21, docs/lp.md "Latency"): node v holds or has
+  // Latency with a finite buffer (docs/lp.md "Latency"): node v holds or has
   // requested at most B tasks, and a requested task is in flight for its request's round
   // trip plus its own transfer, so by Little's law
   //   Σ_k sent_v^(k) · (rtt_v + b(k) / b_v) <= B.
@@ -344,7 +344,7 @@ Solution solve(const PlatformModel& m, LpSolver& solver, const SolveOptions& opt
   }
   // With hosts, nodes of one host are interchangeable for the host row, and the simplex
   // returns a vertex that may give one node everything and its twin nothing, or one
-  // node all of an application and the other none of it (issue 21: on the quickstart,
+  // node all of an application and the other none of it (on the quickstart,
   // w1 all mm and w2 all ma, which the lp policy then served outside its plan). Among the
   // optima, the plan spreading each application over the nodes is the one a policy can
   // follow: a second stage minimises U, the largest share of any application's rate one
@@ -412,7 +412,7 @@ Solution solve(const PlatformModel& m, LpSolver& solver, const SolveOptions& opt
       s.cpu_utilisation[u] = std::max(s.cpu_utilisation[u], s.alpha[u][k] * node.task_seconds[k] * node.cpu_share / slots);
     }
     // The link from the parent: its busier direction (the rows of each model bound each
-    // direction; outputs travel against their tasks, issue 20).
+    // direction; outputs travel against their tasks).
     if (u > 0 && !std::isinf(node.link_bandwidth)) {
       double in = 0.0, out = 0.0;
       for_each_transfer_on(m, u, false, false, [&](std::size_t, std::size_t k, double bytes, bool) { in += s.sent[u][k] * bytes; });

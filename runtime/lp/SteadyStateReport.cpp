@@ -73,7 +73,7 @@ nlohmann::json to_json(const PlatformModel& m, const Solution& s) {
     j["apps"].push_back({{"name", m.apps[k].name},
                          {"weight", m.apps[k].weight},
                          {"throughput", s.app_throughput[k]}});
-    if (m.apps[k].result_bytes > 0.0) j["apps"].back()["result_bytes"] = m.apps[k].result_bytes;  // issue 20
+    if (m.apps[k].result_bytes > 0.0) j["apps"].back()["result_bytes"] = m.apps[k].result_bytes;  // outputs
   }
   if (!m.hosts.empty()) {
     j["hosts"] = nlohmann::json::array();

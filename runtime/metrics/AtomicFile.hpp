@@ -1,7 +1,7 @@
 #pragma once
 /// @file AtomicFile.hpp
 /// Writing result files so that a crash, a full disk or a failed write never leaves a
-/// truncated file under the final name (issue 13, hole 9).
+/// truncated file under the final name.
 
 #include <filesystem>
 #include <cstdint>

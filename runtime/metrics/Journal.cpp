@@ -104,7 +104,7 @@ Journal::~Journal() {
 void Journal::add(const JournalEntry& e) {
   // One line per verified result, on the master's hot path: std::to_chars writes exactly
   // what printf's "%.9g" does (the standard defines it so) without printf's per-call
-  // format parsing and multi-precision digit loop (issue 14: a tenth of the master's time
+  // format parsing and multi-precision digit loop (a tenth of the master's time
   // per task went to snprintf here).
   char buf[96];  // at most 10 + 20 + 2 x 16 digits and signs + 4 tabs
   char* p = buf;

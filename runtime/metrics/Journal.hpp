@@ -1,9 +1,9 @@
 #pragma once
 /// @file Journal.hpp
-/// The master's journal (issue 13, hole 8): every verified result appended to
+/// The master's journal: every verified result appended to
 /// OUT/journal.tsv in fsync'd batches, so that a master killed with -9 loses at most two
 /// batches, and `--resume` redoes only what the journal lacks. Format: docs/fault-tolerance.md.
-/// The writes and fsyncs run on the journal's own thread (issue 14: an fsync of 1–3 ms on
+/// The writes and fsyncs run on the journal's own thread (an fsync of 1–3 ms on
 /// the master's loop every 4096 results stalled the dispatch); the loop only appends.
 
 #include <condition_variable>

@@ -1,6 +1,6 @@
 #pragma once
 /// @file ProcessMemory.hpp
-/// This process's resident memory from /proc/self/status (issue 14: the master's bytes per
+/// This process's resident memory from /proc/self/status (the master's bytes per
 /// task, `treefarm bench memory`).
 
 #include <cstdint>

@@ -1,6 +1,6 @@
 #pragma once
 /// @file Progress.hpp
-/// The progress display of a run (issue 18), fed by the master once a second:
+/// The progress display of a run, fed by the master once a second:
 /// - `bar`: on a terminal, one live line per application — a bar, completed/total,
 ///   percentage, rate (tasks/s) and ETA — redrawn in place (ANSI cursor-up);
 /// - `plain`: one line per tick (logs and files that are not terminals);

@@ -56,7 +56,7 @@ std::uint64_t RunResults::task_count() const { return tasks.size() + (task_log ?
 
 void RunResults::compute() {
   // steady_throughput's estimate (papers/beaumont2006 §5.1.1) in two passes over the tasks,
-  // so that a run of 10M tasks needs no vector of completion times (issue 14).
+  // so that a run of 10M tasks needs no vector of completion times.
   const std::size_t k_count = apps.size();
   std::vector<std::uint64_t> completed(k_count, 0);
   std::vector<double> last(k_count, 0.0);

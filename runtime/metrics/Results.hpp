@@ -71,7 +71,7 @@ struct NodeResult {
 /// below and per-task dispatch and start times.
 inline constexpr int results_format_version = 2;
 
-/// A task whose run failed (a kernel's error, a command's exit status and stderr; issue 20).
+/// A task whose run failed (a kernel's error, a command's exit status and stderr).
 struct TaskFailure {
   std::uint32_t app = 0;
   std::uint64_t id = 0;
@@ -84,7 +84,7 @@ struct TaskFailure {
 };
 
 struct RunResults {
-  // Header: enough to reproduce the run (issue 18). Empty/null when not known.
+  // Header: enough to reproduce the run. Empty/null when not known.
   std::string started_utc;              ///< ISO 8601 UTC time the dispatching started
   std::string treefarm_version;         ///< "0.1.0"
   nlohmann::json host;                  ///< The master's host facts (treefarm hwdetect --json subset)
@@ -98,7 +98,7 @@ struct RunResults {
   std::vector<AppResult> apps;
   std::vector<NodeResult> nodes;
   std::vector<TaskRecord> tasks;
-  /// The master's compact per-task records on disk (TaskLog.hpp, issue 14); when set, they
+  /// The master's compact per-task records on disk (TaskLog.hpp); when set, they
   /// are tasks too, after `tasks`.
   std::shared_ptr<const TaskLog> task_log;
   std::uint64_t duplicates = 0;         ///< Late duplicate results dropped.
@@ -170,7 +170,7 @@ RunResults empty_results(const model::Experiment& experiment);
 nlohmann::json to_json(const RunResults& r, bool with_tasks = true);
 
 /// Writes results.json to `sink` in pieces, the task list streamed one line per task (no
-/// DOM of the tasks: issue 14). `trailer`, if given, is called after the tasks are written
+/// DOM of the tasks: memory per task). `trailer`, if given, is called after the tasks are written
 /// and its object's keys are added last (e.g. the master's peak memory, measured then).
 /// The text parses to the same JSON as to_json(r) plus the trailer's keys.
 void write_results_json(const std::function<void(std::string_view)>& sink, const RunResults& r,

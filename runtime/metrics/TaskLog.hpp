@@ -1,6 +1,6 @@
 #pragma once
 /// @file TaskLog.hpp
-/// The master's per-task records, kept on disk instead of in memory (issue 14: at most 100
+/// The master's per-task records, kept on disk instead of in memory (at most 100
 /// bytes of master memory per task). Each completed task is one fixed 48-byte record
 /// appended to an unlinked spill file through a bounded buffer; memory holds one bit per
 /// record (revoked or not) and the table of node names. results.json's task list is
@@ -56,7 +56,7 @@ class TaskLog {
   /// the tasks are done again). Returns their (application, index) pairs.
   std::vector<std::pair<std::uint32_t, std::uint64_t>> revoke_via(std::uint32_t via);
   /// Revokes every live record for which `pred` holds (e.g. those computed by a convicted
-  /// node and its subtree, issue 13 "Blame"). Returns their (application, index) pairs.
+  /// node and its subtree, docs/security.md "Blame"). Returns their (application, index) pairs.
   std::vector<std::pair<std::uint32_t, std::uint64_t>> revoke_if(const std::function<bool(const PackedTaskRecord&)>& pred);
 
   /// Calls `f` for every live (not revoked) record, in the order they were added.

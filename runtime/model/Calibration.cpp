@@ -284,7 +284,7 @@ std::vector<std::string> calibration_differences(const Calibration& calibration,
   }
   for (const auto& app : experiment.apps) {
     apps.insert(app.name);
-    // Issue 20: the LP charges the outputs' bytes on the way up; a calibration made before
+    // Outputs: the LP charges the outputs' bytes on the way up; a calibration made before
     // the application sent them has no size for them.
     if (app.send_output && measured.count(app.name) && !output_measured.count(app.name))
       out.push_back("application '" + app.name +

@@ -22,7 +22,7 @@ struct NodeCalibration {
   /// (measured, so it already includes the kernel's real rate on this node). Each > 0.
   std::map<std::string, double> task_seconds;
   /// bytes of output one task writes on this node, by app name, for the applications
-  /// that send their outputs back up the tree (`output_file`, issue 20): the mean over
+  /// that send their outputs back up the tree (`output_file`): the mean over
   /// the calibration runs. Each >= 0.
   std::map<std::string, double> output_bytes{};
   /// bytes/s of the link from the parent, measured (absent for the master or if not
@@ -30,7 +30,7 @@ struct NodeCalibration {
   std::optional<double> link_bandwidth;
   /// bytes/s: the slowest and the fastest of the link's probe rounds, link_bandwidth
   /// being their median (absent: one round, or a round too fast to resolve). The
-  /// prediction interval of `treefarm predict` comes from them (issue 21).
+  /// prediction interval of `treefarm predict` comes from them.
   std::optional<double> link_bandwidth_min, link_bandwidth_max;
   /// seconds: the round trip of a 1-byte message over the link from the parent (median
   /// over the probe rounds, >= 0); what bounds a child's rate with a finite buffer
@@ -94,7 +94,7 @@ struct HostCalibration {
   /// a master and one-core workers of this host run the application's real tasks — the
   /// input's generation, its move over one hop, its reception, the kernel, the result's
   /// way back and check, the wake-ups and scheduling around them — measured through the
-  /// runtime under a run's load (tools/HostCalibration; issue 21). Charged per task a
+  /// runtime under a run's load (tools/HostCalibration). Charged per task a
   /// node of this host computes, in place of the term-by-term costs (docs/lp.md,
   /// "Hosts"). Empty: not measured.
   std::map<std::string, double> task_cpu_seconds = {};

@@ -282,7 +282,7 @@ AppSpec read_app(const Reader& r, const Table& t, std::size_t index, const std::
   a.line = line_of(t);
   a.name = name_of(r, t, prefix, "the application's unique name");
 
-  // `kind` is another name for `kernel` (issue 20 says "application kind command").
+  // `kind` is another name for `kernel` (users say "application kind command").
   if (t.contains("kind") && t.contains("kernel"))
     r.fail(line_of(*t.get("kind")), prefix + "kind", "give 'kernel' or its other name 'kind', not both");
   const std::string_view kernel_key = t.contains("kind") ? "kind" : "kernel";

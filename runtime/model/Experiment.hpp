@@ -33,7 +33,7 @@ struct NodeSpec {
   int line = 0;                          ///< Line of the [[node]] entry (0: unknown).
 };
 
-/// What an `[[event]]` changes (issue 16, "load that changes").
+/// What an `[[event]]` changes ("load that changes").
 enum class EventKind { cpu_quota, speed, bandwidth };
 
 /// One `[[event]]` entry: at `at` seconds from the start of the run, node `node` changes.

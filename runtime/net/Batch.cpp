@@ -20,7 +20,7 @@ void poke(std::vector<std::byte>& out, std::size_t at, T v) {
 
 template <class T>
 T take_from(std::span<const std::byte> frame, std::size_t& pos, const char* what, std::int64_t entry = -1) {
-  // The message is built only on failure (issue 14: a string per entry was an allocation
+  // The message is built only on failure (a string per entry was an allocation
   // per message received).
   if (frame.size() - pos < sizeof(T))
     throw DecodeError("batch frame truncated at " + (entry >= 0 ? "entry " + std::to_string(entry) + " " : std::string()) + what);
@@ -50,7 +50,7 @@ bool BatchWriter::add(const Message& m, std::span<const std::byte> payload) {
   const bool with_payload = payload_frames_of(m) == 1;
   if (!with_payload && !payload.empty()) throw std::invalid_argument("a payload given for a message without one");
   if (count_ >= max_batch_entries) return false;
-  // Encoded in place after its length (issue 14: no buffer of its own per message).
+  // Encoded in place after its length (no buffer of its own per message).
   const std::size_t start = bytes_.size();
   put<std::uint32_t>(bytes_, 0);
   try {

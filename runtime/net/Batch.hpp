@@ -2,7 +2,7 @@
 /// @file Batch.hpp
 /// Batch frames: several protocol messages in one frame, so that a node answering many
 /// small messages in one turn of its loop pays one socket operation, not one per message
-/// (issue 14: dispatch near the transport's rate). Pure: no sockets.
+/// (dispatch near the transport's rate). Pure: no sockets.
 ///
 /// Layout (little-endian, docs/protocol.md "Batch frames"):
 ///   u32 batch_magic, u16 wire_version, u16 reserved (0), u32 count, then `count` entries:

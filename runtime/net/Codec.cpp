@@ -26,7 +26,7 @@ Overloaded(Ts...) -> Overloaded<Ts...>;  // clang < 17 has no CTAD for aggregate
 
 class Writer {
  public:
-  /// Appends to `out` (issue 14: a batch frame is encoded in place, no buffer per message).
+  /// Appends to `out` (a batch frame is encoded in place, no buffer per message).
   explicit Writer(std::vector<std::byte>& out) : bytes_(out) {}
   template <class T>
   void put(T v) {
@@ -211,7 +211,7 @@ void encode_into(const Message& m, std::vector<std::byte>& out) {
               for (const auto& arg : a.argv) body.put_string(arg, max_text_bytes);
               body.put(a.timeout);
               body.put_string(a.expect_digest);
-              body.put(a.max_output_bytes);  // issue 20, output files (0: not sent back)
+              body.put(a.max_output_bytes);  // output files (0: not sent back)
               body.put<std::uint8_t>(a.task_fields ? 1 : 0);  // placeholders in front of each input
             }
           }
@@ -240,7 +240,7 @@ void encode_into(const Message& m, std::vector<std::byte>& out) {
             body.put_string(a.endpoint);
             body.put_string(a.public_key);
           }
-          // Requirements (optional, issue 16): one (disk_per_task, min_speed) per app.
+          // Requirements (optional): one (disk_per_task, min_speed) per app.
           if (!requirements) return;
           body.put<std::uint32_t>(static_cast<std::uint32_t>(w.apps.size()));
           for (const auto& a : w.apps) body.put_all(a.disk_per_task, a.min_speed);
@@ -253,7 +253,7 @@ void encode_into(const Message& m, std::vector<std::byte>& out) {
           body.put_all(r.compute_seconds, r.queued_seconds, r.checksum);
           body.put<std::uint8_t>(r.failed ? 1 : 0);
           body.put_string(r.error.size() > max_text_bytes ? r.error.substr(0, max_text_bytes) : r.error, max_text_bytes);
-          if (r.has_output) {  // optional trailing fields (issue 20, output files)
+          if (r.has_output) {  // optional trailing fields (output files)
             if (r.output_bytes > max_payload_bytes) throw std::invalid_argument("result output too large to send");
             body.put<std::uint8_t>(1);
             body.put(r.output_bytes);
@@ -527,7 +527,7 @@ Message decode(std::span<const std::byte> header_frame, std::size_t payload_fram
           w.ancestors.push_back(std::move(a));
         }
       }
-      if (!r.at_end()) {  // requirements (optional, issue 16)
+      if (!r.at_end()) {  // requirements (optional)
         const auto n = r.get<std::uint32_t>("requirement_count");
         if (n != w.apps.size())
           throw DecodeError("Welcome with requirements for " + std::to_string(n) + " applications, expected " + std::to_string(w.apps.size()));
@@ -551,7 +551,7 @@ Message decode(std::span<const std::byte> header_frame, std::size_t payload_fram
       s.checksum = r.get<double>("checksum");  // may be NaN if the kernel went wrong: the master judges
       s.failed = r.get<std::uint8_t>("failed") != 0;
       s.error = r.get_string("error", max_text_bytes);
-      if (!r.at_end()) {  // output files (issue 20): absent from a Result without output
+      if (!r.at_end()) {  // output files: absent from a Result without output
         const auto has = r.get<std::uint8_t>("has_output");
         if (has != 1) throw DecodeError("Result with has_output byte " + std::to_string(has) + ", expected 1 or absent");
         s.has_output = true;

@@ -136,7 +136,7 @@ struct NodeJoined {
   std::uint32_t cores = 0;
   std::uint64_t memory = 0;     ///< bytes
 };
-/// One node's state as `treefarm status` shows it (issue 20, docs/serve.md).
+/// One node's state as `treefarm status` shows it (docs/serve.md).
 struct NodeLoad {
   std::string name;
   std::uint32_t cores = 0;        ///< cores it computes on
@@ -190,15 +190,15 @@ struct ProbeAck { std::uint32_t seq = 0; };
 /// Child → parent, travelling up to the master: a calibration measurement.
 struct Measure {
   /// fallbacks: choices the node's policy made outside its own rule (Policy::fallbacks),
-  /// sent once at the end of a run, before Bye (issue 21).
+  /// sent once at the end of a run, before Bye.
   /// link_bandwidth is the median of the link's probe rounds; link_bandwidth_min/max
   /// their smallest and largest (bytes/s), link_round_trip the median of their 1-byte
-  /// round trips (seconds); all four are sent for a link, the median last (issue 21).
+  /// round trips (seconds); all four are sent for a link, the median last.
   enum class What : std::uint8_t {
     task_seconds = 0, link_bandwidth = 1, out_bandwidth = 2, fallbacks = 3,
     link_bandwidth_min = 4, link_bandwidth_max = 5, link_round_trip = 6,
     /// bytes: the mean size of a command's output file on this node, for an application
-    /// that sends its outputs back up (`output_file`; issue 20), sent just before its
+    /// that sends its outputs back up (`output_file`), sent just before its
     /// task_seconds.
     output_bytes = 7
   };
@@ -260,7 +260,7 @@ struct PullReply {
   std::vector<std::uint32_t> bcs;
   std::uint32_t rejected = 0;
 };
-/// Parent → child, issue 13 (docs/security.md, "Blame"): the result of task `task_id`
+/// Parent → child (docs/security.md, "Blame"): the result of task `task_id`
 /// this child sent up, said computed by `node`, was proven forged by the master's spot
 /// check. The child names who sent it the result (BlameReply), dropping that child of its
 /// own or passing the Blame further down.

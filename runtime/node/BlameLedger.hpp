@@ -1,6 +1,6 @@
 #pragma once
 /// @file BlameLedger.hpp
-/// What a node remembers to answer a Blame (issue 13; docs/security.md, "Blame below an
+/// What a node remembers to answer a Blame (docs/security.md, "Blame below an
 /// inner node"): which child sent each result it passed up (or that it computed the result
 /// itself), and the Blames it passed down and waits to hear about.
 ///

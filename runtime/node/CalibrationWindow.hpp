@@ -13,7 +13,7 @@
 ///   (100 ms by default) at the core's full speed and then stops it until the period ends.
 ///   Runs shorter than that budget go unthrottled and the stop may fall between two runs
 ///   (while the node hands a finished run back and starts the next), so neither the median
-///   nor the mean of the runs is what the node sustains (issue 21: a 113 Mflop matmul "in
+///   nor the mean of the runs is what the node sustains (a 113 Mflop matmul "in
 ///   1.6 ms" on 0.3 core). The applications are then measured one after another, each
 ///   alone on the node's cores for a window of several periods, and each reports
 ///   window × task slots / runs: the time per task the node sustains, stops included.

@@ -124,7 +124,7 @@ void LinkProber::start_fanout(double now) {
 /// every link was still busy: later, only the slower links would be sending. It counts
 /// the bytes every child had received by then, the probe under way included: each
 /// child's acknowledged bytes interpolated between its acknowledgements around that
-/// instant (issue 21: counting whole acknowledged probes only left out up to a probe per
+/// instant (counting whole acknowledged probes only left out up to a probe per
 /// slower child, and on the emulated lan-star, links of 50 to 1 MB/s, measured an
 /// aggregate of 55 MB/s where the run carried 62).
 void LinkProber::on_fanout_ack(PeerId peer, double now) {

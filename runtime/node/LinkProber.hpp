@@ -8,7 +8,7 @@
 /// over the children (round r of every child, then round r+1) so that they sample
 /// different moments of a busy machine; the report is the median bandwidth, the smallest
 /// and largest rounds (the spread the prediction interval comes from) and the median
-/// round trip (issue 21). One child at a time: concurrent probes would share this node's
+/// round trip. One child at a time: concurrent probes would share this node's
 /// output and each measure a fraction of its link. Then, with two or more children,
 /// `rounds` rounds of all of them at once: the node's aggregate output, the cap of the
 /// bounded multi-port model (bertin2008 §2.1), reported as their median.

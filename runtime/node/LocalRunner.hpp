@@ -24,7 +24,7 @@ struct JobOutcome {
   /// A command's output file, when its application sends outputs back (AppSpec::send_output).
   Payload output = {};
   /// bytes of a command's output (0 for the kernels), whether it is sent back or not: a
-  /// calibration run reports it for an application that sends outputs back (issue 20).
+  /// calibration run reports it for an application that sends outputs back.
   std::uint64_t output_bytes = 0;
 };
 

@@ -138,7 +138,7 @@ struct NodeOptions {
   /// its parent allowed. No answer in time: the child asked is convicted.
   double blame_timeout = 5;
   /// The machine's 1-minute load average, reported with this node's state in heartbeats
-  /// (`treefarm status`, issue 20); the ZeroMQ adapter reads sysinfo(2). Unset: unknown.
+  /// (`treefarm status`); the ZeroMQ adapter reads sysinfo(2). Unset: unknown.
   std::function<double()> machine_load = {};
   /// Root of a served tree (docs/serve.md): a run that ends normally tells the children
   /// Shutdown with `reset` — they forget the run and say Hello again on the same connection,

@@ -55,7 +55,7 @@ inline Payload share(std::shared_ptr<const std::vector<std::byte>> bytes) {
 /// A view of bytes that something else keeps alive: handed out as an aliasing
 /// shared_ptr (Payload(owner, &slice)) that shares the owner's count, so that many
 /// payloads inside one buffer (a received batch frame, a slab of small inputs) cost no
-/// allocation each (issue 14).
+/// allocation each.
 class SliceBytes final : public Bytes {
  public:
   SliceBytes() = default;
@@ -68,7 +68,7 @@ class SliceBytes final : public Bytes {
   std::size_t size_ = 0;
 };
 
-/// Payloads of one small size made many to an allocation (issue 14: no allocation per
+/// Payloads of one small size made many to an allocation (no allocation per
 /// task on the hot path — the master's no-op and tiny inputs). A slab holds the bytes of
 /// `per_slab` payloads and their views; each payload shares the slab's count, so the slab
 /// is freed when its last payload is let go, on whichever thread. One thread makes

@@ -3,7 +3,7 @@
 /// The node driver's containers of per-task state on the hot path: Abseil's
 /// open-addressing tables (Debian libabsl-dev; the scheduler core, which links no
 /// third-party library, pools its tables' nodes instead, NodeScheduler.hpp). A std::unordered_map allocates a node per insertion and frees it
-/// per erasure — several per task over a node's maps (issue 14: "no allocation per task
+/// per erasure — several per task over a node's maps ("no allocation per task
 /// on the hot path"); these tables store entries in one array, which only grows (an
 /// allocation per doubling, none per task in the steady state). Unlike std::unordered_map,
 /// an insertion may move entries: no pointer or reference into one is kept across one.
@@ -18,7 +18,7 @@
 namespace treefarm::node {
 
 /// The hash of the per-task open-addressing maps (absl::flat_hash_map<TaskId, …, TaskIdHash>,
-/// issue 14): splitmix64's finaliser, so that consecutive ids spread over the table (the
+/// no allocation per task): splitmix64's finaliser, so that consecutive ids spread over the table (the
 /// std::hash of an integer is the integer), and the same on every run (Abseil's own hash is
 /// seeded per process, which would make a map's iteration order, and anything a run
 /// derives from it, differ from one run to the next).

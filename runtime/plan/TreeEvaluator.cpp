@@ -52,7 +52,7 @@ lp::PlatformModel TreeEvaluator::model(const PlanTree& tree, std::vector<std::si
   for (std::size_t i = 0; i < order.size(); ++i) position[order[i]] = static_cast<int>(i);
   lp::PlatformModel m;
   m.comm_model = run_.comm_model;
-  m.buffer = run_.buffer;  // the latency rows, as lp::model_from_experiment builds them (issue 21)
+  m.buffer = run_.buffer;  // the latency rows, as lp::model_from_experiment builds them
   for (const auto& a : apps_) m.apps.push_back({a.name, static_cast<double>(a.input_bytes()), a.weight, a.cores_per_task});
   const double out_bw = run_.max_out_bandwidth.value_or(inf);
   m.nodes.reserve(order.size());

@@ -83,7 +83,7 @@ node::RootSetup NodeActor::root_setup() {
   root.wait_timeout = std::numeric_limits<double>::infinity();
   root.tick_interval = std::numeric_limits<double>::infinity();
   root.on_start = [this](double t) { world_.start = t; };
-  root.on_measure = [this](const net::msg::Measure& m) {  // issue 21: policy fallbacks
+  root.on_measure = [this](const net::msg::Measure& m) {  // policy fallbacks
     if (m.what == net::msg::Measure::What::fallbacks)
       world_.results.policy_fallbacks[m.node] = static_cast<std::uint64_t>(m.value);
   };
@@ -240,7 +240,7 @@ void NodeActor::operator()() {
       world_.error = "the root ended with exit code " + std::to_string(driver_->exit_code());
     // The root ends the simulation with sends and gets still under way (messages to daemons that
     // are never read): cancel them here, in the actor, or each CommPtr's destructor prints a
-    // SimGrid backtrace whose symbolisation cost seconds per simulation (issue 21, session 5).
+    // SimGrid backtrace whose symbolisation cost seconds per simulation.
     if (root_) {
       for (auto& o : outgoing_) o.comm->cancel();
       for (auto& g : up_get_)
@@ -266,7 +266,7 @@ void NodeActor::post_get_up(std::size_t child) {
 std::uint64_t NodeActor::message_bytes(const net::Message& message) const {
   auto bytes = static_cast<std::uint64_t>(world_.options->control_bytes);
   if (auto* p = std::get_if<net::msg::Policy>(&message)) bytes += p->payload.size();
-  if (auto* r = std::get_if<net::msg::Result>(&message); r && !r->failed) {  // its output (issue 20)
+  if (auto* r = std::get_if<net::msg::Result>(&message); r && !r->failed) {  // its output
     const auto k = core::TaskId{r->task_id}.app().value;
     if (k < platform_.result_bytes.size()) bytes += static_cast<std::uint64_t>(platform_.result_bytes[k]);
   }
@@ -308,7 +308,7 @@ bool NodeActor::send_child(node::PeerId peer, const net::Message& message, const
 // transfers in flight, each child's link carries its task at b_v / n: together they
 // use the port Σ 1/n = 1 of the time, where a port link of the fastest child's
 // bandwidth let sends to unequal links use more (up to 2.2× on the paper campaign's
-// stars, issue 21). Latencies still overlap. With one send in flight (every other
+// stars). Latencies still overlap. With one send in flight (every other
 // policy) each link keeps its bandwidth.
 void NodeActor::share_port() {
   if (!one_port_ || spec_.children.empty()) return;

@@ -20,7 +20,7 @@
 ///   they share the node's port in time, as interruptible sends would ("we do model the
 ///   contention on the port"): while n of them are in flight each child's link carries
 ///   its task at b_v / n (processor sharing, SimGrid Link::set_bandwidth on the DOWN
-///   halves), so Σ_v rate_v / b_v <= 1, the one-port row of LP (3) (issue 21).
+///   halves), so Σ_v rate_v / b_v <= 1, the one-port row of LP (3).
 /// - A job becomes an asynchronous execution of the task's work on this host with
 ///   cores_per_task threads. SimGrid 3.32 cannot wait on comms and executions together
 ///   (ActivitySet came in 3.35), so the actor waits on its comms with

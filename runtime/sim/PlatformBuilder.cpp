@@ -75,7 +75,7 @@ BuiltPlatform build_platform(const SimPlatform& platform) {
       // §2.1: max_out_bandwidth). The one-port rule is kept by NodeActor instead, which
       // shares it among concurrent sends in time: a port link of the fastest child's
       // bandwidth let "pbc"'s concurrent sends to unequal links use more than the
-      // one-port's time (up to 2.2x on the paper campaign's stars, issue 21).
+      // one-port's time (up to 2.2x on the paper campaign's stars).
       if (port > 0) out[u] = zone->create_link("out-" + node.name, port)->seal();
     }
     if (node.parent >= 0) {

@@ -11,7 +11,7 @@ namespace treefarm::sim {
 
 namespace {
 
-/// Issue 21 (docs/simulation.md, "Calibration"): on a calibrated host — nodes sharing one
+/// Hosts (docs/simulation.md, "Calibration"): on a calibrated host — nodes sharing one
 /// machine, or an emulated node under its CPU quota — a task costs the host more than its
 /// kernel: its input's reception, its generation where the origin shares the host, the
 /// moves on its way (γ per byte), or its whole cost measured through the runtime. The LP's
@@ -102,7 +102,7 @@ SimPlatform make_sim_platform(const model::Experiment& experiment, const model::
   SimPlatform p;
   p.experiment = experiment;
   if (calibration) {
-    // The calibrated platform as the master predicts it (issue 21): the same LP model,
+    // The calibrated platform as the master predicts it: the same LP model,
     // hosts included, so that `simulate --calibration` and `predict --calibration` agree;
     // only its latency terms are the simulator's, as model_from_experiment sets them (a
     // transfer holds the port for the declared latency; no ZeroMQ window).
@@ -145,7 +145,7 @@ SimPlatform make_sim_platform(const model::Experiment& experiment, const model::
       s.work[k] = s.task_seconds[k] * s.speed;
     }
   }
-  // `[[event]]`s (issue 16, docs/migration.md): speed and link changes during the run. The
+  // `[[event]]`s (docs/migration.md): speed and link changes during the run. The
   // experiment keeps them sorted by time; each is absolute, so they apply in order.
   for (const auto& e : experiment.events) {
     const auto u = experiment.node_index(e.node);

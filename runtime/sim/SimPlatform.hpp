@@ -64,7 +64,7 @@ struct SimNode {
   std::vector<double> send_work{};
 };
 
-/// CPUs several simulated nodes share (a calibrated host, or one CPU set of it: issue 21,
+/// CPUs several simulated nodes share (a calibrated host, or one CPU set of it:
 /// docs/simulation.md "Calibration"): a SimGrid host of its own, reached by no link, on
 /// which those nodes' executions run — and the CPU their transfers cost them
 /// (SimNode::receive_work, send_work) — so that they share its cores as the LP's host row
@@ -87,7 +87,7 @@ struct SimPlatform {
   std::vector<CpuPool> cpu_pools; ///< Calibrated hosts' CPUs (SimNode::cpu_pool); may be empty.
   bool calibrated = false;        ///< Durations/bandwidths come from a calibration file.
   /// Per application of `experiment`: bytes a task's result carries up beyond the control
-  /// message, its output's calibrated size (lp::PlatformModel::App::result_bytes, issue 20).
+  /// message, its output's calibrated size (lp::PlatformModel::App::result_bytes).
   std::vector<double> result_bytes{};
 };
 

@@ -168,7 +168,7 @@ SimulationOutcome run_engine(const SimPlatform& p, const SimulationOptions& o, c
     // put, as over a ZeroMQ socket, instead of waiting for the reader's next get. With one
     // get posted at a time, messages to one reader crossed the link one after the other,
     // each paying the whole latency: on a 1 s star the requests and results going up
-    // capped the run at one task per second (issue 21, docs/lp.md "Latency").
+    // capped the run at one task per second (docs/lp.md "Latency").
     for (std::size_t u = 0; u < view.nodes.size(); ++u) {
       world.down[u]->set_receiver(actors[u]);
       world.control[u]->set_receiver(actors[u]);

@@ -37,7 +37,7 @@ inline zmq::message_t frame_of(const node::Payload& payload) {
 }
 
 /// A received batch frame and a view of each payload inside it: one allocation per frame,
-/// none per payload (issue 14); each payload shares the frame's count (node::SliceBytes),
+/// none per payload; each payload shares the frame's count (node::SliceBytes),
 /// so the frame lives as long as its last payload.
 struct SharedBatch {
   zmq::message_t frame;

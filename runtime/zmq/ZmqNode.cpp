@@ -350,7 +350,7 @@ struct ZmqNode::Impl final : node::Transport {
     return peer;
   }
 
-  /// CURVE: names bound to keys (docs/security.md, issue 13 hole 3). A Hello must name the
+  /// CURVE: names bound to keys (docs/security.md). A Hello must name the
   /// node its key is bound to (authorized_keys `NAME PUBKEY`); every later message on that
   /// routing identity must come with the same key. Refusals are logged; the peer is
   /// ignored (not told: a legitimate node whose old connection lingers simply retries).
@@ -387,7 +387,7 @@ struct ZmqNode::Impl final : node::Transport {
     traffic.msgs_in += batch ? batch->entries.size() : 1;
   }
 
-  /// `at`: when it arrived (now(); one reading per frame, issue 14: a clock read per
+  /// `at`: when it arrived (now(); one reading per frame: a clock read per
   /// message of a batch was ~5 % of a loop's time).
   void from_parent(net::Message message, node::Payload payload, double at) {
     if (const auto* w = std::get_if<net::msg::Welcome>(&message)) parent_batches = (w->features & net::feature_batches) != 0;
@@ -645,7 +645,7 @@ ZmqNode::ZmqNode(node::NodeOptions options, Endpoints endpoints, Compute compute
   }
   if (!options.log) options.log = logging::spdlog_sink();
   if (options.parent_endpoint.empty()) options.parent_endpoint = endpoints.parent;
-  if (!options.machine_load)  // `treefarm status` shows it beside the busy cores (issue 20)
+  if (!options.machine_load)  // `treefarm status` shows it beside the busy cores
     options.machine_load = [] {
       struct sysinfo si {};
       return ::sysinfo(&si) == 0 ? static_cast<double>(si.loads[0]) / static_cast<double>(1u << SI_LOAD_SHIFT) : -1.0;

@@ -1,4 +1,4 @@
-// The adversarial suite (issue 13): a scripted malicious peer speaking the wire protocol
+// The adversarial suite: a scripted malicious peer speaking the wire protocol
 // (runtime/net Codec/Wire) against a real master and worker on loopback. Each test asserts
 // that the run completes with every task exactly once, 0 wrong, and no process crashed.
 #include <gtest/gtest.h>
@@ -362,7 +362,7 @@ TEST(Adversarial, AHostileChildOfAnInnerWorkerIsDroppedAndTheRunCompletes) {
   for (const auto& t : results.at("tasks")) EXPECT_EQ(t.at("node").get<std::string>(), tree.worker_name());
 }
 
-// Blame below an inner node (issue 13, docs/security.md): a scripted peer under the honest
+// Blame below an inner node (docs/security.md): a scripted peer under the honest
 // worker forges a result; the master's spot check catches it and blames down through the
 // worker, which drops the forger and names it. The honest worker is NOT dropped: it keeps
 // computing and its later results are accepted; the forged task is redone; every task

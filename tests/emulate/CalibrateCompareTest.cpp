@@ -2,7 +2,7 @@
 // in-place calibration measures each shaped link within 10 % of its tbf rate, the LP
 // policy's fair throughput lands within 20 % of the LP's prediction, and nothing the tool
 // made (namespace, veth, qdisc, control group, state file) is left afterwards; under a CPU
-// quota the calibration reports the sustained time per task (issue 21).
+// quota the calibration reports the sustained time per task.
 #include <gtest/gtest.h>
 
 #include <sys/resource.h>
@@ -148,7 +148,7 @@ namespace {
 // a quarter of a core (cgroup CPU bandwidth, 100 ms periods). A matmul of n = 384 (113
 // Mflop) or 192 (14 Mflop) takes far less than wq's 25 ms budget per period, so wq runs
 // each at full speed and is then stopped: only over several periods does it show its
-// quarter of a core (issue 21).
+// quarter of a core.
 const char* const quota_pair = R"(
 [[node]]
 name = "master"
@@ -198,7 +198,7 @@ class Priority {
 
 }  // namespace
 
-// DISABLED (session 5, issue 21): written with runtime/node/CalibrationWindow, which passes
+// DISABLED: written with runtime/node/CalibrationWindow, which passes
 // its unit tests and the real-cgroup QuotaCalibration tests, but under `treefarm emulate` the
 // quota'd node still reports an unthrottled speed (speed 1.35-3.9 of 0.25 x free when this
 // test was first run, on an idle machine): the window does not take effect in the emulated

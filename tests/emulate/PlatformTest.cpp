@@ -133,7 +133,7 @@ TEST(Platform, BuildsNamespacesShapedLinksAndCgroupsThenRemovesThem) {
       EXPECT_NE(read_text(dir + "/cpuset.cpus"), "0") << dir;
     }
   }
-  // Each node's CPU time is counted (issue 21: a node's whole cost per task): a busy
+  // Each node's CPU time is counted (a node's whole cost per task): a busy
   // loop run as b adds to b's count what the kernel charged the child, and nothing to a's.
   if (const auto before = p.cpu_seconds(2)) {
     const auto a_before = p.cpu_seconds(1);

@@ -1,5 +1,5 @@
 /// @file fuzz_driver.cpp
-/// The node driver fuzz target (issue 13): arbitrary frames from a child and from the
+/// The node driver fuzz target: arbitrary frames from a child and from the
 /// parent, decoded as the ZeroMQ adapter decodes them (lone header frames with
 /// runtime/net/Codec, batch frames with runtime/net/Batch), fed into a NodeDriver over a
 /// recording Transport, between timer ticks and local job completions. Whatever arrives,

@@ -65,7 +65,7 @@ int main(int argc, char** argv) {
     s.lone(4, msg::Shutdown{"done"});
     seeds.push_back(s.b);
   }
-  // Blame below an inner node (issue 13, kinds 19-20): the root blames c1 for a forged
+  // Blame below an inner node (kinds 19-20): the root blames c1 for a forged
   // result (the fuzz root calls negative checksums forged) said computed by g, below c1;
   // c1 answers, or stays silent past the timeout; a worker is blamed for a result it
   // passed up from c0, and for one its own executor computed.

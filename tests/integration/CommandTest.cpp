@@ -1,4 +1,4 @@
-// Integration tests of the application kind `command` (issue 20; docs/command-tasks.md):
+// Integration tests of the application kind `command` (docs/command-tasks.md):
 // the user's program run by real workers, once per task; a failing program reported
 // with its stderr and a clear exit code; calibrated and predicted like a kernel.
 #include <gtest/gtest.h>

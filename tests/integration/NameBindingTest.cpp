@@ -1,4 +1,4 @@
-// Names bound to CURVE keys (docs/security.md, issue 13 hole 3), with real processes: an
+// Names bound to CURVE keys (docs/security.md), with real processes: an
 // authorized key may join only under the name its authorized_keys line gives it, and a
 // second connection cannot take over a live node's name.
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// Master journal and --resume (issue 13, hole 8) and checked output (hole 9), with real
+// Master journal and --resume and checked output, with real
 // processes on loopback (docs/fault-tolerance.md).
 #include <gtest/gtest.h>
 

@@ -197,7 +197,7 @@ TEST(RunTest, EveryPolicyCompletesARealRunExactlyOnce) {
   EXPECT_EQ(seen, (std::set<std::string>{"fcfs", "cgbc", "pbc", "lp", "data-centric", "price"}));
 }
 
-// Issue 16 (papers/lee2010 slides 17, 19): real processes with multi-resource requirements
+// Requirements (papers/lee2010 slides 17, 19): real processes with multi-resource requirements
 // and queue balancing. "big" needs 2 GiB; only b and f declare 4 GiB (the others 1 GiB), and
 // f sits under a forwarding node: every "big" task runs on b or f, every task once, with
 // PULL migration balancing by MLL (and again by TLL over PUSH).
@@ -265,7 +265,7 @@ TEST(RunTest, PolicyLpCalibratesFirstAndAForeignCalibrationIsRefused) {
   const auto res = nlohmann::json::parse(read_file(out / "results.json"));
   EXPECT_GT(res.at("predicted_fair_throughput").get<double>(), 0.0) << res.dump().substr(0, 400);
   EXPECT_EQ(res.at("prediction_source").get<std::string>(), "calibration");
-  // Every node of the lp policy reported its fallbacks (issue 21), zero or not.
+  // Every node of the lp policy reported its fallbacks, zero or not.
   ASSERT_TRUE(res.contains("policy_fallbacks")) << res.dump().substr(0, 400);
   EXPECT_EQ(res.at("policy_fallbacks").at("nodes").size(), 3u) << res.at("policy_fallbacks").dump();
 

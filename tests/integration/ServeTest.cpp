@@ -1,4 +1,4 @@
-// A served tree (issue 20, docs/serve.md), with real processes on loopback: one
+// A served tree (docs/serve.md), with real processes on loopback: one
 // `treefarm-master --serve`, a worker w1 under it and w2 under w1 (depth 2). Three
 // experiments without [[node]] tables are submitted at once (two wait in the queue) and run
 // one after another on the same workers: no worker restarts (the same processes on the

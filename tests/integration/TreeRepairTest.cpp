@@ -1,4 +1,4 @@
-// Tree repair (issue 13, docs/fault-tolerance.md), with real processes on loopback: in a
+// Tree repair (docs/fault-tolerance.md), with real processes on loopback: in a
 // tree master -> w1 -> w2, w1 is killed with -9 in the middle of the run; w2, orphaned,
 // tries w1 again, then rejoins the master (the ancestor Welcome announced) and keeps
 // working. The master has no cores, so the run can complete only if w2 rejoined it. Every

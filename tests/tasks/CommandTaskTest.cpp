@@ -1,4 +1,4 @@
-// Tests of tasks/CommandTask: the application kind `command` (issue 20).
+// Tests of tasks/CommandTask: the application kind `command`.
 #include "tasks/CommandTask.hpp"
 
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// issue 18, everyday use: the three executables as a user runs them — one exit-code table,
+// Everyday use: the three executables as a user runs them — one exit-code table,
 // --version, options refused at start, a worker at a closed port, keygen, bench --json,
 // a failed run that writes no results.
 #include <gtest/gtest.h>
@@ -98,7 +98,7 @@ TEST(Cli, BadValuesAreRefusedAtStart) {
   EXPECT_EQ(run_command(worker + " tcp://127.0.0.1:1 --join-timeout -1").exit_code, 2);
 }
 
-// issue 14: `--one-port-window BYTES` on run, treefarm-master, treefarm-worker and predict:
+// `--one-port-window BYTES` on run, treefarm-master, treefarm-worker and predict:
 // a negative, non-numeric or too large value is a usage error; a run passes it to the
 // master, which records it in results.json's settings.
 TEST(Cli, OnePortWindowIsCheckedAndReachesTheMaster) {
@@ -316,7 +316,7 @@ TEST(Cli, BenchDispatchJsonPrintsOnlyJson) {
   EXPECT_GT(j->at("dispatch_tasks_per_s").get<double>(), 0);
 }
 
-// issue 14: through a 0-core forwarder under one-port, every task arrives exactly once
+// through a 0-core forwarder under one-port, every task arrives exactly once
 // (the run's exit code) with small transfers pipelined (NodeOptions::one_port_window).
 TEST(Cli, BenchDispatchDepthTwoOnePortCompletes) {
   const auto j = bench_json("bench dispatch --tasks 5000 --buffer 500 --depth 2 --comm-model one-port --json");
@@ -326,7 +326,7 @@ TEST(Cli, BenchDispatchDepthTwoOnePortCompletes) {
   EXPECT_EQ(run_command(treefarm + " bench dispatch --depth 3").exit_code, 2) << "--depth 3 was accepted";
 }
 
-// issue 14: the master keeps per-task records on disk, not in memory. 200,000 tasks computed
+// the master keeps per-task records on disk, not in memory. 200,000 tasks computed
 // by the master itself (fast under load); before the task log it grew ~1.3 KB per task.
 TEST(Cli, BenchMemoryMasterStaysUnder100BytesPerTask) {
   const auto parsed = bench_json("bench memory --tasks 200000 --workers 0 --dom-tasks 2000 --json");

@@ -1,5 +1,5 @@
 // tools/Compare: compare.png's y-axis includes 1.0 and it has per-application bars;
-// cumulative.png is drawn with pngcairo, which draws the dashed LP lines (issue 18).
+// cumulative.png is drawn with pngcairo, which draws the dashed LP lines.
 #include "tools/Compare.hpp"
 
 #include <gtest/gtest.h>
@@ -62,7 +62,7 @@ TEST(Compare, PlotsKeepOneInViewPerApplicationBarsAndDashes) {
 namespace treefarm::tools {
 namespace {
 
-// `compare --repeat N` (issue 18): every policy runs N times into DIR/POLICY/run-R/; the
+// `compare --repeat N`: every policy runs N times into DIR/POLICY/run-R/; the
 // table, compare.json and compare.png give the mean and the sample standard deviation.
 // The runner is a stand-in that writes a results.json whose fair throughput depends on
 // the run, so the expected mean and spread are known.

@@ -1,4 +1,4 @@
-// tools/bench/DriftBench (issue 21): the analysis of a machine's speed samples, on series
+// tools/bench/DriftBench: the analysis of a machine's speed samples, on series
 // whose answer is known, and `bench drift --json` measuring for real for a few seconds.
 #include "tools/bench/DriftBench.hpp"
 

@@ -1,4 +1,4 @@
-// Tests of tools/HostCalibration.hpp and tools/CommCost.hpp (issue 21: the host-aware model).
+// Tests of tools/HostCalibration.hpp and tools/CommCost.hpp (the host-aware model).
 #include "tools/HostCalibration.hpp"
 
 #include <gtest/gtest.h>

@@ -45,7 +45,7 @@ TEST(TreeLauncher, PassesMigrationToInnerWorkersForPullAndToEveryWorkerForPush) 
   EXPECT_EQ(worker_migration_args(two_levels(model::MigrationMode::off), LaunchOptions{}, "a"), Args{});
 }
 
-// Queue balancing rides on the migration (issue 16): `--balance` goes wherever `--migration`
+// Queue balancing rides on the migration: `--balance` goes wherever `--migration`
 // goes; a node's declared resources go to its worker whatever the migration.
 TEST(TreeLauncher, PassesBalanceBesideMigrationAndDeclaredResources) {
   auto ex = two_levels(model::MigrationMode::pull);

@@ -1,6 +1,6 @@
 #pragma once
 /// @file DriftBench.hpp
-/// `treefarm bench drift` (issue 21): how steady this machine's own speed is, the floor
+/// `treefarm bench drift`: how steady this machine's own speed is, the floor
 /// under any prediction checked on it. A matmul loop runs on every usable core (a thread
 /// pinned to each, as the executor runs tasks) for `seconds`, and the flop/s of all cores
 /// together is sampled every `chunk` seconds; nothing of treefarm's runtime runs.

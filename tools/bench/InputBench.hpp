@@ -1,6 +1,6 @@
 #pragma once
 /// @file InputBench.hpp
-/// `treefarm bench inputs`: what the master pays to make a task's secret input (issue 13's
+/// `treefarm bench inputs`: what the master pays to make a task's secret input (the
 /// unforgeable inputs, tasks/Payload and tasks/InputPrefetcher), beside the machine's own
 /// limit measured in the same run: a memcpy of the same bytes (the memory bandwidth a fill
 /// cannot beat). For one matrix input (2·n² doubles): the fill into a recycled buffer (what

@@ -1,6 +1,6 @@
 #pragma once
 /// @file MemoryBench.hpp
-/// `treefarm bench memory` (issue 14): the master's memory per task. Runs a bag of no-op
+/// `treefarm bench memory`: the master's memory per task. Runs a bag of no-op
 /// tasks on a local tree and reads the master's own figures from results.json
 /// (`master_memory`: resident set before anything per task existed, and its peak once
 /// every task was written to results.json), beside the same figures for an empty run (one

@@ -135,7 +135,7 @@ int run_run(RunOptions o) {
   build_local_experiment(o);
   const auto ex = model::load_experiment(o.experiment);
   auto& lo = o.lo;
-  // Issue 13: refuse what cannot work before anything starts (holes 8-10).
+  // Refuse what cannot work before anything starts (journal, out folder, memory).
   if (o.resume && lo.out_dir.empty()) throw cli_support::UsageError("--resume continues the journal in OUT: give --out DIR");
   if (!lo.out_dir.empty()) cli_support::prepare_out_folder("--out", lo.out_dir);
   if (!o.dashboard_file.empty()) {  // before anything starts, as --out
@@ -190,7 +190,7 @@ int run_run(RunOptions o) {
     tools::calibrate_local_host(ex, file, lo.encrypt, std::cerr);  // the tree shares this machine
     o.calibration = file;
   }
-  // Refuse a calibration of another experiment before starting anything (issue 21).
+  // Refuse a calibration of another experiment before starting anything.
   if (!o.calibration.empty()) (void)model::load_calibration_for(o.calibration, ex);
   lo.calibration = o.calibration;
   if (o.resume) lo.master_args.push_back("--resume");

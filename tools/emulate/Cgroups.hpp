@@ -45,7 +45,7 @@ inline constexpr long cpu_period_us = 100000;
 std::vector<std::string> create_cgroups(const CgroupMounts& mounts, const std::string& name, const CpuLimits& limits,
                                         const std::function<void(const std::string&)>& record);
 
-/// A group that counts the CPU time of node `name`'s processes (issue 21: a node's whole
+/// A group that counts the CPU time of node `name`'s processes (a node's whole
 /// CPU per task, measured where it runs). v2: the node's own group (`limit_dirs`, from
 /// create_cgroups) when it has one, else a new group without limits; v1: a group of the
 /// cpuacct controller. `record` as for create_cgroups. Returns "" when this machine

@@ -1,7 +1,7 @@
 #pragma once
 /// @file EventPlayer.hpp
 /// Plays an experiment's `[[event]]` table on an emulated platform during a run
-/// (issue 16, docs/migration.md): at `at` seconds after start(), node `node`'s CPU quota
+/// (docs/migration.md): at `at` seconds after start(), node `node`'s CPU quota
 /// (its cgroup) or the rate of the link from its parent (tc tbf, both directions)
 /// changes. A `speed` event is applied as a quota: new speed / initial speed times the
 /// node's initial cpu_quota. One thread, stopped (and joined) by stop() or the destructor.

@@ -179,7 +179,7 @@ void Platform::setup(const model::Experiment& ex, const std::atomic<bool>* inter
     };
     try {
       nodes_[i].cgroups = create_cgroups(*mounts, nodes_[i].netns, limits, record);
-      // Every node's CPU time is counted (cpu_seconds(); issue 21: its whole cost per task).
+      // Every node's CPU time is counted (cpu_seconds(): its whole cost per task).
       nodes_[i].accounting = create_accounting_cgroup(*mounts, nodes_[i].netns, nodes_[i].cgroups, record);
       if (!nodes_[i].accounting.empty() &&
           std::find(nodes_[i].cgroups.begin(), nodes_[i].cgroups.end(), nodes_[i].accounting) == nodes_[i].cgroups.end())

@@ -59,7 +59,7 @@ PriceTrace run_price_trace(const lp::PlatformModel& model, const model::Experime
   PriceTrace trace;
   const auto objective = objective_of(options);
   // bertin2008's program: no latency rows (the agents price executors and links only), so
-  // the optimum is solved without the buffer's Little's-law rows of issue 21.
+  // the optimum is solved without the buffer's Little's-law rows (docs/lp.md "Latency").
   auto program = model;
   program.buffer = 0;
   trace.optimum = lp::solve_fairness(program, objective);

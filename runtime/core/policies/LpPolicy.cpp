@@ -85,7 +85,7 @@ bool LpPolicy::planned(const NodeState& state, const Target& to) const {
 // while a requester with a planned rate is connected: the paper's LP-based node follows
 // the rates only, and the LP leaves a node idle when feeding it would spend a resource
 // the plan saturates (on one host, a node two hops down costs the host's CPU a second
-// transfer per task; issue 21, docs/policies.md `lp`). With no planned requester left
+// transfer per task; docs/policies.md `lp`). With no planned requester left
 // (they died or left), every requester is served, so the bag still drains.
 std::optional<Assignment> LpPolicy::unplanned_select(const NodeState& state) {
   bool any_planned = false;

@@ -29,7 +29,7 @@ class LpPolicy final : public RatePlanPolicy {
   void start(const NodeState& state) override;
 
   /// Choices made by the FCFS fallback because no planned choice was feasible, since
-  /// start (issue 21: every fallback is counted; the adapters are to report it).
+  /// start (every fallback is counted; the adapters are to report it).
   std::uint64_t fallbacks() const override { return fallbacks_; }
   /// The plan comes from the LP over a calibrated platform.
   bool needs_calibration() const override { return true; }
@@ -37,7 +37,7 @@ class LpPolicy final : public RatePlanPolicy {
   void replan(const NodeState& state, NodePlan plan) override;
   /// Root: B, or enough that the stock, drawn in the plan's mix, holds about one task of
   /// its rarest planned application: ⌈Σα / min α⌉ over the plan's α(k) > 0, at most
-  /// 1,000 — a figure of the plan, fixed for the run (issue 21, lan-slices: with B = 4
+  /// 1,000 — a figure of the plan, fixed for the run (lan-slices: with B = 4
   /// and ten matadd to one matmul the stock rarely held the matmul the narrow link's node
   /// is planned on, and lp fell back to giving it matadd).
   std::size_t root_stock(const NodeState& state) const override;
@@ -48,7 +48,7 @@ class LpPolicy final : public RatePlanPolicy {
  private:
   /// §4.1: the root draws types in proportion to the plan's α(k) (see LpPolicy.cpp).
   void refresh_mix(const NodeState& state) override;
-  /// FCFS among the planned requesters, counted as a fallback (issue 21).
+  /// FCFS among the planned requesters, counted as a fallback.
   std::optional<Assignment> unplanned_select(const NodeState& state) override;
   /// Whether the plan gives `to` a positive rate for some application (true without a
   /// plan, or for a child the plan does not name).

@@ -82,7 +82,7 @@ class PlanFollower {
 /// node) set to 0. The LP is solved to a tolerance, and its second stage (lp::solve,
 /// spreading the load among the optima) may leave crumbs of ~1e-6 of the optimum on nodes
 /// the optimum does not use; a crumb would make its requester a planned choice, served
-/// whenever no other is feasible (issue 21: on the quickstart a node two hops down took
+/// whenever no other is feasible (on the quickstart a node two hops down took
 /// 30 % of the tasks so).
 NodePlan without_crumbs(NodePlan plan);
 

@@ -218,7 +218,7 @@ TEST(LpPolicy, RootMixCountsOnlyItsOwnChildrenNotDeeperNodesOfThePlan) {
   EXPECT_EQ(n, 120u);
 }
 
-// lan-slices (issue 21): a stock of B = 4 drawn ten a to one b rarely holds the b that
+// lan-slices: a stock of B = 4 drawn ten a to one b rarely holds the b that
 // the node planned on b alone asks for, and lp falls back to giving it a. The root's stock
 // is made large enough to hold about one task of the rarest planned application:
 // ceil(Σα / min α) = ceil(11 / 1) = 11 here; never below B; a figure of the plan, the same

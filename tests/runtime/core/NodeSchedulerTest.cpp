@@ -286,7 +286,7 @@ TEST(NodeScheduler, OnlyTheChildThatHoldsATaskMayReportIt) {
 }
 
 TEST(NodeScheduler, ReopenedTasksAreDoneAgainFirstAndCountedOnce) {
-  // Issue 13, hole 4: the master caught child 1 forging; 0:0 and 0:1, recorded from it, are
+  // Forged results: the master caught child 1 forging; 0:0 and 0:1, recorded from it, are
   // done again; a task not done (0:3) or never drawn is ignored.
   auto root = make_node(node_config(true, 2, {app("a", 1, 4)}, /*one_port=*/false));
   root->start(0);

@@ -1,4 +1,4 @@
-// issue 21: under a real CPU quota (a cgroup made by the test: root only), the quota is
+// under a real CPU quota (a cgroup made by the test: root only), the quota is
 // found (exec::cpu_quota) and the calibration window (node::CalibrationWindow, sustained
 // mode) reports a time per task within 20 % of the unthrottled time / quota, where the
 // median of the runs — what calibration reported before — is ~1/quota too fast.

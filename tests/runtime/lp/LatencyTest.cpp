@@ -1,4 +1,4 @@
-// Latency in the steady-state LP (issue 21, docs/lp.md "Latency"): a finite buffer
+// Latency in the steady-state LP (docs/lp.md "Latency"): a finite buffer
 // against the request round trip (Little's law), and the one-port busy per task beyond
 // its bytes. Optima derived by hand in each test.
 #include <gtest/gtest.h>

@@ -104,7 +104,7 @@ TEST(ModelFromCalibration, UsesMeasuresAndTheAdvertisedCores) {
   EXPECT_TRUE(std::isinf(m.nodes[1].max_out_bandwidth));
 }
 
-// issue 20: an application that sends its outputs back carries their calibrated size up
+// an application that sends its outputs back carries their calibrated size up
 // (the mean over the nodes that measured it); the others carry none.
 TEST(ModelFromCalibration, OutputsSentBackCarryTheirMeasuredSize) {
   model::Experiment e = experiment();
@@ -129,7 +129,7 @@ TEST(ModelFromCalibration, OutputsSentBackCarryTheirMeasuredSize) {
   }
 }
 
-// issue 21: on one host a link is the host's CPUs copying bytes; its probe rounds are
+// on one host a link is the host's CPUs copying bytes; its probe rounds are
 // slowed by everything else on those CPUs, which the host row charges: the link is bounded
 // by its fastest round (none resolved: unconstrained) — unless asked (the pessimistic end
 // of the interval). So is a node's measured aggregate output when all its children are on
@@ -232,7 +232,7 @@ TEST(ModelFromExperiment, ZeroOrNegativeSpeedNamesNodeAndField) {
   e.nodes[2].speed = -1e9;
   expect_error(e, {"'w2'", "speed"});
   e.nodes[2].speed.reset();  // computes, no speed, no measure
-  // issue 18: names the file, the node's line and the field, and says what to give.
+  // names the file, the node's line and the field, and says what to give.
   e.path = "x.toml";
   e.nodes[2].line = 12;
   try {

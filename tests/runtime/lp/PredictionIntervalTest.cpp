@@ -1,4 +1,4 @@
-// The prediction interval of a calibrated LP (issue 21): the optimum at both ends of
+// The prediction interval of a calibrated LP: the optimum at both ends of
 // the calibration's spread.
 #include "runtime/lp/PredictionInterval.hpp"
 

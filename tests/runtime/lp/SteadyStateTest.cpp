@@ -124,7 +124,7 @@ TEST(SteadyState, TwoWorkerStarMultiPortWithMaxOut) {
   EXPECT_TRUE(is_saturated(s, 0, Resource::out_bandwidth));
 }
 
-// ---- outputs sent back (issue 20, docs/lp.md "Communication") ----------------------
+// ---- outputs sent back (docs/lp.md "Communication") ----------------------
 
 TEST(SteadyState, OutputsLargerThanInputsBindTheLinkUpwards) {
   // Multi-port, one worker behind 1e6 B/s, 1e3 B in and 4e3 B out per task, 1 ms per task:
@@ -209,7 +209,7 @@ TEST(SteadyState, HostChargesTheOutputsBytesToo) {
   expect_rel(s.host_utilisation[0], 1.0);
 }
 
-// ---- hosts (issue 21, docs/lp.md "Hosts") ------------------------------------------
+// ---- hosts (docs/lp.md "Hosts") ------------------------------------------
 
 /// The quickstart's shape: a forwarding root and four 1-core workers, all on one 2-CPU
 /// host, each pair of workers pinned to one CPU; 1 s per task measured at half a CPU.
@@ -241,7 +241,7 @@ TEST(SteadyState, NodesOnOneHostShareItsCpus) {
   ASSERT_EQ(solve(b.m).host_utilisation.size(), 1u);
   expect_rel(solve(b.m).host_utilisation[0], 1.0);
   expect_rel(s.host_utilisation[0], 1.0);
-  // Without the host (the model before issue 21): every node on its own CPU at the
+  // Without the host (no shared CPU row): every node on its own CPU at the
   // measured 1 s per task: 4 tasks/s too, but for the wrong reason — make one worker
   // unable to compute and the host row lets its CPU-mate take the whole CPU.
   Builder c = quickstart_on_one_host(0.0);

@@ -1,4 +1,4 @@
-// write_file_atomically and check_writable_directory (issue 13, hole 9).
+// write_file_atomically and check_writable_directory.
 #include "runtime/metrics/AtomicFile.hpp"
 
 #include <cstdlib>

@@ -1,4 +1,4 @@
-// runtime/metrics/Progress: the live bar, the plain line and the JSON lines of a run (issue 18).
+// runtime/metrics/Progress: the live bar, the plain line and the JSON lines of a run.
 #include "runtime/metrics/Progress.hpp"
 
 #include <gtest/gtest.h>

@@ -268,7 +268,7 @@ TEST(ResultsJson, ThePredictionIntervalIsKeptAndTheTableSaysWhereTheMeasurementF
       << above.str();
 }
 
-// issue 18: the header and the per-task dispatch and start times survive a round trip.
+// the header and the per-task dispatch and start times survive a round trip.
 TEST(ResultsJson, HeaderAndTaskTimesRoundTrip) {
   auto in = sample_run();
   in.started_utc = "2026-11-23T10:50:02Z";

@@ -1,4 +1,4 @@
-/// Tests of runtime/metrics/TaskLog (issue 14): the master's per-task records on disk,
+/// Tests of runtime/metrics/TaskLog: the master's per-task records on disk,
 /// read back in order with every field, revoked by the child they came through, and
 /// results.json streamed from them.
 

@@ -23,11 +23,11 @@ Calibration sample() {
   c.nodes["w1"].parent = "master";  // the tree's shape (a served tree's calibration, docs/serve.md)
   c.nodes["w1"].link_bandwidth = 117.3e6;
   c.nodes["w1"].task_seconds = {{"mm", 0.1234567890123}, {"add", 3.3e-4}};
-  c.nodes["w1"].link_bandwidth_min = 9.5e7;  // issue 21: the probe rounds' spread
+  c.nodes["w1"].link_bandwidth_min = 9.5e7;  // the probe rounds' spread
   c.nodes["w1"].link_bandwidth_max = 1.21e8;
   c.nodes["w1"].link_round_trip = 2.5e-4;
-  c.nodes["w1"].output_bytes = {{"gz", 70123.5}};  // issue 20: a command's output size
-  // issue 21: the host's costs, the runtime's per-byte costs at a task's two ends included
+  c.nodes["w1"].output_bytes = {{"gz", 70123.5}};  // a command's output size
+  // the host's costs, the runtime's per-byte costs at a task's two ends included
   c.hosts["box"] = HostCalibration{2.0, 4.5e-10, 0.25, 1.2e-10, 3.5e-10};
   // session 11: each application's whole CPU per task through the runtime, and its spread
   c.hosts["box"].task_cpu_seconds = {{"mm", 5.125e-3}, {"add", 4.5e-3}};
@@ -152,7 +152,7 @@ TEST(Calibration, MissingFileIsAFileError) {
   EXPECT_THROW(load_calibration("/nonexistent/cal.json"), FileError);
 }
 
-// ---- a calibration must belong to the experiment it is used with (issue 21) ----------
+// ---- a calibration must belong to the experiment it is used with ----------
 
 Experiment two_app_experiment() {
   return parse_experiment(
@@ -175,7 +175,7 @@ Calibration calibration_of(const Experiment& ex) {
   return c;
 }
 
-// issue 20: the LP charges the outputs an application sends back; a calibration made
+// the LP charges the outputs an application sends back; a calibration made
 // before it sent them has no size for them.
 TEST(CalibrationMatch, AnApplicationSendingOutputsNeedsTheirMeasuredSize) {
   Experiment ex = two_app_experiment();

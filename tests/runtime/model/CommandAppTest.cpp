@@ -1,4 +1,4 @@
-// Tests of the [[app]] keys of a command application (issue 20; docs/command-tasks.md).
+// Tests of the [[app]] keys of a command application (docs/command-tasks.md).
 #include <gtest/gtest.h>
 
 #include <filesystem>

@@ -191,7 +191,7 @@ speed = "2Gf"
   EXPECT_DOUBLE_EQ(e.events[2].value, 10e6);
 }
 
-// Issue 16 (papers/lee2010 slides 17, 19): requirements, resources and queue balancing.
+// Requirements (papers/lee2010 slides 17, 19): requirements, resources and queue balancing.
 TEST(Experiment, RequirementsResourcesAndBalanceAreRead) {
   const Experiment e = parse_experiment(R"(
 [[node]]
@@ -255,7 +255,7 @@ TEST(Experiment, WhatReadsFileLineFieldMessage) {
 }
 
 TEST(Experiment, WholeFloatsAndUnitStringsAreAcceptedWhereIntegersAndSizesAreExpected) {
-  // issue 18: users write sizes as 1e6 and "1 MB"; a float that is an exact integer is an integer.
+  // users write sizes as 1e6 and "1 MB"; a float that is an exact integer is an integer.
   const auto e = parse_experiment(
       "[[node]]\nname = \"m\"\ncores = 2.0\n[[node]]\nname = \"w\"\nparent = \"m\"\nbandwidth = \"100Mbps\"\n"
       "[[app]]\nname = \"a\"\nkernel = \"noop\"\nbytes = 1e6\ntasks = 1e4\n"

@@ -327,7 +327,7 @@ TEST(Codec, PushAndPushReplyRoundTripAndAreBounded) {
   EXPECT_STREQ(kind_name(Kind::push_reply), "PushReply");
 }
 
-// Issue 16 (papers/lee2010 slides 19-20): a subtree's capacity, and the requirements a
+// Capacity (papers/lee2010 slides 19-20): a subtree's capacity, and the requirements a
 // Welcome carries in its optional block after the tree repair fields.
 TEST(Codec, CapacityRoundTripsAndIsBounded) {
   const auto c = round_trip(msg::Capacity{{true, false}, 3, 8ull << 30, 5ull << 30});
@@ -435,7 +435,7 @@ TEST(Codec, ResultChecksumMayBeNan) {
 
 TEST(Codec, ResultErrorIsCutToTheStringLimit) {
   auto in = sample_result();
-  in.error = std::string(max_text_bytes + 1000, 'x');  // issue 20: a command's stderr tail fits in max_text_bytes
+  in.error = std::string(max_text_bytes + 1000, 'x');  // a command's stderr tail fits in max_text_bytes
   EXPECT_EQ(round_trip(in).error, std::string(max_text_bytes, 'x'));
 }
 
@@ -713,7 +713,7 @@ TEST(CodecRejects, WelcomeFieldsOutOfRange) {
   expect_rejected(make_frame(Kind::welcome, welcome_body(1, {sample_app("mm", 0, 1)}, 0)), 0, "buffer");
   expect_rejected(make_frame(Kind::welcome, welcome_body(1, {sample_app("mm", 0, 1)}, (1u << 20) + 1)), 0, "buffer");
   expect_rejected(with([](msg::AppInfo& a) { a.kernel = 5; }), 0, "unknown kernel 5");
-  // 4 is a command (issue 20): its argument vector must follow.
+  // 4 is a command: its argument vector must follow.
   expect_rejected(with([](msg::AppInfo& a) { a.kernel = 4; }), 0, "command of 0 arguments");
   expect_rejected(with([](msg::AppInfo& a) { a.bytes = max_payload_bytes + 1; }), 0, "absurd size");
   expect_rejected(with([](msg::AppInfo& a) { a.weight = 0; }), 0, "non-positive weight");
@@ -744,7 +744,7 @@ TEST(CodecRejects, PolicyPayloadOverTheLimit) {
 
 TEST(CodecRejects, MeasureFieldsOutOfRange) {
   EXPECT_NO_THROW((void)decode_frame(make_frame(Kind::measure, measure_body(1, 1e9)), 0));
-  EXPECT_NO_THROW((void)decode_frame(make_frame(Kind::measure, measure_body(3, 7.0)), 0));  // fallbacks (issue 21)
+  EXPECT_NO_THROW((void)decode_frame(make_frame(Kind::measure, measure_body(3, 7.0)), 0));  // fallbacks
   EXPECT_NO_THROW((void)decode_frame(make_frame(Kind::measure, measure_body(7, 65536.0)), 0));  // output_bytes
   expect_rejected(make_frame(Kind::measure, measure_body(8, 1.0)), 0, "Measure of unknown kind 8");
   EXPECT_NO_THROW((void)decode_frame(make_frame(Kind::measure, measure_body(2, 1e9)), 0));  // out_bandwidth
@@ -876,7 +876,7 @@ TEST(CodecServe, ShutdownCarriesResetOnlyWhenSetAndRejectsAnyOtherByte) {
   bad.back() = std::byte{2};
   EXPECT_THROW(decode_frame(bad, 0), DecodeError);
 }
-// `treefarm status` (issue 20): node states ride on a child's Heartbeat as an optional
+// `treefarm status`: node states ride on a child's Heartbeat as an optional
 // trailing list; an empty Heartbeat keeps its bytes; bad states are DecodeErrors.
 TEST(CodecServe, HeartbeatCarriesNodeStatesOnlyWhenGivenAndChecksThem) {
   msg::Heartbeat h;

@@ -1,4 +1,4 @@
-/// Tests of the codec's fields for command applications (issue 20): the argument vector,
+/// Tests of the codec's fields for command applications: the argument vector,
 /// timeout and expected digest travel in Welcome; a task's error text up to
 /// max_text_bytes travels in Result; bad values are DecodeErrors.
 

@@ -1,4 +1,4 @@
-// Blame below an inner node (issue 13; docs/security.md): a result the root proves forged
+// Blame below an inner node (docs/security.md): a result the root proves forged
 // convicts the node that produced it, found hop by hop down the way it came, and not the
 // honest inner nodes above it — unless one of them cannot or will not answer.
 #include "runtime/node/BlameLedger.hpp"

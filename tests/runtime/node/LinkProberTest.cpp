@@ -112,7 +112,7 @@ TEST(LinkProber, RoundsAlternateBetweenChildrenThenAllTogether) {
 }
 
 // The fan-out's aggregate is the sum of what every link carried until the first child
-// had all its probes, the probe under way on a slower link included (issue 21): a fast
+// had all its probes, the probe under way on a slower link included: a fast
 // child of 1e6 bytes/s and a slow one of 1e5 bytes/s make 1.1e6 bytes/s, not the 1e6 of
 // whole acknowledged probes (the slow child has none yet when the fast one is done).
 TEST(LinkProber, FanOutCountsTheProbeUnderWayOnSlowerLinks) {

@@ -1,4 +1,4 @@
-// Output files of command tasks (issue 20; docs/command-tasks.md, "Output files"): a
+// Output files of command tasks (docs/command-tasks.md, "Output files"): a
 // task's output travels up with its result as one shared payload, never copied on the
 // way; the root checks it and hands it over once; a child lying about it is dropped.
 #include "runtime/node/NodeDriver.hpp"

@@ -1,4 +1,4 @@
-// `treefarm status` (issue 20, docs/serve.md): each node's state — cores, busy cores,
+// `treefarm status` (docs/serve.md): each node's state — cores, busy cores,
 // tasks held and not running, the machine's load — rides up the tree on heartbeats; a
 // child may report only its own subtree.
 #include "runtime/node/NodeDriver.hpp"

@@ -1,4 +1,4 @@
-// Latency in the model (issue 21, docs/lp.md "Latency"): on a star whose links have a
+// Latency in the model (docs/lp.md "Latency"): on a star whose links have a
 // 1 s latency, the lp policy reaches at least 0.95 of the LP optimum that counts the
 // buffer's round trip (and the one-port's hold), and never exceeds it.
 #include <gtest/gtest.h>

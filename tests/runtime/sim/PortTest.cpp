@@ -25,7 +25,7 @@ using test::experiment;
 // 1 MB/s link and 1 Mflop on a 1 Gflop/s core. The master sends one task per second in
 // all, so the one-port optimum is 1/3 task/s per application (fair throughput 1/3).
 // PBC sends up to three tasks at once (one per application); before the port was
-// shared, each had its own link and PBC reached 3x the optimum (issue 21).
+// shared, each had its own link and PBC reached 3x the optimum.
 // A one-port star under "pbc": the master (no cores) and w1, w2, w3 of one 1 Gflop/s
 // core, w2 and w3 behind 1 MB/s links, w1 behind `w1_bandwidth`; applications a, b, c
 // of `tasks` tasks of 1 MB and `flops` each; `run_extra` appended to [run].
@@ -82,7 +82,7 @@ double master_port_seconds(const SimPlatform& p, const metrics::RunResults& r) {
 // task is 1 MB and 1 Gflop (1 s on any worker); the master computes nothing. The
 // one-port optimum: w1 takes 1 task/s (half the port's time), w2 the other half
 // (0.5 task/s): 1.5 tasks/s in all, fair throughput 0.5 per application. A port link
-// of the fastest child's bandwidth (2 MB/s, the model before issue 21's fix) let PBC
+// of the fastest child's bandwidth (2 MB/s, a port per link rather than one) let PBC
 // send to w1 at 1 MB/s and to w2 and w3 at 0.5 MB/s each at once: 2 tasks/s, 4/3 of the
 // optimum (0.665 measured), the master's port busy 1.66 s per second. Shared in time,
 // three sends in flight go at 2/3, 1/3 and 1/3 MB/s.

@@ -79,7 +79,7 @@ TEST(Simulation, CommunicationBoundLinkRunsAtBandwidthOverBytes) {
   const auto o = run(comm_bound);
   ASSERT_TRUE(o.completed) << o.error;
   EXPECT_NEAR(o.results.apps[0].throughput, 1.0 / 1.001, 0.003);
-  // The port is busy latency + bytes / bandwidth per task (issue 21: in the model too).
+  // The port is busy latency + bytes / bandwidth per task (in the model too).
   EXPECT_NEAR(*o.results.apps[0].predicted, 1.0 / 1.001, 1e-9);
 }
 
@@ -199,7 +199,7 @@ tasks = 100
   for (const auto& t : o.results.tasks) EXPECT_NEAR(t.compute_seconds, 0.5, 1e-6);
 }
 
-// Multi-resource requirements (papers/lee2010 slide 19; issue 16): "big" needs 4 GiB and
+// Multi-resource requirements (papers/lee2010 slide 19): "big" needs 4 GiB and
 // "fast" cores of at least 1 Gf. Only w2 has the memory; w3 is too slow for "fast" and sits
 // under a forwarding node with w2. Every task runs where it fits, the LP (which drops a
 // node's rate for what it cannot run) predicts the run, and every task is recorded once.
@@ -293,7 +293,7 @@ TEST(Simulation, CalibrationSetsDurationsAndBandwidths) {
   cal.nodes["w"] = w;
   const auto o = run(compute_bound, &cal);
   ASSERT_TRUE(o.completed) << o.error;
-  // One-port: 0.5 s of bytes + the 1 ms latency the port is held (issue 21).
+  // One-port: 0.5 s of bytes + the 1 ms latency the port is held.
   EXPECT_NEAR(*o.results.apps[0].predicted, 1.0 / 0.501, 1e-9);
   EXPECT_NEAR(o.results.apps[0].throughput, 2.0, 0.03);
   for (const auto& t : o.results.tasks) EXPECT_NEAR(t.compute_seconds, 0.25, 1e-6);
@@ -330,7 +330,7 @@ tasks = 3000
 policy = "lp"
 )";
 
-// The quickstart's shape (issue 21): four one-core workers on one 2-CPU machine, two per
+// The quickstart's shape: four one-core workers on one 2-CPU machine, two per
 // CPU, loopback links. The calibration says each kernel took 10 ms at half a CPU and that
 // moving a byte costs the machine's CPUs 1 ns. The simulation must share the machine's
 // CPUs as the master's prediction does, and print that prediction: before, every worker
@@ -373,7 +373,7 @@ TEST(Simulation, NodesOfOneCalibratedHostShareItsCpusAsTheLpSays) {
   for (const auto& t : o.results.tasks) EXPECT_GE(t.compute_seconds, 0.005 - 1e-9) << t.node;
 }
 
-// An emulated node's whole task (issue 21): 1 s of kernel, 2 s of its CPU in all — the
+// An emulated node's whole task: 1 s of kernel, 2 s of its CPU in all — the
 // other second is receiving its 10 MB, which a real node does while the bytes arrive.
 // With one task in its buffer it asks for the next only when it finishes one, so the
 // next task's transfer (1 s) is time it has nothing to run: the reception must fill it,

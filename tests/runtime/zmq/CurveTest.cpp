@@ -80,7 +80,7 @@ TEST(Curve, BadKeyFilesAreErrorsNamingTheFileAndLine) {
 }
 
 
-// issue 18: keygen must not clobber a key, must not write through a name with a '/', and
+// keygen must not clobber a key, must not write through a name with a '/', and
 // a replaced secret file ends 0600 even if the old one was wider.
 TEST(Curve, ExistingKeysAreKeptUnlessOverwriteAndNamesArePlain) {
   TempDir dir("curve");
@@ -105,7 +105,7 @@ TEST(Curve, ExistingKeysAreKeptUnlessOverwriteAndNamesArePlain) {
   EXPECT_FALSE(fs::exists(dir.path() / "a"));
 }
 
-// issue 18: a key removed from authorized_keys is refused for new connections, without a
+// a key removed from authorized_keys is refused for new connections, without a
 // restart (the ZAP handler re-reads the file when it changes).
 TEST(Curve, ZapHandlerReReadsTheAuthorizedKeysFile) {
   TempDir dir("curve");
