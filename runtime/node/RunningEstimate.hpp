@@ -27,6 +27,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <deque>
 #include <stdexcept>
 #include <vector>
 
@@ -121,23 +122,23 @@ class RunningEstimate {
   double ref_ = 0, ref_n_ = 0;
   double up_ = 0, down_ = 0;
   /// The samples since each side's sum was last zero (the latest max_run_ of them).
-  std::vector<double> up_run_, down_run_;
+  std::deque<double> up_run_, down_run_;
   static constexpr std::size_t max_run_ = 64;
 
   /// Keeps `run` as the samples that make up a side's sum `g` (x the newest).
-  static void follow(std::vector<double>& run, double g, double x) {
+  static void follow(std::deque<double>& run, double g, double x) {
     if (g == 0) return run.clear();
-    if (run.size() >= max_run_) run.erase(run.begin());
+    if (run.size() >= max_run_) run.pop_front();
     run.push_back(x);
   }
   /// The new level after a shift: the median of the latest half of `run` (at least one).
-  static double level(std::vector<double> run, double x) {
+  static double level(const std::deque<double>& run, double x) {
     if (run.empty()) return x;
-    run.erase(run.begin(), run.end() - static_cast<std::ptrdiff_t>(std::max<std::size_t>(1, run.size() / 2)));
-    const auto mid = run.begin() + static_cast<std::ptrdiff_t>(run.size() / 2);
-    std::nth_element(run.begin(), mid, run.end());
-    if (run.size() % 2) return *mid;
-    return (*mid + *std::max_element(run.begin(), mid)) / 2;
+    std::vector<double> last(run.end() - static_cast<std::ptrdiff_t>(std::max<std::size_t>(1, run.size() / 2)), run.end());
+    const auto mid = last.begin() + static_cast<std::ptrdiff_t>(last.size() / 2);
+    std::nth_element(last.begin(), mid, last.end());
+    if (last.size() % 2) return *mid;
+    return (*mid + *std::max_element(last.begin(), mid)) / 2;
   }
   std::uint64_t samples_ = 0, since_shift_ = 0;
   std::uint32_t shifts_ = 0;
