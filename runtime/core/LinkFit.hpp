@@ -19,6 +19,7 @@ namespace treefarm::core {
 
 /// bytes: the largest task transfer the one-port window lets free the port at once (a
 /// matmul or matadd input of order 64); a larger one holds the port until acknowledged.
+/// model::one_port_small_transfer, which the core cannot include (checked equal there).
 constexpr std::uint64_t one_port_small_transfer = 64 * 1024;
 
 class LinkFit {

@@ -325,6 +325,7 @@ void NodeScheduler::apply(const Event& event, std::vector<Action>& out) {
         for (const TaskRef t : requeue) buffered_ids_.insert(t.id);
         std::erase_if(state_.requests, [&](const PendingRequest& r) { return r.from == gone; });
         state_.children.erase(e.child);
+        links_.erase(e.child);
         capacity_changed_ = true;
         std::erase_if(state_.returned_by, [&](const auto& r) { return r.second == e.child; });
         refresh_constrained();
@@ -337,9 +338,18 @@ void NodeScheduler::apply(const Event& event, std::vector<Action>& out) {
       [&](const event::TransferObserved& e) {
         auto child = state_.children.find(e.child);
         if (child == state_.children.end() || !(e.seconds > 0) || !(e.bytes > 0)) return;
-        const double observed = e.bytes / e.seconds;
+        // Through the link's fit (LinkFit): a transfer whose time is mostly latency is no
+        // bandwidth sample, else small tasks would rank a fast link of long latency last.
+        // Until a transfer measured the bandwidth, bytes/seconds stands in (one task size);
+        // the first sample then replaces it.
+        auto& link = links_[e.child];
+        const auto sample = link.fit.add(e.bytes, e.seconds);
+        if (!sample && link.fitted) return;
+        const double observed = sample ? *sample : e.bytes / e.seconds;
         auto& bw = child->second.bandwidth;
-        bw = bw <= 0 ? observed : (1 - bandwidth_smoothing) * bw + bandwidth_smoothing * observed;
+        const bool first = bw <= 0 || (sample && !link.fitted);
+        bw = first ? observed : (1 - bandwidth_smoothing) * bw + bandwidth_smoothing * observed;
+        link.fitted = link.fitted || sample.has_value();
       },
       [&](const event::Tick&) {},
       [&](const event::PolicyMessage& e) {

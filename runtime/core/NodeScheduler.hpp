@@ -34,6 +34,7 @@
 
 #include "runtime/core/DeadlineQueue.hpp"
 #include "runtime/core/Events.hpp"
+#include "runtime/core/LinkFit.hpp"
 #include "runtime/core/NodeState.hpp"
 #include "runtime/core/Policy.hpp"
 
@@ -143,6 +144,13 @@ class NodeScheduler {
   bool reports_capacity_ = false;
   std::optional<SubtreeCapacity> reported_;   ///< What it told its parent last.
   bool capacity_changed_ = true;              ///< A child joined, left or reported since.
+  /// Per child: its transfers' fit (seconds = latency + bytes / bandwidth) and whether its
+  /// bandwidth has heard from a transfer the fit measured (TransferObserved).
+  struct LinkLearning {
+    LinkFit fit;
+    bool fitted = false;
+  };
+  std::unordered_map<ChildId, LinkLearning> links_;
   /// The nodes of the per-task tables (in_flight_, buffered_ids_) come from a pool of
   /// their own (no allocation per task): a node freed by an erasure is reused by
   /// the next insertion, so the steady state allocates nothing. Standard library only (the

@@ -1,4 +1,5 @@
 #include "runtime/model/Experiment.hpp"
+#include "runtime/core/LinkFit.hpp"
 #include "runtime/model/ExperimentFile.hpp"
 #include "runtime/model/ExperimentText.hpp"
 
@@ -23,6 +24,9 @@
 #include "runtime/model/TomlReader.hpp"
 #include "runtime/model/WireFit.hpp"
 #include "runtime/model/Units.hpp"
+
+static_assert(treefarm::model::one_port_small_transfer == treefarm::core::one_port_small_transfer,
+              "the link fit's small-transfer bound is the one-port window's");
 
 namespace treefarm::model {
 

@@ -42,7 +42,7 @@ void Estimates::transfer(const std::string& child, double bytes, double seconds)
 }
 
 Estimates::Link& Estimates::link_of(const std::string& child) {
-  return links_.try_emplace(child, Link{LinkFit{}, RunningEstimate(0.1, test_)}).first->second;
+  return links_.try_emplace(child, Link{core::LinkFit{}, RunningEstimate(0.1, test_)}).first->second;
 }
 
 void Estimates::from_child(const std::string& child, std::vector<net::msg::Estimate> estimates) {

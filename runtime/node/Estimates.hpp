@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "runtime/core/LinkFit.hpp"
 #include "runtime/net/Messages.hpp"
-#include "runtime/node/LinkFit.hpp"
 #include "runtime/node/RunningEstimate.hpp"
 
 namespace treefarm::node {
@@ -31,7 +31,7 @@ class Estimates {
   /// change of this node's task time (the caller logs it).
   bool task_ran(std::size_t k, double seconds);
   /// A transfer of `bytes` to child `child` that had the link to itself took `seconds`.
-  /// It joins the link's fit of seconds = latency + bytes / bandwidth (LinkFit) and is a
+  /// It joins the link's fit of seconds = latency + bytes / bandwidth (core::LinkFit) and is a
   /// sample of the link's bandwidth estimate only when its time is mostly bytes.
   void transfer(const std::string& child, double bytes, double seconds);
   /// This node's process has used `seconds` of CPU (user + system, every thread) so far:
@@ -64,7 +64,7 @@ class Estimates {
   /// Per child: its transfers' fit (latency, bandwidth) and the bandwidth estimate fed
   /// by the transfers that measure the bandwidth.
   struct Link {
-    LinkFit fit;
+    core::LinkFit fit;
     RunningEstimate bandwidth;
   };
   std::map<std::string, Link> links_;
