@@ -28,6 +28,7 @@
 #include "tasks/Payload.hpp"
 #include "runtime/cli/CliSupport.hpp"
 #include "runtime/metrics/Journal.hpp"
+#include "runtime/process/ScratchDir.hpp"
 #include "tools/SteadyRate.hpp"
 #include "tools/TreeLauncher.hpp"
 
@@ -76,22 +77,6 @@ void add_local_host(model::Calibration& calibration, const model::Experiment& ex
 }
 
 namespace {
-/// A directory of this process's under the system's temporary directory (`prefix` + pid),
-/// removed with everything in it when it goes out of scope.
-struct ScratchDir {
-  std::filesystem::path path;
-  explicit ScratchDir(const std::string& prefix)
-      : path(std::filesystem::temp_directory_path() / (prefix + std::to_string(::getpid()))) {
-    std::filesystem::create_directories(path);
-  }
-  ~ScratchDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
-  }
-  ScratchDir(const ScratchDir&) = delete;
-  ScratchDir& operator=(const ScratchDir&) = delete;
-};
-
 /// The experiment's application with the largest input (whose size the costs are measured with).
 const model::AppSpec* largest_app(const model::Experiment& experiment) {
   const model::AppSpec* out = nullptr;
@@ -172,8 +157,8 @@ TaskEndCost measure_task_end_cost(const model::AppSpec& app, double gamma, bool 
   out.input_cpu_seconds_per_byte = input_generation_cost(app, 0.3);
   // A master and one worker of this machine move no-op tasks of the same size: two runs,
   // ~0.6 and ~2.4 GB, whose difference leaves out the start-up and the end.
-  const auto dir = std::filesystem::temp_directory_path() / ("treefarm-endcost-" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
+  const process::ScratchDir scratch("endcost");
+  const auto& dir = scratch.path();
   const std::uint64_t short_run = std::clamp<std::uint64_t>(600'000'000 / bytes, 20, 20'000);
   double cpu[2] = {0, 0};
   std::uint64_t tasks[2] = {short_run, 4 * short_run};
@@ -189,15 +174,10 @@ TaskEndCost measure_task_end_cost(const model::AppSpec& app, double gamma, bool 
     const double before = children_cpu_seconds();
     const int rc = measuring_tree(ex, lo);
     cpu[r] = children_cpu_seconds() - before;
-    if (rc != 0) {
-      std::error_code ec;
-      std::filesystem::remove_all(dir, ec);
+    if (rc != 0)
       throw std::runtime_error("measuring the runtime's cost per byte: a no-op tree of " + std::to_string(tasks[r]) +
                                " tasks of " + std::to_string(bytes) + " bytes ended with exit code " + std::to_string(rc));
-    }
   }
-  std::error_code ec;
-  std::filesystem::remove_all(dir, ec);
   out.tree_cpu_seconds_per_byte =
       std::max(0.0, (cpu[1] - cpu[0]) / (static_cast<double>(tasks[1] - tasks[0]) * static_cast<double>(bytes)));
   out.receive_cpu_seconds_per_byte = std::max(0.0, out.tree_cpu_seconds_per_byte - gamma - out.input_cpu_seconds_per_byte);
@@ -295,9 +275,11 @@ OneHopRun run_one_hop(const model::Experiment& experiment, const std::map<std::s
   }
   const auto journal = std::filesystem::path(lo.out_dir) / "journal.tsv";
   const auto fingerprint = metrics::journal_fingerprint(ex.run.seed, out.apps, kernels, out.tasks);
+  // Read as it grows: each look parses only the lines appended since the last one.
+  metrics::JournalReader reader(journal, fingerprint, out.tasks);
   const auto read_journal = [&] {
     std::vector<Completion> c;
-    for (const auto& e : metrics::load_journal(journal, fingerprint, out.tasks)) c.push_back({e.app, e.completed_at});
+    for (const auto& e : reader.read()) c.push_back({e.app, e.completed_at});
     return c;
   };
   // Stopped early (`enough`, twice a second over what the journal holds so far): the tree
@@ -356,8 +338,8 @@ TaskCpuCosts measure_task_cpu(const model::Experiment& experiment, const std::ma
   workers = std::clamp<std::uint32_t>(workers / worker_cores, 1, 8);
   out.workers = workers;
   out.worker_cores = worker_cores;
-  const ScratchDir scratch("treefarm-taskcpu-");
-  const auto& dir = scratch.path;
+  const process::ScratchDir scratch("taskcpu");
+  const auto& dir = scratch.path();
   double cpu = 0, wall = 0;
   auto tasks_for = [&](double host_seconds, double run_seconds) {
     return static_cast<std::uint64_t>(std::clamp(run_seconds * host_cores / std::max(host_seconds, 1e-5), 40.0, 50'000.0));
@@ -660,8 +642,8 @@ void calibrate_emulated_hosts(const model::Experiment& experiment, const std::st
   // CPU measured on loopback). The LP charges it in place of the term-by-term costs.
   std::ostringstream whole;
   if (lo.node_cpu_seconds && lo.wrap && lo.node_cpu_seconds(0)) {
-    const ScratchDir scratch("treefarm-nodecpu-");
-    const auto& dir = scratch.path;
+    const process::ScratchDir scratch("nodecpu");
+    const auto& dir = scratch.path();
     for (std::size_t i = 1; i < experiment.nodes.size(); ++i) {
       const auto& spec = experiment.nodes[i];
       if (spec.cores == 0) continue;

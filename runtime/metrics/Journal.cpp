@@ -172,76 +172,95 @@ void Journal::write_batches() {
   }
 }
 
+JournalReader::JournalReader(std::filesystem::path path, std::string fingerprint, std::vector<std::uint64_t> tasks)
+    : path_(std::move(path)), fingerprint_(std::move(fingerprint)), tasks_(std::move(tasks)), done_(tasks_.size()) {
+  for (std::size_t k = 0; k < tasks_.size(); ++k) done_[k].assign(tasks_[k], false);
+}
+
+const std::vector<JournalEntry>& JournalReader::read() {
+  std::ifstream in(path_, std::ios::binary);
+  if (!in) throw std::runtime_error("journal: cannot read " + path_.string());
+  in.seekg(static_cast<std::streamoff>(offset_));
+  const std::string more((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  seen_bytes_ = offset_ + more.size();
+  std::size_t pos = 0;
+  while (pos < more.size()) {
+    const auto end = more.find('\n', pos);
+    if (end == std::string::npos) break;  // torn last line (a crash cut it) or one being written
+    ++line_no_;
+    try {
+      parse(more.substr(pos, end - pos));
+    } catch (...) {
+      --line_no_;  // read again (and refused again) by the next call
+      throw;
+    }
+    offset_ += end + 1 - pos;
+    pos = end + 1;
+  }
+  return out_;
+}
+
+void JournalReader::parse(const std::string& line) {
+  auto bad = [&](const std::string& field, const std::string& why) {
+    throw std::runtime_error(path_.string() + ":" + std::to_string(line_no_) + ": field '" + field + "': " + why);
+  };
+  if (line_no_ == 1) {
+    if (line.rfind(magic, 0) != 0) bad("header", "not a treefarm journal");
+    const auto got = line.substr(std::strlen(magic));
+    if (got != fingerprint_)
+      bad("header", "journal of another experiment (" + got + "), this one is " + fingerprint_ +
+                        ": remove the journal or run without --resume");
+    return;
+  }
+  if (line.empty() || line[0] == '#') return;
+  if (line.size() >= 5 && line.compare(line.size() - 5, 5, "#torn") == 0) return;  // cut by a crash
+  std::istringstream fields(line);
+  std::string f_app, f_index, f_at, f_compute, node;
+  if (line.rfind("-\t", 0) == 0) {  // revocation: "-<TAB>app<TAB>index"
+    std::string dash;
+    std::uint32_t app = 0;
+    std::uint64_t index = 0;
+    if (!std::getline(fields, dash, '\t') || !std::getline(fields, f_app, '\t') || !std::getline(fields, f_index))
+      bad("line", "a revocation needs 3 tab-separated fields (-, app, index)");
+    const auto number = [&](const std::string& text, auto& v, const char* name) {
+      const auto r = std::from_chars(text.data(), text.data() + text.size(), v);
+      if (r.ec != std::errc() || r.ptr != text.data() + text.size()) bad(name, "'" + text + "' is not a number");
+    };
+    number(f_app, app, "app");
+    number(f_index, index, "index");
+    if (app >= tasks_.size()) bad("app", std::to_string(app) + " out of range");
+    if (index >= tasks_[app]) bad("index", std::to_string(index) + " out of range");
+    if (done_[app][index]) {
+      done_[app][index] = false;
+      std::erase_if(out_, [&](const JournalEntry& e) { return e.app == app && e.index == index; });
+    }
+    return;
+  }
+  if (!std::getline(fields, f_app, '\t') || !std::getline(fields, f_index, '\t') ||
+      !std::getline(fields, f_at, '\t') || !std::getline(fields, f_compute, '\t') || !std::getline(fields, node))
+    bad("line", "expected 5 tab-separated fields (app, index, completed_at, compute_seconds, node)");
+  JournalEntry e;
+  auto num = [&](const std::string& s, auto& v, const char* name) {
+    const auto r = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (r.ec != std::errc() || r.ptr != s.data() + s.size()) bad(name, "'" + s + "' is not a number");
+  };
+  num(f_app, e.app, "app");
+  num(f_index, e.index, "index");
+  num(f_at, e.completed_at, "completed_at");
+  num(f_compute, e.compute_seconds, "compute_seconds");
+  e.node = node;
+  if (e.app >= tasks_.size()) bad("app", std::to_string(e.app) + " out of range");
+  if (e.index >= tasks_[e.app]) bad("index", std::to_string(e.index) + " out of range");
+  if (done_[e.app][e.index]) return;
+  done_[e.app][e.index] = true;
+  out_.push_back(std::move(e));
+}
+
 std::vector<JournalEntry> load_journal(const std::filesystem::path& path, const std::string& fingerprint,
                                        const std::vector<std::uint64_t>& tasks) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error("journal: cannot read " + path.string());
-  std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  std::vector<JournalEntry> out;
-  std::vector<std::vector<bool>> seen(tasks.size());
-  for (std::size_t k = 0; k < tasks.size(); ++k) seen[k].assign(tasks[k], false);
-  std::size_t pos = 0, line_no = 0;
-  auto bad = [&](const std::string& field, const std::string& why) {
-    throw std::runtime_error(path.string() + ":" + std::to_string(line_no) + ": field '" + field + "': " + why);
-  };
-  while (pos < all.size()) {
-    const auto end = all.find('\n', pos);
-    ++line_no;
-    if (end == std::string::npos) break;  // torn last line: the crash cut it
-    const std::string line = all.substr(pos, end - pos);
-    pos = end + 1;
-    if (line_no == 1) {
-      if (line.rfind(magic, 0) != 0) bad("header", "not a treefarm journal");
-      const auto got = line.substr(std::strlen(magic));
-      if (got != fingerprint)
-        bad("header", "journal of another experiment (" + got + "), this one is " + fingerprint +
-                          ": remove the journal or run without --resume");
-      continue;
-    }
-    if (line.empty() || line[0] == '#') continue;
-    if (line.size() >= 5 && line.compare(line.size() - 5, 5, "#torn") == 0) continue;  // cut by a crash
-    std::istringstream fields(line);
-    std::string f_app, f_index, f_at, f_compute, node;
-    if (line.rfind("-\t", 0) == 0) {  // revocation: "-<TAB>app<TAB>index"
-      std::string dash;
-      std::uint32_t app = 0;
-      std::uint64_t index = 0;
-      if (!std::getline(fields, dash, '\t') || !std::getline(fields, f_app, '\t') || !std::getline(fields, f_index))
-        bad("line", "a revocation needs 3 tab-separated fields (-, app, index)");
-      const auto parse = [&](const std::string& text, auto& v, const char* name) {
-        const auto r = std::from_chars(text.data(), text.data() + text.size(), v);
-        if (r.ec != std::errc() || r.ptr != text.data() + text.size()) bad(name, "'" + text + "' is not a number");
-      };
-      parse(f_app, app, "app");
-      parse(f_index, index, "index");
-      if (app >= tasks.size()) bad("app", std::to_string(app) + " out of range");
-      if (index >= tasks[app]) bad("index", std::to_string(index) + " out of range");
-      if (seen[app][index]) {
-        seen[app][index] = false;
-        std::erase_if(out, [&](const JournalEntry& e) { return e.app == app && e.index == index; });
-      }
-      continue;
-    }
-    if (!std::getline(fields, f_app, '\t') || !std::getline(fields, f_index, '\t') ||
-        !std::getline(fields, f_at, '\t') || !std::getline(fields, f_compute, '\t') || !std::getline(fields, node))
-      bad("line", "expected 5 tab-separated fields (app, index, completed_at, compute_seconds, node)");
-    JournalEntry e;
-    auto num = [&](const std::string& s, auto& v, const char* name) {
-      const auto r = std::from_chars(s.data(), s.data() + s.size(), v);
-      if (r.ec != std::errc() || r.ptr != s.data() + s.size()) bad(name, "'" + s + "' is not a number");
-    };
-    num(f_app, e.app, "app");
-    num(f_index, e.index, "index");
-    num(f_at, e.completed_at, "completed_at");
-    num(f_compute, e.compute_seconds, "compute_seconds");
-    e.node = node;
-    if (e.app >= tasks.size()) bad("app", std::to_string(e.app) + " out of range");
-    if (e.index >= tasks[e.app]) bad("index", std::to_string(e.index) + " out of range");
-    if (seen[e.app][e.index]) continue;
-    seen[e.app][e.index] = true;
-    out.push_back(std::move(e));
-  }
-  if (line_no == 0) throw std::runtime_error(path.string() + ": empty journal (no header)");
+  JournalReader reader(path, fingerprint, tasks);
+  auto out = reader.read();
+  if (reader.bytes_seen() == 0) throw std::runtime_error(path.string() + ": empty journal (no header)");
   return out;
 }
 

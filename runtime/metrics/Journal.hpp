@@ -89,4 +89,29 @@ std::string journal_fingerprint(std::uint64_t seed, const std::vector<std::strin
 std::vector<JournalEntry> load_journal(const std::filesystem::path& path, const std::string& fingerprint,
                                        const std::vector<std::uint64_t>& tasks);
 
+/// Reads a journal as it grows (a run's own, while the run goes): each read() parses only
+/// the whole lines appended since the last one, so watching a run costs what it writes,
+/// not the journal's size on every look. The same rules as load_journal.
+class JournalReader {
+ public:
+  JournalReader(std::filesystem::path path, std::string fingerprint, std::vector<std::uint64_t> tasks);
+  /// Parses what was appended (a line still without its newline waits for the next call)
+  /// and returns every entry so far. @throws std::runtime_error as load_journal does (a
+  /// missing file included); the lines before the bad one stay read.
+  const std::vector<JournalEntry>& read();
+  /// Bytes of the file seen so far, a torn last line included (0: an empty file).
+  std::uint64_t bytes_seen() const { return seen_bytes_; }
+
+ private:
+  std::filesystem::path path_;
+  std::string fingerprint_;
+  std::vector<std::uint64_t> tasks_;
+  std::vector<std::vector<bool>> done_;
+  std::vector<JournalEntry> out_;
+  std::uint64_t offset_ = 0;  ///< bytes of whole lines parsed
+  std::uint64_t seen_bytes_ = 0;
+  std::size_t line_no_ = 0;
+  void parse(const std::string& line);
+};
+
 }  // namespace treefarm::metrics

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "runtime/model/Experiment.hpp"
+#include "tests/support/TempDir.hpp"
 
 namespace treefarm::tools {
 namespace {
@@ -50,12 +51,12 @@ TEST(HostCalibration, AddLocalHostRecordsEveryNode) {
   EXPECT_EQ(model::parse_calibration(model::to_json(cal), "c.json"), cal);
 }
 
-// Session 11 (docs/lp.md, "Whole tasks measured through the runtime"): real
+// Whole tasks (docs/lp.md, "Whole tasks measured through the runtime"): real
 // treefarm-master and treefarm-worker processes run the experiment's applications one hop
 // down, alone and together; every figure comes from their own results.json.
 TEST(HostCalibration, EachApplicationsWholeCostIsMeasuredThroughTheRuntime) {
-  const auto dir = std::filesystem::temp_directory_path() / ("treefarm-taskcpu-test-" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
+  const test_support::TempDir scratch("taskcpu-test");  // removed on every exit, a failure's included
+  const auto& dir = scratch.path();
   const auto file = dir / "e.toml";
   // A depth-2 tree under lp: the measuring tree is one hop under FCFS, whatever the file's.
   std::ofstream(file) << "[[node]]\nname = \"root\"\ncores = 0\n[[node]]\nname = \"mid\"\nparent = \"root\"\ncores = 1\n"
@@ -92,8 +93,6 @@ TEST(HostCalibration, EachApplicationsWholeCostIsMeasuredThroughTheRuntime) {
   } catch (const std::runtime_error& e) {
     EXPECT_NE(std::string(e.what()).find("small"), std::string::npos) << e.what();
   }
-  std::error_code ec;
-  std::filesystem::remove_all(dir, ec);
 }
 
 TEST(CommCost, MovingBytesOverLoopbackCostsCpu) {

@@ -130,6 +130,46 @@ TEST(Journal, BatchesWrittenOnTheWritersThreadAreAllOnDiskAfterFlush) {
   for (std::size_t i = 1; i < e.size(); ++i) ASSERT_LT(e[i - 1].index, e[i].index) << "out of order at " << i;
 }
 
+// A run watched while it goes (tools/HostCalibration stops its run once the journal says
+// enough): each read parses only what was appended, a line being written waits.
+TEST(Journal, AReaderParsesOnlyWhatWasAppendedSinceItsLastRead) {
+  Dir d("journal");
+  const auto p = d.path() / "journal.tsv";
+  { Journal j(p, fp, false); j.add({0, 1, 1.0, 0.1, "a"}); }
+  JournalReader reader(p, fp, tasks);
+  EXPECT_EQ(reader.read().size(), 1u);
+  { std::ofstream(p, std::ios::app) << "0\t2\t1."; }  // being written
+  EXPECT_EQ(reader.read().size(), 1u);
+  { std::ofstream(p, std::ios::app) << "5\t0.1\tb\n"; }
+  ASSERT_EQ(reader.read().size(), 2u);
+  EXPECT_DOUBLE_EQ(reader.read()[1].completed_at, 1.5);
+  // Overwrite the first entry's application in place: the reader does not read it again
+  // (load_journal, reading it all, refuses it).
+  {
+    std::fstream f(p, std::ios::in | std::ios::out | std::ios::binary);
+    std::string head;
+    std::getline(f, head);
+    f.seekp(static_cast<std::streamoff>(head.size() + 1));
+    f << '9';
+  }
+  EXPECT_THROW(load_journal(p, fp, tasks), std::runtime_error);
+  { std::ofstream(p, std::ios::app) << "1\t0\t2\t0.1\tc\n-\t0\t2\n"; }
+  const auto& e = reader.read();
+  ASSERT_EQ(e.size(), 2u) << "one more entry, one revoked";
+  EXPECT_EQ(e[0].node, "a");
+  EXPECT_EQ(e[1].node, "c");
+  // A bad appended line names its line (5: header, a, b, c, the revocation, then it).
+  { std::ofstream(p, std::ios::app) << "0\t99\t1\t1\tw\n"; }
+  for (int twice = 0; twice < 2; ++twice) {
+    try {
+      reader.read();
+      ADD_FAILURE() << "out-of-range index accepted";
+    } catch (const std::runtime_error& err) {
+      EXPECT_NE(std::string(err.what()).find(":6: field 'index'"), std::string::npos) << err.what();
+    }
+  }
+}
+
 TEST(Journal, AJournalThatCannotBeWrittenIsRefusedNamingTheFile) {
   if (!fs::exists("/dev/full")) GTEST_SKIP() << "no /dev/full on this system";
   try {
