@@ -62,15 +62,6 @@ std::vector<std::string> leftovers(const std::string& prefix) {
 
 model::Experiment experiment(const std::string& toml) { return model::parse_experiment(toml, "<test>"); }
 
-std::string read_text(const std::string& path) {
-  std::ifstream f(path);
-  std::stringstream s;
-  s << f.rdbuf();
-  std::string t = s.str();
-  while (!t.empty() && (t.back() == '\n' || t.back() == ' ')) t.pop_back();
-  return t;
-}
-
 EmulationRun::EmulationRun(const std::string& toml, double timeout)
     : file((dir.path() / "star.toml").string()), prefix(fresh_prefix()) {
   std::ofstream(file) << toml;

@@ -28,9 +28,6 @@ model::Experiment experiment(const std::string& toml);
 
 using test_support::TempDir;
 
-/// Contents of a file, trailing whitespace removed.
-std::string read_text(const std::string& path);
-
 /// The setup of one `treefarm emulate` test: a temporary directory holding the experiment
 /// `toml` as star.toml, a fresh prefix, and emulate_command's options for them (the
 /// binaries of this build, output in DIR/out, `timeout` seconds, quiet, warn-level logs).

@@ -8,6 +8,7 @@
 #include <sstream>
 #include <sys/resource.h>
 
+#include "runtime/process/KernelFile.hpp"
 #include "tests/emulate/EmulationTestSupport.hpp"
 #include "tools/Process.hpp"
 #include "tools/emulate/Program.hpp"
@@ -106,15 +107,15 @@ TEST(Platform, BuildsNamespacesShapedLinksAndCgroupsThenRemovesThem) {
   for (const auto& dir : p.cgroups(1)) {
     if (fs::exists(dir + "/cpu.cfs_quota_us")) {
       ++quota_files;
-      EXPECT_EQ(read_text(dir + "/cpu.cfs_quota_us"), "50000");
+      EXPECT_EQ(treefarm::process::read_kernel_file(dir + "/cpu.cfs_quota_us"), "50000");
     }
     if (fs::exists(dir + "/cpu.max")) {
       ++quota_files;
-      EXPECT_EQ(read_text(dir + "/cpu.max"), "50000 100000");
+      EXPECT_EQ(treefarm::process::read_kernel_file(dir + "/cpu.max"), "50000 100000");
     }
     if (fs::exists(dir + "/cpuset.cpus")) {
       ++cpuset_files;
-      EXPECT_EQ(read_text(dir + "/cpuset.cpus"), "0");
+      EXPECT_EQ(treefarm::process::read_kernel_file(dir + "/cpuset.cpus"), "0");
     }
   }
   std::string groups;
@@ -124,13 +125,13 @@ TEST(Platform, BuildsNamespacesShapedLinksAndCgroupsThenRemovesThem) {
   // b has no limits: at most the group that counts its CPU time, which limits nothing.
   for (const auto& dir : p.cgroups(2)) {
     if (fs::exists(dir + "/cpu.cfs_quota_us")) {
-      EXPECT_EQ(read_text(dir + "/cpu.cfs_quota_us"), "-1");
+      EXPECT_EQ(treefarm::process::read_kernel_file(dir + "/cpu.cfs_quota_us"), "-1");
     }
     if (fs::exists(dir + "/cpu.max")) {
-      EXPECT_EQ(read_text(dir + "/cpu.max").substr(0, 4), "max ");
+      EXPECT_EQ(treefarm::process::read_kernel_file(dir + "/cpu.max").substr(0, 4), "max ");
     }
     if (fs::exists(dir + "/cpuset.cpus")) {
-      EXPECT_NE(read_text(dir + "/cpuset.cpus"), "0") << dir;
+      EXPECT_NE(treefarm::process::read_kernel_file(dir + "/cpuset.cpus"), "0") << dir;
     }
   }
   // Each node's CPU time is counted (a node's whole cost per task): a busy
