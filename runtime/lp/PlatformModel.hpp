@@ -46,6 +46,13 @@ struct PlatformModel {
     /// tasks in flight to the node obey Little's law (docs/lp.md, "Latency"):
     ///   Σ_k sent^(k)·(request_round_trip + b(k)/link_bandwidth) <= B.   0 = no bound.
     double request_round_trip = 0.0;
+    /// Per application: true when the node's buffer cannot hold the tasks its link brings
+    /// between two of this application's tasks, so the next one is requested only once
+    /// the current one has started and its transfer (request_round_trip + b(k)/b_v) is not
+    /// overlapped with computation: the node's time row charges it (docs/lp.md "The
+    /// buffer against the round trip"). lp::solve sets it from its own solution; empty
+    /// (all false) in a model as built.
+    std::vector<char> serial_transfer{};
     /// Seconds the parent's one-port stays busy per task beyond b(k)/link_bandwidth: the
     /// simulator's transfer ends after latency + bytes/bandwidth (so the link latency);
     /// the ZeroMQ adapter frees the port on the child's Received acknowledgement (so the

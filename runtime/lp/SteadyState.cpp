@@ -259,6 +259,42 @@ LpProblem build_steady_state_lp(const PlatformModel& m, SteadyStateVariables& va
       }
     }
   }
+  // A transfer the buffer cannot overlap (docs/lp.md "The buffer against the round trip"):
+  // the node's slots are busy for the task and, before it, for its transfer,
+  //   Σ_k α_v^(k) · (t_v^(k) + [serial_v,k] · (rtt_v + b(k) / b_v)) <= cores_v.
+  if (m.buffer > 0) {
+    for (std::size_t v = 1; v < n; ++v) {
+      const auto& node = m.nodes[v];
+      if (node.serial_transfer.empty() || node.cores == 0) continue;
+      row.clear();
+      bool serial = false;
+      for (std::size_t k = 0; k < kk; ++k) {
+        if (var.alpha[v][k] == none) continue;
+        double busy = node.task_seconds[k] * std::max<std::uint32_t>(m.apps[k].cores_per_task, 1);
+        if (k < node.serial_transfer.size() && node.serial_transfer[k]) {
+          busy += node.request_round_trip + link_seconds(m, v, m.apps[k].bytes);
+          serial = true;
+        }
+        row.push_back({var.alpha[v][k], busy / static_cast<double>(node.cores)});
+      }
+      if (!serial) continue;
+      lp.add_row(row, -lp_infinity, 1.0);
+      // And while such a task runs the node's full buffer asks for nothing, so its link
+      // idles: the link's work for everything v receives comes on top of those tasks,
+      //   Σ_k [serial_v,k] · α_v^(k) · (t_v^(k) / cores_v + rtt_v) + Σ_k sent_v^(k) · b(k) / b_v <= 1.
+      if (std::isinf(node.link_bandwidth)) continue;
+      row.clear();
+      for (std::size_t k = 0; k < kk; ++k) {
+        const bool serial_k = k < node.serial_transfer.size() && node.serial_transfer[k] && var.alpha[v][k] != none;
+        if (serial_k)
+          row.push_back({var.alpha[v][k], node.task_seconds[k] * std::max<std::uint32_t>(m.apps[k].cores_per_task, 1) /
+                                              static_cast<double>(node.cores) + node.request_round_trip});
+        if (var.sent[v][k] != none && !up[v][k] && m.apps[k].bytes > 0.0)
+          row.push_back({var.sent[v][k], link_seconds(m, v, m.apps[k].bytes)});
+      }
+      lp.add_row(row, -lp_infinity, 1.0);
+    }
+  }
   // Latency with a finite buffer (docs/lp.md "Latency"): node v holds or has
   // requested at most B tasks, and a requested task is in flight for its request's round
   // trip plus its own transfer, so by Little's law
@@ -321,8 +357,57 @@ Solution solve(const PlatformModel& model, const SolveOptions& options) {
   return solve(model, *solver, options);
 }
 
+namespace {
+Solution solve_once(const PlatformModel& m, LpSolver& solver, const SolveOptions& options);
+
+/// Whether node v's buffer of B tasks cannot overlap the transfer of application k under
+/// the rates of `s`: the link brings v N = Σ_j sent_v^(j) / α_v^(k) tasks from one task
+/// of k it computes to the next (the 1D mechanism spreads them evenly, beaumont2006
+/// §4.1), and while a task runs its slot stays taken, so with N > B the next task of k
+/// is requested only after the current one started, behind B - 1 others: when k is the
+/// node's long task, the core has run out of work before it arrives.
+bool transfer_is_serial(const PlatformModel& m, const Solution& s, std::size_t v, std::size_t k) {
+  if (!(s.alpha[v][k] > 0.0)) return false;
+  double through = 0.0, other_work = 0.0, others = 0.0;
+  for (std::size_t j = 0; j < m.apps.size(); ++j) {
+    through += s.sent[v][j];
+    if (j == k) continue;
+    other_work += s.alpha[v][j] * m.nodes[v].task_seconds[j];
+    others += s.alpha[v][j];
+  }
+  const double n = through / s.alpha[v][k];
+  if (n <= static_cast<double>(m.buffer) + 1e-9) return false;
+  // The B - 1 tasks queued ahead of it cover its round trip and transfer: overlapped.
+  const double mean_other = others > 0.0 ? other_work / others : 0.0;
+  const double transfer = m.nodes[v].request_round_trip + link_seconds(m, v, m.apps[k].bytes);
+  return static_cast<double>(m.buffer - 1) * mean_other < transfer;
+}
+}  // namespace
+
+// The row above depends on the rates it bounds (which tasks a buffer can overlap depends
+// on the plan's mix at each node): solve, mark the transfers the solution's mix leaves
+// unoverlapped, solve again, until no new one is marked. A mark stays (the sequence only
+// adds rows, so it ends, in at most nodes × applications solves).
 Solution solve(const PlatformModel& m, LpSolver& solver, const SolveOptions& options) {
   validate(m);
+  if (m.buffer == 0) return solve_once(m, solver, options);
+  PlatformModel marked = m;
+  for (;;) {
+    Solution s = solve_once(marked, solver, options);
+    bool more = false;
+    for (std::size_t v = 1; v < m.nodes.size(); ++v) {
+      auto& serial = marked.nodes[v].serial_transfer;
+      if (m.nodes[v].cores == 0) continue;
+      serial.resize(m.apps.size(), 0);
+      for (std::size_t k = 0; k < m.apps.size(); ++k)
+        if (!serial[k] && transfer_is_serial(marked, s, v, k)) serial[k] = 1, more = true;
+    }
+    if (!more) return s;
+  }
+}
+
+namespace {
+Solution solve_once(const PlatformModel& m, LpSolver& solver, const SolveOptions& options) {
   switch (options.objective) {
     case Objective::max_min: break;  // the only objective so far; see SolveOptions
   }
@@ -477,5 +562,6 @@ Solution solve(const PlatformModel& m, LpSolver& solver, const SolveOptions& opt
   }
   return s;
 }
+}  // namespace
 
 }  // namespace treefarm::lp

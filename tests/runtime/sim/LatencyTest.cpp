@@ -54,5 +54,60 @@ TEST(SimLatency, LpPolicyReachesTheMultiPortBufferOptimumOnAOneSecondStar) {
   expect_lp_reaches_the_latency_optimum("multi-port", 600, 2 * 10 / 2.01);
 }
 
+// A transfer the buffer cannot overlap (docs/lp.md "The buffer against the round trip"):
+// one worker of 1 Gflop/s on a 100 MB/s link runs "short" (5 Mflop: 0.005 s, 1 MB: 0.01 s)
+// and "long" (500 Mflop: 0.5 s, 25 MB: 0.25 s), weights 10 and 1. The paper's LP is
+// CPU-bound: 1 / (10 · 0.005 + 0.5) = 1.818 tasks/s per weight. With B = 4 the link brings
+// N = 11 tasks from one long task to the next, more than B: while a long task runs the
+// full buffer asks for nothing, the next long one is requested after it and its 0.25 s
+// come on top; the link idles during the long task: T · (0.5 + 10 · 0.01 + 0.25) <= 1,
+// 1 / 0.85 = 1.176. With B = 16 the next long task is buffered during the current one:
+// the CPU-bound 1.818 again. The simulated lp policy reaches each.
+std::string long_and_short(int buffer) {
+  return R"(
+[[node]]
+name = "m"
+cores = 0
+[[node]]
+name = "w"
+parent = "m"
+cores = 1
+speed = "1Gf"
+bandwidth = "100MBps"
+[[app]]
+name = "short"
+bytes = "1MB"
+flops = "5Mf"
+weight = 10
+tasks = 600
+[[app]]
+name = "long"
+bytes = "25MB"
+flops = "500Mf"
+weight = 1
+tasks = 60
+[run]
+policy = "lp"
+comm_model = "multi-port"
+buffer = )" + std::to_string(buffer) + "\n";
+}
+
+void expect_lp_reaches(int buffer, double optimum) {
+  const auto p = make_sim_platform(experiment(long_and_short(buffer)));
+  const double lp = lp::solve(p.model).fair_throughput;
+  EXPECT_NEAR(lp, optimum, 1e-3 * optimum) << "B = " << buffer;
+  const auto o = simulate(p);
+  ASSERT_TRUE(o.completed) << o.error;
+  const double ratio = o.results.fair_throughput / lp;
+  EXPECT_GE(ratio, 0.95) << "B = " << buffer << ": simulated " << o.results.fair_throughput << " tasks/s, LP " << lp;
+  EXPECT_LE(ratio, 1.05) << "B = " << buffer << ": simulated " << o.results.fair_throughput << " tasks/s, LP " << lp;
+}
+
+TEST(SimLatency, ABufferShorterThanThePlansCycleLeavesTheLongTransferUnoverlapped) {
+  expect_lp_reaches(4, 1 / 0.85);
+}
+
+TEST(SimLatency, ABufferHoldingThePlansCycleOverlapsTheLongTransfer) { expect_lp_reaches(16, 1 / 0.55); }
+
 }  // namespace
 }  // namespace treefarm::sim
