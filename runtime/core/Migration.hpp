@@ -108,6 +108,11 @@ class Migration {
   /// task puts it on hold for `retry` seconds, doubled after each such answer in a row
   /// (up to 16 x retry), so an idle node does not poll a child that has nothing to give.
   void answered(ChildId child, std::size_t answered, std::uint32_t rejected, Seconds now);
+  /// Whether `child` answered its last pulls with nothing and is on hold until after `now`.
+  bool on_hold(ChildId child, Seconds now) const {
+    const auto h = hold_until_.find(child);
+    return h != hold_until_.end() && h->second > now;
+  }
   /// When a child on hold may be asked again while this node is idle; nullopt: no need.
   std::optional<Seconds> next_deadline(const NodeState& state) const;
   /// Tasks asked of `child` and not answered yet.

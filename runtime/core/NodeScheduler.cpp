@@ -565,6 +565,7 @@ void NodeScheduler::pump(std::vector<Action>& out) {
     }
   }
   if (auto pull = migration_.next_pull(state_)) out.push_back(*pull);
+  reclaim_at_end_of_bag(out);
   if (auto push = migration_.next_push(state_)) out.push_back(std::move(*push));
   for (auto& reply : migration_.push_replies(state_)) out.push_back(std::move(reply));
 }

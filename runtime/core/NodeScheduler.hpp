@@ -121,6 +121,9 @@ class NodeScheduler {
   void tasks_returned(const Event& event, const event::TasksReturned& e);
   /// After a re-plan: waiting tasks beyond what a child's new rate needs are taken back.
   void reclaim_after_replan(std::vector<Action>& out);
+  /// At the end of the bag: waiting tasks that would finish sooner at an idle requester
+  /// are taken back from a slower child (NodeSchedulerMigration.cpp).
+  void reclaim_at_end_of_bag(std::vector<Action>& out);
   void tasks_pushed(const Event& event, const event::TasksPushed& e);
   void push_answered(const Event& event, const event::PushAnswered& e, std::vector<Action>& out);
   /// A returned or pushed task `t` that `child` (state `holder`) held, found at `held` in

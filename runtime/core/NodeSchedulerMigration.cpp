@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
+#include <optional>
 #include <string>
 
 #include "runtime/core/NodeScheduler.hpp"
@@ -159,6 +161,89 @@ void NodeScheduler::reclaim_after_replan(std::vector<Action>& out) {
     const auto count = static_cast<std::uint32_t>(std::min<std::uint64_t>(held - *keep - asked, state_.config.buffer));
     out.push_back(migration_.reclaim(id, count));
   }
+}
+
+/// The end of the bag (docs/live-model.md, "The end of the bag"): the root has no task left
+/// to send — its bag is drawn and its buffer empty — while requesters wait. A child's
+/// waiting tasks then finish at (tasks it holds) / (its planned rate) seconds, and nothing
+/// else will ever reach the requesters: each waiting task that would finish sooner at a
+/// requester than where it waits is taken back with a pull (papers/lee2010 slide 16:
+/// receiver-initiated, the parent holds the inputs and ownership moves back with the task,
+/// so exactly once is kept) and goes to a requester, never back to that child (returned_by).
+/// Only as many as the requesters ask for now (a task taken back with no requester for it
+/// would go back to its donor when it asks). Greedy, one task at a time: from the child whose queue ends last to the requester whose
+/// queue would end first, while that moves the task's finish earlier. Rates are the plan's
+/// (the last re-plan's, else the node's: a policy that follows a plan, lp), tasks/s over every application; a child keeps its
+/// cores' worth (they run now). Before the bag is drawn nothing moves, so a steady run does
+/// not churn tasks, and a task is given back by a node at most once (visited once).
+void NodeScheduler::reclaim_at_end_of_bag(std::vector<Action>& out) {
+  if (!state_.config.is_root || !state_.buffer.empty() || state_.requests.empty()) return;
+  const std::optional<NodePlan>& plan = plan_ ? plan_ : state_.config.plan;
+  if (!plan || !policy_->needs_calibration()) return;  // a policy that follows a plan
+  for (std::size_t k = 0; k < state_.config.apps.size(); ++k)
+    if (state_.source_remaining(AppId{static_cast<std::uint32_t>(k)}) > 0) return;
+  const auto total = [](const std::vector<double>& rates) {
+    double sum = 0;
+    for (double r : rates) sum += std::max(0.0, r);
+    return sum;
+  };
+  struct Queue {
+    std::optional<ChildId> child;  ///< nullopt: this node's executor
+    double rate = 0;               ///< tasks/s
+    double held = 0;               ///< tasks there, or on their way there
+    double keep = 0;               ///< tasks it runs at once (not taken back)
+    std::uint64_t asks = 0;        ///< pending requests: tasks it can take now
+    bool may_give = false;
+    std::uint32_t take = 0;
+  };
+  std::vector<Queue> queues;
+  std::uint64_t returning = 0;
+  for (const auto& [id, c] : state_.children) {
+    const auto it = plan->children.find(c.info.name);
+    Queue q;
+    q.child = id;
+    q.rate = it == plan->children.end() ? 0.0 : total(it->second);
+    const std::uint32_t asked = migration_.outstanding(id);
+    returning += asked;
+    q.held = static_cast<double>(c.in_flight) - asked;
+    q.keep = std::max<std::uint32_t>(1, c.info.cores);
+    q.may_give = q.held > q.keep && !migration_.on_hold(id, state_.now);
+    queues.push_back(q);
+  }
+  if (state_.local_requests > 0) queues.push_back(Queue{std::nullopt, total(plan->local), 0, 0, 0, false, 0});
+  for (const PendingRequest& r : state_.requests)
+    for (Queue& q : queues)
+      if (q.rate > 0 && (r.from.local ? !q.child : (q.child && *q.child == r.from.child))) ++q.asks;
+  const auto finish = [](const Queue& q, double tasks) {
+    return q.rate > 0 ? tasks / q.rate : std::numeric_limits<double>::infinity();
+  };
+  // The requester whose queue, one task longer, would end first (other than `not_q`).
+  const auto first_free = [&](const Queue* not_q) {
+    Queue* best = nullptr;
+    for (Queue& q : queues)
+      if (q.asks > 0 && &q != not_q && (!best || finish(q, q.held + 1) < finish(*best, best->held + 1))) best = &q;
+    return best;
+  };
+  // Tasks already on their way back go first.
+  for (std::uint64_t i = 0; i < returning; ++i)
+    if (Queue* q = first_free(nullptr)) {
+      q->held += 1;
+      --q->asks;
+    }
+  for (std::uint32_t moves = 0; moves < state_.config.buffer; ++moves) {
+    Queue* from = nullptr;
+    for (Queue& q : queues)
+      if (q.may_give && q.held > q.keep && (!from || finish(q, q.held) > finish(*from, from->held))) from = &q;
+    if (!from) break;
+    Queue* to = first_free(from);
+    if (!to || !(finish(*to, to->held + 1) < finish(*from, from->held))) break;
+    from->held -= 1;
+    to->held += 1;
+    --to->asks;
+    ++from->take;
+  }
+  for (const Queue& q : queues)
+    if (q.take > 0) out.push_back(migration_.reclaim(*q.child, q.take));
 }
 
 }  // namespace treefarm::core

@@ -4,6 +4,8 @@
 // longer accepted from its old holder), and whole trees that still record every task
 // exactly once while tasks migrate.
 #include <cstdio>
+#include <map>
+#include <variant>
 #include <cstdlib>
 #include <memory>
 #include <random>
@@ -359,6 +361,77 @@ TEST(MigrationPush, TasksBelowTheParentsNbcStay) {
   off->handle(event::WorkRequested{Target::executor(), 1}, 0);
   for (std::uint64_t i = 0; i < 4; ++i) off->handle(event::TaskArrived{task(0, i)}, 1);
   EXPECT_EQ(names(off->handle(event::PushAnswered{false, {}, {2, 0, 0}}, 2)), Strings{});
+}
+
+}  // namespace
+}  // namespace treefarm::core::testing
+
+namespace treefarm::core::testing {
+namespace {
+
+// The end of the bag under lp (docs/live-model.md): a fast and a slow child (8x slower)
+// under a root that only forwards, migration off. Once the bag is drawn the root takes the
+// slow child's waiting tasks back for the fast one, and only then: no pull before the bag
+// is empty, every task recorded exactly once, no duplicate, none given back twice, and the
+// tail shortens (60 tasks at 1.125 tasks/s: 53 s; the slow child's 8 waiting tasks alone
+// are 64 s).
+TEST(MigrationTree, AtTheEndOfTheBagTheRootTakesASlowChildsWaitingTasksBack) {
+  TreeSpec spec;
+  spec.policy = "lp";
+  spec.apps = {app("a", 1, 60)};
+  NodeSpec root;
+  root.cores = 0;
+  root.buffer = 4;
+  NodeSpec fast;
+  fast.buffer = 8;
+  fast.task_seconds = {1.0};
+  NodeSpec slow = fast;
+  slow.task_seconds = {8.0};
+  spec.nodes = {root, fast, slow};
+  TreeHarness h(spec);
+  std::size_t early_pulls = 0, pulls = 0;
+  std::map<TaskId, int> given_back;
+  h.on_step = [&](const TreeHarness& t, const Step& s) {
+    for (const Action& a : *s.actions) {
+      if (s.node == 0 && std::holds_alternative<action::SendPull>(a)) {
+        ++pulls;
+        if (t.node(0).state().source_remaining(AppId{0}) > 0) ++early_pulls;
+      }
+      if (const auto* r = std::get_if<action::ReturnTasks>(&a))
+        for (const TaskRef& task : r->tasks) ++given_back[task.id];
+    }
+  };
+  h.start();
+  h.run();
+  EXPECT_TRUE(h.emptiness_check());
+  EXPECT_EQ(h.node(0).duplicates(), 0u);
+  EXPECT_EQ(early_pulls, 0u) << "tasks taken back before the bag was drawn";
+  EXPECT_GT(pulls, 0u);
+  EXPECT_GT(h.migrated(), 0u);
+  for (const auto& [id, n] : given_back) EXPECT_EQ(n, 1) << "task " << id.index() << " given back " << n << " times";
+  EXPECT_LT(h.now(), 62.0) << "the slow child's queue was not taken back; pulls " << pulls << ", migrated " << h.migrated();
+  if (std::getenv("MIGRATION_LOG"))
+    for (const auto& r : h.log())
+      std::visit([&](const auto& x) { std::printf("%8.3f n%zu %s\n", r.time, r.node, describe(x).c_str()); }, r.what);
+}
+
+// A steady run of equal children never takes anything back: at the end of the bag each
+// child's queue already ends when the others' do.
+TEST(MigrationTree, EqualChildrenGiveNothingBackAtTheEndOfTheBag) {
+  TreeSpec spec;
+  spec.policy = "lp";
+  spec.apps = {app("a", 1, 90)};
+  NodeSpec root;
+  root.cores = 0;
+  root.buffer = 4;
+  NodeSpec w;
+  w.buffer = 8;
+  spec.nodes = {root, w, w, w};
+  TreeHarness h(spec);
+  h.start();
+  h.run();
+  EXPECT_TRUE(h.emptiness_check());
+  EXPECT_EQ(h.migrated(), 0u);
 }
 
 }  // namespace

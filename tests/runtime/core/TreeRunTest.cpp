@@ -111,6 +111,9 @@ TEST_P(TreeRun, BufferBoundAndRequestsMatchTheRoomAfterEveryEvent) {
       std::size_t request_actions = 0;
       for (const auto& a : *s.actions) {
         if (std::holds_alternative<action::SendTask>(a) || std::holds_alternative<action::StartTask>(a)) ++assigned;
+        // Tasks given back to the parent (a pull: lp takes waiting tasks back at the end of
+        // the bag) leave the buffer as assigned ones do.
+        if (const auto* r = std::get_if<action::ReturnTasks>(&a)) assigned += r->tasks.size();
         if (const auto* r = std::get_if<action::RequestWork>(&a)) {
           requested += r->count;
           ++request_actions;
