@@ -29,6 +29,7 @@
 #include "runtime/cli/CliSupport.hpp"
 #include "runtime/metrics/Journal.hpp"
 #include "runtime/process/ScratchDir.hpp"
+#include "tools/CpuPlacement.hpp"
 #include "tools/SteadyRate.hpp"
 #include "tools/TreeLauncher.hpp"
 
@@ -266,6 +267,16 @@ OneHopRun run_one_hop(const model::Experiment& experiment, const std::map<std::s
   std::ofstream(file) << one_hop_experiment(experiment, tasks, keep_weights, workers, worker_cores);
   const auto ex = model::load_experiment(file.string());
   auto lo = measuring_launch(encrypt, 300, bin_dir, (dir / ("out-" + tag)).string());
+  // Placed as the measured tree will be: when its nodes share the machine's CPUs unpinned
+  // (docs/commands/run.md, "Placement"), so do the one-hop tree's workers, or the whole-task
+  // costs measured pinned would not be those of the run.
+  if (const auto usable = exec::discover_topology().cores; !usable.empty()) {
+    const auto placed = assign_cpus(experiment, usable);
+    if (std::any_of(placed.begin(), placed.end(), [](const NodeCpus& c) { return c.shared; }))
+      lo.cpus = [all = exec::format_cpu_list(usable), worker_cores](std::size_t node) {
+        return node == 0 ? NodeCpus{} : NodeCpus{all, worker_cores, true};
+      };
+  }
   OneHopRun out;
   std::vector<std::string> kernels;
   for (const auto& a : ex.apps) {
