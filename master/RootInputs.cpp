@@ -7,12 +7,30 @@
 
 #include "runtime/model/BagSource.hpp"
 #include "runtime/net/Messages.hpp"
+#include "runtime/node/MadeBytes.hpp"
 #include "tasks/TaskEnvelope.hpp"
 
 namespace treefarm::master {
 
+namespace {
+/// A task's input made from its seed where it is needed: straight into the batch frame
+/// that carries it to a child (no buffer, zero-fill or copy of its own), or once into a
+/// buffer if read whole (node::MadeBytes).
+class SecretInput final : public node::MadeBytes {
+ public:
+  SecretInput(std::shared_ptr<const model::AppSpec> app, std::uint32_t k, std::uint64_t seed)
+      : MadeBytes(app->input_bytes()), app_(std::move(app)), k_(k), seed_(seed) {}
+
+ private:
+  void make(std::span<std::byte> out) const override { tasks::fill_input(*app_, seed_, k_, 0, out); }
+  std::shared_ptr<const model::AppSpec> app_;  ///< shared: a payload may outlive the run's experiment
+  std::uint32_t k_;
+  std::uint64_t seed_;
+};
+}  // namespace
+
 RootInputs::RootInputs(const model::Experiment& ex, bool pooled)
-    : ex_(ex), pooled_(pooled), secret_(tasks::RunSecret::random()), pool_(ex.apps.size()), small_(ex.apps.size()) {
+    : ex_(ex), pooled_(pooled), secret_(tasks::RunSecret::random()), pool_(ex.apps.size()), small_(ex.apps.size()), made_on_send_(ex.apps.size()) {
   if (pooled_) {
     for (std::uint32_t k = 0; k < ex_.apps.size(); ++k)
       if (ex_.apps[k].kernel != model::Kernel::command)
@@ -32,6 +50,11 @@ RootInputs::RootInputs(const model::Experiment& ex, bool pooled)
     const std::size_t bytes = ex_.apps[k].input_bytes();
     if (tasks::has_fixed_input(ex_.apps[k]) && bytes > 0 && bytes <= slab_max_input_bytes)
       small_[k].emplace(bytes, std::min<std::size_t>(256, slab_bytes / bytes));
+    // Inputs too small to generate ahead and too large for a slab: made when sent,
+    // straight into the frame that carries them (SecretInput).
+    if (tasks::has_fixed_input(ex_.apps[k]) && !ex_.apps[k].bag && !small_[k] && bytes > 0 &&
+        bytes < tasks::InputPrefetcher::Options{}.min_prefetch_bytes)
+      made_on_send_[k] = std::make_shared<const model::AppSpec>(ex_.apps[k]);
   }
 }
 
@@ -65,6 +88,10 @@ node::Payload RootInputs::payload(core::TaskId id) {
   if (!pool_[k].empty()) return node::share(pool_[k][id.index() % pool_size]);
   if (!prefetcher_) return node::share(make(k, id.index()));
   if (small_[k]) return small_[k]->make([&](std::span<std::byte> out) { prefetcher_->fill(k, id.index(), out); });
+  if (made_on_send_[k]) {
+    ++made_on_send_count_;
+    return std::make_shared<SecretInput>(made_on_send_[k], k, secret_.input_seed(k, id.index()));
+  }
   return node::share(prefetcher_->get(k, id.index()));
 }
 
@@ -72,9 +99,10 @@ tasks::InputBuffer RootInputs::regenerate(core::TaskId id) const { return make(i
 
 std::string RootInputs::summary() const {
   const auto made = prefetcher_ ? prefetcher_->stats() : tasks::InputPrefetcher::Stats{};
-  return fmt::format("{} task inputs generated ({:.3f} s; {} ready ahead, {} waited for{}){}", made.generated,
+  return fmt::format("{} task inputs generated ({:.3f} s; {} ready ahead, {} waited for{}){}{}", made.generated,
                      made.generate_seconds, made.ready, made.generated_on_caller,
                      pooled_ ? "; pooled: 2 per application reused" : "",
+                     made_on_send_count_ ? fmt::format("; {} made when sent, into their frames", made_on_send_count_) : "",
                      bag_inputs_ ? fmt::format("; {} inputs of files, lines or numbers read when sent", bag_inputs_) : "");
 }
 

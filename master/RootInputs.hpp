@@ -6,6 +6,7 @@
 /// application reused by every task.
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -47,6 +48,9 @@ class RootInputs {
   std::optional<tasks::InputPrefetcher> prefetcher_;
   std::vector<std::vector<tasks::InputBuffer>> pool_;
   std::vector<std::optional<node::SmallPayloads>> small_;
+  /// Per application whose inputs are made where they are sent (SecretInput): its spec; else null.
+  std::vector<std::shared_ptr<const model::AppSpec>> made_on_send_;
+  std::uint64_t made_on_send_count_ = 0;
 };
 
 }  // namespace treefarm::master

@@ -47,8 +47,22 @@ bool BatchWriter::batchable(const Message& m, std::size_t payload_bytes) {
 }
 
 bool BatchWriter::add(const Message& m, std::span<const std::byte> payload) {
-  const bool with_payload = payload_frames_of(m) == 1;
-  if (!with_payload && !payload.empty()) throw std::invalid_argument("a payload given for a message without one");
+  if (payload_frames_of(m) != 1) {
+    if (!payload.empty()) throw std::invalid_argument("a payload given for a message without one");
+    return append(m, false, 0);
+  }
+  const auto room = add_room(m, payload.size());
+  if (room && !payload.empty()) std::memcpy(room->data(), payload.data(), payload.size());
+  return room.has_value();
+}
+
+std::optional<std::span<std::byte>> BatchWriter::add_room(const Message& m, std::size_t payload_bytes) {
+  if (payload_frames_of(m) != 1) throw std::invalid_argument("room for a payload asked for a message without one");
+  if (!append(m, true, payload_bytes)) return std::nullopt;
+  return std::span<std::byte>(bytes_.data() + bytes_.size() - payload_bytes, payload_bytes);
+}
+
+bool BatchWriter::append(const Message& m, bool with_payload, std::size_t payload_bytes) {
   if (count_ >= max_batch_entries) return false;
   // Encoded in place after its length (no buffer of its own per message).
   const std::size_t start = bytes_.size();
@@ -60,15 +74,15 @@ bool BatchWriter::add(const Message& m, std::span<const std::byte> payload) {
     throw;
   }
   const std::size_t header = bytes_.size() - start - 4;
-  if (bytes_.size() + (with_payload ? 4 + payload.size() : 0) > max_batch_bytes) {
+  if (bytes_.size() + (with_payload ? 4 + payload_bytes : 0) > max_batch_bytes) {
     bytes_.resize(start);
     if (count_ == 0) throw std::invalid_argument("a message too large for a batch frame");
     return false;
   }
   poke(bytes_, start, static_cast<std::uint32_t>(header));
   if (with_payload) {
-    put(bytes_, static_cast<std::uint32_t>(payload.size()));
-    bytes_.insert(bytes_.end(), payload.begin(), payload.end());
+    put(bytes_, static_cast<std::uint32_t>(payload_bytes));
+    bytes_.resize(bytes_.size() + payload_bytes);  // written by the caller (add, add_room)
   }
   ++count_;
   return true;

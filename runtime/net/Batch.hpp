@@ -13,6 +13,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -36,6 +37,10 @@ class BatchWriter {
   /// Appends `m` (and its payload for Task/Probe). Returns false, leaving the batch
   /// unchanged, when it would exceed max_batch_entries or max_batch_bytes.
   bool add(const Message& m, std::span<const std::byte> payload = {});
+  /// As add() for a Task/Probe whose payload of `payload_bytes` bytes the caller writes
+  /// into the returned span (inside the frame) before the next call: no copy of bytes
+  /// made elsewhere. nullopt, the batch unchanged, when it would exceed a limit.
+  std::optional<std::span<std::byte>> add_room(const Message& m, std::size_t payload_bytes);
   std::size_t count() const { return count_; }
   bool empty() const { return count_ == 0; }
   /// The frame of the messages added since the last take(); the writer is empty after.
@@ -43,6 +48,8 @@ class BatchWriter {
 
  private:
   void reset();
+  /// Appends `m`'s entry, with room for `payload_bytes` when `with_payload`; false when full.
+  bool append(const Message& m, bool with_payload, std::size_t payload_bytes);
   std::vector<std::byte> bytes_;
   std::size_t count_ = 0;
 };

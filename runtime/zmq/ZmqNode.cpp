@@ -208,9 +208,9 @@ struct ZmqNode::Impl final : node::Transport {
     }
     if (parent_batches && net::BatchWriter::batchable(message, payload ? payload->size() : 0)) {
       const bool holdable = std::holds_alternative<net::msg::Result>(message) || std::holds_alternative<net::msg::Request>(message);
-      if (!parent_out.add(message, bytes_of(payload))) {
+      if (!add_to(parent_out, message, payload)) {
         flush_parent();
-        (void)parent_out.add(message, bytes_of(payload));  // fits an empty batch: batchable() said so
+        (void)add_to(parent_out, message, payload);  // fits an empty batch: batchable() said so
       }
       if (!holdable) parent_urgent = true;
       else if (parent_held_since < 0) parent_held_since = now();
@@ -248,9 +248,9 @@ struct ZmqNode::Impl final : node::Transport {
     }
     auto* out = child_out.find(peer.value);
     if (out && net::BatchWriter::batchable(message, payload ? payload->size() : 0)) {
-      if (out->add(message, bytes_of(payload))) return child_out.queued(peer.value, *out) < stream_count || flush_child(peer.value);
+      if (add_to(*out, message, payload)) return child_out.queued(peer.value, *out) < stream_count || flush_child(peer.value);
       if (!flush_child(peer.value)) return false;
-      if (out->add(message, bytes_of(payload))) return child_out.queued(peer.value, *out) > 0;
+      if (add_to(*out, message, payload)) return child_out.queued(peer.value, *out) > 0;
     }
     if (!flush_child(peer.value)) return false;
     zmq::message_t frame = frame_of(payload);

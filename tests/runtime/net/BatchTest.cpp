@@ -99,6 +99,29 @@ TEST(Batch, WriterKeepsToItsLimits) {
   EXPECT_THROW((void)w.add(msg::Request{1}, big), std::invalid_argument);  // a payload for a kind without one
 }
 
+TEST(Batch, RoomForAPayloadIsWrittenInPlaceAndGivesTheFrameAddWould) {
+  BatchWriter by_room, by_copy;
+  const Bytes input = bytes_of("made in the frame");
+  auto room = by_room.add_room(msg::Task{5}, input.size());
+  ASSERT_TRUE(room);
+  ASSERT_EQ(room->size(), input.size());
+  std::memcpy(room->data(), input.data(), input.size());
+  ASSERT_TRUE(by_room.add(msg::Request{2}));
+  ASSERT_TRUE(by_copy.add(msg::Task{5}, input));
+  ASSERT_TRUE(by_copy.add(msg::Request{2}));
+  const Bytes frame = by_room.take();
+  EXPECT_EQ(frame, by_copy.take());
+  const auto entries = decode_batch(frame);
+  ASSERT_EQ(entries.size(), 2u);
+  EXPECT_EQ(text_at(frame, entries[0]), "made in the frame");
+  // Full: nothing is added, the batch is unchanged; a kind without a payload has no room.
+  std::size_t tasks = 0;
+  while (by_room.add_room(msg::Task{tasks}, max_batched_payload_bytes)) ++tasks;
+  EXPECT_EQ(decode_batch(by_room.take()).size(), tasks);
+  EXPECT_THROW((void)by_room.add_room(msg::Request{1}, 4), std::invalid_argument);
+  EXPECT_TRUE(by_room.empty());
+}
+
 /// A batch of two Tasks, to be broken in the tests below.
 Bytes two_tasks() {
   BatchWriter w;
