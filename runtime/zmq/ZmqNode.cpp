@@ -521,8 +521,10 @@ struct ZmqNode::Impl final : node::Transport {
 
   /// Hands finished jobs to the driver. A job done on the fast path frees its core at
   /// once and the driver may start the next one inline too: go on (up to a burst) so
-  /// that a node's buffer of tiny tasks drains in one turn, not one turn per task.
+  /// that a node's buffer of tiny tasks drains in one turn, not one turn per task. The
+  /// tasks received so far are acknowledged first: the parent's one-port window waits for that.
   void collect() {
+    if (driver->flush(now()); parent_flush_due() == 0.0) flush_parent();
     for (int k = 0; k < burst && !driver->finished(); ++k) {
       runner->collect([&](std::uint64_t tagged, node::JobOutcome o) {
         if (auto job = jobs->current(tagged)) driver->on_job_done(*job, std::move(o), now());
