@@ -7,15 +7,28 @@
 
 #include <spdlog/spdlog.h>
 
+#include "master/HostWindow.hpp"
 #include "runtime/lp/HostObservation.hpp"
 #include "runtime/metrics/MachineCpu.hpp"
 #include "runtime/metrics/ProcessMemory.hpp"
 
 namespace treefarm::master {
 
+namespace {
+/// Seconds: the shortest window of the interval from the estimates on a shared machine
+/// (its CPU samples come once a second, from each process at its own phase).
+constexpr double kIntervalWindow = 2.0;
+}  // namespace
+
 LiveRun::LiveRun(const model::Experiment& ex, std::optional<Prediction> prediction, bool one_machine)
     : ex_(ex), prediction_(std::move(prediction)), cpu_limit_(metrics::cgroup_cpu_limit()), one_machine_(one_machine) {
   if (prediction_ && lp::replans(ex_)) live_.emplace(prediction_->model, prediction_->solution);
+  // The interval's figures are tight by the rule of the plan made from the estimates.
+  if (const auto it = ex_.run.policy_options.find("lp"); it != ex_.run.policy_options.end()) {
+    const auto o = lp::EstimatePlanOptions::from_policy_options(it->second);
+    interval_options_.max_half_width = o.max_half_width;
+    interval_options_.min_samples = o.min_samples;
+  }
 }
 
 void LiveRun::install(node::RootSetup& root, RunRecord& record) {
@@ -27,17 +40,32 @@ void LiveRun::install(node::RootSetup& root, RunRecord& record) {
     cpu_.estimates(estimates, at);
     cpu_.node(ex_.nodes.at(0).name, at, metrics::process_cpu_seconds());  // the root's own process
     if (const auto m = metrics::machine_cpu()) cpu_.machine(at, m->idle_seconds);
-    if (warmup_ && !warmup_->made()) return first_plan(estimates, record.elapsed(now), record);
-    if (!live_) return std::nullopt;
-    const auto replan = live_->update(estimates, record.elapsed(now));
-    if (!replan) return std::nullopt;
-    spdlog::warn("master: re-plan at {:.1f} s ({}): {} of {} moved from {:.4g} to {:.4g} s; LP optimum {:.4f} -> {:.4f} "
-                 "tasks/s", replan->at, replan->cause, replan->figure, replan->node, replan->old_value,
-                 replan->new_value, replan->old_optimum, replan->new_optimum);
-    record.results().replans.push_back(lp::to_json(*replan));
-    return live_->hints();
+    std::optional<std::vector<net::msg::NodeHint>> hints;
+    if (warmup_ && !warmup_->made()) {
+      hints = first_plan(estimates, record.elapsed(now), record);
+      if (hints) plan_at_ = at;
+    } else if (live_) {
+      if (const auto replan = live_->update(estimates, record.elapsed(now))) {
+        spdlog::warn("master: re-plan at {:.1f} s ({}): {} of {} moved from {:.4g} to {:.4g} s; LP optimum {:.4f} -> "
+                     "{:.4f} tasks/s", replan->at, replan->cause, replan->figure, replan->node, replan->old_value,
+                     replan->new_value, replan->old_optimum, replan->new_optimum);
+        record.results().replans.push_back(lp::to_json(*replan));
+        hints = live_->hints();
+      }
+    }
+    if (!hints) estimate_interval(at, record.results());
+    return hints;
   };
-  record.on_computed([this](metrics::RunResults& results) { a_posteriori(results); });
+  record.on_computed([this](metrics::RunResults& results) {
+    if (prediction_ && !interval_made_) {
+      std::string loose;
+      for (std::size_t i = 0; i < interval_loose_.size() && i < 3; ++i) loose += (i ? "; " : "") + interval_loose_[i];
+      spdlog::info("master: no prediction interval from this run's estimates: {}",
+                   loose.empty() ? "the run ended before its span held enough windows" : loose);
+      if (!interval_figures_.empty()) spdlog::info("master: its figures at the end: {}", interval_figures_);
+    }
+    a_posteriori(results);
+  });
 }
 
 void LiveRun::plan_from_estimates(std::optional<model::Calibration> hosts, bool pooled_inputs) {
@@ -160,40 +188,19 @@ std::optional<std::string> LiveRun::lacks_host(const lp::PlatformModel& model) c
 }
 
 lp::PlatformModel LiveRun::observed_host(lp::PlatformModel model, metrics::RunResults& results, double lo, double hi) const {
-  const int h = model.nodes.empty() ? -1 : model.nodes[0].host;
-  if (h < 0 || std::count_if(model.nodes.begin(), model.nodes.end(), [&](const auto& n) { return n.host == h; }) < 2)
-    return model;  // no host the root shares: the nodes' own figures (observed_model) stand
-  lp::HostObservation obs;
-  obs.host = h;
-  obs.window_seconds = hi - lo;
-  std::string missing;
-  for (const auto& node : model.nodes) {
-    if (node.host != h) continue;
-    if (const auto c = cpu_.node_seconds(node.name, lo, hi)) obs.node_cpu_seconds[node.name] = *c;
-    else missing += (missing.empty() ? "" : ", ") + node.name;
-  }
-  const auto idle = cpu_.idle_seconds(lo, hi);
-  if (!missing.empty() || !idle) {
-    char window[64];
-    std::snprintf(window, sizeof window, "[%.1f, %.1f] s", lo, hi);
-    throw std::runtime_error("no CPU samples of " + (missing.empty() ? std::string("the machine") : missing) +
-                             " over the steady window " + window +
-                             " (the heartbeats carry them every second: a run this short, or a node that joined "
-                             "late, has none)");
-  }
-  double tree = 0;
-  for (const auto& [name, c] : obs.node_cpu_seconds) tree += c;
-  obs.available_cpu_seconds = *idle + tree;
-  if (cpu_limit_) obs.available_cpu_seconds = std::min(obs.available_cpu_seconds, *cpu_limit_ * obs.window_seconds);
-  results.for_each_task([&](const metrics::TaskView& t) {
-    if (t.completed_at < lo || t.completed_at > hi || t.app >= results.apps.size()) return;
-    obs.tasks[std::string(t.node)][results.apps[t.app].name] += 1;
-  });
+  const int h = shared_root_host(model);
+  if (h < 0) return model;  // no host the root shares: the nodes' own figures (observed_model) stand
+  const auto obs = observe_host(model, h, HostSources{cpu_, cpu_limit_, results}, lo, hi);
+  const auto idle = obs.available_cpu_seconds - [&] {
+    double tree = 0;
+    for (const auto& [name, c] : obs.node_cpu_seconds) tree += c;
+    return tree;
+  }();
   lp::HostObservationSummary s;
   auto observed = lp::observed_host_model(model, obs, &s);  // throws, naming what is missing
   results.a_posteriori = {{"window", {lo, hi}},
                           {"available_cores", s.available_cores},
-                          {"idle_cpu_seconds", *idle},
+                          {"idle_cpu_seconds", idle},
                           {"tree_cpu_seconds", s.tree_cpu_seconds},
                           {"node_cpu_seconds", obs.node_cpu_seconds},
                           {"cost_factor", s.cost_factor},
@@ -202,6 +209,41 @@ lp::PlatformModel LiveRun::observed_host(lp::PlatformModel model, metrics::RunRe
                "({:.2f} cores); CPU per task x {:.3f} of the calibration's", lo, hi, s.tree_cpu_seconds,
                obs.available_cpu_seconds, s.available_cores, s.cost_factor);
   return observed;
+}
+
+void LiveRun::estimate_interval(double at, metrics::RunResults& results) {
+  if (interval_made_ || !prediction_) return;
+  // The span seen so far, from after the warm-up (and after the plan made from the
+  // estimates): at most 10 equal windows of at least kIntervalWindow seconds, ending a
+  // heartbeat before now so that every node's CPU sample reaches it.
+  const double lo = std::max({1.0, 0.1 * at, plan_at_ + 1.0}), hi = at - 1.0;
+  const auto parts = static_cast<std::size_t>(std::clamp(std::floor((hi - lo) / kIntervalWindow), 0.0, 10.0));
+  const auto& model = live_ ? live_->model() : prediction_->model;
+  try {
+    if (lacks_host(model)) return;  // no model of this machine: no interval (a_posteriori says why)
+    std::optional<lp::HostWindows> host;
+    if (const int h = shared_root_host(model); h >= 0) {
+      if (parts < interval_options_.min_windows) return;
+      host = observe_host_windows(model, h, HostSources{cpu_, cpu_limit_, results}, lo, hi, parts);
+    }
+    const auto interval = lp::run_interval(model, latest_, host, interval_options_);
+    interval_loose_ = interval.loose;
+    interval_figures_.clear();
+    for (const auto& f : interval.figures) {
+      char text[160];
+      std::snprintf(text, sizeof text, "%s %.4g ±%.1f %%", f.name.c_str(), f.mean, f.half * 100);
+      interval_figures_ += (interval_figures_.empty() ? "" : "; ") + std::string(text);
+    }
+    if (!interval.tight()) return;
+    interval_made_ = true;
+    results.estimate_interval = metrics::RunResults::EstimateInterval{at, interval.low, interval.median, interval.high};
+    spdlog::warn("master: prediction interval from this run's estimates at {:.1f} s: {:.4f} to {:.4f} tasks/s ({:+.1f} % "
+                 "to {:+.1f} %; the LP over them {:.4f})", at, interval.low, interval.high,
+                 100 * (interval.low / interval.median - 1), 100 * (interval.high / interval.median - 1), interval.median);
+    spdlog::info("master: the interval's figures over [{:.1f}, {:.1f}] s: {}", lo, hi, interval_figures_);
+  } catch (const std::exception& e) {
+    interval_loose_ = {e.what()};
+  }
 }
 
 }  // namespace treefarm::master

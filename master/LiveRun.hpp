@@ -18,6 +18,7 @@
 #include "runtime/lp/EstimatePlan.hpp"
 #include "master/TreeCpu.hpp"
 #include "runtime/lp/LiveModel.hpp"
+#include "runtime/lp/RunInterval.hpp"
 #include "runtime/lp/PlatformModel.hpp"
 #include "runtime/lp/SteadyState.hpp"
 #include "runtime/metrics/Results.hpp"
@@ -63,6 +64,9 @@ class LiveRun {
   /// figures into results.a_posteriori. Throws, saying why, when the CPU samples do not
   /// cover the window (std::runtime_error) or a figure is missing (std::invalid_argument).
   lp::PlatformModel observed_host(lp::PlatformModel model, metrics::RunResults& results, double lo, double hi) const;
+  /// Once the run's own figures are tight (lp::run_interval): the interval of the
+  /// prediction from them, into `results`, the log and the progress output.
+  void estimate_interval(double at, metrics::RunResults& results);
 
   const model::Experiment& ex_;
   std::optional<lp::EstimatePlan> warmup_;
@@ -74,6 +78,11 @@ class LiveRun {
   /// The machine's CPU limit for the tree: its cgroup's quota, if any (CPUs).
   std::optional<double> cpu_limit_;
   bool one_machine_ = false;
+  double plan_at_ = 0;  ///< results' clock: when the plan from the estimates was made (0: calibrated)
+  lp::RunIntervalOptions interval_options_;
+  bool interval_made_ = false;
+  std::vector<std::string> interval_loose_;  ///< why there is no interval yet
+  std::string interval_figures_;             ///< its figures at the last look, for the log
 };
 
 }  // namespace treefarm::master

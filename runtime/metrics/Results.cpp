@@ -154,6 +154,10 @@ nlohmann::json to_json(const RunResults& r, bool with_tasks) {
     j["fair_inside_interval"] = r.fair_throughput >= r.predicted_fair_interval->low &&
                                 r.fair_throughput <= r.predicted_fair_interval->high;
   }
+  if (const auto& e = r.estimate_interval) {
+    j["fair_throughput_interval_estimates"] = {{"at", e->at}, {"low", e->low}, {"median", e->median}, {"high", e->high}};
+    j["fair_inside_interval_estimates"] = r.fair_throughput >= e->low && r.fair_throughput <= e->high;
+  }
   if (r.predicted_fair_a_posteriori) {
     j["fair_predicted_a_posteriori"] = *r.predicted_fair_a_posteriori;
     j["fair_ratio_a_posteriori"] =
@@ -316,6 +320,9 @@ RunResults results_from_json(const nlohmann::json& j) {
   r.prediction_source = j.value("prediction_source", std::string());
   if (const auto it = j.find("fair_throughput_interval"); it != j.end())
     r.predicted_fair_interval = RunResults::Interval{it->at("low").get<double>(), it->at("high").get<double>()};
+  if (const auto it = j.find("fair_throughput_interval_estimates"); it != j.end())
+    r.estimate_interval = RunResults::EstimateInterval{it->at("at").get<double>(), it->at("low").get<double>(),
+                                                       it->at("median").get<double>(), it->at("high").get<double>()};
   r.plan = j.value("plan", nlohmann::json());
   if (j.contains("fair_predicted_a_posteriori"))
     r.predicted_fair_a_posteriori = j["fair_predicted_a_posteriori"].get<double>();
@@ -365,6 +372,12 @@ void print_table(std::ostream& out, const RunResults& r) {
     const char* where = r.fair_throughput < i.low ? "measured below it" : r.fair_throughput > i.high ? "measured above it" : "measured inside";
     std::snprintf(line, sizeof line, "prediction interval (the calibration's spread): %.4f to %.4f tasks/s (%+.1f %% to %+.1f %%%s): %s",
                   i.low, i.high, 100 * (i.low / p - 1), 100 * (i.high / p - 1), wide ? ", wider than +-10 %" : "", where);
+    out << line << "\n";
+  }
+  if (const auto& e = r.estimate_interval; e && e->median > 0) {
+    const char* where = r.fair_throughput < e->low ? "measured below it" : r.fair_throughput > e->high ? "measured above it" : "measured inside";
+    std::snprintf(line, sizeof line, "prediction interval from this run's estimates at %.1f s: %.4f to %.4f tasks/s (%+.1f %% to %+.1f %%): %s",
+                  e->at, e->low, e->high, 100 * (e->low / e->median - 1), 100 * (e->high / e->median - 1), where);
     out << line << "\n";
   }
   if (r.predicted_fair_a_posteriori) {

@@ -121,6 +121,17 @@ struct RunResults {
     double high = 0;
   };
   std::optional<Interval> predicted_fair_interval;
+  /// The interval from the run's own estimates (lp::run_interval: the LP over the figures
+  /// the run measured of itself, each at the ends of its 95 % confidence interval), made
+  /// once, `at` seconds after the start, when they were tight; tasks/s per unit of
+  /// weight; results.json "fair_throughput_interval_estimates" {at, low, median, high}.
+  struct EstimateInterval {
+    double at = 0;      ///< seconds since the start
+    double low = 0;
+    double median = 0;  ///< the LP with every figure at its mean
+    double high = 0;
+  };
+  std::optional<EstimateInterval> estimate_interval;
   /// The LP's plan the prediction comes from (lp::to_json: per node its tasks/s per
   /// application, utilisations, saturated resources); null when the run was not calibrated.
   nlohmann::json plan;

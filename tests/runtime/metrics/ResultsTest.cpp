@@ -235,6 +235,34 @@ TEST(ResultsJson, RoundTripKeepsTheFields) {
   }
 }
 
+// The interval from the run's own estimates: results.json
+// "fair_throughput_interval_estimates" {at, low, median, high} and
+// "fair_inside_interval_estimates", read back, and the table line judging the measurement.
+TEST(ResultsJson, TheIntervalFromTheRunsEstimatesIsKeptAndJudged) {
+  auto r = sample_run();
+  ASSERT_GT(r.fair_throughput, 0.0);
+  const double f = r.fair_throughput;
+  EXPECT_FALSE(to_json(r).contains("fair_throughput_interval_estimates"));
+  r.estimate_interval = RunResults::EstimateInterval{4.5, 1.02 * f, 1.05 * f, 1.10 * f};
+  auto j = to_json(r);
+  EXPECT_DOUBLE_EQ(j["fair_throughput_interval_estimates"]["at"].get<double>(), 4.5);
+  EXPECT_DOUBLE_EQ(j["fair_throughput_interval_estimates"]["median"].get<double>(), 1.05 * f);
+  EXPECT_FALSE(j["fair_inside_interval_estimates"].get<bool>());
+  const auto back = results_from_json(nlohmann::json::parse(j.dump()));
+  ASSERT_TRUE(back.estimate_interval.has_value());
+  EXPECT_DOUBLE_EQ(back.estimate_interval->low, 1.02 * f);
+  EXPECT_DOUBLE_EQ(back.estimate_interval->high, 1.10 * f);
+  std::ostringstream below;
+  print_table(below, r);
+  EXPECT_NE(below.str().find("prediction interval from this run's estimates at 4.5 s:"), std::string::npos) << below.str();
+  EXPECT_NE(below.str().find("(-2.9 % to +4.8 %): measured below it"), std::string::npos) << below.str();
+  r.estimate_interval = RunResults::EstimateInterval{4.5, 0.97 * f, f, 1.03 * f};
+  EXPECT_TRUE(to_json(r)["fair_inside_interval_estimates"].get<bool>());
+  std::ostringstream inside;
+  print_table(inside, r);
+  EXPECT_NE(inside.str().find("(-3.0 % to +3.0 %): measured inside"), std::string::npos) << inside.str();
+}
+
 // The a-priori prediction's interval: results.json "fair_throughput_interval" {low, high}
 // and "fair_inside_interval", read back, and the table line that says where the measured
 // figure fell and whether the interval is wider than ±10 %.

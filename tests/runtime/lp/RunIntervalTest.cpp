@@ -1,0 +1,128 @@
+// The prediction interval from a run's own estimates (docs/live-model.md, "The prediction
+// interval"): every figure at the ends of the 95 % confidence interval of its mean, the LP
+// solved at both ends, each optimum computed by hand.
+#include <cmath>
+#include <optional>
+
+#include <gtest/gtest.h>
+
+#include "TestPlatforms.hpp"
+#include "runtime/lp/RunInterval.hpp"
+#include "runtime/lp/SteadyState.hpp"
+
+namespace treefarm::lp {
+namespace {
+
+using net::msg::Estimate;
+
+TEST(RunInterval, TheMeanAndTheStudentHalfWidthOfItsSamples) {
+  // mean 2.5, sd √(5/3) = 1.290994; t(0.975, 3) = 3.182: 3.182·1.290994 / (2·2.5).
+  const auto f = mean_interval("x", {1, 2, 3, 4});
+  EXPECT_DOUBLE_EQ(f.mean, 2.5);
+  EXPECT_NEAR(f.half, 3.182 * std::sqrt(5.0 / 3.0) / 5.0, 1e-12);
+  EXPECT_TRUE(std::isinf(mean_interval("one", {3}).half));
+}
+
+// A forwarding master and one worker alone on its machine, 10 ms tasks, a free link:
+// the optimum is 1 / task time.
+PlatformModel one_worker() {
+  testing::Builder b;
+  b.app("job", 1e6);
+  b.node("master", -1, 0, testing::inf, {testing::inf});
+  b.node("w1", 0, 1, testing::inf, {0.01});
+  return b.m;
+}
+
+TEST(RunInterval, ANodesTaskTimeAtTheEndsOfItsConfidenceInterval) {
+  const auto m = one_worker();
+  // 19 samples (what the estimate's mean is worth at most), spread such that
+  // 1.96·spread / (mean·√19) = 10 %.
+  Estimate e{"w1", Estimate::What::task_seconds, 0, 0.012, 0.1 * 0.012 * std::sqrt(19.0) / 1.96, 40, 0};
+  RunIntervalOptions o;
+  o.max_half_width = 0.15;
+  const auto i = run_interval(m, {e}, std::nullopt, o);
+  ASSERT_TRUE(i.tight()) << i.loose.front();
+  // The estimate, not the model's 10 ms: 1/0.012, 1/0.0132, 1/0.0108 tasks/s.
+  EXPECT_NEAR(i.median, 1 / 0.012, 1e-6);
+  EXPECT_NEAR(i.low, 1 / (0.012 * 1.1), 1e-6);
+  EXPECT_NEAR(i.high, 1 / (0.012 * 0.9), 1e-6);
+  // Tighter than the bound asks: loose, and nothing solved.
+  o.max_half_width = 0.05;
+  const auto loose = run_interval(m, {e}, std::nullopt, o);
+  ASSERT_EQ(loose.loose.size(), 1u);
+  EXPECT_NE(loose.loose[0].find("w1: task time of 'job': ±10.0 % > ±5.0 %"), std::string::npos) << loose.loose[0];
+  EXPECT_EQ(loose.median, 0.0);
+  // Too few samples; and no estimate at all is not tight either.
+  e.samples = 4;
+  EXPECT_NE(run_interval(m, {e}, std::nullopt).loose.at(0).find("4 of 10 samples"), std::string::npos);
+  EXPECT_FALSE(run_interval(m, {}, std::nullopt).tight());
+}
+
+// A forwarding master and two one-core workers of 1 s tasks on one 2-core host (the
+// a-posteriori test's shared host): optimum 2 tasks/s.
+PlatformModel shared_host() {
+  testing::Builder b;
+  b.app("job", 1e6).comm(model::CommModel::multi_port);
+  b.node("master", -1, 0, testing::inf, {testing::inf});
+  b.node("w1", 0, 1, testing::inf, {1.0});
+  b.node("w2", 0, 1, testing::inf, {1.0});
+  b.m.hosts.push_back(PlatformModel::Host{"here", 2.0, 0, 0, 0, {}});
+  for (auto& n : b.m.nodes) n.host = 0;
+  return b.m;
+}
+
+/// 8 s seen in 4 windows of 2 s; each worker ran 2 tasks a window; `available` and w2's
+/// CPU per window as given, w1 2 CPU-s a window.
+HostWindows windows(const std::vector<double>& available, const std::vector<double>& w2_cpu) {
+  HostWindows h;
+  h.whole = HostObservation{0, 8.0, 0, {{"master", 0.0}, {"w1", 0.0}, {"w2", 0.0}}, {{"w1", {{"job", 8}}}, {"w2", {{"job", 8}}}}};
+  for (std::size_t i = 0; i < available.size(); ++i) {
+    h.parts.push_back(HostObservation{0, 2.0, available[i], {{"master", 0.0}, {"w1", 2.0}, {"w2", w2_cpu[i]}},
+                                      {{"w1", {{"job", 2}}}, {"w2", {{"job", 2}}}}});
+    h.whole.available_cpu_seconds += available[i];
+    h.whole.node_cpu_seconds["w1"] += 2.0;
+    h.whole.node_cpu_seconds["w2"] += w2_cpu[i];
+  }
+  return h;
+}
+
+TEST(RunInterval, TheCpusTheMachineLeftTheTreeAtTheEndsOfTheirInterval) {
+  // Available CPUs per window 1.8, 2.2, 2.0, 2.0: mean 2, sd 0.163299, half-width
+  // 3.182·0.163299 / (2·2) = 12.99 %. The tasks cost what was calibrated (1 CPU-s).
+  RunIntervalOptions o;
+  o.max_half_width = 0.2;
+  const auto i = run_interval(shared_host(), {}, windows({3.6, 4.4, 4.0, 4.0}, {2, 2, 2, 2}), o);
+  ASSERT_TRUE(i.tight()) << i.loose.front();
+  const double h = 3.182 * std::sqrt(0.08 / 3) / 4;
+  EXPECT_NEAR(i.median, 2.0, 1e-6);
+  // Pessimistic: 2·(1 − h) CPUs, the host row binds; optimistic: more than the machine's
+  // 2 CPUs is never assumed.
+  EXPECT_NEAR(i.low, 2 * (1 - h), 1e-6);
+  EXPECT_NEAR(i.high, 2.0, 1e-6);
+  // With the default ±5 %: loose, naming the figure.
+  const auto loose = run_interval(shared_host(), {}, windows({3.6, 4.4, 4.0, 4.0}, {2, 2, 2, 2}));
+  ASSERT_FALSE(loose.tight());
+  EXPECT_NE(loose.loose[0].find("host: CPUs available to the tree: ±13.0 % > ±5.0 %"), std::string::npos) << loose.loose[0];
+  // Three windows are not enough, whatever their figures.
+  const auto few = run_interval(shared_host(), {}, windows({4, 4, 4}, {2, 2, 2}));
+  ASSERT_FALSE(few.tight());
+  EXPECT_EQ(few.loose[0], "host: 3 of 4 windows");
+}
+
+TEST(RunInterval, ANodesCpuPerTaskAtTheEndsOfItsInterval) {
+  // w2's CPU per task per window 0.9, 1.1, 1, 1: half-width h = 3.182·0.0816497 / 2 =
+  // 12.99 %; w1's 1 in every window (h = 0). The machine's CPUs are all the tree's.
+  RunIntervalOptions o;
+  o.max_half_width = 0.2;
+  const auto i = run_interval(shared_host(), {}, windows({4, 4, 4, 4}, {1.8, 2.2, 2, 2}), o);
+  ASSERT_TRUE(i.tight()) << i.loose.front();
+  const double h = 3.182 * std::sqrt(0.02 / 3) / 2;
+  // w2's task costs 1 ± h CPU-s: its node row gives 1/(1 ± h) tasks/s, w1 1 task/s, and
+  // the host row (1 + (1 ± h)·α2 <= 2) allows as much.
+  EXPECT_NEAR(i.median, 2.0, 1e-6);
+  EXPECT_NEAR(i.low, 1 + 1 / (1 + h), 1e-6);
+  EXPECT_NEAR(i.high, 1 + 1 / (1 - h), 1e-6);
+}
+
+}  // namespace
+}  // namespace treefarm::lp
