@@ -233,6 +233,14 @@ void LiveRun::estimate_interval(double at, metrics::RunResults& results) {
       char text[160];
       std::snprintf(text, sizeof text, "%s %.4g ±%.1f %%", f.name.c_str(), f.mean, f.half * 100);
       interval_figures_ += (interval_figures_.empty() ? "" : "; ") + std::string(text);
+      if (!f.samples.empty()) {
+        interval_figures_ += " (windows";
+        for (const double x : f.samples) {
+          std::snprintf(text, sizeof text, " %.4g", x);
+          interval_figures_ += text;
+        }
+        interval_figures_ += ")";
+      }
     }
     if (!interval.tight()) return;
     interval_made_ = true;

@@ -126,7 +126,7 @@ HostObservation at_end(HostObservation obs, const HostFigures& f, bool optimisti
 }  // namespace
 
 IntervalFigure mean_interval(std::string name, const std::vector<double>& samples) {
-  IntervalFigure f{std::move(name), 0, std::numeric_limits<double>::infinity()};
+  IntervalFigure f{std::move(name), 0, std::numeric_limits<double>::infinity(), samples};
   const auto m = samples.size();
   if (m == 0) return f;
   for (const double x : samples) f.mean += x / static_cast<double>(m);

@@ -49,6 +49,7 @@ struct IntervalFigure {
   std::string name;
   double mean = 0;
   double half = 0;  ///< relative; +inf when it cannot be told (fewer than 2 samples)
+  std::vector<double> samples = {};  ///< a shared machine's: the figure in each window, in order
 };
 
 /// `name`'s mean over `samples` (independent) and the relative half-width of its 95 %
