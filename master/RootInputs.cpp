@@ -7,7 +7,7 @@
 
 #include "runtime/model/BagSource.hpp"
 #include "runtime/net/Messages.hpp"
-#include "runtime/node/MadeBytes.hpp"
+#include "runtime/zmq/MadeBytes.hpp"
 #include "tasks/TaskEnvelope.hpp"
 
 namespace treefarm::master {
@@ -15,8 +15,8 @@ namespace treefarm::master {
 namespace {
 /// A task's input made from its seed where it is needed: straight into the batch frame
 /// that carries it to a child (no buffer, zero-fill or copy of its own), or once into a
-/// buffer if read whole (node::MadeBytes).
-class SecretInput final : public node::MadeBytes {
+/// buffer if read whole (zmq_node::MadeBytes).
+class SecretInput final : public zmq_node::MadeBytes {
  public:
   SecretInput(std::shared_ptr<const model::AppSpec> app, std::uint32_t k, std::uint64_t seed)
       : MadeBytes(app->input_bytes()), app_(std::move(app)), k_(k), seed_(seed) {}

@@ -2,8 +2,9 @@
 /// @file RootInputs.hpp
 /// The inputs the root hands out: each task's input made from the per-run secret the
 /// workers never see (docs/security.md, "Secret inputs"), generated ahead on a thread of
-/// its own (tasks/InputPrefetcher.hpp), small ones in slabs, or with pooled inputs two per
-/// application reused by every task.
+/// its own (tasks/InputPrefetcher.hpp), small ones in slabs, those between (a matmul of
+/// order 32: 16 KiB) made when sent straight into the frame that carries them
+/// (zmq_node::MadeBytes), or with pooled inputs two per application reused by every task.
 
 #include <cstdint>
 #include <memory>

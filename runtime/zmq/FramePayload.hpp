@@ -12,7 +12,7 @@
 #include <zmq.hpp>
 
 #include "runtime/net/Batch.hpp"
-#include "runtime/node/MadeBytes.hpp"
+#include "runtime/zmq/MadeBytes.hpp"
 #include "runtime/node/Payload.hpp"
 #include "runtime/zmq/Wire.hpp"
 
@@ -66,11 +66,11 @@ inline std::span<const std::byte> bytes_of(const node::Payload& payload) {
   return {payload->data(), payload->size()};
 }
 
-/// Adds `message` and its payload to `batch`; a payload made on demand (node::MadeBytes:
+/// Adds `message` and its payload to `batch`; a payload made on demand (zmq_node::MadeBytes:
 /// the master's inputs) is made straight into the frame instead of copied into it. False,
 /// the batch unchanged, when it is full.
 inline bool add_to(net::BatchWriter& batch, const net::Message& message, const node::Payload& payload) {
-  const auto* made = dynamic_cast<const node::MadeBytes*>(payload.get());
+  const auto* made = dynamic_cast<const zmq_node::MadeBytes*>(payload.get());
   if (!made || net::payload_frames_of(message) != 1) return batch.add(message, bytes_of(payload));
   const auto room = batch.add_room(message, made->size());
   if (room) made->write_to(*room);

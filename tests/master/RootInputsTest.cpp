@@ -12,7 +12,7 @@
 
 #include "runtime/model/Experiment.hpp"
 #include "runtime/net/Batch.hpp"
-#include "runtime/node/MadeBytes.hpp"
+#include "runtime/zmq/MadeBytes.hpp"
 #include "tasks/Payload.hpp"
 
 namespace treefarm::master {
@@ -37,11 +37,11 @@ TEST(RootInputs, AnInputWrittenIntoABatchFrameIsTheInputGeneratedWholeByteForByt
   std::vector<std::uint64_t> written;  // task indices, in frame order
   for (std::uint64_t i : {0u, 1u, 7u, 99u}) {
     const node::Payload p = inputs.payload(core::TaskId::make(core::AppId{0}, i));
-    ASSERT_NE(dynamic_cast<const node::MadeBytes*>(p.get()), nullptr) << "not made on demand";
+    ASSERT_NE(dynamic_cast<const zmq_node::MadeBytes*>(p.get()), nullptr) << "not made on demand";
     ASSERT_EQ(p->size(), ex.apps[0].input_bytes());
     auto room = batch.add_room(net::msg::Task{i}, p->size());
     ASSERT_TRUE(room);
-    static_cast<const node::MadeBytes&>(*p).write_to(*room);
+    static_cast<const zmq_node::MadeBytes&>(*p).write_to(*room);
     written.push_back(i);
   }
   const auto frame = batch.take();
@@ -61,7 +61,7 @@ TEST(RootInputs, AnInputReadWholeIsMadeOnceAndIsTheSameBytesOnEveryThread) {
   const auto ex = experiment("kernel = \"matadd\"\nn = 40\n");  // 25,600 bytes
   RootInputs inputs(ex, false);
   const node::Payload p = inputs.payload(core::TaskId::make(core::AppId{0}, 5));
-  const auto* made = dynamic_cast<const node::MadeBytes*>(p.get());
+  const auto* made = dynamic_cast<const zmq_node::MadeBytes*>(p.get());
   ASSERT_NE(made, nullptr);
   const auto expected = reference(inputs, ex.apps[0], 5);
   std::vector<const std::byte*> seen(4);
@@ -82,7 +82,7 @@ TEST(RootInputs, SmallAndLargeInputsAreTheGeneratedOnesToo) {
     RootInputs inputs(ex, false);
     for (std::uint64_t i : {0u, 3u}) {
       const node::Payload p = inputs.payload(core::TaskId::make(core::AppId{0}, i));
-      EXPECT_EQ(dynamic_cast<const node::MadeBytes*>(p.get()), nullptr) << lines;
+      EXPECT_EQ(dynamic_cast<const zmq_node::MadeBytes*>(p.get()), nullptr) << lines;
       const auto expected = reference(inputs, ex.apps[0], i);
       ASSERT_EQ(p->size(), expected.size()) << lines;
       EXPECT_EQ(std::memcmp(p->data(), expected.data(), expected.size()), 0) << lines;

@@ -1,12 +1,10 @@
 // node::SmallPayloads and node::SliceBytes (runtime/node/Payload.hpp): many payloads to one
 // allocation, each with its own bytes, alive as long as its last holder.
 #include "runtime/node/Payload.hpp"
-#include "runtime/node/MadeBytes.hpp"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <atomic>
 #include <stdexcept>
 #include <vector>
 
@@ -49,32 +47,6 @@ TEST(SmallPayloads, AFillThatThrowsHandsOutNothingAndItsSlotIsUsedNext) {
   EXPECT_EQ(a.use_count(), 3);  // both in the first slab, which the maker holds too
   EXPECT_EQ(b->data(), a->data() + 3);
   EXPECT_EQ(b->data()[0], std::byte{2});
-}
-
-/// Bytes 0, 1, 2, ... made on demand, counting how often they were made.
-class Counting final : public MadeBytes {
- public:
-  explicit Counting(std::size_t size) : MadeBytes(size) {}
-  mutable std::atomic<int> made{0};
-
- private:
-  void make(std::span<std::byte> out) const override {
-    ++made;
-    for (std::size_t i = 0; i < out.size(); ++i) out[i] = static_cast<std::byte>(i);
-  }
-};
-
-TEST(MadeBytes, AreMadeStraightIntoAFrameAndOnceIntoABufferOfTheirOwnWhenReadWhole) {
-  const auto p = std::make_shared<Counting>(300);
-  std::vector<std::byte> frame(300, std::byte{0xee});
-  p->write_to(frame);  // into the frame: no buffer of the payload's own
-  EXPECT_EQ(p->made.load(), 1);
-  EXPECT_EQ(frame[299], std::byte{299 % 256});
-  const std::byte* whole = p->data();
-  EXPECT_EQ(p->made.load(), 2);
-  EXPECT_EQ(p->data(), whole);  // made once, kept
-  EXPECT_EQ(p->made.load(), 2);
-  EXPECT_TRUE(std::equal(frame.begin(), frame.end(), whole));
 }
 
 TEST(SliceBytes, IsAViewOfBytesItsOwnerKeeps) {

@@ -4,7 +4,8 @@
 /// run secret): a transport that packs payloads into a frame of its own has them made
 /// straight into that frame (write_to), so they are written once and never copied or
 /// zero-filled first. Whatever reads data() instead (the local executor, a payload sent
-/// in a frame of its own) gets them made once into a buffer the payload keeps.
+/// in a frame of its own) gets them made once into a buffer the payload keeps. (Here, not
+/// in runtime/node: it locks, and the node driver's folder has no thread headers.)
 
 #include <cstddef>
 #include <memory>
@@ -13,9 +14,9 @@
 
 #include "runtime/node/Payload.hpp"
 
-namespace treefarm::node {
+namespace treefarm::zmq_node {
 
-class MadeBytes : public Bytes {
+class MadeBytes : public node::Bytes {
  public:
   /// `size` bytes, written by make().
   explicit MadeBytes(std::size_t size) : size_(size) {}
@@ -43,4 +44,4 @@ class MadeBytes : public Bytes {
   mutable std::unique_ptr<std::byte[]> kept_;
 };
 
-}  // namespace treefarm::node
+}  // namespace treefarm::zmq_node
