@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "runtime/model/Application.hpp"
+#include "runtime/net/Codec.hpp"
 #include "tasks/Payload.hpp"
 #include "tasks/TaskRunner.hpp"
 #include "tools/bench/Scaling.hpp"
@@ -71,7 +72,12 @@ int bench_tasks(std::ostream& out, const TasksBenchOptions& o) {
   std::vector<double> sizes, kernel_seconds, noop_seconds;
   TransportCeilingOptions ceiling;
   ceiling.input_bytes = app.input_bytes();
-  ceiling.result_bytes = static_cast<std::size_t>(o.n) * o.n * sizeof(double);
+  // A kernel task's result travels up as its entry in a batch frame: a header (u32 length,
+  // docs/protocol.md "Batch") and the encoded Result (its checksum and timings, no output).
+  net::msg::Result sample;
+  sample.task_id = o.tasks.empty() ? 0 : o.tasks.back();
+  sample.node = "w1";
+  ceiling.result_bytes = sizeof(std::uint32_t) + net::encode(net::Message{sample}).size();
   ceiling.buffer = o.buffer;
   ceiling.frame_per_task = o.ceiling_frames == "task";
   TransportCeilingOptions ipc_ceiling = ceiling;
