@@ -171,22 +171,19 @@ void NodeScheduler::reclaim_after_replan(std::vector<Action>& out) {
 /// receiver-initiated, the parent holds the inputs and ownership moves back with the task,
 /// so exactly once is kept) and goes to a requester, never back to that child (returned_by).
 /// Only as many as the requesters ask for now (a task taken back with no requester for it
-/// would go back to its donor when it asks). Greedy, one task at a time: from the child whose queue ends last to the requester whose
-/// queue would end first, while that moves the task's finish earlier. Rates are the plan's
-/// (the last re-plan's, else the node's: a policy that follows a plan, lp), tasks/s over every application; a child keeps its
-/// cores' worth (they run now). Before the bag is drawn nothing moves, so a steady run does
-/// not churn tasks, and a task is given back by a node at most once (visited once).
+/// would go back to its donor when it asks). Greedy, one task at a time: from the child
+/// whose queue ends last to the requester whose queue would end first, while that moves
+/// the task's finish earlier. Rates are the plan's (the last re-plan's, else the node's),
+/// tasks/s over every application, and only under a policy that follows that plan
+/// (Policy::follows_plan: lp); a child keeps its cores' worth (they run now). Before the
+/// bag is drawn nothing moves, so a steady run does not churn tasks, and a task is given
+/// back by a node at most once (visited once).
 void NodeScheduler::reclaim_at_end_of_bag(std::vector<Action>& out) {
   if (!state_.config.is_root || !state_.buffer.empty() || state_.requests.empty()) return;
   const std::optional<NodePlan>& plan = plan_ ? plan_ : state_.config.plan;
-  if (!plan || !policy_->needs_calibration()) return;  // a policy that follows a plan
+  if (!plan || !policy_->follows_plan()) return;
   for (std::size_t k = 0; k < state_.config.apps.size(); ++k)
     if (state_.source_remaining(AppId{static_cast<std::uint32_t>(k)}) > 0) return;
-  const auto total = [](const std::vector<double>& rates) {
-    double sum = 0;
-    for (double r : rates) sum += std::max(0.0, r);
-    return sum;
-  };
   struct Queue {
     std::optional<ChildId> child;  ///< nullopt: this node's executor
     double rate = 0;               ///< tasks/s
@@ -202,7 +199,7 @@ void NodeScheduler::reclaim_at_end_of_bag(std::vector<Action>& out) {
     const auto it = plan->children.find(c.info.name);
     Queue q;
     q.child = id;
-    q.rate = it == plan->children.end() ? 0.0 : total(it->second);
+    q.rate = it == plan->children.end() ? 0.0 : planned_total(it->second);
     const std::uint32_t asked = migration_.outstanding(id);
     returning += asked;
     q.held = static_cast<double>(c.in_flight) - asked;
@@ -210,7 +207,7 @@ void NodeScheduler::reclaim_at_end_of_bag(std::vector<Action>& out) {
     q.may_give = q.held > q.keep && !migration_.on_hold(id, state_.now);
     queues.push_back(q);
   }
-  if (state_.local_requests > 0) queues.push_back(Queue{std::nullopt, total(plan->local), 0, 0, 0, false, 0});
+  if (state_.local_requests > 0) queues.push_back(Queue{std::nullopt, planned_total(plan->local), 0, 0, 0, false, 0});
   for (const PendingRequest& r : state_.requests)
     for (Queue& q : queues)
       if (q.rate > 0 && (r.from.local ? !q.child : (q.child && *q.child == r.from.child))) ++q.asks;

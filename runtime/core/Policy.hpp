@@ -77,6 +77,12 @@ class Policy {
   /// first when none is given). Default: false (the policy learns what it needs).
   virtual bool needs_calibration() const { return false; }
 
+  /// True if the policy follows the node's plan (NodeConfig::plan, then each re-plan's):
+  /// its rates are what the requesters get, so the core may reason with them (the
+  /// end-of-bag take-back, docs/live-model.md). Default: false (a policy that makes its
+  /// own rates, or none).
+  virtual bool follows_plan() const { return false; }
+
   /// Choices the policy made outside its own rule because its rule had none feasible
   /// (the lp policy's FCFS fallbacks), since start. Default: 0.
   virtual std::uint64_t fallbacks() const { return 0; }

@@ -62,14 +62,6 @@ std::size_t LpPolicy::stock_for_plan(const NodeState& state) const {
   return std::max<std::size_t>(state.config.buffer, static_cast<std::size_t>(std::min(1000.0, std::ceil(sum / rarest))));
 }
 
-namespace {
-double planned_total(const std::vector<double>& rates) {
-  double sum = 0.0;
-  for (double r : rates) sum += std::max(0.0, r);
-  return sum;
-}
-}  // namespace
-
 bool LpPolicy::planned(const NodeState& state, const Target& to) const {
   const auto& plan = follower_.plan();
   if (!plan) return true;

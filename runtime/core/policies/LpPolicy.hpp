@@ -33,6 +33,8 @@ class LpPolicy final : public RatePlanPolicy {
   std::uint64_t fallbacks() const override { return fallbacks_; }
   /// The plan comes from the LP over a calibrated platform.
   bool needs_calibration() const override { return true; }
+  /// It follows the node's plan and every re-plan.
+  bool follows_plan() const override { return true; }
   /// Switches to the new rates in place (docs/live-model.md).
   void replan(const NodeState& state, NodePlan plan) override;
   /// Root: B, or enough that the stock, drawn in the plan's mix, holds about one task of

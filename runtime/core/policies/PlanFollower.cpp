@@ -154,19 +154,20 @@ bool plans_close(const NodePlan& a, const NodePlan& b, double tolerance) {
   return true;
 }
 
+double planned_total(const std::vector<double>& rates) {
+  double sum = 0.0;
+  for (double r : rates) sum += std::max(0.0, r);
+  return sum;
+}
+
 std::optional<std::uint64_t> held_share(const NodePlan& plan, std::uint32_t buffer, const std::string& child,
                                         std::uint32_t cores) {
-  const auto total = [](const std::vector<double>& rates) {
-    double sum = 0;
-    for (double r : rates) sum += std::max(0.0, r);
-    return sum;
-  };
   const auto it = plan.children.find(child);
   if (it == plan.children.end()) return std::nullopt;
-  double top = total(plan.local);
-  for (const auto& [name, rates] : plan.children) top = std::max(top, total(rates));
+  double top = planned_total(plan.local);
+  for (const auto& [name, rates] : plan.children) top = std::max(top, planned_total(rates));
   if (!(top > 0)) return std::nullopt;
-  const double share = static_cast<double>(buffer) * total(it->second) / top;
+  const double share = static_cast<double>(buffer) * planned_total(it->second) / top;
   return static_cast<std::uint64_t>(std::ceil(share)) + std::max<std::uint32_t>(1, cores);
 }
 

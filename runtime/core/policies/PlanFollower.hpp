@@ -86,6 +86,10 @@ class PlanFollower {
 /// 30 % of the tasks so).
 NodePlan without_crumbs(NodePlan plan);
 
+/// Σ of `rates` (tasks/s per application), negative rates counted as 0: what a plan
+/// gives one requester in all.
+double planned_total(const std::vector<double>& rates);
+
 /// Tasks a child named `child` with `cores` cores should hold under `plan` with buffers of
 /// `buffer` tasks (docs/live-model.md): its share of the buffer in proportion to its rate
 /// against the largest rate of any requester, ⌈B · rate / max rate⌉, plus its cores.

@@ -27,6 +27,15 @@ TEST(PolicyRegistry, EveryNameMakesThePolicyOfThatName) {
   }
 }
 
+// The core's end-of-bag take-back reasons with the node's plan only under a policy that
+// follows it: lp alone (data-centric and price make their own rates).
+TEST(PolicyRegistry, OnlyLpFollowsTheNodesPlan) {
+  for (const auto& name : policy_names()) {
+    SCOPED_TRACE(name);
+    EXPECT_EQ(make_policy(name)->follows_plan(), name == "lp");
+  }
+}
+
 TEST(PolicyRegistry, UnknownNameIsRejectedListingTheKnownOnes) {
   EXPECT_FALSE(is_policy_name("FCFS"));  // names are case-sensitive
   EXPECT_FALSE(is_policy_name(""));
