@@ -9,7 +9,7 @@
 /// crypto_shorthash), keyed with 16 bytes derived from the secret by keyed BLAKE2b:
 /// SipHash is a PRF designed for short messages such as these 13 bytes and costs ~20 ns,
 /// where keyed BLAKE2b over them costs ~0.45 µs — twice per task, a quarter of the master's
-/// CPU in `treefarm bench dispatch` (docs/benchmarks.md, session 6).
+/// CPU in `treefarm bench dispatch` (docs/benchmarks.md).
 
 #include <array>
 #include <cstdint>

@@ -576,7 +576,7 @@ std::optional<double> measure_node_task_cpu(const model::Experiment& experiment,
   for (std::size_t i = 0; i < experiment.nodes.size(); ++i)
     if (spec.parent && experiment.nodes[i].name == *spec.parent) parent = i;
   // Seconds a task holds the node: its kernel (one slot), its link, or the CPU its
-  // reception takes under the node's quota (~3 γ per byte: session 13 measured ~2×(γ + ρ)),
+  // reception takes under the node's quota (~3 γ per byte: measured ~2×(γ + ρ) under a quota),
   // whichever is longest; from those, n for a first run of ~3 s (the difference of the two
   // runs' counts, over 2n tasks, must stand well above the start-ups' spread of some
   // 10–30 CPU-ms).

@@ -126,7 +126,7 @@ class Tree {
 
 }  // namespace
 
-// Hole 2: a result for a task the peer was never sent. The core refuses it and the peer is
+// A result for a task the peer was never sent. The core refuses it and the peer is
 // dropped (the driver cuts the reason it sends to what the wire carries).
 TEST(Adversarial, ForeignResultsAreRefusedAndTheRunCompletes) {
   Tree tree("advforeign", 300);
@@ -168,7 +168,7 @@ TEST(Adversarial, GarbageAfterJoiningDropsThePeer) {
   for (const auto& t : tree.results().at("tasks")) EXPECT_NE(t.at("node"), "garbage") << t.dump();
 }
 
-// Hole 5: one Request(2^20) must not black-hole every task (a request beyond the child's
+// One Request(2^20) must not black-hole every task (a request beyond the child's
 // allotment drops that child, then its tasks are re-queued).
 TEST(Adversarial, AHugeRequestDoesNotBlackHoleTheTasks) {
   Tree tree("advhuge", 300);
@@ -180,7 +180,7 @@ TEST(Adversarial, AHugeRequestDoesNotBlackHoleTheTasks) {
   tree.expect_clean_completion();
 }
 
-// Hole 3 (ghost nodes): a NodeJoined for a node outside the sender's subtree.
+// Ghost nodes: a NodeJoined for a node outside the sender's subtree.
 TEST(Adversarial, SpoofedNodeJoinedIsRefused) {
   Tree tree("advspoof", 300);
   zmq::context_t ctx(1);
@@ -196,7 +196,7 @@ TEST(Adversarial, SpoofedNodeJoinedIsRefused) {
   for (const auto& n : tree.results().at("nodes")) EXPECT_NE(n.at("name"), "ghost") << n.dump();
 }
 
-// Hole 6: 200 idle TCP connections (no ZMTP greeting) must not stall the run.
+// 200 idle TCP connections (no ZMTP greeting) must not stall the run.
 TEST(Adversarial, AnIdleConnectionFloodDoesNotStallTheRun) {
   Tree tree("advflood", 300);
   const auto port = std::stoi(tree.endpoint().substr(tree.endpoint().rfind(':') + 1));
@@ -216,7 +216,7 @@ TEST(Adversarial, AnIdleConnectionFloodDoesNotStallTheRun) {
   for (int fd : fds) ::close(fd);
 }
 
-// Hole 4: a peer that answers its tasks with made-up checksums. With --spot-check 1 every
+// Forged results: a peer that answers its tasks with made-up checksums. With --spot-check 1 every
 // result of a child is recomputed: the first forged one convicts the peer, it is
 // disconnected and refused when it joins again, the tasks it held are redone by the honest
 // worker, and results.json has every task once and 0 wrong.
@@ -253,7 +253,7 @@ TEST(Adversarial, ForgedChecksumsAreCaughtAndRedone) {
   EXPECT_NE(tree.master_log().find("refusing 'forger'"), std::string::npos) << tree.master_log();
 }
 
-// Hole 4, a fraction: a peer forging every result it gets is caught by a secret 5 % spot
+// Forged results, checked in part: a peer forging every result it gets is caught by a secret 5 % spot
 // check (it escapes k forged results with probability 0.95^k: 6e-3 for k = 100), and the
 // results it got recorded before that are redone: 0 wrong in results.json.
 TEST(Adversarial, ASteadyForgerIsCaughtBySpotChecksAndItsResultsRedone) {
@@ -289,7 +289,7 @@ TEST(Adversarial, ASteadyForgerIsCaughtBySpotChecksAndItsResultsRedone) {
   for (const auto& t : results.at("tasks")) EXPECT_NE(t.at("node").get<std::string>(), "forger");
 }
 
-// Hole 3 (names bound to keys): a second connection under the honest worker's name must
+// Names bound to keys: a second connection under the honest worker's name must
 // not take over its identity.
 TEST(Adversarial, NameTakeoverIsRefused) {
   Tree tree("advtakeover", 5000);

@@ -99,7 +99,7 @@ TEST(EmulateCalibrate, MeasuresEachShapedLinkWithinTenPercentOfItsRate) {
     EXPECT_EQ(node.cores, 1u);
     EXPECT_GT(node.task_seconds.at("ma"), 0.0);
     EXPECT_GT(node.task_seconds.at("mm"), 0.0);
-    // Its whole CPU per task, counted by its cgroup where it ran (session 13): never
+    // Its whole CPU per task, counted by its cgroup where it ran: never
     // below the kernel's own CPU (its task time under the 0.8 quota, times the quota).
     const auto host = cal.hosts.find(name);
     ASSERT_NE(host, cal.hosts.end());

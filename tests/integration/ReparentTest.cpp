@@ -51,8 +51,8 @@ TEST(ReparentTest, AWorkerThatMovesDuringTheRunKeepsEveryTaskExactlyOnce) {
       count_of(tree.w2->output(), "child 'mover' joined");
   EXPECT_GE(joins, moves) << log;  // the last move may be cut short by the end of the run
   // A move completed (a second join) is certain only when it moved twice: with one move,
-  // that move may be the one the run's end cut short (fresh clone's CI, session 13: one
-  // move, one join, every task once, in a 6.7 s run).
+  // that move may be the one the run's end cut short (a fresh clone's CI saw one move,
+  // one join, every task once, in a 6.7 s run).
   if (moves >= 2) {
     EXPECT_GE(joins, 2u) << log;
   }

@@ -387,7 +387,7 @@ TEST(Serve, CompareOnALiveTreeCalibratesItInPlaceAndRunsEveryPolicyLpIncluded) {
     EXPECT_EQ(r.at("policy").get<std::string>(), "lp");
     const auto per_node = treefarm::test_support::every_task_once(r);
     // The depth-2 worker computes unless the LP's plan leaves it idle, which it then says
-    // (session 11: under lp a node the plan gives nothing stays idle, docs/policies.md).
+    // (under lp a node the plan gives nothing stays idle, docs/policies.md).
     const bool planned_idle = leaf->output().find("the LP's plan gives this node no tasks") != std::string::npos;
     const auto by_w2 = per_node.count(w2) ? per_node.at(w2) : 0;
     if (planned_idle)

@@ -45,7 +45,7 @@ double ms_per_input(const InputBenchOptions& o, Once once) {
 std::uint64_t seed_of(std::uint32_t, std::uint64_t index) { return 0x5eed + index; }
 
 /// Nanoseconds per call of each task's seed: RunSecret::input_seed (SipHash-2-4) beside
-/// keyed BLAKE2b-256 over the same 13 bytes (what RunSecret used before session 6), median
+/// keyed BLAKE2b-256 over the same 13 bytes (the cost RunSecret.hpp sets SipHash against), median
 /// of `rounds` rounds of `calls` calls.
 std::pair<double, double> seed_ns(std::uint32_t rounds) {
   constexpr std::uint32_t calls = 200000;

@@ -132,7 +132,7 @@ double plus(double x) { return x > 0 ? x : 0.0; }
 // the price of a resource just saturated collapses, the route re-enters, and the two
 // alternate (a limit cycle seen on links with b_k/B_c spanning orders of magnitude: a
 // 2.3 GB application beside a 1 MB one on a 430 kB/s link, whose price halved in one update
-// with the session-3 bound of a half, then took ~35 updates to climb back while the link
+// with a bound of a half, then took ~35 updates to climb back while the link
 // was overloaded by up to 70%). On the 100 random trees of docs/results/price.md: 80
 // within 1% with a half, 93 with a fifth, 97 with 5%.
 constexpr double price_keep = 0.95;  // a price keeps at least this fraction per update

@@ -90,7 +90,7 @@ TEST(LpPolicy, WithoutAFeasiblePlannedChoiceItServesFirstComeFirstServed) {
   EXPECT_EQ(p.fallbacks(), 1u) << "a planned choice is not a fallback";
 }
 
-// Session 11 (docs/policies.md, lp): a requester the plan gives nothing is not served
+// docs/policies.md, lp: a requester the plan gives nothing is not served
 // outside the plan while a planned requester is connected.
 TEST(LpPolicy, ARequesterThePlanGivesNothingStaysIdleWhileAPlannedOneIsConnected) {
   NodePlan plan;

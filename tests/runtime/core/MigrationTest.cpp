@@ -273,12 +273,12 @@ TEST(MigrationPush, ParentAdvertisesIdleRequestersAndTakesWhatFits) {
 }
 
 // A task taken from a push goes to the requester it was taken for, not back down to the
-// child that pushed it, although that child's request is the oldest (session 10: sent back,
-// it could never leave again — the visited-once rule). And the push's answer goes before
+// child that pushed it, although that child's request is the oldest (sent back, it could
+// never leave again: the visited-once rule). And the push's answer goes before
 // any task sent in the same step: a task going back to the pusher (when no other requester
 // could take it) must not reach it before it hears that the parent took it, or it takes the
 // new copy for a duplicate ("task sent twice": it dropped its parent, and the quickstart's
-// tree came apart under --migration push, session 7).
+// tree came apart under --migration push).
 TEST(MigrationPush, TheAnswerGoesFirstAndATakenTaskGoesToTheRequesterNotBack) {
   auto root = root_with_bag_at_child_one(MigrationMode::push, 4);
   EXPECT_EQ(names(root->handle(event::WorkRequested{child(1), 1}, 2)), Strings{});

@@ -217,7 +217,7 @@ TEST(Balance, ModesParseAndNeedMigration) {
 namespace treefarm::core::testing {
 namespace {
 
-// Task deadlines meet migration (session 10): a task back in a parent's buffer (given back
+// Task deadlines meet migration: a task back in a parent's buffer (given back
 // by a pull or a push) may be one another child still holds as a late copy. It must not go
 // to that child, though its request is the oldest: it would take it for a duplicate ("task
 // sent twice") and drop its parent (seen in the emulated push run of docs/results/migration.md).

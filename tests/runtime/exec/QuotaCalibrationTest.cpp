@@ -103,6 +103,6 @@ TEST(QuotaCalibration, TheWindowMeasuresTheSustainedSpeedUnderARealQuota) {
   EXPECT_NEAR(ratio, 1.0, 0.2);
   // A run throttled like the sustained rate gives 1; an unthrottled one on an idle CPU
   // 1 / quota = 4; one sharing its CPU with the test ctest -j2 runs beside it, ~2 (a fresh
-  // clone's CI, session 13: 1.99). Above 1.5 the runs were not what the quota slowed.
+  // clone's CI measured 1.99). Above 1.5 the runs were not what the quota slowed.
   EXPECT_GT(free_run / (quota * median), 1.5) << "the runs themselves went unthrottled: the window is what sees the quota";
 }

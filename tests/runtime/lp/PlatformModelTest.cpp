@@ -169,7 +169,7 @@ TEST(ModelFromCalibration, LinksWithinOneHostTakeTheirFastestRound) {
 }
 
 TEST(ModelFromCalibration, WholeTaskCostsFreeTheLinksWithinTheirHost) {
-  // Session 11 (docs/lp.md, "Whole tasks measured through the runtime"): a host whose
+  // docs/lp.md, "Whole tasks measured through the runtime"): a host whose
   // tasks' whole CPU was measured through the runtime has no link bound inside it, not
   // even at the interval's pessimistic end; the cost reaches the model per application.
   model::Calibration cal;

@@ -324,7 +324,7 @@ TEST(SteadyState, WholeTaskCostReplacesTheTermsOnItsHost) {
 }
 
 TEST(SteadyState, TwinNodesOnOneHostShareTheOptimum) {
-  // Session 11: w1 and w2 cost the host the same, so any split of the optimum between
+  // w1 and w2 cost the host the same, so any split of the optimum between
   // them is optimal; the second stage takes the one that loads the busiest node least —
   // half each — and keeps T.
   // T = 2 / 0.6 (HostChargesTheCpuOfEveryTransfer); each can take 2 tasks/s, so the

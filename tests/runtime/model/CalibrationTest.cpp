@@ -29,7 +29,7 @@ Calibration sample() {
   c.nodes["w1"].output_bytes = {{"gz", 70123.5}};  // a command's output size
   // the host's costs, the runtime's per-byte costs at a task's two ends included
   c.hosts["box"] = HostCalibration{2.0, 4.5e-10, 0.25, 1.2e-10, 3.5e-10};
-  // session 11: each application's whole CPU per task through the runtime, and its spread
+  // each application's whole CPU per task through the runtime, and its spread
   c.hosts["box"].task_cpu_seconds = {{"mm", 5.125e-3}, {"add", 4.5e-3}};
   c.hosts["box"].task_cpu_spread = {{"mm", 0.1}, {"add", 0.0}};
   c.nodes["w1"].host = "box";

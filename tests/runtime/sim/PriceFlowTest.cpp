@@ -111,8 +111,8 @@ TEST(PriceFlow, EachApplicationReachesTheProportionalOptimumOnThePapersPlatform)
   EXPECT_TRUE(every_task_once(experiment(toml), out.results));
   const double end = first_bag_nearly_done(out.results, 3, 0.9);
   ASSERT_GT(end, 200.0);
-  // Before session 9 app1 got 0.48 of its share here (links learnt at a fraction of their
-  // bandwidth, the root's stock of the wrong applications, prices eating 16% of the links).
+  // app1 gets 0.48 of its share here if the links are learnt at a fraction of their
+  // bandwidth, the root stocks the wrong applications or prices eat 16% of the links.
   const auto measured = rates(out.results, 3, 100.0, end);  // the agents settle in ~100 updates
   for (std::size_t k = 0; k < 3; ++k)
     EXPECT_GE(measured[k], 0.93 * optimum[k]) << "app" << k + 1 << ": " << measured[k] << " tasks/s of " << optimum[k];
