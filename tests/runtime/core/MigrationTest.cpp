@@ -150,30 +150,42 @@ TEST(MigrationParent, ARejectingChildIsAskedAgainAfterTheHold) {
   EXPECT_EQ(root->migration().rejects(), 1u);
 }
 
+/// 60 tasks of one application under a root that only forwards (buffer 4) to a fast child
+/// (1 s per task) and a slow one (8 s), each with a buffer of 8.
+TreeSpec fast_and_slow_child(const std::string& policy, MigrationMode mode) {
+  TreeSpec spec;
+  spec.policy = policy;
+  spec.apps = {app("a", 1, 60)};
+  spec.migration = mode;
+  NodeSpec root;
+  root.cores = 0;
+  root.buffer = 4;
+  NodeSpec fast;
+  fast.buffer = 8;
+  fast.task_seconds = {1.0};
+  NodeSpec slow = fast;
+  slow.task_seconds = {8.0};
+  spec.nodes = {root, fast, slow};
+  return spec;
+}
+
+/// With MIGRATION_LOG set in the environment, prints the run's log (to read a failure).
+void print_log_if_asked(const TreeHarness& h) {
+  if (!std::getenv("MIGRATION_LOG")) return;
+  for (const auto& r : h.log())
+    std::visit([&](const auto& x) { std::printf("%8.3f n%zu %s\n", r.time, r.node, describe(x).c_str()); }, r.what);
+}
+
 // A fast and a slow child under a root that only forwards: at the end of the bag the slow
 // child's buffer holds the last tasks. With PULL the root takes them back for the fast one:
 // the run ends sooner, and every task is still recorded exactly once.
 TEST(MigrationTree, PullAndPushShortenTheTailOfASlowChildAndKeepExactlyOnce) {
   auto run = [](MigrationMode mode, std::size_t* migrated) {
-    TreeSpec spec;
-    spec.apps = {app("a", 1, 60)};
-    spec.migration = mode;
-    NodeSpec root;
-    root.cores = 0;
-    root.buffer = 4;
-    NodeSpec fast;
-    fast.buffer = 8;
-    fast.task_seconds = {1.0};
-    NodeSpec slow = fast;
-    slow.task_seconds = {8.0};
-    spec.nodes = {root, fast, slow};
-    TreeHarness h(spec);
+    TreeHarness h(fast_and_slow_child("fcfs", mode));
     h.start();
     h.run();
     EXPECT_TRUE(h.emptiness_check());
-    if (std::getenv("MIGRATION_LOG"))
-      for (const auto& r : h.log())
-        std::visit([&](const auto& x) { std::printf("%8.3f n%zu %s\n", r.time, r.node, describe(x).c_str()); }, r.what);
+    print_log_if_asked(h);
     *migrated = h.migrated();
     return h.now();
   };
@@ -376,19 +388,7 @@ namespace {
 // tail shortens (60 tasks at 1.125 tasks/s: 53 s; the slow child's 8 waiting tasks alone
 // are 64 s).
 TEST(MigrationTree, AtTheEndOfTheBagTheRootTakesASlowChildsWaitingTasksBack) {
-  TreeSpec spec;
-  spec.policy = "lp";
-  spec.apps = {app("a", 1, 60)};
-  NodeSpec root;
-  root.cores = 0;
-  root.buffer = 4;
-  NodeSpec fast;
-  fast.buffer = 8;
-  fast.task_seconds = {1.0};
-  NodeSpec slow = fast;
-  slow.task_seconds = {8.0};
-  spec.nodes = {root, fast, slow};
-  TreeHarness h(spec);
+  TreeHarness h(fast_and_slow_child("lp", MigrationMode::off));
   std::size_t early_pulls = 0, pulls = 0;
   std::map<TaskId, int> given_back;
   h.on_step = [&](const TreeHarness& t, const Step& s) {
@@ -410,9 +410,7 @@ TEST(MigrationTree, AtTheEndOfTheBagTheRootTakesASlowChildsWaitingTasksBack) {
   EXPECT_GT(h.migrated(), 0u);
   for (const auto& [id, n] : given_back) EXPECT_EQ(n, 1) << "task " << id.index() << " given back " << n << " times";
   EXPECT_LT(h.now(), 62.0) << "the slow child's queue was not taken back; pulls " << pulls << ", migrated " << h.migrated();
-  if (std::getenv("MIGRATION_LOG"))
-    for (const auto& r : h.log())
-      std::visit([&](const auto& x) { std::printf("%8.3f n%zu %s\n", r.time, r.node, describe(x).c_str()); }, r.what);
+  print_log_if_asked(h);
 }
 
 // A steady run of equal children never takes anything back: at the end of the bag each
