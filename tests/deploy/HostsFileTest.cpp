@@ -3,24 +3,14 @@
 
 #include "tools/deploy/HostsFile.hpp"
 #include "tools/deploy/SshLaunch.hpp"
+#include "tests/support/TreeToml.hpp"
 
 namespace treefarm::deploy {
 namespace {
 
+// A forwarding master, w1 (with w1a under it) and w2, one core each.
 model::Experiment quickstart_tree() {
-  return model::parse_experiment(R"(
-[[node]]
-name = "master"
-cores = 0
-[[node]]
-name = "w1"
-parent = "master"
-[[node]]
-name = "w2"
-parent = "master"
-[[node]]
-name = "w1a"
-parent = "w1"
+  return model::parse_experiment(test_support::star_nodes_toml(2) + test_support::node_toml("w1a", "w1", 1) + R"(
 [[app]]
 name = "mm"
 kernel = "matmul"

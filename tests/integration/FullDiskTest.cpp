@@ -16,24 +16,14 @@
 
 #include "tests/integration/ProcessTestUtil.hpp"
 #include "tests/support/EveryTaskOnce.hpp"
+#include "tests/support/TreeToml.hpp"
 
 using namespace treefarm::testing;
 
 namespace {
 
 std::string star(const std::string& apps) {
-  return R"([[node]]
-name = "master"
-cores = 0
-[[node]]
-name = "w1"
-parent = "master"
-cores = 1
-[[node]]
-name = "w2"
-parent = "master"
-cores = 1
-)" + apps + "[run]\nbuffer = 8\n";
+  return treefarm::test_support::star_nodes_toml(2) + apps + "[run]\nbuffer = 8\n";
 }
 
 std::string matmul(std::uint64_t tasks) {

@@ -7,6 +7,7 @@
 
 #include "runtime/lp/EstimatePlan.hpp"
 #include "runtime/model/Experiment.hpp"
+#include "tests/support/TreeToml.hpp"
 
 namespace treefarm::lp {
 namespace {
@@ -16,22 +17,7 @@ using net::msg::Estimate;
 // A forwarding master, w1 (1 core) with a child w1a (1 core), and w2 (1 core); no speed
 // declared: only the estimates give task times.
 model::Experiment tree() {
-  return model::parse_experiment(R"(
-[[node]]
-name = "master"
-cores = 0
-[[node]]
-name = "w1"
-parent = "master"
-cores = 1
-[[node]]
-name = "w2"
-parent = "master"
-cores = 1
-[[node]]
-name = "w1a"
-parent = "w1"
-cores = 1
+  return model::parse_experiment(test_support::star_nodes_toml(2) + test_support::node_toml("w1a", "w1", 1) + R"(
 [[app]]
 name = "mm"
 kernel = "matmul"

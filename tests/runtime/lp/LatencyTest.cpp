@@ -10,12 +10,16 @@
 #include "runtime/lp/SteadyState.hpp"
 #include "runtime/model/Experiment.hpp"
 #include "TestPlatforms.hpp"
+#include "tests/support/TreeToml.hpp"
 
 namespace treefarm::lp {
 namespace {
 
 using testing::Builder;
 using testing::inf;
+using test_support::small_star_toml;
+using test_support::StarWorker;
+using test_support::synthetic_app_toml;
 
 bool is_saturated(const Solution& s, std::size_t node, Resource r) {
   return std::any_of(s.saturated.begin(), s.saturated.end(),
@@ -102,26 +106,10 @@ TEST(LpLatency, SmallTasksShareTheHoldWithinTheOnePortWindow) {
 }
 
 TEST(LpLatency, ModelFromExperimentTakesLatencyAndBuffer) {
-  const auto ex = model::parse_experiment(R"(
-[[node]]
-name = "m"
-cores = 0
-[[node]]
-name = "w"
-parent = "m"
-cores = 1
-speed = "1Gf"
-bandwidth = "100MBps"
-latency = "1s"
-[[app]]
-name = "a"
-bytes = "1MB"
-flops = "100Mf"
-tasks = 10
-[run]
-buffer = 4
-comm_model = "multi-port"
-)", "t.toml");
+  const auto ex = model::parse_experiment(
+      small_star_toml({{"w", "1Gf", "100MBps", "1s"}}) +
+          synthetic_app_toml("a", "1MB", "100Mf", 10) + test_support::multiport_run_toml(4),
+      "t.toml");
   const auto m = model_from_experiment(ex);
   EXPECT_EQ(m.buffer, 4u);
   EXPECT_DOUBLE_EQ(m.nodes[1].request_round_trip, 2.0);
@@ -134,7 +122,7 @@ comm_model = "multi-port"
   EXPECT_NE(out.str().find("buffer"), std::string::npos) << out.str();
 }
 
-/// A master (0 cores) and one 1-core worker "w" under it, with `app_and_run` (TOML: the
+/// A master "m" (0 cores) and one 1-core worker "w" under it, with `app_and_run` (TOML: the
 /// [[app]] "a" and any [run] table), and a calibration of w: seconds per task of "a",
 /// link bytes/s and the measured round trip in seconds.
 struct CalibratedPair {
@@ -143,10 +131,7 @@ struct CalibratedPair {
 };
 CalibratedPair calibrated_pair(const std::string& app_and_run, double task_seconds, double bandwidth,
                                double round_trip) {
-  CalibratedPair p{model::parse_experiment("[[node]]\nname = \"m\"\ncores = 0\n"
-                                           "[[node]]\nname = \"w\"\nparent = \"m\"\ncores = 1\n" + app_and_run,
-                                           "t.toml"),
-                   {}};
+  CalibratedPair p{model::parse_experiment(small_star_toml({StarWorker{}}) + app_and_run, "t.toml"), {}};
   p.cal.experiment = "t.toml";
   p.cal.nodes["m"].cores = 0;
   auto& w = p.cal.nodes["w"];
@@ -158,15 +143,8 @@ CalibratedPair calibrated_pair(const std::string& app_and_run, double task_secon
 }
 
 TEST(LpLatency, ACalibratedRoundTripReplacesTheDeclaredLatency) {
-  const auto p = calibrated_pair(R"([[app]]
-name = "a"
-bytes = "1MB"
-flops = "100Mf"
-tasks = 10
-[run]
-buffer = 2
-comm_model = "multi-port"
-)", 0.1, 1e8, 0.5);
+  const auto p = calibrated_pair(synthetic_app_toml("a", "1MB", "100Mf", 10) + test_support::multiport_run_toml(2),
+                                 0.1, 1e8, 0.5);
   const auto m = model_from_calibration(p.ex, p.cal);
   EXPECT_DOUBLE_EQ(m.nodes[1].request_round_trip, 0.5);
   EXPECT_DOUBLE_EQ(m.nodes[1].port_hold, 0.5);
@@ -177,7 +155,7 @@ comm_model = "multi-port"
 // RunSpec::one_port_window: 1 KiB tasks behind a calibrated 1 ms round trip share the hold
 // among floor(W / 1 KiB) tasks in flight; W = 0 is a whole round trip per task.
 TEST(LpLatency, TheCalibratedModelTakesTheRunsOnePortWindow) {
-  auto p = calibrated_pair("[[app]]\nname = \"a\"\nbytes = 1024\nflops = \"1Mf\"\ntasks = 10\n", 1e-6, 1e9, 1e-3);
+  auto p = calibrated_pair(synthetic_app_toml("a", "1KiB", "1Mf", 10), 1e-6, 1e9, 1e-3);
   EXPECT_EQ(p.ex.run.one_port_window, model::default_one_port_window);
   EXPECT_NEAR(model_from_calibration(p.ex, p.cal).port_hold_per_task(1, 0), 1e-3 / 1024, 1e-12);
   p.ex.run.one_port_window = 4096;

@@ -4,25 +4,15 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/support/TreeToml.hpp"
+
 namespace treefarm::lp {
 namespace {
 
 // One worker behind a link, 1 MB tasks computed in 0.001 s: the link binds.
 model::Experiment link_bound() {
-  return model::parse_experiment(R"(
-[[node]]
-name = "m"
-cores = 0
-[[node]]
-name = "w"
-parent = "m"
-cores = 1
-[[app]]
-name = "a"
-bytes = "1MB"
-flops = "1Mf"
-tasks = 10
-)", "t.toml");
+  using namespace test_support;
+  return model::parse_experiment(small_star_toml({StarWorker{}}) + synthetic_app_toml("a", "1MB", "1Mf", 10), "t.toml");
 }
 
 model::Calibration calibrated(double median, std::optional<double> lo, std::optional<double> hi) {

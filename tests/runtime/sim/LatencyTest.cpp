@@ -7,11 +7,14 @@
 
 #include "runtime/lp/SteadyState.hpp"
 #include "tests/runtime/sim/SimTestUtil.hpp"
+#include "tests/support/TreeToml.hpp"
 
 namespace treefarm::sim {
 namespace {
 
 using test::experiment;
+using test_support::small_star_toml;
+using test_support::synthetic_app_toml;
 
 // Two workers of 10 tasks/s (100 Mflop on 1 Gflop/s), 1 MB tasks on 100 MB/s links
 // (0.01 s) of 1 s latency, buffer 10. The paper's LP: 20 tasks/s. With the latency,
@@ -20,17 +23,10 @@ using test::experiment;
 // lp policy reached 0.999 tasks/s until every mailbox had a permanent receiver: with one
 // get posted at a time, each request and result crossed its 1 s link after the previous.)
 std::string latency_star(const char* comm_model, int tasks) {
-  std::string toml = R"(
-[[node]]
-name = "m"
-cores = 0
-)";
-  for (const char* w : {"w1", "w2"})
-    toml += std::string("[[node]]\nname = \"") + w +
-            "\"\nparent = \"m\"\ncores = 1\nspeed = \"1Gf\"\nbandwidth = \"100MBps\"\nlatency = \"1s\"\n";
-  toml += "[[app]]\nname = \"a\"\nbytes = \"1MB\"\nflops = \"100Mf\"\ntasks = " + std::to_string(tasks) +
-          "\n[run]\nbuffer = 10\npolicy = \"lp\"\ncomm_model = \"" + comm_model + "\"\n";
-  return toml;
+  return small_star_toml({{"w1", "1Gf", "100MBps", "1s"},
+                          {"w2", "1Gf", "100MBps", "1s"}}) +
+         synthetic_app_toml("a", "1MB", "100Mf", static_cast<std::uint64_t>(tasks)) +
+         "[run]\nbuffer = 10\npolicy = \"lp\"\ncomm_model = \"" + comm_model + "\"\n";
 }
 
 void expect_lp_reaches_the_latency_optimum(const char* comm_model, int tasks, double optimum) {
@@ -64,32 +60,10 @@ TEST(SimLatency, LpPolicyReachesTheMultiPortBufferOptimumOnAOneSecondStar) {
 // 1 / 0.85 = 1.176. With B = 16 the next long task is buffered during the current one:
 // the CPU-bound 1.818 again. The simulated lp policy reaches each.
 std::string long_and_short(int buffer) {
-  return R"(
-[[node]]
-name = "m"
-cores = 0
-[[node]]
-name = "w"
-parent = "m"
-cores = 1
-speed = "1Gf"
-bandwidth = "100MBps"
-[[app]]
-name = "short"
-bytes = "1MB"
-flops = "5Mf"
-weight = 10
-tasks = 600
-[[app]]
-name = "long"
-bytes = "25MB"
-flops = "500Mf"
-weight = 1
-tasks = 60
-[run]
-policy = "lp"
-comm_model = "multi-port"
-buffer = )" + std::to_string(buffer) + "\n";
+  return small_star_toml({{"w", "1Gf", "100MBps"}}) +
+         synthetic_app_toml("short", "1MB", "5Mf", 600, "weight = 10\n") +
+         synthetic_app_toml("long", "25MB", "500Mf", 60, "weight = 1\n") +
+         "[run]\npolicy = \"lp\"\ncomm_model = \"multi-port\"\nbuffer = " + std::to_string(buffer) + "\n";
 }
 
 void expect_lp_reaches(int buffer, double optimum) {

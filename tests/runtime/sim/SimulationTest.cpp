@@ -11,6 +11,7 @@
 #include "runtime/model/Calibration.hpp"
 #include "runtime/sim/Simulation.hpp"
 #include "tests/runtime/sim/SimTestUtil.hpp"
+#include "tests/support/TreeToml.hpp"
 
 namespace treefarm::sim {
 namespace {
@@ -18,26 +19,14 @@ namespace {
 using test::every_task_once;
 using test::experiment;
 using test::run;
+using test_support::small_star_toml;
+using test_support::synthetic_app_toml;
 
 // A master that only forwards and one worker. Task: 1e8 flop at 1e8 flop/s = 1 s; the
 // link carries a task in 1 ms: compute-bound, rho = speed / flops = 1 task/s.
-constexpr const char* compute_bound = R"(
-[[node]]
-name = "m"
-cores = 0
-[[node]]
-name = "w"
-parent = "m"
-cores = 1
-speed = "100Mf"
-bandwidth = "1GBps"
-latency = "1ms"
-[[app]]
-name = "a"
-bytes = 1000000
-flops = "100Mf"
-tasks = 200
-)";
+const std::string compute_bound =
+    small_star_toml({{"w", "100Mf", "1GBps", "1ms"}}) +
+    synthetic_app_toml("a", "1MB", "100Mf", 200);
 
 TEST(Simulation, ComputeBoundWorkerRunsAtSpeedOverFlops) {
   const auto o = run(compute_bound);
@@ -57,23 +46,8 @@ TEST(Simulation, ComputeBoundWorkerRunsAtSpeedOverFlops) {
 
 // The link is the bottleneck: 1 MB tasks on a 1 MB/s link with 1 ms latency, computed
 // in 1 ms: rho = bandwidth / bytes (latency paid once per task: 1/1.001).
-constexpr const char* comm_bound = R"(
-[[node]]
-name = "m"
-cores = 0
-[[node]]
-name = "w"
-parent = "m"
-cores = 1
-speed = "1Gf"
-bandwidth = "1MBps"
-latency = "1ms"
-[[app]]
-name = "a"
-bytes = "1MB"
-flops = "1Mf"
-tasks = 200
-)";
+const std::string comm_bound = small_star_toml({{"w", "1Gf", "1MBps", "1ms"}}) +
+                               synthetic_app_toml("a", "1MB", "1Mf", 200);
 
 TEST(Simulation, CommunicationBoundLinkRunsAtBandwidthOverBytes) {
   const auto o = run(comm_bound);
@@ -95,29 +69,9 @@ TEST(Simulation, Cm02UsesLinkValuesAsGivenUnlikeLv08) {
 // Two identical workers behind 1 MB/s links, each able to compute 2 tasks/s. One-port:
 // the master's single port carries 1 task/s in all; multi-port: each link 1 task/s.
 std::string two_worker_star(const char* comm_model) {
-  return std::string(R"(
-[[node]]
-name = "m"
-cores = 0
-[[node]]
-name = "w1"
-parent = "m"
-cores = 1
-speed = "200Mf"
-bandwidth = "1MBps"
-[[node]]
-name = "w2"
-parent = "m"
-cores = 1
-speed = "200Mf"
-bandwidth = "1MBps"
-[[app]]
-name = "a"
-bytes = "1MB"
-flops = "100Mf"
-tasks = 300
-[run]
-comm_model = ")") + comm_model + "\"\n";
+  return small_star_toml({{"w1", "200Mf", "1MBps"},
+                          {"w2", "200Mf", "1MBps"}}) +
+         synthetic_app_toml("a", "1MB", "100Mf", 300) + "[run]\ncomm_model = \"" + comm_model + "\"\n";
 }
 
 TEST(Simulation, TwoWorkerStarOnePortMatchesLp) {
@@ -137,28 +91,9 @@ TEST(Simulation, TwoWorkerStarMultiPortMatchesLp) {
 
 // Bandwidth-centric star (beaumont2006 §3.3): w1 gets a task in 0.5 s, w2 in 1 s, both
 // compute 1 task/s. LP: alpha1 = 1, alpha2 = 0.5 (port: 0.5·1 + 1·0.5 = 1): 1.5 tasks/s.
-constexpr const char* asymmetric_star = R"(
-[[node]]
-name = "m"
-cores = 0
-[[node]]
-name = "w1"
-parent = "m"
-cores = 1
-speed = "100Mf"
-bandwidth = "2MBps"
-[[node]]
-name = "w2"
-parent = "m"
-cores = 1
-speed = "100Mf"
-bandwidth = "1MBps"
-[[app]]
-name = "a"
-bytes = "1MB"
-flops = "100Mf"
-tasks = 400
-)";
+const std::string asymmetric_star = small_star_toml({{"w1", "100Mf", "2MBps"},
+                                                     {"w2", "100Mf", "1MBps"}}) +
+                                     synthetic_app_toml("a", "1MB", "100Mf", 400);
 
 TEST(Simulation, BandwidthCentricReachesTheLpOnAnAsymmetricStar) {
   auto ex = experiment(asymmetric_star);
@@ -176,23 +111,8 @@ TEST(Simulation, BandwidthCentricReachesTheLpOnAnAsymmetricStar) {
 
 TEST(Simulation, MultiCoreTasksHoldTheirCores) {
   // 2 cores, tasks of 2 cores: one at a time, each flops / (2 · speed) = 0.5 s.
-  const auto o = run(R"(
-[[node]]
-name = "m"
-cores = 0
-[[node]]
-name = "w"
-parent = "m"
-cores = 2
-speed = "100Mf"
-bandwidth = "1GBps"
-[[app]]
-name = "a"
-bytes = 1000
-flops = "100Mf"
-cores_per_task = 2
-tasks = 100
-)");
+  const auto o = run(small_star_toml({{"w", "100Mf", "1GBps", "", 2}}) +
+                     synthetic_app_toml("a", "1kB", "100Mf", 100, "cores_per_task = 2\n"));
   ASSERT_TRUE(o.completed) << o.error;
   EXPECT_NEAR(o.results.apps[0].throughput, 2.0, 0.03);
   EXPECT_NEAR(*o.results.apps[0].predicted, 2.0, 1e-9);
@@ -301,34 +221,8 @@ TEST(Simulation, CalibrationSetsDurationsAndBandwidths) {
 
 /// The quickstart's shape: a master, w1 (with w1a and w1b below it) and w2, one core each,
 /// loopback links; one application of 1 MB tasks, under lp.
-constexpr const char* quickstart_shape = R"(
-[[node]]
-name = "master"
-cores = 0
-[[node]]
-name = "w1"
-parent = "master"
-cores = 1
-[[node]]
-name = "w1a"
-parent = "w1"
-cores = 1
-[[node]]
-name = "w1b"
-parent = "w1"
-cores = 1
-[[node]]
-name = "w2"
-parent = "master"
-cores = 1
-[[app]]
-name = "a"
-bytes = 1000000
-flops = "10Mf"
-tasks = 3000
-[run]
-policy = "lp"
-)";
+const std::string quickstart_shape =
+    test_support::quickstart_nodes_toml() + synthetic_app_toml("a", "1MB", "10Mf", 3000) + "[run]\npolicy = \"lp\"\n";
 
 // The quickstart's shape: four one-core workers on one 2-CPU machine, two per
 // CPU, loopback links. The calibration says each kernel took 10 ms at half a CPU and that
