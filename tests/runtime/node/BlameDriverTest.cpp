@@ -17,6 +17,7 @@ namespace {
 
 using testing::RecordingTransport;
 using testing::parent;
+using testing::quiet_options;
 constexpr double forged_checksum = -1;  ///< what the root's check calls forged
 
 /// The root's side of a run: a bag of no-op tasks, a check that calls negative checksums
@@ -61,9 +62,7 @@ struct RootRecord {
 };
 
 NodeOptions quiet(const std::string& name) {
-  NodeOptions o;
-  o.name = name;
-  o.heartbeat_interval = 0;
+  NodeOptions o = quiet_options(name);
   o.blame_timeout = 4;
   return o;
 }

@@ -21,9 +21,7 @@ core::TaskId task(std::uint64_t i) { return core::TaskId::make(core::AppId{0}, i
 Payload bytes() { return std::make_shared<SizeOnly>(task_bytes); }
 /// A worker "w" without heartbeats.
 NodeOptions worker_options(core::MigrationMode mode = core::MigrationMode::off) {
-  NodeOptions o;
-  o.name = "w";
-  o.heartbeat_interval = 0;
+  NodeOptions o = quiet_options("w");
   o.migration = mode;
   return o;
 }
@@ -60,9 +58,7 @@ TEST(MigrationDriver, RootPullsForAWaitingChildAndOwnershipMoves) {
   root.on_result = [&](const net::msg::Result& res, bool duplicate, double) {
     if (!duplicate) results.push_back(res);
   };
-  NodeOptions o;
-  o.name = "root";
-  o.heartbeat_interval = 0;
+  NodeOptions o = quiet_options("root");
   o.migration = core::MigrationMode::pull;
   o.one_port_window = 0;  // one transfer at a time, each acknowledged below
   NodeDriver d(o, t, nullptr, std::move(root));
@@ -119,9 +115,7 @@ struct PushRoot {
     root.on_result = [this](const net::msg::Result& res, bool duplicate, double) {
       if (!duplicate) results.push_back(res);
     };
-    NodeOptions o;
-    o.name = "root";
-    o.heartbeat_interval = 0;
+    NodeOptions o = quiet_options("root");
     o.migration = core::MigrationMode::push;
     o.one_port_window = 0;
     d = std::make_unique<NodeDriver>(o, t, nullptr, std::move(root));

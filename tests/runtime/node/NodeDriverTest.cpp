@@ -11,9 +11,7 @@ namespace {
 using namespace testing;  // RecordingTransport.hpp
 
 NodeOptions options(const std::string& name) {
-  NodeOptions o;
-  o.name = name;
-  o.heartbeat_interval = 0;  // no heartbeats unless a test wants them
+  NodeOptions o = quiet_options(name);  // no heartbeats unless a test wants them
   o.one_port_window = 0;      // every transfer holds the port until acknowledged, unless a test wants the window
   return o;
 }

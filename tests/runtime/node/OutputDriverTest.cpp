@@ -14,6 +14,7 @@ namespace treefarm::node {
 namespace {
 
 using testing::parent;
+using testing::quiet_options;
 using testing::RecordingTransport;
 
 constexpr std::uint64_t output_limit = 1000;  ///< bytes, the application's max_output_bytes
@@ -38,13 +39,6 @@ net::msg::Welcome gzip_welcome(std::uint64_t tasks) {
   w.one_port = false;
   w.apps.push_back(app_to_wire(gzip_app(tasks)));
   return w;
-}
-
-NodeOptions quiet(const std::string& name) {
-  NodeOptions o;
-  o.name = name;
-  o.heartbeat_interval = 0;
-  return o;
 }
 
 Payload output_of(std::size_t n) { return std::make_shared<SizeOnly>(n); }
@@ -105,7 +99,7 @@ void one_task_started(NodeDriver& w, const testing::FakeRunner& runner) {
 TEST(OutputDriver, AWorkersOutputGoesUpWithItsResultUncopied) {
   RecordingTransport t;
   testing::FakeRunner runner(1);
-  NodeDriver w(quiet("w"), t, &runner, std::nullopt);
+  NodeDriver w(quiet_options("w"), t, &runner, std::nullopt);
   ASSERT_NO_FATAL_FAILURE(one_task_started(w, runner));
   const Payload out = output_of(321);
   JobOutcome done;
@@ -123,7 +117,7 @@ TEST(OutputDriver, AWorkersOutputGoesUpWithItsResultUncopied) {
 TEST(OutputDriver, AFailedTaskSendsNoOutput) {
   RecordingTransport t;
   testing::FakeRunner runner(1);
-  NodeDriver w(quiet("w"), t, &runner, std::nullopt);
+  NodeDriver w(quiet_options("w"), t, &runner, std::nullopt);
   ASSERT_NO_FATAL_FAILURE(one_task_started(w, runner));
   JobOutcome failed;
   failed.failed = true;
@@ -138,7 +132,7 @@ TEST(OutputDriver, AFailedTaskSendsNoOutput) {
 
 TEST(OutputDriver, AnInnerNodeForwardsTheChildsOutputFrameItself) {
   RecordingTransport t;
-  NodeDriver a(quiet("a"), t, nullptr, std::nullopt);
+  NodeDriver a(quiet_options("a"), t, nullptr, std::nullopt);
   a.start(0);
   a.on_parent_message(gzip_welcome(4), {}, 0.1);
   a.on_child_message(PeerId{1}, net::msg::Hello{"c", 1, 0}, {}, 0.2);
@@ -159,7 +153,7 @@ TEST(OutputDriver, AnInnerNodeForwardsTheChildsOutputFrameItself) {
 TEST(OutputDriver, TheRootChecksAndHandsOverEachOutputOnce) {
   RecordingTransport t;
   RootRecord rec;
-  NodeDriver root(quiet("master"), t, nullptr, rec.setup(4));
+  NodeDriver root(quiet_options("master"), t, nullptr, rec.setup(4));
   const auto id = one_task_to_a(root, t);
   const Payload out = output_of(100);
   root.on_child_message(PeerId{1}, result_with_output(id, "a", 100), out, 0.5);
@@ -175,7 +169,7 @@ TEST(OutputDriver, AnOutputThatFailsTheRootsCheckIsNotRecordedAndItsSenderIsDrop
   RecordingTransport t;
   RootRecord rec;
   rec.accept = false;
-  NodeDriver root(quiet("master"), t, nullptr, rec.setup(4));
+  NodeDriver root(quiet_options("master"), t, nullptr, rec.setup(4));
   const auto id = one_task_to_a(root, t);
   root.on_child_message(PeerId{1}, result_with_output(id, "a", 100), output_of(100), 0.5);
   EXPECT_TRUE(rec.outputs.empty());
@@ -193,7 +187,7 @@ TEST(OutputDriver, AChildLyingAboutItsOutputIsDropped) {
                        Case{"over the application's limit", output_limit + 1, output_limit + 1}}) {
     RecordingTransport t;
     RootRecord rec;
-    NodeDriver root(quiet("master"), t, nullptr, rec.setup(4));
+    NodeDriver root(quiet_options("master"), t, nullptr, rec.setup(4));
     const auto id = one_task_to_a(root, t);
     root.on_child_message(PeerId{1}, result_with_output(id, "a", c.said), c.sent ? output_of(c.sent) : Payload{}, 0.5);
     EXPECT_TRUE(t.dropped.contains(PeerId{1})) << c.what;
@@ -208,7 +202,7 @@ TEST(OutputDriver, AnOutputForAnApplicationThatSendsNoneIsRefused) {
   RootSetup setup = rec.setup(4);
   setup.apps[0].send_output = false;
   setup.welcome.apps[0].max_output_bytes = 0;
-  NodeDriver root(quiet("master"), t, nullptr, std::move(setup));
+  NodeDriver root(quiet_options("master"), t, nullptr, std::move(setup));
   const auto id = one_task_to_a(root, t);
   root.on_child_message(PeerId{1}, result_with_output(id, "a", 10), output_of(10), 0.5);
   EXPECT_TRUE(t.dropped.contains(PeerId{1}));

@@ -103,6 +103,14 @@ inline model::AppSpec noop_app(std::uint64_t tasks = 10) {
   return a;
 }
 
+/// Options of a node `name` that sends no heartbeats (the tests script every message).
+inline NodeOptions quiet_options(const std::string& name) {
+  NodeOptions o;
+  o.name = name;
+  o.heartbeat_interval = 0;
+  return o;
+}
+
 /// The Welcome of an fcfs run of noop_app(tasks).
 inline net::msg::Welcome welcome(std::uint32_t buffer = 2, bool one_port = true, std::uint64_t tasks = 10) {
   net::msg::Welcome w;

@@ -20,9 +20,7 @@ NodeDriver serving_root(RecordingTransport& t, std::uint64_t tasks) {
   root.apps = {noop_app(tasks)};
   auto input = std::make_shared<SizeOnly>(task_bytes);
   root.payload = [input](core::TaskId) { return input; };
-  NodeOptions o;
-  o.name = "root";
-  o.heartbeat_interval = 0;
+  NodeOptions o = quiet_options("root");
   o.serve = true;
   return NodeDriver(o, t, nullptr, std::move(root));
 }
@@ -65,9 +63,7 @@ TEST(ServeDriver, AnInterruptedServingRootSendsItsChildrenAway) {
 TEST(ServeDriver, AWorkerToldToResetPassesItOnSaysByeAndAsksForANewStart) {
   RecordingTransport t;
   FakeRunner runner(1);
-  NodeOptions o;
-  o.name = "w";
-  o.heartbeat_interval = 0;
+  NodeOptions o = quiet_options("w");
   o.shutdown_grace = 5;
   NodeDriver d(o, t, &runner, std::nullopt);
   d.start(0);
@@ -90,9 +86,7 @@ TEST(ServeDriver, AWorkerToldToResetPassesItOnSaysByeAndAsksForANewStart) {
 TEST(ServeDriver, AJoiningWorkerToldNoRunNowWaitsAndMakesItsChildrenWait) {
   RecordingTransport t;
   FakeRunner runner(1);
-  NodeOptions o;
-  o.name = "w";
-  o.heartbeat_interval = 0;
+  NodeOptions o = quiet_options("w");
   o.join_timeout = 5;
   NodeDriver d(o, t, &runner, std::nullopt);
   d.start(0);
@@ -126,9 +120,7 @@ TEST(ServeDriver, AWorkerAfterAResetIgnoresTheLastRunsTailWhileItJoins) {
   for (const bool after_reset : {true, false}) {
     RecordingTransport t;
     FakeRunner runner(1);
-    NodeOptions o;
-    o.name = "w";
-    o.heartbeat_interval = 0;
+    NodeOptions o = quiet_options("w");
     o.after_reset = after_reset;
     NodeDriver d(o, t, &runner, std::nullopt);
     d.start(0);

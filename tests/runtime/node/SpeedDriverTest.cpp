@@ -43,17 +43,10 @@ net::msg::Welcome needs_speed(double min_speed) {
   return w;
 }
 
-NodeOptions quiet(const std::string& name) {
-  NodeOptions o;
-  o.name = name;
-  o.heartbeat_interval = 0;
-  return o;
-}
-
 TEST(SpeedDriver, TheAdapterMeasuresAndTheParentsMessagesWaitInOrder) {
   RecordingTransport t;
   MeasuringRunner r(true);
-  NodeDriver d(quiet("w"), t, &r, std::nullopt);
+  NodeDriver d(quiet_options("w"), t, &r, std::nullopt);
   d.start(0);
   t.sent.clear();
   d.on_parent_message(needs_speed(1e6), {}, 0.1);
@@ -76,7 +69,7 @@ TEST(SpeedDriver, TheMeasuredSpeedDecidesWhatTheNodeSaysItCanRun) {
   for (const double speed : {1e9, 1e13}) {
     RecordingTransport t;
     MeasuringRunner r(true);
-    NodeDriver d(quiet("w"), t, &r, std::nullopt);
+    NodeDriver d(quiet_options("w"), t, &r, std::nullopt);
     d.start(0);
     d.on_parent_message(needs_speed(1e12), {}, 0.1);
     EXPECT_TRUE(t.take<net::msg::Capacity>(parent).empty()) << "told its capacity before its speed was known";
@@ -92,14 +85,14 @@ TEST(SpeedDriver, TheMeasuredSpeedDecidesWhatTheNodeSaysItCanRun) {
 TEST(SpeedDriver, WithoutAMeasurementOrAKnownSpeedTheNodeGoesOnAtOnce) {
   RecordingTransport t;
   MeasuringRunner r(false);
-  NodeDriver d(quiet("w"), t, &r, std::nullopt);
+  NodeDriver d(quiet_options("w"), t, &r, std::nullopt);
   d.start(0);
   d.on_parent_message(needs_speed(1e6), {}, 0.1);
   EXPECT_EQ(r.asked, 1);
   EXPECT_FALSE(t.take<net::msg::Request>(parent).empty()) << "an unknown speed counts as sufficient";
 
   MeasuringRunner known(true);
-  NodeOptions o = quiet("k");
+  NodeOptions o = quiet_options("k");
   o.speed = 5e9;
   NodeDriver k(o, t, &known, std::nullopt);
   k.start(0);
@@ -110,7 +103,7 @@ TEST(SpeedDriver, WithoutAMeasurementOrAKnownSpeedTheNodeGoesOnAtOnce) {
 TEST(SpeedDriver, LogLinesGoToTheSinkTheAdapterGives) {
   RecordingTransport t;
   std::vector<std::pair<LogLevel, std::string>> lines;
-  NodeOptions o = quiet("w");
+  NodeOptions o = quiet_options("w");
   o.log = [&](LogLevel level, const std::string& line) { lines.emplace_back(level, line); };
   NodeDriver d(o, t, nullptr, std::nullopt);
   d.start(0);

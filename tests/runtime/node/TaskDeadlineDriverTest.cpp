@@ -13,9 +13,7 @@ namespace {
 using namespace testing;  // RecordingTransport.hpp
 
 NodeOptions options(const std::string& name) {
-  NodeOptions o;
-  o.name = name;
-  o.heartbeat_interval = 0;
+  NodeOptions o = quiet_options(name);
   o.task_deadline_factor = 4;
   o.task_deadline_floor = 10;
   o.one_port_window = 0;  // the one-port held until acknowledged (these tests script the acknowledgements)

@@ -13,9 +13,7 @@ using namespace testing;  // RecordingTransport.hpp
 const std::string key_w1(40, '1'), key_m(40, 'm');
 
 NodeOptions options(const std::string& name) {
-  NodeOptions o;
-  o.name = name;
-  o.heartbeat_interval = 0;
+  NodeOptions o = quiet_options(name);
   o.parent_endpoint = "tcp://w1:1";
   o.parent_public_key = key_w1;
   return o;
