@@ -18,18 +18,12 @@
 #include "tasks/TaskRunner.hpp"
 #include "tests/support/Affinity.hpp"
 #include "tests/support/TempDir.hpp"
+#include "tests/tasks/TestApps.hpp"
 
 namespace treefarm::tasks {
 namespace {
 
-model::AppSpec command(std::vector<std::string> argv) {
-  model::AppSpec a;
-  a.name = "cmd";
-  a.kernel = model::Kernel::command;
-  a.argv = std::move(argv);
-  a.tasks = 1;
-  return a;
-}
+using testing::command;
 
 std::vector<std::byte> bytes_of(const std::string& s) {
   std::vector<std::byte> b(s.size());

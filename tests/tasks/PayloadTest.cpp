@@ -8,18 +8,12 @@
 #include <gtest/gtest.h>
 
 #include "tasks/TaskRunner.hpp"
+#include "tests/tasks/TestApps.hpp"
 
 namespace treefarm::tasks {
 namespace {
 
-model::AppSpec make_app(model::Kernel kernel, std::uint32_t n, std::uint64_t bytes = 0) {
-  model::AppSpec app;
-  app.name = "app";
-  app.kernel = kernel;
-  app.n = n;
-  app.bytes = bytes;
-  return app;
-}
+using testing::make_app;
 
 std::vector<double> as_doubles(const std::vector<std::byte>& bytes) {
   std::vector<double> values(bytes.size() / sizeof(double));

@@ -25,6 +25,7 @@
 #include "tasks/CommandTask.hpp"
 #include "tasks/SandboxOptions.hpp"
 #include "tests/support/Affinity.hpp"
+#include "tests/tasks/TestApps.hpp"
 
 extern char** environ;
 
@@ -34,11 +35,7 @@ namespace {
 namespace fs = std::filesystem;
 
 model::AppSpec command(std::vector<std::string> argv) {
-  model::AppSpec a;
-  a.name = "cmd";
-  a.kernel = model::Kernel::command;
-  a.argv = std::move(argv);
-  a.tasks = 1;
+  model::AppSpec a = testing::command(std::move(argv));
   a.send_output = true;  // the tests read what the program printed
   return a;
 }

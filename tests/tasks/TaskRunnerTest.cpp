@@ -10,18 +10,12 @@
 
 #include "tasks/Kernels.hpp"
 #include "tasks/Payload.hpp"
+#include "tests/tasks/TestApps.hpp"
 
 namespace treefarm::tasks {
 namespace {
 
-model::AppSpec make_app(model::Kernel kernel, std::uint32_t n, std::uint64_t bytes = 0) {
-  model::AppSpec app;
-  app.name = "app";
-  app.kernel = kernel;
-  app.n = n;
-  app.bytes = bytes;
-  return app;
-}
+using testing::make_app;
 
 /// C = A·B for a pooled input, computed outside run_task.
 std::vector<double> product_of(const InputPool& pool, std::size_t index) {
