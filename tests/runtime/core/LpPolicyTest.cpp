@@ -142,6 +142,34 @@ TEST(PlanFollower, CrumbsOfTheLpCountAsNoRate) {
   EXPECT_EQ(c.children.at("right"), (std::vector<double>{0.5, 1e-2}));
 }
 
+/// Runs the tree of `spec` to its end: the application of each task its root (node 0)
+/// sent, in the order it sent them.
+std::vector<std::uint32_t> apps_the_root_sent(const TreeSpec& spec) {
+  TreeHarness h(spec);
+  h.start();
+  h.run();
+  EXPECT_TRUE(h.emptiness_check());
+  std::vector<std::uint32_t> apps;
+  for (const auto& r : h.log())
+    if (const auto* x = std::get_if<Action>(&r.what); x && r.node == 0)
+      if (const auto* s = std::get_if<action::SendTask>(x)) apps.push_back(s->task.app().value);
+  return apps;
+}
+
+/// The root's mix: among the first n tasks of `sent`, those of application 0 are within
+/// `slack` of share · n — for every n up to `up_to`, while fewer than `below` of them were
+/// sent (once a bag is empty the mix changes).
+void expect_mix(const std::vector<std::uint32_t>& sent, double share, double slack, std::uint64_t up_to,
+                std::uint64_t below) {
+  std::uint64_t a = 0, n = 0;
+  for (const std::uint32_t app_sent : sent) {
+    ++n;
+    a += app_sent == 0;
+    if (n > up_to || a >= below) return;
+    ASSERT_LE(std::abs(static_cast<double>(a) - share * static_cast<double>(n)), slack) << n;
+  }
+}
+
 TEST(LpPolicy, RootDrawsTypesInProportionToThePlannedThroughputs) {
   TreeSpec spec;
   spec.policy = "lp";
@@ -159,23 +187,9 @@ TEST(LpPolicy, RootDrawsTypesInProportionToThePlannedThroughputs) {
   leaf1.local = {1.5, 0.5};
   leaf2.local = {1.5, 0.5};
   spec.plans = {root, leaf1, leaf2};
-  TreeHarness h(spec);
-  h.start();
-  h.run();
-  ASSERT_TRUE(h.emptiness_check());
-  std::uint64_t a = 0, n = 0;
-  for (const auto& r : h.log()) {
-    if (r.node != 0) continue;
-    if (const auto* x = std::get_if<Action>(&r.what))
-      if (const auto* s = std::get_if<action::SendTask>(x)) {
-        ++n;
-        a += s->task.app().value == 0;
-        if (a < 60) {
-          ASSERT_LE(std::abs(static_cast<double>(a) - 0.75 * static_cast<double>(n)), 1.0 + 2.0) << n;
-        }
-      }
-  }
-  EXPECT_EQ(n, 120u);
+  const auto sent = apps_the_root_sent(spec);
+  expect_mix(sent, 0.75, 1.0 + 2.0, sent.size(), 60);
+  EXPECT_EQ(sent.size(), 120u);
 }
 
 // A plan that lists every node of the tree (as the runtime passes it down) must not count
@@ -199,23 +213,9 @@ TEST(LpPolicy, RootMixCountsOnlyItsOwnChildrenNotDeeperNodesOfThePlan) {
   mid.children[node_name(2)] = {1, 1};
   leaf.local = {1, 1};
   spec.plans = {root, mid, leaf};
-  TreeHarness h(spec);
-  h.start();
-  h.run();
-  ASSERT_TRUE(h.emptiness_check());
-  std::uint64_t a = 0, n = 0;
-  for (const auto& r : h.log()) {
-    if (r.node != 0) continue;
-    if (const auto* x = std::get_if<Action>(&r.what))
-      if (const auto* s = std::get_if<action::SendTask>(x)) {
-        ++n;
-        a += s->task.app().value == 0;
-        if (n <= 100) {
-          ASSERT_LE(std::abs(static_cast<double>(a) - 0.5 * static_cast<double>(n)), 3.0) << n;
-        }
-      }
-  }
-  EXPECT_EQ(n, 120u);
+  const auto sent = apps_the_root_sent(spec);
+  expect_mix(sent, 0.5, 3.0, 100, sent.size() + 1);
+  EXPECT_EQ(sent.size(), 120u);
 }
 
 // lan-slices: a stock of B = 4 drawn ten a to one b rarely holds the b that
