@@ -420,7 +420,10 @@ TaskCpuCosts measure_task_cpu(const model::Experiment& experiment, const std::ma
   double level = 0;  // host seconds per unit of weight
   try {
     const auto steady = steady_rate(run.completions, w, c, run.tasks, 0.1, std::clamp(span / 40, 1e-3, 0.25), kMixWindows);
-    level = host_cores / steady.units_per_second;
+    // The median window: a window another process stalled (one of four, measured: 10.8
+    // CPU-ms against 6.3-6.8) moved the mean 9 % and the level run to run 7.5 % (sd/mean,
+    // five calibrations on a quiet machine; 4.3 % from the median).
+    level = host_cores / steady.median;
     // Stopped early, the band is the one that stopping picked, and a rule that stops at
     // the first narrow one picks them too narrow (optional stopping): the run promised only
     // kMixTightBand, and that is what is recorded then.

@@ -86,6 +86,10 @@ SteadyRate steady_rate(const std::vector<Completion>& completions, const std::ve
   }
   out.units_per_second = total / (out.end - out.start);
   for (const double w : work) out.windows.push_back(w / length);
+  auto sorted = out.windows;
+  std::sort(sorted.begin(), sorted.end());
+  const std::size_t mid = sorted.size() / 2;
+  out.median = sorted.size() % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
   const auto [lo, hi] = std::minmax_element(out.windows.begin(), out.windows.end());
   out.spread = out.units_per_second > 0 ? (*hi - *lo) / out.units_per_second : 0.0;
   // The span's rate is the mean of its windows' (equal lengths); a next span of as many

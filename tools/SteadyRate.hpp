@@ -26,6 +26,9 @@ struct SteadyRate {
   /// cost[k] / Σ_j weight[j]·cost[j] units) over the span's seconds.
   double units_per_second = 0;
   std::vector<double> windows;  ///< the same rate in each of the span's equal windows, in order
+  /// The median of the windows' rates, units of weight per second: the level a window that
+  /// another process slowed (a second's stall in one of four) does not pull down.
+  double median = 0;
   double spread = 0;            ///< (max - min) / units_per_second over the windows
   /// Relative width of the 95 % prediction interval of the rate over a next span as long
   /// as this one, from the windows as independent samples: 2·t(0.975, m−1)·s·√(2/m) /

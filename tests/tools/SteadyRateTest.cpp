@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 #include <string>
@@ -73,6 +74,22 @@ TEST(SteadyRate, TheWindowsSpreadAsTheRunMoved) {
   EXPECT_GT(s.band, s.spread) << "wider than the windows' range with four of them";
   EXPECT_GT(s.units_per_second, 85.0);
   EXPECT_LT(s.units_per_second, 95.0);
+}
+
+TEST(SteadyRate, TheMedianWindowIsNotPulledDownByAStall) {
+  // 100 units/s but for a stall at 40 units/s from 4 to 6 s: the span's mean drops, the
+  // median of its four windows much less.
+  std::vector<Completion> c;
+  add_units(c, 0.0, 4.0, 100.0);
+  add_units(c, 4.0, 6.0, 40.0);
+  add_units(c, 6.0, 10.0, 100.0);
+  const auto s = steady_rate(c, {1.0, 2.0}, {3.0, 1.0}, {count(c, 0), count(c, 1)}, 0.1, 0.25, 4);
+  ASSERT_EQ(s.windows.size(), 4u);
+  auto w = s.windows;
+  std::sort(w.begin(), w.end());
+  EXPECT_DOUBLE_EQ(s.median, (w[1] + w[2]) / 2);
+  EXPECT_LT(s.units_per_second, 90.0);
+  EXPECT_GT(s.median, s.units_per_second + 5.0);
 }
 
 TEST(SteadyRate, BadInputIsRefusedByName) {
