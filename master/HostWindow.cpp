@@ -37,6 +37,16 @@ lp::HostObservation cpu_part(const lp::PlatformModel& model, int host, const Hos
   return obs;
 }
 
+/// Each node's kernels' own CPU over [lo, hi] per application it completed tasks of,
+/// where it reported it (a node without it: its process's CPU stands for its kernels).
+void kernels(lp::HostObservation& obs, const HostSources& from, double lo, double hi) {
+  const auto& apps = from.results.apps;
+  for (const auto& [node, done] : obs.tasks)
+    for (std::size_t k = 0; k < apps.size(); ++k)
+      if (done.contains(apps[k].name))
+        if (const auto c = from.cpu.compute_seconds(node, k, lo, hi)) obs.kernel_cpu_seconds[node][apps[k].name] = *c;
+}
+
 }  // namespace
 
 int shared_root_host(const lp::PlatformModel& model) {
@@ -66,6 +76,9 @@ lp::HostWindows observe_host_windows(const lp::PlatformModel& model, int host, c
     const auto i = std::min(parts - 1, static_cast<std::size_t>(std::max(0.0, (t.completed_at - lo) / length)));
     out.parts[i].tasks[std::string(t.node)][apps[t.app].name] += 1;
   });
+  kernels(out.whole, from, lo, hi);
+  for (std::size_t i = 0; i < parts; ++i)
+    kernels(out.parts[i], from, lo + static_cast<double>(i) * length, i + 1 == parts ? hi : lo + static_cast<double>(i + 1) * length);
   return out;
 }
 

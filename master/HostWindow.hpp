@@ -3,7 +3,7 @@
 /// What a machine the root shares with other nodes (a tree on one machine) gave the tree
 /// over a span of the run (docs/live-model.md, "The a-posteriori prediction" and "The
 /// prediction interval"): the CPU time the machine left to the tree, each node's process
-/// CPU time, the tasks each node completed — lp::HostObservation, for the a-posteriori
+/// CPU time and its kernels' own per application, the tasks each node completed — lp::HostObservation, for the a-posteriori
 /// model over the steady window and for the interval from the run's own estimates over
 /// the span seen so far and its windows.
 

@@ -203,6 +203,7 @@ lp::PlatformModel LiveRun::observed_host(lp::PlatformModel model, metrics::RunRe
                           {"idle_cpu_seconds", idle},
                           {"tree_cpu_seconds", s.tree_cpu_seconds},
                           {"node_cpu_seconds", obs.node_cpu_seconds},
+                          {"kernel_cpu_seconds", obs.kernel_cpu_seconds},
                           {"cost_factor", s.cost_factor},
                           {"kernel_factor", s.kernel_factor}};
   spdlog::info("master: over the steady window [{:.1f}, {:.1f}] s the tree used {:.1f} CPU-s of {:.1f} available "

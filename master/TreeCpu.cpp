@@ -1,13 +1,27 @@
 #include "master/TreeCpu.hpp"
 
+#include <set>
+
 namespace treefarm::master {
 
 void TreeCpu::estimates(const std::vector<net::msg::Estimate>& estimates, double at) {
+  using What = net::msg::Estimate::What;
+  std::set<std::string> fresh;  // nodes whose process CPU is a new report
   for (const auto& e : estimates) {
-    if (e.what != net::msg::Estimate::What::process_cpu_seconds) continue;
+    if (e.what != What::process_cpu_seconds) continue;
     const auto& s = nodes_[e.node];
     if (!s.empty() && s.back().second == e.mean) continue;  // the same report again
     node(e.node, at, e.mean);
+    fresh.insert(e.node);
+  }
+  // A kernel's total stays still while the node runs other work: it is a new sample when
+  // it moved or when it came with a new report of its node's process CPU (it rides on the
+  // same heartbeat), so a series still reaches the window's end.
+  for (const auto& e : estimates) {
+    if (e.what != What::compute_cpu_seconds) continue;
+    auto& s = compute_[{e.node, e.app}];
+    if (!s.empty() && s.back().second == e.mean && !fresh.contains(e.node)) continue;
+    add(s, at, e.mean);
   }
 }
 
@@ -46,5 +60,10 @@ std::optional<double> TreeCpu::node_seconds(const std::string& node, double lo, 
 }
 
 std::optional<double> TreeCpu::idle_seconds(double lo, double hi) const { return over(machine_, lo, hi); }
+
+std::optional<double> TreeCpu::compute_seconds(const std::string& node, std::size_t app, double lo, double hi) const {
+  const auto it = compute_.find({node, app});
+  return it == compute_.end() ? std::nullopt : over(it->second, lo, hi);
+}
 
 }  // namespace treefarm::master

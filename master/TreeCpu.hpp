@@ -5,7 +5,8 @@
 /// estimates (Estimate::What::process_cpu_seconds, a running total per process), the
 /// root's own, and the machine's idle time (/proc/stat), each a series of (seconds on the
 /// results' clock, running total); the CPU used over a window is the difference of the
-/// series at its ends, interpolated linearly between the samples around them.
+/// series at its ends, interpolated linearly between the samples around them. Each node's
+/// kernels' CPU per application (Estimate::What::compute_cpu_seconds) likewise.
 
 #include <map>
 #include <optional>
@@ -35,6 +36,9 @@ class TreeCpu {
   std::optional<double> node_seconds(const std::string& node, double lo, double hi) const;
   /// Idle CPU seconds of the machine between `lo` and `hi`; none without samples.
   std::optional<double> idle_seconds(double lo, double hi) const;
+  /// CPU seconds the kernels of application `app` used on `node` between `lo` and `hi`
+  /// (Estimate::What::compute_cpu_seconds); none without samples around them.
+  std::optional<double> compute_seconds(const std::string& node, std::size_t app, double lo, double hi) const;
 
  private:
   using Series = std::vector<std::pair<double, double>>;
@@ -43,6 +47,8 @@ class TreeCpu {
   static std::optional<double> over(const Series& s, double lo, double hi);
 
   std::map<std::string, Series> nodes_;
+  /// Per node, per application index: its kernels' CPU seconds so far.
+  std::map<std::pair<std::string, std::size_t>, Series> compute_;
   Series machine_;
 };
 

@@ -1,6 +1,7 @@
 #include "runtime/exec/Executor.hpp"
 
 #include <sys/eventfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -26,6 +27,12 @@
 #include "runtime/exec/CpuList.hpp"
 
 namespace treefarm::exec {
+
+double thread_cpu_seconds() {
+  timespec t{};
+  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
+}
 
 namespace {
 
@@ -233,6 +240,7 @@ struct Executor::Impl {
       result.id = job.task.id;
       result.cores = job.cores;
       auto start = Clock::now();
+      const double cpu_start = thread_cpu_seconds();
       result.queued_seconds = seconds_between(job.submitted, start);
       try {
         // Inside the task's arena, so TBB parallelism the task uses without naming
@@ -243,6 +251,7 @@ struct Executor::Impl {
         result.error = std::current_exception();
       }
       result.run_seconds = seconds_between(start, Clock::now());
+      result.cpu_seconds = std::max(0.0, thread_cpu_seconds() - cpu_start);
       job.task.run = nullptr;  // release captures outside the lock
       std::vector<std::shared_ptr<ArenaSlot>> evicted;
 

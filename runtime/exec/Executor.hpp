@@ -48,9 +48,16 @@ struct ExecDone {
   std::uint64_t id = 0;
   double queued_seconds = 0;     ///< From submit() to start.
   double run_seconds = 0;        ///< From start to end.
+  /// CPU seconds (user + system) of the thread that ran the task, from start to end
+  /// (CLOCK_THREAD_CPUTIME_ID): the kernel's own CPU, without the time it waited for a
+  /// CPU. Parallel parts run on the arena's other threads are not in it.
+  double cpu_seconds = 0;
   std::vector<int> cores;        ///< Cores it ran on.
   std::exception_ptr error;      ///< Set if run threw.
 };
+
+/// CPU seconds (user + system) the calling thread has used so far (CLOCK_THREAD_CPUTIME_ID).
+double thread_cpu_seconds();
 
 /// Configuration of an executor.
 struct ExecutorConfig {

@@ -1,5 +1,6 @@
 #include "runtime/exec/ExecutorRunner.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <span>
 #include <stdexcept>
@@ -22,6 +23,9 @@ struct ExecutorRunner::Run {
   std::string error;
   node::Payload output = {};  ///< a command's output, when its application sends outputs back
   std::uint64_t output_bytes = 0;  ///< a command's output size, sent back or not
+  /// Its CPU is not its thread's alone: a command's program (another process) or the
+  /// arena's other threads of a multi-core task; JobOutcome::cpu_seconds stays unknown.
+  bool other_threads = false;
 };
 
 ExecutorRunner::ExecutorRunner(ExecutorConfig config)
@@ -53,6 +57,7 @@ void ExecutorRunner::start_task(std::uint64_t job, const model::AppSpec& app, co
   if (runs_inline(app, input ? input->size() : 0)) {  // tiny tasks: InlineTasks.hpp
     node::JobOutcome o;
     const auto t0 = std::chrono::steady_clock::now();
+    const double cpu0 = thread_cpu_seconds();
     try {
       const std::span<const std::byte> bytes =
           input && input->data() ? std::span<const std::byte>(input->data(), input->size()) : std::span<const std::byte>();
@@ -62,12 +67,14 @@ void ExecutorRunner::start_task(std::uint64_t job, const model::AppSpec& app, co
       o.error = e.what();
     }
     o.run_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    o.cpu_seconds = std::max(0.0, thread_cpu_seconds() - cpu0);
     inline_done_.emplace_back(job, std::move(o));
     return;
   }
   auto run = std::make_shared<Run>();
   run->job = job;
   run->input = input;
+  run->other_threads = app.kernel == model::Kernel::command || app.cores_per_task > 1;
   ExecTask t;
   t.id = job;
   t.cores = app.cores_per_task;
@@ -118,6 +125,7 @@ void ExecutorRunner::collect(const std::function<void(std::uint64_t, node::JobOu
     node::JobOutcome o;
     o.run_seconds = d.run_seconds;
     o.queued_seconds = d.queued_seconds;
+    if (!run->other_threads) o.cpu_seconds = d.cpu_seconds;
     o.checksum = run->checksum;
     o.failed = run->failed;
     o.error = std::move(run->error);

@@ -68,50 +68,88 @@ PlatformModel observed_host_model(PlatformModel model, const HostObservation& ob
   host.cores = std::min(host.cores, std::max(obs.available_cpu_seconds, tree_cpu) / obs.window_seconds);
   if (!(host.cores > 0)) throw std::invalid_argument("a-posteriori model: the tree had no CPU time in the window");
   s.available_cores = host.cores;
-  // Per node: the CPU its own tasks really cost. Its process's CPU is split over its tasks
-  // in the proportion of the host's whole-task costs C(k) (measured through the runtime
-  // for every application together) where the host has them for every application it
-  // ran, else of its own calibrated kernels: a node's calibrated task times under load
-  // are noisier than its CPU (one node's 4 ms and another's 18 ms for the same matmul).
+  // Per node: the CPU its own tasks really cost. Where the node measured its kernels'
+  // CPU (the threads that ran them), that is the kernel's figure: its node row charges its
+  // cores with it, and the rest of its process's CPU (the transport's I/O threads, its
+  // loop, the copies), which runs beside the kernels on the host's other CPUs, is the host
+  // row's (docs/lp.md, "Hosts"); charging the whole process against its cores made a node
+  // that used 1.27 CPUs beside its one core infeasible at the point it ran. Otherwise its
+  // process's CPU is split over its tasks in the proportion of the host's whole-task costs
+  // C(k) (measured through the runtime for every application together) where the host has
+  // them for every application it ran, else of its own calibrated kernels: a node's
+  // calibrated task times under load are noisier than its CPU (one node's 4 ms and
+  // another's 18 ms for the same matmul).
   const auto& whole = host.task_cpu_seconds;
   double used_all = 0, kernel_all = 0;  // over the host's nodes that computed in the window
-  std::vector<bool> observed(n_nodes, false);
+  std::vector<double> used_k(n_apps, 0.0), kernel_k(n_apps, 0.0);  // the same per application
+  std::vector<std::vector<char>> observed(n_nodes, std::vector<char>(n_apps, 0));
   for (std::size_t u = 0; u < n_nodes; ++u) {
     auto& node = model.nodes[u];
+    std::vector<double> calibrated(n_apps, 0.0);  // the calibrated kernels of its tasks in the window
     double kernel = 0, by_whole = 0;
     bool have_whole = true;
     for (std::size_t k = 0; k < n_apps; ++k) {
       if (!(n[u][k] > 0)) continue;
-      kernel += n[u][k] * node.task_seconds[k] * node.cpu_share * model.apps[k].cores_per_task;
+      calibrated[k] = n[u][k] * node.task_seconds[k] * node.cpu_share * model.apps[k].cores_per_task;
+      kernel += calibrated[k];
       if (k < whole.size() && whole[k] > 0) by_whole += n[u][k] * whole[k];
       else have_whole = false;
     }
-    if (!(kernel > 0)) continue;
-    const double used = obs.node_cpu_seconds.at(node.name);
-    const double g = used / kernel;
-    if (!(g > 0) || !std::isfinite(g)) continue;
-    observed[u] = true;
+    if (!(kernel > 0) || !std::isfinite(kernel)) continue;
+    // Its kernels' own CPU, for every application it ran.
+    std::vector<double> kernel_cpu(n_apps, 0.0);
+    const auto measured = obs.kernel_cpu_seconds.find(node.name);
+    bool have_kernel_cpu = measured != obs.kernel_cpu_seconds.end();
+    for (std::size_t k = 0; k < n_apps && have_kernel_cpu; ++k) {
+      if (!(n[u][k] > 0)) continue;
+      const auto it = measured->second.find(model.apps[k].name);
+      have_kernel_cpu = it != measured->second.end() && it->second > 0 && std::isfinite(it->second);
+      if (have_kernel_cpu) kernel_cpu[k] = it->second;
+    }
+    double used = 0;
+    if (have_kernel_cpu) {
+      for (std::size_t k = 0; k < n_apps; ++k) {
+        if (!(n[u][k] > 0)) continue;
+        node.task_seconds[k] = kernel_cpu[k] / n[u][k] / (node.cpu_share * model.apps[k].cores_per_task);
+        observed[u][k] = 1;
+        used += kernel_cpu[k];
+      }
+    } else {
+      used = obs.node_cpu_seconds.at(node.name);
+      const double g = used / kernel;
+      if (!(g > 0) || !std::isfinite(g)) continue;
+      for (std::size_t k = 0; k < n_apps; ++k) {
+        auto& t = node.task_seconds[k];
+        if (!std::isfinite(t) || !(t > 0)) continue;
+        if (have_whole && by_whole > 0 && k < whole.size() && whole[k] > 0)
+          t = used * whole[k] / by_whole / (node.cpu_share * model.apps[k].cores_per_task);
+        else
+          t *= g;
+        observed[u][k] = 1;
+      }
+    }
+    for (std::size_t k = 0; k < n_apps; ++k) {
+      if (!(n[u][k] > 0)) continue;
+      used_k[k] += n[u][k] * node.task_seconds[k] * node.cpu_share * model.apps[k].cores_per_task;
+      kernel_k[k] += calibrated[k];
+    }
     used_all += used;
     kernel_all += kernel;
-    for (std::size_t k = 0; k < n_apps; ++k) {
-      auto& t = node.task_seconds[k];
-      if (!std::isfinite(t) || !(t > 0)) continue;
-      if (have_whole && by_whole > 0 && k < whole.size() && whole[k] > 0)
-        t = used * whole[k] / by_whole / (node.cpu_share * model.apps[k].cores_per_task);
-      else
-        t *= g;
-    }
-    s.kernel_factor[node.name] = g;
+    s.kernel_factor[node.name] = used / kernel;
   }
-  // A node of the host that computed nothing in the window has no observed cost: its
-  // calibrated task times take the factor its host's computing nodes showed (their CPU
-  // over their calibrated kernels), so that it is not the one node the LP finds cheap only
-  // because nothing was observed of it.
+  // An application a node of the host did not compute in the window has no observed cost
+  // there: its calibrated task time takes the factor the host's nodes that computed it
+  // showed (their CPU over their calibrated kernels; over all applications where none
+  // did), so that it is not the one node the LP finds cheap only because nothing was
+  // observed of it.
   if (kernel_all > 0)
     for (std::size_t u = 0; u < n_nodes; ++u) {
-      if (observed[u] || model.nodes[u].host != obs.host) continue;
-      for (auto& t : model.nodes[u].task_seconds)
-        if (std::isfinite(t) && t > 0) t *= used_all / kernel_all;
+      if (model.nodes[u].host != obs.host) continue;
+      for (std::size_t k = 0; k < n_apps; ++k) {
+        auto& t = model.nodes[u].task_seconds[k];
+        if (observed[u][k] || !std::isfinite(t) || !(t > 0)) continue;
+        t *= kernel_k[k] > 0 ? used_k[k] / kernel_k[k] : used_all / kernel_all;
+      }
     }
   // The host's whole-task and per-byte costs: f with the charge for the tasks done equal
   // to the tree's CPU (the charge is non-decreasing in f; the kernels alone are at most

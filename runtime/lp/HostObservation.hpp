@@ -24,6 +24,11 @@ struct HostObservation {
   std::map<std::string, double> node_cpu_seconds;
   /// Per node name, per application name: tasks it completed in the window.
   std::map<std::string, std::map<std::string, double>> tasks;
+  /// Per node name, per application name: CPU seconds its kernels of that application
+  /// used in the window (the threads that ran them, without their waits for a CPU). A
+  /// node without this figure for every application it ran: its process's CPU stands
+  /// for its kernels.
+  std::map<std::string, std::map<std::string, double>> kernel_cpu_seconds = {};
 };
 
 /// What observed_host_model() did (results.json "a_posteriori").
@@ -31,16 +36,25 @@ struct HostObservationSummary {
   double available_cores = 0;   ///< the host's cores in the a-posteriori model
   double tree_cpu_seconds = 0;  ///< Σ node_cpu_seconds
   double cost_factor = 0;       ///< f: the host's whole-task and per-byte CPU costs × f
-  std::map<std::string, double> kernel_factor;  ///< per computing node: g_u, its CPU / its calibrated kernels'
+  std::map<std::string, double> kernel_factor;  ///< per computing node: g_u, its kernels' CPU / their calibrated sum
 };
 
 /// `model` as host `obs.host` really ran (docs/live-model.md):
 /// - the host's cores := min(its cores, available_cpu_seconds / window_seconds);
-/// - each node of the host that completed tasks: its task seconds such that its tasks'
+/// - each node of the host that completed tasks, with its kernels' CPU for every
+///   application it ran: t_u(k)·share_u·cpt(k) := K_u(k) / n_u(k), the CPU a kernel of k
+///   used there; its node row charges only that (the node's cores run its kernels; its
+///   process's other threads — the transport's I/O, its loop, the copies — run beside
+///   them on the host's other CPUs and are the host row's), and so does its kernel term
+///   in the host row;
+/// - a node without that figure: its task seconds such that its tasks'
 ///   CPU, Σ_k n_u(k)·t_u(k)·share_u·cpt(k), is its process's CPU seconds, split over the
 ///   applications in the proportion of the host's whole-task costs C(k) when the host has
 ///   one for every application it ran, else of its own task seconds (all × g_u = its CPU
-///   seconds / their calibrated sum); its node row and its kernel term in the host row;
+///   seconds / their calibrated sum);
+/// - a node of the host that completed nothing: its calibrated task seconds × the factor
+///   the host's observed nodes showed (per application, their CPU over their calibrated
+///   kernels; where no node ran the application, over all applications);
 /// - the host's whole-task costs (task_cpu_seconds), its CPU cost per byte moved,
 ///   generated and received × f, with f ≥ 0 such that the host's CPU charged for the tasks
 ///   completed, Σ_{u,k} n_u(k)·own_host_cpu_per_task(u, k), equals the tree's CPU seconds

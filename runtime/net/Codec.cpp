@@ -123,7 +123,7 @@ std::vector<msg::Estimate> decode_estimates(Reader& r) {
     e.node = r.get_string("estimate.node");
     if (e.node.empty()) throw DecodeError("Heartbeat with an estimate of no node");
     const auto what = r.get<std::uint8_t>("estimate.what");
-    if (what > 2) throw DecodeError("Heartbeat with an estimate of unknown kind " + std::to_string(what));
+    if (what > 3) throw DecodeError("Heartbeat with an estimate of unknown kind " + std::to_string(what));
     e.what = static_cast<msg::Estimate::What>(what);
     e.app = r.get<std::uint16_t>("estimate.app");
     e.mean = r.get_finite("estimate.mean");

@@ -154,6 +154,12 @@ struct Estimate {
     /// started (getrusage): a running total, `samples` 1, `spread` 0 (the root's
     /// a-posteriori prediction, docs/live-model.md).
     process_cpu_seconds = 2,
+    /// CPU seconds the kernels of application `app` have used on `node` since its run
+    /// started (the executor threads that ran them, without their waits for a CPU; a
+    /// command's program and a task of several cores are not measured, not counted): a running
+    /// total, `samples` the tasks counted, `spread` 0 (the a-posteriori prediction's node
+    /// rows, docs/live-model.md).
+    compute_cpu_seconds = 3,
   };
   std::string node;
   What what = What::task_seconds;

@@ -21,6 +21,7 @@ void Estimates::configure(std::string name, std::size_t apps, const std::vector<
   name_ = std::move(name);
   test_ = test;
   tasks_.assign(apps, RunningEstimate(0.1, test));
+  compute_cpu_.assign(apps, {0.0, 0});
   for (std::size_t k = 0; k < apps && k < prior_seconds.size(); ++k) tasks_[k].set_prior(prior_seconds[k]);
   links_.clear();
   for (const auto& [child, bw] : prior_bandwidth) {
@@ -33,6 +34,12 @@ void Estimates::configure(std::string name, std::size_t apps, const std::vector<
 bool Estimates::task_ran(std::size_t k, double seconds) {
   if (k >= tasks_.size()) return false;
   return tasks_[k].add(seconds);
+}
+
+void Estimates::task_cpu(std::size_t k, double cpu_seconds) {
+  if (k >= compute_cpu_.size() || !(cpu_seconds >= 0) || !std::isfinite(cpu_seconds)) return;
+  compute_cpu_[k].first += cpu_seconds;
+  compute_cpu_[k].second += 1;
 }
 
 void Estimates::transfer(const std::string& child, double bytes, double seconds) {
@@ -60,6 +67,10 @@ std::vector<net::msg::Estimate> Estimates::report() const {
   // tree's next run reports nothing its parent would read as a run's figure.
   if (!tasks_.empty() && cpu_seconds_ > 0 && std::isfinite(cpu_seconds_))
     out.push_back(net::msg::Estimate{name_, net::msg::Estimate::What::process_cpu_seconds, 0, cpu_seconds_, 0, 1, 0});
+  for (std::size_t k = 0; k < compute_cpu_.size() && out.size() < net::max_estimates; ++k)
+    if (const auto& [cpu, n] = compute_cpu_[k]; cpu > 0 && std::isfinite(cpu))
+      out.push_back(net::msg::Estimate{name_, net::msg::Estimate::What::compute_cpu_seconds,
+                                       static_cast<std::uint16_t>(k), cpu, 0, count32(n), 0});
   for (std::size_t k = 0; k < tasks_.size() && out.size() < net::max_estimates; ++k)
     if (tasks_[k].samples() > 0) out.push_back(wire(name_, net::msg::Estimate::What::task_seconds, k, tasks_[k]));
   for (const auto& [child, l] : links_)

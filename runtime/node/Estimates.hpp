@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "runtime/core/LinkFit.hpp"
@@ -37,6 +38,9 @@ class Estimates {
   /// This node's process has used `seconds` of CPU (user + system, every thread) so far:
   /// reported as is (Estimate::What::process_cpu_seconds), never a per-task figure.
   void process_cpu(double seconds) { cpu_seconds_ = seconds; }
+  /// A task of application `k` ran here on `cpu_seconds` of its kernel's own CPU: added to
+  /// the application's running total (Estimate::What::compute_cpu_seconds), reported as is.
+  void task_cpu(std::size_t k, double cpu_seconds);
   /// What child `child` last reported (its own estimates and those below it).
   void from_child(const std::string& child, std::vector<net::msg::Estimate> estimates);
   /// The child left: its reports and its link are forgotten.
@@ -59,6 +63,8 @@ class Estimates {
  private:
   std::string name_;
   double cpu_seconds_ = 0;  ///< 0: not reported
+  /// Per application: the kernels' CPU seconds so far and the tasks they are of.
+  std::vector<std::pair<double, std::uint64_t>> compute_cpu_;
   ShiftTestParams test_;
   std::vector<RunningEstimate> tasks_;
   /// Per child: its transfers' fit (latency, bandwidth) and the bandwidth estimate fed

@@ -26,6 +26,10 @@ struct JobOutcome {
   /// bytes of a command's output (0 for the kernels), whether it is sent back or not: a
   /// calibration run reports it for an application that sends outputs back.
   std::uint64_t output_bytes = 0;
+  /// CPU seconds the kernel itself used (the thread that ran it, without its waits for a
+  /// CPU); < 0: not measured (a command, whose program is another process, a task of
+  /// several cores, whose other threads are the arena's, or a simulation).
+  double cpu_seconds = -1;
 };
 
 class LocalRunner {

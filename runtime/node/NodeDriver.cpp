@@ -334,6 +334,8 @@ void NodeDriver::on_job_done(std::uint64_t id, JobOutcome outcome, double now) {
     return;
   }
   const core::TaskRef task = *job->task;
+  // The kernel's own CPU, where measured, for the a-posteriori node rows (docs/live-model.md).
+  if (outcome.cpu_seconds >= 0) estimates_.task_cpu(job->app, outcome.cpu_seconds);
   net::msg::Result r;
   r.task_id = task.id.value;
   r.node = opt_.name;

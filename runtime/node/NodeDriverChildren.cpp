@@ -179,7 +179,8 @@ void NodeDriver::handle_child(Child& child, PeerId peer, net::Message& message, 
         for (const auto& e : h.estimates) {
           if (!child.subtree.contains(e.node))
             return drop_child(peer, DropKind::misbehaved, "reported an estimate of '" + e.node + "', outside its subtree", now);
-          if (e.what == net::msg::Estimate::What::task_seconds && e.app >= run_.apps().size())
+          if ((e.what == net::msg::Estimate::What::task_seconds || e.what == net::msg::Estimate::What::compute_cpu_seconds) &&
+              e.app >= run_.apps().size())
             return drop_child(peer, DropKind::misbehaved, "reported an estimate of application " + std::to_string(e.app) +
                                                               " of " + std::to_string(run_.apps().size()), now);
         }

@@ -37,6 +37,23 @@ TEST(TreeCpu, ARepeatedReportIsNotANewSample) {
   EXPECT_DOUBLE_EQ(*t.node_seconds("w1", 1.0, 3.0), 1.0) << "0.5 CPU-s per s from 1 s to 5 s";
 }
 
+TEST(TreeCpu, AKernelsCpuThatStaysStillStillReachesTheWindowsEnd) {
+  TreeCpu t;
+  const auto kernel = [](double seconds) { return Estimate{"w1", Estimate::What::compute_cpu_seconds, 1, seconds, 0, 9, 0}; };
+  // w1's kernels of application 1 used 1 CPU-s per second up to 4 s, then none (it ran
+  // other work); its process CPU moves on, so each heartbeat is a new report.
+  for (int i = 0; i <= 10; ++i) t.estimates({cpu("w1", 1.0 + i), kernel(i <= 4 ? i : 4.0)}, i);
+  ASSERT_TRUE(t.compute_seconds("w1", 1, 2.0, 10.0).has_value());
+  EXPECT_DOUBLE_EQ(*t.compute_seconds("w1", 1, 2.0, 10.0), 2.0);
+  EXPECT_FALSE(t.compute_seconds("w1", 0, 2.0, 10.0).has_value()) << "another application";
+  // A repeated report (the root handing on w1's last one) is not a new sample.
+  TreeCpu r;
+  r.estimates({cpu("w1", 1.0), kernel(1.0)}, 1.0);
+  r.estimates({cpu("w1", 1.0), kernel(1.0)}, 2.0);
+  r.estimates({cpu("w1", 3.0), kernel(3.0)}, 3.0);
+  EXPECT_DOUBLE_EQ(*r.compute_seconds("w1", 1, 1.0, 2.0), 1.0) << "1 CPU-s per s from 1 s to 3 s";
+}
+
 TEST(TreeCpu, TheMachinesIdleTimeAndARestartedProcess) {
   TreeCpu t;
   t.machine(0.0, 100.0);

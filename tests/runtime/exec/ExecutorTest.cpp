@@ -213,6 +213,30 @@ TEST(Executor, ExceptionInRunIsReported) {
   }
 }
 
+TEST(Executor, ATasksCpuIsItsThreadsNotItsWaits) {
+  // A task that sleeps uses (almost) no CPU; one that computes uses what it computed: the
+  // CPU is the task thread's own, not its run time (the a-posteriori node rows,
+  // docs/live-model.md). Neither figure depends on the machine's load.
+  Executor ex({{usable_cores().front()}, 0, true, true});
+  ex.submit({1, 1, 0, [](TaskContext&) { std::this_thread::sleep_for(200ms); }});
+  ex.submit({2, 1, 0, [](TaskContext&) {
+               const double until = thread_cpu_seconds() + 0.05;
+               while (thread_cpu_seconds() < until) {
+               }
+             }});
+  auto done = wait_done(ex, 2);
+  ASSERT_EQ(done.size(), 2u);
+  for (const auto& d : done) {
+    if (d.id == 1) {
+      EXPECT_GE(d.run_seconds, 0.19);
+      EXPECT_LT(d.cpu_seconds, 0.02) << "a sleep is no CPU";
+    } else {
+      EXPECT_GE(d.cpu_seconds, 0.05);
+      EXPECT_GE(d.run_seconds + 1e-6, d.cpu_seconds) << "one thread uses at most its run time";
+    }
+  }
+}
+
 TEST(Executor, NotifyFdIsReadableOnlyWhileResultsWait) {
   Executor ex({{usable_cores().front()}, 0, true, true});
   pollfd p{ex.notify_fd(), POLLIN, 0};

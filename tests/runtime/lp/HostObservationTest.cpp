@@ -125,5 +125,64 @@ TEST(HostObservation, ANodeThatComputedNothingTakesItsHostsObservedFactor) {
   EXPECT_NEAR(solve(o).fair_throughput, 0.8, 1e-6);
 }
 
+TEST(HostObservation, TheNodeRowChargesTheKernelsCpuNotTheWholeProcess) {
+  // One computing worker on a 2-core host, tasks of 0.5 s (calibrated), a whole task
+  // costing the host 1 CPU-s (C). In 10 s w1 ran 10 tasks: its kernels used 8 CPU-s, its
+  // process 15 (the transport's I/O threads ran beside the kernels on the other CPU), the
+  // master 5: the tree had the machine's 20 CPU-s. Measured: 1 task/s.
+  testing::Builder b;
+  b.app("job", 1e6).comm(model::CommModel::multi_port);
+  b.node("master", -1, 0, testing::inf, {testing::inf});
+  b.node("w1", 0, 1, testing::inf, {0.5});
+  b.m.hosts.push_back(PlatformModel::Host{"here", 2.0, 0, 0, 0, {1.0}});
+  for (auto& n : b.m.nodes) n.host = 0;
+  HostObservation obs{0, 10.0, 20.0, {{"master", 5.0}, {"w1", 15.0}}, {{"w1", {{"job", 10}}}}, {{"w1", {{"job", 8.0}}}}};
+  HostObservationSummary s;
+  const auto o = observed_host_model(b.m, obs, &s);
+  // The whole process against w1's one core (1.5 CPU-s per task) would make the point the
+  // run was at infeasible (1.5 cores) and the optimum 0.667 tasks/s. By hand: node row
+  // 0.8·α <= 1; the host's charge 10·max(0.8, f·1) = 20 gives f = 2, host row 2·α <= 2:
+  // 1 task/s, what the run did.
+  EXPECT_NEAR(o.nodes[1].task_seconds[0], 0.8, 1e-12);
+  EXPECT_NEAR(s.kernel_factor.at("w1"), 1.6, 1e-12);
+  EXPECT_NEAR(s.cost_factor, 2.0, 1e-9);
+  EXPECT_NEAR(solve(o).fair_throughput, 1.0, 1e-6);
+  // Without the kernels' figure the process's CPU stands for them.
+  obs.kernel_cpu_seconds.clear();
+  EXPECT_NEAR(observed_host_model(b.m, obs).nodes[1].task_seconds[0], 1.5, 1e-12);
+}
+
+TEST(HostObservation, AnIdleTwinGetsTheKernelsCostsNotACheaperMix) {
+  // The quickstart's degenerate plan: every task on w1, its twin w2 idle. "big" is a
+  // kernel (0.5 s calibrated, no bytes), "small" a transfer (0.1 s kernel, 1 MB, γ = 1e-6
+  // CPU-s per byte: 1 CPU-s per hop); the host measured a whole task of either at 1 CPU-s.
+  // In 10 s w1 ran 5 of each (0.5 tasks/s per weight): its kernels used 2.5 + 0.5 CPU-s,
+  // its process 15, the master 5, the tree the machine's 20 CPU-s.
+  testing::Builder b;
+  b.app("big", 0).app("small", 1e6).comm(model::CommModel::multi_port);
+  b.node("master", -1, 0, testing::inf, {testing::inf, testing::inf});
+  b.node("w1", 0, 1, testing::inf, {0.5, 0.1});
+  b.node("w2", 0, 1, testing::inf, {0.5, 0.1});
+  b.m.hosts.push_back(PlatformModel::Host{"here", 2.0, 1e-6, 0, 0, {1.0, 1.0}});
+  for (auto& n : b.m.nodes) n.host = 0;
+  HostObservation obs{0, 10.0, 20.0, {{"master", 5.0}, {"w1", 15.0}, {"w2", 0.0}},
+                      {{"w1", {{"big", 5}, {"small", 5}}}}, {{"w1", {{"big", 2.5}, {"small", 0.5}}}}};
+  HostObservationSummary s;
+  const auto o = observed_host_model(b.m, obs, &s);
+  // The whole process split as the host's whole-task costs say (1.5 CPU-s per task of
+  // either) would make w1 infeasible where it ran (node row 1.5 cores) and w2's "small"
+  // (0.1·g, g = 15/3) look cheaper than w1's: by hand the LP then puts big on w1 and small
+  // on w2, host row 1.5·T + 1.5·T <= 2: 0.667 tasks/s, a third above the run.
+  // With the kernels' CPU: 0.5 and 0.1 s on both twins; the charge 5·max(0.5, f) +
+  // 5·(0.1 + f) = 20 gives f = 1.95: big 1.95, small 2.05 CPU-s per task, host row
+  // 4·T <= 2: 0.5 tasks/s, what the run did.
+  for (std::size_t u : {1u, 2u}) {
+    EXPECT_NEAR(o.nodes[u].task_seconds[0], 0.5, 1e-12) << o.nodes[u].name;
+    EXPECT_NEAR(o.nodes[u].task_seconds[1], 0.1, 1e-12) << o.nodes[u].name;
+  }
+  EXPECT_NEAR(s.cost_factor, 1.95, 1e-9);
+  EXPECT_NEAR(solve(o).fair_throughput, 0.5, 1e-6);
+}
+
 }  // namespace
 }  // namespace treefarm::lp

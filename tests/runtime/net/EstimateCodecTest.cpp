@@ -23,12 +23,18 @@ Estimate task_estimate() { return Estimate{"w1", Estimate::What::task_seconds, 1
 TEST(EstimateCodec, RoundTripWithAndWithoutNodeStates) {
   msg::Heartbeat h;
   h.estimates = {task_estimate(), Estimate{"w2", Estimate::What::link_bandwidth, 0, 1.5e8, 2e7, 12, 0},
-                 Estimate{"w2", Estimate::What::process_cpu_seconds, 0, 12.25, 0, 1, 0}};
+                 Estimate{"w2", Estimate::What::process_cpu_seconds, 0, 12.25, 0, 1, 0},
+                 Estimate{"w2", Estimate::What::compute_cpu_seconds, 1, 7.5, 0, 300, 0}};
   const auto back = std::get<msg::Heartbeat>(decode_frame(encode(Message{h}), 0));
   EXPECT_TRUE(back.loads.empty());
-  ASSERT_EQ(back.estimates.size(), 3u);
+  ASSERT_EQ(back.estimates.size(), 4u);
   EXPECT_EQ(back.estimates[2].what, Estimate::What::process_cpu_seconds);
   EXPECT_DOUBLE_EQ(back.estimates[2].mean, 12.25);
+  EXPECT_EQ(back.estimates[3].what, Estimate::What::compute_cpu_seconds);
+  EXPECT_EQ(back.estimates[3].app, 1u);
+  EXPECT_DOUBLE_EQ(back.estimates[3].mean, 7.5);
+  EXPECT_EQ(back.estimates[3].samples, 300u);
+  h.estimates.pop_back();
   h.estimates.pop_back();
   EXPECT_EQ(back.estimates[0].node, "w1");
   EXPECT_EQ(back.estimates[0].app, 1u);
@@ -83,7 +89,7 @@ TEST(EstimateCodec, HostileFiguresAreDecodeErrors) {
   auto frame = bad(task_estimate());
   const std::size_t what_at = header_bytes + 4 + 4 + 2 + 2;  // loads 0, estimates 1, name "w1"
   ASSERT_EQ(std::to_integer<int>(frame[what_at]), 0);
-  frame[what_at] = std::byte{3};  // the first kind beyond process_cpu_seconds
+  frame[what_at] = std::byte{4};  // the first kind beyond compute_cpu_seconds
   EXPECT_THROW(decode_frame(frame, 0), DecodeError);
   frame[what_at] = std::byte{7};
   EXPECT_THROW(decode_frame(frame, 0), DecodeError);

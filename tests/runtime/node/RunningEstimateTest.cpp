@@ -150,5 +150,22 @@ TEST(Estimates, TheProcessCpuIsReportedFirstAsARunningTotal) {
   EXPECT_EQ(r[1].what, net::msg::Estimate::What::task_seconds);
 }
 
+TEST(Estimates, TheKernelsCpuIsASumPerApplicationReportedAsARunningTotal) {
+  Estimates e;
+  e.configure("w1", 2, {}, {});
+  e.task_cpu(1, 0.25);
+  e.task_cpu(1, 0.5);
+  e.task_cpu(1, -1.0);  // not measured: not counted
+  e.task_cpu(7, 1.0);   // no such application
+  const auto r = e.report();
+  ASSERT_EQ(r.size(), 1u) << "nothing of application 0, whose kernels used no CPU yet";
+  EXPECT_EQ(r[0].what, net::msg::Estimate::What::compute_cpu_seconds);
+  EXPECT_EQ(r[0].app, 1u);
+  EXPECT_DOUBLE_EQ(r[0].mean, 0.75);
+  EXPECT_EQ(r[0].samples, 2u);
+  e.configure("w1", 2, {}, {});  // a new run starts its totals again
+  EXPECT_TRUE(e.report().empty());
+}
+
 }  // namespace
 }  // namespace treefarm::node
