@@ -118,7 +118,11 @@ HostObservation at_end(HostObservation obs, const HostFigures& f, bool optimisti
   obs.available_cpu_seconds = std::max(0.0, obs.available_cpu_seconds * (1 - sign * f.available.half));
   for (auto& [node, c] : obs.node_cpu_seconds) {
     const auto it = f.node_half.find(node);
-    c = std::max(0.0, c * (1 + sign * (it == f.node_half.end() ? f.tree.half : it->second)));
+    const double factor = std::max(0.0, 1 + sign * (it == f.node_half.end() ? f.tree.half : it->second));
+    c *= factor;
+    // Its kernels' share of its process's CPU stays: they move with it.
+    if (const auto k = obs.kernel_cpu_seconds.find(node); k != obs.kernel_cpu_seconds.end())
+      for (auto& [app, seconds] : k->second) seconds *= factor;
   }
   return obs;
 }

@@ -20,6 +20,8 @@
 ///   (Student's t with m − 1 degrees of freedom). A task counts as its application's
 ///   whole-task CPU cost on the host (as a unit of work) when the host has one for every
 ///   application, else as one.
+/// At the ends a node's kernels' own CPU (HostObservation::kernel_cpu_seconds) moves with
+/// its process's CPU, keeping its share of it.
 /// The LP's optimum falls with a figure's task time and CPU cost and rises with its
 /// bandwidth and available CPUs, so the two solutions bound every mix of the figures.
 

@@ -124,5 +124,27 @@ TEST(RunInterval, ANodesCpuPerTaskAtTheEndsOfItsInterval) {
   EXPECT_NEAR(i.high, 1 + 1 / (1 - h), 1e-6);
 }
 
+TEST(RunInterval, ANodesKernelsCpuMovesWithItsProcesssCpuAtTheEnds) {
+  // As above, with each node's kernels' own CPU reported (all of its process's CPU): the
+  // node rows charge the kernels, which take the same ends.
+  RunIntervalOptions o;
+  o.max_half_width = 0.2;
+  auto w = windows({4, 4, 4, 4}, {1.8, 2.2, 2, 2});
+  for (auto* obs : {&w.whole}) {
+    obs->kernel_cpu_seconds["w1"]["job"] = obs->node_cpu_seconds["w1"];
+    obs->kernel_cpu_seconds["w2"]["job"] = obs->node_cpu_seconds["w2"];
+  }
+  for (auto& p : w.parts) {
+    p.kernel_cpu_seconds["w1"]["job"] = p.node_cpu_seconds["w1"];
+    p.kernel_cpu_seconds["w2"]["job"] = p.node_cpu_seconds["w2"];
+  }
+  const auto i = run_interval(shared_host(), {}, w, o);
+  ASSERT_TRUE(i.tight()) << i.loose.front();
+  const double h = 3.182 * std::sqrt(0.02 / 3) / 2;
+  EXPECT_NEAR(i.median, 2.0, 1e-6);
+  EXPECT_NEAR(i.low, 1 + 1 / (1 + h), 1e-6);
+  EXPECT_NEAR(i.high, 1 + 1 / (1 - h), 1e-6);
+}
+
 }  // namespace
 }  // namespace treefarm::lp
