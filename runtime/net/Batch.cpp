@@ -1,5 +1,6 @@
 #include "runtime/net/Batch.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -64,6 +65,11 @@ std::optional<std::span<std::byte>> BatchWriter::add_room(const Message& m, std:
 
 bool BatchWriter::append(const Message& m, bool with_payload, std::size_t payload_bytes) {
   if (count_ >= max_batch_entries) return false;
+  // A batch's first message reserves the room its frame is expected to reach: growing by
+  // doubling moved the frame (inputs and all) several times while it filled.
+  if (count_ == 0) {
+    if (const auto expected = expected_bytes(); bytes_.capacity() < expected) bytes_.reserve(expected);
+  }
   // Encoded in place after its length (no buffer of its own per message).
   const std::size_t start = bytes_.size();
   put<std::uint32_t>(bytes_, 0);
@@ -91,10 +97,14 @@ bool BatchWriter::append(const Message& m, bool with_payload, std::size_t payloa
 std::vector<std::byte> BatchWriter::take() {
   poke(bytes_, 8, static_cast<std::uint32_t>(count_));
   std::vector<std::byte> out = std::move(bytes_);
-  bytes_ = {};
-  bytes_.reserve(out.size());  // the next batch is likely as large: grown once, not doubling up to it
+  recent_[taken_++ % recent_frames] = static_cast<std::uint32_t>(std::min(out.size(), max_batch_bytes));
+  bytes_ = {};  // no room held while idle: reserved by the next batch's first message
   reset();
   return out;
+}
+
+std::size_t BatchWriter::expected_bytes() const {
+  return *std::max_element(recent_.begin(), recent_.end());
 }
 
 bool is_batch_frame(std::span<const std::byte> frame) {

@@ -11,6 +11,7 @@
 /// A node sends batch frames only to a peer whose Hello or Welcome carried
 /// msg::feature_batches; every entry is decoded with the same checks as a lone frame.
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -43,8 +44,17 @@ class BatchWriter {
   std::optional<std::span<std::byte>> add_room(const Message& m, std::size_t payload_bytes);
   std::size_t count() const { return count_; }
   bool empty() const { return count_ == 0; }
-  /// The frame of the messages added since the last take(); the writer is empty after.
+  /// The frame of the messages added since the last take(); the writer is empty after
+  /// and holds no room of its own until its next message (a peer that receives nothing
+  /// costs its sender no frame-sized buffer).
   std::vector<std::byte> take();
+  /// Bytes of room the writer holds now (its buffer's capacity).
+  std::size_t held_bytes() const { return bytes_.capacity(); }
+  /// Bytes of room a new batch starts with: the largest of this writer's last
+  /// `recent_frames` frames, so a batch as large as those grows in place and is not moved
+  /// while it fills (at most max_batch_bytes; a peer whose frames shrank gets less room).
+  std::size_t expected_bytes() const;
+  static constexpr std::size_t recent_frames = 16;
 
  private:
   void reset();
@@ -52,6 +62,8 @@ class BatchWriter {
   bool append(const Message& m, bool with_payload, std::size_t payload_bytes);
   std::vector<std::byte> bytes_;
   std::size_t count_ = 0;
+  std::array<std::uint32_t, recent_frames> recent_{};  ///< bytes of the last frames taken
+  std::size_t taken_ = 0;                              ///< frames taken so far
 };
 
 /// One message of a decoded batch; its payload (if the kind has one) is

@@ -140,6 +140,46 @@ void expect_bad(const Bytes& frame, const std::string& what) {
   }
 }
 
+TEST(Batch, AFrameFillsInPlaceAfterASmallOneAndAnIdleWriterHoldsNoRoom) {
+  // The master's batches to a worker alternate between full frames of inputs and small
+  // ones; a full frame after a small one must not be moved (its inputs copied again)
+  // while it fills, and a writer waiting for its next message holds no frame of room.
+  BatchWriter w;
+  const std::size_t input = 16 * 1024;
+  const auto fill = [&](std::size_t tasks) {
+    std::byte* first = nullptr;
+    for (std::size_t i = 0; i < tasks; ++i) {
+      auto room = w.add_room(msg::Task{i}, input);
+      EXPECT_TRUE(room.has_value());
+      if (!room) break;
+      if (i == 0) first = room->data();
+    }
+    return first;
+  };
+  (void)fill(60);
+  const Bytes big = w.take();
+  EXPECT_LT(w.held_bytes(), std::size_t{64}) << "an idle writer keeps no room of a frame's size";
+  (void)fill(1);
+  const Bytes small = w.take();
+  EXPECT_LT(w.held_bytes(), std::size_t{64});
+  EXPECT_EQ(w.expected_bytes(), big.size());
+  EXPECT_LE(w.expected_bytes(), max_batch_bytes);
+  std::byte* first = fill(60);
+  const Bytes again = w.take();
+  ASSERT_EQ(again.size(), big.size());
+  // The first input's room is still where the frame holds it: the frame was never moved.
+  const auto entries = decode_batch(again);
+  ASSERT_EQ(entries.size(), 60u);
+  EXPECT_EQ(again.data() + entries[0].payload_offset, first);
+  EXPECT_EQ(decode_batch(small).size(), 1u);
+  // Once its last frames were all small, a writer reserves only what they needed.
+  for (std::size_t i = 0; i < BatchWriter::recent_frames; ++i) {
+    (void)fill(1);
+    (void)w.take();
+  }
+  EXPECT_EQ(w.expected_bytes(), small.size());
+}
+
 TEST(Batch, EveryMalformedBatchIsRefusedNamingWhatWasWrong) {
   const Bytes good = two_tasks();
   ASSERT_EQ(decode_batch(good).size(), 2u);
