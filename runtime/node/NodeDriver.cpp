@@ -392,8 +392,9 @@ void NodeDriver::maybe_closed(double now) {
   if (!children_.empty() && !timers_.due(Timer::closing, now)) return;
   if (!children_.empty() && opt_.shutdown_grace > 0 && waits_for_children_)
     log_.warn("{}: {} children did not say goodbye within {} s", opt_.name, children_.size(), opt_.shutdown_grace);
-  // A policy's fallbacks (lp: FCFS choices) reach the master before Bye.
-  if (sched_ && (sched_->policy().needs_calibration() || sched_->policy().fallbacks() > 0)) {
+  // A policy's fallbacks (lp: FCFS choices) reach the master before Bye; a policy that
+  // follows a plan reports them even when there were none (results say "0 times").
+  if (sched_ && (sched_->policy().follows_plan() || sched_->policy().fallbacks() > 0)) {
     const auto n = sched_->policy().fallbacks();
     log_.info("{}: policy {} fell back {} times", opt_.name, sched_->policy().name(), n);
     report(net::msg::Measure{opt_.name, "", net::msg::Measure::What::fallbacks, static_cast<double>(n)});

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "tests/integration/ProcessTestUtil.hpp"
+#include "tests/integration/ServedMaster.hpp"
 #include "tests/support/TreeToml.hpp"
 
 namespace treefarm::testing {
@@ -218,10 +219,7 @@ TEST(Bag, SubmittedWithoutAFileToAServedTreeGivesTheOutputsOfGzipHere) {
   make_files(dir.path(), 60);
   const std::string tag = "bs" + std::to_string(getpid());
   // Command applications: an ipc:// channel of this user and --allow-commands (docs/security.md).
-  Child master({master_bin, "--serve", "--name", "m", "--ready-file", (dir.path() / "m.ep").string(), "--bind",
-                "ipc://" + (dir.path() / "submit.sock").string(), "--allow-commands", "--bind-file",
-                (dir.path() / "submit.ep").string(), "--state-dir", (dir.path() / "state").string(), "--live-wait", "20",
-                "--heartbeat-timeout", "2", "--heartbeat-interval", "0.3"},
+  Child master(served_master_args(dir, {.ipc = true, .allow_commands = true, .live_wait = "20", .fast_heartbeats = true}),
                dir.path() / "master.log");
   const auto mep = wait_for_line(dir.path() / "m.ep");
   const auto sep = wait_for_line(dir.path() / "submit.ep");

@@ -11,6 +11,7 @@
 
 #include "runtime/dashboard/EventsClient.hpp"
 #include "tests/integration/ProcessTestUtil.hpp"
+#include "tests/integration/ServedMaster.hpp"
 
 using namespace treefarm::testing;
 using nlohmann::json;
@@ -119,8 +120,7 @@ TEST(Dashboard, ANonLoopbackAddressIsRefusedBeforeAnythingStarts) {
 TEST(Dashboard, AServedMasterShowsItsOwnState) {
   TempDir dir;
   const auto address = dir.path() / "dashboard.url";
-  Child master({master_bin, "--serve", "--name", "m", "--bind", "tcp://127.0.0.1:*", "--state-dir",
-                (dir.path() / "state").string(), "--dashboard", "127.0.0.1:0", "--dashboard-file", address.string()},
+  Child master(served_master_args(dir, {.extra = {"--dashboard", "127.0.0.1:0", "--dashboard-file", address.string()}}),
                dir.path() / "master.log");
   const std::string url = wait_for_line(address, 60);
   ASSERT_FALSE(url.empty()) << master.output();
@@ -148,9 +148,7 @@ TEST(Dashboard, AServedMasterLinksEachFinishedExperimentToItsReport) {
   TempDir dir;
   const auto address = dir.path() / "dashboard.url";
   const std::string w = "dr" + std::to_string(getpid());
-  Child master({master_bin, "--serve", "--name", "m", "--ready-file", (dir.path() / "m.ep").string(), "--bind",
-                "tcp://127.0.0.1:*", "--bind-file", (dir.path() / "submit.ep").string(), "--state-dir",
-                (dir.path() / "state").string(), "--dashboard", "127.0.0.1:0", "--dashboard-file", address.string()},
+  Child master(served_master_args(dir, {.extra = {"--dashboard", "127.0.0.1:0", "--dashboard-file", address.string()}}),
                dir.path() / "master.log");
   const auto mep = wait_for_line(dir.path() / "m.ep"), sep = wait_for_line(dir.path() / "submit.ep");
   const std::string url = wait_for_line(address, 60);

@@ -14,13 +14,13 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/integration/ProcessTestUtil.hpp"
+#include "tests/integration/ServedMaster.hpp"
 #include "tests/support/EveryTaskOnce.hpp"
 
 using namespace treefarm::testing;
 
 namespace {
 
-const std::vector<std::string> fast_heartbeats{"--heartbeat-timeout", "2", "--heartbeat-interval", "0.3"};
 
 /// A served master m, w1 under it, w2 under w1.
 struct ServedChain {
@@ -34,13 +34,9 @@ struct ServedChain {
     w1_name = tag + "w1";
     w2_name = tag + "w2";
     // An ipc:// channel: `treefarm cancel` from another process is the same user's (docs/security.md).
-    std::vector<std::string> a{master_bin, "--serve", "--name", "m", "--ready-file", (dir.path() / "m.ep").string(),
-                               "--bind", "ipc://" + (dir.path() / "submit.sock").string(),
-                               "--bind-file", (dir.path() / "submit.ep").string(), "--state-dir",
-                               (dir.path() / "state").string(), "--live-wait", "20"};
-    a.insert(a.end(), fast_heartbeats.begin(), fast_heartbeats.end());
-    a.insert(a.end(), master_extra.begin(), master_extra.end());
-    master = std::make_unique<Child>(a, dir.path() / "master.log");
+    master = std::make_unique<Child>(
+        served_master_args(dir, {.ipc = true, .live_wait = "20", .fast_heartbeats = true, .extra = master_extra}),
+        dir.path() / "master.log");
     const auto mep = wait_for_line(dir.path() / "m.ep");
     sep = wait_for_line(dir.path() / "submit.ep");
     if (mep.empty() || sep.empty()) return "master not ready: " + master->output();
@@ -196,9 +192,7 @@ TEST(ServeChannel, AClosedPortFailsWithinTwoSecondsAndTheEndpointFormIsChecked) 
 
 TEST(ServeChannel, ABadFileGetsExitThreeNamingTheUsersFileAndAFailedRunItsReason) {
   TempDir dir;
-  Child master({master_bin, "--serve", "--name", "m", "--ready-file", (dir.path() / "m.ep").string(), "--bind-file",
-                (dir.path() / "submit.ep").string(), "--state-dir", (dir.path() / "state").string(), "--live-wait", "1"},
-               dir.path() / "master.log");
+  Child master(served_master_args(dir, {.live_wait = "1"}), dir.path() / "master.log");
   const auto sep = wait_for_line(dir.path() / "submit.ep");
   ASSERT_FALSE(sep.empty()) << master.output();
   // Submitted without tcp:// (HOST:PORT is accepted).

@@ -13,6 +13,7 @@
 #include <zmq.hpp>
 
 #include "tests/integration/ProcessTestUtil.hpp"
+#include "tests/integration/ServedMaster.hpp"
 #include "tests/support/EveryTaskOnce.hpp"
 
 using namespace treefarm::testing;
@@ -28,15 +29,8 @@ tasks = 2000
 buffer = 4
 )";
 
-const std::vector<std::string> fast_heartbeats{"--heartbeat-timeout", "2", "--heartbeat-interval", "0.3"};
-
 std::vector<std::string> master_args(const TempDir& dir, const std::string& listen) {
-  std::vector<std::string> a{master_bin, "--serve", "--name", "m", "--listen", listen, "--ready-file",
-                             (dir.path() / "m.ep").string(), "--bind", "ipc://" + (dir.path() / "submit.sock").string(),
-                             "--bind-file", (dir.path() / "submit.ep").string(), "--state-dir",
-                             (dir.path() / "state").string(), "--live-wait", "20"};
-  a.insert(a.end(), fast_heartbeats.begin(), fast_heartbeats.end());
-  return a;
+  return served_master_args(dir, {.ipc = true, .live_wait = "20", .fast_heartbeats = true, .extra = {"--listen", listen}});
 }
 
 std::size_t lines_of(const fs::path& file) {

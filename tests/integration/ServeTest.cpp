@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/integration/ProcessTestUtil.hpp"
+#include "tests/integration/ServedMaster.hpp"
 #include "tests/support/EveryTaskOnce.hpp"
 
 using namespace treefarm::testing;
@@ -55,18 +56,6 @@ std::set<std::string> tcp_connections(pid_t pid) {
   return out;
 }
 
-/// Heartbeats fast enough for a test to see a lost peer within seconds.
-const std::vector<std::string> fast_heartbeats{"--heartbeat-timeout", "2", "--heartbeat-interval", "0.3"};
-
-/// `treefarm-master --serve` named m, its endpoints in DIR/m.ep and DIR/submit.ep.
-std::vector<std::string> served_master_args(const TempDir& dir) {
-  std::vector<std::string> a{master_bin, "--serve", "--name", "m", "--ready-file", (dir.path() / "m.ep").string(),
-                             "--bind", "tcp://127.0.0.1:*", "--bind-file", (dir.path() / "submit.ep").string(),
-                             "--state-dir", (dir.path() / "state").string(), "--live-wait", "20"};
-  a.insert(a.end(), fast_heartbeats.begin(), fast_heartbeats.end());
-  return a;
-}
-
 /// A one-core worker under `parent`: listening for children (its endpoint in DIR/NAME.ep)
 /// or a leaf.
 std::unique_ptr<Child> start_worker(const TempDir& dir, const std::string& name, const std::string& parent, bool listen) {
@@ -86,7 +75,7 @@ struct DepthTwoTree {
 /// Starts a DepthTwoTree in `dir`; `leaf` stays empty if a process did not come up.
 DepthTwoTree start_depth_two(const TempDir& dir, const std::string& w1, const std::string& w2) {
   DepthTwoTree t;
-  t.master = std::make_unique<Child>(served_master_args(dir), dir.path() / "master.log");
+  t.master = std::make_unique<Child>(served_master_args(dir, {.live_wait = "20", .fast_heartbeats = true}), dir.path() / "master.log");
   t.mep = wait_for_line(dir.path() / "m.ep");
   t.sep = wait_for_line(dir.path() / "submit.ep");
   if (t.mep.empty() || t.sep.empty()) return t;
@@ -205,9 +194,7 @@ TEST(Serve, ThreeSubmissionsRunOnOneTreeWithoutRestartingAWorkerAndALateJoinerIs
 
 TEST(Serve, ABadSubmissionIsRefusedWithFileLineAndField) {
   TempDir dir;
-  Child master({master_bin, "--serve", "--ready-file", (dir.path() / "m.ep").string(), "--bind-file",
-                (dir.path() / "submit.ep").string(), "--state-dir", (dir.path() / "state").string()},
-               dir.path() / "master.log");
+  Child master(served_master_args(dir), dir.path() / "master.log");
   const auto sep = wait_for_line(dir.path() / "submit.ep");
   ASSERT_FALSE(sep.empty()) << master.output();
   const auto bad = write_file(dir.path() / "bad.toml", "[[app]]\nname = \"mm\"\nkernel = \"matmul\"\nn = -3\ntasks = 5\n");
@@ -232,10 +219,7 @@ TEST(Serve, CancelEndsARunningOrQueuedExperimentAndTheTreeStaysAndOutputsComeBac
   const std::string w1 = "sc" + std::to_string(getpid()) + "w1";
   // Command applications and `treefarm cancel` from another process: an ipc:// channel of
   // this user and --allow-commands (docs/security.md).
-  Child master({master_bin, "--serve", "--name", "m", "--ready-file", (dir.path() / "m.ep").string(), "--bind",
-                "ipc://" + (dir.path() / "submit.sock").string(), "--allow-commands", "--bind-file",
-                (dir.path() / "submit.ep").string(), "--state-dir", (dir.path() / "state").string(), "--live-wait", "20",
-                "--heartbeat-timeout", "2", "--heartbeat-interval", "0.3"},
+  Child master(served_master_args(dir, {.ipc = true, .allow_commands = true, .live_wait = "20", .fast_heartbeats = true}),
                dir.path() / "master.log");
   const auto mep = wait_for_line(dir.path() / "m.ep");
   const auto sep = wait_for_line(dir.path() / "submit.ep");

@@ -7,16 +7,14 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/integration/ProcessTestUtil.hpp"
+#include "tests/integration/ServedMaster.hpp"
 
 using namespace treefarm::testing;
 
 TEST(ServedRoot, ASubmittedExperimentsRootOptionsReachTheServedRoot) {
   TempDir dir;
   const std::string w = "sro" + std::to_string(getpid());
-  Child master({master_bin, "--serve", "--name", "m", "--ready-file", (dir.path() / "m.ep").string(), "--bind",
-                "tcp://127.0.0.1:*", "--bind-file", (dir.path() / "submit.ep").string(), "--state-dir",
-                (dir.path() / "state").string()},
-               dir.path() / "master.log");
+  Child master(served_master_args(dir), dir.path() / "master.log");
   const auto mep = wait_for_line(dir.path() / "m.ep");
   const auto sep = wait_for_line(dir.path() / "submit.ep");
   ASSERT_FALSE(mep.empty() || sep.empty()) << master.output();
