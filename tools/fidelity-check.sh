@@ -10,7 +10,7 @@
 #   env -u OPENBLAS_CORETYPE tools/fidelity-check.sh [BUILD_DIR=build] [RUNS=5] [TOLERANCE=0.05] [EXPERIMENT=examples/quickstart.toml]
 # Set KEEP=DIR to keep every run's output (calibration.json, results.json, logs) in DIR.
 # Set DRIFT_SECONDS=S to first measure for S seconds how steady the machine's own speed is
-# (`treefarm bench drift`, S >= 60): the share of checks an exact calibration would land
+# (`treefarm bench drift --probe both`, S >= 30): the share of checks an exact calibration would land
 # inside the band on this machine, the floor under the runs' figures (docs/calibration.md);
 # its JSON is kept as DIR/drift.json.
 set -euo pipefail
@@ -29,17 +29,22 @@ else
   trap 'rm -rf "$out"' EXIT
 fi
 if [[ ${DRIFT_SECONDS:-0} != 0 ]]; then
-  drift=$("$treefarm" bench drift --seconds "$DRIFT_SECONDS" --tolerance "$tolerance" --runs "$runs" --json)
+  drift=$("$treefarm" bench drift --probe both --seconds "$DRIFT_SECONDS" --tolerance "$tolerance" --runs "$runs" --json)
   printf '%s\n' "$drift" >"$out/drift.json"
   /usr/bin/python3 -c '
 import json, sys
-j = json.loads(sys.argv[1]); a = j["analysis"]
-if a["pairs"]:
-    print("machine: %.1f GFLOP/s on %d cores; its speed over 30 s windows spreads %.1f %%; an exact calibration lands within the band in %.0f %% of checks, %d in a row %.0f %% (treefarm bench drift, %s s)"
-          % (j["gflops"], j["cores"], next((w["cv"] for w in a["window_spread"] if w["seconds"] >= 30), a["chunk_cv"]) * 100,
-             a["inside"] * 100, int(sys.argv[2]), a["all_inside"] * 100, sys.argv[3]))
-else:
-    print("machine: measured too short for the windows (DRIFT_SECONDS >= 60)")
+j = json.loads(sys.argv[1])
+def floor(what, a, s):
+    if not a["pairs"]:
+        return "machine %s: measured too short for the windows (DRIFT_SECONDS >= 30)" % what
+    w = next((w["cv"] for w in a["window_spread"] if w["seconds"] >= 10), a["chunk_cv"])
+    return ("machine %s: over 10 s windows it spreads %.1f %%; %d stall(s), the longest %.1f s; an exact calibration "
+            "lands within the band in %.0f %% of checks, %d in a row %.0f %% (treefarm bench drift, %s s)"
+            % (what, w * 100, s["episodes"], s["longest_seconds"], a["inside"] * 100, int(sys.argv[2]),
+               a["all_inside"] * 100, sys.argv[3]))
+print(floor("compute (%.1f GFLOP/s on %d cores)" % (j["gflops"], j["cores"]), j["analysis"], j["stalls"]))
+c = j["copy"]
+print(floor("kernel copy (%.2f GB/s)" % (c["bytes_per_s"] / 1e9), c["analysis"], c["stalls"]))
 ' "$drift" "$runs" "$DRIFT_SECONDS"
 fi
 inside=0

@@ -1,6 +1,7 @@
-// tools/bench/DriftBench: the analysis of a machine's speed samples, on series
+// tools/bench/DriftBench and CopyDrift: the analysis of a machine's speed samples and their stalls, on series
 // whose answer is known, and `bench drift --json` measuring for real for a few seconds.
 #include "tools/bench/DriftBench.hpp"
+#include "tools/bench/CopyDrift.hpp"
 
 #include <gtest/gtest.h>
 
@@ -24,6 +25,15 @@ DriftBenchOptions windows(double calibration, double gap, double run) {
   o.run_window = run;
   o.tolerance = 0.05;
   o.runs = 5;
+  return o;
+}
+
+/// A short real measurement: `seconds`, samples of `chunk` s, windows of `window` s, no gap, JSON.
+DriftBenchOptions short_run(double seconds, double chunk, double window) {
+  DriftBenchOptions o = windows(window, 0, window);
+  o.seconds = seconds;
+  o.chunk = chunk;
+  o.json = true;
   return o;
 }
 
@@ -82,14 +92,8 @@ TEST(DriftAnalysis, WindowsThatDoNotFitGiveNoPairsAndBadValuesAreRefused) {
 }
 
 TEST(DriftBench, MeasuresEveryCoreForRealAndReportsJson) {
-  DriftBenchOptions o;
-  o.seconds = 3;
-  o.chunk = 0.25;
+  DriftBenchOptions o = short_run(3, 0.25, 1);
   o.n = 96;
-  o.calibration_window = 1;
-  o.gap = 0;
-  o.run_window = 1;
-  o.json = true;
   std::ostringstream out;
   ASSERT_EQ(bench_drift(out, o), 0);
   const auto j = nlohmann::json::parse(out.str());
@@ -99,4 +103,44 @@ TEST(DriftBench, MeasuresEveryCoreForRealAndReportsJson) {
   EXPECT_GT(j.at("peak_gflops_per_core").get<double>(), 0.0);
   EXPECT_LT(j.at("gflops_per_core").get<double>(), j.at("peak_gflops_per_core").get<double>() * 1.2);
   EXPECT_EQ(j.at("analysis").at("pairs").get<std::size_t>(), 12u - 4u - 4u + 1u);
+}
+
+TEST(DriftStalls, SamplesBelowHalfTheMedianAreStallsCountedInEpisodes) {
+  // 20 samples at 10, with two stalls: one sample at 1, then three in a row at 2, 4.9, 3;
+  // a dip to 6 is no stall (above half the median).
+  std::vector<double> samples(20, 10.0);
+  samples[3] = 1;
+  samples[10] = 2;
+  samples[11] = 4.9;
+  samples[12] = 3;
+  samples[15] = 6;
+  const auto s = treefarm::bench::find_stalls(samples, 0.2);
+  EXPECT_EQ(s.samples, 20u);
+  EXPECT_DOUBLE_EQ(s.median, 10.0);
+  EXPECT_EQ(s.stalled, 4u);
+  EXPECT_EQ(s.episodes, 2u);
+  EXPECT_NEAR(s.longest_seconds, 0.6, 1e-12);
+  EXPECT_DOUBLE_EQ(s.stalled_share, 4.0 / 20.0);
+  EXPECT_NEAR(s.lost_share, (9 + 8 + 5.1 + 7 + 4) / (10.0 * 20), 1e-12);
+  const auto none = treefarm::bench::find_stalls({}, 1.0);
+  EXPECT_EQ(none.samples, 0u);
+  EXPECT_EQ(none.episodes, 0u);
+  EXPECT_THROW(treefarm::bench::find_stalls(samples, 0), std::invalid_argument);
+}
+
+TEST(DriftBench, TheCopyProbeMovesRealBytesThroughTheKernelAndReportsJson) {
+  DriftBenchOptions o = short_run(1, 0.1, 0.3);
+  o.probe = treefarm::bench::DriftProbe::copy;
+  std::ostringstream out;
+  ASSERT_EQ(bench_drift(out, o), 0);
+  const auto j = nlohmann::json::parse(out.str());
+  EXPECT_EQ(j.at("probe"), "copy");
+  EXPECT_FALSE(j.contains("samples_gflops"));  // the compute probe did not run
+  const auto& c = j.at("copy");
+  EXPECT_EQ(c.at("message_bytes").get<std::size_t>(), 4194304u);
+  ASSERT_EQ(c.at("samples_bytes_per_s").size(), 10u);
+  // Real copies: at least one 4 MiB message a tenth of a second on any machine.
+  EXPECT_GT(c.at("bytes_per_s").get<double>(), 4194304.0 / 0.1);
+  EXPECT_EQ(c.at("stalls").at("samples").get<std::size_t>(), 10u);
+  EXPECT_EQ(c.at("analysis").at("pairs").get<std::size_t>(), 10u - 3u - 3u + 1u);
 }

@@ -1,9 +1,12 @@
 #pragma once
 /// @file DriftBench.hpp
 /// `treefarm bench drift`: how steady this machine's own speed is, the floor
-/// under any prediction checked on it. A matmul loop runs on every usable core (a thread
-/// pinned to each, as the executor runs tasks) for `seconds`, and the flop/s of all cores
-/// together is sampled every `chunk` seconds; nothing of treefarm's runtime runs.
+/// under any prediction checked on it. The compute probe: a matmul loop runs on every
+/// usable core (a thread pinned to each, as the executor runs tasks) for `seconds`, and
+/// the flop/s of all cores together is sampled every `chunk` seconds. The copy probe: the
+/// bytes/s this machine copies through its kernel between two threads
+/// (tools/bench/CopyDrift.hpp), as task inputs move between the processes of a tree on one
+/// machine. Nothing of treefarm's runtime runs.
 ///
 /// From the samples: the spread of the mean over windows of 5–60 s, and the **best
 /// possible prediction** of a run on this machine: a calibration that measured the
@@ -12,8 +15,8 @@
 /// ratio's spread over every such pair in the samples, the share of pairs within
 /// ±`tolerance`, and that share to the power `runs` (the chance that `runs` consecutive
 /// checks all land inside, treating them as independent) say what a prediction check can
-/// show on this machine, whatever the model. The quickstart's defaults: ~25 s of whole-task
-/// calibration, a steady window of ~31 s a few seconds later (docs/calibration.md).
+/// show on this machine, whatever the model. The quickstart's defaults: ~8 s of whole-task
+/// calibration, a steady window of ~10 s a few seconds later (docs/calibration.md).
 
 #include <atomic>
 #include <cstdint>
@@ -24,13 +27,17 @@
 
 namespace treefarm::bench {
 
+/// What `bench drift` samples.
+enum class DriftProbe { compute, copy, both };
+
 struct DriftBenchOptions {
-  double seconds = 300;               ///< Measuring time, s (> 0).
-  double chunk = 1;                   ///< Seconds per sample (> 0).
+  DriftProbe probe = DriftProbe::compute;  ///< compute, copy, or both one after the other.
+  double seconds = 300;               ///< Measuring time per probe, s (> 0).
+  double chunk = 0;                   ///< Seconds per sample (> 0); 0: the probe's (compute 1, copy 0.2).
   std::uint32_t n = 384;              ///< matmul order (the quickstart's mm), >= 1.
-  double calibration_window = 25;     ///< s the ideal calibration averages (> 0).
+  double calibration_window = 8;      ///< s the ideal calibration averages (> 0).
   double gap = 3;                     ///< s between its end and the run's window (>= 0).
-  double run_window = 31;             ///< s of the run's steady window (> 0).
+  double run_window = 10;             ///< s of the run's steady window (> 0).
   double tolerance = 0.05;            ///< The band of a check: |ratio - 1| <= tolerance.
   std::uint32_t runs = 5;             ///< Consecutive checks that must all land inside.
   bool json = false;                  ///< JSON instead of text.
@@ -65,10 +72,14 @@ DriftAnalysis analyse_drift(const std::vector<double>& samples, double chunk, co
 
 nlohmann::json to_json(const DriftAnalysis& analysis);
 
-/// Measures (see the file comment), then prints the machine's flop/s (total, per core,
-/// beside the measured FMA peak of a core: tasks/CpuPeak.hpp), the analysis and a verdict
-/// line. JSON: {"benchmark": "drift", "cores", "gflops", "gflops_per_core",
-/// "peak_gflops_per_core", "samples_gflops", "analysis": to_json(...), "options"}.
+/// Measures (see the file comment), then prints, for the compute probe, the machine's
+/// flop/s (total, per core, beside the measured FMA peak of a core: tasks/CpuPeak.hpp),
+/// for the copy probe its median bytes/s, and for each the analysis, its stalls
+/// (CopyDrift.hpp) and a verdict line. JSON: {"benchmark": "drift", "probe", and for the
+/// compute probe "cores", "gflops", "gflops_per_core", "peak_gflops_per_core",
+/// "samples_gflops", "analysis": to_json(...), "stalls"; for the copy probe "copy":
+/// {"message_bytes", "bytes_per_s", "samples_bytes_per_s", "analysis", "stalls"};
+/// "options"}.
 /// @return 0, or 130 when `options.stop` cut the measurement short (the samples so far
 /// are still reported). @throws std::invalid_argument for a bad option.
 int bench_drift(std::ostream& out, const DriftBenchOptions& options);

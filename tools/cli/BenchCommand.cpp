@@ -158,25 +158,35 @@ void add_bench_command(CLI::App& app, Commands& out) {
   out.push_back({bench_mem, [mbo] { return bench::bench_memory(std::cout, *mbo); }});
 
   auto* bench_drift = bench->add_subcommand(
-      "drift", "How steady this machine's speed is: a matmul loop on every core, sampled, and the best ratio a prediction "
-               "checked on it can show");
+      "drift", "How steady this machine's speed is: a matmul loop on every core (or copies through its kernel, --probe), "
+               "sampled, its stalls, and the best ratio a prediction checked on it can show");
   auto dbo = std::make_shared<bench::DriftBenchOptions>();
-  bench_drift->add_option("--seconds", dbo->seconds, "Measuring time, seconds")->capture_default_str()->check(cli_support::positive_seconds());
-  bench_drift->add_option("--chunk", dbo->chunk, "Seconds per sample")->capture_default_str()->check(cli_support::positive_seconds());
+  auto probe = std::make_shared<std::string>("compute");
+  bench_drift->add_option("--probe", *probe,
+                          "compute: a matmul loop on every core (GFLOP/s); copy: 4 MiB messages through a Unix socket pair "
+                          "between two threads (bytes/s), as task inputs move between a tree's processes on one machine; "
+                          "both: one after the other")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"compute", "copy", "both"}));
+  bench_drift->add_option("--seconds", dbo->seconds, "Measuring time per probe, seconds")->capture_default_str()->check(cli_support::positive_seconds());
+  bench_drift->add_option("--chunk", dbo->chunk, "Seconds per sample (default: compute 1, copy 0.2)")->check(cli_support::positive_seconds());
   bench_drift->add_option("--n", dbo->n, "matmul order (the quickstart's mm: 384)")->capture_default_str()->check(treefarm::cli_support::positive_number());
   bench_drift->add_option("--calibration-window", dbo->calibration_window,
-                          "Seconds an ideal calibration averages before a run (the quickstart's whole-task runs: ~25)")
+                          "Seconds an ideal calibration averages before a run (the quickstart's whole-task run: ~8)")
       ->capture_default_str()->check(cli_support::positive_seconds());
   bench_drift->add_option("--gap", dbo->gap, "Seconds from the calibration's end to the run's steady window")
       ->capture_default_str()->check(treefarm::cli_support::non_negative_number());
-  bench_drift->add_option("--run-window", dbo->run_window, "Seconds of the run's steady window (the quickstart's: ~31)")
+  bench_drift->add_option("--run-window", dbo->run_window, "Seconds of the run's steady window (the quickstart's: ~10)")
       ->capture_default_str()->check(cli_support::positive_seconds());
   bench_drift->add_option("--tolerance", dbo->tolerance, "A check's band: |measured / predicted - 1| <= tolerance")
       ->capture_default_str()->check(CLI::Range(1e-6, 1.0));
   bench_drift->add_option("--runs", dbo->runs, "Consecutive checks that must all land inside")
       ->capture_default_str()->check(treefarm::cli_support::positive_number());
-  bench_drift->add_flag("--json", dbo->json, "JSON output (samples_gflops, analysis)");
-  out.push_back({bench_drift, [dbo] {
+  bench_drift->add_flag("--json", dbo->json, "JSON output (samples_gflops, analysis, stalls; copy: the same under \"copy\")");
+  out.push_back({bench_drift, [dbo, probe] {
+                   dbo->probe = *probe == "copy"   ? bench::DriftProbe::copy
+                                : *probe == "both" ? bench::DriftProbe::both
+                                                   : bench::DriftProbe::compute;
                    dbo->stop = &interrupted();
                    return bench::bench_drift(std::cout, *dbo);
                  }});
