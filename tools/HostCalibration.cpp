@@ -240,14 +240,6 @@ std::string one_hop_experiment(const model::Experiment& experiment, const std::m
   return measuring_document(doc, tasks, keep_weights);
 }
 
-/// The run that measures the applications together (or the one application): its length
-/// by the estimates, in seconds, and the windows of its steady part.
-constexpr double kMixSeconds = 8.0;
-constexpr std::size_t kMixWindows = 4;
-/// The run together stops before its end once a steady span of at least kMixMinSpan
-/// seconds has a 95 % prediction band (SteadyRate::band) no wider than kMixTightBand.
-constexpr double kMixMinSpan = 4.0;
-constexpr double kMixTightBand = 0.10;
 
 /// One run of a one-hop tree (one_hop_experiment) in `dir`; its fair throughput (tasks/s
 /// per unit of weight in the master's steady window) and the CPU and wall seconds it took.
@@ -337,6 +329,34 @@ OneHopRun run_one_hop(const model::Experiment& experiment, const std::map<std::s
 }
 }  // namespace
 
+MixReading read_mix_run(const std::vector<Completion>& done, const std::vector<double>& weight,
+                        const std::vector<double>& cost, const std::vector<std::uint64_t>& tasks, bool ended) {
+  if (weight.size() != cost.size() || weight.size() != tasks.size())
+    throw std::invalid_argument("read_mix_run: " + std::to_string(weight.size()) + " weights, " + std::to_string(cost.size()) +
+                                " costs and " + std::to_string(tasks.size()) + " task counts (expected as many of each)");
+  for (std::size_t k = 0; k < weight.size(); ++k)
+    if (!(weight[k] > 0) || !(cost[k] > 0))
+      throw std::invalid_argument("read_mix_run: application " + std::to_string(k) + " needs a weight > 0 and a cost > 0");
+  MixReading out;
+  double last = 0;
+  for (const auto& e : done) last = std::max(last, e.at);
+  try {
+    out.steady = steady_rate(done, weight, cost, tasks, 0.1, std::clamp(last / 40, 1e-3, 0.25), kMixWindows);
+    out.has_steady = true;
+  } catch (const std::invalid_argument&) {
+    out.has_steady = false;  // too few completions for its windows yet
+  }
+  if (out.has_steady && out.steady.end - out.steady.start >= kMixMinSpan && out.steady.band <= kMixTightBand)
+    out.stop = MixStop::tight;
+  else if (last >= kMixCapSeconds)
+    out.stop = MixStop::capped;
+  else if (ended)
+    out.stop = MixStop::ended;
+  return out;
+}
+
+double mix_spread(MixStop stop, double band) { return stop == MixStop::tight ? std::max(band, kMixTightBand) : band; }
+
 TaskCpuCosts measure_task_cpu(const model::Experiment& experiment, const std::map<std::string, double>& estimates,
                               std::uint32_t workers, double host_cores, bool encrypt, const std::string& bin_dir) {
   TaskCpuCosts out;
@@ -375,20 +395,25 @@ TaskCpuCosts measure_task_cpu(const model::Experiment& experiment, const std::ma
       weight[a.name] = estimates.size() > 1 ? a.weight : 1.0;
       unit_alone += weight[a.name] * out.alone.at(a.name);
     }
-  // Together in the experiment's weights (or the one application), ONE run of ~kMixSeconds:
-  // what a unit of weight costs when the applications share the CPUs as in a run (a
-  // kernel-bound one fills the gaps a transfer-bound one leaves), read from the run's
-  // journal over its steady span (steady_rate: the warm-up left out by the MSER rule, the
-  // end at (1 - ε)·T), in kMixWindows windows whose spread is the estimate's. The costs alone
-  // are scaled to it, keeping their ratios. Several short trees instead measured mostly
-  // start-ups: a tree's first seconds run a few % slower than its steady state, which a
-  // run's window of 10-20 s hardly sees, and every run was a new tree to start.
-  const double units = static_cast<double>(tasks_for(unit_alone, kMixSeconds));
+  // Together in the experiment's weights (or the one application), ONE run of at most
+  // kMixCapSeconds: what a unit of weight costs when the applications share the CPUs as in
+  // a run (a kernel-bound one fills the gaps a transfer-bound one leaves), read from the
+  // run's journal over its steady span (steady_rate: the warm-up left out by the MSER rule,
+  // the end at (1 - ε)·T), in kMixWindows windows whose band is the estimate's spread. The
+  // costs alone are scaled to it, keeping their ratios. Several short trees instead
+  // measured mostly start-ups: a tree's first seconds run a few % slower than its steady
+  // state, which a run's window of 10-20 s hardly sees, and every run was a new tree to
+  // start. Its tasks are enough for twice the cap by the estimate (a first guess off by
+  // half still reaches it): the clock ends it, not the count (sized by the guess, runs
+  // lasted 4-9 s, and four windows of a 4 s run agreed by chance: an interval of ±2.5 %
+  // that the run then left).
+  const double units = static_cast<double>(tasks_for(unit_alone, 2 * kMixCapSeconds));
   std::map<std::string, std::uint64_t> tasks;
   for (const auto& [app, w] : weight) tasks[app] = std::max<std::uint64_t>(1, static_cast<std::uint64_t>(std::llround(units * w)));
   phase(std::string("this host: whole tasks through a one-hop tree, ") +
-        (estimates.size() > 1 ? "the applications together" : estimates.begin()->first) + " (~" +
-        std::to_string(static_cast<int>(kMixSeconds)) + " s, its steady part in " + std::to_string(kMixWindows) + " windows)");
+        (estimates.size() > 1 ? "the applications together" : estimates.begin()->first) + " (at most " +
+        std::to_string(static_cast<int>(kMixCapSeconds)) + " s, its steady part in " + std::to_string(kMixWindows) +
+        " windows)");
   // The applications in the measuring file's (and its journal's) order: the experiment's.
   std::vector<double> w, c;
   std::vector<std::uint64_t> counts;
@@ -398,24 +423,21 @@ TaskCpuCosts measure_task_cpu(const model::Experiment& experiment, const std::ma
       c.push_back(out.alone.at(a.name));
       counts.push_back(tasks.at(a.name));
     }
-  const auto last_of = [](const std::vector<Completion>& done) {
-    double t = 0;
-    for (const auto& e : done) t = std::max(t, e.at);
-    return t;
+  // Read twice a second (run_one_hop): stopped as soon as its estimate is tight, or at the cap.
+  MixStop stop = MixStop::ended;
+  const auto enough = [&](const std::vector<Completion>& done) {
+    const auto r = read_mix_run(done, w, c, counts, false);
+    if (r.stop != MixStop::running) stop = r.stop;
+    return r.stop != MixStop::running;
   };
-  // Stopped as soon as its estimate is tight: a steady span of kMixMinSpan seconds whose
-  // 95 % band is within ±kMixTightBand/2 (on a loaded machine it mostly runs to its end).
-  const auto tight = [&](const std::vector<Completion>& done) {
-    const double last = last_of(done);
-    if (last < kMixMinSpan) return false;
-    const auto steady = steady_rate(done, w, c, counts, 0.1, std::clamp(last / 40, 1e-3, 0.25), kMixWindows);
-    return steady.end - steady.start >= kMixMinSpan && steady.band <= kMixTightBand;
-  };
-  const auto run = run_one_hop(experiment, tasks, true, workers, worker_cores, encrypt, bin_dir, dir, "mix", tight);
+  const auto run = run_one_hop(experiment, tasks, true, workers, worker_cores, encrypt, bin_dir, dir, "mix", enough);
   cpu += run.cpu;
   wall += run.wall;
-  out.stopped_early = run.stopped;
-  const double span = last_of(run.completions);
+  if (!run.stopped) stop = MixStop::ended;
+  out.stop = stop;
+  out.stopped_early = stop == MixStop::tight;
+  double span = 0;
+  for (const auto& e : run.completions) span = std::max(span, e.at);
   out.run_seconds = span;
   double level = 0;  // host seconds per unit of weight
   try {
@@ -424,10 +446,7 @@ TaskCpuCosts measure_task_cpu(const model::Experiment& experiment, const std::ma
     // CPU-ms against 6.3-6.8) moved the mean 9 % and the level run to run 7.5 % (sd/mean,
     // five calibrations on a quiet machine; 4.3 % from the median).
     level = host_cores / steady.median;
-    // Stopped early, the band is the one that stopping picked, and a rule that stops at
-    // the first narrow one picks them too narrow (optional stopping): the run promised only
-    // kMixTightBand, and that is what is recorded then.
-    out.spread = run.stopped ? std::max(steady.band, kMixTightBand) : steady.band;
+    out.spread = mix_spread(stop, steady.band);
     out.window_spread = steady.spread;
     for (const double r : steady.windows) out.repeats.push_back(host_cores / r);
     out.steady_start = steady.start;
@@ -495,8 +514,10 @@ void calibrate_local_host(const model::Experiment& experiment, const std::string
   if (!tc.seconds.empty())
     task_log << " (" << tc.workers << " workers of " << tc.worker_cores << " core" << (tc.worker_cores > 1 ? "s" : "") << "; "
              << (tc.seconds.size() > 1 ? "the applications together in their weights" : "one run")
-             << (tc.stopped_early ? ", stopped once its estimate was tight (a 95 % band within +-5 %) at "
-                                  : ", ran to its end (its estimate not tight earlier) at ")
+             << (tc.stop == MixStop::tight    ? ", stopped once its estimate was tight (a 95 % band within +-5 %) at "
+                 : tc.stop == MixStop::capped ? ", stopped at its cap of " + std::to_string(static_cast<int>(kMixCapSeconds)) +
+                                                    " s (its estimate not tight earlier) at "
+                                              : std::string(", ran to its end (its estimate not tight earlier) at "))
              << tc.run_seconds << " s, steady from " << tc.steady_start << " s to " << tc.steady_end << " s, its windows "
              << tc.window_spread * 100 << " % apart, 95 % prediction band " << tc.spread * 100 << " % wide"
              << (tc.stopped_early ? " (the stopping rule's bound)" : "") << "; CPUs busy "

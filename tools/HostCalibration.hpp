@@ -6,6 +6,7 @@
 /// two of its processes. `treefarm calibrate` and `treefarm run --calibrate` add it to the
 /// calibration file; the LP then has one CPU row per host and per shared CPU set.
 
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -14,6 +15,7 @@
 #include "runtime/model/Calibration.hpp"
 #include "runtime/model/Experiment.hpp"
 #include "tools/CommCost.hpp"
+#include "tools/SteadyRate.hpp"
 #include "tools/TreeLauncher.hpp"
 
 namespace treefarm::tools {
@@ -48,6 +50,39 @@ struct TaskEndCost {
 TaskEndCost measure_task_end_cost(const model::AppSpec& app, double gamma, bool encrypt,
                                   const std::string& bin_dir = "");
 
+/// The run of the applications together that measure_task_cpu() reads as its journal grows
+/// (docs/calibration.md, "Hosts"): its steady span in kMixWindows equal windows; it stops
+/// once a span of at least kMixMinSpan seconds has a 95 % band (SteadyRate::band) no wider
+/// than kMixTightBand, else at kMixCapSeconds (its last completion), else at its last task.
+/// Its length is set by the clock, not by the tasks a first guess of their cost sized.
+inline constexpr std::size_t kMixWindows = 8;
+inline constexpr double kMixMinSpan = 4.0;      ///< seconds
+inline constexpr double kMixTightBand = 0.10;   ///< relative width (an interval within ±5 %)
+inline constexpr double kMixCapSeconds = 10.0;  ///< seconds
+
+/// Why the run together stopped, or that it goes on.
+enum class MixStop { running, tight, capped, ended };
+
+/// What read_mix_run() finds in the journal so far.
+struct MixReading {
+  MixStop stop = MixStop::running;
+  SteadyRate steady;         ///< the steady span's windows (when there are enough completions)
+  bool has_steady = false;   ///< false: too few completions for kMixWindows windows yet
+};
+
+/// Reads the run together's `done` completions (weights `weight`, relative costs `cost`,
+/// task counts `tasks`, as steady_rate takes them); `ended`: the run had all its tasks done.
+/// Stops when tight, else when its last completion is at kMixCapSeconds or later, else when
+/// it ended. Throws std::invalid_argument as steady_rate does for bad sizes or weights.
+MixReading read_mix_run(const std::vector<Completion>& done, const std::vector<double>& weight,
+                        const std::vector<double>& cost, const std::vector<std::uint64_t>& tasks, bool ended);
+
+/// The spread the calibration records (`task_cpu_spread`) for a run together that stopped
+/// for `stop` with a final 95 % band `band`: a run stopped at the first tight band picks it
+/// too narrow (optional stopping), so it records at least kMixTightBand then; a run that
+/// the clock or its last task ended records its band as it is, wide or not.
+double mix_spread(MixStop stop, double band);
+
 /// What one task of each application costs this machine's CPUs as a whole.
 struct TaskCpuCosts {
   /// Per application: the host's CPU seconds per task (its CPUs × the wall seconds a task
@@ -65,6 +100,7 @@ struct TaskCpuCosts {
   double steady_start = 0, steady_end = 0;  ///< seconds into the run together: its steady span
   double run_seconds = 0;     ///< its last journaled completion, seconds into it
   bool stopped_early = false;  ///< stopped once its estimate was tight, before its last task
+  MixStop stop = MixStop::ended;  ///< why the run together stopped
   double busy = 0;                      ///< Share of the host's CPU time the processes used.
   std::uint32_t workers = 0;
   std::uint32_t worker_cores = 1;       ///< Cores of each (the widest cores_per_task).
@@ -76,10 +112,10 @@ struct TaskCpuCosts {
 /// machine, one hop below it (FCFS, the experiment's buffer and transport). With several
 /// applications, each alone once (~1 s): host seconds per task = `host_cores` over the
 /// tasks/s the master measured, for their ratios. Then all together in the experiment's
-/// weights (or the one application) in one run of ~8 s: host seconds per unit of weight =
-/// `host_cores` over the units of weight per second of the run's steady span read from its
-/// journal (steady_rate: warm-up left out, four windows, their spread recorded), to which
-/// the costs alone are scaled. Throws std::runtime_error if a run fails.
+/// weights (or the one application) in one run of at most kMixCapSeconds (read_mix_run):
+/// host seconds per unit of weight = `host_cores` over the median of the kMixWindows
+/// windows' rates of the run's steady span read from its journal (steady_rate: warm-up
+/// left out; their band recorded as mix_spread says), to which the costs alone are scaled. Throws std::runtime_error if a run fails.
 TaskCpuCosts measure_task_cpu(const model::Experiment& experiment, const std::map<std::string, double>& estimates,
                               std::uint32_t workers, double host_cores, bool encrypt, const std::string& bin_dir = "");
 

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
+#include <vector>
 #include <unistd.h>
 
 #include "runtime/model/Experiment.hpp"
@@ -80,9 +81,10 @@ TEST(HostCalibration, EachApplicationsWholeCostIsMeasuredThroughTheRuntime) {
   }
   EXPECT_GT(c.mix_scale, 0.0);
   EXPECT_GE(c.spread, 0.0);
-  // The level comes from one run's steady span, in four windows (not the master's window
-  // of a run of a few tasks).
-  EXPECT_EQ(c.repeats.size(), 4u);
+  // The level comes from one run's steady span, in kMixWindows windows (not the master's
+  // window of a run of a few tasks); the clock or its band stopped it, not a count.
+  EXPECT_EQ(c.repeats.size(), kMixWindows);
+  EXPECT_LE(c.run_seconds, kMixCapSeconds + 2.0);
   EXPECT_LT(c.steady_start, c.steady_end);
   EXPECT_GE(c.steady_start, 0.0);
   EXPECT_GT(c.busy, 0.0);
@@ -93,6 +95,65 @@ TEST(HostCalibration, EachApplicationsWholeCostIsMeasuredThroughTheRuntime) {
   } catch (const std::runtime_error& e) {
     EXPECT_NE(std::string(e.what()).find("small"), std::string::npos) << e.what();
   }
+}
+
+namespace {
+/// Completions of two applications in weights 1 : 2 (a task of app 0 costs 3, of app 1
+/// costs 1: a unit of weight = 5), at `rate(t)` units of weight per second from `from` to `to`.
+template <typename Rate>
+void add_units(std::vector<Completion>& out, double from, double to, Rate rate) {
+  for (double t = from; t < to;) {
+    const double step = 1.0 / rate(t);
+    out.push_back({0, t + step * 0.2});
+    out.push_back({1, t + step * 0.5});
+    out.push_back({1, t + step * 0.8});
+    t += step;
+  }
+}
+const std::vector<double> kWeight{1.0, 2.0}, kCost{3.0, 1.0};
+const std::vector<std::uint64_t> kTasks{100000, 200000};  // far more than done: the clock ends the run
+}  // namespace
+
+TEST(MixRun, ASteadyRunStopsOnceTightAndRecordsAtLeastTheTightBand) {
+  std::vector<Completion> c;
+  add_units(c, 0.0, 3.0, [](double) { return 100.0; });
+  EXPECT_EQ(read_mix_run(c, kWeight, kCost, kTasks, false).stop, MixStop::running) << "a span under 4 s is never tight";
+  add_units(c, 3.0, 6.0, [](double) { return 100.0; });
+  const auto r = read_mix_run(c, kWeight, kCost, kTasks, false);
+  ASSERT_TRUE(r.has_steady);
+  EXPECT_EQ(r.stop, MixStop::tight);
+  ASSERT_EQ(r.steady.windows.size(), kMixWindows);
+  EXPECT_LT(r.steady.band, 0.02);
+  // Stopped at the first tight band, it records the bound, not the band it happened to see.
+  EXPECT_DOUBLE_EQ(mix_spread(MixStop::tight, r.steady.band), kMixTightBand);
+}
+
+TEST(MixRun, ARunWhoseWindowsDisagreeGoesOnToItsCapAndRecordsItsBandAsItIs) {
+  // 100 units/s but for two stalls at 40 (3.5-4.3 s and 7.5-8.3 s, in the span's second
+  // half: the warm-up rule cannot cut them): windows far apart. Not tight at 6 s, it runs on
+  // (it used to end at its last task, sized by a first guess: 4-9 s), and the clock ends it
+  // at the cap, whatever its count.
+  const auto rate = [](double t) { return (t >= 3.5 && t < 4.3) || (t >= 7.5 && t < 8.3) ? 40.0 : 100.0; };
+  std::vector<Completion> c;
+  add_units(c, 0.0, 6.0, rate);
+  const auto early = read_mix_run(c, kWeight, kCost, kTasks, false);
+  ASSERT_TRUE(early.has_steady);
+  EXPECT_GT(early.steady.band, kMixTightBand);
+  EXPECT_EQ(early.stop, MixStop::running);
+  add_units(c, 6.0, kMixCapSeconds + 0.1, rate);
+  const auto capped = read_mix_run(c, kWeight, kCost, kTasks, false);
+  EXPECT_EQ(capped.stop, MixStop::capped);
+  ASSERT_EQ(capped.steady.windows.size(), kMixWindows);
+  EXPECT_GT(capped.steady.band, kMixTightBand);
+  // Ended by the clock (no choice of a lucky moment), its band is recorded unclipped.
+  EXPECT_DOUBLE_EQ(mix_spread(MixStop::capped, capped.steady.band), capped.steady.band);
+  EXPECT_DOUBLE_EQ(mix_spread(MixStop::ended, 0.03), 0.03);
+  // A run whose tasks ran out first ends there.
+  std::vector<Completion> short_run;
+  add_units(short_run, 0.0, 3.0, rate);
+  EXPECT_EQ(read_mix_run(short_run, kWeight, kCost, kTasks, true).stop, MixStop::ended);
+  EXPECT_THROW(read_mix_run(c, {1.0}, kCost, kTasks, false), std::invalid_argument);
+  EXPECT_THROW(read_mix_run(c, {1.0, 0.0}, kCost, kTasks, false), std::invalid_argument);
 }
 
 TEST(CommCost, MovingBytesOverLoopbackCostsCpu) {
