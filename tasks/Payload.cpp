@@ -45,7 +45,7 @@ std::uint64_t stream_seed(std::uint64_t seed, std::uint32_t app_index,
 /// AVX-512 clone (eight lanes in one register, native 64-bit rotate) ~3x faster again:
 /// 35 GB/s against memset's 38 GB/s on the CI machine (`treefarm bench inputs`). Only integer
 /// operations: every clone and every machine produces the same words.
-/// `transform` maps a word to the 8 bytes stored (a double in [0, 1), or the word itself).
+/// `transform` maps a word to the 8 bytes stored.
 template <class Transform>
 [[gnu::always_inline]] inline void fill_words(std::byte* out, std::size_t words, std::uint64_t seed,
                                               Transform transform) {
@@ -86,9 +86,10 @@ template <class Transform>
 #define TREEFARM_VECTOR_CLONES
 #endif
 
-/// The bits of a double uniform in [0, 1) with 52 random mantissa bits: 1.m - 1.0 is exact.
-inline std::uint64_t unit_double_bits(std::uint64_t word) {
-  const std::uint64_t one_to_two = (word >> 12) | 0x3FF0000000000000ull;
+/// The bits of a double uniform in [0, 1) from the 32 random bits `half` (the value
+/// half·2^-32): 1.m - 1.0 is exact.
+inline std::uint64_t unit_double_bits(std::uint64_t half) {
+  const std::uint64_t one_to_two = (half << 20) | 0x3FF0000000000000ull;
   double value;
   std::memcpy(&value, &one_to_two, 8);
   value -= 1.0;
@@ -103,9 +104,43 @@ inline std::uint64_t little_endian(std::uint64_t word) {
   else return __builtin_bswap64(word);
 }
 
+/// `count` doubles in [0, 1), two from each word of the stream: in each block of
+/// 2 x lanes doubles, double l is the high half of lane l's word and double lanes + l
+/// its low half (32 random bits per double). Half the generator steps of one double per
+/// word: the master makes every task's input (16 KiB for a matmul of order 32) on its
+/// loop thread, and the generator, not the stores, was the limit. The last count mod 16
+/// doubles come from the seeding splitmix64, one a word (its high half).
 TREEFARM_VECTOR_CLONES
 void fill_doubles(std::byte* out, std::size_t count, std::uint64_t seed) {
-  fill_words(out, count, seed, unit_double_bits);
+  constexpr std::size_t lanes = 8;
+  std::uint64_t s0[lanes], s1[lanes], s2[lanes], s3[lanes];
+  SplitMix64 seeder(seed);
+  for (std::size_t l = 0; l < lanes; ++l) {
+    s0[l] = seeder.next();
+    s1[l] = seeder.next();
+    s2[l] = seeder.next();
+    s3[l] = seeder.next();
+  }
+  std::size_t i = 0;
+  for (; i + 2 * lanes <= count; i += 2 * lanes) {
+    for (std::size_t l = 0; l < lanes; ++l) {
+      const std::uint64_t result = s0[l] + s3[l];  // xoshiro256+ (Blackman and Vigna 2018)
+      const std::uint64_t t = s1[l] << 17;
+      s2[l] ^= s0[l];
+      s3[l] ^= s1[l];
+      s1[l] ^= s2[l];
+      s0[l] ^= s3[l];
+      s2[l] ^= t;
+      s3[l] = (s3[l] << 45) | (s3[l] >> 19);
+      const std::uint64_t high = unit_double_bits(result >> 32), low = unit_double_bits(result & 0xFFFFFFFFull);
+      std::memcpy(out + (i + l) * 8, &high, 8);
+      std::memcpy(out + (i + lanes + l) * 8, &low, 8);
+    }
+  }
+  for (; i < count; ++i) {
+    const std::uint64_t stored = unit_double_bits(seeder.next() >> 32);
+    std::memcpy(out + i * 8, &stored, 8);
+  }
 }
 
 TREEFARM_VECTOR_CLONES

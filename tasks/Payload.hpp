@@ -19,9 +19,10 @@ using InputBuffer = std::shared_ptr<const std::vector<std::byte>>;
 
 /// Writes the deterministic content of input `input_index` of application `app_index`
 /// under `seed` into `out` (resized to app.input_bytes()). matmul, matadd: A then B, 2·n²
-/// doubles uniform in [0,1) with 52 random bits, row-major; noop: `bytes` pseudo-random
-/// bytes. The stream is eight interleaved xoshiro256+ generators seeded by splitmix64 from
-/// (seed, app_index, input_index): the same values on every machine, ~0.2 ns per byte. @throws std::invalid_argument for the abstract kernel.
+/// doubles uniform in [0,1) with 32 random bits each (two from each word of the stream),
+/// row-major; noop: `bytes` pseudo-random bytes. The stream is eight interleaved
+/// xoshiro256+ generators seeded by splitmix64 from (seed, app_index, input_index): the
+/// same values on every machine. @throws std::invalid_argument for the abstract kernel.
 void fill_input(const model::AppSpec& app, std::uint64_t seed, std::uint32_t app_index,
                 std::uint32_t input_index, std::vector<std::byte>& out);
 

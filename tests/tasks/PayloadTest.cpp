@@ -73,15 +73,21 @@ TEST(InputPoolTest, NoopPayloadsDifferWithSeed) {
 
 TEST(InputPoolTest, GeneratedValuesAreKnownForFixedSeed) {
   // Pins the generator (eight xoshiro256+ lanes seeded by splitmix64 from (seed, app
-  // index, input index); FillInputTest checks it word by word): a change here changes
-  // every input and calibration measured before it.
+  // index, input index), two doubles from each word; FillInputTest checks it word by
+  // word): a change here changes every input and calibration measured before it.
+  // n = 4: 32 doubles, two blocks of 16; the first 16 are pinned: the high halves of the
+  // eight lanes' first words, then their low halves.
   std::vector<std::byte> matrices;
-  fill_input(make_app(model::Kernel::matadd, 2), 7, 3, 1, matrices);
-  const std::vector<double> expected{0x1.534ab22f472b6p-1, 0x1.e2af11afd4bfp-1,
-                                     0x1.ff52acca2cb72p-1, 0x1.6c713d3adb3dp-2,
-                                     0x1.5f39f156eb9eap-1, 0x1.42a8612653648p-2,
-                                     0x1.483f52b7acfe4p-1, 0x1.4543e85e8ced6p-1};
-  EXPECT_EQ(as_doubles(matrices), expected);
+  fill_input(make_app(model::Kernel::matadd, 4), 7, 3, 1, matrices);
+  const std::vector<double> expected{0x1.534ab22e00000p-1, 0x1.e2af11ae00000p-1, 0x1.ff52acca00000p-1,
+                                     0x1.6c713d3800000p-2, 0x1.5f39f15600000p-1, 0x1.42a8612400000p-2,
+                                     0x1.483f52b600000p-1, 0x1.4543e85e00000p-1, 0x1.472b73fe00000p-1,
+                                     0x1.d4bf0ed800000p-1, 0x1.65b986e000000p-4, 0x1.6d9e892e00000p-1,
+                                     0x1.d73d7f8c00000p-2, 0x1.29b25e6200000p-1, 0x1.acfe4da800000p-1,
+                                     0x1.19daca3c00000p-2};
+  const auto values = as_doubles(matrices);
+  ASSERT_EQ(values.size(), 32u);
+  EXPECT_EQ(std::vector<double>(values.begin(), values.begin() + 16), expected);
 
   std::vector<std::byte> payload;
   fill_input(make_app(model::Kernel::noop, 0, 10), 7, 3, 1, payload);
@@ -92,7 +98,7 @@ TEST(InputPoolTest, GeneratedValuesAreKnownForFixedSeed) {
   }
 
   std::vector<std::byte> index0;
-  fill_input(make_app(model::Kernel::matadd, 2), 7, 3, 0, index0);
+  fill_input(make_app(model::Kernel::matadd, 4), 7, 3, 0, index0);
   EXPECT_NE(matrices, index0);
 }
 
@@ -201,15 +207,20 @@ std::vector<std::uint64_t> reference_words(std::uint64_t seed, std::uint32_t app
 }
 
 TEST(FillInputTest, MatrixValuesAreTheDefinedStreamInZeroOne) {
-  // 2·5² = 50 doubles: six full rounds of the eight lanes and two words from the tail.
+  // 2·5² = 50 doubles: three blocks of 16 (each round of the eight lanes gives the high
+  // halves of its words, then their low halves) and two doubles from the tail.
   const auto app = make_app(model::Kernel::matadd, 5);
   std::vector<std::byte> bytes;
   fill_input(app, 777, 3, 0, bytes);
   const auto values = as_doubles(bytes);
-  const auto words = reference_words(777, 3, values.size());
+  const auto words = reference_words(777, 3, 26);  // 3 rounds of 8 lanes, then 2 words of the seeder
   ASSERT_EQ(values.size(), 50u);
   for (std::size_t i = 0; i < values.size(); ++i) {
-    EXPECT_EQ(values[i], static_cast<double>(words[i] >> 12) * 0x1.0p-52) << "value " << i;
+    const std::size_t block = i / 16, at = i % 16;
+    const std::uint64_t half = i >= 48              ? words[24 + (i - 48)] >> 32
+                               : at < 8             ? words[8 * block + at] >> 32
+                                                    : words[8 * block + at - 8] & 0xFFFFFFFFull;
+    EXPECT_EQ(values[i], static_cast<double>(half) * 0x1.0p-32) << "value " << i;
     EXPECT_GE(values[i], 0.0);
     EXPECT_LT(values[i], 1.0);
   }
