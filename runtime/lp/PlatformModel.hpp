@@ -175,6 +175,11 @@ PlatformModel model_from_experiment(const model::Experiment& experiment,
 /// interval, runtime/lp/PredictionInterval.hpp, then takes the slowest round), so the
 /// probes' spread stays visible. A node's measured aggregate output (`out_bandwidth`, its
 /// one sending path) applies either way.
+///
+/// Twins — nodes of one host computing on the same CPUs with the same cores and CPU share
+/// (the quickstart's workers sharing both CPUs) — take the mean of their measured task
+/// times per application: the same kernels on the same hardware, whose figures differ only
+/// by the calibration's noise, on which the LP's optimum would otherwise turn.
 PlatformModel model_from_calibration(model::Experiment experiment, const model::Calibration& calibration,
                                      bool same_host_links_bind = false);
 

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "runtime/lp/PlatformModel.hpp"
+#include "runtime/lp/SteadyState.hpp"
 
 namespace treefarm::lp {
 namespace {
@@ -192,6 +193,48 @@ TEST(ModelFromCalibration, WholeTaskCostsFreeTheLinksWithinTheirHost) {
   cal.hosts["g"] = model::HostCalibration{4.0, 1e-9, 0.5};
   cal.nodes["w2"].host = "g";
   EXPECT_EQ(model_from_calibration(experiment(), cal, true).nodes[2].link_bandwidth, 5e6);
+}
+
+// Twins (one host, the same CPUs, cores and share: the quickstart's workers sharing both
+// CPUs) run the same kernels on the same hardware: each takes the mean of their measured
+// task times, so that the plan does not give one of them every task on the calibration's
+// noise; a node on other CPUs keeps its own.
+TEST(ModelFromCalibration, TwinsOnTheSameCpusShareTheMeanOfTheirTaskTimesAndTheirPlanSplits) {
+  model::Experiment e;
+  e.nodes.push_back(node("master", std::nullopt, 0, std::nullopt, std::nullopt));
+  for (const char* w : {"w1", "w2", "w3"}) e.nodes.push_back(node(w, "master", 1, std::nullopt, std::nullopt));
+  model::AppSpec mm;
+  mm.name = "mm";
+  mm.kernel = model::Kernel::matmul;
+  mm.n = 100;
+  mm.tasks = 10;
+  e.apps.push_back(mm);
+  model::Calibration cal;
+  cal.hosts["h"] = model::HostCalibration{2.0, 1e-9, 0.5};
+  cal.nodes["master"].host = "h";
+  const std::map<std::string, double> seconds{{"w1", 2.0e-3}, {"w2", 2.4e-3}, {"w3", 1.0e-3}};
+  for (const auto& [w, t] : seconds) {
+    auto& nc = cal.nodes[w];
+    nc.host = "h";
+    nc.cores = 1;
+    nc.cpu_share = 0.5;
+    nc.cpus = {0, 1};
+    nc.task_seconds["mm"] = t;
+  }
+  cal.nodes["w3"].cpus = {1};  // pinned elsewhere: not a twin
+  cal.nodes["w3"].cpu_share = 1.0;
+  const PlatformModel m = model_from_calibration(e, cal);
+  EXPECT_DOUBLE_EQ(m.nodes[1].task_seconds[0], 2.2e-3);
+  EXPECT_DOUBLE_EQ(m.nodes[2].task_seconds[0], 2.2e-3);
+  EXPECT_DOUBLE_EQ(m.nodes[3].task_seconds[0], 1.0e-3);
+
+  // w3 away, the twins' plan: the same rate each (before, w1's 2.0 ms took every task its
+  // core allowed and w2 the rest).
+  e.nodes.pop_back();
+  cal.nodes.erase("w3");
+  const Solution s = solve(model_from_calibration(e, cal));
+  ASSERT_GT(s.fair_throughput, 0.0);
+  EXPECT_NEAR(s.alpha[1][0], s.alpha[2][0], 1e-6 * s.fair_throughput);
 }
 
 TEST(ModelFromExperiment, ForwardOnlyNodeNeedsNoSpeed) {
