@@ -46,18 +46,29 @@ void ExecutorRunner::start(std::uint64_t job, const model::AppSpec& app, const n
     model::AppSpec unchecked = app;
     unchecked.expect_digest.clear();
     unchecked.send_output = false;
-    start_task(job, unchecked, input, 0);
+    start_job(job, unchecked, input, 0, false);
     return;
   }
-  start_task(job, app, input, 0);
+  start_job(job, app, input, 0, false);
 }
 
 void ExecutorRunner::start_task(std::uint64_t job, const model::AppSpec& app, const node::Payload& input,
                                 std::uint64_t task_index) {
+  start_job(job, app, input, task_index, true);
+}
+
+namespace {
+double steady_seconds(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(t.time_since_epoch()).count();
+}
+}  // namespace
+
+void ExecutorRunner::start_job(std::uint64_t job, const model::AppSpec& app, const node::Payload& input,
+                               std::uint64_t task_index, bool task) {
   if (runs_inline(app, input ? input->size() : 0)) {  // tiny tasks: InlineTasks.hpp
     node::JobOutcome o;
     const auto t0 = std::chrono::steady_clock::now();
-    const double cpu0 = thread_cpu_seconds();
+    inline_cpu_.begin(steady_seconds(t0));  // the thread's CPU: once per burst, not per task
     try {
       const std::span<const std::byte> bytes =
           input && input->data() ? std::span<const std::byte>(input->data(), input->size()) : std::span<const std::byte>();
@@ -67,8 +78,8 @@ void ExecutorRunner::start_task(std::uint64_t job, const model::AppSpec& app, co
       o.error = e.what();
     }
     o.run_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    o.cpu_seconds = std::max(0.0, thread_cpu_seconds() - cpu0);
-    inline_done_.emplace_back(job, std::move(o));
+    if (task) inline_cpu_.ran(&app, o.run_seconds);
+    inline_done_.push_back(InlineDone{job, task ? &app : nullptr, std::move(o)});
     return;
   }
   auto run = std::make_shared<Run>();
@@ -109,11 +120,17 @@ node::Payload ExecutorRunner::calibration_input(const model::AppSpec& app, std::
 void ExecutorRunner::collect(const std::function<void(std::uint64_t, node::JobOutcome)>& done) {
   // Reported after the call that started them, never inside it (the driver is not re-entrant).
   // The two vectors trade places, keeping their room (no allocation per round).
+  if (!inline_done_.empty()) inline_cpu_.close_if_long(steady_seconds(std::chrono::steady_clock::now()));
   auto ready = std::exchange(inline_done_, std::move(inline_spare_));
   inline_done_.clear();
-  for (auto& [job, o] : ready) done(job, std::move(o));
+  for (auto& d : ready) {
+    if (d.app) d.outcome.cpu_seconds = inline_cpu_.take(d.app);  // what its application is owed so far
+    done(d.job, std::move(d.outcome));
+  }
   ready.clear();
   inline_spare_ = std::move(ready);
+  // The burst ended (no inline task started meanwhile): its CPU, shared, is owed from now.
+  if (inline_done_.empty() && inline_cpu_.open()) inline_cpu_.close(steady_seconds(std::chrono::steady_clock::now()));
   // No job on the core threads: nothing to read (poll_done() reads the eventfd, a system
   // call the fast path would otherwise pay on every round of the loop's drain).
   if (runs_.empty()) return;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "runtime/exec/Executor.hpp"
+#include "runtime/exec/InlineCpu.hpp"
 #include "runtime/node/LocalRunner.hpp"
 
 namespace treefarm::exec {
@@ -37,11 +38,23 @@ class ExecutorRunner final : public node::LocalRunner {
   int notify_fd() const;
   /// Jobs finished on the fast path wait in collect() (the loop must not sleep).
   bool has_inline_done() const { return !inline_done_.empty(); }
-  /// Hands every finished job to `done` (job id, outcome).
+  /// Hands every finished job to `done` (job id, outcome). A task run inline carries its
+  /// application's CPU owed so far (InlineCpu.hpp), not a reading of its own.
   void collect(const std::function<void(std::uint64_t, node::JobOutcome)>& done);
+  /// Reads of the loop thread's CPU clock for inline tasks so far (a few per burst).
+  std::size_t inline_cpu_reads() const { return inline_cpu_.reads(); }
 
  private:
   struct Run;
+  /// A job finished on the fast path; `app` (its application, a key for InlineCpu) is null
+  /// for a calibration run, whose CPU is no task's.
+  struct InlineDone {
+    std::uint64_t job = 0;
+    const void* app = nullptr;
+    node::JobOutcome outcome;
+  };
+  void start_job(std::uint64_t job, const model::AppSpec& app, const node::Payload& input, std::uint64_t task_index,
+                 bool task);
   /// Destroyed after exec_: lets command tasks start again once its threads have ended.
   struct CommandsGate {
     CommandsGate() = default;
@@ -56,8 +69,9 @@ class ExecutorRunner final : public node::LocalRunner {
   Executor exec_;
   std::optional<double> quota_period_;  ///< seconds; nullopt: no quota
   std::unordered_map<std::uint64_t, std::shared_ptr<Run>> runs_;  ///< by executor id
-  std::vector<std::pair<std::uint64_t, node::JobOutcome>> inline_done_;  ///< fast path, in order
-  std::vector<std::pair<std::uint64_t, node::JobOutcome>> inline_spare_;  ///< collect()'s other vector
+  std::vector<InlineDone> inline_done_;   ///< fast path, in order
+  std::vector<InlineDone> inline_spare_;  ///< collect()'s other vector
+  InlineCpu inline_cpu_{thread_cpu_seconds};
 };
 
 }  // namespace treefarm::exec

@@ -28,7 +28,9 @@ struct JobOutcome {
   std::uint64_t output_bytes = 0;
   /// CPU seconds the kernel itself used (the thread that ran it, without its waits for a
   /// CPU); < 0: not measured (a command, whose program is another process, a task of
-  /// several cores, whose other threads are the arena's, or a simulation).
+  /// several cores, whose other threads are the arena's, or a simulation). A task run inline
+  /// on the loop thread carries its application's CPU measured over its last burst of such
+  /// tasks (runtime/exec/InlineCpu.hpp): per application, the sum is its kernels' CPU.
   double cpu_seconds = -1;
 };
 

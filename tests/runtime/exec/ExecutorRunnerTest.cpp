@@ -92,6 +92,53 @@ TEST(ExecutorRunner, TinyMatrixTasksRunInlineWithTheKernelsChecksum) {
   EXPECT_DOUBLE_EQ(got[1].second, tasks::run_task(add, {b->data(), b->size()}, nullptr));
 }
 
+TEST(ExecutorRunner, ABurstOfInlineTasksReadsTheThreadsCpuClockOnlyAFewTimes) {
+  // As the node's loop drives it: each collect() hands the task done, and its callback
+  // starts the next one inline. The thread's CPU clock (a system call) is read per burst,
+  // not twice per task; each task carries its application's CPU owed so far, and over the
+  // bursts the kernels' CPU adds up to at most their wall time.
+  ExecutorRunner r(one_core());
+  model::AppSpec mm;
+  mm.name = "mm";
+  mm.kernel = model::Kernel::matmul;
+  mm.n = 32;
+  const auto input = r.calibration_input(mm, 5, 0);
+  constexpr int tasks = 200;
+  int started = 0;
+  double cpu = 0, wall = 0;
+  const auto burst = [&](int count) {
+    r.start_task(static_cast<std::uint64_t>(started), mm, input, 0);
+    ++started;
+    for (int left = count - 1; r.has_inline_done();)
+      r.collect([&](std::uint64_t, node::JobOutcome o) {
+        EXPECT_FALSE(o.failed) << o.error;
+        EXPECT_GE(o.cpu_seconds, 0.0);
+        cpu += o.cpu_seconds;
+        wall += o.run_seconds;
+        if (left-- > 0) r.start_task(static_cast<std::uint64_t>(started++), mm, input, 0);
+      });
+  };
+  const auto t0 = std::chrono::steady_clock::now();
+  burst(tasks);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const std::size_t reads = r.inline_cpu_reads();
+  // Two per burst, and two per millisecond of it at most (InlineCpu::max_window_seconds):
+  // 200 tasks of ~5 µs read it a few times, not 400 (twice per task).
+  EXPECT_GE(reads, 2u);
+  EXPECT_LE(static_cast<double>(reads), 2.0 + 2.0 * seconds / InlineCpu::max_window_seconds + 2.0) << seconds << " s";
+  EXPECT_LT(reads, static_cast<std::size_t>(tasks)) << "the clock read per task (" << seconds << " s)";
+  burst(1);  // a later burst's task carries what the first one left owed
+  EXPECT_EQ(started, tasks + 1);
+  EXPECT_GT(cpu, 0.0) << "the kernels' CPU is reported";
+  EXPECT_LE(cpu, wall + 1e-6) << "one thread uses at most its kernels' wall time";
+  // A calibration run (start) is nobody's task: it carries no CPU.
+  r.start(99, mm, input);
+  r.collect([&](std::uint64_t job, node::JobOutcome o) {
+    EXPECT_EQ(job, 99u);
+    EXPECT_LT(o.cpu_seconds, 0.0);
+  });
+}
+
 TEST(ExecutorRunner, OtherTasksGoToTheCoreThreads) {
   ExecutorRunner r(one_core());
   model::AppSpec add;
