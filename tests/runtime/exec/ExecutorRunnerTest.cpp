@@ -126,7 +126,8 @@ TEST(ExecutorRunner, ABurstOfInlineTasksReadsTheThreadsCpuClockOnlyAFewTimes) {
   // 200 tasks of ~5 µs read it a few times, not 400 (twice per task).
   EXPECT_GE(reads, 2u);
   EXPECT_LE(static_cast<double>(reads), 2.0 + 2.0 * seconds / InlineCpu::max_window_seconds + 2.0) << seconds << " s";
-  EXPECT_LT(reads, static_cast<std::size_t>(tasks)) << "the clock read per task (" << seconds << " s)";
+  // Reading it twice per task made 400; even a burst slowed to a millisecond per task stays below.
+  EXPECT_LT(reads, static_cast<std::size_t>(2 * tasks)) << "the clock read per task (" << seconds << " s)";
   burst(1);  // a later burst's task carries what the first one left owed
   EXPECT_EQ(started, tasks + 1);
   EXPECT_GT(cpu, 0.0) << "the kernels' CPU is reported";
