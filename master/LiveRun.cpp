@@ -200,6 +200,7 @@ lp::PlatformModel LiveRun::observed_host(lp::PlatformModel model, metrics::RunRe
   auto observed = lp::observed_host_model(model, obs, &s);  // throws, naming what is missing
   results.a_posteriori = {{"window", {lo, hi}},
                           {"available_cores", s.available_cores},
+                          {"busy_share", s.busy_share},
                           {"idle_cpu_seconds", idle},
                           {"tree_cpu_seconds", s.tree_cpu_seconds},
                           {"node_cpu_seconds", obs.node_cpu_seconds},

@@ -31,6 +31,7 @@
 #include "runtime/process/ScratchDir.hpp"
 #include "tools/CpuPlacement.hpp"
 #include "tools/SteadyRate.hpp"
+#include "tools/TreeBusyShare.hpp"
 #include "tools/TreeLauncher.hpp"
 
 namespace treefarm::tools {
@@ -430,7 +431,9 @@ TaskCpuCosts measure_task_cpu(const model::Experiment& experiment, const std::ma
     if (r.stop != MixStop::running) stop = r.stop;
     return r.stop != MixStop::running;
   };
+  TreeCpuSampler sampler;  // the tree's CPU and the machine's idle time over the run (busy_share)
   const auto run = run_one_hop(experiment, tasks, true, workers, worker_cores, encrypt, bin_dir, dir, "mix", enough);
+  const auto cpu_samples = sampler.stop();
   cpu += run.cpu;
   wall += run.wall;
   if (!run.stopped) stop = MixStop::ended;
@@ -451,6 +454,7 @@ TaskCpuCosts measure_task_cpu(const model::Experiment& experiment, const std::ma
     for (const double r : steady.windows) out.repeats.push_back(host_cores / r);
     out.steady_start = steady.start;
     out.steady_end = steady.end;
+    out.busy_share = run_busy_share(cpu_samples, steady, span);
   } catch (const std::invalid_argument&) {
     // Too few completions for windows (a run of a few tasks): the master's steady window.
     level = host_cores / run.fair_throughput;
@@ -508,6 +512,7 @@ void calibrate_local_host(const model::Experiment& experiment, const std::string
   for (const auto& [app_name, seconds] : tc.seconds) {
     host.task_cpu_seconds[app_name] = seconds;
     host.task_cpu_spread[app_name] = tc.spread;
+    host.busy_share = tc.busy_share;
     task_log << "; " << app_name << " " << seconds * 1e3 << " CPU-ms per task";
     if (tc.seconds.size() > 1) task_log << " (alone " << tc.alone.at(app_name) * 1e3 << ")";
   }
@@ -521,7 +526,8 @@ void calibrate_local_host(const model::Experiment& experiment, const std::string
              << tc.run_seconds << " s, steady from " << tc.steady_start << " s to " << tc.steady_end << " s, its windows "
              << tc.window_spread * 100 << " % apart, 95 % prediction band " << tc.spread * 100 << " % wide"
              << (tc.stopped_early ? " (the stopping rule's bound)" : "") << "; CPUs busy "
-             << tc.busy * 100 << " %; each window";
+             << tc.busy * 100 << " %; the tree's share of the CPU it could have had " << tc.busy_share * 100
+             << " %; each window";
   for (const double r : tc.repeats) task_log << " " << r * 1e3;
   if (!tc.seconds.empty()) task_log << " CPU-ms)";
   model::save_calibration(calibration, file);

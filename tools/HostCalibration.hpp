@@ -102,6 +102,9 @@ struct TaskCpuCosts {
   bool stopped_early = false;  ///< stopped once its estimate was tight, before its last task
   MixStop stop = MixStop::ended;  ///< why the run together stopped
   double busy = 0;                      ///< Share of the host's CPU time the processes used.
+  /// The tree's CPU / (its CPU + the machine's idle time) over the run together's steady
+  /// span (run_busy_share; 1: not measured): what HostCalibration::busy_share records.
+  double busy_share = 1;
   std::uint32_t workers = 0;
   std::uint32_t worker_cores = 1;       ///< Cores of each (the widest cores_per_task).
 };

@@ -65,9 +65,16 @@ PlatformModel observed_host_model(PlatformModel model, const HostObservation& ob
   HostObservationSummary s;
   s.tree_cpu_seconds = tree_cpu;
   auto& host = model.hosts[h];
-  host.cores = std::min(host.cores, std::max(obs.available_cpu_seconds, tree_cpu) / obs.window_seconds);
+  // The CPUs the tree could have had × the share of them a saturated tree turns into its
+  // own CPU (calibrated; docs/live-model.md): the rest are its processes' waits for one
+  // another, which the whole-task costs C(k) hold as idle CPU and f, fitted to the tree's
+  // CPU, does not. Without it an idle CPU counted as usable: on a quiet 2-core machine
+  // the a posteriori stood above the measured throughput by the window's idle share.
+  const double busy = std::isfinite(host.busy_share) && host.busy_share > 0 ? std::min(1.0, host.busy_share) : 1.0;
+  host.cores = std::min(host.cores, std::max(obs.available_cpu_seconds, tree_cpu) / obs.window_seconds) * busy;
   if (!(host.cores > 0)) throw std::invalid_argument("a-posteriori model: the tree had no CPU time in the window");
   s.available_cores = host.cores;
+  s.busy_share = busy;
   // Per node: the CPU its own tasks really cost. Where the node measured its kernels'
   // CPU (the threads that ran them), that is the kernel's figure: its node row charges its
   // cores with it, and the rest of its process's CPU (the transport's I/O threads, its

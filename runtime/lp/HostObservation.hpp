@@ -33,14 +33,17 @@ struct HostObservation {
 
 /// What observed_host_model() did (results.json "a_posteriori").
 struct HostObservationSummary {
-  double available_cores = 0;   ///< the host's cores in the a-posteriori model
+  double available_cores = 0;   ///< the host's cores in the a-posteriori model (× busy_share)
+  double busy_share = 1;        ///< the host's calibrated busy share the available CPUs were scaled by
   double tree_cpu_seconds = 0;  ///< Σ node_cpu_seconds
   double cost_factor = 0;       ///< f: the host's whole-task and per-byte CPU costs × f
   std::map<std::string, double> kernel_factor;  ///< per computing node: g_u, its kernels' CPU / their calibrated sum
 };
 
 /// `model` as host `obs.host` really ran (docs/live-model.md):
-/// - the host's cores := min(its cores, available_cpu_seconds / window_seconds);
+/// - the host's cores := min(its cores, available_cpu_seconds / window_seconds) × its
+///   busy_share (the share of that CPU a saturated tree uses: the idle rest is in the
+///   whole-task costs C(k), not in the tree's CPU that f is fitted to);
 /// - each node of the host that completed tasks, with its kernels' CPU for every
 ///   application it ran: t_u(k)·share_u·cpt(k) := K_u(k) / n_u(k), the CPU a kernel of k
 ///   used there; its node row charges only that (the node's cores run its kernels; its

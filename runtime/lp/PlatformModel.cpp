@@ -328,7 +328,7 @@ PlatformModel model_from_calibration(model::Experiment experiment, const model::
   for (const auto& [name, h] : calibration.hosts) {
     host_index[name] = static_cast<int>(model.hosts.size());
     model.hosts.push_back(PlatformModel::Host{name, h.cores, h.comm_cpu_seconds_per_byte, h.input_cpu_seconds_per_byte,
-                                              h.receive_cpu_seconds_per_byte, {}});
+                                              h.receive_cpu_seconds_per_byte, {}, h.busy_share});
     if (h.task_cpu_seconds.empty()) continue;
     auto& per_app = model.hosts.back().task_cpu_seconds;
     per_app.assign(model.apps.size(), 0.0);

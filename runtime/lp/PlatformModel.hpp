@@ -79,6 +79,12 @@ struct PlatformModel {
     /// the runtime (model::HostCalibration::task_cpu_seconds); it replaces the kernel,
     /// ι and ρ terms for such a task (docs/lp.md, "Hosts"). Empty or 0: not measured.
     std::vector<double> task_cpu_seconds = {};
+    /// Share of the CPU it could have had that a tree at its limit on this host used
+    /// (model::HostCalibration::busy_share, in (0, 1]; 1: not measured). Not a row of
+    /// the LP: task_cpu_seconds already hold the idle CPU a saturated tree leaves; the
+    /// a-posteriori model, whose costs are the tree's CPU only, scales the host's
+    /// available CPUs by it (observed_host_model).
+    double busy_share = 1.0;
   };
   struct App {
     std::string name;

@@ -100,6 +100,14 @@ struct HostCalibration {
   std::map<std::string, double> task_cpu_seconds = {};
   /// Spread of each of those over its repetitions: (max - min) / median.
   std::map<std::string, double> task_cpu_spread = {};
+  /// Share of the CPU time the tree could have had that it used while it ran the
+  /// applications together at its limit (the run task_cpu_seconds come from, over its
+  /// steady span): its processes' CPU / (their CPU + the machine's idle time), in (0, 1].
+  /// The rest is what a saturated tree leaves idle (its processes waiting for one
+  /// another), which task_cpu_seconds include; the a-posteriori model, which fits its
+  /// costs to the tree's CPU only, counts the CPU available to the tree × this
+  /// (docs/live-model.md). 1: not measured.
+  double busy_share = 1;
 
   bool operator==(const HostCalibration&) const = default;
 };

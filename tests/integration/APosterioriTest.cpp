@@ -1,6 +1,6 @@
 // The a-posteriori prediction of a tree that shares this machine and the a-priori
 // prediction's interval (docs/live-model.md), through real processes on loopback: a run
-// given a calibration (written here: one shared 2-CPU host, 50 ms tasks) keeps in
+// given a calibration (written here: one shared 2-CPU host, a busy share of 0.9, 50 ms tasks) keeps in
 // results.json the CPU figures the nodes reported on their heartbeats and the machine's
 // idle time, the a-posteriori optimum made from them, and the interval with where the
 // measurement fell. Presence and consistency only: no speed is asserted.
@@ -36,7 +36,8 @@ TEST(APosteriori, ALoopbackRunKeepsTheCpuFiguresItsModelWasMadeFrom) {
   const auto cal = write_file(
       dir.path() / "cal.json",
       "{\"format\": \"treefarm-calibration\", \"version\": 1, \"experiment\": \"" + exp + "\", \"measured_at\": 0,\n"
-      " \"hosts\": [{\"name\": \"here\", \"cores\": 2.0, \"comm_cpu_seconds_per_byte\": 1e-9, \"comm_cpu_spread\": 0.2}],\n"
+      " \"hosts\": [{\"name\": \"here\", \"cores\": 2.0, \"comm_cpu_seconds_per_byte\": 1e-9, \"comm_cpu_spread\": 0.2,"
+      " \"busy_share\": 0.9}],\n"
       " \"nodes\": [{\"name\": \"pm\", \"cores\": 0, \"host\": \"here\", \"task_seconds\": {}},\n"
       "  {\"name\": \"pa\", \"parent\": \"pm\", \"cores\": 1, \"host\": \"here\", \"cpu_share\": 1.0, " + link +
           ", \"task_seconds\": {\"nap\": 0.05}},\n"
@@ -81,8 +82,10 @@ TEST(APosteriori, ALoopbackRunKeepsTheCpuFiguresItsModelWasMadeFrom) {
   const double cores = ap.at("available_cores").get<double>();
   EXPECT_GT(cores, 0.0);
   EXPECT_LE(cores, 2.0);
-  // The idle time plus the tree's own (less where a cgroup quota is lower).
-  EXPECT_LE(cores, std::min(2.0, (ap.at("idle_cpu_seconds").get<double>() + sum) / window) + 1e-6);
+  // The idle time plus the tree's own (less where a cgroup quota is lower), at the share
+  // of it a saturated tree uses (the calibration's busy_share).
+  EXPECT_DOUBLE_EQ(ap.at("busy_share").get<double>(), 0.9);
+  EXPECT_LE(cores, 0.9 * std::min(2.0, (ap.at("idle_cpu_seconds").get<double>() + sum) / window) + 1e-6);
   EXPECT_TRUE(ap.at("kernel_factor").contains("pa") || ap.at("kernel_factor").contains("pb"));
   ASSERT_TRUE(res.contains("fair_predicted_a_posteriori"));
   const double post = res["fair_predicted_a_posteriori"].get<double>();

@@ -184,5 +184,41 @@ TEST(HostObservation, AnIdleTwinGetsTheKernelsCostsNotACheaperMix) {
   EXPECT_NEAR(solve(o).fair_throughput, 0.5, 1e-6);
 }
 
+TEST(HostObservation, TheAvailableCpusCountAtTheShareASaturatedTreeUses) {
+  // A quiet 2-core host; a whole task costs it 1 CPU-s (C, measured by a calibration whose
+  // tree, at its limit, used 95 % of the CPU it could have had: the other 5 % are its
+  // processes' waits for one another, which C holds as idle CPU). Tasks of 0.5 s on two
+  // one-core workers. In 10 s the tree ran 19 tasks on 19 CPU-s (kernels 5 + 4.5, the
+  // rest the transport's), the machine left 1 CPU-s idle: 20 available, 1.9 tasks/s.
+  testing::Builder b;
+  b.app("job", 0).comm(model::CommModel::multi_port);
+  b.node("master", -1, 0, testing::inf, {testing::inf});
+  b.node("w1", 0, 1, testing::inf, {0.5});
+  b.node("w2", 0, 1, testing::inf, {0.5});
+  b.m.hosts.push_back(PlatformModel::Host{"here", 2.0, 0, 0, 0, {1.0}, 0.95});
+  for (auto& n : b.m.nodes) n.host = 0;
+  // The a priori: C already holds the idle CPU, the busy share is not charged again. By
+  // hand: host row 1·(α1 + α2) <= 2, node rows 0.5·α_u <= 1: 2 tasks/s.
+  EXPECT_NEAR(solve(b.m).fair_throughput, 2.0, 1e-6);
+  HostObservation obs{0, 10.0, 20.0, {{"master", 1.5}, {"w1", 9.0}, {"w2", 8.5}}, {{"w1", {{"job", 10}}}, {"w2", {{"job", 9}}}},
+                      {{"w1", {{"job", 5.0}}}, {"w2", {{"job", 4.5}}}}};
+  HostObservationSummary s;
+  const auto o = observed_host_model(b.m, obs, &s);
+  // The charge 19·max(0.5, f·1) = 19 gives f = 1: a task's 1 CPU-s is all the tree's CPU.
+  // Counting the machine's idle CPU as usable: host row α1 + α2 <= 2, 2 tasks/s, 5 % above
+  // the run. By hand with the busy share: cores 2·0.95 = 1.9, α1 + α2 <= 1.9: 1.9 tasks/s.
+  EXPECT_NEAR(s.cost_factor, 1.0, 1e-9);
+  EXPECT_DOUBLE_EQ(s.busy_share, 0.95);
+  EXPECT_NEAR(s.available_cores, 1.9, 1e-12);
+  EXPECT_NEAR(solve(o).fair_throughput, 1.9, 1e-6);
+  // Other work took 0.5 core (15 CPU-s available, the tree's 14.25 and 0.75 idle, 14.25
+  // tasks): 1.5 cores × 0.95, 1.425 tasks/s.
+  obs.available_cpu_seconds = 15.0;
+  obs.node_cpu_seconds = {{"master", 1.25}, {"w1", 6.5}, {"w2", 6.5}};
+  obs.tasks = {{"w1", {{"job", 7.125}}}, {"w2", {{"job", 7.125}}}};
+  obs.kernel_cpu_seconds = {{"w1", {{"job", 3.5625}}}, {"w2", {{"job", 3.5625}}}};
+  EXPECT_NEAR(solve(observed_host_model(b.m, obs)).fair_throughput, 1.425, 1e-6);
+}
+
 }  // namespace
 }  // namespace treefarm::lp

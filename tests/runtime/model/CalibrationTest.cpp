@@ -32,6 +32,7 @@ Calibration sample() {
   // each application's whole CPU per task through the runtime, and its spread
   c.hosts["box"].task_cpu_seconds = {{"mm", 5.125e-3}, {"add", 4.5e-3}};
   c.hosts["box"].task_cpu_spread = {{"mm", 0.1}, {"add", 0.0}};
+  c.hosts["box"].busy_share = 0.9625;  // the saturated tree's share of the CPU it could have had
   c.nodes["w1"].host = "box";
   return c;
 }
@@ -54,6 +55,7 @@ TEST(Calibration, JsonLayout) {
   EXPECT_NE(json.find("\"link_bandwidth\": 117300000.0"), std::string::npos) << json;
   EXPECT_NE(json.find("\"parent\": \"master\""), std::string::npos) << json;
   EXPECT_NE(json.find("\"receive_cpu_seconds_per_byte\": 3.5e-10"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"busy_share\": 0.9625"), std::string::npos) << json;
   EXPECT_EQ(parse_calibration(json, "x.json"), sample());
 }
 
@@ -129,6 +131,10 @@ INSTANTIATE_TEST_SUITE_P(
                 HEAD "[{\"name\": \"a\", \"cores\": 1}], \"hosts\": [{\"name\": \"h\", \"cores\": 2,"
                      " \"task_cpu_spread\": 0.1}]}",
                 0, "hosts[0].task_cpu_spread", "expected an object"},
+        BadCase{"busy share above 1",
+                HEAD "[{\"name\": \"a\", \"cores\": 1}], \"hosts\": [{\"name\": \"h\", \"cores\": 2,"
+                     " \"busy_share\": 1.5}]}",
+                0, "hosts[0].busy_share", "(0, 1]"},
         BadCase{"missing cores", HEAD "[{\"name\": \"a\"}]}", 0, "nodes[0].cores",
                 "missing required key"},
         BadCase{"duplicate node",
