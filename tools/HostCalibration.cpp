@@ -512,7 +512,7 @@ void calibrate_local_host(const model::Experiment& experiment, const std::string
   for (const auto& [app_name, seconds] : tc.seconds) {
     host.task_cpu_seconds[app_name] = seconds;
     host.task_cpu_spread[app_name] = tc.spread;
-    host.busy_share = tc.busy_share;
+    host.busy_share = tc.busy_share.value_or(1.0);
     task_log << "; " << app_name << " " << seconds * 1e3 << " CPU-ms per task";
     if (tc.seconds.size() > 1) task_log << " (alone " << tc.alone.at(app_name) * 1e3 << ")";
   }
@@ -526,8 +526,9 @@ void calibrate_local_host(const model::Experiment& experiment, const std::string
              << tc.run_seconds << " s, steady from " << tc.steady_start << " s to " << tc.steady_end << " s, its windows "
              << tc.window_spread * 100 << " % apart, 95 % prediction band " << tc.spread * 100 << " % wide"
              << (tc.stopped_early ? " (the stopping rule's bound)" : "") << "; CPUs busy "
-             << tc.busy * 100 << " %; the tree's share of the CPU it could have had " << tc.busy_share * 100
-             << " %; each window";
+             << tc.busy * 100 << " %; the tree's share of the CPU it could have had "
+             << (tc.busy_share ? std::to_string(*tc.busy_share * 100) + " %" : std::string("not measured"))
+             << "; each window";
   for (const double r : tc.repeats) task_log << " " << r * 1e3;
   if (!tc.seconds.empty()) task_log << " CPU-ms)";
   model::save_calibration(calibration, file);

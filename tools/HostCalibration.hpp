@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -103,8 +104,8 @@ struct TaskCpuCosts {
   MixStop stop = MixStop::ended;  ///< why the run together stopped
   double busy = 0;                      ///< Share of the host's CPU time the processes used.
   /// The tree's CPU / (its CPU + the machine's idle time) over the run together's steady
-  /// span (run_busy_share; 1: not measured): what HostCalibration::busy_share records.
-  double busy_share = 1;
+  /// span (run_busy_share; none: not measured): what HostCalibration::busy_share records.
+  std::optional<double> busy_share;
   std::uint32_t workers = 0;
   std::uint32_t worker_cores = 1;       ///< Cores of each (the widest cores_per_task).
 };

@@ -71,12 +71,13 @@ std::optional<double> median_busy_share(const std::vector<TreeCpuSample>& sample
   return m % 2 ? shares[m / 2] : 0.5 * (shares[m / 2 - 1] + shares[m / 2]);
 }
 
-double run_busy_share(const std::vector<TreeCpuSample>& samples, const SteadyRate& steady, double last_completion) {
-  if (samples.empty()) return 1.0;
+std::optional<double> run_busy_share(const std::vector<TreeCpuSample>& samples, const SteadyRate& steady,
+                                     double last_completion) {
+  if (samples.empty()) return std::nullopt;
   const double shift = std::max(0.0, samples.back().at - last_completion);
   const auto share = median_busy_share(samples, steady.start + shift, steady.end + shift,
                                        std::max<std::size_t>(1, steady.windows.size()));
-  return share.value_or(1.0);
+  return share;
 }
 
 double children_cpu_now() {

@@ -45,8 +45,9 @@ std::optional<double> median_busy_share(const std::vector<TreeCpuSample>& sample
 /// to after it ended. The journal's clock starts once the tree's nodes joined, after the
 /// sampler: the span is moved by the samples' end less the last completion (at least the
 /// true offset, the tree's ending after its last task adding to it, so the span moves
-/// away from the start-up, not into it). 1 when the samples do not cover the span.
-double run_busy_share(const std::vector<TreeCpuSample>& samples, const SteadyRate& steady, double last_completion);
+/// away from the start-up, not into it). None when the samples do not cover the span.
+std::optional<double> run_busy_share(const std::vector<TreeCpuSample>& samples, const SteadyRate& steady,
+                                     double last_completion);
 
 /// CPU seconds of this process's live children (every /proc/PID/stat whose parent is
 /// this process: utime + stime + cutime + cstime).

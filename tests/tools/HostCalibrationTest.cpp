@@ -88,6 +88,11 @@ TEST(HostCalibration, EachApplicationsWholeCostIsMeasuredThroughTheRuntime) {
   EXPECT_LT(c.steady_start, c.steady_end);
   EXPECT_GE(c.steady_start, 0.0);
   EXPECT_GT(c.busy, 0.0);
+  // The tree's processes' CPU and the machine's idle time were sampled over its steady
+  // span: a share of the CPU the tree could have had, some of it the tree's.
+  ASSERT_TRUE(c.busy_share) << "no samples over the steady span";
+  EXPECT_GT(*c.busy_share, 0.0);
+  EXPECT_LE(*c.busy_share, 1.0);
   // A run that cannot start (no binaries there) is an error naming the applications.
   try {
     measure_task_cpu(ex, {{"small", 0.02}}, 1, 2.0, false, (dir / "nowhere").string());
