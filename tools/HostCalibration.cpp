@@ -512,7 +512,7 @@ void calibrate_local_host(const model::Experiment& experiment, const std::string
   for (const auto& [app_name, seconds] : tc.seconds) {
     host.task_cpu_seconds[app_name] = seconds;
     host.task_cpu_spread[app_name] = tc.spread;
-    host.busy_share = tc.busy_share.value_or(1.0);
+    host.busy_share = tc.busy_share && *tc.busy_share > 0 ? std::min(1.0, *tc.busy_share) : 1.0;
     task_log << "; " << app_name << " " << seconds * 1e3 << " CPU-ms per task";
     if (tc.seconds.size() > 1) task_log << " (alone " << tc.alone.at(app_name) * 1e3 << ")";
   }

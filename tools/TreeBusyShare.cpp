@@ -52,8 +52,10 @@ std::optional<double> busy_share(const std::vector<TreeCpuSample>& samples, doub
   if (!a || !b) return std::nullopt;
   const double tree = std::max(0.0, b->tree_cpu_seconds - a->tree_cpu_seconds);
   const double idle = std::max(0.0, b->idle_seconds - a->idle_seconds);
-  if (!(tree + idle > 0)) return std::nullopt;
-  return tree / (tree + idle);
+  // A tree whose CPU did not grow was not seen working (a window shorter than the
+  // counters' tick, or between two samples that read the same): no figure, not 0.
+  if (!(tree > 0)) return std::nullopt;
+  return std::min(1.0, tree / (tree + idle));
 }
 
 std::optional<double> median_busy_share(const std::vector<TreeCpuSample>& samples, double lo, double hi,

@@ -31,7 +31,8 @@ struct TreeCpuSample {
 
 /// tree / (tree + idle) over [lo, hi] seconds, each running total interpolated between
 /// the samples around each end; none when the samples do not cover [lo, hi], lo >= hi,
-/// or the tree and the machine's idle time grew by nothing.
+/// or the tree's CPU time grew by nothing (a span too short for the counters: a calibration
+/// of sub-millisecond tasks ran 0.7 s and read 0 in every window).
 std::optional<double> busy_share(const std::vector<TreeCpuSample>& samples, double lo, double hi);
 
 /// The median of busy_share over the `windows` equal windows of [lo, hi] (the windows

@@ -41,6 +41,15 @@ TEST(TreeBusyShare, TheTreesCpuOverItsCpuAndTheIdleTimeInterpolatedAtTheEnds) {
   EXPECT_FALSE(busy_share(s, 5, 5));
 }
 
+// A span in which the tree's CPU counters did not move (a calibration of sub-millisecond
+// tasks that ran 0.7 s) gives no share, not 0: the host then records none (1), and its
+// calibration file stays loadable.
+TEST(TreeBusyShare, ASpanWhereTheTreesCpuDidNotMoveGivesNoShare) {
+  const std::vector<TreeCpuSample> still{{0.0, 1.0, 0.0}, {0.2, 1.0, 0.3}, {0.4, 1.0, 0.6}};
+  EXPECT_FALSE(busy_share(still, 0.05, 0.35));
+  EXPECT_FALSE(median_busy_share(still, 0.0, 0.4, 8));
+}
+
 TEST(TreeBusyShare, TheMedianWindowIsNotPulledDownByAStall) {
   const auto s = samples();
   // Four windows of [2, 10]: the stall makes [4, 6] 2.8 / 4 = 0.7, the others are 0.9:
