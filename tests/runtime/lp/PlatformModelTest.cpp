@@ -35,18 +35,23 @@ model::AppSpec abstract_app(std::string name, double bytes, double flops, double
   return a;
 }
 
+/// mm: 10 matmul tasks of order 100.
+model::AppSpec matmul_app() {
+  model::AppSpec mm;
+  mm.name = "mm";
+  mm.kernel = model::Kernel::matmul;
+  mm.n = 100;
+  mm.tasks = 10;
+  return mm;
+}
+
 /// master (4 cores, 1e9 flop/s) -> w1 (2 cores, 2e9 flop/s, 1e6 B/s) and w2 (loopback).
 model::Experiment experiment() {
   model::Experiment e;
   e.nodes.push_back(node("master", std::nullopt, 4, 1e9, std::nullopt));
   e.nodes.push_back(node("w1", "master", 2, 2e9, 1e6));
   e.nodes.push_back(node("w2", "master", 1, 1e9, std::nullopt));
-  model::AppSpec mm;
-  mm.name = "mm";
-  mm.kernel = model::Kernel::matmul;
-  mm.n = 100;
-  mm.tasks = 10;
-  e.apps.push_back(mm);
+  e.apps.push_back(matmul_app());
   e.apps.push_back(abstract_app("wide", 1000, 8e9, 2.0, 2));
   return e;
 }
@@ -203,12 +208,7 @@ TEST(ModelFromCalibration, TwinsOnTheSameCpusShareTheMeanOfTheirTaskTimesAndThei
   model::Experiment e;
   e.nodes.push_back(node("master", std::nullopt, 0, std::nullopt, std::nullopt));
   for (const char* w : {"w1", "w2", "w3"}) e.nodes.push_back(node(w, "master", 1, std::nullopt, std::nullopt));
-  model::AppSpec mm;
-  mm.name = "mm";
-  mm.kernel = model::Kernel::matmul;
-  mm.n = 100;
-  mm.tasks = 10;
-  e.apps.push_back(mm);
+  e.apps.push_back(matmul_app());
   model::Calibration cal;
   cal.hosts["h"] = model::HostCalibration{2.0, 1e-9, 0.5};
   cal.nodes["master"].host = "h";
