@@ -35,31 +35,30 @@ std::uint64_t stream_seed(std::uint64_t seed, std::uint32_t app_index,
   return SplitMix64(s).next();
 }
 
-/// Fills `out` with `words` pseudo-random 64-bit words of the stream `seed`, as
-/// `lanes` interleaved xoshiro256+ generators (Blackman and Vigna 2018) seeded by
-/// splitmix64: word i comes from lane i mod lanes. Interleaved lanes have no dependency
-/// between neighbouring words, so the loop runs several generators per vector register
-/// (an AVX-512 or AVX2 clone chosen at run time) instead of one multiply chain per word:
-/// the AVX2 clone measured 2-3x faster than the one-stream splitmix64 it replaced on 4 MiB
-/// inputs (the per-task secret inputs made this the master's hottest loop), the
-/// AVX-512 clone (eight lanes in one register, native 64-bit rotate) ~3x faster again:
-/// 35 GB/s against memset's 38 GB/s on the CI machine (`treefarm bench inputs`). Only integer
-/// operations: every clone and every machine produces the same words.
-/// `transform` maps a word to the 8 bytes stored.
-template <class Transform>
-[[gnu::always_inline]] inline void fill_words(std::byte* out, std::size_t words, std::uint64_t seed,
-                                              Transform transform) {
-  constexpr std::size_t lanes = 8;
+/// Generators interleaved in a stream (xoshiro_lanes).
+inline constexpr std::size_t lanes = 8;
+
+/// Steps `lanes` interleaved xoshiro256+ generators (Blackman and Vigna 2018), seeded in
+/// turn by `seeder` (splitmix64), `blocks` times, handing each step's words to
+/// `emit(block, lane, word)`. Interleaved lanes have no dependency between neighbouring
+/// words, so the loop runs several generators per vector register (an AVX-512 or AVX2
+/// clone of the caller chosen at run time) instead of one multiply chain per word: the
+/// AVX2 clone measured 2-3x faster than the one-stream splitmix64 it replaced on 4 MiB
+/// inputs (the per-task secret inputs made this the master's hottest loop), the AVX-512
+/// clone (eight lanes in one register, native 64-bit rotate) ~3x faster again: 35 GB/s
+/// against memset's 38 GB/s on the CI machine (`treefarm bench inputs`). Only integer
+/// operations: every clone and every machine produces the same words. Always inlined, so
+/// each caller's clone vectorises the loop with its own `emit`.
+template <class Emit>
+[[gnu::always_inline]] inline void xoshiro_lanes(SplitMix64& seeder, std::size_t blocks, Emit emit) {
   std::uint64_t s0[lanes], s1[lanes], s2[lanes], s3[lanes];
-  SplitMix64 seeder(seed);
   for (std::size_t l = 0; l < lanes; ++l) {
     s0[l] = seeder.next();
     s1[l] = seeder.next();
     s2[l] = seeder.next();
     s3[l] = seeder.next();
   }
-  std::size_t i = 0;
-  for (; i + lanes <= words; i += lanes) {
+  for (std::size_t b = 0; b < blocks; ++b) {
     for (std::size_t l = 0; l < lanes; ++l) {
       const std::uint64_t result = s0[l] + s3[l];
       const std::uint64_t t = s1[l] << 17;
@@ -69,13 +68,8 @@ template <class Transform>
       s0[l] ^= s3[l];
       s2[l] ^= t;
       s3[l] = (s3[l] << 45) | (s3[l] >> 19);
-      const std::uint64_t stored = transform(result);
-      std::memcpy(out + (i + l) * 8, &stored, 8);
+      emit(b, l, result);
     }
-  }
-  for (; i < words; ++i) {
-    const std::uint64_t stored = transform(seeder.next());
-    std::memcpy(out + i * 8, &stored, 8);
   }
 }
 
@@ -112,41 +106,33 @@ inline std::uint64_t little_endian(std::uint64_t word) {
 /// doubles come from the seeding splitmix64, one a word (its high half).
 TREEFARM_VECTOR_CLONES
 void fill_doubles(std::byte* out, std::size_t count, std::uint64_t seed) {
-  constexpr std::size_t lanes = 8;
-  std::uint64_t s0[lanes], s1[lanes], s2[lanes], s3[lanes];
   SplitMix64 seeder(seed);
-  for (std::size_t l = 0; l < lanes; ++l) {
-    s0[l] = seeder.next();
-    s1[l] = seeder.next();
-    s2[l] = seeder.next();
-    s3[l] = seeder.next();
-  }
-  std::size_t i = 0;
-  for (; i + 2 * lanes <= count; i += 2 * lanes) {
-    for (std::size_t l = 0; l < lanes; ++l) {
-      const std::uint64_t result = s0[l] + s3[l];  // xoshiro256+ (Blackman and Vigna 2018)
-      const std::uint64_t t = s1[l] << 17;
-      s2[l] ^= s0[l];
-      s3[l] ^= s1[l];
-      s1[l] ^= s2[l];
-      s0[l] ^= s3[l];
-      s2[l] ^= t;
-      s3[l] = (s3[l] << 45) | (s3[l] >> 19);
-      const std::uint64_t high = unit_double_bits(result >> 32), low = unit_double_bits(result & 0xFFFFFFFFull);
-      std::memcpy(out + (i + l) * 8, &high, 8);
-      std::memcpy(out + (i + lanes + l) * 8, &low, 8);
-    }
-  }
-  for (; i < count; ++i) {
+  xoshiro_lanes(seeder, count / (2 * lanes), [&](std::size_t block, std::size_t l, std::uint64_t word) {
+    const std::uint64_t high = unit_double_bits(word >> 32), low = unit_double_bits(word & 0xFFFFFFFFull);
+    std::memcpy(out + (2 * lanes * block + l) * 8, &high, 8);
+    std::memcpy(out + (2 * lanes * block + lanes + l) * 8, &low, 8);
+  });
+  for (std::size_t i = count / (2 * lanes) * (2 * lanes); i < count; ++i) {
     const std::uint64_t stored = unit_double_bits(seeder.next() >> 32);
     std::memcpy(out + i * 8, &stored, 8);
   }
 }
 
+/// `bytes` pseudo-random bytes: word i (8 bytes, little-endian) from lane i mod lanes, the
+/// last words mod lanes from the seeding splitmix64, the last bytes mod 8 from a
+/// splitmix64 of their own.
 TREEFARM_VECTOR_CLONES
 void fill_bytes(std::byte* out, std::size_t bytes, std::uint64_t seed) {
   const std::size_t words = bytes / 8;
-  fill_words(out, words, seed, little_endian);
+  SplitMix64 seeder(seed);
+  xoshiro_lanes(seeder, words / lanes, [&](std::size_t block, std::size_t l, std::uint64_t word) {
+    const std::uint64_t stored = little_endian(word);
+    std::memcpy(out + (lanes * block + l) * 8, &stored, 8);
+  });
+  for (std::size_t i = words / lanes * lanes; i < words; ++i) {
+    const std::uint64_t stored = little_endian(seeder.next());
+    std::memcpy(out + i * 8, &stored, 8);
+  }
   if (bytes % 8 != 0) {
     const std::uint64_t last = SplitMix64(seed ^ 0x7461696cull).next();  // "tail"
     for (std::size_t k = 0; k < bytes % 8; ++k) out[words * 8 + k] = static_cast<std::byte>(last >> (8 * k));
