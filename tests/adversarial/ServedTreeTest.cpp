@@ -9,12 +9,11 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/integration/ProcessTestUtil.hpp"
+#include "tests/integration/ServedMaster.hpp"
 
 using namespace treefarm::testing;
 
 namespace {
-
-const std::vector<std::string> fast_heartbeats{"--heartbeat-timeout", "2", "--heartbeat-interval", "0.3"};
 
 std::size_t count_of(const std::string& text, const std::string& needle) {
   std::size_t n = 0;
@@ -22,22 +21,19 @@ std::size_t count_of(const std::string& text, const std::string& needle) {
   return n;
 }
 
-/// A served master "m" in `dir` (its endpoints in DIR/m.ep and DIR/submit.ep), with CURVE
-/// keys from DIR/keys when `curve`; `extra` arguments appended.
+/// A served master "m" in `dir` (served_master_args: its endpoints in DIR/m.ep and
+/// DIR/submit.ep) as `o` says, with fast heartbeats, a live wait of 20 s and CURVE keys
+/// from DIR/keys when `curve`.
 struct ServedMaster {
   std::unique_ptr<Child> process;
   std::string tree, submit;  ///< endpoints
-  ServedMaster(const fs::path& dir, bool curve, const std::vector<std::string>& extra = {},
-               const std::string& bind = "tcp://127.0.0.1:*") {
-    std::vector<std::string> a{master_bin, "--serve", "--name", "m", "--ready-file", (dir / "m.ep").string(), "--bind",
-                               bind, "--bind-file", (dir / "submit.ep").string(), "--state-dir", (dir / "state").string(),
-                               "--live-wait", "20"};
-    a.insert(a.end(), fast_heartbeats.begin(), fast_heartbeats.end());
+  ServedMaster(const fs::path& dir, bool curve, Served o = {}) {
+    o.live_wait = "20";
+    o.fast_heartbeats = true;
     if (curve)
-      a.insert(a.end(), {"--curve-secret", (dir / "keys" / "m.key_secret").string(), "--authorized-keys",
-                         (dir / "keys" / "authorized_keys").string()});
-    a.insert(a.end(), extra.begin(), extra.end());
-    process = std::make_unique<Child>(a, dir / "master.log");
+      o.extra.insert(o.extra.begin(), {"--curve-secret", (dir / "keys" / "m.key_secret").string(), "--authorized-keys",
+                                       (dir / "keys" / "authorized_keys").string()});
+    process = std::make_unique<Child>(served_master_args(dir, o), dir / "master.log");
     tree = wait_for_line(dir / "m.ep");
     submit = wait_for_line(dir / "submit.ep");
   }
@@ -152,7 +148,7 @@ TEST(ServedTree, ACommandApplicationIsRefusedWithoutAllowCommandsAndOverAPlainTc
   fs::remove(dir.path() / "m.ep");
   fs::remove(dir.path() / "submit.ep");
   {
-    ServedMaster m(dir.path(), false, {"--allow-commands"});
+    ServedMaster m(dir.path(), false, {.allow_commands = true});
     ASSERT_FALSE(m.submit.empty()) << m.log();
     auto w = start_worker(dir.path(), "w1", m.tree);
     const auto r = run_command(client(dir.path(), "submit " + exp + " --timeout 30", m.submit));
@@ -165,7 +161,7 @@ TEST(ServedTree, ACommandApplicationIsRefusedWithoutAllowCommandsAndOverAPlainTc
   fs::remove(dir.path() / "submit.ep");
   {
     const auto socket = dir.path() / "submit.sock";
-    ServedMaster m(dir.path(), false, {"--allow-commands"}, "ipc://" + socket.string());
+    ServedMaster m(dir.path(), false, {.ipc = true, .allow_commands = true});
     ASSERT_FALSE(m.submit.empty()) << m.log();
     EXPECT_EQ(fs::status(socket).permissions() & (fs::perms::group_all | fs::perms::others_all), fs::perms::none);
     auto w = start_worker(dir.path(), "w1", m.tree);
@@ -191,7 +187,7 @@ TEST(ServedTree, WithAllowCommandsAClientKeysCommandRunsOnTheWorkersAndNeverOnTh
   EXPECT_EQ(computing.exit_code, 2) << computing.output;
   EXPECT_NE(computing.output.find("--allow-commands with --cpus"), std::string::npos) << computing.output;
 
-  ServedMaster m(dir.path(), true, {"--allow-commands", "--spot-check", "1"});
+  ServedMaster m(dir.path(), true, {.allow_commands = true, .extra = {"--spot-check", "1"}});
   ASSERT_FALSE(m.submit.empty()) << m.log();
   auto w1 = start_worker(dir.path(), "w1", m.tree, "w1");
   const auto status = client(dir.path(), "status", m.submit, "alice");
@@ -214,7 +210,7 @@ TEST(ServedTree, WithAllowCommandsAClientKeysCommandRunsOnTheWorkersAndNeverOnTh
 TEST(ServedTree, OnlyItsSubmitterOrAnAdminCancelsAnExperiment) {
   TempDir dir("served-cancel");
   make_keys(dir.path());
-  ServedMaster m(dir.path(), true, {"--allow-commands"});
+  ServedMaster m(dir.path(), true, {.allow_commands = true});
   ASSERT_FALSE(m.submit.empty()) << m.log();
   auto w1 = start_worker(dir.path(), "w1", m.tree, "w1");
   ASSERT_TRUE(wait_until([&] { return w1->output().find("no run now; waiting") != std::string::npos; }, 30)) << w1->output();
@@ -252,7 +248,7 @@ TEST(ServedTree, OnlyItsSubmitterOrAnAdminCancelsAnExperiment) {
 TEST(ServedTree, AnInputFileOutsideTheSubmissionOrADotDotApplicationIsRefusedAtSubmission) {
   TempDir dir("served-input");
   make_keys(dir.path());
-  ServedMaster m(dir.path(), true, {"--allow-commands"});
+  ServedMaster m(dir.path(), true, {.allow_commands = true});
   ASSERT_FALSE(m.submit.empty()) << m.log();
   const auto secret = (dir.path() / "keys" / "m.key_secret").string();
   for (const std::string& input : {secret, std::string("../keys/m.key_secret")}) {
@@ -279,7 +275,7 @@ TEST(ServedTree, AnInputFileOutsideTheSubmissionOrADotDotApplicationIsRefusedAtS
 TEST(ServedTree, AnArgvTooLongForTheWireIsRefusedAtSubmissionAndTheTreeStaysWhole) {
   TempDir dir("served-argv");
   make_keys(dir.path());
-  ServedMaster m(dir.path(), true, {"--allow-commands"});
+  ServedMaster m(dir.path(), true, {.allow_commands = true});
   ASSERT_FALSE(m.submit.empty()) << m.log();
   auto w1 = start_worker(dir.path(), "w1", m.tree, "w1");
   const auto status = client(dir.path(), "status", m.submit, "alice");
@@ -308,8 +304,7 @@ TEST(ServedTree, AnArgvTooLongForTheWireIsRefusedAtSubmissionAndTheTreeStaysWhol
 // experiment's outputs stop at --output-quota bytes (the run ends, its submitter told why).
 TEST(ServedTree, OutputFilesAreNotWrittenThroughLinksAndStopAtTheQuota) {
   TempDir dir("served-outputs");
-  const auto socket = dir.path() / "submit.sock";
-  ServedMaster m(dir.path(), false, {"--allow-commands", "--output-quota", "100"}, "ipc://" + socket.string());
+  ServedMaster m(dir.path(), false, {.ipc = true, .allow_commands = true, .extra = {"--output-quota", "100"}});
   ASSERT_FALSE(m.submit.empty()) << m.log();
   auto w1 = start_worker(dir.path(), "w1", m.tree);
   ASSERT_TRUE(wait_until([&] { return w1->output().find("no run now; waiting") != std::string::npos; }, 30)) << w1->output();

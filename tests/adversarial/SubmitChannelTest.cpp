@@ -9,6 +9,7 @@
 #include <zmq.hpp>
 
 #include "tests/integration/ProcessTestUtil.hpp"
+#include "tests/integration/ServedMaster.hpp"
 
 using namespace treefarm::testing;
 
@@ -23,18 +24,13 @@ long status_kb(pid_t pid, const std::string& field) {
 }
 
 /// A served master with no worker (or one, with `worker`), its submit endpoint in `sep`.
-struct Served {
+struct ServedTree {
   std::unique_ptr<Child> master, worker;
   std::string sep;
   std::string start(const TempDir& dir, bool with_worker) {
     // An ipc:// channel of this user: command applications are accepted there (docs/security.md).
-    std::vector<std::string> a{master_bin, "--serve", "--name", "m", "--ready-file", (dir.path() / "m.ep").string(),
-                               "--bind", "ipc://" + (dir.path() / "submit.sock").string(),
-                               "--bind-file", (dir.path() / "submit.ep").string(), "--state-dir",
-                               (dir.path() / "state").string(), "--live-wait", "20"};
-    if (run_command(master_bin + " --help").output.find("--allow-commands") != std::string::npos)
-      a.push_back("--allow-commands");
-    master = std::make_unique<Child>(a, dir.path() / "master.log");
+    master = std::make_unique<Child>(served_master_args(dir, {.ipc = true, .allow_commands = true, .live_wait = "20"}),
+                                     dir.path() / "master.log");
     const auto mep = wait_for_line(dir.path() / "m.ep");
     sep = wait_for_line(dir.path() / "submit.ep");
     if (mep.empty() || sep.empty()) return "master not ready: " + master->output();
@@ -71,7 +67,7 @@ struct RawClient {
 
 TEST(SubmitChannel, AFiftyMegabyteSubmissionIsRefusedWithTheMasterUnderFiftyMegabytes) {
   TempDir dir;
-  Served s;
+  ServedTree s;
   const auto why = s.start(dir, false);
   ASSERT_TRUE(why.empty()) << why;
   const long before = status_kb(s.master->pid(), "VmRSS");
@@ -93,7 +89,7 @@ TEST(SubmitChannel, AFiftyMegabyteSubmissionIsRefusedWithTheMasterUnderFiftyMega
 
 TEST(SubmitChannel, TwoHundredFileFramesAreRefusedAndNoneIsKept) {
   TempDir dir;
-  Served s;
+  ServedTree s;
   const auto why = s.start(dir, false);
   ASSERT_TRUE(why.empty()) << why;
   RawClient c(s.sep);
@@ -115,7 +111,7 @@ TEST(SubmitChannel, TwoHundredFileFramesAreRefusedAndNoneIsKept) {
 
 TEST(SubmitChannel, AClientThatNeverReadsItsOutputsHoldsBoundedMemoryAndAReaderGetsEveryByte) {
   TempDir dir;
-  Served s;
+  ServedTree s;
   const auto why = s.start(dir, true);
   ASSERT_TRUE(why.empty()) << why;
   // 20 outputs of 20 MiB each.

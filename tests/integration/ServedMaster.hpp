@@ -26,16 +26,19 @@ struct Served {
 
 /// `treefarm-master --serve` named m: its tree's endpoint in DIR/m.ep, its submit channel's
 /// in DIR/submit.ep, its state in DIR/state.
-inline std::vector<std::string> served_master_args(const TempDir& dir, const Served& o = {}) {
-  std::vector<std::string> a{master_bin, "--serve", "--name", "m", "--ready-file", (dir.path() / "m.ep").string(),
-                             "--bind", o.ipc ? "ipc://" + (dir.path() / "submit.sock").string() : "tcp://127.0.0.1:*",
-                             "--bind-file", (dir.path() / "submit.ep").string(), "--state-dir",
-                             (dir.path() / "state").string()};
+inline std::vector<std::string> served_master_args(const fs::path& dir, const Served& o = {}) {
+  std::vector<std::string> a{master_bin, "--serve", "--name", "m", "--ready-file", (dir / "m.ep").string(),
+                             "--bind", o.ipc ? "ipc://" + (dir / "submit.sock").string() : "tcp://127.0.0.1:*",
+                             "--bind-file", (dir / "submit.ep").string(), "--state-dir", (dir / "state").string()};
   if (o.allow_commands) a.push_back("--allow-commands");
   if (!o.live_wait.empty()) a.insert(a.end(), {"--live-wait", o.live_wait});
   if (o.fast_heartbeats) a.insert(a.end(), fast_heartbeats.begin(), fast_heartbeats.end());
   a.insert(a.end(), o.extra.begin(), o.extra.end());
   return a;
+}
+
+inline std::vector<std::string> served_master_args(const TempDir& dir, const Served& o = {}) {
+  return served_master_args(dir.path(), o);
 }
 
 }  // namespace treefarm::testing

@@ -18,12 +18,12 @@
 #include "tasks/TaskRunner.hpp"
 #include "tests/support/Affinity.hpp"
 #include "tests/support/TempDir.hpp"
-#include "tests/tasks/TestApps.hpp"
+#include "tests/support/TestApps.hpp"
 
 namespace treefarm::tasks {
 namespace {
 
-using testing::command;
+using test_support::command;
 
 std::vector<std::byte> bytes_of(const std::string& s) {
   std::vector<std::byte> b(s.size());

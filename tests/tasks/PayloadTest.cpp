@@ -8,12 +8,12 @@
 #include <gtest/gtest.h>
 
 #include "tasks/TaskRunner.hpp"
-#include "tests/tasks/TestApps.hpp"
+#include "tests/support/TestApps.hpp"
 
 namespace treefarm::tasks {
 namespace {
 
-using testing::make_app;
+using test_support::make_app;
 
 std::vector<double> as_doubles(const std::vector<std::byte>& bytes) {
   std::vector<double> values(bytes.size() / sizeof(double));

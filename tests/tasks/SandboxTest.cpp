@@ -25,7 +25,7 @@
 #include "tasks/CommandTask.hpp"
 #include "tasks/SandboxOptions.hpp"
 #include "tests/support/Affinity.hpp"
-#include "tests/tasks/TestApps.hpp"
+#include "tests/support/TestApps.hpp"
 
 extern char** environ;
 
@@ -35,7 +35,7 @@ namespace {
 namespace fs = std::filesystem;
 
 model::AppSpec command(std::vector<std::string> argv) {
-  model::AppSpec a = testing::command(std::move(argv));
+  model::AppSpec a = test_support::command(std::move(argv));
   a.send_output = true;  // the tests read what the program printed
   return a;
 }

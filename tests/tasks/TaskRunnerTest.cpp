@@ -10,12 +10,12 @@
 
 #include "tasks/Kernels.hpp"
 #include "tasks/Payload.hpp"
-#include "tests/tasks/TestApps.hpp"
+#include "tests/support/TestApps.hpp"
 
 namespace treefarm::tasks {
 namespace {
 
-using testing::make_app;
+using test_support::make_app;
 
 /// C = A·B for a pooled input, computed outside run_task.
 std::vector<double> product_of(const InputPool& pool, std::size_t index) {

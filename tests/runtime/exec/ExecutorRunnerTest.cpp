@@ -11,6 +11,7 @@
 #include "runtime/exec/ExecutorRunner.hpp"
 #include "runtime/exec/Topology.hpp"
 #include "tasks/TaskRunner.hpp"
+#include "tests/support/TestApps.hpp"
 
 namespace treefarm::exec {
 namespace {
@@ -20,6 +21,8 @@ node::Payload bytes(std::size_t n, unsigned char fill) {
   return node::share(std::move(v));
 }
 
+using test_support::make_app;
+
 ExecutorConfig one_core() {
   ExecutorConfig c;
   c.cores = {discover_topology().cores.at(0)};
@@ -28,10 +31,7 @@ ExecutorConfig one_core() {
 
 TEST(ExecutorRunner, TinyNoopTasksRunInlineAndAreReportedOnlyByCollect) {
   ExecutorRunner r(one_core());
-  model::AppSpec noop;
-  noop.name = "noop";
-  noop.kernel = model::Kernel::noop;
-  noop.bytes = 16;
+  const auto noop = make_app(model::Kernel::noop, 0, 16);
   const auto a = bytes(16, 1), b = bytes(16, 2);
   r.start(7, noop, a);
   r.start(8, noop, b);
@@ -52,11 +52,7 @@ TEST(ExecutorRunner, TinyNoopTasksRunInlineAndAreReportedOnlyByCollect) {
 
 TEST(ExecutorRunner, AWrongInputFailsTheTaskNotTheNode) {
   ExecutorRunner r(one_core());
-  model::AppSpec noop;
-  noop.name = "noop";
-  noop.kernel = model::Kernel::noop;
-  noop.bytes = 16;
-  r.start(1, noop, bytes(3, 0));
+  r.start(1, make_app(model::Kernel::noop, 0, 16), bytes(3, 0));
   bool seen = false;
   r.collect([&](std::uint64_t job, node::JobOutcome o) {
     EXPECT_EQ(job, 1u);
@@ -69,13 +65,7 @@ TEST(ExecutorRunner, AWrongInputFailsTheTaskNotTheNode) {
 
 TEST(ExecutorRunner, TinyMatrixTasksRunInlineWithTheKernelsChecksum) {
   ExecutorRunner r(one_core());
-  model::AppSpec mm, add;
-  mm.name = "mm";
-  mm.kernel = model::Kernel::matmul;
-  mm.n = 32;
-  add.name = "add";
-  add.kernel = model::Kernel::matadd;
-  add.n = 8;
+  const auto mm = make_app(model::Kernel::matmul, 32), add = make_app(model::Kernel::matadd, 8);
   const auto a = r.calibration_input(mm, 5, 0), b = r.calibration_input(add, 5, 1);
   r.start(1, mm, a);
   r.start(2, add, b);
@@ -98,10 +88,7 @@ TEST(ExecutorRunner, ABurstOfInlineTasksReadsTheThreadsCpuClockOnlyAFewTimes) {
   // not twice per task; each task carries its application's CPU owed so far, and over the
   // bursts the kernels' CPU adds up to at most their wall time.
   ExecutorRunner r(one_core());
-  model::AppSpec mm;
-  mm.name = "mm";
-  mm.kernel = model::Kernel::matmul;
-  mm.n = 32;
+  const auto mm = make_app(model::Kernel::matmul, 32);
   const auto input = r.calibration_input(mm, 5, 0);
   constexpr int tasks = 200;
   int started = 0;
@@ -142,11 +129,8 @@ TEST(ExecutorRunner, ABurstOfInlineTasksReadsTheThreadsCpuClockOnlyAFewTimes) {
 
 TEST(ExecutorRunner, OtherTasksGoToTheCoreThreads) {
   ExecutorRunner r(one_core());
-  model::AppSpec add;
-  add.name = "mm";
-  add.kernel = model::Kernel::matmul;
-  add.n = 128;  // 2·128³ flop: above the inline bound
-  r.start(3, add, bytes(add.input_bytes(), 0));
+  const auto mm = make_app(model::Kernel::matmul, 128);  // 2·128³ flop: above the inline bound
+  r.start(3, mm, bytes(mm.input_bytes(), 0));
   EXPECT_FALSE(r.has_inline_done());
   bool seen = false;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);

@@ -13,18 +13,8 @@
 namespace treefarm::lp {
 namespace {
 
-// A forwarding master and two one-core workers of 1 s tasks (1 MB each) on one 2-core
-// host, loopback links; with no CPU cost per byte the optimum is 2 tasks/s.
-PlatformModel shared_host(double comm_cpu_per_byte = 0) {
-  testing::Builder b;
-  b.app("job", 1e6).comm(model::CommModel::multi_port);
-  b.node("master", -1, 0, testing::inf, {testing::inf});
-  b.node("w1", 0, 1, testing::inf, {1.0});
-  b.node("w2", 0, 1, testing::inf, {1.0});
-  b.m.hosts.push_back(PlatformModel::Host{"here", 2.0, comm_cpu_per_byte, 0, 0, {}});
-  for (auto& n : b.m.nodes) n.host = 0;
-  return b.m;
-}
+using testing::one_host;
+using testing::shared_host;
 
 TEST(HostObservation, ATreeThatGotHalfTheMachinesCpuHalvesTheOptimum) {
   const auto m = shared_host();
@@ -88,16 +78,11 @@ TEST(HostObservation, ANodesCpuIsSplitOverItsTasksAsTheHostsWholeTaskCostsSay) {
   // runtime. w1's calibrated kernels say 1 s and 1 s, w2's 1 s and 9 s (a loaded
   // calibration): each ran 2 big and 6 small tasks on 6 CPU-seconds, so both get
   // 1.5 s per big task and 0.5 s per small one, whatever their calibration said.
-  testing::Builder b;
-  b.app("big", 0).app("small", 0).comm(model::CommModel::multi_port);
-  b.node("master", -1, 0, testing::inf, {testing::inf, testing::inf});
-  b.node("w1", 0, 1, testing::inf, {1.0, 1.0});
-  b.node("w2", 0, 1, testing::inf, {1.0, 9.0});
-  b.m.hosts.push_back(PlatformModel::Host{"here", 2.0, 0, 0, 0, {0.3, 0.1}});
-  for (auto& node : b.m.nodes) node.host = 0;
+  const auto m = one_host(testing::Builder{}.app("big", 0).app("small", 0), {{"w1", {1.0, 1.0}}, {"w2", {1.0, 9.0}}},
+                          {.task_cpu_seconds = {0.3, 0.1}});
   HostObservation obs{0, 10.0, 20.0, {{"master", 0.0}, {"w1", 6.0}, {"w2", 6.0}},
                       {{"w1", {{"big", 2}, {"small", 6}}}, {"w2", {{"big", 2}, {"small", 6}}}}};
-  const auto o = observed_host_model(b.m, obs);
+  const auto o = observed_host_model(m, obs);
   for (std::size_t u : {1u, 2u}) {
     EXPECT_NEAR(o.nodes[u].task_seconds[0], 1.5, 1e-12) << o.nodes[u].name;
     EXPECT_NEAR(o.nodes[u].task_seconds[1], 0.5, 1e-12) << o.nodes[u].name;
@@ -109,17 +94,10 @@ TEST(HostObservation, ANodeThatComputedNothingTakesItsHostsObservedFactor) {
   // same host, computed nothing: at its calibrated 1 s it would look half as costly as the
   // nodes that were observed, and the LP would give it a core's worth of tasks (by hand:
   // α_idle = 1, 2·(α1 + α2) <= 1.6 - 1: 1.3 tasks/s, above the 0.8 measured).
-  testing::Builder b;
-  b.app("job", 1e6).comm(model::CommModel::multi_port);
-  b.node("master", -1, 0, testing::inf, {testing::inf});
-  b.node("w1", 0, 1, testing::inf, {1.0});
-  b.node("w2", 0, 1, testing::inf, {1.0});
-  b.node("idle", 0, 1, testing::inf, {1.0});
-  b.m.hosts.push_back(PlatformModel::Host{"here", 2.0, 0, 0, 0, {}});
-  for (auto& n : b.m.nodes) n.host = 0;
+  const auto m = one_host(testing::Builder{}.app("job", 1e6), {{"w1", {1.0}}, {"w2", {1.0}}, {"idle", {1.0}}});
   HostObservation obs{0, 10.0, 16.0, {{"master", 0.0}, {"w1", 8.0}, {"w2", 8.0}, {"idle", 0.0}},
                       {{"w1", {{"job", 4}}}, {"w2", {{"job", 4}}}}};
-  const auto o = observed_host_model(b.m, obs);
+  const auto o = observed_host_model(m, obs);
   EXPECT_DOUBLE_EQ(o.nodes[3].task_seconds[0], 2.0);
   // By hand: host row 2·(α1 + α2 + α_idle) <= 1.6: 0.8 tasks/s, what the tree did.
   EXPECT_NEAR(solve(o).fair_throughput, 0.8, 1e-6);
@@ -130,15 +108,10 @@ TEST(HostObservation, TheNodeRowChargesTheKernelsCpuNotTheWholeProcess) {
   // costing the host 1 CPU-s (C). In 10 s w1 ran 10 tasks: its kernels used 8 CPU-s, its
   // process 15 (the transport's I/O threads ran beside the kernels on the other CPU), the
   // master 5: the tree had the machine's 20 CPU-s. Measured: 1 task/s.
-  testing::Builder b;
-  b.app("job", 1e6).comm(model::CommModel::multi_port);
-  b.node("master", -1, 0, testing::inf, {testing::inf});
-  b.node("w1", 0, 1, testing::inf, {0.5});
-  b.m.hosts.push_back(PlatformModel::Host{"here", 2.0, 0, 0, 0, {1.0}});
-  for (auto& n : b.m.nodes) n.host = 0;
+  const auto m = one_host(testing::Builder{}.app("job", 1e6), {{"w1", {0.5}}}, {.task_cpu_seconds = {1.0}});
   HostObservation obs{0, 10.0, 20.0, {{"master", 5.0}, {"w1", 15.0}}, {{"w1", {{"job", 10}}}}, {{"w1", {{"job", 8.0}}}}};
   HostObservationSummary s;
-  const auto o = observed_host_model(b.m, obs, &s);
+  const auto o = observed_host_model(m, obs, &s);
   // The whole process against w1's one core (1.5 CPU-s per task) would make the point the
   // run was at infeasible (1.5 cores) and the optimum 0.667 tasks/s. By hand: node row
   // 0.8·α <= 1; the host's charge 10·max(0.8, f·1) = 20 gives f = 2, host row 2·α <= 2:
@@ -149,7 +122,7 @@ TEST(HostObservation, TheNodeRowChargesTheKernelsCpuNotTheWholeProcess) {
   EXPECT_NEAR(solve(o).fair_throughput, 1.0, 1e-6);
   // Without the kernels' figure the process's CPU stands for them.
   obs.kernel_cpu_seconds.clear();
-  EXPECT_NEAR(observed_host_model(b.m, obs).nodes[1].task_seconds[0], 1.5, 1e-12);
+  EXPECT_NEAR(observed_host_model(m, obs).nodes[1].task_seconds[0], 1.5, 1e-12);
 }
 
 TEST(HostObservation, AnIdleTwinGetsTheKernelsCostsNotACheaperMix) {
@@ -158,17 +131,12 @@ TEST(HostObservation, AnIdleTwinGetsTheKernelsCostsNotACheaperMix) {
   // CPU-s per byte: 1 CPU-s per hop); the host measured a whole task of either at 1 CPU-s.
   // In 10 s w1 ran 5 of each (0.5 tasks/s per weight): its kernels used 2.5 + 0.5 CPU-s,
   // its process 15, the master 5, the tree the machine's 20 CPU-s.
-  testing::Builder b;
-  b.app("big", 0).app("small", 1e6).comm(model::CommModel::multi_port);
-  b.node("master", -1, 0, testing::inf, {testing::inf, testing::inf});
-  b.node("w1", 0, 1, testing::inf, {0.5, 0.1});
-  b.node("w2", 0, 1, testing::inf, {0.5, 0.1});
-  b.m.hosts.push_back(PlatformModel::Host{"here", 2.0, 1e-6, 0, 0, {1.0, 1.0}});
-  for (auto& n : b.m.nodes) n.host = 0;
+  const auto m = one_host(testing::Builder{}.app("big", 0).app("small", 1e6), {{"w1", {0.5, 0.1}}, {"w2", {0.5, 0.1}}},
+                          {.comm_cpu_seconds_per_byte = 1e-6, .task_cpu_seconds = {1.0, 1.0}});
   HostObservation obs{0, 10.0, 20.0, {{"master", 5.0}, {"w1", 15.0}, {"w2", 0.0}},
                       {{"w1", {{"big", 5}, {"small", 5}}}}, {{"w1", {{"big", 2.5}, {"small", 0.5}}}}};
   HostObservationSummary s;
-  const auto o = observed_host_model(b.m, obs, &s);
+  const auto o = observed_host_model(m, obs, &s);
   // The whole process split as the host's whole-task costs say (1.5 CPU-s per task of
   // either) would make w1 infeasible where it ran (node row 1.5 cores) and w2's "small"
   // (0.1·g, g = 15/3) look cheaper than w1's: by hand the LP then puts big on w1 and small
@@ -190,20 +158,15 @@ TEST(HostObservation, TheAvailableCpusCountAtTheShareASaturatedTreeUses) {
   // processes' waits for one another, which C holds as idle CPU). Tasks of 0.5 s on two
   // one-core workers. In 10 s the tree ran 19 tasks on 19 CPU-s (kernels 5 + 4.5, the
   // rest the transport's), the machine left 1 CPU-s idle: 20 available, 1.9 tasks/s.
-  testing::Builder b;
-  b.app("job", 0).comm(model::CommModel::multi_port);
-  b.node("master", -1, 0, testing::inf, {testing::inf});
-  b.node("w1", 0, 1, testing::inf, {0.5});
-  b.node("w2", 0, 1, testing::inf, {0.5});
-  b.m.hosts.push_back(PlatformModel::Host{"here", 2.0, 0, 0, 0, {1.0}, 0.95});
-  for (auto& n : b.m.nodes) n.host = 0;
+  const auto m = one_host(testing::Builder{}.app("job", 0), {{"w1", {0.5}}, {"w2", {0.5}}},
+                          {.task_cpu_seconds = {1.0}, .busy_share = 0.95});
   // The a priori: C already holds the idle CPU, the busy share is not charged again. By
   // hand: host row 1·(α1 + α2) <= 2, node rows 0.5·α_u <= 1: 2 tasks/s.
-  EXPECT_NEAR(solve(b.m).fair_throughput, 2.0, 1e-6);
+  EXPECT_NEAR(solve(m).fair_throughput, 2.0, 1e-6);
   HostObservation obs{0, 10.0, 20.0, {{"master", 1.5}, {"w1", 9.0}, {"w2", 8.5}}, {{"w1", {{"job", 10}}}, {"w2", {{"job", 9}}}},
                       {{"w1", {{"job", 5.0}}}, {"w2", {{"job", 4.5}}}}};
   HostObservationSummary s;
-  const auto o = observed_host_model(b.m, obs, &s);
+  const auto o = observed_host_model(m, obs, &s);
   // The charge 19·max(0.5, f·1) = 19 gives f = 1: a task's 1 CPU-s is all the tree's CPU.
   // Counting the machine's idle CPU as usable: host row α1 + α2 <= 2, 2 tasks/s, 5 % above
   // the run. By hand with the busy share: cores 2·0.95 = 1.9, α1 + α2 <= 1.9: 1.9 tasks/s.
@@ -217,7 +180,7 @@ TEST(HostObservation, TheAvailableCpusCountAtTheShareASaturatedTreeUses) {
   obs.node_cpu_seconds = {{"master", 1.25}, {"w1", 6.5}, {"w2", 6.5}};
   obs.tasks = {{"w1", {{"job", 7.125}}}, {"w2", {{"job", 7.125}}}};
   obs.kernel_cpu_seconds = {{"w1", {{"job", 3.5625}}}, {"w2", {{"job", 3.5625}}}};
-  EXPECT_NEAR(solve(observed_host_model(b.m, obs)).fair_throughput, 1.425, 1e-6);
+  EXPECT_NEAR(solve(observed_host_model(m, obs)).fair_throughput, 1.425, 1e-6);
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 // solved at both ends, each optimum computed by hand.
 #include <cmath>
 #include <optional>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -58,18 +59,9 @@ TEST(RunInterval, ANodesTaskTimeAtTheEndsOfItsConfidenceInterval) {
   EXPECT_FALSE(run_interval(m, {}, std::nullopt).tight());
 }
 
-// A forwarding master and two one-core workers of 1 s tasks on one 2-core host (the
-// a-posteriori test's shared host): optimum 2 tasks/s.
-PlatformModel shared_host() {
-  testing::Builder b;
-  b.app("job", 1e6).comm(model::CommModel::multi_port);
-  b.node("master", -1, 0, testing::inf, {testing::inf});
-  b.node("w1", 0, 1, testing::inf, {1.0});
-  b.node("w2", 0, 1, testing::inf, {1.0});
-  b.m.hosts.push_back(PlatformModel::Host{"here", 2.0, 0, 0, 0, {}});
-  for (auto& n : b.m.nodes) n.host = 0;
-  return b.m;
-}
+// A forwarding master and two one-core workers of 1 s tasks on one 2-core host: optimum 2
+// tasks/s.
+using testing::shared_host;
 
 /// 8 s seen in 4 windows of 2 s; each worker ran 2 tasks a window; `available` and w2's
 /// CPU per window as given, w1 2 CPU-s a window.
@@ -109,41 +101,38 @@ TEST(RunInterval, TheCpusTheMachineLeftTheTreeAtTheEndsOfTheirInterval) {
   EXPECT_EQ(few.loose[0], "host: 3 of 4 windows");
 }
 
-TEST(RunInterval, ANodesCpuPerTaskAtTheEndsOfItsInterval) {
-  // w2's CPU per task per window 0.9, 1.1, 1, 1: half-width h = 3.182·0.0816497 / 2 =
-  // 12.99 %; w1's 1 in every window (h = 0). The machine's CPUs are all the tree's.
-  RunIntervalOptions o;
-  o.max_half_width = 0.2;
-  const auto i = run_interval(shared_host(), {}, windows({4, 4, 4, 4}, {1.8, 2.2, 2, 2}), o);
-  ASSERT_TRUE(i.tight()) << i.loose.front();
-  const double h = 3.182 * std::sqrt(0.02 / 3) / 2;
-  // w2's task costs 1 ± h CPU-s: its node row gives 1/(1 ± h) tasks/s, w1 1 task/s, and
-  // the host row (1 + (1 ± h)·α2 <= 2) allows as much.
-  EXPECT_NEAR(i.median, 2.0, 1e-6);
-  EXPECT_NEAR(i.low, 1 + 1 / (1 + h), 1e-6);
-  EXPECT_NEAR(i.high, 1 + 1 / (1 - h), 1e-6);
-}
+/// The windows of w2's CPU per task 0.9, 1.1, 1, 1 (w1's 1 in every window; the machine's
+/// CPUs all the tree's), as windows() makes them.
+HostWindows w2s_cpu_per_task_moves() { return windows({4, 4, 4, 4}, {1.8, 2.2, 2, 2}); }
 
-TEST(RunInterval, ANodesKernelsCpuMovesWithItsProcesssCpuAtTheEnds) {
-  // As above, with each node's kernels' own CPU reported (all of its process's CPU): the
-  // node rows charge the kernels, which take the same ends.
+/// The interval of `w` (w2s_cpu_per_task_moves() with or without its kernels' CPU) within
+/// ±20 %: w2's CPU per task at its ends. Its half-width h = 3.182·0.0816497 / 2 = 12.99 %
+/// (w1's 0): w2's task costs 1 ± h CPU-s, its node row gives 1/(1 ± h) tasks/s, w1 1
+/// task/s, and the host row (1 + (1 ± h)·α2 <= 2) allows as much.
+void expect_w2s_cpu_per_task_at_the_ends(const HostWindows& w) {
   RunIntervalOptions o;
   o.max_half_width = 0.2;
-  auto w = windows({4, 4, 4, 4}, {1.8, 2.2, 2, 2});
-  for (auto* obs : {&w.whole}) {
-    obs->kernel_cpu_seconds["w1"]["job"] = obs->node_cpu_seconds["w1"];
-    obs->kernel_cpu_seconds["w2"]["job"] = obs->node_cpu_seconds["w2"];
-  }
-  for (auto& p : w.parts) {
-    p.kernel_cpu_seconds["w1"]["job"] = p.node_cpu_seconds["w1"];
-    p.kernel_cpu_seconds["w2"]["job"] = p.node_cpu_seconds["w2"];
-  }
   const auto i = run_interval(shared_host(), {}, w, o);
   ASSERT_TRUE(i.tight()) << i.loose.front();
   const double h = 3.182 * std::sqrt(0.02 / 3) / 2;
   EXPECT_NEAR(i.median, 2.0, 1e-6);
   EXPECT_NEAR(i.low, 1 + 1 / (1 + h), 1e-6);
   EXPECT_NEAR(i.high, 1 + 1 / (1 - h), 1e-6);
+}
+
+TEST(RunInterval, ANodesCpuPerTaskAtTheEndsOfItsInterval) {
+  expect_w2s_cpu_per_task_at_the_ends(w2s_cpu_per_task_moves());
+}
+
+TEST(RunInterval, ANodesKernelsCpuMovesWithItsProcesssCpuAtTheEnds) {
+  // As above, with each node's kernels' own CPU reported (all of its process's CPU): the
+  // node rows charge the kernels, which take the same ends.
+  auto w = w2s_cpu_per_task_moves();
+  std::vector<HostObservation*> observations{&w.whole};
+  for (auto& p : w.parts) observations.push_back(&p);
+  for (auto* obs : observations)
+    for (const char* node : {"w1", "w2"}) obs->kernel_cpu_seconds[node]["job"] = obs->node_cpu_seconds[node];
+  expect_w2s_cpu_per_task_at_the_ends(w);
 }
 
 }  // namespace

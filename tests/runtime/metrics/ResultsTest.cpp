@@ -7,12 +7,16 @@
 #include <string>
 #include <vector>
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "runtime/metrics/Results.hpp"
 
 namespace treefarm::metrics {
 namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
 
 /// n completions at t = step, 2·step, …, n·step (a uniform rate of 1/step tasks/s).
 std::vector<double> uniform(std::size_t n, double step) {
@@ -188,13 +192,23 @@ TEST(ResultsJson, HasTheDocumentedKeys) {
   EXPECT_EQ(j["nodes"][1]["tasks_computed"], 30u);
 }
 
+/// `r` written to results.json text and read back.
+RunResults round_trip(const RunResults& r) { return results_from_json(nlohmann::json::parse(to_json(r).dump())); }
+
+/// The table `treefarm` prints for `r`.
+std::string table(const RunResults& r) {
+  std::ostringstream out;
+  print_table(out, r);
+  return out.str();
+}
+
 TEST(ResultsJson, RoundTripKeepsTheFields) {
   auto in = sample_run();
   in.apps[0].wrong = 2;
   in.apps[1].failed = 1;
   in.duplicates = 4;
   in.compute();
-  const auto out = results_from_json(nlohmann::json::parse(to_json(in).dump()));
+  const auto out = round_trip(in);
   EXPECT_EQ(out.experiment, "two-apps");
   EXPECT_EQ(out.policy, "fcfs");
   EXPECT_EQ(out.epsilon, in.epsilon);
@@ -244,23 +258,19 @@ TEST(ResultsJson, TheIntervalFromTheRunsEstimatesIsKeptAndJudged) {
   const double f = r.fair_throughput;
   EXPECT_FALSE(to_json(r).contains("fair_throughput_interval_estimates"));
   r.estimate_interval = RunResults::EstimateInterval{4.5, 1.02 * f, 1.05 * f, 1.10 * f};
-  auto j = to_json(r);
+  const auto j = to_json(r);
   EXPECT_DOUBLE_EQ(j["fair_throughput_interval_estimates"]["at"].get<double>(), 4.5);
   EXPECT_DOUBLE_EQ(j["fair_throughput_interval_estimates"]["median"].get<double>(), 1.05 * f);
   EXPECT_FALSE(j["fair_inside_interval_estimates"].get<bool>());
-  const auto back = results_from_json(nlohmann::json::parse(j.dump()));
+  const auto back = round_trip(r);
   ASSERT_TRUE(back.estimate_interval.has_value());
   EXPECT_DOUBLE_EQ(back.estimate_interval->low, 1.02 * f);
   EXPECT_DOUBLE_EQ(back.estimate_interval->high, 1.10 * f);
-  std::ostringstream below;
-  print_table(below, r);
-  EXPECT_NE(below.str().find("prediction interval from this run's estimates at 4.5 s:"), std::string::npos) << below.str();
-  EXPECT_NE(below.str().find("(-2.9 % to +4.8 %): measured below it"), std::string::npos) << below.str();
+  EXPECT_THAT(table(r), HasSubstr("prediction interval from this run's estimates at 4.5 s:"));
+  EXPECT_THAT(table(r), HasSubstr("(-2.9 % to +4.8 %): measured below it"));
   r.estimate_interval = RunResults::EstimateInterval{4.5, 0.97 * f, f, 1.03 * f};
   EXPECT_TRUE(to_json(r)["fair_inside_interval_estimates"].get<bool>());
-  std::ostringstream inside;
-  print_table(inside, r);
-  EXPECT_NE(inside.str().find("(-3.0 % to +3.0 %): measured inside"), std::string::npos) << inside.str();
+  EXPECT_THAT(table(r), HasSubstr("(-3.0 % to +3.0 %): measured inside"));
 }
 
 // The a-priori prediction's interval: results.json "fair_throughput_interval" {low, high}
@@ -273,27 +283,21 @@ TEST(ResultsJson, ThePredictionIntervalIsKeptAndTheTableSaysWhereTheMeasurementF
   r.predicted_fair_throughput = f;
   EXPECT_FALSE(to_json(r).contains("fair_throughput_interval"));
   r.predicted_fair_interval = RunResults::Interval{0.95 * f, 1.04 * f};
-  auto j = to_json(r);
+  const auto j = to_json(r);
   EXPECT_DOUBLE_EQ(j["fair_throughput_interval"]["low"].get<double>(), 0.95 * f);
   EXPECT_DOUBLE_EQ(j["fair_throughput_interval"]["high"].get<double>(), 1.04 * f);
   EXPECT_TRUE(j["fair_inside_interval"].get<bool>());
-  const auto back = results_from_json(nlohmann::json::parse(j.dump()));
+  const auto back = round_trip(r);
   ASSERT_TRUE(back.predicted_fair_interval.has_value());
   EXPECT_DOUBLE_EQ(back.predicted_fair_interval->low, 0.95 * f);
   EXPECT_DOUBLE_EQ(back.predicted_fair_interval->high, 1.04 * f);
-  std::ostringstream inside;
-  print_table(inside, r);
-  EXPECT_NE(inside.str().find("-5.0 % to +4.0 %): measured inside"), std::string::npos) << inside.str();
-  EXPECT_EQ(inside.str().find("wider"), std::string::npos);
+  EXPECT_THAT(table(r), HasSubstr("-5.0 % to +4.0 %): measured inside"));
+  EXPECT_THAT(table(r), Not(HasSubstr("wider")));
   // Measured above an interval wider than ±10 % on its low side: said, not clipped.
   r.predicted_fair_throughput = 0.8 * f;
   r.predicted_fair_interval = RunResults::Interval{0.6 * f, 0.9 * f};
-  j = to_json(r);
-  EXPECT_FALSE(j["fair_inside_interval"].get<bool>());
-  std::ostringstream above;
-  print_table(above, r);
-  EXPECT_NE(above.str().find("-25.0 % to +12.5 %, wider than +-10 %): measured above it"), std::string::npos)
-      << above.str();
+  EXPECT_FALSE(to_json(r)["fair_inside_interval"].get<bool>());
+  EXPECT_THAT(table(r), HasSubstr("-25.0 % to +12.5 %, wider than +-10 %): measured above it"));
 }
 
 // the header and the per-task dispatch and start times survive a round trip.

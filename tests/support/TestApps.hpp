@@ -1,6 +1,7 @@
 #pragma once
 /// @file TestApps.hpp
-/// The applications the tests of tasks/ run (model::AppSpec, docs/experiment-file.md).
+/// The applications the tests of tasks/ and of the executor run (model::AppSpec,
+/// docs/experiment-file.md).
 
 #include <cstdint>
 #include <string>
@@ -9,7 +10,7 @@
 
 #include "runtime/model/Application.hpp"
 
-namespace treefarm::tasks::testing {
+namespace treefarm::test_support {
 
 /// An application "app" of `kernel` on matrices of order `n`, with `bytes` of input per
 /// task where the kernel takes them (0: the kernel's own size).
@@ -32,4 +33,4 @@ inline model::AppSpec command(std::vector<std::string> argv) {
   return a;
 }
 
-}  // namespace treefarm::tasks::testing
+}  // namespace treefarm::test_support
