@@ -9,7 +9,8 @@
 # TREEFARM (default: build/bin/treefarm) is the treefarm to run. Emulated runs go one
 # after the other at `nice -n -10`; each line printed names the 1-minute load average
 # when the run ended (an emulated run is slower on a loaded machine: its quotas are upper
-# bounds). Every run keeps its results.json under OUT. Run from the repository's top.
+# bounds); the first line names the machine. Every run keeps its results.json under OUT.
+# Run from the repository's top.
 set -euo pipefail
 
 part=${1:?usage: run.sh sim|star|steady|lan OUT}
@@ -19,6 +20,9 @@ here=$(dirname "$0")
 mkdir -p "$out"
 
 load() { cut -d' ' -f1 /proc/loadavg; }
+
+# The machine the figures come from: CPUs, vendor, family and model.
+echo "machine: $(nproc) CPUs, $(awk -F': ' '/^vendor_id/ {v = $2} /^cpu family/ {f = $2} /^model\t/ {m = $2} END {print v " family " f " model " m}' /proc/cpuinfo)"
 
 # The star's makespan against the best the platform after the cut allowed (makespan.py).
 report() { "$here/makespan.py" "$1/results.json" | sed "s|^|  [load $(load)] |"; }
