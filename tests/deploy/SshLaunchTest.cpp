@@ -96,13 +96,15 @@ class SshHosts {
   void start_sshd(std::size_t i) {
     sshd_[i] = std::make_unique<ChildProcess>(std::vector<std::string>{
         "ip", "netns", "exec", platform_->netns(i), "/usr/sbin/sshd", "-D", "-e", "-f", (dir_ / ("sshd" + std::to_string(i) + ".conf")).string()});
-    // Ready once it accepts a session.
-    for (int k = 0; k < 100; ++k) {
+    // Ready once it accepts a session: within 30 s however loaded the machine (a count of
+    // tries made it ~5 s of refused connections).
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (std::chrono::steady_clock::now() < deadline) {
       if (run_program(client({"ssh", "-F", (dir_ / "ssh_config").string(), "-o", "BatchMode=yes", address(i), "true"})).exit_code == 0)
         return;
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
-    FAIL() << "sshd on host " << i << " does not accept sessions: " << sshd_[i]->read_output();
+    FAIL() << "sshd on host " << i << " does not accept sessions within 30 s: " << sshd_[i]->read_output();
   }
   // Host i dies: every process in its namespace is killed at once (sshd, its sessions, the node).
   void kill_host(std::size_t i) {
@@ -125,9 +127,12 @@ class SshHosts {
     return out;
   }
 
-  /// Waits up to 5 s for the hosts to have no process but their sshd.
+  /// Waits up to 20 s for the hosts to have no process but their sshd: the sshd processes
+  /// of a session end just after its client does, later on a loaded machine. What never
+  /// ends is left for strays() to name.
   void wait_quiet(const std::vector<std::size_t>& which) const {
-    for (int k = 0; k < 50; ++k) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (std::chrono::steady_clock::now() < deadline) {
       bool quiet = true;
       for (auto i : which) quiet = quiet && strays(i).empty();
       if (quiet) return;
@@ -350,6 +355,9 @@ TEST(SshLaunch, AHostThatRefusesTheConnectionStopsTheLaunchBeforeAnythingStarts)
   EXPECT_NE(r.err.find("treefarm: error: launch: nothing was started: host 'h2' (" + hosts.address(2)), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("Connection refused"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("nothing was started"), std::string::npos) << r.err;
+  // The launcher's sessions on host 1 (preparing, cleaning) are over, but their sshd
+  // processes may not have ended yet.
+  hosts.wait_quiet({1});
   EXPECT_EQ(hosts.strays(1), std::vector<std::string>{});
   EXPECT_TRUE(fs::is_empty(hosts.work_dir(1)));  // host 1 was prepared, then cleaned
   EXPECT_FALSE(fs::exists(dir.path() / "out" / "results.json"));
