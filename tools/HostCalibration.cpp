@@ -347,7 +347,7 @@ MixReading read_mix_run(const std::vector<Completion>& done, const std::vector<d
   } catch (const std::invalid_argument&) {
     out.has_steady = false;  // too few completions for its windows yet
   }
-  if (out.has_steady && out.steady.end - out.steady.start >= kMixMinSpan && out.steady.band <= kMixTightBand)
+  if (out.has_steady && out.steady.end - out.steady.start >= kMixMinSpan && out.steady.band + out.steady.dip_band <= kMixTightBand)
     out.stop = MixStop::tight;
   else if (last >= kMixCapSeconds)
     out.stop = MixStop::capped;
@@ -450,6 +450,8 @@ TaskCpuCosts measure_task_cpu(const model::Experiment& experiment, const std::ma
     // five calibrations on a quiet machine; 4.3 % from the median).
     level = host_cores / steady.median;
     out.spread = mix_spread(stop, steady.band);
+    out.dip = steady.dip_band;
+    out.dips = steady.dips.size();
     out.window_spread = steady.spread;
     for (const double r : steady.windows) out.repeats.push_back(host_cores / r);
     out.steady_start = steady.start;
@@ -512,6 +514,7 @@ void calibrate_local_host(const model::Experiment& experiment, const std::string
   for (const auto& [app_name, seconds] : tc.seconds) {
     host.task_cpu_seconds[app_name] = seconds;
     host.task_cpu_spread[app_name] = tc.spread;
+    if (tc.dip > 0) host.task_cpu_dip[app_name] = std::min(tc.dip, 0.99);
     host.busy_share = tc.busy_share && *tc.busy_share > 0 ? std::min(1.0, *tc.busy_share) : 1.0;
     task_log << "; " << app_name << " " << seconds * 1e3 << " CPU-ms per task";
     if (tc.seconds.size() > 1) task_log << " (alone " << tc.alone.at(app_name) * 1e3 << ")";
@@ -525,7 +528,11 @@ void calibrate_local_host(const model::Experiment& experiment, const std::string
                                               : std::string(", ran to its end (its estimate not tight earlier) at "))
              << tc.run_seconds << " s, steady from " << tc.steady_start << " s to " << tc.steady_end << " s, its windows "
              << tc.window_spread * 100 << " % apart, 95 % prediction band " << tc.spread * 100 << " % wide"
-             << (tc.stopped_early ? " (the stopping rule's bound)" : "") << "; CPUs busy "
+             << (tc.stopped_early ? " (the stopping rule's bound)" : "") << ", "
+             << (tc.dips > 0 ? std::to_string(tc.dips) + " window(s) dipped below its jitter: a next span may lose " +
+                                   std::to_string(tc.dip * 100) + " % of its work"
+                             : std::string("no window dipped below its jitter"))
+             << "; CPUs busy "
              << tc.busy * 100 << " %; the tree's share of the CPU it could have had "
              << (tc.busy_share ? std::to_string(*tc.busy_share * 100) + " %" : std::string("not measured"))
              << "; each window";

@@ -53,8 +53,8 @@ TaskEndCost measure_task_end_cost(const model::AppSpec& app, double gamma, bool 
 
 /// The run of the applications together that measure_task_cpu() reads as its journal grows
 /// (docs/calibration.md, "Hosts"): its steady span in kMixWindows equal windows; it stops
-/// once a span of at least kMixMinSpan seconds has a 95 % band (SteadyRate::band) no wider
-/// than kMixTightBand, else at kMixCapSeconds (its last completion), else at its last task.
+/// once a span of at least kMixMinSpan seconds has a 95 % band and dip band together
+/// (SteadyRate::band + dip_band) no wider than kMixTightBand, else at kMixCapSeconds (its last completion), else at its last task.
 /// Its length is set by the clock, not by the tasks a first guess of their cost sized.
 inline constexpr std::size_t kMixWindows = 8;
 inline constexpr double kMixMinSpan = 4.0;      ///< seconds
@@ -95,6 +95,10 @@ struct TaskCpuCosts {
   /// from the steady windows of the run together: what `task_cpu_spread` records.
   double spread = 0;
   double window_spread = 0;  ///< (max - min) / mean of those windows' rates, for the log.
+  /// Share of a next span's work its dips may lose (SteadyRate::dip_band): what
+  /// `task_cpu_dip` records.
+  double dip = 0;
+  std::size_t dips = 0;  ///< windows that dipped, for the log
   /// Each steady window's host seconds per unit of weight (per task with one application),
   /// in order, for the log.
   std::vector<double> repeats;

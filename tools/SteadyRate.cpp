@@ -92,17 +92,44 @@ SteadyRate steady_rate(const std::vector<Completion>& completions, const std::ve
   out.median = sorted.size() % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
   const auto [lo, hi] = std::minmax_element(out.windows.begin(), out.windows.end());
   out.spread = out.units_per_second > 0 ? (*hi - *lo) / out.units_per_second : 0.0;
-  // The span's rate is the mean of its windows' (equal lengths); a next span of as many
-  // windows differs from it by N(0, 2σ²/m): Student's t with m - 1 degrees of freedom.
-  if (windows >= 2 && out.units_per_second > 0) {
+  // The jitter: the windows' median absolute deviation, scaled to a normal's standard
+  // deviation, so that a window a stall cut short does not widen the band; such a window
+  // (below median - 3 jitters) is a dip, counted apart.
+  std::vector<double> deviation;
+  for (const double w : out.windows) deviation.push_back(std::abs(w - out.median));
+  std::sort(deviation.begin(), deviation.end());
+  const double mad = deviation.size() % 2 ? deviation[mid] : (deviation[mid - 1] + deviation[mid]) / 2;
+  out.jitter = 1.4826 * mad;
+  bool in_dip = false;
+  for (std::size_t i = 0; i < out.windows.size(); ++i) {
+    const bool dip = out.windows[i] < out.median - 3 * out.jitter && out.windows[i] < out.median;
+    if (dip) {
+      out.dips.push_back(i);
+      out.dip_loss += (out.median - out.windows[i]) / (out.median * static_cast<double>(windows));
+      if (!in_dip) ++out.dip_episodes;
+    }
+    in_dip = dip;
+  }
+  // The interval of one more window's rate: t(0.975, m - 1)·jitter·√(1 + 1/m). Not the
+  // mean's (√(2/m)): the windows of a machine whose level wanders are not independent.
+  if (windows >= 2 && out.median > 0) {
     static constexpr double t975[] = {12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228};
     const std::size_t df = windows - 1;
     const double quantile = df <= 10 ? t975[df - 1] : 1.96 + 2.4 / static_cast<double>(df);
-    double mean = 0, ss = 0;
-    for (const double w : out.windows) mean += w / static_cast<double>(windows);
-    for (const double w : out.windows) ss += (w - mean) * (w - mean);
-    const double sd = std::sqrt(ss / static_cast<double>(df));
-    out.band = 2.0 * quantile * sd * std::sqrt(2.0 / static_cast<double>(windows)) / out.units_per_second;
+    out.band = 2.0 * quantile * out.jitter * std::sqrt(1.0 + 1.0 / static_cast<double>(windows)) / out.median;
+  }
+  // A next span as long sees as many dip episodes as a Poisson count of mean those seen:
+  // at its 95th percentile, each losing the mean loss of those seen.
+  if (out.dip_episodes > 0) {
+    const double lambda = static_cast<double>(out.dip_episodes);
+    double p = std::exp(-lambda), cdf = p;
+    std::size_t q = 0;
+    while (cdf < 0.95) {
+      ++q;
+      p *= lambda / static_cast<double>(q);
+      cdf += p;
+    }
+    out.dip_band = std::min(1.0, static_cast<double>(q) / lambda * out.dip_loss);
   }
   return out;
 }

@@ -30,10 +30,27 @@ struct SteadyRate {
   /// another process slowed (a second's stall in one of four) does not pull down.
   double median = 0;
   double spread = 0;            ///< (max - min) / units_per_second over the windows
-  /// Relative width of the 95 % prediction interval of the rate over a next span as long
-  /// as this one, from the windows as independent samples: 2·t(0.975, m−1)·s·√(2/m) /
-  /// units_per_second, s the windows' standard deviation, m their number (0 with one window).
+  /// The windows' jitter, units of weight per second: 1.4826 × their median absolute
+  /// deviation from the median (the standard deviation of normal windows; a dip does not
+  /// move it).
+  double jitter = 0;
+  /// The windows below median − 3·jitter (a stall of the machine, not its jitter), in
+  /// order of the windows; their loss is the dip term below, not the band's.
+  std::vector<std::size_t> dips;
+  std::size_t dip_episodes = 0;  ///< runs of consecutive dip windows
+  /// Share of the span's work the dips lost: Σ (median − dip) / (median × windows).
+  double dip_loss = 0;
+  /// Relative width of the 95 % prediction interval of the rate over a next span:
+  /// 2·t(0.975, m−1)·jitter·√(1 + 1/m) / median, m the windows (0 with one window) — the
+  /// interval of one more window's rate. A span's rate is not taken to average its windows
+  /// out: on a machine whose level wanders over seconds (measured: 4 s blocks of a run
+  /// spread 0.6–1.0× as much as 1 s windows, where independent windows would give 0.5×) a
+  /// next span moves about as much as one window does.
   double band = 0;
+  /// The share of the work a next span as long may lose to dips, at the 95 % level: the
+  /// 95th percentile of a Poisson count whose mean is the dip episodes seen, each losing the
+  /// mean loss of those seen (0 when there was none): it widens only the interval's low end.
+  double dip_band = 0;
 };
 
 /// The steady rate of a run of the applications drawn in their `weight` mix, from its
@@ -45,7 +62,8 @@ struct SteadyRate {
 /// truncation heuristic for bias reduction in simulation output", Simulation 69(6), 1997):
 /// over batches of `batch` seconds from the first completion, the d (at most half the
 /// batches) that minimises the squared standard error of the mean of the batches kept,
-/// Σ_{i>=d}(x_i - mean_d)² / (n - d)². The span is then cut into `windows` equal windows.
+/// Σ_{i>=d}(x_i - mean_d)² / (n - d)². The span is then cut into `windows` equal windows,
+/// whose median is the level and whose jitter and dips give the band and the dip band.
 /// @throws std::invalid_argument when the sizes of weight, cost and tasks differ, a weight
 ///         or cost is not > 0, batch is not > 0, windows is 0, epsilon is outside [0, 0.5),
 ///         an application index is out of range, or the completions leave no span of at

@@ -28,6 +28,9 @@ model::Calibration calibration_at_end(model::Calibration calibration, bool optim
       const auto it = h.task_cpu_spread.find(app);
       const double app_half = it == h.task_cpu_spread.end() ? 0.0 : std::clamp(it->second / 2, 0.0, 1.0);
       seconds *= optimistic ? 1.0 - app_half : 1.0 + app_half;
+      // The dips a next span may see cost it work at the pessimistic end only.
+      if (const auto dip = h.task_cpu_dip.find(app); !optimistic && dip != h.task_cpu_dip.end())
+        seconds /= 1.0 - std::clamp(dip->second, 0.0, 0.99);
     }
   }
   return calibration;
@@ -49,7 +52,7 @@ PredictionInterval prediction_interval(const model::Experiment& experiment, cons
   for (const auto& [name, nc] : calibration.nodes)
     if (nc.link_bandwidth_min || nc.link_bandwidth_max) out.has_spread = true;
   for (const auto& [name, h] : calibration.hosts)
-    if (h.comm_cpu_spread > 0 || !h.task_cpu_spread.empty()) out.has_spread = true;
+    if (h.comm_cpu_spread > 0 || !h.task_cpu_spread.empty() || !h.task_cpu_dip.empty()) out.has_spread = true;
   // The LP is solved to a tolerance: keep the three in order.
   out.low = std::min(out.low, out.median);
   out.high = std::max(out.high, out.median);

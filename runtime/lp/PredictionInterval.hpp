@@ -4,7 +4,9 @@
 /// with every measured figure at the pessimistic and at the optimistic end of its own
 /// spread. Links: the slowest and the fastest of their probe rounds
 /// (NodeCalibration::link_bandwidth_min/max; a fastest round too fast to resolve is an
-/// unconstrained link); hosts: the CPU cost of a byte at median·(1 ± spread/2). Task
+/// unconstrained link); hosts: the CPU cost of a byte at median·(1 ± spread/2), each
+/// application's whole-task cost at (1 ± task_cpu_spread/2), divided at the pessimistic end
+/// by 1 − task_cpu_dip as well (the dips a next span may see widen the low end only). Task
 /// durations are medians of their repetitions with no spread recorded, so they stay.
 /// Links within one host, which the median and optimistic solutions bound by their
 /// fastest round (the host's CPU row charges the rest), bind at their slowest round at the

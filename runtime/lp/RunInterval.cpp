@@ -66,7 +66,7 @@ struct HostFigures {
 };
 
 HostFigures host_figures(const PlatformModel& model, const HostWindows& host, const RunIntervalOptions& options,
-                         RunInterval& out) {
+                         RunInterval& out, std::vector<std::string>& wide) {
   const auto units = work_units(model, host.whole.host);
   std::vector<double> available, tree;
   std::map<std::string, std::vector<double>> per_node;
@@ -93,7 +93,8 @@ HostFigures host_figures(const PlatformModel& model, const HostWindows& host, co
   }
   for (const auto* fig : {&f.available, &f.tree}) {
     out.figures.push_back(*fig);
-    if (!(fig->half <= options.max_half_width)) out.loose.push_back(percent_line(*fig, options.max_half_width));
+    if (!std::isfinite(fig->half)) out.loose.push_back(fig->name + ": no interval yet");
+    else if (!(fig->half <= options.max_half_width)) wide.push_back(percent_line(*fig, options.max_half_width));
   }
   double tree_cpu = 0;
   for (const auto& [node, c] : host.whole.node_cpu_seconds) tree_cpu += c;
@@ -107,18 +108,21 @@ HostFigures host_figures(const PlatformModel& model, const HostWindows& host, co
     // Tight when its interval moves the tree's CPU by at most the bound: a node that ran
     // a few tasks weighs as little.
     const double weight = tree_cpu > 0 ? c / tree_cpu : 1.0;
-    if (!(fig.half * weight <= options.max_half_width))
-      out.loose.push_back(percent_line(fig, options.max_half_width) + " (of the tree's CPU: weighed by its share)");
+    if (!std::isfinite(fig.half)) out.loose.push_back(fig.name + ": no interval yet");
+    else if (!(fig.half * weight <= options.max_half_width))
+      wide.push_back(percent_line(fig, options.max_half_width) + " (of the tree's CPU: weighed by its share)");
   }
   return f;
 }
 
 HostObservation at_end(HostObservation obs, const HostFigures& f, bool optimistic) {
   const double sign = optimistic ? -1.0 : 1.0;
-  obs.available_cpu_seconds = std::max(0.0, obs.available_cpu_seconds * (1 - sign * f.available.half));
+  // Halves beyond 99 % (a figure with few windows) are taken at 99 %: a CPU count or a
+  // cost of zero has no LP.
+  obs.available_cpu_seconds = std::max(0.0, obs.available_cpu_seconds * (1 - sign * std::min(f.available.half, 0.99)));
   for (auto& [node, c] : obs.node_cpu_seconds) {
     const auto it = f.node_half.find(node);
-    const double factor = std::max(0.0, 1 + sign * (it == f.node_half.end() ? f.tree.half : it->second));
+    const double factor = 1 + sign * std::min(it == f.node_half.end() ? f.tree.half : it->second, 0.99);
     c *= factor;
     // Its kernels' share of its process's CPU stays: they move with it.
     if (const auto k = obs.kernel_cpu_seconds.find(node); k != obs.kernel_cpu_seconds.end())
@@ -145,6 +149,7 @@ IntervalFigure mean_interval(std::string name, const std::vector<double>& sample
 RunInterval run_interval(const PlatformModel& model, const std::vector<Estimate>& estimates,
                          const std::optional<HostWindows>& host, const RunIntervalOptions& options) {
   RunInterval out;
+  std::vector<std::string> wide;  // figures wider than ±max_half_width: why the interval is wide
   // The estimates of nodes alone on their machine: task times and bounded links.
   MeasuredSeconds seconds[3];  // mean, pessimistic, optimistic
   MeasuredBandwidth bandwidth[3];
@@ -162,8 +167,10 @@ RunInterval run_interval(const PlatformModel& model, const std::vector<Estimate>
       char text[64];
       std::snprintf(text, sizeof text, ": %u of %u samples", e.samples, options.min_samples);
       out.loose.push_back(f.name + text);
+    } else if (!std::isfinite(f.half)) {
+      out.loose.push_back(f.name + ": no interval yet");
     } else if (!(f.half <= options.max_half_width)) {
-      out.loose.push_back(percent_line(f, options.max_half_width));
+      wide.push_back(percent_line(f, options.max_half_width));
     }
     const double h = std::min(f.half, 0.99);
     if (task) {
@@ -178,7 +185,7 @@ RunInterval run_interval(const PlatformModel& model, const std::vector<Estimate>
     }
   }
   std::optional<HostFigures> hf;
-  if (host) hf = host_figures(model, *host, options, out);
+  if (host) hf = host_figures(model, *host, options, out, wide);
   if (out.figures.empty()) out.loose.push_back("no estimate yet");
   if (!out.tight()) return out;
   double optimum[3];
@@ -202,6 +209,15 @@ RunInterval run_interval(const PlatformModel& model, const std::vector<Estimate>
   // The LP is solved to a tolerance: keep the three in order.
   out.low = std::min(optimum[1], out.median);
   out.high = std::max(optimum[2], out.median);
+  // Made once it is narrow enough to say something; the wide figures say why it is not yet.
+  const double below = out.median > 0 ? 1 - out.low / out.median : 1, above = out.median > 0 ? out.high / out.median - 1 : 1;
+  if (!(below <= options.max_interval && above <= options.max_interval)) {
+    char text[96];
+    std::snprintf(text, sizeof text, "the interval: %+.1f %% to %+.1f %% > ±%.1f %%", -below * 100, above * 100,
+                  options.max_interval * 100);
+    out.loose = {text};
+    out.loose.insert(out.loose.end(), wide.begin(), wide.end());
+  }
   return out;
 }
 

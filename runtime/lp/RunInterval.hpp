@@ -36,11 +36,14 @@
 
 namespace treefarm::lp {
 
-/// When the figures are tight: `[policy.lp]` plan_ci and plan_samples (the same rule as
-/// the plan made from the estimates, lp::EstimatePlanOptions), and the windows of a shared
-/// machine.
+/// When the interval is made: every figure has enough samples (`[policy.lp]` plan_samples,
+/// as the plan made from the estimates, lp::EstimatePlanOptions) or windows (a shared
+/// machine) and a finite interval, and the interval the LP gives over them is within
+/// ±max_interval of its median. A figure wider than ±max_half_width (`[policy.lp]`
+/// plan_ci) is named among the loose ones while the interval is too wide (it says why).
 struct RunIntervalOptions {
-  double max_half_width = 0.05;     ///< relative half-width of every figure's 95 % interval
+  double max_half_width = 0.05;     ///< relative half-width of a figure's 95 % interval named as wide
+  double max_interval = 0.10;       ///< relative half-width of the interval, at each end
   std::uint32_t min_samples = 10;   ///< samples of every node's estimate
   std::uint32_t min_windows = 4;    ///< windows of a shared machine's figures
   double effective_samples = 19;    ///< most samples a RunningEstimate's mean is worth
@@ -71,8 +74,10 @@ struct RunInterval {
   double median = 0;  ///< tasks/s per unit of weight: every figure at its mean
   double high = 0;    ///< tasks/s per unit of weight: every figure at its optimistic end
   std::vector<IntervalFigure> figures;
-  /// The figures not tight yet, one line each ("w1: task time of 'mm': 4 of 10 samples",
-  /// "host: CPUs available: ±7.1 % > ±5.0 %"); empty: the three optima are solved.
+  /// Why there is no interval yet, one line each ("w1: task time of 'mm': 4 of 10 samples",
+  /// "host: CPUs available: ±7.1 % > ±5.0 %", "the interval: -12.0 % to +8.1 % > ±10.0 %");
+  /// empty: the interval is made. low, median and high are solved once every figure has
+  /// its samples, even when the interval is still too wide.
   std::vector<std::string> loose;
   bool tight() const { return loose.empty(); }
 };
@@ -80,9 +85,9 @@ struct RunInterval {
 /// The interval of `model` (the model the run plans with) from the run's estimates:
 /// `estimates` (the tree's latest), `host` (a machine the root shares with other nodes,
 /// as observed so far; none when there is no such machine). Solves the LP three times
-/// when every figure is tight, else returns only the loose figures. With no figure at all
-/// nothing is tight ("no estimate yet"). Throws what observed_host_model() and solve()
-/// throw.
+/// once every figure has its samples and a finite interval; the interval is made (tight())
+/// when it is within ±max_interval. With no figure at all nothing is tight ("no estimate
+/// yet"). Throws what observed_host_model() and solve() throw.
 RunInterval run_interval(const PlatformModel& model, const std::vector<net::msg::Estimate>& estimates,
                          const std::optional<HostWindows>& host, const RunIntervalOptions& options = {});
 

@@ -190,7 +190,7 @@ Calibration parse_calibration(const std::string& text, const std::string& path) 
   if (const auto it = doc.find("hosts"); it != doc.end()) {
     c.named_objects(*it, "hosts", {"name", "cores", "comm_cpu_seconds_per_byte", "comm_cpu_spread",
                                    "input_cpu_seconds_per_byte", "receive_cpu_seconds_per_byte", "task_cpu_seconds",
-                                   "task_cpu_spread", "busy_share"},
+                                   "task_cpu_spread", "task_cpu_dip", "busy_share"},
                     [&](const Json& h, const std::string& prefix, const std::string& name) {
       HostCalibration hc;
       hc.cores = c.positive(c.member(h, "cores", prefix), prefix + "cores", "CPUs");
@@ -219,6 +219,9 @@ Calibration parse_calibration(const std::string& text, const std::string& path) 
       };
       per_app("task_cpu_seconds", true, hc.task_cpu_seconds);
       per_app("task_cpu_spread", false, hc.task_cpu_spread);
+      per_app("task_cpu_dip", false, hc.task_cpu_dip);
+      for (const auto& [app, dip] : hc.task_cpu_dip)
+        if (dip >= 1) c.fail(prefix + "task_cpu_dip." + app, "expected a fraction in [0, 1), got " + std::to_string(dip));
       if (const auto m = h.find("busy_share"); m != h.end()) {
         if (!m->is_number() || !std::isfinite(m->get<double>()) || !(m->get<double>() > 0) || m->get<double>() > 1)
           c.fail(prefix + "busy_share", "expected a fraction in (0, 1], got " + m->dump());
@@ -381,6 +384,8 @@ std::string to_json(const Calibration& calibration) {
         for (const auto& [app, seconds] : h.task_cpu_seconds) hosts.back()["task_cpu_seconds"][app] = seconds;
         hosts.back()["task_cpu_spread"] = Json::object();
         for (const auto& [app, spread] : h.task_cpu_spread) hosts.back()["task_cpu_spread"][app] = spread;
+        for (const auto& [app, dip] : h.task_cpu_dip)
+          if (dip > 0) hosts.back()["task_cpu_dip"][app] = dip;
       }
       if (h.busy_share < 1) hosts.back()["busy_share"] = h.busy_share;
     }

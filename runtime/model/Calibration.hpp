@@ -98,8 +98,14 @@ struct HostCalibration {
   /// node of this host computes, in place of the term-by-term costs (docs/lp.md,
   /// "Hosts"). Empty: not measured.
   std::map<std::string, double> task_cpu_seconds = {};
-  /// Spread of each of those over its repetitions: (max - min) / median.
+  /// Relative width of the 95 % prediction interval of each of those (the rate of the run
+  /// they come from over a next span: tools/SteadyRate's band); the prediction interval
+  /// scales the cost by 1 ± half of it.
   std::map<std::string, double> task_cpu_spread = {};
+  /// Share of a next span's work its dips may lose at the 95 % level (the windows of that
+  /// run below its jitter: tools/SteadyRate's dip_band), in [0, 1); the prediction
+  /// interval's pessimistic end divides the cost by 1 − this as well. Absent: none seen.
+  std::map<std::string, double> task_cpu_dip = {};
   /// Share of the CPU time the tree could have had that it used while it ran the
   /// applications together at its limit (the run task_cpu_seconds come from, over its
   /// steady span): its processes' CPU / (their CPU + the machine's idle time), in (0, 1].

@@ -65,15 +65,59 @@ TEST(SteadyRate, TheWindowsSpreadAsTheRunMoved) {
   for (int j = 0; j < 5; ++j) add_units(c, 2.0 * j, 2.0 * (j + 1), j % 2 ? 80.0 : 100.0);
   const auto s = steady_rate(c, {1.0, 2.0}, {3.0, 1.0}, {count(c, 0), count(c, 1)}, 0.1, 0.25, 4);
   EXPECT_GT(s.spread, 0.1) << "the windows see the machine move";
-  // The 95 % prediction band of a next span: 2·t(0.975, 3)·sd·√(2/4) / mean, t = 3.182.
+  // The 95 % prediction band of a next span: that of one more window's rate,
+  // 2·t(0.975, 3)·jitter·√(1 + 1/4) / median, t = 3.182, jitter = 1.4826 × the windows'
+  // median absolute deviation: a machine whose level moves by seconds moves a next span
+  // as much as a window.
   ASSERT_EQ(s.windows.size(), 4u);
-  double mean = 0, ss = 0;
-  for (const double w : s.windows) mean += w / 4;
-  for (const double w : s.windows) ss += (w - mean) * (w - mean);
-  EXPECT_NEAR(s.band, 2 * 3.182 * std::sqrt(ss / 3) * std::sqrt(0.5) / s.units_per_second, 1e-9);
+  auto w = s.windows;
+  std::sort(w.begin(), w.end());
+  const double median = (w[1] + w[2]) / 2;
+  std::vector<double> dev;
+  for (const double x : w) dev.push_back(std::abs(x - median));
+  std::sort(dev.begin(), dev.end());
+  const double jitter = 1.4826 * (dev[1] + dev[2]) / 2;
+  EXPECT_NEAR(s.jitter, jitter, 1e-9);
+  EXPECT_NEAR(s.band, 2 * 3.182 * jitter * std::sqrt(1.25) / median, 1e-9);
   EXPECT_GT(s.band, s.spread) << "wider than the windows' range with four of them";
+  EXPECT_TRUE(s.dips.empty()) << "80 against 100 is jitter here, not a dip";
+  EXPECT_EQ(s.dip_band, 0.0);
   EXPECT_GT(s.units_per_second, 85.0);
   EXPECT_LT(s.units_per_second, 95.0);
+}
+
+TEST(SteadyRate, AStalledWindowAmongTightOnesIsADipNotJitter) {
+  // Eight windows of ~1 s at 100 units/s but for a second at 40 (a stall of the machine):
+  // the level is the other windows', the band their jitter's (the sd of the eight made it
+  // ~40 % wide: an interval of ±20 % from one stall), and the stall widens the low end
+  // alone: one episode seen, the 95th percentile of a Poisson count of mean 1 is 3, each
+  // losing what it lost, 60 units of ~775: 3 × 7.7 % = 23 %.
+  std::vector<Completion> c;
+  add_units(c, 0.0, 5.0, 100.0);
+  add_units(c, 5.0, 6.0, 40.0);
+  add_units(c, 6.0, 8.9, 100.0);
+  const std::vector<std::uint64_t> tasks{count(c, 0), count(c, 1) + 1000};
+  for (int i = 0; i < 400; ++i) c.push_back({1, 8.9 + 0.0025 * i});  // app 0 done at T = 8.9 s: the span ends by 8 s
+  const auto s = steady_rate(c, {1.0, 2.0}, {3.0, 1.0}, tasks, 0.1, 0.25, 8);
+  ASSERT_EQ(s.windows.size(), 8u);
+  EXPECT_NEAR(s.median, 100.0, 3.0) << "the level is not pulled down";
+  EXPECT_LT(s.band, 0.06) << "one stall does not make the jitter's band wide";
+  ASSERT_FALSE(s.dips.empty());
+  EXPECT_EQ(s.dip_episodes, 1u) << "the stall's windows are consecutive: one episode";
+  EXPECT_NEAR(s.dip_loss, 60.0 / (s.median * (s.end - s.start)), 0.01) << "what the stall lost of the span's work";
+  EXPECT_NEAR(s.dip_band, 3 * s.dip_loss, 1e-12);
+  // Two stalls apart are two episodes: the 95th percentile of a Poisson count of mean 2 is 5.
+  std::vector<Completion> two;
+  add_units(two, 0.0, 2.0, 100.0);
+  add_units(two, 2.0, 3.0, 40.0);
+  add_units(two, 3.0, 5.0, 100.0);
+  add_units(two, 5.0, 6.0, 40.0);
+  add_units(two, 6.0, 8.9, 100.0);
+  const std::vector<std::uint64_t> t2{count(two, 0), count(two, 1) + 1000};
+  for (int i = 0; i < 400; ++i) two.push_back({1, 8.9 + 0.0025 * i});
+  const auto s2 = steady_rate(two, {1.0, 2.0}, {3.0, 1.0}, t2, 0.1, 0.25, 8);
+  EXPECT_EQ(s2.dip_episodes, 2u);
+  EXPECT_NEAR(s2.dip_band, 2.5 * s2.dip_loss, 1e-12);
 }
 
 TEST(SteadyRate, TheMedianWindowIsNotPulledDownByAStall) {

@@ -81,5 +81,21 @@ TEST(PredictionInterval, TheHostsByteCostMovesByHalfItsSpread) {
   EXPECT_DOUBLE_EQ(cheap.hosts.at("h").comm_cpu_seconds_per_byte, 0.75e-9);
 }
 
+TEST(PredictionInterval, AWholeTaskCostMovesByHalfItsSpreadAndItsDipsWidenTheLowEndOnly) {
+  auto cal = calibrated(2e6, std::nullopt, std::nullopt);
+  cal.hosts["h"] = model::HostCalibration{2.0, 1e-9, 0.0};
+  cal.hosts["h"].task_cpu_seconds = {{"a", 0.002}, {"b", 0.004}};
+  cal.hosts["h"].task_cpu_spread = {{"a", 0.1}, {"b", 0.1}};
+  cal.hosts["h"].task_cpu_dip = {{"a", 0.2}};
+  const auto dear = calibration_at_end(cal, false);
+  const auto cheap = calibration_at_end(cal, true);
+  // a: 0.002 × 1.05 / (1 − 0.2) at the pessimistic end, 0.002 × 0.95 at the optimistic one.
+  EXPECT_DOUBLE_EQ(dear.hosts.at("h").task_cpu_seconds.at("a"), 0.002 * 1.05 / 0.8);
+  EXPECT_DOUBLE_EQ(cheap.hosts.at("h").task_cpu_seconds.at("a"), 0.002 * 0.95);
+  // b: no dip recorded, the band alone.
+  EXPECT_DOUBLE_EQ(dear.hosts.at("h").task_cpu_seconds.at("b"), 0.004 * 1.05);
+  EXPECT_DOUBLE_EQ(cheap.hosts.at("h").task_cpu_seconds.at("b"), 0.004 * 0.95);
+}
+
 }  // namespace
 }  // namespace treefarm::lp

@@ -41,18 +41,20 @@ TEST(RunInterval, ANodesTaskTimeAtTheEndsOfItsConfidenceInterval) {
   Estimate e{"w1", Estimate::What::task_seconds, 0, 0.012, 0.1 * 0.012 * std::sqrt(19.0) / 1.96, 40, 0};
   RunIntervalOptions o;
   o.max_half_width = 0.15;
+  o.max_interval = 0.2;
   const auto i = run_interval(m, {e}, std::nullopt, o);
   ASSERT_TRUE(i.tight()) << i.loose.front();
   // The estimate, not the model's 10 ms: 1/0.012, 1/0.0132, 1/0.0108 tasks/s.
   EXPECT_NEAR(i.median, 1 / 0.012, 1e-6);
   EXPECT_NEAR(i.low, 1 / (0.012 * 1.1), 1e-6);
   EXPECT_NEAR(i.high, 1 / (0.012 * 0.9), 1e-6);
-  // Tighter than the bound asks: loose, and nothing solved.
-  o.max_half_width = 0.05;
-  const auto loose = run_interval(m, {e}, std::nullopt, o);
-  ASSERT_EQ(loose.loose.size(), 1u);
-  EXPECT_NE(loose.loose[0].find("w1: task time of 'job': ±10.0 % > ±5.0 %"), std::string::npos) << loose.loose[0];
-  EXPECT_EQ(loose.median, 0.0);
+  // By default the interval must be within ±10 %: +11.1 % is not; the interval line says by
+  // how much, and the figure wider than ±5 % is named as the reason.
+  const auto loose = run_interval(m, {e}, std::nullopt);
+  ASSERT_EQ(loose.loose.size(), 2u);
+  EXPECT_EQ(loose.loose[0], "the interval: -9.1 % to +11.1 % > ±10.0 %");
+  EXPECT_NE(loose.loose[1].find("w1: task time of 'job': ±10.0 % > ±5.0 %"), std::string::npos) << loose.loose[1];
+  EXPECT_NEAR(loose.median, 1 / 0.012, 1e-6);
   // Too few samples; and no estimate at all is not tight either.
   e.samples = 4;
   EXPECT_NE(run_interval(m, {e}, std::nullopt).loose.at(0).find("4 of 10 samples"), std::string::npos);
@@ -83,6 +85,7 @@ TEST(RunInterval, TheCpusTheMachineLeftTheTreeAtTheEndsOfTheirInterval) {
   // 3.182·0.163299 / (2·2) = 12.99 %. The tasks cost what was calibrated (1 CPU-s).
   RunIntervalOptions o;
   o.max_half_width = 0.2;
+  o.max_interval = 0.2;
   const auto i = run_interval(shared_host(), {}, windows({3.6, 4.4, 4.0, 4.0}, {2, 2, 2, 2}), o);
   ASSERT_TRUE(i.tight()) << i.loose.front();
   const double h = 3.182 * std::sqrt(0.08 / 3) / 4;
@@ -91,10 +94,12 @@ TEST(RunInterval, TheCpusTheMachineLeftTheTreeAtTheEndsOfTheirInterval) {
   // 2 CPUs is never assumed.
   EXPECT_NEAR(i.low, 2 * (1 - h), 1e-6);
   EXPECT_NEAR(i.high, 2.0, 1e-6);
-  // With the default ±5 %: loose, naming the figure.
+  // By default (an interval within ±10 %): -13 % is too wide, the figure named as why.
   const auto loose = run_interval(shared_host(), {}, windows({3.6, 4.4, 4.0, 4.0}, {2, 2, 2, 2}));
   ASSERT_FALSE(loose.tight());
-  EXPECT_NE(loose.loose[0].find("host: CPUs available to the tree: ±13.0 % > ±5.0 %"), std::string::npos) << loose.loose[0];
+  EXPECT_EQ(loose.loose[0], "the interval: -13.0 % to +0.0 % > ±10.0 %");
+  ASSERT_GE(loose.loose.size(), 2u);
+  EXPECT_NE(loose.loose[1].find("host: CPUs available to the tree: ±13.0 % > ±5.0 %"), std::string::npos) << loose.loose[1];
   // Three windows are not enough, whatever their figures.
   const auto few = run_interval(shared_host(), {}, windows({4, 4, 4}, {2, 2, 2}));
   ASSERT_FALSE(few.tight());
@@ -104,6 +109,23 @@ TEST(RunInterval, TheCpusTheMachineLeftTheTreeAtTheEndsOfTheirInterval) {
 /// The windows of w2's CPU per task 0.9, 1.1, 1, 1 (w1's 1 in every window; the machine's
 /// CPUs all the tree's), as windows() makes them.
 HostWindows w2s_cpu_per_task_moves() { return windows({4, 4, 4, 4}, {1.8, 2.2, 2, 2}); }
+
+TEST(RunInterval, ItIsMadeOnceTheIntervalIsWithinTenPercentThoughAFigureIsWiderThanFive) {
+  // w2's CPU per task ±13 % (wider than plan_ci's ±5 %, which used to hold the interval
+  // back to the end of the run) moves the optimum by -5.7 % to +7.5 % only: w1 holds its
+  // half. Made with the defaults, the wide figure is no reason.
+  const auto i = run_interval(shared_host(), {}, w2s_cpu_per_task_moves());
+  ASSERT_TRUE(i.tight()) << i.loose.front();
+  const double h = 3.182 * std::sqrt(0.02 / 3) / 2;
+  EXPECT_NEAR(i.low, 1 + 1 / (1 + h), 1e-6);
+  EXPECT_NEAR(i.high, 1 + 1 / (1 - h), 1e-6);
+  EXPECT_LT(1 - i.low / i.median, 0.1);
+  EXPECT_LT(i.high / i.median - 1, 0.1);
+  // One window is too few, whatever it says: nothing is made.
+  auto one = w2s_cpu_per_task_moves();
+  one.parts.resize(1);
+  EXPECT_FALSE(run_interval(shared_host(), {}, one).tight());
+}
 
 /// The interval of `w` (w2s_cpu_per_task_moves() with or without its kernels' CPU) within
 /// ±20 %: w2's CPU per task at its ends. Its half-width h = 3.182·0.0816497 / 2 = 12.99 %

@@ -32,6 +32,7 @@ Calibration sample() {
   // each application's whole CPU per task through the runtime, and its spread
   c.hosts["box"].task_cpu_seconds = {{"mm", 5.125e-3}, {"add", 4.5e-3}};
   c.hosts["box"].task_cpu_spread = {{"mm", 0.1}, {"add", 0.0}};
+  c.hosts["box"].task_cpu_dip = {{"mm", 0.225}};  // what a next span may lose to the dips seen
   c.hosts["box"].busy_share = 0.9625;  // the saturated tree's share of the CPU it could have had
   c.nodes["w1"].host = "box";
   return c;
@@ -131,6 +132,10 @@ INSTANTIATE_TEST_SUITE_P(
                 HEAD "[{\"name\": \"a\", \"cores\": 1}], \"hosts\": [{\"name\": \"h\", \"cores\": 2,"
                      " \"task_cpu_spread\": 0.1}]}",
                 0, "hosts[0].task_cpu_spread", "expected an object"},
+        BadCase{"a dip that loses everything",
+                HEAD "[{\"name\": \"a\", \"cores\": 1}], \"hosts\": [{\"name\": \"h\", \"cores\": 2,"
+                     " \"task_cpu_seconds\": {\"mm\": 0.01}, \"task_cpu_dip\": {\"mm\": 1}}]}",
+                0, "hosts[0].task_cpu_dip.mm", "[0, 1)"},
         BadCase{"busy share above 1",
                 HEAD "[{\"name\": \"a\", \"cores\": 1}], \"hosts\": [{\"name\": \"h\", \"cores\": 2,"
                      " \"busy_share\": 1.5}]}",
