@@ -209,9 +209,10 @@ RunInterval run_interval(const PlatformModel& model, const std::vector<Estimate>
   // The LP is solved to a tolerance: keep the three in order.
   out.low = std::min(optimum[1], out.median);
   out.high = std::max(optimum[2], out.median);
-  // Made once it is narrow enough to say something; the wide figures say why it is not yet.
+  // Made when every figure is within ±max_half_width, or else once the interval itself is
+  // within ±max_interval; the wide figures say why it is not yet.
   const double below = out.median > 0 ? 1 - out.low / out.median : 1, above = out.median > 0 ? out.high / out.median - 1 : 1;
-  if (!(below <= options.max_interval && above <= options.max_interval)) {
+  if (!wide.empty() && !(below <= options.max_interval && above <= options.max_interval)) {
     char text[96];
     std::snprintf(text, sizeof text, "the interval: %+.1f %% to %+.1f %% > ±%.1f %%", -below * 100, above * 100,
                   options.max_interval * 100);

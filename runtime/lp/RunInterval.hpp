@@ -38,9 +38,10 @@ namespace treefarm::lp {
 
 /// When the interval is made: every figure has enough samples (`[policy.lp]` plan_samples,
 /// as the plan made from the estimates, lp::EstimatePlanOptions) or windows (a shared
-/// machine) and a finite interval, and the interval the LP gives over them is within
-/// ±max_interval of its median. A figure wider than ±max_half_width (`[policy.lp]`
-/// plan_ci) is named among the loose ones while the interval is too wide (it says why).
+/// machine) and a finite interval, and either every figure is within ±max_half_width
+/// (`[policy.lp]` plan_ci) or the interval the LP gives over them is within ±max_interval
+/// of its median. The figures wider than ±max_half_width are named among the loose ones
+/// while the interval is too wide (they say why).
 struct RunIntervalOptions {
   double max_half_width = 0.05;     ///< relative half-width of a figure's 95 % interval named as wide
   double max_interval = 0.10;       ///< relative half-width of the interval, at each end
@@ -86,7 +87,7 @@ struct RunInterval {
 /// `estimates` (the tree's latest), `host` (a machine the root shares with other nodes,
 /// as observed so far; none when there is no such machine). Solves the LP three times
 /// once every figure has its samples and a finite interval; the interval is made (tight())
-/// when it is within ±max_interval. With no figure at all nothing is tight ("no estimate
+/// when every figure is within ±max_half_width or the interval within ±max_interval. With no figure at all nothing is tight ("no estimate
 /// yet"). Throws what observed_host_model() and solve() throw.
 RunInterval run_interval(const PlatformModel& model, const std::vector<net::msg::Estimate>& estimates,
                          const std::optional<HostWindows>& host, const RunIntervalOptions& options = {});

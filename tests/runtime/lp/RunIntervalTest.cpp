@@ -55,6 +55,9 @@ TEST(RunInterval, ANodesTaskTimeAtTheEndsOfItsConfidenceInterval) {
   EXPECT_EQ(loose.loose[0], "the interval: -9.1 % to +11.1 % > ±10.0 %");
   EXPECT_NE(loose.loose[1].find("w1: task time of 'job': ±10.0 % > ±5.0 %"), std::string::npos) << loose.loose[1];
   EXPECT_NEAR(loose.median, 1 / 0.012, 1e-6);
+  // Every figure within ±plan_ci makes it, however wide the LP makes it (+11.1 % here).
+  o.max_interval = 0.1;
+  EXPECT_TRUE(run_interval(m, {e}, std::nullopt, o).tight());
   // Too few samples; and no estimate at all is not tight either.
   e.samples = 4;
   EXPECT_NE(run_interval(m, {e}, std::nullopt).loose.at(0).find("4 of 10 samples"), std::string::npos);
