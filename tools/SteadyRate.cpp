@@ -5,8 +5,17 @@
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace treefarm::tools {
+
+namespace {
+double median_of(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const std::size_t mid = values.size() / 2;
+  return values.size() % 2 ? values[mid] : (values[mid - 1] + values[mid]) / 2;
+}
+}  // namespace
 
 SteadyRate steady_rate(const std::vector<Completion>& completions, const std::vector<double>& weight,
                        const std::vector<double>& cost, const std::vector<std::uint64_t>& tasks, double epsilon,
@@ -86,10 +95,7 @@ SteadyRate steady_rate(const std::vector<Completion>& completions, const std::ve
   }
   out.units_per_second = total / (out.end - out.start);
   for (const double w : work) out.windows.push_back(w / length);
-  auto sorted = out.windows;
-  std::sort(sorted.begin(), sorted.end());
-  const std::size_t mid = sorted.size() / 2;
-  out.median = sorted.size() % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+  out.median = median_of(out.windows);
   const auto [lo, hi] = std::minmax_element(out.windows.begin(), out.windows.end());
   out.spread = out.units_per_second > 0 ? (*hi - *lo) / out.units_per_second : 0.0;
   // The jitter: the windows' median absolute deviation, scaled to a normal's standard
@@ -97,9 +103,7 @@ SteadyRate steady_rate(const std::vector<Completion>& completions, const std::ve
   // (below median - 3 jitters) is a dip, counted apart.
   std::vector<double> deviation;
   for (const double w : out.windows) deviation.push_back(std::abs(w - out.median));
-  std::sort(deviation.begin(), deviation.end());
-  const double mad = deviation.size() % 2 ? deviation[mid] : (deviation[mid - 1] + deviation[mid]) / 2;
-  out.jitter = 1.4826 * mad;
+  out.jitter = 1.4826 * median_of(std::move(deviation));
   bool in_dip = false;
   for (std::size_t i = 0; i < out.windows.size(); ++i) {
     const bool dip = out.windows[i] < out.median - 3 * out.jitter && out.windows[i] < out.median;
