@@ -36,7 +36,7 @@ KeyPair make_keys() {
 
 }  // namespace
 
-CommCost measure_comm_cost(std::uint64_t message_bytes, bool curve, int repetitions, double seconds_per_rep) {
+std::vector<CommRep> measure_comm_reps(std::uint64_t message_bytes, bool curve, int repetitions, double seconds_per_rep) {
   if (message_bytes == 0) message_bytes = 1;
   repetitions = std::max(repetitions, 1);
   // The receiver's context and the sender's: one I/O thread each, as two processes have.
@@ -72,24 +72,43 @@ CommCost measure_comm_cost(std::uint64_t message_bytes, bool curve, int repetiti
   const double per_message = std::max(1e-7, (wall_seconds() - w0) / 4);
   const auto count = static_cast<std::uint64_t>(std::clamp(seconds_per_rep / per_message, 8.0, 100000.0));
 
-  std::vector<double> cpu, rate;
+  std::vector<CommRep> reps;
   for (int r = 0; r < repetitions; ++r) {
     const double c0 = process_cpu_seconds(), t0 = wall_seconds();
     round(count);
     const double c1 = process_cpu_seconds(), t1 = wall_seconds();
     const double bytes = static_cast<double>(count * message_bytes);
-    cpu.push_back((c1 - c0) / bytes);
-    rate.push_back(bytes / std::max(1e-9, t1 - t0));
+    reps.push_back({(c1 - c0) / bytes, bytes / std::max(1e-9, t1 - t0)});
   }
+  return reps;
+}
+
+CommCost summarize_comm_reps(const std::vector<CommRep>& reps) {
+  if (reps.empty()) throw std::invalid_argument("summarize_comm_reps: no repetition");
+  std::vector<CommRep> sorted = reps;
+  std::sort(sorted.begin(), sorted.end(),
+            [](const CommRep& a, const CommRep& b) { return a.cpu_seconds_per_byte < b.cpu_seconds_per_byte; });
+  const auto& median = sorted[sorted.size() / 2];
   CommCost out;
-  out.repetitions = repetitions;
-  std::vector<double> sorted = cpu;
-  std::sort(sorted.begin(), sorted.end());
-  out.cpu_seconds_per_byte = sorted[sorted.size() / 2];
-  out.spread = out.cpu_seconds_per_byte > 0 ? (sorted.back() - sorted.front()) / out.cpu_seconds_per_byte : 0;
-  const auto median_at = static_cast<std::size_t>(std::find(cpu.begin(), cpu.end(), out.cpu_seconds_per_byte) - cpu.begin());
-  out.bytes_per_second = rate[median_at];
+  out.repetitions = static_cast<int>(reps.size());
+  out.cpu_seconds_per_byte = median.cpu_seconds_per_byte;
+  // The middle half's range: a repetition or two inside a copy stall (CommCostSeries) do not
+  // set it; with fewer than four repetitions it is the whole range.
+  const std::size_t q = sorted.size() / 4;
+  out.spread = median.cpu_seconds_per_byte > 0 ? (sorted[sorted.size() - 1 - q].cpu_seconds_per_byte - sorted[q].cpu_seconds_per_byte) /
+                                                     median.cpu_seconds_per_byte
+                                               : 0;
+  out.bytes_per_second = median.bytes_per_second;
   return out;
+}
+
+CommCost measure_comm_cost(std::uint64_t message_bytes, bool curve, int repetitions, double seconds_per_rep) {
+  return summarize_comm_reps(measure_comm_reps(message_bytes, curve, repetitions, seconds_per_rep));
+}
+
+void CommCostSeries::sample(int repetitions) {
+  const auto more = measure_comm_reps(message_bytes_, curve_, repetitions, seconds_per_rep_);
+  reps_.insert(reps_.end(), more.begin(), more.end());
 }
 
 }  // namespace treefarm::tools

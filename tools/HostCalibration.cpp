@@ -89,11 +89,16 @@ const model::AppSpec* largest_app(const model::Experiment& experiment) {
   return out;
 }
 
-/// The CPU cost of a byte on this machine, with messages of the experiment's largest input.
-CommCost tree_comm_cost(const model::Experiment& experiment, bool encrypt) {
+/// The experiment's largest task input, bytes (at least 1).
+std::uint64_t largest_input_bytes(const model::Experiment& experiment) {
   std::uint64_t bytes = 1;
   for (const auto& app : experiment.apps) bytes = std::max<std::uint64_t>(bytes, app.input_bytes());
-  return measure_comm_cost(bytes, encrypt);
+  return bytes;
+}
+
+/// The CPU cost of a byte on this machine, with messages of the experiment's largest input.
+CommCost tree_comm_cost(const model::Experiment& experiment, bool encrypt) {
+  return measure_comm_cost(largest_input_bytes(experiment), encrypt);
 }
 
 /// How the calibration starts its measuring trees: quiet, warnings only, no table.
@@ -359,7 +364,8 @@ MixReading read_mix_run(const std::vector<Completion>& done, const std::vector<d
 double mix_spread(MixStop stop, double band) { return stop == MixStop::tight ? std::max(band, kMixTightBand) : band; }
 
 TaskCpuCosts measure_task_cpu(const model::Experiment& experiment, const std::map<std::string, double>& estimates,
-                              std::uint32_t workers, double host_cores, bool encrypt, const std::string& bin_dir) {
+                              std::uint32_t workers, double host_cores, bool encrypt, const std::string& bin_dir,
+                              const std::function<void()>& between) {
   TaskCpuCosts out;
   if (estimates.empty()) return out;
   // Workers with as many cores as the widest task needs (a multi-core task must fit),
@@ -376,19 +382,34 @@ TaskCpuCosts measure_task_cpu(const model::Experiment& experiment, const std::ma
   auto tasks_for = [&](double host_seconds, double run_seconds) {
     return static_cast<std::uint64_t>(std::clamp(run_seconds * host_cores / std::max(host_seconds, 1e-5), 40.0, 50'000.0));
   };
-  // Alone, when there are several: each application once, ~1 s of the host's CPUs by the
-  // estimate; host seconds per task = CPUs / tasks per second. Only their ratios are kept.
+  // Alone, when there are several: each application in turn, ~kAloneSeconds of the host's
+  // CPUs by the estimate; host seconds per task = CPUs / tasks per second. Only their
+  // ratios are kept. Two rounds, one before the run together and one after it (in the
+  // other order), and each application's lower figure: a copy stall of the VM lasting
+  // seconds (docs/calibration.md, "Hosts") slows the run it falls on 1.5-2.5x, and one
+  // ~1 s run each put a matadd of 4 MiB at 5.2-6.6 CPU-ms against 2.2-3.5 in the other
+  // calibrations, which predicted the quickstart 18-23 % low.
+  std::map<std::string, std::vector<double>> alone_rounds;
+  const auto alone_round = [&](bool reversed) {
+    std::vector<std::pair<std::string, double>> order(estimates.begin(), estimates.end());
+    if (reversed) std::reverse(order.begin(), order.end());
+    for (const auto& [app, estimate] : order) {
+      const int round = static_cast<int>(alone_rounds[app].size()) + 1;
+      phase("this host: whole tasks through a one-hop tree, " + app + " alone (round " + std::to_string(round) + " of 2)");
+      const auto run = run_one_hop(experiment, {{app, tasks_for(estimate, kAloneSeconds)}}, false, workers, worker_cores,
+                                   encrypt, bin_dir, dir, app + "-alone-" + std::to_string(round));
+      cpu += run.cpu;
+      wall += run.wall;
+      alone_rounds[app].push_back(host_cores / run.fair_throughput);
+      if (between) between();
+    }
+    for (const auto& [app, costs] : alone_rounds) out.alone[app] = *std::min_element(costs.begin(), costs.end());
+    out.alone_rounds = alone_rounds;
+  };
   std::map<std::string, double> weight;
   double unit_alone = 0;
   if (estimates.size() > 1)
-    for (const auto& [app, estimate] : estimates) {
-      phase("this host: whole tasks through a one-hop tree, " + app + " alone (~1 s)");
-      const auto run = run_one_hop(experiment, {{app, tasks_for(estimate, 1.0)}}, false, workers, worker_cores, encrypt,
-                                   bin_dir, dir, app + "-alone");
-      cpu += run.cpu;
-      wall += run.wall;
-      out.alone[app] = host_cores / run.fair_throughput;
-    }
+    alone_round(false);
   else
     out.alone = estimates;  // one application: only the level below counts
   for (const auto& a : experiment.apps)
@@ -439,6 +460,17 @@ TaskCpuCosts measure_task_cpu(const model::Experiment& experiment, const std::ma
   if (!run.stopped) stop = MixStop::ended;
   out.stop = stop;
   out.stopped_early = stop == MixStop::tight;
+  if (between) between();
+  if (estimates.size() > 1) {  // the second round alone, and the mix's costs and unit again
+    alone_round(true);
+    unit_alone = 0;
+    c.clear();
+    for (const auto& a : experiment.apps)
+      if (tasks.count(a.name)) {
+        unit_alone += weight.at(a.name) * out.alone.at(a.name);
+        c.push_back(out.alone.at(a.name));
+      }
+  }
   double span = 0;
   for (const auto& e : run.completions) span = std::max(span, e.at);
   out.run_seconds = span;
@@ -476,13 +508,19 @@ TaskCpuCosts measure_task_cpu(const model::Experiment& experiment, const std::ma
 void calibrate_local_host(const model::Experiment& experiment, const std::string& file, bool encrypt,
                           std::ostream& log, const std::string& bin_dir) {
   auto calibration = model::load_calibration(file);
-  phase("this host: the CPU cost of moving a byte between two of its processes");
-  const auto cost = tree_comm_cost(experiment, encrypt);
+  phase("this host: the CPU cost of moving a byte between two of its processes (sampled again between the phases below)");
+  // Sampled between the phases (CommCostSeries): a first figure sizes the runs below,
+  // the median over all the samples is recorded.
+  CommCostSeries gamma(largest_input_bytes(experiment), encrypt);
+  gamma.sample(2);
+  auto cost = gamma.summary();
   if (cli_support::interrupted()) throw cli_support::Interrupted("interrupted while calibrating this host; no calibration written");
   const auto* app = largest_app(experiment);
   if (app && app->input_bytes() >= (64u << 10))
     phase("this host: what a task's input costs at its two ends (two no-op trees of " + app->name + "-sized tasks)");
-  const TaskEndCost ends = app ? measure_task_end_cost(*app, cost.cpu_seconds_per_byte, encrypt, bin_dir) : TaskEndCost{};
+  TaskEndCost ends = app ? measure_task_end_cost(*app, cost.cpu_seconds_per_byte, encrypt, bin_dir) : TaskEndCost{};
+  gamma.sample(1);
+  cost = gamma.summary();
   const auto topo = exec::discover_topology();
   char name[256] = {};
   if (gethostname(name, sizeof name - 1) != 0 || name[0] == '\0') std::snprintf(name, sizeof name, "localhost");
@@ -509,7 +547,16 @@ void calibrate_local_host(const model::Experiment& experiment, const std::string
                                               ends.receive_cpu_seconds_per_byte);
   }
   const auto tc = measure_task_cpu(experiment, estimates, static_cast<std::uint32_t>(topo.cores.size()),
-                                   static_cast<double>(topo.cores.size()), encrypt, bin_dir);
+                                   static_cast<double>(topo.cores.size()), encrypt, bin_dir, [&] { gamma.sample(1); });
+  // The byte's cost over every sample, and the receiving end's share beyond it again.
+  cost = gamma.summary();
+  host.comm_cpu_seconds_per_byte = cost.cpu_seconds_per_byte;
+  host.comm_cpu_spread = cost.spread;
+  if (ends.tree_cpu_seconds_per_byte > 0) {
+    ends.receive_cpu_seconds_per_byte =
+        std::max(0.0, ends.tree_cpu_seconds_per_byte - cost.cpu_seconds_per_byte - ends.input_cpu_seconds_per_byte);
+    host.receive_cpu_seconds_per_byte = ends.receive_cpu_seconds_per_byte;
+  }
   std::ostringstream task_log;
   for (const auto& [app_name, seconds] : tc.seconds) {
     host.task_cpu_seconds[app_name] = seconds;
@@ -517,7 +564,11 @@ void calibrate_local_host(const model::Experiment& experiment, const std::string
     if (tc.dip > 0) host.task_cpu_dip[app_name] = std::min(tc.dip, 0.99);
     host.busy_share = tc.busy_share && *tc.busy_share > 0 ? std::min(1.0, *tc.busy_share) : 1.0;
     task_log << "; " << app_name << " " << seconds * 1e3 << " CPU-ms per task";
-    if (tc.seconds.size() > 1) task_log << " (alone " << tc.alone.at(app_name) * 1e3 << ")";
+    if (tc.seconds.size() > 1) {
+      task_log << " (alone " << tc.alone.at(app_name) * 1e3 << ", the lower of";
+      for (const double r : tc.alone_rounds.at(app_name)) task_log << " " << r * 1e3;
+      task_log << ")";
+    }
   }
   if (!tc.seconds.empty())
     task_log << " (" << tc.workers << " workers of " << tc.worker_cores << " core" << (tc.worker_cores > 1 ? "s" : "") << "; "

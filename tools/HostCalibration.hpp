@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -60,6 +61,8 @@ inline constexpr std::size_t kMixWindows = 8;
 inline constexpr double kMixMinSpan = 4.0;      ///< seconds
 inline constexpr double kMixTightBand = 0.10;   ///< relative width (an interval within ±5 %)
 inline constexpr double kMixCapSeconds = 10.0;  ///< seconds
+/// Seconds of the host's CPUs (by the first guess) each application runs alone, per round.
+inline constexpr double kAloneSeconds = 0.6;
 
 /// Why the run together stopped, or that it goes on.
 enum class MixStop { running, tight, capped, ended };
@@ -89,7 +92,8 @@ struct TaskCpuCosts {
   /// Per application: the host's CPU seconds per task (its CPUs × the wall seconds a task
   /// takes, so a CPU the runtime leaves idle counts) when the applications run together.
   std::map<std::string, double> seconds;
-  std::map<std::string, double> alone;  ///< The same, each application alone (its ratios only).
+  std::map<std::string, double> alone;  ///< The same, each application alone (its ratios only): the lower of its rounds.
+  std::map<std::string, std::vector<double>> alone_rounds;  ///< Each round's figure alone, in order.
   double mix_scale = 1;                 ///< seconds / alone (1 with one application).
   /// Relative width of the 95 % prediction interval of a next span's rate (SteadyRate::band)
   /// from the steady windows of the run together: what `task_cpu_spread` records.
@@ -118,14 +122,18 @@ struct TaskCpuCosts {
 /// size the runs) with their real kernels and sizes on a treefarm-master and `workers` /
 /// c treefarm-workers of c cores each (c: the widest cores_per_task, at least 1) of this
 /// machine, one hop below it (FCFS, the experiment's buffer and transport). With several
-/// applications, each alone once (~1 s): host seconds per task = `host_cores` over the
-/// tasks/s the master measured, for their ratios. Then all together in the experiment's
+/// applications, each alone for ~kAloneSeconds in two rounds, before and after the run
+/// together: host seconds per task = `host_cores` over the tasks/s the master measured, the
+/// lower of the two rounds, for their ratios. Then all together in the experiment's
 /// weights (or the one application) in one run of at most kMixCapSeconds (read_mix_run):
 /// host seconds per unit of weight = `host_cores` over the median of the kMixWindows
 /// windows' rates of the run's steady span read from its journal (steady_rate: warm-up
 /// left out; their band recorded as mix_spread says), to which the costs alone are scaled. Throws std::runtime_error if a run fails.
+/// `between`, when given, is called after each of these runs (the host calibration samples
+/// the cost of a byte there: CommCostSeries).
 TaskCpuCosts measure_task_cpu(const model::Experiment& experiment, const std::map<std::string, double>& estimates,
-                              std::uint32_t workers, double host_cores, bool encrypt, const std::string& bin_dir = "");
+                              std::uint32_t workers, double host_cores, bool encrypt, const std::string& bin_dir = "",
+                              const std::function<void()>& between = {});
 
 /// Records in `calibration` one host `host_name` with `host_cores` CPUs and the
 /// communication cost `cost` (and `ends`), every node of `experiment` on it with its CPU
