@@ -558,11 +558,11 @@ void calibrate_local_host(const model::Experiment& experiment, const std::string
     host.receive_cpu_seconds_per_byte = ends.receive_cpu_seconds_per_byte;
   }
   std::ostringstream task_log;
+  if (!tc.seconds.empty()) host.busy_share = tc.busy_share && *tc.busy_share > 0 ? std::min(1.0, *tc.busy_share) : 1.0;
   for (const auto& [app_name, seconds] : tc.seconds) {
     host.task_cpu_seconds[app_name] = seconds;
     host.task_cpu_spread[app_name] = tc.spread;
     if (tc.dip > 0) host.task_cpu_dip[app_name] = std::min(tc.dip, 0.99);
-    host.busy_share = tc.busy_share && *tc.busy_share > 0 ? std::min(1.0, *tc.busy_share) : 1.0;
     task_log << "; " << app_name << " " << seconds * 1e3 << " CPU-ms per task";
     if (tc.seconds.size() > 1) {
       task_log << " (alone " << tc.alone.at(app_name) * 1e3 << ", the lower of";

@@ -1,5 +1,7 @@
 #include "tools/SteadyRate.hpp"
 
+#include "runtime/lp/RunInterval.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -117,9 +119,8 @@ SteadyRate steady_rate(const std::vector<Completion>& completions, const std::ve
   // The interval of one more window's rate: t(0.975, m - 1)·jitter·√(1 + 1/m). Not the
   // mean's (√(2/m)): the windows of a machine whose level wanders are not independent.
   if (windows >= 2 && out.median > 0) {
-    static constexpr double t975[] = {12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228};
     const std::size_t df = windows - 1;
-    const double quantile = df <= 10 ? t975[df - 1] : 1.96 + 2.4 / static_cast<double>(df);
+    const double quantile = lp::t975(df);
     out.band = 2.0 * quantile * out.jitter * std::sqrt(1.0 + 1.0 / static_cast<double>(windows)) / out.median;
   }
   // A next span as long sees as many dip episodes as a Poisson count of mean those seen:

@@ -9,23 +9,32 @@
 #include "runtime/lp/LiveModel.hpp"
 #include "runtime/lp/SteadyState.hpp"
 
+#include <boost/math/distributions/students_t.hpp>
+
 namespace treefarm::lp {
+
+double t975(std::size_t df) {
+  if (df == 0) return std::numeric_limits<double>::infinity();
+  return boost::math::quantile(boost::math::complement(boost::math::students_t(static_cast<double>(df)), 0.025));
+}
 
 using net::msg::Estimate;
 
 namespace {
 
-/// t(0.975, df): Student's quantile for a two-sided 95 % interval.
-double t975(std::size_t df) {
-  static constexpr double table[] = {12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228};
-  if (df == 0) return std::numeric_limits<double>::infinity();
-  return df <= 10 ? table[df - 1] : 1.96 + 2.4 / static_cast<double>(df);
-}
 
 std::string percent_line(const IntervalFigure& f, double bound) {
   char text[96];
   std::snprintf(text, sizeof text, ": ±%.1f %% > ±%.1f %%", f.half * 100, bound * 100);
   return f.name + text;
+}
+
+/// A figure without an interval is loose; one whose half-width, times `weight` (its share of
+/// what it moves), passes `bound` is wide, named with `note`.
+void judge(const IntervalFigure& f, double weight, double bound, RunInterval& out, std::vector<std::string>& wide,
+           const std::string& note = "") {
+  if (!std::isfinite(f.half)) out.loose.push_back(f.name + ": no interval yet");
+  else if (!(f.half * weight <= bound)) wide.push_back(percent_line(f, bound) + note);
 }
 
 bool alone(const PlatformModel& model, int host) {
@@ -93,8 +102,7 @@ HostFigures host_figures(const PlatformModel& model, const HostWindows& host, co
   }
   for (const auto* fig : {&f.available, &f.tree}) {
     out.figures.push_back(*fig);
-    if (!std::isfinite(fig->half)) out.loose.push_back(fig->name + ": no interval yet");
-    else if (!(fig->half <= options.max_half_width)) wide.push_back(percent_line(*fig, options.max_half_width));
+    judge(*fig, 1.0, options.max_half_width, out, wide);
   }
   double tree_cpu = 0;
   for (const auto& [node, c] : host.whole.node_cpu_seconds) tree_cpu += c;
@@ -108,9 +116,7 @@ HostFigures host_figures(const PlatformModel& model, const HostWindows& host, co
     // Tight when its interval moves the tree's CPU by at most the bound: a node that ran
     // a few tasks weighs as little.
     const double weight = tree_cpu > 0 ? c / tree_cpu : 1.0;
-    if (!std::isfinite(fig.half)) out.loose.push_back(fig.name + ": no interval yet");
-    else if (!(fig.half * weight <= options.max_half_width))
-      wide.push_back(percent_line(fig, options.max_half_width) + " (of the tree's CPU: weighed by its share)");
+    judge(fig, weight, options.max_half_width, out, wide, " (of the tree's CPU: weighed by its share)");
   }
   return f;
 }
@@ -167,10 +173,8 @@ RunInterval run_interval(const PlatformModel& model, const std::vector<Estimate>
       char text[64];
       std::snprintf(text, sizeof text, ": %u of %u samples", e.samples, options.min_samples);
       out.loose.push_back(f.name + text);
-    } else if (!std::isfinite(f.half)) {
-      out.loose.push_back(f.name + ": no interval yet");
-    } else if (!(f.half <= options.max_half_width)) {
-      wide.push_back(percent_line(f, options.max_half_width));
+    } else {
+      judge(f, 1.0, options.max_half_width, out, wide);
     }
     const double h = std::min(f.half, 0.99);
     if (task) {

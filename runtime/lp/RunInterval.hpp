@@ -36,6 +36,10 @@
 
 namespace treefarm::lp {
 
+/// t(0.975, df): the quantile of Student's t with `df` degrees of freedom for a two-sided 95 %
+/// interval (Boost.Math); infinite for df = 0.
+double t975(std::size_t df);
+
 /// When the interval is made: every figure has enough samples (`[policy.lp]` plan_samples,
 /// as the plan made from the estimates, lp::EstimatePlanOptions) or windows (a shared
 /// machine) and a finite interval, and either every figure is within ±max_half_width

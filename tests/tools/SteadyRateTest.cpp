@@ -78,7 +78,7 @@ TEST(SteadyRate, TheWindowsSpreadAsTheRunMoved) {
   std::sort(dev.begin(), dev.end());
   const double jitter = 1.4826 * (dev[1] + dev[2]) / 2;
   EXPECT_NEAR(s.jitter, jitter, 1e-9);
-  EXPECT_NEAR(s.band, 2 * 3.182 * jitter * std::sqrt(1.25) / median, 1e-9);
+  EXPECT_NEAR(s.band, 2 * 3.182446305284263 * jitter * std::sqrt(1.25) / median, 1e-9);
   EXPECT_GT(s.band, s.spread) << "wider than the windows' range with four of them";
   EXPECT_TRUE(s.dips.empty()) << "80 against 100 is jitter here, not a dip";
   EXPECT_EQ(s.dip_band, 0.0);
