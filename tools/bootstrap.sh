@@ -13,7 +13,7 @@ PACKAGES=(
   nlohmann-json3-dev libtomlplusplus-dev libspdlog-dev libfmt-dev
   libsimgrid-dev gnuplot-nox iproute2 nftables util-linux procps
   clang libclang-rt-14-dev libsodium-dev
-  libmsgpack-cxx-dev libabsl-dev
+  libmsgpack-cxx-dev libabsl-dev libboost-dev
   libcpp-httplib-dev libjs-chart.js chromium chromium-driver
   dpkg-dev help2man openssh-client openssh-server slurm-wlm munge
 )
