@@ -9,13 +9,13 @@ namespace treefarm::net {
 
 namespace {
 template <class T>
-void put(std::vector<std::byte>& out, T v) {
+void put(FrameBuffer& out, T v) {
   const auto* p = reinterpret_cast<const std::byte*>(&v);
   out.insert(out.end(), p, p + sizeof(T));
 }
 
 template <class T>
-void poke(std::vector<std::byte>& out, std::size_t at, T v) {
+void poke(FrameBuffer& out, std::size_t at, T v) {
   std::memcpy(out.data() + at, &v, sizeof(T));
 }
 
@@ -88,15 +88,15 @@ bool BatchWriter::append(const Message& m, bool with_payload, std::size_t payloa
   poke(bytes_, start, static_cast<std::uint32_t>(header));
   if (with_payload) {
     put(bytes_, static_cast<std::uint32_t>(payload_bytes));
-    bytes_.resize(bytes_.size() + payload_bytes);  // written by the caller (add, add_room)
+    bytes_.resize(bytes_.size() + payload_bytes);  // not zero-filled: written by the caller (add, add_room)
   }
   ++count_;
   return true;
 }
 
-std::vector<std::byte> BatchWriter::take() {
+FrameBuffer BatchWriter::take() {
   poke(bytes_, 8, static_cast<std::uint32_t>(count_));
-  std::vector<std::byte> out = std::move(bytes_);
+  FrameBuffer out = std::move(bytes_);
   recent_[taken_++ % recent_frames] = static_cast<std::uint32_t>(std::min(out.size(), max_batch_bytes));
   bytes_ = {};  // no room held while idle: reserved by the next batch's first message
   reset();

@@ -47,7 +47,8 @@ class BatchWriter {
   /// The frame of the messages added since the last take(); the writer is empty after
   /// and holds no room of its own until its next message (a peer that receives nothing
   /// costs its sender no frame-sized buffer).
-  std::vector<std::byte> take();
+  /// Its bytes are exactly those written: no zero-fill under the payloads (FrameBuffer).
+  FrameBuffer take();
   /// Bytes of room the writer holds now (its buffer's capacity).
   std::size_t held_bytes() const { return bytes_.capacity(); }
   /// Bytes of room a new batch starts with: the largest of this writer's last
@@ -60,7 +61,7 @@ class BatchWriter {
   void reset();
   /// Appends `m`'s entry, with room for `payload_bytes` when `with_payload`; false when full.
   bool append(const Message& m, bool with_payload, std::size_t payload_bytes);
-  std::vector<std::byte> bytes_;
+  FrameBuffer bytes_;
   std::size_t count_ = 0;
   std::array<std::uint32_t, recent_frames> recent_{};  ///< bytes of the last frames taken
   std::size_t taken_ = 0;                              ///< frames taken so far

@@ -24,10 +24,12 @@ struct Overloaded : Ts... { using Ts::operator()...; };
 template <class... Ts>
 Overloaded(Ts...) -> Overloaded<Ts...>;  // clang < 17 has no CTAD for aggregates
 
+/// Appends to a vector of bytes: a lone header frame (std::vector) or a batch frame being
+/// built (FrameBuffer), encoded in place, no buffer per message.
+template <class Out>
 class Writer {
  public:
-  /// Appends to `out` (a batch frame is encoded in place, no buffer per message).
-  explicit Writer(std::vector<std::byte>& out) : bytes_(out) {}
+  explicit Writer(Out& out) : bytes_(out) {}
   template <class T>
   void put(T v) {
     static_assert(std::is_trivially_copyable_v<T>);
@@ -49,10 +51,10 @@ class Writer {
     const auto* p = reinterpret_cast<const std::byte*>(v.data());
     bytes_.insert(bytes_.end(), p, p + v.size());
   }
-  std::vector<std::byte>& bytes() { return bytes_; }
+  Out& bytes() { return bytes_; }
 
  private:
-  std::vector<std::byte>& bytes_;
+  Out& bytes_;
 };
 
 class Reader {
@@ -185,9 +187,11 @@ std::vector<std::byte> encode(const Message& m) {
   return out;
 }
 
-void encode_into(const Message& m, std::vector<std::byte>& out) {
+namespace {
+template <class Out>
+void encode_appending(const Message& m, Out& out) {
   const std::size_t start = out.size();
-  Writer body(out);
+  Writer<Out> body(out);
   // The header first, its body length written once the body is there.
   body.put_all(wire_magic, wire_version, static_cast<std::uint16_t>(kind_of(m)), std::uint32_t{0},
                static_cast<std::uint16_t>(payload_frames_of(m)), std::uint16_t{0});
@@ -200,23 +204,23 @@ void encode_into(const Message& m, std::vector<std::byte>& out) {
         [&](const msg::Welcome& w) {
           body.put(w.buffer);
           body.put_string(w.policy);
-          body.put<std::uint8_t>(w.one_port ? 1 : 0);
-          body.put<std::uint32_t>(static_cast<std::uint32_t>(w.apps.size()));
+          body.template put<std::uint8_t>(w.one_port ? 1 : 0);
+          body.template put<std::uint32_t>(static_cast<std::uint32_t>(w.apps.size()));
           for (const auto& a : w.apps) {
             body.put_string(a.name);
             body.put_all(a.kernel, a.n, a.bytes, a.flops, a.weight, a.tasks, a.cores_per_task, a.memory_per_task);
             if (a.kernel == command_kernel) {
               if (a.argv.empty() || a.argv.size() > max_argv) throw std::invalid_argument("command application with no or too many arguments");
-              body.put<std::uint16_t>(static_cast<std::uint16_t>(a.argv.size()));
+              body.template put<std::uint16_t>(static_cast<std::uint16_t>(a.argv.size()));
               for (const auto& arg : a.argv) body.put_string(arg, max_text_bytes);
               body.put(a.timeout);
               body.put_string(a.expect_digest);
               body.put(a.max_output_bytes);  // output files (0: not sent back)
-              body.put<std::uint8_t>(a.task_fields ? 1 : 0);  // placeholders in front of each input
+              body.template put<std::uint8_t>(a.task_fields ? 1 : 0);  // placeholders in front of each input
             }
           }
           body.put_all(w.calibrate_reps, w.probe_bytes, w.seed);
-          body.put<std::uint32_t>(static_cast<std::uint32_t>(w.hints.size()));
+          body.template put<std::uint32_t>(static_cast<std::uint32_t>(w.hints.size()));
           for (const auto& h : w.hints) {
             body.put_string(h.name);
             body.put(h.link_bandwidth);
@@ -234,7 +238,7 @@ void encode_into(const Message& m, std::vector<std::byte>& out) {
           if (w.sender.empty() && w.ancestors.empty() && !requirements) return;
           body.put_string(w.sender);
           if (w.ancestors.size() > max_ancestors) throw std::invalid_argument("Welcome with too many ancestors");
-          body.put<std::uint32_t>(static_cast<std::uint32_t>(w.ancestors.size()));
+          body.template put<std::uint32_t>(static_cast<std::uint32_t>(w.ancestors.size()));
           for (const auto& a : w.ancestors) {
             body.put_string(a.name);
             body.put_string(a.endpoint);
@@ -242,7 +246,7 @@ void encode_into(const Message& m, std::vector<std::byte>& out) {
           }
           // Requirements (optional): one (disk_per_task, min_speed) per app.
           if (!requirements) return;
-          body.put<std::uint32_t>(static_cast<std::uint32_t>(w.apps.size()));
+          body.template put<std::uint32_t>(static_cast<std::uint32_t>(w.apps.size()));
           for (const auto& a : w.apps) body.put_all(a.disk_per_task, a.min_speed);
         },
         [&](const msg::Request& r) { body.put(r.count); },
@@ -251,11 +255,11 @@ void encode_into(const Message& m, std::vector<std::byte>& out) {
           body.put(r.task_id);
           body.put_string(r.node);
           body.put_all(r.compute_seconds, r.queued_seconds, r.checksum);
-          body.put<std::uint8_t>(r.failed ? 1 : 0);
+          body.template put<std::uint8_t>(r.failed ? 1 : 0);
           body.put_string(r.error.size() > max_text_bytes ? r.error.substr(0, max_text_bytes) : r.error, max_text_bytes);
           if (r.has_output) {  // optional trailing fields (output files)
             if (r.output_bytes > max_payload_bytes) throw std::invalid_argument("result output too large to send");
-            body.put<std::uint8_t>(1);
+            body.template put<std::uint8_t>(1);
             body.put(r.output_bytes);
           }
         },
@@ -269,13 +273,13 @@ void encode_into(const Message& m, std::vector<std::byte>& out) {
           if (h.loads.empty() && h.estimates.empty()) return;  // optional trailing lists (`treefarm status`)
           if (h.loads.size() > max_loads) throw std::invalid_argument("heartbeat with too many node states");
           if (h.estimates.size() > max_estimates) throw std::invalid_argument("heartbeat with too many estimates");
-          body.put<std::uint32_t>(static_cast<std::uint32_t>(h.loads.size()));  // 0 only before estimates
+          body.template put<std::uint32_t>(static_cast<std::uint32_t>(h.loads.size()));  // 0 only before estimates
           for (const auto& l : h.loads) {
             body.put_string(l.name);
             body.put_all(l.cores, l.busy_cores, l.queued, l.load1);
           }
           if (h.estimates.empty()) return;
-          body.put<std::uint32_t>(static_cast<std::uint32_t>(h.estimates.size()));
+          body.template put<std::uint32_t>(static_cast<std::uint32_t>(h.estimates.size()));
           for (const auto& e : h.estimates) {
             body.put_string(e.node);
             body.put_all(static_cast<std::uint8_t>(e.what), e.app, e.mean, e.spread, e.samples, e.shifts);
@@ -283,7 +287,7 @@ void encode_into(const Message& m, std::vector<std::byte>& out) {
         },
         [&](const msg::Shutdown& s) {
           body.put_string(s.reason);
-          if (s.reset) body.put<std::uint8_t>(1);  // optional trailing field (served trees)
+          if (s.reset) body.template put<std::uint8_t>(1);  // optional trailing field (served trees)
         },
         [&](const msg::Bye&) {},
         [&](const msg::Probe& p) { body.put(p.seq); },
@@ -296,13 +300,13 @@ void encode_into(const Message& m, std::vector<std::byte>& out) {
         },
         [&](const msg::Policy& p) {
           if (p.payload.size() > max_policy_bytes) throw std::invalid_argument("policy message too large to send");
-          body.put<std::uint32_t>(static_cast<std::uint32_t>(p.payload.size()));
+          body.template put<std::uint32_t>(static_cast<std::uint32_t>(p.payload.size()));
           body.put_bytes(p.payload);
         },
         [&](const msg::Received& x) {
           if (x.task_ids.empty() || x.task_ids.size() > max_received_ids)
             throw std::invalid_argument("Received with " + std::to_string(x.task_ids.size()) + " task ids");
-          body.put<std::uint32_t>(static_cast<std::uint32_t>(x.task_ids.size()));
+          body.template put<std::uint32_t>(static_cast<std::uint32_t>(x.task_ids.size()));
           for (auto id : x.task_ids) body.put(id);
         },
         [&](const msg::TreeQuery& q) {
@@ -316,14 +320,14 @@ void encode_into(const Message& m, std::vector<std::byte>& out) {
           body.put_string(t.endpoint);
           body.put_string(t.parent_endpoint);
           body.put_all(t.cores, t.link_bandwidth);
-          body.put<std::uint32_t>(static_cast<std::uint32_t>(t.apps.size()));
+          body.template put<std::uint32_t>(static_cast<std::uint32_t>(t.apps.size()));
           for (std::size_t k = 0; k < t.apps.size(); ++k) {
             const auto& a = t.apps[k];
             body.put_string(a.name);
             body.put_all(a.bytes, a.flops, a.weight, a.cores_per_task, t.task_seconds[k]);
           }
           const std::size_t children = std::min(t.children.size(), max_tree_children);
-          body.put<std::uint32_t>(static_cast<std::uint32_t>(children));
+          body.template put<std::uint32_t>(static_cast<std::uint32_t>(children));
           for (std::size_t i = 0; i < children; ++i) {
             const auto& c = t.children[i];
             body.put_string(c.name);
@@ -345,7 +349,7 @@ void encode_into(const Message& m, std::vector<std::byte>& out) {
             throw std::invalid_argument("PullReply with " + std::to_string(x.task_ids.size()) + " task ids, " +
                                         std::to_string(x.bcs.size()) + " counters, " + std::to_string(x.rejected) +
                                         " rejected");
-          body.put<std::uint32_t>(static_cast<std::uint32_t>(x.task_ids.size()));
+          body.template put<std::uint32_t>(static_cast<std::uint32_t>(x.task_ids.size()));
           for (std::size_t i = 0; i < x.task_ids.size(); ++i) {
             body.put(x.task_ids[i]);
             body.put(x.bcs[i]);
@@ -366,22 +370,22 @@ void encode_into(const Message& m, std::vector<std::byte>& out) {
           if (x.task_ids.empty() || x.task_ids.size() > max_received_ids || x.bcs.size() != x.task_ids.size())
             throw std::invalid_argument("Push with " + std::to_string(x.task_ids.size()) + " task ids, " +
                                         std::to_string(x.bcs.size()) + " counters");
-          body.put<std::uint32_t>(static_cast<std::uint32_t>(x.task_ids.size()));
+          body.template put<std::uint32_t>(static_cast<std::uint32_t>(x.task_ids.size()));
           for (std::size_t i = 0; i < x.task_ids.size(); ++i) body.put_all(x.task_ids[i], x.bcs[i]);
         },
         [&](const msg::PushReply& x) {
           if (x.refused.size() > max_received_ids || (!x.answer && !x.refused.empty()) || x.free > 1u << 20)
             throw std::invalid_argument("PushReply out of range");
-          body.put<std::uint8_t>(x.answer ? 1 : 0);
+          body.template put<std::uint8_t>(x.answer ? 1 : 0);
           body.put_all(x.free, x.queue, x.nbc);
-          body.put<std::uint32_t>(static_cast<std::uint32_t>(x.refused.size()));
+          body.template put<std::uint32_t>(static_cast<std::uint32_t>(x.refused.size()));
           for (auto id : x.refused) body.put(id);
         },
         [&](const msg::Capacity& x) {
           if (x.fits.empty() || x.fits.size() > max_apps) throw std::invalid_argument("Capacity for no or too many applications");
           body.put_all(x.cores, x.memory, x.disk);
-          body.put<std::uint32_t>(static_cast<std::uint32_t>(x.fits.size()));
-          for (bool f : x.fits) body.put<std::uint8_t>(f ? 1 : 0);
+          body.template put<std::uint32_t>(static_cast<std::uint32_t>(x.fits.size()));
+          for (bool f : x.fits) body.template put<std::uint8_t>(f ? 1 : 0);
         },
         [&]<std::uint16_t K>(const msg::Unassigned<K>&) {
           throw std::invalid_argument("message kind " + std::to_string(K) + " is not defined in this build");
@@ -397,7 +401,7 @@ void encode_into(const Message& m, std::vector<std::byte>& out) {
           body.put_string(x.node);
           body.put_string(x.target);
           body.put_string(x.target_name);
-          body.put<std::uint8_t>(x.ok ? 1 : 0);
+          body.template put<std::uint8_t>(x.ok ? 1 : 0);
           body.put_string(x.error.size() > max_text_bytes ? x.error.substr(0, max_text_bytes) : x.error, max_text_bytes);
           body.put_all(x.bandwidth, x.round_trip, x.speed, x.cores);
         }},
@@ -411,6 +415,10 @@ void encode_into(const Message& m, std::vector<std::byte>& out) {
     throw;
   }
 }
+}  // namespace
+
+void encode_into(const Message& m, std::vector<std::byte>& out) { encode_appending(m, out); }
+void encode_into(const Message& m, FrameBuffer& out) { encode_appending(m, out); }
 
 Message decode(std::span<const std::byte> header_frame, std::size_t payload_frames) {
   if (header_frame.size() < header_bytes)

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "runtime/net/DecodeError.hpp"
+#include "runtime/net/FrameBuffer.hpp"
 #include "runtime/net/Messages.hpp"
 
 namespace treefarm::net {
@@ -18,6 +19,8 @@ namespace treefarm::net {
 std::vector<std::byte> encode(const Message& m);
 /// The same, appended to `out` (a batch frame being built); on a throw `out` is as before.
 void encode_into(const Message& m, std::vector<std::byte>& out);
+/// The same, appended to a batch frame being built (Batch.hpp).
+void encode_into(const Message& m, FrameBuffer& out);
 
 /// Payload frames that always follow a message of kind k (1 for Task, Probe, TreeInfo,
 /// else 0).

@@ -84,12 +84,12 @@ bool send(zmq::socket_t& socket, const Message& m, const std::string* identity, 
   return true;
 }
 
-bool send_batch(zmq::socket_t& socket, std::vector<std::byte> batch, const std::string* identity) {
+bool send_batch(zmq::socket_t& socket, FrameBuffer batch, const std::string* identity) {
   try {
     if (identity) socket.send(zmq::buffer(*identity), zmq::send_flags::sndmore);
-    auto* holder = new std::vector<std::byte>(std::move(batch));
+    auto* holder = new FrameBuffer(std::move(batch));
     socket.send(zmq::message_t(holder->data(), holder->size(),
-                               [](void*, void* hint) { delete static_cast<std::vector<std::byte>*>(hint); }, holder),
+                               [](void*, void* hint) { delete static_cast<FrameBuffer*>(hint); }, holder),
                 zmq::send_flags::none);
   } catch (const zmq::error_t& e) {
     if (e.num() == EHOSTUNREACH) return false;

@@ -52,7 +52,7 @@ std::optional<std::variant<Received, BadMessage, ReceivedBatch>> try_receive_any
 
 /// Sends a batch frame (BatchWriter::take()) to `identity` on a ROUTER. Returns false if
 /// a ROUTER peer is unknown/gone.
-bool send_batch(zmq::socket_t& socket, std::vector<std::byte> batch, const std::string* identity = nullptr);
+bool send_batch(zmq::socket_t& socket, FrameBuffer batch, const std::string* identity = nullptr);
 
 /// Sends `m` (to `identity` on a ROUTER), followed by `payload` if the kind has one.
 /// Returns false if a ROUTER peer is unknown/gone (ZMQ_ROUTER_MANDATORY).

@@ -33,7 +33,8 @@ struct Session {
   void batch(std::uint8_t code, const std::vector<Message>& ms) {
     BatchWriter w;
     for (const auto& m : ms) w.add(m);
-    op(code, w.take());
+    const auto frame = w.take();
+    op(code, Bytes(frame.begin(), frame.end()));
   }
   void timer(std::uint16_t centis) { op(5, Bytes(centis, std::byte{0})); }
 };

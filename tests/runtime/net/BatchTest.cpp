@@ -23,7 +23,7 @@ Bytes bytes_of(const std::string& s) {
   return b;
 }
 
-std::string text_at(const Bytes& frame, const BatchEntry& e) {
+std::string text_at(std::span<const std::byte> frame, const BatchEntry& e) {
   return std::string(reinterpret_cast<const char*>(frame.data() + e.payload_offset), e.payload_size);
 }
 
@@ -36,7 +36,7 @@ TEST(Batch, MessagesAndPayloadsRoundTripInOrder) {
   ASSERT_TRUE(w.add(msg::Request{3}));
   ASSERT_TRUE(w.add(msg::Task{42}, {}));  // an empty payload is still a payload
   EXPECT_EQ(w.count(), 4u);
-  const Bytes frame = w.take();
+  const auto frame = w.take();
   EXPECT_TRUE(w.empty());
   ASSERT_TRUE(is_batch_frame(frame));
   const auto entries = decode_batch(frame);
@@ -93,7 +93,7 @@ TEST(Batch, WriterKeepsToItsLimits) {
   std::size_t tasks = 0;
   while (w.add(msg::Task{tasks}, big)) ++tasks;
   EXPECT_GT(tasks, 0u);
-  const Bytes frame = w.take();
+  const auto frame = w.take();
   EXPECT_LE(frame.size(), max_batch_bytes);
   EXPECT_EQ(decode_batch(frame).size(), tasks);
   EXPECT_THROW((void)w.add(msg::Request{1}, big), std::invalid_argument);  // a payload for a kind without one
@@ -109,7 +109,7 @@ TEST(Batch, RoomForAPayloadIsWrittenInPlaceAndGivesTheFrameAddWould) {
   ASSERT_TRUE(by_room.add(msg::Request{2}));
   ASSERT_TRUE(by_copy.add(msg::Task{5}, input));
   ASSERT_TRUE(by_copy.add(msg::Request{2}));
-  const Bytes frame = by_room.take();
+  const auto frame = by_room.take();
   EXPECT_EQ(frame, by_copy.take());
   const auto entries = decode_batch(frame);
   ASSERT_EQ(entries.size(), 2u);
@@ -122,13 +122,40 @@ TEST(Batch, RoomForAPayloadIsWrittenInPlaceAndGivesTheFrameAddWould) {
   EXPECT_TRUE(by_room.empty());
 }
 
+TEST(Batch, AFramesBytesAreExactlyThoseWrittenThoughItsRoomIsNotZeroFilled) {
+  // The room of a payload is not zero-filled (FrameBuffer): frames made one after another
+  // in reused memory hold each payload as written and nothing of an earlier frame, byte
+  // for byte the frame add() makes by copying.
+  BatchWriter by_room, by_copy;
+  const std::size_t input = 16 * 1024;
+  for (int round = 0; round < 4; ++round) {
+    const std::size_t tasks = round % 2 == 0 ? 60 : 3;
+    for (std::size_t i = 0; i < tasks; ++i) {
+      const Bytes made(input, std::byte{static_cast<unsigned char>(round * 61 + i)});
+      auto room = by_room.add_room(msg::Task{i}, input);
+      ASSERT_TRUE(room);
+      std::memcpy(room->data(), made.data(), input);
+      ASSERT_TRUE(by_copy.add(msg::Task{i}, made));
+    }
+    ASSERT_TRUE(by_room.add(msg::Request{2}));
+    ASSERT_TRUE(by_copy.add(msg::Request{2}));
+    const auto frame = by_room.take();
+    const auto entries = decode_batch(frame);
+    ASSERT_EQ(entries.size(), tasks + 1);
+    for (std::size_t i = 0; i < tasks; ++i)
+      EXPECT_EQ(text_at(frame, entries[i]), std::string(input, static_cast<char>(round * 61 + i))) << "round " << round << ", task " << i;
+    EXPECT_EQ(frame, by_copy.take()) << "round " << round;
+  }
+}
+
 /// A batch of two Tasks, to be broken in the tests below.
 Bytes two_tasks() {
   BatchWriter w;
   const Bytes p = bytes_of("abcd");
   w.add(msg::Task{1}, p);
   w.add(msg::Task{2}, p);
-  return w.take();
+  const auto frame = w.take();
+  return Bytes(frame.begin(), frame.end());
 }
 
 void expect_bad(const Bytes& frame, const std::string& what) {
@@ -157,15 +184,15 @@ TEST(Batch, AFrameFillsInPlaceAfterASmallOneAndAnIdleWriterHoldsNoRoom) {
     return first;
   };
   (void)fill(60);
-  const Bytes big = w.take();
+  const auto big = w.take();
   EXPECT_LT(w.held_bytes(), std::size_t{64}) << "an idle writer keeps no room of a frame's size";
   (void)fill(1);
-  const Bytes small = w.take();
+  const auto small = w.take();
   EXPECT_LT(w.held_bytes(), std::size_t{64});
   EXPECT_EQ(w.expected_bytes(), big.size());
   EXPECT_LE(w.expected_bytes(), max_batch_bytes);
   std::byte* first = fill(60);
-  const Bytes again = w.take();
+  const auto again = w.take();
   ASSERT_EQ(again.size(), big.size());
   // The first input's room is still where the frame holds it: the frame was never moved.
   const auto entries = decode_batch(again);
