@@ -62,6 +62,9 @@ class FrameBuffer {
   void insert(const std::byte* at, const std::byte* first, const std::byte* last) {
     const auto n = static_cast<std::size_t>(last - first);
     at_end(at);
+    // A growth reallocates before the copy: a source inside this buffer would dangle.
+    if (n > 0 && bytes_ && first < data() + capacity_ && last > data())
+      throw std::logic_error("FrameBuffer appends no bytes of its own");
     resize(size_ + n);
     if (n > 0) std::memcpy(end() - n, first, n);
   }
