@@ -27,9 +27,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <deque>
 #include <stdexcept>
 #include <vector>
+
+#include <boost/circular_buffer.hpp>
 
 namespace treefarm::node {
 
@@ -121,18 +122,22 @@ class RunningEstimate {
   double weighted_n_ = 0, prior_n_ = 0;
   double ref_ = 0, ref_n_ = 0;
   double up_ = 0, down_ = 0;
-  /// The samples since each side's sum was last zero (the latest max_run_ of them).
-  std::deque<double> up_run_, down_run_;
+  /// The samples since each side's sum was last zero (the latest max_run_ of them): a ring
+  /// that takes no memory until its first sample. An empty std::deque holds ~600 bytes,
+  /// and a node keeps one estimate per application and per link: 1.3 GB of a 100,000-node
+  /// simulation (docs/benchmarks.md, "Simulation and LP").
+  using Run = boost::circular_buffer<double>;
+  Run up_run_, down_run_;
   static constexpr std::size_t max_run_ = 64;
 
   /// Keeps `run` as the samples that make up a side's sum `g` (x the newest).
-  static void follow(std::deque<double>& run, double g, double x) {
+  static void follow(Run& run, double g, double x) {
     if (g == 0) return run.clear();
-    if (run.size() >= max_run_) run.pop_front();
-    run.push_back(x);
+    if (run.capacity() == 0) run.set_capacity(max_run_);
+    run.push_back(x);  // full: the oldest goes
   }
   /// The new level after a shift: the median of the latest half of `run` (at least one).
-  static double level(const std::deque<double>& run, double x) {
+  static double level(const Run& run, double x) {
     if (run.empty()) return x;
     std::vector<double> last(run.end() - static_cast<std::ptrdiff_t>(std::max<std::size_t>(1, run.size() / 2)), run.end());
     const auto mid = last.begin() + static_cast<std::ptrdiff_t>(last.size() / 2);
