@@ -505,6 +505,21 @@ TaskCpuCosts measure_task_cpu(const model::Experiment& experiment, const std::ma
   return out;
 }
 
+namespace {
+/// A host's per-byte figures from the byte's cost over all its samples: γ and its spread,
+/// and the receiving end's share of the one-hop tree's per-byte CPU beyond γ and the
+/// generation (`ends` updated with it).
+void settle_byte_costs(model::HostCalibration& host, const CommCost& cost, TaskEndCost& ends) {
+  host.comm_cpu_seconds_per_byte = cost.cpu_seconds_per_byte;
+  host.comm_cpu_spread = cost.spread;
+  if (ends.tree_cpu_seconds_per_byte > 0) {
+    ends.receive_cpu_seconds_per_byte =
+        std::max(0.0, ends.tree_cpu_seconds_per_byte - cost.cpu_seconds_per_byte - ends.input_cpu_seconds_per_byte);
+    host.receive_cpu_seconds_per_byte = ends.receive_cpu_seconds_per_byte;
+  }
+}
+}  // namespace
+
 void calibrate_local_host(const model::Experiment& experiment, const std::string& file, bool encrypt,
                           std::ostream& log, const std::string& bin_dir) {
   auto calibration = model::load_calibration(file);
@@ -550,13 +565,7 @@ void calibrate_local_host(const model::Experiment& experiment, const std::string
                                    static_cast<double>(topo.cores.size()), encrypt, bin_dir, [&] { gamma.sample(1); });
   // The byte's cost over every sample, and the receiving end's share beyond it again.
   cost = gamma.summary();
-  host.comm_cpu_seconds_per_byte = cost.cpu_seconds_per_byte;
-  host.comm_cpu_spread = cost.spread;
-  if (ends.tree_cpu_seconds_per_byte > 0) {
-    ends.receive_cpu_seconds_per_byte =
-        std::max(0.0, ends.tree_cpu_seconds_per_byte - cost.cpu_seconds_per_byte - ends.input_cpu_seconds_per_byte);
-    host.receive_cpu_seconds_per_byte = ends.receive_cpu_seconds_per_byte;
-  }
+  settle_byte_costs(host, cost, ends);
   std::ostringstream task_log;
   if (!tc.seconds.empty()) host.busy_share = tc.busy_share && *tc.busy_share > 0 ? std::min(1.0, *tc.busy_share) : 1.0;
   for (const auto& [app_name, seconds] : tc.seconds) {
@@ -717,9 +726,16 @@ void calibrate_emulated_hosts(const model::Experiment& experiment, const std::st
   const bool encrypt = lo.encrypt;
   const std::string& bin_dir = lo.bin_dir;
   auto calibration = model::load_calibration(file);
-  const auto cost = tree_comm_cost(experiment, encrypt);
+  // As on a host of its own (calibrate_local_host): the byte's cost sampled between the
+  // phases, the median of all the samples kept; one short probe lands in a VM's copy stall
+  // at times (docs/calibration.md, "Hosts").
+  CommCostSeries gamma(largest_input_bytes(experiment), encrypt);
+  gamma.sample(2);
+  auto cost = gamma.summary();
   const auto* app = largest_app(experiment);
-  const TaskEndCost ends = app ? measure_task_end_cost(*app, cost.cpu_seconds_per_byte, encrypt, bin_dir) : TaskEndCost{};
+  TaskEndCost ends = app ? measure_task_end_cost(*app, cost.cpu_seconds_per_byte, encrypt, bin_dir) : TaskEndCost{};
+  gamma.sample(1);
+  cost = gamma.summary();
   const double machine = static_cast<double>(exec::discover_topology().cores.size());
   for (const auto& spec : experiment.nodes) {
     auto& nc = calibration.nodes[spec.name];
@@ -767,8 +783,14 @@ void calibrate_emulated_hosts(const model::Experiment& experiment, const std::st
         }
         calibration.hosts[spec.name].task_cpu_seconds[a.name] = *c;
         whole << "; " << spec.name << "/" << a.name << " " << *c * 1e3 << " CPU-ms (" << took << " s)";
+        gamma.sample(1);
       }
     }
+  }
+  cost = gamma.summary();
+  for (const auto& spec : experiment.nodes) {
+    TaskEndCost mine = ends;
+    settle_byte_costs(calibration.hosts[spec.name], cost, mine);
   }
   model::save_calibration(calibration, file);
   log << "emulated LAN: each of the " << experiment.nodes.size()
