@@ -63,7 +63,16 @@ std::optional<std::span<std::byte>> BatchWriter::add_room(const Message& m, std:
   return std::span<std::byte>(bytes_.data() + bytes_.size() - payload_bytes, payload_bytes);
 }
 
-bool BatchWriter::append(const Message& m, bool with_payload, std::size_t payload_bytes) {
+bool BatchWriter::add_shared(const Message& m, std::uint64_t offset, std::uint32_t length) {
+  if (!std::holds_alternative<msg::Task>(m)) throw std::invalid_argument("a shared payload given for a message other than a Task");
+  if (length == 0 || length == shared_payload_mark) throw std::invalid_argument("a shared payload of 0 or 2^32-1 bytes");
+  if (!append(m, true, 0, true)) return false;
+  put(bytes_, offset);
+  put(bytes_, length);
+  return true;
+}
+
+bool BatchWriter::append(const Message& m, bool with_payload, std::size_t payload_bytes, bool shared) {
   if (count_ >= max_batch_entries) return false;
   // A batch's first message reserves the room its frame is expected to reach: growing by
   // doubling moved the frame (inputs and all) several times while it filled.
@@ -80,13 +89,16 @@ bool BatchWriter::append(const Message& m, bool with_payload, std::size_t payloa
     throw;
   }
   const std::size_t header = bytes_.size() - start - 4;
-  if (bytes_.size() + (with_payload ? 4 + payload_bytes : 0) > max_batch_bytes) {
+  const std::size_t after = with_payload ? 4 + (shared ? 12 : payload_bytes) : 0;
+  if (bytes_.size() + after > max_batch_bytes) {
     bytes_.resize(start);
     if (count_ == 0) throw std::invalid_argument("a message too large for a batch frame");
     return false;
   }
   poke(bytes_, start, static_cast<std::uint32_t>(header));
-  if (with_payload) {
+  if (shared) {
+    put(bytes_, shared_payload_mark);  // the caller appends the offset and length
+  } else if (with_payload) {
     put(bytes_, static_cast<std::uint32_t>(payload_bytes));
     bytes_.resize(bytes_.size() + payload_bytes);  // not zero-filled: written by the caller (add, add_room)
   }
@@ -147,6 +159,15 @@ std::vector<BatchEntry> decode_batch(std::span<const std::byte> frame) {
     }
     if (with_payload) {
       const auto n = take_from<std::uint32_t>(frame, pos, "payload_length", i);
+      if (n == shared_payload_mark) {
+        if (!std::holds_alternative<msg::Task>(e.message)) throw DecodeError(where() + ": a shared payload for a message other than a Task");
+        e.payload_offset = take_from<std::uint64_t>(frame, pos, "shared offset", i);
+        e.payload_size = take_from<std::uint32_t>(frame, pos, "shared length", i);
+        if (e.payload_size == 0) throw DecodeError(where() + ": a shared payload of 0 bytes");
+        e.has_payload = e.in_segment = true;
+        entries.push_back(std::move(e));
+        continue;
+      }
       if (frame.size() - pos < n) throw DecodeError("batch frame truncated in " + where() + "'s payload");
       e.has_payload = true;
       e.payload_offset = pos;

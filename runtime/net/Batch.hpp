@@ -7,7 +7,9 @@
 /// Layout (little-endian, docs/protocol.md "Batch frames"):
 ///   u32 batch_magic, u16 wire_version, u16 reserved (0), u32 count, then `count` entries:
 ///   u32 header_length, the message's header frame (Codec.hpp), and, for kinds with a
-///   payload (Task, Probe), u32 payload_length and the payload bytes.
+///   payload (Task, Probe), u32 payload_length and the payload bytes, or, for a payload in
+///   the shared-memory segment the receiver accepted from this sender
+///   (runtime/zmq/SharedInputs.hpp), u32 shared_payload_mark, u64 offset, u32 length.
 /// A node sends batch frames only to a peer whose Hello or Welcome carried
 /// msg::feature_batches; every entry is decoded with the same checks as a lone frame.
 
@@ -28,6 +30,8 @@ constexpr std::size_t batch_header_bytes = 12;
 constexpr std::size_t max_batch_entries = 4096;
 constexpr std::size_t max_batch_bytes = 1u << 20;          ///< bytes, one batch frame
 constexpr std::size_t max_batched_payload_bytes = 16 * 1024; ///< bytes; bigger payloads travel alone, zero-copy
+/// payload_length of an entry whose payload lies in the receiver's shared input segment.
+constexpr std::uint32_t shared_payload_mark = 0xFFFFFFFF;
 
 /// Accumulates messages for one peer; take() returns the frame and starts a new one.
 class BatchWriter {
@@ -42,6 +46,10 @@ class BatchWriter {
   /// into the returned span (inside the frame) before the next call: no copy of bytes
   /// made elsewhere. nullopt, the batch unchanged, when it would exceed a limit.
   std::optional<std::span<std::byte>> add_room(const Message& m, std::size_t payload_bytes);
+  /// As add() for a Task whose payload of `length` bytes (1 or more) the receiver reads at
+  /// `offset` in the shared input segment it accepted from this sender. False, the batch
+  /// unchanged, when it would exceed a limit.
+  bool add_shared(const Message& m, std::uint64_t offset, std::uint32_t length);
   std::size_t count() const { return count_; }
   bool empty() const { return count_ == 0; }
   /// The frame of the messages added since the last take(); the writer is empty after
@@ -60,7 +68,7 @@ class BatchWriter {
  private:
   void reset();
   /// Appends `m`'s entry, with room for `payload_bytes` when `with_payload`; false when full.
-  bool append(const Message& m, bool with_payload, std::size_t payload_bytes);
+  bool append(const Message& m, bool with_payload, std::size_t payload_bytes, bool shared = false);
   FrameBuffer bytes_;
   std::size_t count_ = 0;
   std::array<std::uint32_t, recent_frames> recent_{};  ///< bytes of the last frames taken
@@ -68,10 +76,12 @@ class BatchWriter {
 };
 
 /// One message of a decoded batch; its payload (if the kind has one) is
-/// frame[payload_offset, payload_offset + payload_size).
+/// frame[payload_offset, payload_offset + payload_size), or, when `in_segment`, those
+/// bytes of the receiver's shared input segment (checked against it by the transport).
 struct BatchEntry {
   Message message;
   bool has_payload = false;
+  bool in_segment = false;
   std::size_t payload_offset = 0;
   std::size_t payload_size = 0;
 };

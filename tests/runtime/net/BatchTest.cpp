@@ -238,6 +238,42 @@ TEST(Batch, EveryMalformedBatchIsRefusedNamingWhatWasWrong) {
   expect_bad(b, "entry 0's header");
 }
 
+TEST(Batch, ATasksPayloadInTheSharedSegmentTravelsAsAReference) {
+  BatchWriter w;
+  ASSERT_TRUE(w.add(msg::Task{41}, bytes_of("inline")));
+  ASSERT_TRUE(w.add_shared(msg::Task{42}, 4096, 16384));
+  EXPECT_THROW(w.add_shared(msg::Result{7, "w1", 0, 0, 0, false, ""}, 0, 1), std::invalid_argument);
+  EXPECT_THROW(w.add_shared(msg::Task{43}, 0, 0), std::invalid_argument);
+  const auto frame = w.take();
+  const auto entries = decode_batch(frame);
+  ASSERT_EQ(entries.size(), 2u);
+  EXPECT_FALSE(entries[0].in_segment);
+  EXPECT_EQ(text_at(frame, entries[0]), "inline");
+  EXPECT_TRUE(entries[1].has_payload);
+  EXPECT_TRUE(entries[1].in_segment);
+  EXPECT_EQ(entries[1].payload_offset, 4096u);
+  EXPECT_EQ(entries[1].payload_size, 16384u);
+  // A reference of 0 bytes, or a truncated one, is refused.
+  Bytes b(frame.begin(), frame.end());
+  Bytes zero = b;
+  std::memset(zero.data() + zero.size() - 4, 0, 4);
+  expect_bad(zero, "a shared payload of 0 bytes");
+  b.resize(b.size() - 3);
+  expect_bad(b, "shared length");
+  // A reference on a message other than a Task: a Probe's payload marked as shared.
+  BatchWriter p;
+  ASSERT_TRUE(p.add(msg::Probe{}, bytes_of("ab")));
+  const auto probe_frame = p.take();
+  Bytes probe(probe_frame.begin(), probe_frame.end() - 6);  // without its u32 length and "ab"
+  const std::uint32_t mark = shared_payload_mark, length = 2;
+  const std::uint64_t offset = 0;
+  for (const auto& [at, n] : {std::pair{static_cast<const void*>(&mark), 4}, {&offset, 8}, {&length, 4}}) {
+    const auto* bytes = static_cast<const std::byte*>(at);
+    probe.insert(probe.end(), bytes, bytes + n);
+  }
+  expect_bad(probe, "a shared payload for a message other than a Task");
+}
+
 TEST(Batch, FeaturesTravelInHelloAndWelcome) {
   msg::Hello h{"w", 2, 1 << 20};
   h.features = feature_batches;
