@@ -12,7 +12,9 @@
 #include <zmq.hpp>
 
 #include "runtime/net/Batch.hpp"
+#include "runtime/net/DecodeError.hpp"
 #include "runtime/zmq/MadeBytes.hpp"
+#include "runtime/zmq/SharedInputs.hpp"
 #include "runtime/node/Payload.hpp"
 #include "runtime/zmq/Wire.hpp"
 
@@ -40,19 +42,34 @@ inline zmq::message_t frame_of(const node::Payload& payload) {
 
 /// A received batch frame and a view of each payload inside it: one allocation per frame,
 /// none per payload; each payload shares the frame's count (node::SliceBytes),
-/// so the frame lives as long as its last payload.
+/// so the frame lives as long as its last payload. A payload in the shared input segment
+/// (BatchEntry::in_segment) is a view into `mapping` instead, which lives as long too.
 struct SharedBatch {
   zmq::message_t frame;
+  std::shared_ptr<InputMapping> mapping;
   std::vector<node::SliceBytes> views;  ///< one per entry (empty for an entry without payload)
 
-  /// Payloads of the entries of `b`, which it takes the frame of.
-  static std::shared_ptr<SharedBatch> of(net::ReceivedBatch& b) {
+  /// Payloads of the entries of `b`, which it takes the frame of. `mapping`: the segment
+  /// accepted from the sender (null: none, and a reference into one is a DecodeError); each
+  /// reference is claimed there for its task (InputMapping::claim: DecodeError when outside
+  /// the segment or over a slot still held).
+  static std::shared_ptr<SharedBatch> of(net::ReceivedBatch& b, std::shared_ptr<InputMapping> mapping = nullptr) {
     auto shared = std::make_shared<SharedBatch>();
     shared->frame = std::move(b.frame);
     shared->views.resize(b.entries.size());
     const auto* base = static_cast<const std::byte*>(shared->frame.data());
-    for (std::size_t i = 0; i < b.entries.size(); ++i)
-      if (b.entries[i].has_payload) shared->views[i] = node::SliceBytes(base + b.entries[i].payload_offset, b.entries[i].payload_size);
+    for (std::size_t i = 0; i < b.entries.size(); ++i) {
+      const auto& e = b.entries[i];
+      if (!e.has_payload) continue;
+      if (!e.in_segment) {
+        shared->views[i] = node::SliceBytes(base + e.payload_offset, e.payload_size);
+        continue;
+      }
+      if (!mapping) throw net::DecodeError("a reference into a shared input segment, but none was accepted from this sender");
+      const auto bytes = mapping->claim(std::get<net::msg::Task>(e.message).task_id, SlotRef{e.payload_offset, e.payload_size});
+      shared->views[i] = node::SliceBytes(bytes.data(), bytes.size());
+    }
+    shared->mapping = std::move(mapping);
     return shared;
   }
   /// The payload of entry `i` (null when it has none).

@@ -100,6 +100,10 @@ struct ZmqNode::Impl final : node::Transport {
   // Anything sent alone to that peer flushes its batch first, so order is kept.
   bool parent_batches = false;
   net::BatchWriter parent_out;
+  // The parent's shared input segment, read-only (runtime/zmq/SharedInputs.hpp); null:
+  // none accepted, every input comes inline. A slot claimed by a task is given back when
+  // its Result goes up.
+  std::shared_ptr<InputMapping> parent_inputs;
   // Results and requests to the parent may wait up to parent_hold seconds (a batch of
   // stream_count leaves at once, in send_parent) so that a fast stream of tiny tasks turns into few
   // frames: the parent then answers many requests in one turn and its tasks come
@@ -206,6 +210,7 @@ struct ZmqNode::Impl final : node::Transport {
       net::send(*up, h, nullptr, &frame);
       return;
     }
+    if (const auto* result = std::get_if<net::msg::Result>(&message); result && parent_inputs) parent_inputs->release(result->task_id);
     if (parent_batches && net::BatchWriter::batchable(message, payload ? payload->size() : 0)) {
       const bool holdable = std::holds_alternative<net::msg::Result>(message) || std::holds_alternative<net::msg::Request>(message);
       if (!add_to(parent_out, message, payload)) {
@@ -325,6 +330,7 @@ struct ZmqNode::Impl final : node::Transport {
     child_out.clear();
     parent_batches = false;
     parent_out = net::BatchWriter();
+    parent_inputs.reset();
     if (down) {
       down->set(zmq::sockopt::linger, 0);
       try {
@@ -404,7 +410,13 @@ struct ZmqNode::Impl final : node::Transport {
         return;
       }
       if (auto* batch = std::get_if<net::ReceivedBatch>(&*got)) {
-        const auto frame = SharedBatch::of(*batch);
+        std::shared_ptr<SharedBatch> frame;
+        try {
+          frame = SharedBatch::of(*batch, parent_inputs);
+        } catch (const net::DecodeError& e) {
+          driver->on_parent_lost(std::string("bad message from the parent: ") + e.what(), now());
+          return;
+        }
         const double at = now();
         for (std::size_t i = 0; i < batch->entries.size(); ++i) {
           if (!up || driver->finished()) return;
@@ -473,7 +485,13 @@ struct ZmqNode::Impl final : node::Transport {
           }
         }
         const node::PeerId peer = known->second;
-        const auto frame = SharedBatch::of(*batch);
+        std::shared_ptr<SharedBatch> frame;
+        try {
+          frame = SharedBatch::of(*batch);  // a child has no segment of its parent's to name
+        } catch (const net::DecodeError& e) {
+          driver->on_child_failed(peer, std::string("malformed message: ") + e.what(), now());
+          continue;
+        }
         const double at = now();
         for (std::size_t i = 0; i < batch->entries.size(); ++i) {
           if (!accepting() || !identity_of.contains(peer.value)) break;

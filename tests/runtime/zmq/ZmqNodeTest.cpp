@@ -140,5 +140,52 @@ TEST(ZmqNode, AWorkerAcknowledgesABatchOfTinyTasksBeforeItRunsThem) {
   EXPECT_EQ(ran.get(), 0);
 }
 
+// An attacker's parent names its shared input segment in a batch entry although the worker
+// accepted none (issue 43): the worker drops that parent (DecodeError), runs nothing from
+// that batch and does not crash.
+TEST(ZmqNode, AReferenceIntoASegmentNeverAcceptedDropsTheParent) {
+  ScriptedParent parent;
+  node::NodeOptions options;
+  options.name = "w";
+  options.rejoin_timeout = 0;  // a lost parent ends the worker
+  Endpoints endpoints;
+  endpoints.parent = parent.endpoint();
+  endpoints.listen = "";
+  ZmqNode worker(options, endpoints, Compute{{test_support::affinity_cpus().front()}});
+  auto ran = std::async(std::launch::async, [&] { return worker.run(); });
+  while (!parent.said_hello()) ASSERT_TRUE(parent.next(20)) << "no Hello";
+  model::AppSpec app;
+  app.kernel = model::Kernel::matmul;
+  app.n = 32;
+  net::msg::Welcome w;
+  w.buffer = 1000;
+  w.policy = "fcfs";
+  w.features = net::feature_batches;
+  w.sender = "p";
+  net::msg::AppInfo info;
+  info.name = "mm";
+  info.kernel = static_cast<std::uint8_t>(model::Kernel::matmul);
+  info.n = 32;
+  info.bytes = app.input_bytes();
+  info.flops = app.task_flops();
+  info.tasks = 2;
+  w.apps = {info};
+  parent.send(w);
+  net::BatchWriter batch;
+  const std::vector<std::byte> input(app.input_bytes(), std::byte{0});
+  ASSERT_TRUE(batch.add(net::msg::Task{core::TaskId::make(core::AppId{0}, 0).value}, input));
+  ASSERT_TRUE(batch.add_shared(net::msg::Task{core::TaskId::make(core::AppId{0}, 1).value}, 0,
+                               static_cast<std::uint32_t>(app.input_bytes())));
+  parent.send_batch(batch);
+  std::size_t results = 0;
+  const auto deadline = Clock::now() + std::chrono::seconds(20);
+  while (ran.wait_for(std::chrono::milliseconds(0)) != std::future_status::ready && Clock::now() < deadline) {
+    if (const auto f = parent.next(0.2)) results += f->results;
+  }
+  ASSERT_EQ(ran.wait_for(std::chrono::seconds(0)), std::future_status::ready) << "the worker kept the parent";
+  EXPECT_EQ(ran.get(), node::exit_parent_lost);
+  EXPECT_EQ(results, 0u);
+}
+
 }  // namespace
 }  // namespace treefarm::zmq_node
