@@ -94,4 +94,23 @@ inline bool add_to(net::BatchWriter& batch, const net::Message& message, const n
   return room.has_value();
 }
 
+/// As add_to, for a child whose shared input segment is `segment` (null: none accepted): a
+/// Task's input made on demand is made straight into a slot of the segment, taken for that
+/// task until InputSegment::release, and the entry carries only (offset, length), whatever
+/// the input's size. A full ring, or any other payload, goes as add_to would (inline).
+/// False, the batch and the segment unchanged, when the batch is full.
+inline bool add_to(net::BatchWriter& batch, const net::Message& message, const node::Payload& payload, InputSegment* segment) {
+  const auto* task = std::get_if<net::msg::Task>(&message);
+  const auto* made = dynamic_cast<const zmq_node::MadeBytes*>(payload.get());
+  if (segment && task && made && made->size() > 0 && made->size() < net::shared_payload_mark) {
+    if (const auto slot = segment->take(task->task_id, made->size())) {
+      made->write_to(segment->bytes(*slot));
+      if (batch.add_shared(message, slot->offset, static_cast<std::uint32_t>(slot->length))) return true;
+      segment->release(task->task_id);
+      return false;
+    }
+  }
+  return add_to(batch, message, payload);
+}
+
 }  // namespace treefarm::zmq_node
