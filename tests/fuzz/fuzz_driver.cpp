@@ -79,6 +79,10 @@ void deliver(node::NodeDriver& d, std::optional<node::PeerId> from, std::span<co
     } catch (const net::DecodeError& e) {
       return lost(e.what());
     }
+    // As runtime/zmq's SharedBatch: no shared input segment is accepted here, so a
+    // reference into one drops the sender before any entry is delivered.
+    for (const auto& e : entries)
+      if (e.in_segment) return lost("a reference into a shared input segment, but none was accepted");
     for (auto& e : entries) {
       if (d.finished()) return;
       node::Payload p;

@@ -95,6 +95,19 @@ int main(int argc, char** argv) {
     s.lone(4, msg::Blame{task(0, 9), "x", 0});
     seeds.push_back(s.b);
   }
+  {
+    // References into a shared input segment none accepted (Batch.hpp add_shared): from
+    // the parent (the worker loses it) and from a child (dropped).
+    Session s(0);
+    BatchWriter w;
+    w.add(msg::Task{task(0, 0)}, Bytes(100, std::byte{7}));
+    w.add_shared(msg::Task{task(0, 1)}, 0, 100);
+    const auto frame = w.take();
+    s.op(2, Bytes(frame.begin(), frame.end()));
+    s.lone(4, msg::Task{task(0, 2)}, 100);
+    s.op(4, Bytes(frame.begin(), frame.end()));
+    seeds.push_back(s.b);
+  }
   int i = 0;
   for (const auto& seed : seeds) {
     std::ofstream f(dir + "/seed-" + std::to_string(i++), std::ios::binary);
