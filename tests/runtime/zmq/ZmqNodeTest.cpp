@@ -78,21 +78,27 @@ class ScriptedParent {
   bool hello_ = false;
 };
 
-TEST(ZmqNode, AWorkerAcknowledgesABatchOfTinyTasksBeforeItRunsThem) {
-  ScriptedParent parent;
+/// The worker's options (named "w") and its endpoints under `parent` (no children).
+node::NodeOptions node_options() {
   node::NodeOptions options;
   options.name = "w";
+  return options;
+}
+Endpoints endpoints_to(const ScriptedParent& parent) {
   Endpoints endpoints;
   endpoints.parent = parent.endpoint();
   endpoints.listen = "";
-  ZmqNode worker(options, endpoints, Compute{{test_support::affinity_cpus().front()}});
-  auto ran = std::async(std::launch::async, [&] { return worker.run(); });
-
-  while (!parent.said_hello()) ASSERT_TRUE(parent.next(20)) << "no Hello";
+  return endpoints;
+}
+model::AppSpec matmul32() {
   model::AppSpec app;
   app.kernel = model::Kernel::matmul;
   app.n = 32;
-  constexpr std::uint64_t tasks = 60;  // one batch frame (<= 1 MiB), below the 128 messages that leave mid-turn
+  return app;
+}
+
+/// A parent's Welcome with one matmul app of `tasks` tasks, batches announced.
+net::msg::Welcome welcome(const model::AppSpec& app, std::uint64_t tasks) {
   net::msg::Welcome w;
   w.buffer = 1000;
   w.policy = "fcfs";
@@ -100,13 +106,24 @@ TEST(ZmqNode, AWorkerAcknowledgesABatchOfTinyTasksBeforeItRunsThem) {
   w.sender = "p";
   net::msg::AppInfo info;
   info.name = "mm";
-  info.kernel = static_cast<std::uint8_t>(model::Kernel::matmul);
-  info.n = 32;
+  info.kernel = static_cast<std::uint8_t>(app.kernel);
+  info.n = app.n;
   info.bytes = app.input_bytes();
   info.flops = app.task_flops();
   info.tasks = tasks;
   w.apps = {info};
-  parent.send(w);
+  return w;
+}
+
+TEST(ZmqNode, AWorkerAcknowledgesABatchOfTinyTasksBeforeItRunsThem) {
+  ScriptedParent parent;
+  ZmqNode worker(node_options(), endpoints_to(parent), Compute{{test_support::affinity_cpus().front()}});
+  auto ran = std::async(std::launch::async, [&] { return worker.run(); });
+
+  while (!parent.said_hello()) ASSERT_TRUE(parent.next(20)) << "no Hello";
+  const auto app = matmul32();
+  constexpr std::uint64_t tasks = 60;  // one batch frame (<= 1 MiB), below the 128 messages that leave mid-turn
+  parent.send(welcome(app, tasks));
   bool asked = false;
   while (!asked) {
     const auto f = parent.next(20);
@@ -145,32 +162,13 @@ TEST(ZmqNode, AWorkerAcknowledgesABatchOfTinyTasksBeforeItRunsThem) {
 // that batch and does not crash.
 TEST(ZmqNode, AReferenceIntoASegmentNeverAcceptedDropsTheParent) {
   ScriptedParent parent;
-  node::NodeOptions options;
-  options.name = "w";
+  auto options = node_options();
   options.rejoin_timeout = 0;  // a lost parent ends the worker
-  Endpoints endpoints;
-  endpoints.parent = parent.endpoint();
-  endpoints.listen = "";
-  ZmqNode worker(options, endpoints, Compute{{test_support::affinity_cpus().front()}});
+  ZmqNode worker(options, endpoints_to(parent), Compute{{test_support::affinity_cpus().front()}});
   auto ran = std::async(std::launch::async, [&] { return worker.run(); });
   while (!parent.said_hello()) ASSERT_TRUE(parent.next(20)) << "no Hello";
-  model::AppSpec app;
-  app.kernel = model::Kernel::matmul;
-  app.n = 32;
-  net::msg::Welcome w;
-  w.buffer = 1000;
-  w.policy = "fcfs";
-  w.features = net::feature_batches;
-  w.sender = "p";
-  net::msg::AppInfo info;
-  info.name = "mm";
-  info.kernel = static_cast<std::uint8_t>(model::Kernel::matmul);
-  info.n = 32;
-  info.bytes = app.input_bytes();
-  info.flops = app.task_flops();
-  info.tasks = 2;
-  w.apps = {info};
-  parent.send(w);
+  const auto app = matmul32();
+  parent.send(welcome(app, 2));
   net::BatchWriter batch;
   const std::vector<std::byte> input(app.input_bytes(), std::byte{0});
   ASSERT_TRUE(batch.add(net::msg::Task{core::TaskId::make(core::AppId{0}, 0).value}, input));
