@@ -1,5 +1,7 @@
 #include "runtime/zmq/Wire.hpp"
 
+#include <cstring>
+
 namespace treefarm::net {
 
 namespace {
@@ -19,11 +21,73 @@ std::optional<std::variant<Received, BadMessage>> try_receive(zmq::socket_t& soc
   auto got = try_receive_any(socket, router);
   if (!got) return std::nullopt;
   if (auto* b = std::get_if<ReceivedBatch>(&*got)) return BadMessage{b->identity, "a batch frame, but batches were not announced"};
+  if (auto* f = std::get_if<InputsFrame>(&*got)) return BadMessage{f->identity, "a shared input frame, but shared inputs were not announced"};
   if (auto* r = std::get_if<Received>(&*got)) return std::move(*r);
   return std::get<BadMessage>(std::move(*got));
 }
 
-std::optional<std::variant<Received, BadMessage, ReceivedBatch>> try_receive_any(zmq::socket_t& socket, bool router) {
+namespace {
+constexpr std::size_t inputs_head_bytes = 8;  // u32 magic, u16 wire_version, u16 reserved
+constexpr std::size_t max_inputs_name = 200;
+
+std::optional<InputsFrame> inputs_frame_of(std::span<const std::byte> f) {
+  std::uint32_t magic = 0;
+  if (f.size() < sizeof magic) return std::nullopt;
+  std::memcpy(&magic, f.data(), sizeof magic);
+  if (magic != inputs_offer_magic && magic != inputs_answer_magic) return std::nullopt;
+  if (f.size() < inputs_head_bytes) throw DecodeError("shared input frame truncated");
+  std::uint16_t version = 0, reserved = 0;
+  std::memcpy(&version, f.data() + 4, 2);
+  std::memcpy(&reserved, f.data() + 6, 2);
+  if (version != wire_version) throw DecodeError("shared input frame of protocol version " + std::to_string(version));
+  if (reserved != 0) throw DecodeError("reserved shared input field is not zero");
+  InputsFrame out;
+  if (magic == inputs_answer_magic) {
+    if (f.size() != inputs_head_bytes + 1 || std::to_integer<unsigned>(f[8]) > 1) throw DecodeError("malformed shared input answer");
+    out.mapped = std::to_integer<unsigned>(f[8]) == 1;
+    return out;
+  }
+  if (f.size() < inputs_head_bytes + 8 + 2 || f.size() > inputs_head_bytes + 8 + max_inputs_name) throw DecodeError("malformed shared input offer");
+  out.offer = true;
+  std::memcpy(&out.bytes, f.data() + 8, 8);
+  out.name.assign(reinterpret_cast<const char*>(f.data() + 16), f.size() - 16);
+  return out;
+}
+
+std::vector<std::byte> inputs_head(std::uint32_t magic) {
+  std::vector<std::byte> b(inputs_head_bytes);
+  std::memcpy(b.data(), &magic, 4);
+  std::memcpy(b.data() + 4, &wire_version, 2);
+  return b;
+}
+
+bool send_frame(zmq::socket_t& socket, const std::string* identity, const std::vector<std::byte>& b) {
+  try {
+    if (identity) socket.send(zmq::buffer(*identity), zmq::send_flags::sndmore);
+    socket.send(zmq::message_t(b.data(), b.size()), zmq::send_flags::none);
+  } catch (const zmq::error_t& e) {
+    if (e.num() == EHOSTUNREACH) return false;
+    throw;
+  }
+  return true;
+}
+}  // namespace
+
+bool send_inputs_offer(zmq::socket_t& socket, const std::string& identity, const std::string& name, std::uint64_t bytes) {
+  auto b = inputs_head(inputs_offer_magic);
+  b.resize(16 + name.size());
+  std::memcpy(b.data() + 8, &bytes, 8);
+  std::memcpy(b.data() + 16, name.data(), name.size());
+  return send_frame(socket, &identity, b);
+}
+
+bool send_inputs_answer(zmq::socket_t& socket, bool mapped) {
+  auto b = inputs_head(inputs_answer_magic);
+  b.push_back(std::byte{static_cast<unsigned char>(mapped ? 1 : 0)});
+  return send_frame(socket, nullptr, b);
+}
+
+std::optional<std::variant<Received, BadMessage, ReceivedBatch, InputsFrame>> try_receive_any(zmq::socket_t& socket, bool router) {
   std::vector<zmq::message_t> frames;
   zmq::message_t frame;
   if (!socket.recv(frame, zmq::recv_flags::dontwait)) return std::nullopt;
@@ -56,6 +120,12 @@ std::optional<std::variant<Received, BadMessage, ReceivedBatch>> try_receive_any
       ReceivedBatch b{identity, std::move(frames[first]), std::move(entries), {}};
       if (const char* user = zmq_msg_gets(const_cast<zmq_msg_t*>(b.frame.handle()), "User-Id")) b.user_id = user;
       return b;
+    }
+    if (auto f = inputs_frame_of(head_bytes)) {
+      if (frames.size() != first + 1) return BadMessage{identity, "a shared input frame followed by other frames"};
+      f->identity = identity;
+      if (const char* user = zmq_msg_gets(const_cast<zmq_msg_t*>(head.handle()), "User-Id")) f->user_id = user;
+      return *f;
     }
     const std::size_t payloads = frames.size() - first - 1;
     Message m = decode(std::span<const std::byte>(static_cast<const std::byte*>(head.data()), head.size()), payloads);

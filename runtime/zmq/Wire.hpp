@@ -42,13 +42,37 @@ struct ReceivedBatch {
   std::string user_id;                ///< As Received::user_id.
 };
 
+/// Hello feature bit (next to feature_batches): the child, connected over ipc://, can map
+/// a shared input segment (runtime/zmq/SharedInputs.hpp). Set by the ZeroMQ adapter.
+constexpr std::uint32_t feature_shared_inputs = 2;
+
+/// A shared input segment's offer (parent -> child: its name and size in bytes) or the
+/// answer (child -> parent: whether it mapped it). Transport frames of their own
+/// (docs/protocol.md "Shared input segments"), never seen by the node driver.
+struct InputsFrame {
+  std::string identity;  ///< ROUTER: the peer's routing id; DEALER: empty.
+  bool offer = false;
+  std::string name;          ///< offer: the segment's name
+  std::uint64_t bytes = 0;   ///< offer: its size
+  bool mapped = false;       ///< answer
+  std::string user_id;
+};
+constexpr std::uint32_t inputs_offer_magic = 0x4f524654;   ///< "TFRO" little-endian
+constexpr std::uint32_t inputs_answer_magic = 0x41524654;  ///< "TFRA" little-endian
+
+/// Sends an offer (to `identity` on a ROUTER); false if the peer is gone.
+bool send_inputs_offer(zmq::socket_t& socket, const std::string& identity, const std::string& name, std::uint64_t bytes);
+/// Sends an answer to the parent.
+bool send_inputs_answer(zmq::socket_t& socket, bool mapped);
+
 /// Receives one whole multipart message without blocking. Returns nullopt if none is
 /// waiting. A malformed message is fully drained and returned as BadMessage; so is a
 /// batch frame (a peer that did not announce msg::feature_batches never gets one).
 std::optional<std::variant<Received, BadMessage>> try_receive(zmq::socket_t& socket, bool router);
 
-/// As try_receive, and a batch frame is returned whole, its entries decoded.
-std::optional<std::variant<Received, BadMessage, ReceivedBatch>> try_receive_any(zmq::socket_t& socket, bool router);
+/// As try_receive, and a batch frame is returned whole, its entries decoded, and a
+/// shared input offer or answer as an InputsFrame.
+std::optional<std::variant<Received, BadMessage, ReceivedBatch, InputsFrame>> try_receive_any(zmq::socket_t& socket, bool router);
 
 /// Sends a batch frame (BatchWriter::take()) to `identity` on a ROUTER. Returns false if
 /// a ROUTER peer is unknown/gone.

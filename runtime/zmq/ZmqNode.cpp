@@ -104,6 +104,18 @@ struct ZmqNode::Impl final : node::Transport {
   // none accepted, every input comes inline. A slot claimed by a task is given back when
   // its Result goes up.
   std::shared_ptr<InputMapping> parent_inputs;
+  // Each ipc:// child's shared input segment (SharedInputs.hpp), by peer id: made when
+  // its Welcome goes, used once the child answers that it mapped it (`accepted`).
+  struct ChildInputs {
+    bool wanted = false;  ///< its Hello announced feature_shared_inputs
+    std::unique_ptr<InputSegment> segment;
+    bool accepted = false;
+  };
+  std::unordered_map<std::uint32_t, ChildInputs> child_inputs;
+  InputSegment* inputs_of(std::uint32_t peer) {
+    auto it = child_inputs.find(peer);
+    return it != child_inputs.end() && it->second.accepted ? it->second.segment.get() : nullptr;
+  }
   // Results and requests to the parent may wait up to parent_hold seconds (a batch of
   // stream_count leaves at once, in send_parent) so that a fast stream of tiny tasks turns into few
   // frames: the parent then answers many requests in one turn and its tasks come
@@ -205,12 +217,17 @@ struct ZmqNode::Impl final : node::Transport {
     if (const auto* hello = std::get_if<net::msg::Hello>(&message)) {
       net::msg::Hello h = *hello;  // the transport announces what it reads
       h.features |= net::feature_batches;
+      if (endpoints.parent.starts_with("ipc://")) h.features |= net::feature_shared_inputs;
       flush_parent();
       zmq::message_t frame;
       net::send(*up, h, nullptr, &frame);
       return;
     }
-    if (const auto* result = std::get_if<net::msg::Result>(&message); result && parent_inputs) parent_inputs->release(result->task_id);
+    if (parent_inputs) {
+      if (const auto* result = std::get_if<net::msg::Result>(&message)) parent_inputs->release(result->task_id);
+      if (const auto* back = std::get_if<net::msg::PullReply>(&message))
+        for (auto id : back->task_ids) parent_inputs->release(id);
+    }
     if (parent_batches && net::BatchWriter::batchable(message, payload ? payload->size() : 0)) {
       const bool holdable = std::holds_alternative<net::msg::Result>(message) || std::holds_alternative<net::msg::Request>(message);
       if (!add_to(parent_out, message, payload)) {
@@ -249,13 +266,16 @@ struct ZmqNode::Impl final : node::Transport {
       w.features |= net::feature_batches;
       if (!flush_child(peer.value)) return false;
       zmq::message_t frame;
-      return net::send(*down, w, &it->second, &frame);
+      if (!net::send(*down, w, &it->second, &frame)) return false;
+      offer_inputs(peer.value, it->second);
+      return true;
     }
     auto* out = child_out.find(peer.value);
     if (out && net::BatchWriter::batchable(message, payload ? payload->size() : 0)) {
-      if (add_to(*out, message, payload)) return child_out.queued(peer.value, *out) < stream_count || flush_child(peer.value);
+      auto* inputs = inputs_of(peer.value);
+      if (add_to(*out, message, payload, inputs)) return child_out.queued(peer.value, *out) < stream_count || flush_child(peer.value);
       if (!flush_child(peer.value)) return false;
-      if (add_to(*out, message, payload)) return child_out.queued(peer.value, *out) > 0;
+      if (add_to(*out, message, payload, inputs)) return child_out.queued(peer.value, *out) > 0;
     }
     if (!flush_child(peer.value)) return false;
     zmq::message_t frame = frame_of(payload);
@@ -312,6 +332,47 @@ struct ZmqNode::Impl final : node::Transport {
     by_identity.erase(it->second);
     identity_of.erase(it);
     child_out.erase(peer.value);
+    child_inputs.erase(peer.value);  // its slots die with it (the segment is unmapped)
+  }
+
+  /// After a Welcome to a child that can map shared inputs, on an ipc:// link: makes its
+  /// segment and offers it; without shared memory the child keeps inline inputs.
+  void offer_inputs(std::uint32_t peer, const std::string& identity) {
+    auto c = child_inputs.find(peer);
+    if (c == child_inputs.end() || !c->second.wanted || !bound.starts_with("ipc://")) return;
+    std::string why;
+    c->second.segment = InputSegment::create(shared_input_segment_bytes, &why);
+    c->second.accepted = false;
+    if (!c->second.segment) {
+      spdlog::info("{}: inputs to '{}' go inline: {}", options.name, identity, why);
+      child_inputs.erase(c);
+      return;
+    }
+    if (!net::send_inputs_offer(*down, identity, c->second.segment->name(), c->second.segment->size())) child_inputs.erase(c);
+  }
+
+  /// The child answered an offer: the name leaves /dev/shm either way.
+  void inputs_answered(node::PeerId peer, const net::InputsFrame& f) {
+    auto c = child_inputs.find(peer.value);
+    if (f.offer || c == child_inputs.end() || !c->second.segment || c->second.accepted) {
+      driver->on_child_failed(peer, f.offer ? "a shared input offer from a child" : "a shared input answer to no offer", now());
+      return;
+    }
+    c->second.segment->unlink();
+    if (f.mapped) c->second.accepted = true;
+    else child_inputs.erase(c);
+  }
+
+  /// The parent offered its segment: map it if possible and say whether.
+  void inputs_offered(const net::InputsFrame& f) {
+    if (!f.offer || parent_inputs) {
+      driver->on_parent_lost(f.offer ? "a second shared input offer" : "a shared input answer from the parent", now());
+      return;
+    }
+    std::string why;
+    parent_inputs = InputMapping::attach(f.name, f.bytes, &why);
+    if (!parent_inputs) spdlog::info("{}: inputs come inline: {}", options.name, why);
+    (void)net::send_inputs_answer(*up, parent_inputs != nullptr);
   }
 
   void restart() override { restart_to(net::msg::Ancestor{}); }
@@ -328,6 +389,7 @@ struct ZmqNode::Impl final : node::Transport {
     dropped.clear();
     key_of_identity.clear();
     child_out.clear();
+    child_inputs.clear();
     parent_batches = false;
     parent_out = net::BatchWriter();
     parent_inputs.reset();
@@ -409,6 +471,10 @@ struct ZmqNode::Impl final : node::Transport {
         driver->on_parent_lost("bad message from the parent: " + bad->reason, now());
         return;
       }
+      if (auto* inputs = std::get_if<net::InputsFrame>(&*got)) {
+        inputs_offered(*inputs);
+        continue;
+      }
       if (auto* batch = std::get_if<net::ReceivedBatch>(&*got)) {
         std::shared_ptr<SharedBatch> frame;
         try {
@@ -436,6 +502,13 @@ struct ZmqNode::Impl final : node::Transport {
     if (const auto* h = std::get_if<net::msg::Hello>(&message)) {
       if (h->features & net::feature_batches) child_out.announce(peer.value);  // a new incarnation
       else child_out.erase(peer.value);
+      child_inputs.erase(peer.value);
+      if (h->features & net::feature_shared_inputs) child_inputs[peer.value].wanted = true;
+    }
+    if (auto* inputs = inputs_of(peer.value)) {
+      if (const auto* result = std::get_if<net::msg::Result>(&message)) inputs->release(result->task_id);
+      if (const auto* back = std::get_if<net::msg::PullReply>(&message))
+        for (auto id : back->task_ids) inputs->release(id);
     }
     driver->on_child_message(peer, std::move(message), std::move(payload), at);
   }
@@ -470,6 +543,16 @@ struct ZmqNode::Impl final : node::Transport {
         } else if (dropped.size() < max_dropped && dropped.insert(bad->identity).second) {
           spdlog::warn("{}: dropping unknown peer: malformed message: {}", options.name, bad->reason);
         }
+        continue;
+      }
+      if (auto* inputs = std::get_if<net::InputsFrame>(&*got)) {
+        auto known = by_identity.find(inputs->identity);
+        if (known == by_identity.end()) continue;
+        if (endpoints.curve.enabled) {
+          auto key = key_of_identity.find(inputs->identity);
+          if (key == key_of_identity.end() || key->second != inputs->user_id) continue;
+        }
+        inputs_answered(known->second, *inputs);
         continue;
       }
       if (auto* batch = std::get_if<net::ReceivedBatch>(&*got)) {
