@@ -242,3 +242,65 @@ TEST(Batch, TravelsAsOneFrameAndPlainReceiversRefuseIt) {
 
 }  // namespace
 }  // namespace treefarm::net
+
+namespace treefarm::net {
+namespace {
+
+// Shared input offers and answers (docs/protocol.md "Shared input segments"): they travel
+// whole, and a malformed one, or one to a receiver that never announced them, is a
+// BadMessage, never a crash.
+TEST(Wire, SharedInputOffersAndAnswersTravelAndMalformedOnesAreBadMessages) {
+  zmq::context_t ctx(1);
+  zmq::socket_t parent(ctx, zmq::socket_type::router), child(ctx, zmq::socket_type::dealer);
+  child.set(zmq::sockopt::routing_id, "c");
+  parent.bind("inproc://inputs-test");
+  child.connect("inproc://inputs-test");
+  auto receive = [](zmq::socket_t& s, bool router) {
+    zmq::pollitem_t item{static_cast<void*>(s), 0, ZMQ_POLLIN, 0};
+    zmq::poll(&item, 1, std::chrono::milliseconds(5000));
+    return try_receive_any(s, router);
+  };
+  ASSERT_TRUE(send_inputs_answer(child, true));
+  auto got = receive(parent, true);
+  ASSERT_TRUE(got);
+  const auto* answer = std::get_if<InputsFrame>(&*got);
+  ASSERT_NE(answer, nullptr);
+  EXPECT_FALSE(answer->offer);
+  EXPECT_TRUE(answer->mapped);
+  EXPECT_EQ(answer->identity, "c");
+  const std::string id = "c";
+  ASSERT_TRUE(send_inputs_offer(parent, id, "/treefarm-1-ab", 1u << 25));
+  got = receive(child, false);
+  ASSERT_TRUE(got);
+  const auto* offer = std::get_if<InputsFrame>(&*got);
+  ASSERT_NE(offer, nullptr);
+  EXPECT_TRUE(offer->offer);
+  EXPECT_EQ(offer->name, "/treefarm-1-ab");
+  EXPECT_EQ(offer->bytes, 1u << 25);
+  // Malformed: an answer that is not 0 or 1, truncated frames, an over-long name.
+  auto raw = [&](std::vector<std::uint8_t> bytes) {
+    child.send(zmq::message_t(bytes.data(), bytes.size()), zmq::send_flags::none);
+    auto r = receive(parent, true);
+    EXPECT_TRUE(r);
+    return r && std::holds_alternative<BadMessage>(*r);
+  };
+  const std::uint8_t v = static_cast<std::uint8_t>(wire_version);
+  EXPECT_TRUE(raw({'T', 'F', 'R', 'A', v, 0, 0, 0, 2}));
+  EXPECT_TRUE(raw({'T', 'F', 'R', 'A', v, 0, 0, 0}));
+  EXPECT_TRUE(raw({'T', 'F', 'R', 'A', v, 0, 1, 0, 1}));
+  EXPECT_TRUE(raw({'T', 'F', 'R', 'O', v, 0, 0, 0, 1, 0}));
+  std::vector<std::uint8_t> long_offer{'T', 'F', 'R', 'O', v, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0};
+  long_offer.resize(long_offer.size() + 201, 'a');
+  EXPECT_TRUE(raw(long_offer));
+  // A receiver that reads only plain messages (try_receive) gets a BadMessage.
+  ASSERT_TRUE(send_inputs_answer(child, false));
+  zmq::pollitem_t item{static_cast<void*>(parent), 0, ZMQ_POLLIN, 0};
+  zmq::poll(&item, 1, std::chrono::milliseconds(5000));
+  const auto plain = try_receive(parent, true);
+  ASSERT_TRUE(plain);
+  ASSERT_TRUE(std::holds_alternative<BadMessage>(*plain));
+  EXPECT_THAT(std::get<BadMessage>(*plain).reason, HasSubstr("shared input"));
+}
+
+}  // namespace
+}  // namespace treefarm::net
