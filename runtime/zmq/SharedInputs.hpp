@@ -34,6 +34,11 @@ namespace treefarm::zmq_node {
 /// n = 32) or 14 of the quickstart's n = 384 (1.1 MiB). Pages never written cost no memory.
 inline constexpr std::size_t shared_input_segment_bytes = std::size_t{32} << 20;
 
+/// Bytes of segments one parent keeps at once, all its children together (256 MiB: eight
+/// children's segments). Each is reserved in /dev/shm's memory when made (posix_fallocate);
+/// children beyond the budget (a master of 256 local workers) get their inputs inline.
+inline constexpr std::size_t shared_inputs_budget_bytes = std::size_t{256} << 20;
+
 /// Slots start at multiples of this (bytes): a cache line, so kernels read aligned rows.
 inline constexpr std::size_t shared_input_slot_alignment = 64;
 

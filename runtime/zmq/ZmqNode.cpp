@@ -340,6 +340,15 @@ struct ZmqNode::Impl final : node::Transport {
   void offer_inputs(std::uint32_t peer, const std::string& identity) {
     auto c = child_inputs.find(peer);
     if (c == child_inputs.end() || !c->second.wanted || !bound.starts_with("ipc://")) return;
+    std::size_t reserved = 0;
+    for (const auto& [other, inputs] : child_inputs)
+      if (inputs.segment) reserved += inputs.segment->size();
+    if (reserved + shared_input_segment_bytes > shared_inputs_budget_bytes) {
+      spdlog::info("{}: inputs to '{}' go inline: its children's shared input segments already take {} MiB", options.name,
+                   identity, reserved >> 20);
+      child_inputs.erase(c);
+      return;
+    }
     std::string why;
     c->second.segment = InputSegment::create(shared_input_segment_bytes, &why);
     c->second.accepted = false;
