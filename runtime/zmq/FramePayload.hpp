@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include <zmq.hpp>
@@ -71,6 +72,15 @@ struct SharedBatch {
     }
     shared->mapping = std::move(mapping);
     return shared;
+  }
+  /// As of(), null and `bad` saying why where of() throws DecodeError: the sender is to be dropped.
+  static std::shared_ptr<SharedBatch> checked(net::ReceivedBatch& b, std::shared_ptr<InputMapping> mapping, std::string& bad) {
+    try {
+      return of(b, std::move(mapping));
+    } catch (const net::DecodeError& e) {
+      bad = e.what();
+      return nullptr;
+    }
   }
   /// The payload of entry `i` (null when it has none).
   static node::Payload payload(const std::shared_ptr<SharedBatch>& batch, std::size_t i, bool has_payload) {

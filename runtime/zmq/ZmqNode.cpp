@@ -3,14 +3,11 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
-#include <filesystem>
 #include <functional>
-#include <fstream>
 #include <thread>
 #include <unordered_map>
 #include <unordered_set>
 
-#include <sys/resource.h>
 #include <sys/statvfs.h>
 #include <sys/sysinfo.h>
 
@@ -23,45 +20,14 @@
 #include "runtime/zmq/FramePayload.hpp"
 #include "runtime/zmq/GenerationRunner.hpp"
 #include "runtime/node/RunOptions.hpp"
+#include "runtime/zmq/NodeProcess.hpp"
 #include "runtime/zmq/PeerProber.hpp"
+#include "runtime/zmq/SharedInputLinks.hpp"
 #include "runtime/zmq/Wire.hpp"
 
 namespace treefarm::zmq_node {
 
 namespace {
-/// Every child is a connection (a file descriptor): allow as many as the system does.
-void raise_descriptor_limit() {
-  if (rlimit lim{}; getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur < lim.rlim_max) {
-    lim.rlim_cur = lim.rlim_max;
-    (void)setrlimit(RLIMIT_NOFILE, &lim);
-  }
-}
-
-/// Runs a node's loop (`body`), turning what it throws into a log line and the exit code
-/// (2 for a ZeroMQ error, node::exit_error for any other).
-template <class Body>
-int exit_code_of(const std::string& name, Body&& body) {
-  try {
-    return body();
-  } catch (const zmq::error_t& e) {
-    spdlog::error("{}: ZeroMQ error: {}", name, e.what());
-    return 2;
-  } catch (const std::exception& e) {
-    spdlog::error("{}: {}", name, e.what());
-    return node::exit_error;
-  }
-}
-
-void write_ready_file(const std::string& path, const std::string& endpoint) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp);
-    f << endpoint << "\n";
-    if (!f) throw std::runtime_error("cannot write the ready file " + tmp);
-  }
-  std::filesystem::rename(tmp, path);
-}
-
 /// Messages read from one socket per loop turn at most, so that no socket starves the
 /// others (or the executor).
 constexpr int burst = 256;
@@ -100,22 +66,7 @@ struct ZmqNode::Impl final : node::Transport {
   // Anything sent alone to that peer flushes its batch first, so order is kept.
   bool parent_batches = false;
   net::BatchWriter parent_out;
-  // The parent's shared input segment, read-only (runtime/zmq/SharedInputs.hpp); null:
-  // none accepted, every input comes inline. A slot claimed by a task is given back when
-  // its Result goes up.
-  std::shared_ptr<InputMapping> parent_inputs;
-  // Each ipc:// child's shared input segment (SharedInputs.hpp), by peer id: made when
-  // its Welcome goes, used once the child answers that it mapped it (`accepted`).
-  struct ChildInputs {
-    bool wanted = false;  ///< its Hello announced feature_shared_inputs
-    std::unique_ptr<InputSegment> segment;
-    bool accepted = false;
-  };
-  std::unordered_map<std::uint32_t, ChildInputs> child_inputs;
-  InputSegment* inputs_of(std::uint32_t peer) {
-    auto it = child_inputs.find(peer);
-    return it != child_inputs.end() && it->second.accepted ? it->second.segment.get() : nullptr;
-  }
+  SharedInputLinks shared{options.name};  ///< the parent's and the children's shared input segments
   // Results and requests to the parent may wait up to parent_hold seconds (a batch of
   // stream_count leaves at once, in send_parent) so that a fast stream of tiny tasks turns into few
   // frames: the parent then answers many requests in one turn and its tasks come
@@ -223,11 +174,7 @@ struct ZmqNode::Impl final : node::Transport {
       net::send(*up, h, nullptr, &frame);
       return;
     }
-    if (parent_inputs) {
-      if (const auto* result = std::get_if<net::msg::Result>(&message)) parent_inputs->release(result->task_id);
-      if (const auto* back = std::get_if<net::msg::PullReply>(&message))
-        for (auto id : back->task_ids) parent_inputs->release(id);
-    }
+    shared.going_up(message);
     if (parent_batches && net::BatchWriter::batchable(message, payload ? payload->size() : 0)) {
       const bool holdable = std::holds_alternative<net::msg::Result>(message) || std::holds_alternative<net::msg::Request>(message);
       if (!add_to(parent_out, message, payload)) {
@@ -267,12 +214,12 @@ struct ZmqNode::Impl final : node::Transport {
       if (!flush_child(peer.value)) return false;
       zmq::message_t frame;
       if (!net::send(*down, w, &it->second, &frame)) return false;
-      offer_inputs(peer.value, it->second);
+      shared.offer(*down, peer.value, it->second, bound.starts_with("ipc://"));
       return true;
     }
     auto* out = child_out.find(peer.value);
     if (out && net::BatchWriter::batchable(message, payload ? payload->size() : 0)) {
-      auto* inputs = inputs_of(peer.value);
+      auto* inputs = shared.of(peer.value);
       if (add_to(*out, message, payload, inputs)) return child_out.queued(peer.value, *out) < stream_count || flush_child(peer.value);
       if (!flush_child(peer.value)) return false;
       if (add_to(*out, message, payload, inputs)) return child_out.queued(peer.value, *out) > 0;
@@ -332,56 +279,7 @@ struct ZmqNode::Impl final : node::Transport {
     by_identity.erase(it->second);
     identity_of.erase(it);
     child_out.erase(peer.value);
-    child_inputs.erase(peer.value);  // its slots die with it (the segment is unmapped)
-  }
-
-  /// After a Welcome to a child that can map shared inputs, on an ipc:// link: makes its
-  /// segment and offers it; without shared memory the child keeps inline inputs.
-  void offer_inputs(std::uint32_t peer, const std::string& identity) {
-    auto c = child_inputs.find(peer);
-    if (c == child_inputs.end() || !c->second.wanted || !bound.starts_with("ipc://")) return;
-    std::size_t reserved = 0;
-    for (const auto& [other, inputs] : child_inputs)
-      if (inputs.segment) reserved += inputs.segment->size();
-    if (reserved + shared_input_segment_bytes > shared_inputs_budget_bytes) {
-      spdlog::info("{}: inputs to '{}' go inline: its children's shared input segments already take {} MiB", options.name,
-                   identity, reserved >> 20);
-      child_inputs.erase(c);
-      return;
-    }
-    std::string why;
-    c->second.segment = InputSegment::create(shared_input_segment_bytes, &why);
-    c->second.accepted = false;
-    if (!c->second.segment) {
-      spdlog::info("{}: inputs to '{}' go inline: {}", options.name, identity, why);
-      child_inputs.erase(c);
-      return;
-    }
-    if (!net::send_inputs_offer(*down, identity, c->second.segment->name(), c->second.segment->size())) child_inputs.erase(c);
-  }
-
-  /// The child answered an offer: the name leaves /dev/shm either way.
-  void inputs_answered(node::PeerId peer, const net::InputsFrame& f) {
-    auto c = child_inputs.find(peer.value);
-    if (f.offer || c == child_inputs.end() || !c->second.segment || c->second.accepted) {
-      driver->on_child_failed(peer, f.offer ? "a shared input offer from a child" : "a shared input answer to no offer", now());
-      return;
-    }
-    c->second.segment->unlink();
-    if (f.mapped) c->second.accepted = true;
-    else child_inputs.erase(c);
-  }
-
-  /// The parent offered its segment: map it if possible and say whether.
-  void inputs_offered(const net::InputsFrame& f) {
-    if (!f.offer || parent_inputs) {
-      driver->on_parent_lost(f.offer ? "a second shared input offer" : "a shared input answer from the parent", now());
-      return;
-    }
-    std::string why;
-    parent_inputs = InputMapping::attach(f.name, f.bytes, &why);
-    if (!parent_inputs) spdlog::info("{}: inputs come inline: {}", options.name, why);
-    (void)net::send_inputs_answer(*up, parent_inputs != nullptr);
+    shared.forget(peer.value);  // its slots die with it (the segment is unmapped)
   }
 
   void restart() override { restart_to(net::msg::Ancestor{}); }
@@ -398,10 +296,9 @@ struct ZmqNode::Impl final : node::Transport {
     dropped.clear();
     key_of_identity.clear();
     child_out.clear();
-    child_inputs.clear();
+    shared.clear();
     parent_batches = false;
     parent_out = net::BatchWriter();
-    parent_inputs.reset();
     if (down) {
       down->set(zmq::sockopt::linger, 0);
       try {
@@ -481,17 +378,13 @@ struct ZmqNode::Impl final : node::Transport {
         return;
       }
       if (auto* inputs = std::get_if<net::InputsFrame>(&*got)) {
-        inputs_offered(*inputs);
+        if (auto bad = shared.offered(*up, *inputs)) return driver->on_parent_lost(*bad, now());
         continue;
       }
       if (auto* batch = std::get_if<net::ReceivedBatch>(&*got)) {
-        std::shared_ptr<SharedBatch> frame;
-        try {
-          frame = SharedBatch::of(*batch, parent_inputs);
-        } catch (const net::DecodeError& e) {
-          driver->on_parent_lost(std::string("bad message from the parent: ") + e.what(), now());
-          return;
-        }
+        std::string bad;
+        const auto frame = SharedBatch::checked(*batch, shared.parent(), bad);
+        if (!frame) return driver->on_parent_lost("bad message from the parent: " + bad, now());
         const double at = now();
         for (std::size_t i = 0; i < batch->entries.size(); ++i) {
           if (!up || driver->finished()) return;
@@ -511,14 +404,9 @@ struct ZmqNode::Impl final : node::Transport {
     if (const auto* h = std::get_if<net::msg::Hello>(&message)) {
       if (h->features & net::feature_batches) child_out.announce(peer.value);  // a new incarnation
       else child_out.erase(peer.value);
-      child_inputs.erase(peer.value);
-      if (h->features & net::feature_shared_inputs) child_inputs[peer.value].wanted = true;
+      shared.hello(peer.value, h->features);
     }
-    if (auto* inputs = inputs_of(peer.value)) {
-      if (const auto* result = std::get_if<net::msg::Result>(&message)) inputs->release(result->task_id);
-      if (const auto* back = std::get_if<net::msg::PullReply>(&message))
-        for (auto id : back->task_ids) inputs->release(id);
-    }
+    shared.coming_up(peer.value, message);
     driver->on_child_message(peer, std::move(message), std::move(payload), at);
   }
 
@@ -561,7 +449,7 @@ struct ZmqNode::Impl final : node::Transport {
           auto key = key_of_identity.find(inputs->identity);
           if (key == key_of_identity.end() || key->second != inputs->user_id) continue;
         }
-        inputs_answered(known->second, *inputs);
+        if (auto bad = shared.answered(known->second.value, *inputs)) driver->on_child_failed(known->second, *bad, now());
         continue;
       }
       if (auto* batch = std::get_if<net::ReceivedBatch>(&*got)) {
@@ -577,11 +465,10 @@ struct ZmqNode::Impl final : node::Transport {
           }
         }
         const node::PeerId peer = known->second;
-        std::shared_ptr<SharedBatch> frame;
-        try {
-          frame = SharedBatch::of(*batch);  // a child has no segment of its parent's to name
-        } catch (const net::DecodeError& e) {
-          driver->on_child_failed(peer, std::string("malformed message: ") + e.what(), now());
+        std::string bad;  // a child has no segment of its parent's to name
+        const auto frame = SharedBatch::checked(*batch, nullptr, bad);
+        if (!frame) {
+          driver->on_child_failed(peer, "malformed message: " + bad, now());
           continue;
         }
         const double at = now();

@@ -1,0 +1,54 @@
+#include "runtime/zmq/SharedInputLinks.hpp"
+
+#include <spdlog/spdlog.h>
+
+namespace treefarm::zmq_node {
+
+std::optional<std::string> SharedInputLinks::offered(zmq::socket_t& up, const net::InputsFrame& f) {
+  if (!f.offer || parent_) return f.offer ? "a second shared input offer" : "a shared input answer from the parent";
+  std::string why;
+  parent_ = InputMapping::attach(f.name, f.bytes, &why);
+  if (!parent_) spdlog::info("{}: inputs come inline: {}", name_, why);
+  (void)net::send_inputs_answer(up, parent_ != nullptr);
+  return std::nullopt;
+}
+
+void SharedInputLinks::hello(std::uint32_t peer, std::uint32_t features) {
+  children_.erase(peer);
+  if (features & net::feature_shared_inputs) children_[peer].wanted = true;
+}
+
+void SharedInputLinks::offer(zmq::socket_t& down, std::uint32_t peer, const std::string& identity, bool ipc) {
+  auto c = children_.find(peer);
+  if (c == children_.end() || !c->second.wanted || !ipc) return;
+  std::size_t reserved = 0;
+  for (const auto& [other, child] : children_)
+    if (child.segment) reserved += child.segment->size();
+  if (reserved + shared_input_segment_bytes > shared_inputs_budget_bytes) {
+    spdlog::info("{}: inputs to '{}' go inline: its children's shared input segments already take {} MiB", name_, identity,
+                 reserved >> 20);
+    children_.erase(c);
+    return;
+  }
+  std::string why;
+  c->second.segment = InputSegment::create(shared_input_segment_bytes, &why);
+  c->second.accepted = false;
+  if (!c->second.segment) {
+    spdlog::info("{}: inputs to '{}' go inline: {}", name_, identity, why);
+    children_.erase(c);
+    return;
+  }
+  if (!net::send_inputs_offer(down, identity, c->second.segment->name(), c->second.segment->size())) children_.erase(c);
+}
+
+std::optional<std::string> SharedInputLinks::answered(std::uint32_t peer, const net::InputsFrame& f) {
+  auto c = children_.find(peer);
+  if (f.offer || c == children_.end() || !c->second.segment || c->second.accepted)
+    return f.offer ? "a shared input offer from a child" : "a shared input answer to no offer";
+  c->second.segment->unlink();
+  if (f.mapped) c->second.accepted = true;
+  else children_.erase(c);
+  return std::nullopt;
+}
+
+}  // namespace treefarm::zmq_node

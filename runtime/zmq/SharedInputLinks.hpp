@@ -1,0 +1,81 @@
+#pragma once
+/// @file SharedInputLinks.hpp
+/// The shared input segments one node's ZeroMQ adapter (ZmqNode.cpp) uses, and their
+/// handshake (docs/protocol.md "Shared input segments"): its parent's, mapped read-only
+/// once offered; one per child on ipc:// that asked in its Hello, offered after its
+/// Welcome, used once the child answered that it mapped it, all of them within
+/// shared_inputs_budget_bytes; and the slots a Result or a PullReply frees on either side.
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+
+#include <zmq.hpp>
+
+#include "runtime/net/Messages.hpp"
+#include "runtime/zmq/SharedInputs.hpp"
+#include "runtime/zmq/Wire.hpp"
+
+namespace treefarm::zmq_node {
+
+class SharedInputLinks {
+ public:
+  explicit SharedInputLinks(std::string node_name) : name_(std::move(node_name)) {}
+
+  // ---- the parent's segment (this node as a child)
+  /// The parent's segment, or null: every input comes inline.
+  const std::shared_ptr<InputMapping>& parent() const { return parent_; }
+  /// A message going up: the slots its Result or PullReply gives back.
+  void going_up(const net::Message& m) {
+    if (parent_) release(*parent_, m);
+  }
+  /// The parent's frame: an offer is mapped if it can be and answered on `up`. The
+  /// reason to drop the parent (a second offer, an answer from it), else nullopt.
+  std::optional<std::string> offered(zmq::socket_t& up, const net::InputsFrame& f);
+
+  // ---- the children's segments (this node as a parent)
+  /// A child's Hello: a new incarnation forgets the old segment; it asks for one or not.
+  void hello(std::uint32_t peer, std::uint32_t features);
+  /// After the child's Welcome went on `down`: its segment made and offered, if it asked,
+  /// the link is ipc:// and the budget has room; otherwise nothing (inputs go inline).
+  void offer(zmq::socket_t& down, std::uint32_t peer, const std::string& identity, bool ipc);
+  /// The child's frame: the reason to drop it (an offer from it, an answer to no offer),
+  /// else nullopt; the name leaves /dev/shm either way.
+  std::optional<std::string> answered(std::uint32_t peer, const net::InputsFrame& f);
+  /// The segment the child accepted, or null.
+  InputSegment* of(std::uint32_t peer) {
+    auto it = children_.find(peer);
+    return it != children_.end() && it->second.accepted ? it->second.segment.get() : nullptr;
+  }
+  /// A message from the child: the slots its Result or PullReply frees.
+  void coming_up(std::uint32_t peer, const net::Message& m) {
+    if (auto* segment = of(peer)) release(*segment, m);
+  }
+  /// The child is gone: its slots die with its segment.
+  void forget(std::uint32_t peer) { children_.erase(peer); }
+  /// Every segment, the parent's and the children's (a restart).
+  void clear() {
+    children_.clear();
+    parent_.reset();
+  }
+
+ private:
+  template <class Slots>
+  static void release(Slots& slots, const net::Message& m) {
+    if (const auto* result = std::get_if<net::msg::Result>(&m)) slots.release(result->task_id);
+    if (const auto* back = std::get_if<net::msg::PullReply>(&m))
+      for (auto id : back->task_ids) slots.release(id);
+  }
+  struct Child {
+    bool wanted = false;  ///< its Hello announced feature_shared_inputs
+    std::unique_ptr<InputSegment> segment;
+    bool accepted = false;
+  };
+  std::string name_;
+  std::unordered_map<std::uint32_t, Child> children_;
+  std::shared_ptr<InputMapping> parent_;
+};
+
+}  // namespace treefarm::zmq_node
