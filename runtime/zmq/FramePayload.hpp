@@ -110,9 +110,10 @@ inline bool add_to(net::BatchWriter& batch, const net::Message& message, const n
 /// the input's size. A full ring, or any other payload, goes as add_to would (inline).
 /// False, the batch and the segment unchanged, when the batch is full.
 inline bool add_to(net::BatchWriter& batch, const net::Message& message, const node::Payload& payload, InputSegment* segment) {
+  if (!segment) return add_to(batch, message, payload);  // the per-task path without a segment: one cast, in add_to
   const auto* task = std::get_if<net::msg::Task>(&message);
-  const auto* made = dynamic_cast<const zmq_node::MadeBytes*>(payload.get());
-  if (segment && task && made && made->size() > 0 && made->size() < net::shared_payload_mark) {
+  const auto* made = task ? dynamic_cast<const zmq_node::MadeBytes*>(payload.get()) : nullptr;
+  if (made && made->size() > 0 && made->size() < net::shared_payload_mark) {
     if (const auto slot = segment->take(task->task_id, made->size())) {
       made->write_to(segment->bytes(*slot));
       if (batch.add_shared(message, slot->offset, static_cast<std::uint32_t>(slot->length))) return true;
