@@ -369,7 +369,9 @@ TEST_F(Sandboxed, GroupsOfAWorkerThatIsGoneAreRemovedWithTheirProcesses) {
   const std::string group = host->parents().front() + "/" + stale + "/task-0";
   ASSERT_TRUE(fs::create_directories(group)) << group;
   std::ofstream(group + "/cgroup.procs") << sleeper << std::flush;
-  EXPECT_EQ(host->remove_stale(), 1);
+  // At least this one: a test process that ran beside this one (ctest -j) may have left its own folder
+  // too, and it is just as stale once that process is gone.
+  EXPECT_GE(host->remove_stale(), 1);
   EXPECT_FALSE(fs::exists(host->parents().front() + "/" + stale));
   int status = 0;
   ASSERT_EQ(::waitpid(sleeper, &status, 0), sleeper);
