@@ -32,6 +32,8 @@ constexpr std::size_t max_batch_bytes = 1u << 20;          ///< bytes, one batch
 constexpr std::size_t max_batched_payload_bytes = 16 * 1024; ///< bytes; bigger payloads travel alone, zero-copy
 /// payload_length of an entry whose payload lies in the receiver's shared input segment.
 constexpr std::uint32_t shared_payload_mark = 0xFFFFFFFF;
+/// bytes: a shared entry's reference to its input (the mark, the offset and the length).
+constexpr std::uint64_t shared_reference_bytes = 4 + 8 + 4;
 
 /// Accumulates messages for one peer; take() returns the frame and starts a new one.
 class BatchWriter {

@@ -290,12 +290,17 @@ void NodeDriver::send_task(core::ChildId child, core::TaskRef task, double now) 
   const PeerId peer = *children_.peer_of(child.value);
   if (c->requested > 0) --c->requested;
   const std::uint64_t size = payload ? payload->size() : 0;
-  const bool released = ledger_.begin(c->sends, task.id.value, size, now, [&](auto&& f) {
+  if (!transport_.send_child(peer, net::msg::Task{task.id.value}, payload)) {
+    // Its transfers end with it; this one never began: the port is free again.
+    events_.push_back(core::event::SendDone{child});
+    drop_child(peer, DropKind::gone, "unreachable (its connection is gone)", now);
+    return;
+  }
+  const std::uint64_t on_connection = transport_.connection_bytes(peer, task.id.value, size);
+  const bool released = ledger_.begin(c->sends, task.id.value, size, on_connection, now, [&](auto&& f) {
     for (auto& [p, other] : children_.all()) f(other->sends);
   });
   if (released) events_.push_back(core::event::SendDone{child});
-  if (!transport_.send_child(peer, net::msg::Task{task.id.value}, payload))
-    drop_child(peer, DropKind::gone, "unreachable (its connection is gone)", now);  // ends its transfers too
 }
 
 /// A transfer to a child ended (its acknowledgement, or the transport's own report):

@@ -18,7 +18,8 @@ namespace treefarm::node {
 
 struct SendRecord {
   double sent_at = 0;     ///< seconds
-  double bytes = 0;
+  double bytes = 0;                ///< the task's input
+  std::uint64_t on_connection = 0;  ///< bytes of it on the child's connection (Transport::connection_bytes)
   bool alone = true;      ///< no other transfer to the same child in flight at its start (and, sharing transports, during it)
   bool released = false;  ///< freed the port when sent (NodeOptions::one_port_window)
 };
@@ -37,15 +38,19 @@ class SendLedger {
     window_ = window;
   }
 
-  /// A transfer of task `task_id` (`bytes`) to the child of `mine` starts at `now`.
-  /// `each_child(f)` calls f(Records&) for every child (this one included). Returns true
-  /// if the transfer frees the port at once.
+  /// A transfer of task `task_id` (an input of `bytes`, of which `on_connection` went on
+  /// the child's connection: Transport::connection_bytes) to the child of `mine` starts at
+  /// `now`. `each_child(f)` calls f(Records&) for every child (this one included). Returns
+  /// true if the transfer frees the port at once.
   template <class EachChild>
-  bool begin(Records& mine, std::uint64_t task_id, std::uint64_t bytes, double now, EachChild&& each_child) {
+  bool begin(Records& mine, std::uint64_t task_id, std::uint64_t bytes, std::uint64_t on_connection, double now,
+             EachChild&& each_child) {
     // A small transfer (model::one_port_release_limit) pipelines behind the others on the
-    // connection: the port is free again at once, within the window of unacknowledged bytes.
+    // connection: the port is free again at once, within the window of unacknowledged bytes
+    // on the connection (an input the transport moved aside, in a shared segment, leaves
+    // only its reference there).
     const bool release = one_port_ && !reports_transfers_ && bytes <= model::one_port_release_limit(window_) &&
-                         released_bytes_ + bytes <= window_;
+                         released_bytes_ + on_connection <= window_;
     // Transfers that share the link (Transport::transfers_share_link) are observed only if
     // they had it to themselves throughout: a later one slows those already in flight.
     // Under one-port, concurrent sends to different children ("pbc") share the node's
@@ -61,8 +66,9 @@ class SendLedger {
           }
         });
     }
-    if (mine.insert_or_assign(task_id, SendRecord{now, static_cast<double>(bytes), alone, release}).second) ++in_flight_;
-    if (release) released_bytes_ += bytes;
+    if (mine.insert_or_assign(task_id, SendRecord{now, static_cast<double>(bytes), on_connection, alone, release}).second)
+      ++in_flight_;
+    if (release) released_bytes_ += on_connection;
     return release;
   }
 
@@ -74,7 +80,7 @@ class SendLedger {
     const SendRecord s = it->second;
     mine.erase(it);
     --in_flight_;
-    if (s.released) released_bytes_ -= static_cast<std::uint64_t>(s.bytes);
+    if (s.released) released_bytes_ -= s.on_connection;
     return s;
   }
 
@@ -83,7 +89,7 @@ class SendLedger {
   std::size_t forget(Records& mine) {
     std::size_t held = 0;
     for (const auto& [task_id, s] : mine) {
-      if (s.released) released_bytes_ -= static_cast<std::uint64_t>(s.bytes);
+      if (s.released) released_bytes_ -= s.on_connection;
       else ++held;
     }
     in_flight_ -= mine.size();

@@ -60,6 +60,17 @@ class Transport {
   /// themselves throughout, not only at their start (NodeDriver::transfer_done).
   virtual bool transfers_share_link() const { return false; }
 
+  /// bytes: what the send_child of task `task_id` just made put on the child's connection
+  /// for its input of `payload_bytes` — all of it, unless the transport moved the input
+  /// another way (ZmqNode: an input written into the child's shared segment leaves a
+  /// reference of net::shared_reference_bytes on the socket). The one-port window counts
+  /// these bytes (SendLedger), as it bounds what waits on the connection.
+  virtual std::uint64_t connection_bytes(PeerId peer, std::uint64_t task_id, std::uint64_t payload_bytes) const {
+    (void)peer;
+    (void)task_id;
+    return payload_bytes;
+  }
+
   /// A payload of `bytes` bytes for link probes (zeros; a simulation needs only the size).
   virtual Payload probe_payload(std::size_t bytes) {
     return share(std::make_shared<const std::vector<std::byte>>(bytes));

@@ -45,7 +45,7 @@ class SharedInputLinks {
   /// else nullopt; the name leaves /dev/shm either way.
   std::optional<std::string> answered(std::uint32_t peer, const net::InputsFrame& f);
   /// The segment the child accepted, or null.
-  InputSegment* of(std::uint32_t peer) {
+  InputSegment* of(std::uint32_t peer) const {
     auto it = children_.find(peer);
     return it != children_.end() && it->second.accepted ? it->second.segment.get() : nullptr;
   }

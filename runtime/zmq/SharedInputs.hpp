@@ -77,6 +77,8 @@ class InputSegment {
   std::size_t live() const { return by_task_.size(); }
   /// Whether [offset, offset + length) is exactly a slot given to `task` and not released.
   bool holds(std::uint64_t task, SlotRef slot) const;
+  /// Whether `task` holds a slot now.
+  bool holds(std::uint64_t task) const { return by_task_.contains(task); }
 
  private:
   struct Slot {

@@ -134,6 +134,29 @@ TEST(NodeDriver, OnePortPipelinesSmallTransfersWithinTheWindow) {
   EXPECT_EQ(more.size(), 2u);
 }
 
+// An input the transport moved aside (ZmqNode's shared segment) leaves only its reference
+// on the connection: the window counts that, so many more tasks pipeline within it.
+TEST(NodeDriver, InputsMovedAsideCountOnlyWhatTheyLeaveOnTheConnection) {
+  RecordingTransport t;
+  t.moved_aside = 10;
+  std::vector<net::msg::Result> results;
+  NodeOptions o = options("root");
+  o.one_port_window = 2 * task_bytes + task_bytes / 2;  // two whole inputs, or 25 references
+  NodeDriver d(o, t, nullptr, root_setup(40, true, &results, 0, 40));
+  d.start(0);
+  join(d, t, PeerId{1}, "a", 0.0);
+  d.on_child_message(PeerId{1}, net::msg::Request{40}, {}, 0.1);
+  auto sent = t.take<net::msg::Task>(PeerId{1});
+  ASSERT_EQ(sent.size(), 26u) << "25 within the window, the 26th holding the port";
+  d.on_child_message(PeerId{1}, net::msg::Received{{sent[25].first.task_id}}, {}, 0.2);
+  const auto held = t.take<net::msg::Task>(PeerId{1});
+  ASSERT_EQ(held.size(), 1u) << "the window is still full of references: the next one holds the port";
+  std::vector<std::uint64_t> acknowledged{held[0].first.task_id};
+  for (std::size_t i = 0; i < 5; ++i) acknowledged.push_back(sent[i].first.task_id);
+  d.on_child_message(PeerId{1}, net::msg::Received{acknowledged}, {}, 0.3);
+  EXPECT_EQ(t.take<net::msg::Task>(PeerId{1}).size(), 6u) << "five references acknowledged: five fit again, the sixth holds";
+}
+
 TEST(NodeDriver, TransfersLargerThanTheWindowWaitForTheirAcknowledgement) {
   RecordingTransport t;
   std::vector<net::msg::Result> results;

@@ -39,6 +39,9 @@ class RecordingTransport final : public Transport {
     restart();
   }
   bool reports_transfers() const override { return transport_reports; }
+  std::uint64_t connection_bytes(PeerId, std::uint64_t, std::uint64_t payload_bytes) const override {
+    return moved_aside ? *moved_aside : payload_bytes;
+  }
   Payload probe_payload(std::size_t bytes) override { return std::make_shared<SizeOnly>(bytes); }
 
   /// Removes and returns every message of type M sent to `to` (nullopt: the parent).
@@ -65,6 +68,9 @@ class RecordingTransport final : public Transport {
   int restarts = 0;
   std::vector<net::msg::Ancestor> targets;  ///< restart_to() targets, in order
   bool transport_reports = false;
+  /// bytes a task transfer leaves on the connection when its input went another way (a
+  /// shared segment); nullopt: the whole input.
+  std::optional<std::uint64_t> moved_aside;
 };
 
 class FakeRunner final : public LocalRunner {
