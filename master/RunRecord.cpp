@@ -110,7 +110,9 @@ void RunRecord::install(node::RootSetup& root) {
   root.on_start = [this](double now) {
     start_ = now;
     cpu_at_start_ = metrics::process_cpu_seconds();
-    rss_joined_ = metrics::process_memory().rss_bytes;
+    const auto joined = metrics::process_memory();
+    rss_joined_ = joined.rss_bytes;
+    shmem_joined_ = joined.shmem_bytes;
     steady_start_ = std::chrono::steady_clock::now();
     const std::time_t wall = std::time(nullptr);
     char iso[32];
@@ -356,6 +358,8 @@ int RunRecord::finish(int rc, bool cancelled, const metrics::ProcessMemory& memo
                        {"tasks_recorded", results_.task_count()},
                        {"join_seconds", start_},
                        {"rss_joined_bytes", rss_joined_},
+                       {"rss_shmem_at_start_bytes", memory_at_start.shmem_bytes},
+                       {"rss_shmem_joined_bytes", shmem_joined_},
                        {"dispatch_cpu_seconds", cpu_at_end_ - cpu_at_start_},
                        {"tasks_write_seconds",
                         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()}}}};

@@ -109,6 +109,7 @@ class RunRecord {
   bool finished_ = false;  // results computed (finish() of a run that succeeded)
   double start_ = 0;  ///< seconds from the master's start to the start of dispatch (every node joined)
   std::uint64_t rss_joined_ = 0;  ///< bytes, the master's resident memory when dispatch started
+  std::uint64_t shmem_joined_ = 0;  ///< bytes of it in shared memory (its children's input segments)
   double cpu_at_start_ = 0, cpu_at_end_ = 0;  ///< the master's CPU seconds when dispatch started and ended
   std::chrono::steady_clock::time_point steady_start_{};
   std::vector<std::vector<double>> dispatched_;

@@ -16,6 +16,7 @@ ProcessMemory process_memory() {
     unsigned long long kib = 0;
     if (std::sscanf(line, "VmRSS: %llu kB", &kib) == 1) m.rss_bytes = kib * 1024;
     else if (std::sscanf(line, "VmHWM: %llu kB", &kib) == 1) m.peak_rss_bytes = kib * 1024;
+    else if (std::sscanf(line, "RssShmem: %llu kB", &kib) == 1) m.shmem_bytes = kib * 1024;
   }
   std::fclose(f);
   return m;

@@ -7,10 +7,13 @@
 
 namespace treefarm::metrics {
 
-/// Resident set now and its peak so far, bytes (VmRSS and VmHWM); 0 when unknown.
+/// Resident set now and its peak so far, bytes (VmRSS and VmHWM), and the part of the
+/// resident set that is shared memory (RssShmem: the task inputs' segments of a parent's
+/// local children, runtime/zmq/SharedInputs.hpp); 0 when unknown.
 struct ProcessMemory {
   std::uint64_t rss_bytes = 0;
   std::uint64_t peak_rss_bytes = 0;
+  std::uint64_t shmem_bytes = 0;
 };
 
 /// Reads /proc/self/status. Never throws: unknown fields stay 0.

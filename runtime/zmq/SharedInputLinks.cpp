@@ -18,20 +18,24 @@ void SharedInputLinks::hello(std::uint32_t peer, std::uint32_t features) {
   if (features & net::feature_shared_inputs) children_[peer].wanted = true;
 }
 
-void SharedInputLinks::offer(zmq::socket_t& down, std::uint32_t peer, const std::string& identity, bool ipc) {
+void SharedInputLinks::offer(zmq::socket_t& down, std::uint32_t peer, const std::string& identity, bool ipc,
+                             std::uint32_t buffer) {
   auto c = children_.find(peer);
   if (c == children_.end() || !c->second.wanted || !ipc) return;
   std::size_t reserved = 0;
   for (const auto& [other, child] : children_)
     if (child.segment) reserved += child.segment->size();
-  if (reserved + shared_input_segment_bytes > shared_inputs_budget_bytes) {
+  const std::size_t bytes = shared_input_segment_bytes(buffer);
+  // The budget counts what this parent reserved already: half of /dev/shm's free room now,
+  // plus what it holds.
+  if (reserved + bytes > std::min(shared_inputs_max_bytes, reserved + shared_inputs_budget_bytes())) {
     spdlog::info("{}: inputs to '{}' go inline: its children's shared input segments already take {} MiB", name_, identity,
                  reserved >> 20);
     children_.erase(c);
     return;
   }
   std::string why;
-  c->second.segment = InputSegment::create(shared_input_segment_bytes, &why);
+  c->second.segment = InputSegment::create(bytes, &why);
   c->second.accepted = false;
   if (!c->second.segment) {
     spdlog::info("{}: inputs to '{}' go inline: {}", name_, identity, why);

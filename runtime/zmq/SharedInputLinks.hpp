@@ -4,7 +4,7 @@
 /// handshake (docs/protocol.md "Shared input segments"): its parent's, mapped read-only
 /// once offered; one per child on ipc:// that asked in its Hello, offered after its
 /// Welcome, used once the child answered that it mapped it, all of them within
-/// shared_inputs_budget_bytes; and the slots a Result or a PullReply frees on either side.
+/// shared_inputs_budget_bytes(); and the slots a Result or a PullReply frees on either side.
 
 #include <cstdint>
 #include <memory>
@@ -40,7 +40,8 @@ class SharedInputLinks {
   void hello(std::uint32_t peer, std::uint32_t features);
   /// After the child's Welcome went on `down`: its segment made and offered, if it asked,
   /// the link is ipc:// and the budget has room; otherwise nothing (inputs go inline).
-  void offer(zmq::socket_t& down, std::uint32_t peer, const std::string& identity, bool ipc);
+  /// Its segment is sized for its buffer of `buffer` tasks (shared_input_segment_bytes).
+  void offer(zmq::socket_t& down, std::uint32_t peer, const std::string& identity, bool ipc, std::uint32_t buffer);
   /// The child's frame: the reason to drop it (an offer from it, an answer to no offer),
   /// else nullopt; the name leaves /dev/shm either way.
   std::optional<std::string> answered(std::uint32_t peer, const net::InputsFrame& f);

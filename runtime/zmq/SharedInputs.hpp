@@ -30,14 +30,21 @@
 
 namespace treefarm::zmq_node {
 
-/// Bytes of each child's segment (32 MiB): about 2,000 inputs of a 16 KiB task (matmul
-/// n = 32) or 14 of the quickstart's n = 384 (1.1 MiB). Pages never written cost no memory.
-inline constexpr std::size_t shared_input_segment_bytes = std::size_t{32} << 20;
+/// Bytes of the segment of a child whose buffer holds `buffer` tasks: room for the inputs it
+/// can have at once — its buffer, a few running, a few on their way back — each at most
+/// net::max_batched_payload_bytes (16 KiB: larger inputs go inline), a quarter more for the
+/// ring's release in order; whole MiB, at least 1 MiB, at most 32 MiB (about 2,000 inputs of
+/// a matmul of order 32). A buffer of 100 takes 3 MiB, one of 1,000 takes 21 MiB.
+std::size_t shared_input_segment_bytes(std::uint32_t buffer);
 
-/// Bytes of segments one parent keeps at once, all its children together (256 MiB: eight
-/// children's segments). Each is reserved in /dev/shm's memory when made (posix_fallocate);
-/// children beyond the budget (a master of 256 local workers) get their inputs inline.
-inline constexpr std::size_t shared_inputs_budget_bytes = std::size_t{256} << 20;
+/// Bytes of segments one parent keeps at most, all its children together.
+inline constexpr std::size_t shared_inputs_max_bytes = std::size_t{1} << 30;
+
+/// Bytes of segments a parent may reserve now: at most shared_inputs_max_bytes and
+/// half of what /dev/shm (`dir`) has free now. Each segment is reserved in /dev/shm's
+/// memory when made (posix_fallocate) — about what the children's buffers would hold of the
+/// same inputs sent inline; children beyond the budget get their inputs inline.
+std::size_t shared_inputs_budget_bytes(const char* dir = "/dev/shm");
 
 /// Slots start at multiples of this (bytes): a cache line, so kernels read aligned rows.
 inline constexpr std::size_t shared_input_slot_alignment = 64;

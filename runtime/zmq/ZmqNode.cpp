@@ -214,7 +214,7 @@ struct ZmqNode::Impl final : node::Transport {
       if (!flush_child(peer.value)) return false;
       zmq::message_t frame;
       if (!net::send(*down, w, &it->second, &frame)) return false;
-      shared.offer(*down, peer.value, it->second, bound.starts_with("ipc://"));
+      shared.offer(*down, peer.value, it->second, bound.starts_with("ipc://"), w.buffer);
       return true;
     }
     auto* out = child_out.find(peer.value);

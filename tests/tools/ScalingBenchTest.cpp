@@ -81,6 +81,7 @@ TEST(Scaling, BenchWorkersJsonHasEveryFigurePerSize) {
     EXPECT_GT(row.at("master_cpu_seconds_per_1000_tasks").get<double>(), 0);
     EXPECT_GT(row.at("heartbeat_bytes_per_s_in").get<double>(), row.at("heartbeat_bytes_per_s_out").get<double>());
     EXPECT_TRUE(row.contains("master_bytes_per_worker"));
+    EXPECT_TRUE(row.contains("master_shared_input_bytes_per_worker"));
   }
   EXPECT_TRUE(s.contains("exponent_cpu_per_task_vs_workers"));
 }

@@ -40,6 +40,8 @@ TreeRunFigures run_tree(const std::filesystem::path& dir, const std::string& nam
     f.master_cpu_seconds = m.value("dispatch_cpu_seconds", 0.0);
     f.join_seconds = m.value("join_seconds", 0.0);
     f.master_rss_joined_bytes = m.value("rss_joined_bytes", std::uint64_t{0});
+    f.master_shmem_at_start_bytes = m.value("rss_shmem_at_start_bytes", std::uint64_t{0});
+    f.master_shmem_joined_bytes = m.value("rss_shmem_joined_bytes", std::uint64_t{0});
   }
   return f;
 }

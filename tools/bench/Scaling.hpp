@@ -24,6 +24,8 @@ struct TreeRunFigures : tools::TreeRunCounts {
   double join_seconds = 0;         ///< seconds from the master's start until every node joined
   /// bytes: the master's resident memory at its start, once every node joined, and its peak
   std::uint64_t master_rss_at_start_bytes = 0, master_rss_joined_bytes = 0, master_peak_rss_bytes = 0;
+  /// bytes of those resident in shared memory (the children's input segments, RssShmem)
+  std::uint64_t master_shmem_at_start_bytes = 0, master_shmem_joined_bytes = 0;
 };
 
 /// Writes `experiment_toml` to DIR/NAME.toml, runs it with `options` (out_dir DIR/NAME,

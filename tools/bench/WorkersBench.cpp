@@ -73,8 +73,8 @@ int bench_workers(std::ostream& out, const WorkersBenchOptions& o) {
   int rc = 0;
   if (!o.json) {
     char head[300];
-    std::snprintf(head, sizeof head, "%7s %6s %7s %8s %11s %12s %14s %12s %12s %8s\n", "buffer", "depth", "workers",
-                  "join_s", "tasks/s", "rel_tasks/s", "cpu_s/1000", "rel_cpu", "KiB/worker", "load1");
+    std::snprintf(head, sizeof head, "%7s %6s %7s %8s %11s %12s %14s %12s %12s %12s %8s\n", "buffer", "depth", "workers",
+                  "join_s", "tasks/s", "rel_tasks/s", "cpu_s/1000", "rel_cpu", "KiB/worker", "shmKiB/wkr", "load1");
     out << head << std::flush;
   }
   for (const auto buffer : o.buffers) {
@@ -89,10 +89,16 @@ int bench_workers(std::ostream& out, const WorkersBenchOptions& o) {
       else if (f.lost != 0 || f.wrong != 0 || f.completed != f.tasks) rc = 4;
       if (rc != 0) break;
       const double cpu1000 = f.completed > 0 ? f.master_cpu_seconds / static_cast<double>(f.completed) * 1000 : 0;
+      // The master's own memory per worker, apart from the input segments it shares with its
+      // local children (the inputs in flight, which inline would sit in the workers' buffers).
+      const auto own = [](std::uint64_t rss, std::uint64_t shmem) { return static_cast<double>(rss - std::min(rss, shmem)); };
       const double per_worker =
-          f.master_rss_joined_bytes > f.master_rss_at_start_bytes
-              ? static_cast<double>(f.master_rss_joined_bytes - f.master_rss_at_start_bytes) / workers
-              : 0.0;
+          std::max(0.0, own(f.master_rss_joined_bytes, f.master_shmem_joined_bytes) -
+                            own(f.master_rss_at_start_bytes, f.master_shmem_at_start_bytes)) /
+          workers;
+      const double shm_per_worker =
+          static_cast<double>(f.master_shmem_joined_bytes - std::min(f.master_shmem_joined_bytes, f.master_shmem_at_start_bytes)) /
+          workers;
       if (rows.empty()) {
         ref_rate = f.rate();
         ref_cpu = cpu1000;
@@ -106,13 +112,14 @@ int bench_workers(std::ostream& out, const WorkersBenchOptions& o) {
                       {"tasks_per_s", f.rate()}, {"rate_relative_to_first", ref_rate > 0 ? f.rate() / ref_rate : 0.0},
                       {"master_cpu_seconds_per_1000_tasks", cpu1000},
                       {"cpu_relative_to_first", ref_cpu > 0 ? cpu1000 / ref_cpu : 0.0},
-                      {"master_bytes_per_worker", per_worker}, {"master_peak_rss_bytes", f.master_peak_rss_bytes},
+                      {"master_bytes_per_worker", per_worker}, {"master_shared_input_bytes_per_worker", shm_per_worker},
+                      {"master_peak_rss_bytes", f.master_peak_rss_bytes},
                       {"heartbeat_bytes_per_s_in", hb_in}, {"heartbeat_bytes_per_s_out", hb_out}, {"loadavg_1min", load}});
       if (!o.json) {
         char line[300];
-        std::snprintf(line, sizeof line, "%7u %6d %7u %8.2f %11.0f %12.3f %14.4f %12.3f %12.1f %8.2f\n", buffer, o.depth,
-                      workers, f.join_seconds, f.rate(), ref_rate > 0 ? f.rate() / ref_rate : 0.0, cpu1000,
-                      ref_cpu > 0 ? cpu1000 / ref_cpu : 0.0, per_worker / 1024, load);
+        std::snprintf(line, sizeof line, "%7u %6d %7u %8.2f %11.0f %12.3f %14.4f %12.3f %12.1f %12.1f %8.2f\n", buffer,
+                      o.depth, workers, f.join_seconds, f.rate(), ref_rate > 0 ? f.rate() / ref_rate : 0.0, cpu1000,
+                      ref_cpu > 0 ? cpu1000 / ref_cpu : 0.0, per_worker / 1024, shm_per_worker / 1024, load);
         out << line << std::flush;
       }
     }
