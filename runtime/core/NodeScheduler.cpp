@@ -553,12 +553,15 @@ void NodeScheduler::pump(std::vector<Action>& out) {
   if (!root && has_consumer(state_)) {
     const std::uint64_t held = state_.buffer.size() + state_.requested_from_parent;
     // Fewer messages: with a large buffer the node asks in batches of at least B/8 (it still
-    // holds 7B/8 or more, so nothing waits for the refill), unless its buffer is empty;
-    // with B < 16 that is one task, the paper's rule. Each exchange costs a round trip's
-    // wake-ups and syscalls; with tiny tasks and one-task requests that, not the tasks,
-    // bounds dispatch (docs/benchmarks.md, "Requests in batches").
+    // holds 7B/8 or more, so nothing waits for the refill), unless its buffer is empty and
+    // nothing is on its way; with B < 16 that is one task, the paper's rule. Each exchange
+    // costs a round trip's wake-ups and syscalls; with tiny tasks and one-task requests
+    // that, not the tasks, bounds dispatch (docs/benchmarks.md, "Requests in batches").
+    // A forwarder's buffer is empty most of the time (it hands tasks on as they come): with
+    // tasks on their way it waits for the batch too, or it would ask for every task or two.
     const std::uint64_t batch = capacity >= 16 ? capacity / 8 : 1;
-    if (held < capacity && (capacity - held >= batch || state_.buffer.empty())) {
+    const bool starved = state_.buffer.empty() && state_.requested_from_parent == 0;
+    if (held < capacity && (capacity - held >= batch || starved)) {
       const auto room = static_cast<std::uint32_t>(capacity - held);
       state_.requested_from_parent += room;
       out.push_back(action::RequestWork{room});

@@ -95,6 +95,26 @@ TEST(NodeScheduler, WorkerRequestsExactlyTheRoomOnceSomethingBelowAsks) {
   EXPECT_EQ(node->state().local_seconds[0], 1.0);
 }
 
+// With B >= 16 a node asks in batches of B/8, also while its buffer is empty as long as
+// tasks are on their way: a forwarder or a worker that hands each task on at once would
+// otherwise ask for every task or two (a forwarder of no-op tasks sent one Request per two
+// Results up the tree).
+TEST(NodeScheduler, AnEmptyBufferWithTasksOnTheirWayWaitsForAWholeBatch) {
+  auto node = make_node(node_config(false, 64, {app("a", 1, 100)}));
+  node->start(0);
+  EXPECT_EQ(names(node->handle(event::WorkRequested{Target::executor(), 1}, 0)), Strings{"RequestWork x64"});
+  for (std::uint64_t i = 0; i < 8; ++i) {
+    const double at = 1.0 + static_cast<double>(i);
+    const Strings expected = i < 7 ? Strings{"StartTask 0:" + std::to_string(i)}
+                                   : Strings{"StartTask 0:7", "RequestWork x8"};
+    EXPECT_EQ(names(node->handle(event::TaskArrived{task(0, i)}, at)), expected) << "task " << i;
+    EXPECT_EQ(names(node->handle(event::LocalTaskFinished{task(0, i), 0.5}, at + 0.5)),
+              Strings{"ForwardResult 0:" + std::to_string(i)});
+    EXPECT_EQ(names(node->handle(event::WorkRequested{Target::executor(), 1}, at + 0.5)), Strings{}) << "task " << i;
+  }
+  EXPECT_EQ(node->state().requested_from_parent, 64u);
+}
+
 TEST(NodeScheduler, NodeWithoutConsumersNeverRequests) {
   // A relay whose only child has no cores: the child never asks, so neither does it.
   auto node = make_node(node_config(false, 5, {app("a", 1, 10)}));
