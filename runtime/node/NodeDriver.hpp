@@ -153,8 +153,8 @@ struct NodeOptions {
 
 /// Why a child is dropped: it decides whether the child is told and how loudly it is logged.
 enum class DropKind {
-  goodbye,     ///< it said Bye (expected while closing: not logged then)
-  gone,        ///< its connection is gone, it went silent, or it joined again: not told
+  goodbye,     ///< it said Bye
+  gone,        ///< its connection is gone, it went silent, or it joined again: not told (while closing, neither is a warning)
   misbehaved,  ///< it broke the protocol or forged: told (it may still be alive)
 };
 

@@ -249,7 +249,11 @@ void NodeDriver::on_transfer_done(PeerId peer, std::uint64_t task_id, double now
 void NodeDriver::drop_child(PeerId peer, DropKind kind, const std::string& why, double now) {
   std::unique_ptr<Child> child = children_.remove(peer);
   if (!child) return;
-  if (!(kind == DropKind::goodbye && life_.is(Phase::closing)))
+  // While closing (every task done, Shutdown sent down), a child leaving is expected: with a
+  // Bye, or gone before this node read its Bye (a heartbeat to it found its connection closed).
+  if (life_.is(Phase::closing) && kind != DropKind::misbehaved)
+    log_.debug("{}: child '{}' left: {}", opt_.name, child->name, why);
+  else
     log_.warn("{}: dropping child '{}': {}", opt_.name, child->name, why);
   if (kind == DropKind::misbehaved) transport_.send_child(peer, net::msg::Shutdown{wire_text("dropped by its parent: " + why)});
   const core::ChildId id = child->id;

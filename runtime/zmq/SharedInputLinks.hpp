@@ -14,6 +14,7 @@
 
 #include <zmq.hpp>
 
+#include "runtime/net/Batch.hpp"
 #include "runtime/net/Messages.hpp"
 #include "runtime/zmq/SharedInputs.hpp"
 #include "runtime/zmq/Wire.hpp"
@@ -49,6 +50,12 @@ class SharedInputLinks {
   InputSegment* of(std::uint32_t peer) const {
     auto it = children_.find(peer);
     return it != children_.end() && it->second.accepted ? it->second.segment.get() : nullptr;
+  }
+  /// Bytes a task's input of `bytes` put on the child's connection: its reference if it lies
+  /// in the child's segment (node::Transport::connection_bytes).
+  std::uint64_t connection_bytes(std::uint32_t peer, std::uint64_t task, std::uint64_t bytes) const {
+    const auto* segment = of(peer);
+    return segment && segment->holds(task) ? net::shared_reference_bytes : bytes;
   }
   /// A message from the child: the slots its Result or PullReply frees.
   void coming_up(std::uint32_t peer, const net::Message& m) {

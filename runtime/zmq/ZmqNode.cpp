@@ -231,9 +231,8 @@ struct ZmqNode::Impl final : node::Transport {
     return net::send(*down, message, &it->second, &frame);
   }
 
-  std::uint64_t connection_bytes(node::PeerId peer, std::uint64_t task_id, std::uint64_t payload_bytes) const override {
-    const auto* inputs = shared.of(peer.value);
-    return inputs && inputs->holds(task_id) ? net::shared_reference_bytes : payload_bytes;
+  std::uint64_t connection_bytes(node::PeerId peer, std::uint64_t task_id, std::uint64_t bytes) const override {
+    return shared.connection_bytes(peer.value, task_id, bytes);
   }
 
   void flush_parent() {
