@@ -41,6 +41,27 @@ void join(NodeDriver& d, RecordingTransport& t, PeerId peer, const std::string& 
   ASSERT_EQ(t.take<net::msg::Welcome>(peer).size(), 1u) << name << " got no Welcome";
 }
 
+/// A one-port root with a window of `window` bytes over `tasks` tasks (buffer `tasks`) that
+/// child 'a' (PeerId 1) joined.
+struct WindowedRoot {
+  RecordingTransport t;
+  std::vector<net::msg::Result> results;
+  std::unique_ptr<NodeDriver> d;
+  WindowedRoot(std::uint64_t window, std::uint64_t tasks, std::optional<std::uint64_t> moved_aside = std::nullopt) {
+    t.moved_aside = moved_aside;
+    NodeOptions o = options("root");
+    o.one_port_window = window;
+    d = std::make_unique<NodeDriver>(o, t, nullptr, root_setup(tasks, true, &results, 0, static_cast<std::uint32_t>(tasks)));
+    d->start(0);
+    join(*d, t, PeerId{1}, "a", 0.0);
+  }
+  /// Child 'a' sends `m` at `now`; returns the tasks sent to it since.
+  std::vector<std::pair<net::msg::Task, Payload>> after(const net::Message& m, double now) {
+    d->on_child_message(PeerId{1}, m, {}, now);
+    return t.take<net::msg::Task>(PeerId{1});
+  }
+};
+
 TEST(NodeDriver, WorkerJoinsComputesAndReports) {
   RecordingTransport t;
   FakeRunner r(1);
@@ -114,62 +135,35 @@ TEST(NodeDriver, OnePortWaitsForTheChildsAcknowledgement) {
 }
 
 TEST(NodeDriver, OnePortPipelinesSmallTransfersWithinTheWindow) {
-  RecordingTransport t;
-  std::vector<net::msg::Result> results;
-  NodeOptions o = options("root");
-  o.one_port_window = 2 * task_bytes + task_bytes / 2;  // room for two unacknowledged tasks
-  NodeDriver d(o, t, nullptr, root_setup(10, true, &results, 0, 10));
-  d.start(0);
-  join(d, t, PeerId{1}, "a", 0.0);
-  d.on_child_message(PeerId{1}, net::msg::Request{6}, {}, 0.1);
+  WindowedRoot r(2 * task_bytes + task_bytes / 2, 10);  // room for two unacknowledged tasks
   // Two go within the window, freeing the port at once; the third does not fit and
   // holds the port until its own acknowledgement.
-  auto sent = t.take<net::msg::Task>(PeerId{1});
+  auto sent = r.after(net::msg::Request{6}, 0.1);
   ASSERT_EQ(sent.size(), 3u);
-  d.on_child_message(PeerId{1}, net::msg::Received{{sent[0].first.task_id}}, {}, 0.2);
-  EXPECT_TRUE(t.take<net::msg::Task>(PeerId{1}).empty()) << "a released transfer's acknowledgement freed a held port";
-  d.on_child_message(PeerId{1}, net::msg::Received{{sent[2].first.task_id}}, {}, 0.3);
+  EXPECT_TRUE(r.after(net::msg::Received{{sent[0].first.task_id}}, 0.2).empty())
+      << "a released transfer's acknowledgement freed a held port";
   // Port free; the window holds one unacknowledged task (sent[1]): one more fits, then one held.
-  auto more = t.take<net::msg::Task>(PeerId{1});
-  EXPECT_EQ(more.size(), 2u);
+  EXPECT_EQ(r.after(net::msg::Received{{sent[2].first.task_id}}, 0.3).size(), 2u);
 }
 
 // An input the transport moved aside (ZmqNode's shared segment) leaves only its reference
 // on the connection: the window counts that, so many more tasks pipeline within it.
 TEST(NodeDriver, InputsMovedAsideCountOnlyWhatTheyLeaveOnTheConnection) {
-  RecordingTransport t;
-  t.moved_aside = 10;
-  std::vector<net::msg::Result> results;
-  NodeOptions o = options("root");
-  o.one_port_window = 2 * task_bytes + task_bytes / 2;  // two whole inputs, or 25 references
-  NodeDriver d(o, t, nullptr, root_setup(40, true, &results, 0, 40));
-  d.start(0);
-  join(d, t, PeerId{1}, "a", 0.0);
-  d.on_child_message(PeerId{1}, net::msg::Request{40}, {}, 0.1);
-  auto sent = t.take<net::msg::Task>(PeerId{1});
+  WindowedRoot r(2 * task_bytes + task_bytes / 2, 40, 10);  // two whole inputs, or 25 references of 10 bytes
+  auto sent = r.after(net::msg::Request{40}, 0.1);
   ASSERT_EQ(sent.size(), 26u) << "25 within the window, the 26th holding the port";
-  d.on_child_message(PeerId{1}, net::msg::Received{{sent[25].first.task_id}}, {}, 0.2);
-  const auto held = t.take<net::msg::Task>(PeerId{1});
+  const auto held = r.after(net::msg::Received{{sent[25].first.task_id}}, 0.2);
   ASSERT_EQ(held.size(), 1u) << "the window is still full of references: the next one holds the port";
   std::vector<std::uint64_t> acknowledged{held[0].first.task_id};
   for (std::size_t i = 0; i < 5; ++i) acknowledged.push_back(sent[i].first.task_id);
-  d.on_child_message(PeerId{1}, net::msg::Received{acknowledged}, {}, 0.3);
-  EXPECT_EQ(t.take<net::msg::Task>(PeerId{1}).size(), 6u) << "five references acknowledged: five fit again, the sixth holds";
+  EXPECT_EQ(r.after(net::msg::Received{acknowledged}, 0.3).size(), 6u) << "five references acknowledged: five fit again, the sixth holds";
 }
 
 TEST(NodeDriver, TransfersLargerThanTheWindowWaitForTheirAcknowledgement) {
-  RecordingTransport t;
-  std::vector<net::msg::Result> results;
-  NodeOptions o = options("root");
-  o.one_port_window = task_bytes - 1;
-  NodeDriver d(o, t, nullptr, root_setup(10, true, &results, 0, 10));
-  d.start(0);
-  join(d, t, PeerId{1}, "a", 0.0);
-  d.on_child_message(PeerId{1}, net::msg::Request{4}, {}, 0.1);
-  auto sent = t.take<net::msg::Task>(PeerId{1});
+  WindowedRoot r(task_bytes - 1, 10);
+  auto sent = r.after(net::msg::Request{4}, 0.1);
   ASSERT_EQ(sent.size(), 1u) << "one-port: a transfer larger than the window did not hold the port";
-  d.on_child_message(PeerId{1}, net::msg::Received{{sent[0].first.task_id}}, {}, 0.2);
-  EXPECT_EQ(t.take<net::msg::Task>(PeerId{1}).size(), 1u);
+  EXPECT_EQ(r.after(net::msg::Received{{sent[0].first.task_id}}, 0.2).size(), 1u);
 }
 
 // The default window (1 MiB) pipelines many small transfers (a frame of tiny tasks is one
