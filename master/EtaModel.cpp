@@ -32,6 +32,7 @@ std::optional<EtaModel::Eta> EtaModel::eta(std::uint64_t done) const {
     if (n.tasks > 0 && n.cores > 0)
       if (const double m = n.median(); m > 0) rate += static_cast<double>(n.cores) / m;
   if (plan_rate_ > 0) rate = std::min(rate, plan_rate_);
+  if (achieved_rate_ > 0) rate = std::min(rate, achieved_rate_);
   if (!(rate > 0)) return std::nullopt;
   Eta e;
   e.remaining = total_ - std::min(total_, done);
@@ -41,6 +42,9 @@ std::optional<EtaModel::Eta> EtaModel::eta(std::uint64_t done) const {
 }
 
 void EtaModel::observe(double elapsed, std::uint64_t done) {
+  if (done > 0 && !first_done_) first_done_.emplace(elapsed, done);
+  if (first_done_ && elapsed - first_done_->first >= 1.0 && done > first_done_->second)
+    achieved_rate_ = static_cast<double>(done - first_done_->second) / (elapsed - first_done_->first);
   // Only an early prediction is worth setting against the end: none past half the tasks.
   if (kept_ || total_ == 0 || done * 10 < total_ || done * 2 > total_) return;
   if (const auto e = eta(done)) {

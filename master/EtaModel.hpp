@@ -3,8 +3,10 @@
 /// The predicted completion of a run (docs/command-tasks.md, "Progress and ETA"): from
 /// the time each node takes for a task, as its results report it (the median core-seconds
 /// of its last 64 tasks: a first, slower task, while the node warms up, does not skew it),
-/// the run's rate is the sum over nodes of cores / core-seconds per task (tasks/s), and the
-/// time left is the tasks left at that rate. The first prediction made
+/// the run's rate is the sum over nodes of cores / core-seconds per task (tasks/s), at most
+/// the LP's rate and the rate the run achieves (tasks done since the first results were seen,
+/// over the seconds since then: with tiny tasks the dispatch, not the compute, bounds the
+/// run), and the time left is the tasks left at that rate. The first prediction made
 /// once a tenth of the tasks are done is kept, to be set against the actual end.
 
 #include <cstdint>
@@ -38,8 +40,10 @@ class EtaModel {
   void plan_rate(double tasks_per_second) { plan_rate_ = tasks_per_second; }
   /// The prediction with `done` tasks done; nullopt before any node's time is known.
   std::optional<Eta> eta(std::uint64_t done) const;
-  /// Called about once a second: keeps the first prediction made with at least a tenth
-  /// (and at most half) of the tasks done, at `elapsed` seconds since the start.
+  /// Called about once a second with `done` tasks done `elapsed` seconds since the start:
+  /// measures the rate achieved since the first call that saw a task done (the count lags
+  /// the start by a task's duration, so the start itself is not used), and keeps the first
+  /// prediction made with at least a tenth (and at most half) of the tasks done.
   void observe(double elapsed, std::uint64_t done);
   /// {"fraction_done", "made_at", "predicted_end", "actual_end", "ratio"} (seconds), or
   /// null if no prediction was kept; `actual_end` the run's end in seconds.
@@ -58,6 +62,8 @@ class EtaModel {
   };
   std::uint64_t total_;
   double plan_rate_ = 0;
+  std::optional<std::pair<double, std::uint64_t>> first_done_;  ///< (seconds, tasks) at the first observe() with a task done
+  double achieved_rate_ = 0;  ///< tasks/s since then (0: not yet measured over a second)
   std::map<std::string, Node> nodes_;
   std::optional<std::pair<double, Eta>> kept_;  ///< (made at seconds, prediction)
   std::uint64_t kept_done_ = 0;

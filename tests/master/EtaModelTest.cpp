@@ -40,9 +40,9 @@ TEST(EtaModel, ThePredictionAtATenthIsKeptAgainstTheEnd) {
   EtaModel m(100);
   m.node_cores("w1", 2);
   m.completed("w1", 1.0, 1);  // 2 tasks/s
-  m.observe(1.0, 9);
+  m.observe(1.0, 2);
   EXPECT_TRUE(m.versus_actual(50).is_null()) << "before a tenth of the tasks";
-  m.observe(5.0, 10);  // 90 left at 2/s: end at 50 s
+  m.observe(5.0, 10);  // 90 left at 2/s (the task times, and 8 done in 4 s): end at 50 s
   m.completed("w1", 3.0, 1);
   m.observe(20.0, 40);  // a later prediction does not replace it
   const auto j = m.versus_actual(40.0);
@@ -50,6 +50,39 @@ TEST(EtaModel, ThePredictionAtATenthIsKeptAgainstTheEnd) {
   EXPECT_DOUBLE_EQ(j["predicted_end"].get<double>(), 50.0);
   EXPECT_DOUBLE_EQ(j["made_at"].get<double>(), 5.0);
   EXPECT_DOUBLE_EQ(j["ratio"].get<double>(), 1.25);
+}
+
+// Tiny tasks (a matmul of order 32: a few µs of compute on one core) run at the rate the tree
+// dispatches them, far below what their compute alone allows: the prediction follows the rate
+// achieved, or it said 3.6 s for a run of 11.9 s.
+TEST(EtaModel, TheRateAchievedBoundsTheNodesRateWhenDispatchLimitsTheRun) {
+  EtaModel m(1500000);
+  m.node_cores("w1", 1);
+  m.node_cores("w2", 1);
+  m.completed("w1", 4e-6, 1);
+  m.completed("w2", 4e-6, 1);
+  EXPECT_NEAR(m.eta(0)->rate, 500000.0, 1e-6) << "compute alone";
+  m.observe(1.0, 120000);  // the first results seen: no rate yet
+  EXPECT_NEAR(m.eta(120000)->rate, 500000.0, 1e-6);
+  m.observe(2.0, 255000);  // 135,000 more in the next second
+  EXPECT_NEAR(m.eta(255000)->rate, 135000.0, 1e-6);
+  const auto j = m.versus_actual(11.2);
+  ASSERT_FALSE(j.is_null());
+  EXPECT_NEAR(j["predicted_end"].get<double>(), 2.0 + 1245000.0 / 135000.0, 1e-9);
+}
+
+// One-second tasks finish in waves: the first wave is not a rate, so the prediction at a
+// tenth comes from the task times (the count done lags the start by a task's duration).
+TEST(EtaModel, TheFirstWaveOfResultsIsNotTakenForTheRate) {
+  EtaModel m(40);
+  m.node_cores("w1", 4);
+  m.observe(1.0, 0);
+  m.completed("w1", 1.0, 1);  // 4 tasks/s
+  m.observe(2.2, 4);          // a tenth: 36 left at 4/s
+  EXPECT_NEAR(m.eta(4)->rate, 4.0, 1e-9);
+  const auto j = m.versus_actual(11.2);
+  ASSERT_FALSE(j.is_null());
+  EXPECT_NEAR(j["predicted_end"].get<double>(), 11.2, 1e-9);
 }
 
 TEST(EtaModel, TheLpRateBoundsTheNodesRateWhenTheLinksLimitTheRun) {
