@@ -45,8 +45,9 @@ void EtaModel::observe(double elapsed, std::uint64_t done) {
   if (done > 0 && !first_done_) first_done_.emplace(elapsed, done);
   if (first_done_ && elapsed - first_done_->first >= 1.0 && done > first_done_->second)
     achieved_rate_ = static_cast<double>(done - first_done_->second) / (elapsed - first_done_->first);
-  // Only an early prediction is worth setting against the end: none past half the tasks.
-  if (kept_ || total_ == 0 || done * 10 < total_ || done * 2 > total_) return;
+  // Only an early prediction is worth setting against the end: none past half the tasks, and
+  // none before the rate achieved is known.
+  if (kept_ || total_ == 0 || done * 10 < total_ || done * 2 > total_ || achieved_rate_ <= 0) return;
   if (const auto e = eta(done)) {
     kept_.emplace(elapsed, *e);
     kept_done_ = done;

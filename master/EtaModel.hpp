@@ -43,7 +43,7 @@ class EtaModel {
   /// Called about once a second with `done` tasks done `elapsed` seconds since the start:
   /// measures the rate achieved since the first call that saw a task done (the count lags
   /// the start by a task's duration, so the start itself is not used), and keeps the first
-  /// prediction made with at least a tenth (and at most half) of the tasks done.
+  /// prediction made with that rate known and at least a tenth (at most half) of the tasks done.
   void observe(double elapsed, std::uint64_t done);
   /// {"fraction_done", "made_at", "predicted_end", "actual_end", "ratio"} (seconds), or
   /// null if no prediction was kept; `actual_end` the run's end in seconds.

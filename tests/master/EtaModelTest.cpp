@@ -78,8 +78,10 @@ TEST(EtaModel, TheFirstWaveOfResultsIsNotTakenForTheRate) {
   m.node_cores("w1", 4);
   m.observe(1.0, 0);
   m.completed("w1", 1.0, 1);  // 4 tasks/s
-  m.observe(2.2, 4);          // a tenth: 36 left at 4/s
-  EXPECT_NEAR(m.eta(4)->rate, 4.0, 1e-9);
+  m.observe(2.2, 4);          // a tenth, but no rate achieved yet: nothing kept
+  EXPECT_NEAR(m.eta(4)->rate, 4.0, 1e-9) << "the first wave alone is no rate";
+  EXPECT_TRUE(m.versus_actual(11.2).is_null());
+  m.observe(3.2, 8);  // 4 more in a second: 32 left at 4/s
   const auto j = m.versus_actual(11.2);
   ASSERT_FALSE(j.is_null());
   EXPECT_NEAR(j["predicted_end"].get<double>(), 11.2, 1e-9);
