@@ -26,9 +26,7 @@ void SharedInputLinks::offer(zmq::socket_t& down, std::uint32_t peer, const std:
   for (const auto& [other, child] : children_)
     if (child.segment) reserved += child.segment->size();
   const std::size_t bytes = shared_input_segment_bytes(buffer);
-  // The budget counts what this parent reserved already: half of /dev/shm's free room now,
-  // plus what it holds.
-  if (reserved + bytes > std::min(shared_inputs_max_bytes, reserved + shared_inputs_budget_bytes())) {
+  if (reserved + bytes > shared_inputs_max_bytes || bytes > shared_inputs_room_bytes()) {
     spdlog::info("{}: inputs to '{}' go inline: its children's shared input segments already take {} MiB", name_, identity,
                  reserved >> 20);
     children_.erase(c);

@@ -4,7 +4,7 @@
 /// handshake (docs/protocol.md "Shared input segments"): its parent's, mapped read-only
 /// once offered; one per child on ipc:// that asked in its Hello, offered after its
 /// Welcome, used once the child answered that it mapped it, all of them within
-/// shared_inputs_budget_bytes(); and the slots a Result or a PullReply frees on either side.
+/// shared_inputs_max_bytes and /dev/shm's room (shared_inputs_room_bytes); and the slots a Result or a PullReply frees on either side.
 
 #include <cstdint>
 #include <memory>

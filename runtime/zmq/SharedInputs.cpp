@@ -24,11 +24,10 @@ std::size_t shared_input_segment_bytes(std::uint32_t buffer) {
   return std::clamp((bytes + mib - 1) / mib * mib, mib, std::size_t{32} * mib);
 }
 
-std::size_t shared_inputs_budget_bytes(const char* dir) {
+std::size_t shared_inputs_room_bytes(const char* dir) {
   struct statvfs fs {};
   if (::statvfs(dir, &fs) != 0) return 0;
-  const auto free_bytes = static_cast<std::size_t>(fs.f_bavail) * fs.f_frsize;
-  return std::min(shared_inputs_max_bytes, free_bytes / 2);
+  return static_cast<std::size_t>(fs.f_bavail) * fs.f_frsize / 2;
 }
 
 namespace {

@@ -40,11 +40,11 @@ std::size_t shared_input_segment_bytes(std::uint32_t buffer);
 /// Bytes of segments one parent keeps at most, all its children together.
 inline constexpr std::size_t shared_inputs_max_bytes = std::size_t{1} << 30;
 
-/// Bytes of segments a parent may reserve now: at most shared_inputs_max_bytes and
-/// half of what /dev/shm (`dir`) has free now. Each segment is reserved in /dev/shm's
-/// memory when made (posix_fallocate) — about what the children's buffers would hold of the
-/// same inputs sent inline; children beyond the budget get their inputs inline.
-std::size_t shared_inputs_budget_bytes(const char* dir = "/dev/shm");
+/// Bytes a parent may reserve for a new segment now: half of what /dev/shm (`dir`) has free
+/// (0 without it). Each segment is reserved in /dev/shm's memory when made (posix_fallocate)
+/// — about what the children's buffers would hold of the same inputs sent inline; children
+/// beyond shared_inputs_max_bytes or this room get their inputs inline.
+std::size_t shared_inputs_room_bytes(const char* dir = "/dev/shm");
 
 /// Slots start at multiples of this (bytes): a cache line, so kernels read aligned rows.
 inline constexpr std::size_t shared_input_slot_alignment = 64;
