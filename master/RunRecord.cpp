@@ -157,7 +157,7 @@ void RunRecord::install(node::RootSetup& root) {
     }
     last_result_at_ = now - start_;
     ++per_app_[k];
-    ++done_;
+    if (++done_ == total()) cpu_at_last_result_ = metrics::process_cpu_seconds();
   };
   root.retry = [this](const net::msg::Result& r) { return retry(r); };
   // Output files (docs/command-tasks.md): an output must give its result's checksum (the
@@ -360,7 +360,7 @@ int RunRecord::finish(int rc, bool cancelled, const metrics::ProcessMemory& memo
                        {"rss_joined_bytes", rss_joined_},
                        {"rss_shmem_at_start_bytes", memory_at_start.shmem_bytes},
                        {"rss_shmem_joined_bytes", shmem_joined_},
-                       {"dispatch_cpu_seconds", cpu_at_end_ - cpu_at_start_},
+                       {"dispatch_cpu_seconds", (cpu_at_last_result_ >= 0 ? cpu_at_last_result_ : cpu_at_end_) - cpu_at_start_},
                        {"tasks_write_seconds",
                         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()}}}};
         if (cancelled) trailer["cancelled"] = true;  // `treefarm cancel`: what completed is above

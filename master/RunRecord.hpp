@@ -111,6 +111,10 @@ class RunRecord {
   std::uint64_t rss_joined_ = 0;  ///< bytes, the master's resident memory when dispatch started
   std::uint64_t shmem_joined_ = 0;  ///< bytes of it in shared memory (its children's input segments)
   double cpu_at_start_ = 0, cpu_at_end_ = 0;  ///< the master's CPU seconds when dispatch started and ended
+  /// The master's CPU seconds at the last result (every task done), or -1: the end of
+  /// dispatch_cpu_seconds, which leaves out the tree's teardown (each child's Bye, the
+  /// shared input segments unmapped) — a cost per child, not per task.
+  double cpu_at_last_result_ = -1;
   std::chrono::steady_clock::time_point steady_start_{};
   std::vector<std::vector<double>> dispatched_;
   node::IdMap<std::uint32_t> arriving_via_;  // task -> child (task_log name id), until recorded
