@@ -5,6 +5,7 @@
 /// a batch frame as views into it.
 
 #include <cstddef>
+#include <cstring>
 #include <memory>
 #include <span>
 #include <string>
@@ -44,11 +45,14 @@ inline zmq::message_t frame_of(const node::Payload& payload) {
 /// A received batch frame and a view of each payload inside it: one allocation per frame,
 /// none per payload; each payload shares the frame's count (node::SliceBytes),
 /// so the frame lives as long as its last payload. A payload in the shared input segment
-/// (BatchEntry::in_segment) is a view into `mapping` instead, which lives as long too.
+/// (BatchEntry::in_segment) is a view into `mapping` instead, which lives as long too; or,
+/// when the mapping copies() its inputs, a view into `copies`, where they were copied as
+/// the frame arrived (the parent reuses the slots once the tasks are acknowledged).
 struct SharedBatch {
   zmq::message_t frame;
   std::shared_ptr<InputMapping> mapping;
   std::vector<node::SliceBytes> views;  ///< one per entry (empty for an entry without payload)
+  std::unique_ptr<std::byte[]> copies;  ///< the inputs copied out of a copied segment, in entry order
 
   /// Payloads of the entries of `b`, which it takes the frame of. `mapping`: the segment
   /// accepted from the sender (null: none, and a reference into one is a DecodeError); each
@@ -59,6 +63,13 @@ struct SharedBatch {
     shared->frame = std::move(b.frame);
     shared->views.resize(b.entries.size());
     const auto* base = static_cast<const std::byte*>(shared->frame.data());
+    std::byte* copy_to = nullptr;
+    if (mapping && mapping->copies()) {
+      std::size_t bytes = 0;
+      for (const auto& e : b.entries) bytes += e.has_payload && e.in_segment ? e.payload_size : 0;
+      shared->copies = std::make_unique_for_overwrite<std::byte[]>(bytes);  // one allocation, not zeroed
+      copy_to = shared->copies.get();
+    }
     for (std::size_t i = 0; i < b.entries.size(); ++i) {
       const auto& e = b.entries[i];
       if (!e.has_payload) continue;
@@ -68,7 +79,13 @@ struct SharedBatch {
       }
       if (!mapping) throw net::DecodeError("a reference into a shared input segment, but none was accepted from this sender");
       const auto bytes = mapping->claim(std::get<net::msg::Task>(e.message).task_id, SlotRef{e.payload_offset, e.payload_size});
-      shared->views[i] = node::SliceBytes(bytes.data(), bytes.size());
+      if (!copy_to) {
+        shared->views[i] = node::SliceBytes(bytes.data(), bytes.size());
+        continue;
+      }
+      std::memcpy(copy_to, bytes.data(), bytes.size());
+      shared->views[i] = node::SliceBytes(copy_to, bytes.size());
+      copy_to += bytes.size();
     }
     shared->mapping = std::move(mapping);
     return shared;

@@ -7,7 +7,7 @@ namespace treefarm::zmq_node {
 std::optional<std::string> SharedInputLinks::offered(zmq::socket_t& up, const net::InputsFrame& f) {
   if (!f.offer || parent_) return f.offer ? "a second shared input offer" : "a shared input answer from the parent";
   std::string why;
-  parent_ = InputMapping::attach(f.name, f.bytes, &why);
+  parent_ = InputMapping::attach(f.name, f.bytes, &why, f.copied);
   if (!parent_) spdlog::info("{}: inputs come inline: {}", name_, why);
   (void)net::send_inputs_answer(up, parent_ != nullptr);
   return std::nullopt;
@@ -25,8 +25,12 @@ void SharedInputLinks::offer(zmq::socket_t& down, std::uint32_t peer, const std:
   std::size_t reserved = 0;
   for (const auto& [other, child] : children_)
     if (child.segment) reserved += child.segment->size();
-  const std::size_t bytes = shared_input_segment_bytes(buffer);
-  if (reserved + bytes > shared_inputs_max_bytes || bytes > shared_inputs_room_bytes()) {
+  // Sized for the buffer while the segments stay within the first part of the budget; then a
+  // copied one, which holds only the inputs on their way (room for all 256 of `bench workers`).
+  std::size_t bytes = shared_input_segment_bytes(buffer);
+  const bool copied = reserved + bytes > budget_.sized_max_bytes && bytes > budget_.copied_bytes;
+  if (copied) bytes = budget_.copied_bytes;
+  if (reserved + bytes > budget_.max_bytes || bytes > shared_inputs_room_bytes()) {
     spdlog::info("{}: inputs to '{}' go inline: its children's shared input segments already take {} MiB", name_, identity,
                  reserved >> 20);
     children_.erase(c);
@@ -34,13 +38,14 @@ void SharedInputLinks::offer(zmq::socket_t& down, std::uint32_t peer, const std:
   }
   std::string why;
   c->second.segment = InputSegment::create(bytes, &why);
+  c->second.copied = copied;
   c->second.accepted = false;
   if (!c->second.segment) {
     spdlog::info("{}: inputs to '{}' go inline: {}", name_, identity, why);
     children_.erase(c);
     return;
   }
-  if (!net::send_inputs_offer(down, identity, c->second.segment->name(), c->second.segment->size())) children_.erase(c);
+  if (!net::send_inputs_offer(down, identity, c->second.segment->name(), c->second.segment->size(), copied)) children_.erase(c);
 }
 
 std::optional<std::string> SharedInputLinks::answered(std::uint32_t peer, const net::InputsFrame& f) {

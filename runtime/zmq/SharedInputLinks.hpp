@@ -4,7 +4,9 @@
 /// handshake (docs/protocol.md "Shared input segments"): its parent's, mapped read-only
 /// once offered; one per child on ipc:// that asked in its Hello, offered after its
 /// Welcome, used once the child answered that it mapped it, all of them within
-/// shared_inputs_max_bytes and /dev/shm's room (shared_inputs_room_bytes); and the slots a Result or a PullReply frees on either side.
+/// shared_inputs_max_bytes and /dev/shm's room (shared_inputs_room_bytes); and the slots a
+/// Result or a PullReply frees on either side — or, in a copied segment, the child's
+/// acknowledgement (msg::Received).
 
 #include <cstdint>
 #include <memory>
@@ -21,9 +23,17 @@
 
 namespace treefarm::zmq_node {
 
+/// Bytes of segments a parent gives its children (SharedInputs.hpp's constants; a test's smaller).
+struct SharedInputBudget {
+  std::size_t max_bytes = shared_inputs_max_bytes;               ///< all segments
+  std::size_t sized_max_bytes = shared_inputs_sized_max_bytes;   ///< sized for the buffer up to here
+  std::size_t copied_bytes = shared_input_copied_segment_bytes;  ///< a copied segment
+};
+
 class SharedInputLinks {
  public:
-  explicit SharedInputLinks(std::string node_name) : name_(std::move(node_name)) {}
+  explicit SharedInputLinks(std::string node_name, SharedInputBudget budget = {})
+      : name_(std::move(node_name)), budget_(budget) {}
 
   // ---- the parent's segment (this node as a child)
   /// The parent's segment, or null: every input comes inline.
@@ -41,11 +51,17 @@ class SharedInputLinks {
   void hello(std::uint32_t peer, std::uint32_t features);
   /// After the child's Welcome went on `down`: its segment made and offered, if it asked,
   /// the link is ipc:// and the budget has room; otherwise nothing (inputs go inline).
-  /// Its segment is sized for its buffer of `buffer` tasks (shared_input_segment_bytes).
+  /// Its segment is sized for its buffer of `buffer` tasks (shared_input_segment_bytes) while
+  /// the segments stay within the budget's sized_max_bytes; beyond, it is a copied one.
   void offer(zmq::socket_t& down, std::uint32_t peer, const std::string& identity, bool ipc, std::uint32_t buffer);
   /// The child's frame: the reason to drop it (an offer from it, an answer to no offer),
   /// else nullopt; the name leaves /dev/shm either way.
   std::optional<std::string> answered(std::uint32_t peer, const net::InputsFrame& f);
+  /// Whether the child's accepted segment is a copied one.
+  bool copied(std::uint32_t peer) const {
+    auto it = children_.find(peer);
+    return it != children_.end() && it->second.accepted && it->second.copied;
+  }
   /// The segment the child accepted, or null.
   InputSegment* of(std::uint32_t peer) const {
     auto it = children_.find(peer);
@@ -57,9 +73,15 @@ class SharedInputLinks {
     const auto* segment = of(peer);
     return segment && segment->holds(task) ? net::shared_reference_bytes : bytes;
   }
-  /// A message from the child: the slots its Result or PullReply frees.
+  /// A message from the child: the slots its Result or PullReply frees — its Received, if
+  /// the segment is a copied one.
   void coming_up(std::uint32_t peer, const net::Message& m) {
-    if (auto* segment = of(peer)) release(*segment, m);
+    auto it = children_.find(peer);
+    if (it == children_.end() || !it->second.accepted) return;
+    auto& segment = *it->second.segment;
+    if (!it->second.copied) return release(segment, m);
+    if (const auto* received = std::get_if<net::msg::Received>(&m))
+      for (auto id : received->task_ids) segment.release(id);
   }
   /// The child is gone: its slots die with its segment.
   void forget(std::uint32_t peer) { children_.erase(peer); }
@@ -79,9 +101,11 @@ class SharedInputLinks {
   struct Child {
     bool wanted = false;  ///< its Hello announced feature_shared_inputs
     std::unique_ptr<InputSegment> segment;
+    bool copied = false;  ///< the child copies inputs out; their slots are freed on msg::Received
     bool accepted = false;
   };
   std::string name_;
+  SharedInputBudget budget_;
   std::unordered_map<std::uint32_t, Child> children_;
   std::shared_ptr<InputMapping> parent_;
 };

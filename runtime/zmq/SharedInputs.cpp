@@ -153,8 +153,8 @@ bool InputSegment::holds(std::uint64_t task, SlotRef slot) const {
   return it != by_task_.end() && it->second->ref == slot;
 }
 
-std::shared_ptr<InputMapping> InputMapping::attach(const std::string& name, std::size_t bytes,
-                                                   std::string* why) {
+std::shared_ptr<InputMapping> InputMapping::attach(const std::string& name, std::size_t bytes, std::string* why,
+                                                   bool copied) {
   if (!plausible_name(name)) {
     say(why, "not a shared input segment's name");
     return nullptr;
@@ -193,7 +193,7 @@ std::shared_ptr<InputMapping> InputMapping::attach(const std::string& name, std:
     say(why, "shared input segment " + name + ": " + wrong);
     return nullptr;
   }
-  return std::shared_ptr<InputMapping>(new InputMapping(static_cast<const std::byte*>(base), bytes));
+  return std::shared_ptr<InputMapping>(new InputMapping(static_cast<const std::byte*>(base), bytes, copied));
 }
 
 InputMapping::~InputMapping() { munmap(const_cast<std::byte*>(base_), size_); }
@@ -205,6 +205,7 @@ std::span<const std::byte> InputMapping::claim(std::uint64_t task, SlotRef slot)
                            std::to_string(slot.length) + ") outside the segment of " +
                            std::to_string(size_) + " bytes");
   }
+  if (copies_) return {base_ + slot.offset, static_cast<std::size_t>(slot.length)};  // copied out now
   if (by_task_.contains(task)) {
     throw net::DecodeError("shared input reference for task " + std::to_string(task) +
                            ", which already holds one");

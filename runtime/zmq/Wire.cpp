@@ -27,7 +27,8 @@ std::optional<std::variant<Received, BadMessage>> try_receive(zmq::socket_t& soc
 }
 
 namespace {
-constexpr std::size_t inputs_head_bytes = 8;  // u32 magic, u16 wire_version, u16 reserved
+constexpr std::size_t inputs_head_bytes = 8;  // u32 magic, u16 wire_version, u16 flags (an answer: 0)
+constexpr std::uint16_t inputs_copied_flag = 1;  // an offer's InputsFrame::copied
 constexpr std::size_t max_inputs_name = 200;
 
 std::optional<InputsFrame> inputs_frame_of(std::span<const std::byte> f) {
@@ -36,12 +37,14 @@ std::optional<InputsFrame> inputs_frame_of(std::span<const std::byte> f) {
   std::memcpy(&magic, f.data(), sizeof magic);
   if (magic != inputs_offer_magic && magic != inputs_answer_magic) return std::nullopt;
   if (f.size() < inputs_head_bytes) throw DecodeError("shared input frame truncated");
-  std::uint16_t version = 0, reserved = 0;
+  std::uint16_t version = 0, flags = 0;
   std::memcpy(&version, f.data() + 4, 2);
-  std::memcpy(&reserved, f.data() + 6, 2);
+  std::memcpy(&flags, f.data() + 6, 2);
   if (version != wire_version) throw DecodeError("shared input frame of protocol version " + std::to_string(version));
-  if (reserved != 0) throw DecodeError("reserved shared input field is not zero");
+  const std::uint16_t known = magic == inputs_offer_magic ? inputs_copied_flag : 0;
+  if ((flags & ~known) != 0) throw DecodeError("unknown shared input flags " + std::to_string(flags));
   InputsFrame out;
+  out.copied = (flags & inputs_copied_flag) != 0;
   if (magic == inputs_answer_magic) {
     if (f.size() != inputs_head_bytes + 1 || std::to_integer<unsigned>(f[8]) > 1) throw DecodeError("malformed shared input answer");
     out.mapped = std::to_integer<unsigned>(f[8]) == 1;
@@ -73,8 +76,10 @@ bool send_frame(zmq::socket_t& socket, const std::string* identity, const std::v
 }
 }  // namespace
 
-bool send_inputs_offer(zmq::socket_t& socket, const std::string& identity, const std::string& name, std::uint64_t bytes) {
+bool send_inputs_offer(zmq::socket_t& socket, const std::string& identity, const std::string& name, std::uint64_t bytes,
+                       bool copied) {
   auto b = inputs_head(inputs_offer_magic);
+  if (copied) std::memcpy(b.data() + 6, &inputs_copied_flag, 2);
   b.resize(16 + name.size());
   std::memcpy(b.data() + 8, &bytes, 8);
   std::memcpy(b.data() + 16, name.data(), name.size());

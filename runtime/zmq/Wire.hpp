@@ -54,6 +54,8 @@ struct InputsFrame {
   bool offer = false;
   std::string name;          ///< offer: the segment's name
   std::uint64_t bytes = 0;   ///< offer: its size
+  bool copied = false;       ///< offer: the child copies each input out as it arrives, and its
+                             ///< acknowledgement (msg::Received) frees the slot
   bool mapped = false;       ///< answer
   std::string user_id;
 };
@@ -61,7 +63,9 @@ constexpr std::uint32_t inputs_offer_magic = 0x4f524654;   ///< "TFRO" little-en
 constexpr std::uint32_t inputs_answer_magic = 0x41524654;  ///< "TFRA" little-endian
 
 /// Sends an offer (to `identity` on a ROUTER); false if the peer is gone.
-bool send_inputs_offer(zmq::socket_t& socket, const std::string& identity, const std::string& name, std::uint64_t bytes);
+/// `copied`: InputsFrame::copied.
+bool send_inputs_offer(zmq::socket_t& socket, const std::string& identity, const std::string& name, std::uint64_t bytes,
+                       bool copied = false);
 /// Sends an answer to the parent.
 bool send_inputs_answer(zmq::socket_t& socket, bool mapped);
 

@@ -277,6 +277,14 @@ TEST(Wire, SharedInputOffersAndAnswersTravelAndMalformedOnesAreBadMessages) {
   EXPECT_TRUE(offer->offer);
   EXPECT_EQ(offer->name, "/treefarm-1-ab");
   EXPECT_EQ(offer->bytes, 1u << 25);
+  EXPECT_FALSE(offer->copied);
+  ASSERT_TRUE(send_inputs_offer(parent, id, "/treefarm-1-cd", 1u << 21, true));
+  got = receive(child, false);
+  ASSERT_TRUE(got);
+  offer = std::get_if<InputsFrame>(&*got);
+  ASSERT_NE(offer, nullptr);
+  EXPECT_TRUE(offer->copied);
+  EXPECT_EQ(offer->name, "/treefarm-1-cd");
   // Malformed: an answer that is not 0 or 1, truncated frames, an over-long name.
   auto raw = [&](std::vector<std::uint8_t> bytes) {
     child.send(zmq::message_t(bytes.data(), bytes.size()), zmq::send_flags::none);
@@ -289,6 +297,8 @@ TEST(Wire, SharedInputOffersAndAnswersTravelAndMalformedOnesAreBadMessages) {
   EXPECT_TRUE(raw({'T', 'F', 'R', 'A', v, 0, 0, 0}));
   EXPECT_TRUE(raw({'T', 'F', 'R', 'A', v, 0, 1, 0, 1}));
   EXPECT_TRUE(raw({'T', 'F', 'R', 'O', v, 0, 0, 0, 1, 0}));
+  std::vector<std::uint8_t> unknown_flag{'T', 'F', 'R', 'O', v, 0, 2, 0, 0, 0, 0, 1, 0, 0, 0, 0, '/', 'a'};  // only bit 0 is known
+  EXPECT_TRUE(raw(unknown_flag));
   std::vector<std::uint8_t> long_offer{'T', 'F', 'R', 'O', v, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0};
   long_offer.resize(long_offer.size() + 201, 'a');
   EXPECT_TRUE(raw(long_offer));
