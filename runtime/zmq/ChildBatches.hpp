@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "runtime/net/Batch.hpp"
+#include "runtime/zmq/SharedInputLinks.hpp"
 
 namespace treefarm::zmq_node {
 
@@ -34,6 +35,14 @@ class ChildBatches {
   std::size_t queued(std::uint32_t peer, const net::BatchWriter& writer) {
     if (writer.count() == 1) waiting_.push_back(peer);
     return writer.count();
+  }
+  /// The tasks `shared` held for `peer`'s copied segment (SharedInputLinks::hold) that have a
+  /// slot now, or all of them, written into the child's batch, which then waits like any
+  /// other for the turn's end. `flush` sends a full batch (false: the child is gone).
+  template <class Flush>
+  void release_held(SharedInputLinks& shared, std::uint32_t peer, bool all, Flush&& flush) {
+    auto* out = find(peer);
+    if (out && shared.release_held(peer, all, *out, std::forward<Flush>(flush))) waiting_.push_back(peer);
   }
   /// The children that may have messages waiting (each batch's child once; a child gone
   /// or flushed since may be among them), in the order of their batches' first messages;

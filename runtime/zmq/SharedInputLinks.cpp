@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "runtime/zmq/MadeBytes.hpp"
+
 namespace treefarm::zmq_node {
 
 std::optional<std::string> SharedInputLinks::offered(zmq::socket_t& up, const net::InputsFrame& f) {
@@ -46,6 +48,19 @@ void SharedInputLinks::offer(zmq::socket_t& down, std::uint32_t peer, const std:
     return;
   }
   if (!net::send_inputs_offer(down, identity, c->second.segment->name(), c->second.segment->size(), copied)) children_.erase(c);
+}
+
+bool SharedInputLinks::hold(std::uint32_t peer, const net::Message& m, const node::Payload& payload) {
+  auto it = children_.find(peer);
+  if (it == children_.end() || !it->second.accepted || !it->second.copied) return false;
+  auto& c = it->second;
+  const auto* task = std::get_if<net::msg::Task>(&m);
+  const auto* made = task ? dynamic_cast<const MadeBytes*>(payload.get()) : nullptr;
+  if (!made || made->size() == 0 || made->size() >= net::shared_payload_mark || made->size() > c.segment->size()) return false;
+  if (c.held.empty() && c.segment->has_room(made->size())) return false;  // it goes now
+  c.held.emplace_back(m, payload);
+  c.held_ids.insert(task->task_id);
+  return true;
 }
 
 std::optional<std::string> SharedInputLinks::answered(std::uint32_t peer, const net::InputsFrame& f) {

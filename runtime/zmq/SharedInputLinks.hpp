@@ -9,15 +9,20 @@
 /// acknowledgement (msg::Received).
 
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
+#include <utility>
 
 #include <zmq.hpp>
 
 #include "runtime/net/Batch.hpp"
 #include "runtime/net/Messages.hpp"
+#include "runtime/node/Payload.hpp"
+#include "runtime/zmq/FramePayload.hpp"
 #include "runtime/zmq/SharedInputs.hpp"
 #include "runtime/zmq/Wire.hpp"
 
@@ -68,10 +73,36 @@ class SharedInputLinks {
     return it != children_.end() && it->second.accepted ? it->second.segment.get() : nullptr;
   }
   /// Bytes a task's input of `bytes` put on the child's connection: its reference if it lies
-  /// in the child's segment (node::Transport::connection_bytes).
+  /// in the child's segment or is held for it (node::Transport::connection_bytes).
   std::uint64_t connection_bytes(std::uint32_t peer, std::uint64_t task, std::uint64_t bytes) const {
-    const auto* segment = of(peer);
-    return segment && segment->holds(task) ? net::shared_reference_bytes : bytes;
+    auto it = children_.find(peer);
+    if (it == children_.end() || !it->second.accepted) return bytes;
+    const auto& c = it->second;
+    return c.segment->holds(task) || c.held_ids.contains(task) ? net::shared_reference_bytes : bytes;
+  }
+  /// A Task whose input is made on demand, for a child whose copied segment has no slot for it
+  /// now (or holds tasks already): held here, in order, until the child's acknowledgements free
+  /// slots (release_held), instead of going inline — a first request of a whole buffer would
+  /// overflow the 127 slots. True when held: the caller sends nothing now.
+  bool hold(std::uint32_t peer, const net::Message& m, const node::Payload& payload);
+  /// Writes the child's held tasks into its batch `out`, in order: those its segment has a slot
+  /// for now, or every one (`all`: a message of another kind follows them, and the order to a
+  /// child is kept; those without a slot go inline). `flush` sends a full batch (false: the
+  /// child is gone). True when it wrote any: the caller sends the batch at its turn's end.
+  template <class Flush>
+  bool release_held(std::uint32_t peer, bool all, net::BatchWriter& out, Flush&& flush) {
+    auto it = children_.find(peer);
+    if (it == children_.end()) return false;
+    auto& c = it->second;
+    bool wrote = false;
+    while (!c.held.empty() && (all || c.segment->has_room(c.held.front().second->size()))) {
+      auto [message, payload] = std::move(c.held.front());
+      c.held.pop_front();
+      c.held_ids.erase(std::get<net::msg::Task>(message).task_id);
+      if (!add_to(out, message, payload, c.segment.get()) && flush()) (void)add_to(out, message, payload, c.segment.get());
+      wrote = true;
+    }
+    return wrote;
   }
   /// A message from the child: the slots its Result or PullReply frees — its Received, if
   /// the segment is a copied one.
@@ -103,6 +134,8 @@ class SharedInputLinks {
     std::unique_ptr<InputSegment> segment;
     bool copied = false;  ///< the child copies inputs out; their slots are freed on msg::Received
     bool accepted = false;
+    std::deque<std::pair<net::Message, node::Payload>> held;  ///< Tasks waiting for a slot (hold)
+    std::unordered_set<std::uint64_t> held_ids;
   };
   std::string name_;
   SharedInputBudget budget_;

@@ -110,27 +110,24 @@ void InputSegment::unlink() {
   linked_ = false;
 }
 
+std::optional<std::uint64_t> InputSegment::place(std::size_t length) const {
+  if (ring_.empty()) return 0;
+  const std::uint64_t head = ring_.front().ref.offset;
+  const std::uint64_t tail = round_up(ring_.back().ref.offset + ring_.back().ref.length);
+  if (tail > head) {  // live slots in one run [head, tail): room after it, or before it
+    if (tail + length <= size_) return tail;
+    if (length <= head) return 0;
+    return std::nullopt;
+  }
+  if (tail + length <= head) return tail;  // wrapped: room only between the tail and the head
+  return std::nullopt;
+}
+
 std::optional<SlotRef> InputSegment::take(std::uint64_t task, std::size_t length) {
   if (length == 0 || length > size_ || by_task_.contains(task)) return std::nullopt;
-  std::uint64_t at = 0;
-  if (!ring_.empty()) {
-    const std::uint64_t head = ring_.front().ref.offset;
-    const std::uint64_t tail = round_up(ring_.back().ref.offset + ring_.back().ref.length);
-    if (tail > head) {  // live slots in one run [head, tail): room after it, or before it
-      if (tail + length <= size_) {
-        at = tail;
-      } else if (length <= head) {
-        at = 0;
-      } else {
-        return std::nullopt;
-      }
-    } else if (tail + length <= head) {  // wrapped: room only between the tail and the head
-      at = tail;
-    } else {
-      return std::nullopt;
-    }
-  }
-  ring_.push_back(Slot{SlotRef{at, length}, task, false});
+  const auto at = place(length);
+  if (!at) return std::nullopt;
+  ring_.push_back(Slot{SlotRef{*at, length}, task, false});
   by_task_.emplace(task, &ring_.back());
   return ring_.back().ref;
 }

@@ -48,7 +48,7 @@ inline constexpr std::size_t shared_inputs_sized_max_bytes = shared_inputs_max_b
 
 /// Bytes of a copied segment: its child copies each input out as its batch arrives and its
 /// acknowledgement (msg::Received) frees the slot, so the segment holds only the inputs on
-/// their way (127 of 16 KiB: more than the B/8 a child asks for at once for B <= 1,000),
+/// their way (128 of 16 KiB: more than the B/8 a child asks for at once for B <= 1,000),
 /// whatever the child's buffer.
 inline constexpr std::size_t shared_input_copied_segment_bytes = std::size_t{2} << 20;
 
@@ -88,6 +88,8 @@ class InputSegment {
   /// A slot of `length` bytes for `task` (1 <= length <= size()), writable through
   /// bytes(); nullopt when the ring has no room now or `task` already holds a slot.
   std::optional<SlotRef> take(std::uint64_t task, std::size_t length);
+  /// Whether take() would find room for `length` bytes now.
+  bool has_room(std::size_t length) const { return length > 0 && length <= size_ && place(length).has_value(); }
   /// The writable bytes of a slot given by take().
   std::span<std::byte> bytes(SlotRef slot) const;
   /// Frees `task`'s slot; false when it holds none (already released or never given).
@@ -106,6 +108,8 @@ class InputSegment {
     bool released = false;
   };
   InputSegment(std::string name, int fd, std::byte* base, std::size_t size);
+  /// Where a slot of `length` bytes would start now, if the ring has room.
+  std::optional<std::uint64_t> place(std::size_t length) const;
 
   std::string name_;
   int fd_ = -1;

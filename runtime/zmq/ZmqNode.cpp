@@ -47,8 +47,7 @@ struct ZmqNode::Impl final : node::Transport {
   int monitor_count = 0;
   const std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now();
 
-  // Children: routing identity <-> peer id. Dropped identities are ignored until they
-  // say Hello again (a restarted worker under the same name).
+  // Children: routing identity <-> peer id. Dropped identities are ignored until they say Hello again.
   std::unordered_map<std::string, node::PeerId> by_identity;
   std::unordered_map<std::uint32_t, std::string> identity_of;
   std::unordered_set<std::string> dropped;
@@ -67,17 +66,13 @@ struct ZmqNode::Impl final : node::Transport {
   bool parent_batches = false;
   net::BatchWriter parent_out;
   SharedInputLinks shared{options.name};  ///< the parent's and the children's shared input segments
-  // Results and requests to the parent may wait up to parent_hold seconds (a batch of
-  // stream_count leaves at once, in send_parent) so that a fast stream of tiny tasks turns into few
-  // frames: the parent then answers many requests in one turn and its tasks come
-  // batched too. Anything else (acknowledgements, heartbeats, joins) flushes at once.
+  // Results and requests to the parent may wait up to parent_hold seconds (a batch of stream_count
+  // leaves at once, in send_parent): a fast stream of tiny tasks turns into few frames, and the parent
+  // answers many requests per turn. Anything else (acknowledgements, heartbeats, joins) flushes at once.
   static constexpr double parent_hold = 250e-6;
-  // A batch leaves in the middle of a loop turn once it holds this many messages (issue
-  // 14): a turn that handles a frame of hundreds of tasks or results streams its answers
-  // while it works instead of sending them as one frame at its end, so the peer works on
-  // the first ones meanwhile. Sent whole at the turn's end, master and worker took turns
-  // (each idle ~30 % of the time at buffer 1000); streamed, the two overlap
-  // (docs/benchmarks.md "Dispatch reaches its goals").
+  // A batch leaves mid-turn once it holds this many messages (issue 14): a turn handling hundreds of
+  // tasks or results streams its answers, so the peer works on the first ones meanwhile (sent whole at
+  // the turn's end, master and worker took turns: docs/benchmarks.md "Dispatch reaches its goals").
   static constexpr std::size_t stream_count = 128;
   double parent_held_since = -1;  ///< when the oldest waiting result/request was queued
   bool parent_urgent = false;
@@ -98,10 +93,9 @@ struct ZmqNode::Impl final : node::Transport {
     s.set(zmq::sockopt::heartbeat_ttl, static_cast<int>(options.heartbeat_timeout * 1000));
   }
 
-  /// Closes the connection to the parent and its monitor. The monitor is stopped first:
-  /// libzmq's I/O thread sends each event on an inproc PAIR and blocks (every socket of
-  /// the context with it) if that PAIR has no reader — a socket retrying a dead parent
-  /// emits an event every reconnect interval.
+  /// Closes the connection to the parent and its monitor. The monitor is stopped first: libzmq's I/O
+  /// thread sends each event on an inproc PAIR and blocks (every socket of the context with it) if that
+  /// PAIR has no reader — a socket retrying a dead parent emits an event every reconnect interval.
   void close_parent() {
     if (up) (void)zmq_socket_monitor(static_cast<void*>(*up), nullptr, 0);
     up.reset();
@@ -135,10 +129,9 @@ struct ZmqNode::Impl final : node::Transport {
     if (where.empty()) return;
     down.emplace(ctx, zmq::socket_type::router);
     net::configure_socket(*down, true);
-    // A rejoining worker takes over its name (its old connection may not be closed yet).
-    // Not under CURVE: there a second connection under a live node's routing identity is
-    // refused by ZeroMQ itself, so that no key can push another node off (names are bound
-    // to keys, docs/security.md); a rejoining worker retries until the old one is gone.
+    // A rejoining worker takes over its name (its old connection may not be closed yet). Not under
+    // CURVE: there ZeroMQ refuses a second connection under a live node's routing identity, so no key
+    // pushes another node off (docs/security.md); a rejoining worker retries until the old one is gone.
     down->set(zmq::sockopt::router_handover, !endpoints.curve.enabled);
     // A connection that does not complete the ZMTP (and CURVE) handshake in 5 s is closed:
     // idle or garbage TCP peers cannot pile up.
@@ -196,6 +189,7 @@ struct ZmqNode::Impl final : node::Transport {
   bool send_child(node::PeerId peer, const net::Message& message, const node::Payload& payload) override {
     auto it = identity_of.find(peer.value);
     if (it == identity_of.end() || !down) return false;
+    if (!std::holds_alternative<net::msg::Task>(message)) release_held(peer.value, true);  // order kept
     if (const auto* info = std::get_if<net::msg::TreeInfo>(&message); info && endpoints.curve.enabled) {
       // `--parent auto` under CURVE: the keys of this node, its parent and its children
       // (a child's routing identity is its name, its key the one it connected with).
@@ -219,6 +213,7 @@ struct ZmqNode::Impl final : node::Transport {
     }
     auto* out = child_out.find(peer.value);
     if (out && net::BatchWriter::batchable(message, payload ? payload->size() : 0)) {
+      if (shared.hold(peer.value, message, payload)) return true;  // until its copied segment has a slot
       auto* inputs = shared.of(peer.value);
       if (add_to(*out, message, payload, inputs)) return child_out.queued(peer.value, *out) < stream_count || flush_child(peer.value);
       if (!flush_child(peer.value)) return false;
@@ -229,6 +224,11 @@ struct ZmqNode::Impl final : node::Transport {
     ++traffic.frames_down;
     ++traffic.msgs_down;
     return net::send(*down, message, &it->second, &frame);
+  }
+
+  /// A child's tasks held for its copied segment into its batch (ChildBatches::release_held).
+  void release_held(std::uint32_t peer, bool all) {
+    child_out.release_held(shared, peer, all, [&] { return flush_child(peer); });
   }
 
   std::uint64_t connection_bytes(node::PeerId peer, std::uint64_t task_id, std::uint64_t bytes) const override {
@@ -328,10 +328,9 @@ struct ZmqNode::Impl final : node::Transport {
     return peer;
   }
 
-  /// CURVE: names bound to keys (docs/security.md). A Hello must name the
-  /// node its key is bound to (authorized_keys `NAME PUBKEY`); every later message on that
-  /// routing identity must come with the same key. Refusals are logged; the peer is
-  /// ignored (not told: a legitimate node whose old connection lingers simply retries).
+  /// CURVE: names bound to keys (docs/security.md). A Hello must name the node its key is bound to
+  /// (authorized_keys `NAME PUBKEY`); every later message on that routing identity must come with the
+  /// same key. Refusals are logged; the peer is ignored (a node whose old connection lingers retries).
   bool authenticated(const net::Received& r) {
     if (!endpoints.curve.enabled) return true;
     const auto* hello = std::get_if<net::msg::Hello>(&r.message);
@@ -411,6 +410,7 @@ struct ZmqNode::Impl final : node::Transport {
       shared.hello(peer.value, h->features);
     }
     shared.coming_up(peer.value, message);
+    if (std::holds_alternative<net::msg::Received>(message)) release_held(peer.value, false);
     driver->on_child_message(peer, std::move(message), std::move(payload), at);
   }
 
@@ -520,10 +520,9 @@ struct ZmqNode::Impl final : node::Transport {
     }
   }
 
-  /// Hands finished jobs to the driver. A job done on the fast path frees its core at
-  /// once and the driver may start the next one inline too: go on (up to a burst) so
-  /// that a node's buffer of tiny tasks drains in one turn, not one turn per task. The
-  /// tasks received so far are acknowledged first: the parent's one-port window waits for that.
+  /// Hands finished jobs to the driver. A job done on the fast path frees its core at once and the
+  /// driver may start the next one inline too: go on (up to a burst) so that a node's buffer of tiny
+  /// tasks drains in one turn. The tasks received so far are acknowledged first (the one-port window).
   void collect() {
     if (driver->flush(now()); parent_flush_due() == 0.0) flush_parent();
     for (int k = 0; k < burst && !driver->finished(); ++k) {

@@ -2,11 +2,19 @@
 // segment within the parent's budget, and which message from a child frees a slot.
 #include "runtime/zmq/SharedInputLinks.hpp"
 
+#include "runtime/zmq/ChildBatches.hpp"
+
 #include <gtest/gtest.h>
 
 #include <zmq.hpp>
 
+#include <algorithm>
+#include <span>
+#include <vector>
+
+#include "runtime/net/Batch.hpp"
 #include "runtime/net/Messages.hpp"
+#include "runtime/zmq/MadeBytes.hpp"
 
 namespace treefarm::zmq_node {
 namespace {
@@ -66,6 +74,121 @@ TEST(SharedInputLinks, ChildrenBeyondTheSizedBudgetGetCopiedSegmentsWhoseSlotsTh
   // A child gone: its segment with it.
   links.forget(3);
   EXPECT_EQ(links.of(3), nullptr);
+}
+
+/// An input of `size` bytes made on demand (as the master's generated inputs).
+class Input final : public MadeBytes {
+ public:
+  explicit Input(std::size_t size) : MadeBytes(size) {}
+
+ private:
+  void make(std::span<std::byte> out) const override { std::fill(out.begin(), out.end(), std::byte{7}); }
+};
+
+// A copied segment's child asks for more tasks than the segment has slots: those beyond are held
+// (not sent inline through the one-port window, and counted as references in it), leave in order
+// as the child's acknowledgements free slots, and all leave — inline where no slot is free —
+// before a message of another kind, so the order to the child is kept.
+TEST(SharedInputLinks, TasksBeyondACopiedSegmentsSlotsWaitForTheAcknowledgementsInOrder) {
+  zmq::context_t ctx(1);
+  zmq::socket_t down(ctx, zmq::socket_type::router);
+  down.bind("inproc://shared-input-links-hold-test");
+  SharedInputLinks links("p", SharedInputBudget{8 * mib, 0, 1 * mib});  // every segment a copied one
+  links.hello(1, net::feature_shared_inputs);
+  links.offer(down, 1, "c1", true, 1000);
+  net::InputsFrame answer;
+  answer.mapped = true;
+  ASSERT_EQ(links.answered(1, answer), std::nullopt);
+  ASSERT_TRUE(links.copied(1));
+  constexpr std::size_t input = 16 * 1024;
+  net::BatchWriter out;
+  std::size_t sent = 0, held = 0, flushes = 0;
+  const auto flush = [&] {
+    ++flushes;
+    (void)out.take();
+    return true;
+  };
+  for (std::uint64_t t = 0; t < 100; ++t) {
+    const node::Payload p = std::make_shared<Input>(input);
+    if (links.hold(1, net::msg::Task{t}, p)) {
+      ++held;
+      EXPECT_EQ(links.connection_bytes(1, t, input), net::shared_reference_bytes) << t;
+      continue;
+    }
+    if (!add_to(out, net::msg::Task{t}, p, links.of(1))) {
+      (void)out.take();
+      ASSERT_TRUE(add_to(out, net::msg::Task{t}, p, links.of(1)));
+    }
+    ++sent;
+  }
+  EXPECT_EQ(sent, 64u);  // 1 MiB holds 64 inputs of 16 KiB
+  EXPECT_EQ(held, 36u);
+  EXPECT_EQ(links.of(1)->live(), 64u);
+  // Not an input made on demand (a forwarded one): never held.
+  const node::Payload forwarded = std::make_shared<node::VectorBytes>(std::make_shared<const std::vector<std::byte>>(input));
+  EXPECT_FALSE(links.hold(1, net::msg::Task{500}, forwarded));
+  // Nothing acknowledged: nothing leaves.
+  (void)out.take();
+  links.release_held(1, false, out, flush);
+  EXPECT_EQ(out.count(), 0u);
+  // The first 20 acknowledged: 20 held tasks take their slots, in order (20 references).
+  net::msg::Received received;
+  for (std::uint64_t t = 0; t < 20; ++t) received.task_ids.push_back(t);
+  links.coming_up(1, received);
+  links.release_held(1, false, out, flush);
+  EXPECT_EQ(out.count(), 20u);
+  const auto first = out.take();
+  const auto entries = net::decode_batch(first);
+  ASSERT_EQ(entries.size(), 20u);
+  for (std::size_t e = 0; e < entries.size(); ++e) {
+    EXPECT_TRUE(entries[e].in_segment);
+    EXPECT_EQ(std::get<net::msg::Task>(entries[e].message).task_id, 64 + e);
+  }
+  EXPECT_EQ(links.of(1)->live(), 64u);
+  // Another kind of message follows: the 16 still held leave first, inline (no slot is free).
+  links.release_held(1, true, out, flush);
+  const auto rest = net::decode_batch(out.take());
+  ASSERT_EQ(rest.size(), 16u);
+  EXPECT_FALSE(rest.front().in_segment);
+  EXPECT_EQ(std::get<net::msg::Task>(rest.front().message).task_id, 84u);
+  EXPECT_EQ(std::get<net::msg::Task>(rest.back().message).task_id, 99u);
+  EXPECT_EQ(links.connection_bytes(1, 99, input), input);  // inline: its bytes on the connection
+  EXPECT_EQ(flushes, 0u);  // no batch filled up
+}
+
+// The node's loop sends at its turn's end only the batches of children marked waiting: tasks
+// released from hold by an acknowledgement must mark theirs, or they wait for another message to
+// that child — at a run's end, for ever (a 2-worker run stalled 102 tasks short this way).
+TEST(SharedInputLinks, TasksReleasedByAnAcknowledgementLeaveAtTheTurnsEnd) {
+  zmq::context_t ctx(1);
+  zmq::socket_t down(ctx, zmq::socket_type::router);
+  down.bind("inproc://shared-input-links-waiting-test");
+  SharedInputLinks links("p", SharedInputBudget{8 * mib, 0, 1 * mib});
+  links.hello(1, net::feature_shared_inputs);
+  links.offer(down, 1, "c1", true, 1000);
+  net::InputsFrame answer;
+  answer.mapped = true;
+  ASSERT_EQ(links.answered(1, answer), std::nullopt);
+  ChildBatches batches;
+  batches.announce(1);
+  auto* out = batches.find(1);
+  constexpr std::size_t input = 16 * 1024;
+  for (std::uint64_t t = 0; t < 70; ++t) {
+    const node::Payload p = std::make_shared<Input>(input);
+    if (!links.hold(1, net::msg::Task{t}, p)) {
+      ASSERT_TRUE(add_to(*out, net::msg::Task{t}, p, links.of(1)));
+      batches.queued(1, *out);
+    }
+  }
+  EXPECT_EQ(batches.take_waiting(), std::vector<std::uint32_t>{1});
+  (void)out->take();  // the turn's end sent the 64 that had slots
+  const auto no_flush = [] { return true; };
+  batches.release_held(links, 1, false, no_flush);  // nothing acknowledged yet
+  EXPECT_TRUE(batches.take_waiting().empty());
+  links.coming_up(1, net::msg::Received{{0, 1, 2}});
+  batches.release_held(links, 1, false, no_flush);
+  EXPECT_EQ(out->count(), 3u);
+  EXPECT_EQ(batches.take_waiting(), std::vector<std::uint32_t>{1});
 }
 
 }  // namespace
