@@ -83,7 +83,7 @@ class SharedInputLinks {
   /// A Task whose input is made on demand, for a child whose copied segment has no slot for it
   /// now (or holds tasks already): held here, in order, until the child's acknowledgements free
   /// slots (release_held), instead of going inline — a first request of a whole buffer would
-  /// overflow the 127 slots. True when held: the caller sends nothing now.
+  /// overflow the 128 slots of 16 KiB. True when held: the caller sends nothing now.
   bool hold(std::uint32_t peer, const net::Message& m, const node::Payload& payload);
   /// Writes the child's held tasks into its batch `out`, in order: those its segment has a slot
   /// for now, or every one (`all`: a message of another kind follows them, and the order to a
