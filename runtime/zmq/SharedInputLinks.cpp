@@ -51,11 +51,12 @@ void SharedInputLinks::offer(zmq::socket_t& down, std::uint32_t peer, const std:
 }
 
 bool SharedInputLinks::hold(std::uint32_t peer, const net::Message& m, const node::Payload& payload) {
+  const auto* task = std::get_if<net::msg::Task>(&m);
+  if (!task) return false;
   auto it = children_.find(peer);
   if (it == children_.end() || !it->second.accepted || !it->second.copied) return false;
   auto& c = it->second;
-  const auto* task = std::get_if<net::msg::Task>(&m);
-  const auto* made = task ? dynamic_cast<const MadeBytes*>(payload.get()) : nullptr;
+  const auto* made = dynamic_cast<const MadeBytes*>(payload.get());
   if (!made || made->size() == 0 || made->size() >= net::shared_payload_mark || made->size() > c.segment->size()) return false;
   if (c.held.empty() && c.segment->has_room(made->size())) return false;  // it goes now
   c.held.emplace_back(m, payload);

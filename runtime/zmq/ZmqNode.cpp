@@ -213,8 +213,8 @@ struct ZmqNode::Impl final : node::Transport {
     }
     auto* out = child_out.find(peer.value);
     if (out && net::BatchWriter::batchable(message, payload ? payload->size() : 0)) {
-      if (shared.hold(peer.value, message, payload)) return true;  // until its copied segment has a slot
       auto* inputs = shared.of(peer.value);
+      if (inputs && shared.hold(peer.value, message, payload)) return true;  // until its copied segment has a slot
       if (add_to(*out, message, payload, inputs)) return child_out.queued(peer.value, *out) < stream_count || flush_child(peer.value);
       if (!flush_child(peer.value)) return false;
       if (add_to(*out, message, payload, inputs)) return child_out.queued(peer.value, *out) > 0;

@@ -5,6 +5,7 @@
 #include "master/RunRecord.hpp"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
