@@ -85,7 +85,10 @@ int run_master(const model::Experiment& file_ex, const std::string& text, const 
 
   for (const auto& app : ex.apps)  // the model's b(k) of a bag with its own inputs
     if (app.bag) spdlog::info("master: '{}': {}", app.name, model::describe_for_model(*app.bag, app.bytes));
-  RootInputs inputs(ex, options.pooled_inputs);
+  // Every child on this machine (ipc://) reads its inputs from a shared segment; a root that
+  // computes too keeps its generated-ahead buffers for its own executor.
+  RootInputs inputs(ex, options.pooled_inputs,
+                    !options.live && options.listen.starts_with("ipc://") && compute.cores.empty());
   RunRecord record(ex, text, options, calibrating);
   record.results().nodes.push_back(
       metrics::NodeResult{ex.nodes[0].name, "", static_cast<std::uint32_t>(compute.cores.size()), 0});

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "runtime/model/BagSource.hpp"
+#include "runtime/net/Batch.hpp"
 #include "runtime/net/Messages.hpp"
 #include "runtime/zmq/MadeBytes.hpp"
 #include "tasks/TaskEnvelope.hpp"
@@ -29,7 +30,7 @@ class SecretInput final : public zmq_node::MadeBytes {
 };
 }  // namespace
 
-RootInputs::RootInputs(const model::Experiment& ex, bool pooled)
+RootInputs::RootInputs(const model::Experiment& ex, bool pooled, bool made_when_sent)
     : ex_(ex), pooled_(pooled), secret_(tasks::RunSecret::random()), pool_(ex.apps.size()), small_(ex.apps.size()), made_on_send_(ex.apps.size()) {
   if (pooled_) {
     for (std::uint32_t k = 0; k < ex_.apps.size(); ++k)
@@ -40,8 +41,13 @@ RootInputs::RootInputs(const model::Experiment& ex, bool pooled)
   // A bag of files, lines or numbers reads each task's input when it is sent (bag_input):
   // nothing of it is generated ahead.
   auto generated = ex_.apps;
-  for (auto& app : generated)
+  for (auto& app : generated) {
     if (app.bag) app.bytes = 0;
+    // Made when sent, straight into the child's shared slot: the prefetcher leaves them
+    // alone, as it does the abstract kernel's.
+    if (made_when_sent && tasks::has_fixed_input(app) && app.input_bytes() > net::max_batched_payload_bytes)
+      app.kernel = model::Kernel::abstract;
+  }
   prefetcher_.emplace(std::move(generated), [this](std::uint32_t app, std::uint64_t index) { return secret_.input_seed(app, index); });
   // Small inputs of the fixed-size kernels (no-op tasks, tiny matrices) are made in slabs
   // of up to 256 inputs (64 KiB) to an allocation: no allocation per task.
@@ -53,7 +59,7 @@ RootInputs::RootInputs(const model::Experiment& ex, bool pooled)
     // Inputs too small to generate ahead and too large for a slab: made when sent,
     // straight into the frame that carries them (SecretInput).
     if (tasks::has_fixed_input(ex_.apps[k]) && !ex_.apps[k].bag && !small_[k] && bytes > 0 &&
-        bytes < tasks::InputPrefetcher::Options{}.min_prefetch_bytes)
+        (bytes < tasks::InputPrefetcher::Options{}.min_prefetch_bytes || made_when_sent))
       made_on_send_[k] = std::make_shared<const model::AppSpec>(ex_.apps[k]);
   }
 }

@@ -4,7 +4,8 @@
 /// workers never see (docs/security.md, "Secret inputs"), generated ahead on a thread of
 /// its own (tasks/InputPrefetcher.hpp), small ones in slabs, those between (a matmul of
 /// order 32: 16 KiB) made when sent straight into the frame that carries them
-/// (zmq_node::MadeBytes), or with pooled inputs two per application reused by every task.
+/// (zmq_node::MadeBytes) — on one machine the large ones too, into the child's shared
+/// input segment — or with pooled inputs two per application reused by every task.
 
 #include <cstdint>
 #include <memory>
@@ -24,7 +25,11 @@ namespace treefarm::master {
 class RootInputs {
  public:
   /// `ex` must outlive the object. `pooled`: `--inputs pooled` (trusted trees only).
-  RootInputs(const model::Experiment& ex, bool pooled);
+  /// `made_when_sent`: every input goes to a child that reads it from a shared segment (a
+  /// tree on this machine over ipc://, a root that does not compute): inputs too large for a
+  /// batch are made when sent too, straight into the child's slot (written once, nothing
+  /// generated ahead and copied there).
+  RootInputs(const model::Experiment& ex, bool pooled, bool made_when_sent = false);
 
   /// The input of a task, made when it is sent (and again if it is sent again).
   node::Payload payload(core::TaskId id);

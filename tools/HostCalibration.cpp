@@ -508,13 +508,17 @@ TaskCpuCosts measure_task_cpu(const model::Experiment& experiment, const std::ma
 namespace {
 /// A host's per-byte figures from the byte's cost over all its samples: γ and its spread,
 /// and the receiving end's share of the one-hop tree's per-byte CPU beyond γ and the
-/// generation (`ends` updated with it).
-void settle_byte_costs(model::HostCalibration& host, const CommCost& cost, TaskEndCost& ends) {
+/// generation (`ends` updated with it). `shared_inputs`: the tree's inputs go through
+/// shared input segments (one machine, ipc://), not the socket the probe measured, so a
+/// move costs at most what the one-hop tree spent per byte beyond the generation.
+void settle_byte_costs(model::HostCalibration& host, const CommCost& cost, TaskEndCost& ends, bool shared_inputs) {
   host.comm_cpu_seconds_per_byte = cost.cpu_seconds_per_byte;
   host.comm_cpu_spread = cost.spread;
   if (ends.tree_cpu_seconds_per_byte > 0) {
-    ends.receive_cpu_seconds_per_byte =
-        std::max(0.0, ends.tree_cpu_seconds_per_byte - cost.cpu_seconds_per_byte - ends.input_cpu_seconds_per_byte);
+    const double beyond_generation = std::max(0.0, ends.tree_cpu_seconds_per_byte - ends.input_cpu_seconds_per_byte);
+    if (shared_inputs) host.comm_cpu_seconds_per_byte = std::min(host.comm_cpu_seconds_per_byte, beyond_generation);
+    host.shared_inputs = shared_inputs;
+    ends.receive_cpu_seconds_per_byte = std::max(0.0, beyond_generation - host.comm_cpu_seconds_per_byte);
     host.receive_cpu_seconds_per_byte = ends.receive_cpu_seconds_per_byte;
   }
 }
@@ -565,7 +569,7 @@ void calibrate_local_host(const model::Experiment& experiment, const std::string
                                    static_cast<double>(topo.cores.size()), encrypt, bin_dir, [&] { gamma.sample(1); });
   // The byte's cost over every sample, and the receiving end's share beyond it again.
   cost = gamma.summary();
-  settle_byte_costs(host, cost, ends);
+  settle_byte_costs(host, cost, ends, true);
   std::ostringstream task_log;
   if (!tc.seconds.empty()) host.busy_share = tc.busy_share && *tc.busy_share > 0 ? std::min(1.0, *tc.busy_share) : 1.0;
   for (const auto& [app_name, seconds] : tc.seconds) {
@@ -603,6 +607,8 @@ void calibrate_local_host(const model::Experiment& experiment, const std::string
       << " nodes; moving a byte between two of its processes" << (encrypt ? " (CURVE)" : "") << " costs "
       << cost.cpu_seconds_per_byte * 1e9 << " CPU-ns (spread " << cost.spread * 100 << " % over "
       << cost.repetitions << " repetitions, " << cost.bytes_per_second / 1e9 << " GB/s)";
+  if (host.comm_cpu_seconds_per_byte < cost.cpu_seconds_per_byte)
+    log << "; a move through the tree's shared input segments " << host.comm_cpu_seconds_per_byte * 1e9 << " CPU-ns";
   if (ends.tree_cpu_seconds_per_byte > 0)
     log << "; through the runtime (master -> worker, no-op tasks of " << app->input_bytes() << " bytes) "
         << ends.tree_cpu_seconds_per_byte * 1e9 << " CPU-ns per byte: generating the input "
@@ -790,7 +796,7 @@ void calibrate_emulated_hosts(const model::Experiment& experiment, const std::st
   cost = gamma.summary();
   for (const auto& spec : experiment.nodes) {
     TaskEndCost mine = ends;
-    settle_byte_costs(calibration.hosts[spec.name], cost, mine);
+    settle_byte_costs(calibration.hosts[spec.name], cost, mine, false);
   }
   model::save_calibration(calibration, file);
   log << "emulated LAN: each of the " << experiment.nodes.size()

@@ -46,8 +46,12 @@ PredictionInterval prediction_interval(const model::Experiment& experiment, cons
   PredictionInterval out;
   out.median = optimum(model_from_calibration(experiment, calibration));
   // The pessimistic end also takes the slowest probes of links within one host at their
-  // word (model_from_calibration: the point prediction uses their fastest round).
-  out.low = optimum(model_from_calibration(experiment, calibration_at_end(calibration, false), true));
+  // word (model_from_calibration: the point prediction uses their fastest round) — unless
+  // the tree's inputs went through shared memory there, which those socket probes do not
+  // describe.
+  const bool probes_bind = std::none_of(calibration.hosts.begin(), calibration.hosts.end(),
+                                        [](const auto& h) { return h.second.shared_inputs; });
+  out.low = optimum(model_from_calibration(experiment, calibration_at_end(calibration, false), probes_bind));
   out.high = optimum(model_from_calibration(experiment, calibration_at_end(calibration, true)));
   for (const auto& [name, nc] : calibration.nodes)
     if (nc.link_bandwidth_min || nc.link_bandwidth_max) out.has_spread = true;

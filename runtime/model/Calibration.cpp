@@ -190,7 +190,7 @@ Calibration parse_calibration(const std::string& text, const std::string& path) 
   if (const auto it = doc.find("hosts"); it != doc.end()) {
     c.named_objects(*it, "hosts", {"name", "cores", "comm_cpu_seconds_per_byte", "comm_cpu_spread",
                                    "input_cpu_seconds_per_byte", "receive_cpu_seconds_per_byte", "task_cpu_seconds",
-                                   "task_cpu_spread", "task_cpu_dip", "busy_share"},
+                                   "task_cpu_spread", "task_cpu_dip", "busy_share", "shared_inputs"},
                     [&](const Json& h, const std::string& prefix, const std::string& name) {
       HostCalibration hc;
       hc.cores = c.positive(c.member(h, "cores", prefix), prefix + "cores", "CPUs");
@@ -226,6 +226,10 @@ Calibration parse_calibration(const std::string& text, const std::string& path) 
         if (!m->is_number() || !std::isfinite(m->get<double>()) || !(m->get<double>() > 0) || m->get<double>() > 1)
           c.fail(prefix + "busy_share", "expected a fraction in (0, 1], got " + m->dump());
         hc.busy_share = m->get<double>();
+      }
+      if (const auto m = h.find("shared_inputs"); m != h.end()) {
+        if (!m->is_boolean()) c.fail(prefix + "shared_inputs", "expected true or false, got " + m->dump());
+        hc.shared_inputs = m->get<bool>();
       }
       if (!cal.hosts.emplace(name, hc).second) c.fail(prefix + "name", "duplicate host name '" + name + "'");
     });
@@ -388,6 +392,7 @@ std::string to_json(const Calibration& calibration) {
           if (dip > 0) hosts.back()["task_cpu_dip"][app] = dip;
       }
       if (h.busy_share < 1) hosts.back()["busy_share"] = h.busy_share;
+      if (h.shared_inputs) hosts.back()["shared_inputs"] = true;
     }
     doc["hosts"] = std::move(hosts);
   }

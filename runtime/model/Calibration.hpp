@@ -114,6 +114,12 @@ struct HostCalibration {
   /// costs to the tree's CPU only, counts the CPU available to the tree × this
   /// (docs/live-model.md). 1: not measured.
   double busy_share = 1;
+  /// Whether the tree measured here moved its task inputs through shared input segments
+  /// (its nodes on this host over ipc://, runtime/zmq/SharedInputs.hpp) rather than
+  /// through the sockets its links' probes measured: then those probes bound nothing, not
+  /// even at the prediction interval's pessimistic end (comm_cpu_seconds_per_byte is then
+  /// at most what the runtime spent per byte beyond the generation).
+  bool shared_inputs = false;
 
   bool operator==(const HostCalibration&) const = default;
 };

@@ -130,6 +130,18 @@ inline bool add_to(net::BatchWriter& batch, const net::Message& message, const n
   if (!segment) return add_to(batch, message, payload);  // the per-task path without a segment: one cast, in add_to
   const auto* task = std::get_if<net::msg::Task>(&message);
   const auto* made = task ? dynamic_cast<const zmq_node::MadeBytes*>(payload.get()) : nullptr;
+  if (task && payload && payload->size() > net::max_batched_payload_bytes) {
+    // Too large for a batch (SharedInputLinks::batchable): by reference in a slot, written
+    // there once (made) or copied from its buffer — the child reads it in place, where a
+    // frame of its own cost the kernel two copies; no slot free: false, it goes alone.
+    const auto slot = payload->size() < net::shared_payload_mark ? segment->take(task->task_id, payload->size()) : std::nullopt;
+    if (!slot) return false;
+    if (made) made->write_to(segment->bytes(*slot));
+    else std::memcpy(segment->bytes(*slot).data(), payload->data(), payload->size());
+    if (batch.add_shared(message, slot->offset, static_cast<std::uint32_t>(slot->length))) return true;
+    segment->release(task->task_id);
+    return false;
+  }
   if (made && made->size() > 0 && made->size() < net::shared_payload_mark) {
     if (const auto slot = segment->take(task->task_id, made->size())) {
       made->write_to(segment->bytes(*slot));

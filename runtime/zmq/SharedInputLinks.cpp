@@ -21,7 +21,7 @@ void SharedInputLinks::hello(std::uint32_t peer, std::uint32_t features) {
 }
 
 void SharedInputLinks::offer(zmq::socket_t& down, std::uint32_t peer, const std::string& identity, bool ipc,
-                             std::uint32_t buffer) {
+                             std::uint32_t buffer, std::uint64_t largest_input) {
   auto c = children_.find(peer);
   if (c == children_.end() || !c->second.wanted || !ipc) return;
   std::size_t reserved = 0;
@@ -29,7 +29,7 @@ void SharedInputLinks::offer(zmq::socket_t& down, std::uint32_t peer, const std:
     if (child.segment) reserved += child.segment->size();
   // Sized for the buffer while the segments stay within the first part of the budget; then a
   // copied one, which holds only the inputs on their way (room for all 256 of `bench workers`).
-  std::size_t bytes = shared_input_segment_bytes(buffer);
+  std::size_t bytes = shared_input_segment_bytes(buffer, largest_input);
   const bool copied = reserved + bytes > budget_.sized_max_bytes && bytes > budget_.copied_bytes;
   if (copied) bytes = budget_.copied_bytes;
   if (reserved + bytes > budget_.max_bytes || bytes > shared_inputs_room_bytes()) {

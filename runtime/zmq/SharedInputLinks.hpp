@@ -8,6 +8,7 @@
 /// Result or a PullReply frees on either side — or, in a copied segment, the child's
 /// acknowledgement (msg::Received).
 
+#include <algorithm>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -56,9 +57,26 @@ class SharedInputLinks {
   void hello(std::uint32_t peer, std::uint32_t features);
   /// After the child's Welcome went on `down`: its segment made and offered, if it asked,
   /// the link is ipc:// and the budget has room; otherwise nothing (inputs go inline).
-  /// Its segment is sized for its buffer of `buffer` tasks (shared_input_segment_bytes) while
-  /// the segments stay within the budget's sized_max_bytes; beyond, it is a copied one.
-  void offer(zmq::socket_t& down, std::uint32_t peer, const std::string& identity, bool ipc, std::uint32_t buffer);
+  /// Its segment is sized for its buffer of `buffer` tasks of inputs up to `largest_input`
+  /// bytes (shared_input_segment_bytes) while the segments stay within the budget's
+  /// sized_max_bytes; beyond, it is a copied one.
+  void offer(zmq::socket_t& down, std::uint32_t peer, const std::string& identity, bool ipc, std::uint32_t buffer,
+             std::uint64_t largest_input = 0);
+  /// Bytes of the largest task input of the run a Welcome describes (its applications').
+  static std::uint64_t largest_input(const net::msg::Welcome& w) {
+    std::uint64_t most = 0;
+    for (const auto& a : w.apps) most = std::max(most, a.bytes);
+    return most;
+  }
+  /// Whether `m` to the child goes in its batch: a message batches (net::BatchWriter::batchable),
+  /// or it is a Task whose input, too large for a batch, may go by reference in the child's
+  /// segment (add_to: in a slot if one is free, else alone as before).
+  bool batchable(std::uint32_t peer, const net::Message& m, const node::Payload& payload) const {
+    const std::size_t bytes = payload ? payload->size() : 0;
+    if (net::BatchWriter::batchable(m, bytes)) return true;
+    const auto* segment = std::holds_alternative<net::msg::Task>(m) ? of(peer) : nullptr;
+    return segment && bytes < net::shared_payload_mark && bytes <= segment->size();
+  }
   /// The child's frame: the reason to drop it (an offer from it, an answer to no offer),
   /// else nullopt; the name leaves /dev/shm either way.
   std::optional<std::string> answered(std::uint32_t peer, const net::InputsFrame& f);

@@ -17,11 +17,16 @@
 
 namespace treefarm::zmq_node {
 
-std::size_t shared_input_segment_bytes(std::uint32_t buffer) {
+std::size_t shared_input_segment_bytes(std::uint32_t buffer, std::uint64_t largest_input) {
   constexpr std::size_t mib = std::size_t{1} << 20;
   const std::size_t inputs = std::size_t{buffer} + buffer / 8 + 16;  // the buffer, running, on the way back
   const std::size_t bytes = inputs * (net::max_batched_payload_bytes + shared_input_slot_alignment) / 4 * 5;
-  return std::clamp((bytes + mib - 1) / mib * mib, mib, std::size_t{32} * mib);
+  const std::size_t small = std::clamp((bytes + mib - 1) / mib * mib, mib, std::size_t{32} * mib);
+  if (largest_input <= net::max_batched_payload_bytes || largest_input >= net::shared_payload_mark) return small;
+  // Inputs too large for a batch: room for the buffer's worth of the largest, a few running.
+  const std::size_t slot = (largest_input + shared_input_slot_alignment - 1) / shared_input_slot_alignment * shared_input_slot_alignment;
+  const std::size_t big = (std::size_t{buffer} + buffer / 8 + 4) * slot / 4 * 5;
+  return std::max(small, std::min((big + mib - 1) / mib * mib, shared_input_big_segment_max_bytes));
 }
 
 std::size_t shared_inputs_room_bytes(const char* dir) {

@@ -32,18 +32,24 @@ namespace treefarm::zmq_node {
 
 /// Bytes of the segment of a child whose buffer holds `buffer` tasks: room for the inputs it
 /// can have at once — its buffer, a few running, a few on their way back — each at most
-/// net::max_batched_payload_bytes (16 KiB: larger inputs go inline), a quarter more for the
+/// net::max_batched_payload_bytes (16 KiB), a quarter more for the
 /// ring's release in order; whole MiB, at least 1 MiB, at most 32 MiB (about 2,000 inputs of
-/// a matmul of order 32). A buffer of 100 takes 3 MiB, one of 1,000 takes 21 MiB.
-std::size_t shared_input_segment_bytes(std::uint32_t buffer);
+/// a matmul of order 32). A buffer of 100 takes 3 MiB, one of 1,000 takes 23 MiB. When the
+/// run's largest input (`largest_input`, bytes) is larger than a batch takes, room for the
+/// buffer's worth of it and a few running, a quarter more, at most
+/// shared_input_big_segment_max_bytes: the quickstart's buffer of 10 and 4 MiB inputs take 75 MiB.
+std::size_t shared_input_segment_bytes(std::uint32_t buffer, std::uint64_t largest_input = 0);
+
+/// Bytes of a segment sized for inputs larger than a batch takes, at most.
+inline constexpr std::size_t shared_input_big_segment_max_bytes = std::size_t{256} << 20;
 
 /// Bytes of segments one parent keeps at most, all its children together.
 inline constexpr std::size_t shared_inputs_max_bytes = std::size_t{1} << 30;
 
 /// Segments sized for the buffer (shared_input_segment_bytes) are given while a parent's
 /// segments stay within this many bytes; beyond it, children get a copied segment
-/// (shared_input_copied_segment_bytes). With buffers of 1,000 (21 MiB), 24 children get the
-/// first kind and 232 more the second.
+/// (shared_input_copied_segment_bytes). With buffers of 1,000 (23 MiB), 22 children get the
+/// first kind and 234 more the second.
 inline constexpr std::size_t shared_inputs_sized_max_bytes = shared_inputs_max_bytes / 2;
 
 /// Bytes of a copied segment: its child copies each input out as its batch arrives and its

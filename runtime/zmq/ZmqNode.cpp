@@ -208,11 +208,11 @@ struct ZmqNode::Impl final : node::Transport {
       if (!flush_child(peer.value)) return false;
       zmq::message_t frame;
       if (!net::send(*down, w, &it->second, &frame)) return false;
-      shared.offer(*down, peer.value, it->second, bound.starts_with("ipc://"), w.buffer);
+      shared.offer(*down, peer.value, it->second, bound.starts_with("ipc://"), w.buffer, SharedInputLinks::largest_input(w));
       return true;
     }
     auto* out = child_out.find(peer.value);
-    if (out && net::BatchWriter::batchable(message, payload ? payload->size() : 0)) {
+    if (out && shared.batchable(peer.value, message, payload)) {
       auto* inputs = shared.of(peer.value);
       if (inputs && shared.hold(peer.value, message, payload)) return true;  // until its copied segment has a slot
       if (add_to(*out, message, payload, inputs)) return child_out.queued(peer.value, *out) < stream_count || flush_child(peer.value);

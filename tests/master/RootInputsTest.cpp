@@ -76,6 +76,26 @@ TEST(RootInputs, AnInputReadWholeIsMadeOnceAndIsTheSameBytesOnEveryThread) {
   EXPECT_EQ(again, expected);
 }
 
+// A tree on one machine (made_when_sent): an input too large for a batch (a matadd of order
+// 512: 4 MiB) is made when sent too — written once into the child's slot, nothing generated
+// ahead — and is the same bytes; the default keeps generating it ahead into a plain buffer.
+TEST(RootInputs, ALargeInputMadeWhenSentIsTheGeneratedOneAndNothingIsMadeAhead) {
+  const auto ex = experiment("kernel = \"matadd\"\nn = 512\n");
+  RootInputs ahead(ex, false);
+  EXPECT_EQ(dynamic_cast<const zmq_node::MadeBytes*>(ahead.payload(core::TaskId::make(core::AppId{0}, 0)).get()), nullptr);
+  RootInputs inputs(ex, false, true);
+  const node::Payload p = inputs.payload(core::TaskId::make(core::AppId{0}, 3));
+  const auto* made = dynamic_cast<const zmq_node::MadeBytes*>(p.get());
+  ASSERT_NE(made, nullptr) << "not made when sent";
+  const auto expected = reference(inputs, ex.apps[0], 3);
+  ASSERT_EQ(p->size(), expected.size());
+  std::vector<std::byte> slot(p->size());
+  made->write_to(slot);
+  EXPECT_EQ(slot, expected);
+  EXPECT_NE(inputs.summary().find("0 task inputs generated"), std::string::npos) << inputs.summary();
+  EXPECT_NE(inputs.summary().find("1 made when sent"), std::string::npos) << inputs.summary();
+}
+
 TEST(RootInputs, SmallAndLargeInputsAreTheGeneratedOnesToo) {
   for (const std::string lines : {"kernel = \"noop\"\nbytes = 16\n", "kernel = \"matmul\"\nn = 100\n"}) {
     const auto ex = experiment(lines);  // a slab's 16 bytes; 160,000 bytes generated ahead

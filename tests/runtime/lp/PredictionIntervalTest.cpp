@@ -50,6 +50,19 @@ TEST(PredictionInterval, ALinkWithinOneHostTakesItsFastestRoundButItsSlowestAtTh
   EXPECT_NEAR(i.low, 1.0, 1e-6);
 }
 
+// The same link on a host whose tree moved its inputs through shared memory: the socket's
+// slowest probe describes no transfer of the run, so the low end leaves it at its fastest.
+TEST(PredictionInterval, ALinkWithinOneHostOfSharedInputsKeepsItsFastestRoundAtTheLowEnd) {
+  auto cal = calibrated(2e6, 1e6, 4e6);
+  cal.hosts["h"] = model::HostCalibration{2.0, 0.0, 0.0};
+  cal.hosts["h"].shared_inputs = true;
+  cal.nodes["m"].host = "h";
+  cal.nodes["w"].host = "h";
+  const auto i = prediction_interval(link_bound(), cal);
+  EXPECT_NEAR(i.median, 4.0, 1e-6);
+  EXPECT_NEAR(i.low, 4.0, 1e-6);
+}
+
 TEST(PredictionInterval, AnUnresolvedFastestRoundLeavesTheLinkUnconstrained) {
   // The fastest round too fast to measure: the link no longer binds, the core does
   // (1 / 0.001 s = 1000 tasks/s).

@@ -34,6 +34,7 @@ Calibration sample() {
   c.hosts["box"].task_cpu_spread = {{"mm", 0.1}, {"add", 0.0}};
   c.hosts["box"].task_cpu_dip = {{"mm", 0.225}};  // what a next span may lose to the dips seen
   c.hosts["box"].busy_share = 0.9625;  // the saturated tree's share of the CPU it could have had
+  c.hosts["box"].shared_inputs = true;  // its inputs went through shared memory, not the probed sockets
   c.nodes["w1"].host = "box";
   return c;
 }
@@ -57,6 +58,7 @@ TEST(Calibration, JsonLayout) {
   EXPECT_NE(json.find("\"parent\": \"master\""), std::string::npos) << json;
   EXPECT_NE(json.find("\"receive_cpu_seconds_per_byte\": 3.5e-10"), std::string::npos) << json;
   EXPECT_NE(json.find("\"busy_share\": 0.9625"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"shared_inputs\": true"), std::string::npos) << json;
   EXPECT_EQ(parse_calibration(json, "x.json"), sample());
 }
 
@@ -140,6 +142,10 @@ INSTANTIATE_TEST_SUITE_P(
                 HEAD "[{\"name\": \"a\", \"cores\": 1}], \"hosts\": [{\"name\": \"h\", \"cores\": 2,"
                      " \"busy_share\": 1.5}]}",
                 0, "hosts[0].busy_share", "(0, 1]"},
+        BadCase{"shared inputs not a boolean",
+                HEAD "[{\"name\": \"a\", \"cores\": 1}], \"hosts\": [{\"name\": \"h\", \"cores\": 2,"
+                     " \"shared_inputs\": 1}]}",
+                0, "hosts[0].shared_inputs", "true or false"},
         BadCase{"missing cores", HEAD "[{\"name\": \"a\"}]}", 0, "nodes[0].cores",
                 "missing required key"},
         BadCase{"duplicate node",

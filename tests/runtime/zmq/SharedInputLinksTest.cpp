@@ -191,5 +191,66 @@ TEST(SharedInputLinks, TasksReleasedByAnAcknowledgementLeaveAtTheTurnsEnd) {
   EXPECT_EQ(batches.take_waiting(), std::vector<std::uint32_t>{1});
 }
 
+// Inputs over 16 KiB travelled alone, a frame each, through the kernel's two copies. A
+// segment offered for a run whose largest input is 1 MiB has room for a buffer's worth of
+// them: such an input — made on demand or copied from the buffer it was made in — goes by
+// reference in a batch, its bytes in the slot. A child whose segment was sized for small
+// inputs, or a segment with no free slot, leaves it to go alone as before (add_to false).
+TEST(SharedInputLinks, InputsTooLargeForABatchGoByReferenceInASegmentSizedForThem) {
+  EXPECT_EQ(shared_input_segment_bytes(1000), 23 * mib) << "small inputs: as before";
+  EXPECT_EQ(shared_input_segment_bytes(10, 4 * mib), 75 * mib) << "the quickstart: (10 + 1 + 4) x 4 MiB x 5/4";
+  EXPECT_EQ(shared_input_segment_bytes(1000, 4 * mib), shared_input_big_segment_max_bytes);
+  zmq::context_t ctx(1);
+  zmq::socket_t down(ctx, zmq::socket_type::router);
+  down.bind("inproc://shared-input-links-big-test");
+  SharedInputLinks links("p");
+  net::InputsFrame answer;
+  answer.mapped = true;
+  links.hello(1, net::feature_shared_inputs);
+  links.offer(down, 1, "c1", true, 10, mib);
+  links.hello(2, net::feature_shared_inputs);
+  links.offer(down, 2, "c2", true, 10);
+  ASSERT_EQ(links.answered(1, answer), std::nullopt);
+  ASSERT_EQ(links.answered(2, answer), std::nullopt);
+  ASSERT_NE(links.of(1), nullptr);
+  ASSERT_NE(links.of(2), nullptr);
+  EXPECT_EQ(links.of(1)->size(), 19 * mib);
+  EXPECT_EQ(links.of(2)->size(), 1 * mib);
+
+  auto held = std::make_shared<std::vector<std::byte>>(mib / 2 + 3);
+  for (std::size_t i = 0; i < held->size(); ++i) (*held)[i] = static_cast<std::byte>(i * 7 % 251);
+  const node::Payload copied = node::share(held);
+  const node::Payload made = std::make_shared<Input>(mib - 64);
+  const net::Message first = net::msg::Task{1}, second = net::msg::Task{2};
+  EXPECT_FALSE(net::BatchWriter::batchable(first, copied->size()));
+  EXPECT_TRUE(links.batchable(1, first, copied));
+  EXPECT_FALSE(links.batchable(2, first, std::make_shared<Input>(2 * mib))) << "larger than child 2's whole segment";
+  EXPECT_FALSE(links.batchable(3, first, copied)) << "no segment: alone";
+  EXPECT_TRUE(links.batchable(3, net::msg::Request{4}, nullptr));
+
+  net::BatchWriter out;
+  ASSERT_TRUE(add_to(out, first, copied, links.of(1)));
+  ASSERT_TRUE(add_to(out, second, made, links.of(1)));
+  EXPECT_EQ(links.connection_bytes(1, 1, copied->size()), net::shared_reference_bytes);
+  EXPECT_EQ(links.connection_bytes(1, 2, made->size()), net::shared_reference_bytes);
+  const auto frame = out.take();
+  EXPECT_LT(frame.size(), 1024u) << "references, not the inputs";
+  const auto entries = net::decode_batch(frame);
+  ASSERT_EQ(entries.size(), 2u);
+  for (const auto& e : entries) EXPECT_TRUE(e.in_segment);
+  ASSERT_EQ(entries[0].payload_size, held->size());
+  const auto in_slot = links.of(1)->bytes(SlotRef{entries[0].payload_offset, entries[0].payload_size});
+  EXPECT_TRUE(std::equal(in_slot.begin(), in_slot.end(), held->begin())) << "the buffer's bytes, copied into the slot";
+  const auto made_slot = links.of(1)->bytes(SlotRef{entries[1].payload_offset, entries[1].payload_size});
+  EXPECT_TRUE(std::all_of(made_slot.begin(), made_slot.end(), [](std::byte b) { return b == std::byte{7}; }));
+
+  // The ring full: the next big input is not added (it goes alone), the batch unchanged.
+  std::uint64_t id = 3;
+  while (links.of(1)->take(id, mib)) ++id;
+  EXPECT_FALSE(add_to(out, net::msg::Task{id + 1}, copied, links.of(1)));
+  EXPECT_EQ(out.count(), 0u);
+  EXPECT_EQ(links.connection_bytes(1, id + 1, copied->size()), copied->size());
+}
+
 }  // namespace
 }  // namespace treefarm::zmq_node
