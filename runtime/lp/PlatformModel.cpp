@@ -328,7 +328,7 @@ PlatformModel model_from_calibration(model::Experiment experiment, const model::
   for (const auto& [name, h] : calibration.hosts) {
     host_index[name] = static_cast<int>(model.hosts.size());
     model.hosts.push_back(PlatformModel::Host{name, h.cores, h.comm_cpu_seconds_per_byte, h.input_cpu_seconds_per_byte,
-                                              h.receive_cpu_seconds_per_byte, {}, h.busy_share});
+                                              h.receive_cpu_seconds_per_byte, {}, h.busy_share, h.shared_inputs});
     if (h.task_cpu_seconds.empty()) continue;
     auto& per_app = model.hosts.back().task_cpu_seconds;
     per_app.assign(model.apps.size(), 0.0);
@@ -416,7 +416,10 @@ double host_cpu_per_task(const PlatformModel& m, std::size_t h, std::size_t u, s
     // alone: tools/HostCalibration.hpp calibrate_emulated_hosts).
     const auto parent = m.nodes[u].parent;
     const double hop = parent >= 0 && m.nodes[static_cast<std::size_t>(parent)].host == static_cast<int>(h) ? 1.0 : 0.5;
-    return std::max(kernel, host.task_cpu_seconds[k] - hop * host.comm_cpu_seconds_per_byte * (app.bytes + app.result_bytes));
+    // The move measured inside it is a hop from the origin: on a host of shared inputs, its
+    // output only (hop_bytes).
+    const double measured_hop_bytes = host.shared_inputs ? app.result_bytes : app.bytes + app.result_bytes;
+    return std::max(kernel, host.task_cpu_seconds[k] - hop * host.comm_cpu_seconds_per_byte * measured_hop_bytes);
   }
   if (here) {
     cpu += m.nodes[u].task_seconds[k] * m.nodes[u].cpu_share * app.cores_per_task;
@@ -426,19 +429,26 @@ double host_cpu_per_task(const PlatformModel& m, std::size_t h, std::size_t u, s
   return cpu;
 }
 
+double hop_bytes(const PlatformModel& m, const PlatformModel::Host& host, std::size_t child, std::size_t k) {
+  const auto& app = m.apps[k];
+  const int origin = static_cast<int>(app.origin);
+  if (host.shared_inputs && (static_cast<int>(child) == origin || m.nodes[child].parent == origin)) return app.result_bytes;
+  return app.bytes + app.result_bytes;
+}
+
 double own_host_cpu_per_task(const PlatformModel& m, std::size_t u, std::size_t k) {
   const auto& node = m.nodes[u];
   const auto& app = m.apps[k];
   if (node.host < 0) return node.task_seconds[k] * node.cpu_share * app.cores_per_task;
   const auto h = static_cast<std::size_t>(node.host);
   double cpu = host_cpu_per_task(m, h, u, k);
-  const double per_hop = m.hosts[h].comm_cpu_seconds_per_byte * (app.bytes + app.result_bytes);
   // The hops from the origin down to u, each charged to h for the ends it has there.
   for (std::size_t x = u; x != app.origin;) {
     const int y = m.upstream(x, k);
     if (y < 0) break;
     const int ends = (m.nodes[x].host == node.host ? 1 : 0) + (m.nodes[static_cast<std::size_t>(y)].host == node.host ? 1 : 0);
-    cpu += per_hop * ends / 2.0;
+    const std::size_t child = m.nodes[x].parent == y ? x : static_cast<std::size_t>(y);
+    cpu += m.hosts[h].comm_cpu_seconds_per_byte * hop_bytes(m, m.hosts[h], child, k) * ends / 2.0;
     x = static_cast<std::size_t>(y);
   }
   return cpu;

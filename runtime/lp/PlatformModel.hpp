@@ -85,6 +85,11 @@ struct PlatformModel {
     /// a-posteriori model, whose costs are the tree's CPU only, scales the host's
     /// available CPUs by it (observed_host_model).
     double busy_share = 1.0;
+    /// The tree on this host reads its task inputs in place from shared memory
+    /// (model::HostCalibration::shared_inputs): a hop from an application's origin, which
+    /// makes each input straight into the child's slot, moves only the task's output at γ
+    /// (hop_bytes).
+    bool shared_inputs = false;
   };
   struct App {
     std::string name;
@@ -128,6 +133,11 @@ struct PlatformModel {
   /// at the origin itself.
   int upstream(std::size_t u, std::size_t k) const;
 };
+
+/// Bytes the hop between node `child` and its parent moves per task of application `k`
+/// at `host`'s γ (docs/lp.md, "Hosts"): the task's input and its output; on a host of
+/// shared inputs (Host::shared_inputs), a hop with the origin at one end only the output.
+double hop_bytes(const PlatformModel& m, const PlatformModel::Host& host, std::size_t child, std::size_t k);
 
 /// Per node name, per application name: calibrated seconds of one task (holding
 /// cores_per_task cores) on that node.

@@ -180,7 +180,7 @@ LpProblem build_steady_state_lp(const PlatformModel& m, SteadyStateVariables& va
       const double sides = (here ? 0.5 : 0.0) + (parent_here ? 0.5 : 0.0);
       if (sides == 0.0) continue;
       for (std::size_t k = 0; k < kk; ++k)  // the tasks and, the other way, their outputs
-        if (const double bytes = m.apps[k].bytes + m.apps[k].result_bytes; var.sent[u][k] != none && bytes > 0.0)
+        if (const double bytes = hop_bytes(m, m.hosts[h], u, k); var.sent[u][k] != none && bytes > 0.0)
           row.push_back({var.sent[u][k], gamma * sides * bytes / cap});
     }
     if (!row.empty()) lp.add_row(row, -lp_infinity, 1.0);
@@ -531,9 +531,11 @@ Solution solve_once(const PlatformModel& m, LpSolver& solver, const SolveOptions
           s.host_utilisation[h] += s.alpha[u][k] * host_cpu_per_task(m, h, u, k);
       if (u == 0) continue;
       const int here = node.host, parent = m.nodes[static_cast<std::size_t>(node.parent)].host;
-      const double bytes = s.sent[u][k] * (m.apps[k].bytes + m.apps[k].result_bytes);
-      if (here >= 0) s.host_utilisation[static_cast<std::size_t>(here)] += 0.5 * bytes * m.hosts[static_cast<std::size_t>(here)].comm_cpu_seconds_per_byte;
-      if (parent >= 0) s.host_utilisation[static_cast<std::size_t>(parent)] += 0.5 * bytes * m.hosts[static_cast<std::size_t>(parent)].comm_cpu_seconds_per_byte;
+      for (const int h : {here, parent}) {
+        if (h < 0) continue;
+        const auto& host = m.hosts[static_cast<std::size_t>(h)];
+        s.host_utilisation[static_cast<std::size_t>(h)] += 0.5 * s.sent[u][k] * hop_bytes(m, host, u, k) * host.comm_cpu_seconds_per_byte;
+      }
     }
   }
   for (std::size_t h = 0; h < m.hosts.size(); ++h) s.host_utilisation[h] /= m.hosts[h].cores;

@@ -348,6 +348,19 @@ TEST(OwnHostCpuPerTask, AddsEveryMoveOnTheTasksWayThatItsHostPays) {
   // Never below the kernel at the node's share, plus the moves.
   m.hosts[0].task_cpu_seconds = {1e-6};
   EXPECT_NEAR(own_host_cpu_per_task(m, 1, 0), 0.01 * 0.5 + hop, 1e-12);
+  // A host whose tree reads its inputs in place from shared memory: the hop from the origin
+  // (which makes each input straight into the child's slot) moves only the 1 kB output at
+  // γ, so a whole cost below kernel + γ·(input + output) is charged as measured; the hop
+  // after it (a forwarder's copy) moves both.
+  m.hosts[0].shared_inputs = true;
+  m.hosts[0].task_cpu_seconds = {0.0055};
+  EXPECT_DOUBLE_EQ(hop_bytes(m, m.hosts[0], 1, 0), 1e3);
+  EXPECT_DOUBLE_EQ(hop_bytes(m, m.hosts[0], 2, 0), 1e6 + 1e3);
+  EXPECT_DOUBLE_EQ(hop_bytes(m, m.hosts[1], 1, 0), 1e6 + 1e3) << "another host: a socket's move";
+  EXPECT_NEAR(own_host_cpu_per_task(m, 1, 0), 0.0055, 1e-12);
+  EXPECT_NEAR(own_host_cpu_per_task(m, 2, 0), 0.0055 + hop, 1e-12);
+  m.hosts[0].shared_inputs = false;
+  EXPECT_NEAR(own_host_cpu_per_task(m, 1, 0), 0.01 * 0.5 + hop, 1e-12) << "the same cost through sockets: kernel + hop";
   // A node on no host: its kernel alone.
   m.nodes[3].host = -1;
   EXPECT_NEAR(own_host_cpu_per_task(m, 3, 0), 0.01, 1e-12);
