@@ -108,7 +108,7 @@ std::string RootInputs::summary() const {
   return fmt::format("{} task inputs generated ({:.3f} s; {} ready ahead, {} waited for{}){}{}", made.generated,
                      made.generate_seconds, made.ready, made.generated_on_caller,
                      pooled_ ? "; pooled: 2 per application reused" : "",
-                     made_on_send_count_ ? fmt::format("; {} made when sent, into their frames", made_on_send_count_) : "",
+                     made_on_send_count_ ? fmt::format("; {} made when sent, into their frames or shared slots", made_on_send_count_) : "",
                      bag_inputs_ ? fmt::format("; {} inputs of files, lines or numbers read when sent", bag_inputs_) : "");
 }
 
