@@ -416,10 +416,8 @@ double host_cpu_per_task(const PlatformModel& m, std::size_t h, std::size_t u, s
     // alone: tools/HostCalibration.hpp calibrate_emulated_hosts).
     const auto parent = m.nodes[u].parent;
     const double hop = parent >= 0 && m.nodes[static_cast<std::size_t>(parent)].host == static_cast<int>(h) ? 1.0 : 0.5;
-    // The move measured inside it is a hop from the origin: on a host of shared inputs, its
-    // output only (hop_bytes).
-    const double measured_hop_bytes = host.shared_inputs ? app.result_bytes : app.bytes + app.result_bytes;
-    return std::max(kernel, host.task_cpu_seconds[k] - hop * host.comm_cpu_seconds_per_byte * measured_hop_bytes);
+    // The move measured inside it is a hop from the origin.
+    return std::max(kernel, host.task_cpu_seconds[k] - hop * host.comm_cpu_seconds_per_byte * origin_hop_bytes(host, app));
   }
   if (here) {
     cpu += m.nodes[u].task_seconds[k] * m.nodes[u].cpu_share * app.cores_per_task;
@@ -429,11 +427,13 @@ double host_cpu_per_task(const PlatformModel& m, std::size_t h, std::size_t u, s
   return cpu;
 }
 
-double hop_bytes(const PlatformModel& m, const PlatformModel::Host& host, std::size_t child, std::size_t k) {
+double origin_hop_bytes(const PlatformModel::Host& host, const PlatformModel::App& app) {
+  return host.shared_inputs ? app.result_bytes : app.bytes + app.result_bytes;
+}
+
+double hop_bytes(const PlatformModel& m, const PlatformModel::Host& host, std::size_t a, std::size_t b, std::size_t k) {
   const auto& app = m.apps[k];
-  const int origin = static_cast<int>(app.origin);
-  if (host.shared_inputs && (static_cast<int>(child) == origin || m.nodes[child].parent == origin)) return app.result_bytes;
-  return app.bytes + app.result_bytes;
+  return a == app.origin || b == app.origin ? origin_hop_bytes(host, app) : app.bytes + app.result_bytes;
 }
 
 double own_host_cpu_per_task(const PlatformModel& m, std::size_t u, std::size_t k) {
@@ -447,8 +447,7 @@ double own_host_cpu_per_task(const PlatformModel& m, std::size_t u, std::size_t 
     const int y = m.upstream(x, k);
     if (y < 0) break;
     const int ends = (m.nodes[x].host == node.host ? 1 : 0) + (m.nodes[static_cast<std::size_t>(y)].host == node.host ? 1 : 0);
-    const std::size_t child = m.nodes[x].parent == y ? x : static_cast<std::size_t>(y);
-    cpu += m.hosts[h].comm_cpu_seconds_per_byte * hop_bytes(m, m.hosts[h], child, k) * ends / 2.0;
+    cpu += m.hosts[h].comm_cpu_seconds_per_byte * hop_bytes(m, m.hosts[h], x, static_cast<std::size_t>(y), k) * ends / 2.0;
     x = static_cast<std::size_t>(y);
   }
   return cpu;

@@ -134,10 +134,14 @@ struct PlatformModel {
   int upstream(std::size_t u, std::size_t k) const;
 };
 
-/// Bytes the hop between node `child` and its parent moves per task of application `k`
-/// at `host`'s γ (docs/lp.md, "Hosts"): the task's input and its output; on a host of
-/// shared inputs (Host::shared_inputs), a hop with the origin at one end only the output.
-double hop_bytes(const PlatformModel& m, const PlatformModel::Host& host, std::size_t child, std::size_t k);
+/// Bytes a hop from the origin of `app` moves per task at `host`'s γ (docs/lp.md, "Hosts"):
+/// the task's input and its output; on a host of shared inputs (Host::shared_inputs) only
+/// the output.
+double origin_hop_bytes(const PlatformModel::Host& host, const PlatformModel::App& app);
+
+/// The same for the hop between the adjacent nodes `a` and `b` (either way) for application
+/// `k`: origin_hop_bytes when one of them is its origin, else the input and the output.
+double hop_bytes(const PlatformModel& m, const PlatformModel::Host& host, std::size_t a, std::size_t b, std::size_t k);
 
 /// Per node name, per application name: calibrated seconds of one task (holding
 /// cores_per_task cores) on that node.

@@ -180,7 +180,8 @@ LpProblem build_steady_state_lp(const PlatformModel& m, SteadyStateVariables& va
       const double sides = (here ? 0.5 : 0.0) + (parent_here ? 0.5 : 0.0);
       if (sides == 0.0) continue;
       for (std::size_t k = 0; k < kk; ++k)  // the tasks and, the other way, their outputs
-        if (const double bytes = hop_bytes(m, m.hosts[h], u, k); var.sent[u][k] != none && bytes > 0.0)
+        if (const double bytes = hop_bytes(m, m.hosts[h], u, static_cast<std::size_t>(m.nodes[u].parent), k);
+            var.sent[u][k] != none && bytes > 0.0)
           row.push_back({var.sent[u][k], gamma * sides * bytes / cap});
     }
     if (!row.empty()) lp.add_row(row, -lp_infinity, 1.0);
@@ -534,7 +535,8 @@ Solution solve_once(const PlatformModel& m, LpSolver& solver, const SolveOptions
       for (const int h : {here, parent}) {
         if (h < 0) continue;
         const auto& host = m.hosts[static_cast<std::size_t>(h)];
-        s.host_utilisation[static_cast<std::size_t>(h)] += 0.5 * s.sent[u][k] * hop_bytes(m, host, u, k) * host.comm_cpu_seconds_per_byte;
+        s.host_utilisation[static_cast<std::size_t>(h)] +=
+            0.5 * s.sent[u][k] * hop_bytes(m, host, u, static_cast<std::size_t>(node.parent), k) * host.comm_cpu_seconds_per_byte;
       }
     }
   }

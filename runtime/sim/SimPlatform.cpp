@@ -80,7 +80,6 @@ void assign_cpu_pools(SimPlatform& p) {
       // The move into v: each host pays for the ends it has (γ per byte, docs/lp.md).
       const int up = m.upstream(v, k);
       if (up < 0) continue;
-      const std::size_t child = m.nodes[v].parent == up ? v : static_cast<std::size_t>(up);  // the hop's edge
       const SimNode& sender = p.nodes[static_cast<std::size_t>(up)];
       const int h_up = m.nodes[static_cast<std::size_t>(up)].host;
       if (h >= 0 && s.cpu_pool >= 0) {
@@ -88,11 +87,11 @@ void assign_cpu_pools(SimPlatform& p) {
         // the sender has no pool of its own: a master computes nothing).
         const bool both = h_up == h;
         const auto& host = m.hosts[static_cast<std::size_t>(h)];
-        s.receive_work[k] += host.comm_cpu_seconds_per_byte * lp::hop_bytes(m, host, child, k) * (both ? 1.0 : 0.5) * reference_speed;
+        s.receive_work[k] += host.comm_cpu_seconds_per_byte * lp::hop_bytes(m, host, v, static_cast<std::size_t>(up), k) * (both ? 1.0 : 0.5) * reference_speed;
       }
       if (h_up >= 0 && h_up != h && sender.cpu_pool >= 0)
         s.send_work[k] += m.hosts[static_cast<std::size_t>(h_up)].comm_cpu_seconds_per_byte *
-                          lp::hop_bytes(m, m.hosts[static_cast<std::size_t>(h_up)], child, k) * 0.5 * reference_speed;
+                          lp::hop_bytes(m, m.hosts[static_cast<std::size_t>(h_up)], v, static_cast<std::size_t>(up), k) * 0.5 * reference_speed;
     }
   }
 }

@@ -354,9 +354,9 @@ TEST(OwnHostCpuPerTask, AddsEveryMoveOnTheTasksWayThatItsHostPays) {
   // after it (a forwarder's copy) moves both.
   m.hosts[0].shared_inputs = true;
   m.hosts[0].task_cpu_seconds = {0.0055};
-  EXPECT_DOUBLE_EQ(hop_bytes(m, m.hosts[0], 1, 0), 1e3);
-  EXPECT_DOUBLE_EQ(hop_bytes(m, m.hosts[0], 2, 0), 1e6 + 1e3);
-  EXPECT_DOUBLE_EQ(hop_bytes(m, m.hosts[1], 1, 0), 1e6 + 1e3) << "another host: a socket's move";
+  EXPECT_DOUBLE_EQ(hop_bytes(m, m.hosts[0], 1, 0, 0), 1e3);
+  EXPECT_DOUBLE_EQ(hop_bytes(m, m.hosts[0], 2, 1, 0), 1e6 + 1e3);
+  EXPECT_DOUBLE_EQ(hop_bytes(m, m.hosts[1], 1, 0, 0), 1e6 + 1e3) << "another host: a socket's move";
   EXPECT_NEAR(own_host_cpu_per_task(m, 1, 0), 0.0055, 1e-12);
   EXPECT_NEAR(own_host_cpu_per_task(m, 2, 0), 0.0055 + hop, 1e-12);
   m.hosts[0].shared_inputs = false;
