@@ -20,8 +20,10 @@
 ///   (Student's t with m − 1 degrees of freedom). A task counts as its application's
 ///   whole-task CPU cost on the host (as a unit of work) when the host has one for every
 ///   application, else as one.
-/// At the ends a node's kernels' own CPU (HostObservation::kernel_cpu_seconds) moves with
-/// its process's CPU, keeping its share of it.
+/// At the ends a node that reports its kernels' own CPU (HostObservation::kernel_cpu_seconds)
+/// has those at the ends of its own figure (its node row) and its process's CPU at the
+/// ends of the tree's (the host row charges the tree's sum); a node that does not, its
+/// process's CPU at the ends of its own figure.
 /// The LP's optimum falls with a figure's task time and CPU cost and rises with its
 /// bandwidth and available CPUs, so the two solutions bound every mix of the figures.
 

@@ -171,5 +171,41 @@ TEST(RunInterval, ANodesKernelsCpuMovesWithItsProcesssCpuAtTheEnds) {
   expect_w2s_cpu_per_task_at_the_ends(w);
 }
 
+TEST(RunInterval, NodesMovingAgainstOneAnotherLeaveTheHostRowAtTheTreesFigure) {
+  // w1's CPU per task 1.1, 0.9, 1, 1 and w2's 0.9, 1.1, 1, 1 over the windows (which node
+  // ran which tasks moves from window to window): each ±12.99 %, the tree's 1 in every
+  // window (±0). Half of each process's CPU is its kernels' (0.5 CPU-s a task), the
+  // other half its task's move (0.5e-6 CPU-s a byte × 1 MB), so the node rows (one core
+  // each) allow 2 tasks/s each and the host row (2 CPUs, 1 CPU-s a task of the tree's)
+  // binds: 2 tasks/s. The host row takes the tree's figure (the move's cost × f falls as
+  // the kernels rise), the node rows their kernels at their own ends (1/(0.5·(1 ± h))
+  // tasks/s, still not binding): the interval is 2 to 2. Each node's process CPU at its
+  // own end would have given 2/(1 + h) = 1.77 at the low end.
+  HostWindows w;
+  w.whole = HostObservation{0, 8.0, 16.0, {{"master", 0.0}, {"w1", 0.0}, {"w2", 0.0}}, {{"w1", {{"job", 8}}}, {"w2", {{"job", 8}}}}};
+  const std::vector<double> w1{2.2, 1.8, 2, 2}, w2{1.8, 2.2, 2, 2};
+  for (std::size_t i = 0; i < w1.size(); ++i) {
+    w.parts.push_back(HostObservation{0, 2.0, 4.0, {{"master", 0.0}, {"w1", w1[i]}, {"w2", w2[i]}},
+                                      {{"w1", {{"job", 2}}}, {"w2", {{"job", 2}}}}});
+    w.whole.node_cpu_seconds["w1"] += w1[i];
+    w.whole.node_cpu_seconds["w2"] += w2[i];
+  }
+  for (const char* node : {"w1", "w2"}) w.whole.kernel_cpu_seconds[node]["job"] = w.whole.node_cpu_seconds[node] / 2;
+  const auto i = run_interval(shared_host(0.5e-6), {}, w);
+  ASSERT_TRUE(i.tight()) << i.loose.front();
+  EXPECT_NEAR(i.median, 2.0, 1e-6);
+  EXPECT_NEAR(i.low, 2.0, 1e-6);
+  EXPECT_NEAR(i.high, 2.0, 1e-6);
+  // The nodes' own figures are there, each at ±12.99 %.
+  const double h = 3.182446305284263 * std::sqrt(0.02 / 3) / 2;
+  int nodes = 0;
+  for (const auto& f : i.figures)
+    if (f.name == "w1: CPU per task of its own" || f.name == "w2: CPU per task of its own") {
+      ++nodes;
+      EXPECT_NEAR(f.half, h, 1e-9) << f.name;
+    }
+  EXPECT_EQ(nodes, 2);
+}
+
 }  // namespace
 }  // namespace treefarm::lp
