@@ -130,9 +130,9 @@ const std::vector<std::uint64_t> kTasks{100000, 200000};  // far more than done:
 
 TEST(MixRun, ASteadyRunStopsOnceTightAndRecordsAtLeastTheTightBand) {
   std::vector<Completion> c;
-  add_units(c, 0.0, 3.0, [](double) { return 100.0; });
-  EXPECT_EQ(read_mix_run(c, kWeight, kCost, kTasks, false).stop, MixStop::running) << "a span under 4 s is never tight";
-  add_units(c, 3.0, 6.0, [](double) { return 100.0; });
+  add_units(c, 0.0, 7.0, [](double) { return 100.0; });
+  EXPECT_EQ(read_mix_run(c, kWeight, kCost, kTasks, false).stop, MixStop::running) << "a span under 8 s is never tight";
+  add_units(c, 7.0, 9.8, [](double) { return 100.0; });
   const auto r = read_mix_run(c, kWeight, kCost, kTasks, false);
   ASSERT_TRUE(r.has_steady);
   EXPECT_EQ(r.stop, MixStop::tight);
