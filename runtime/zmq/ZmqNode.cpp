@@ -189,7 +189,7 @@ struct ZmqNode::Impl final : node::Transport {
   bool send_child(node::PeerId peer, const net::Message& message, const node::Payload& payload) override {
     auto it = identity_of.find(peer.value);
     if (it == identity_of.end() || !down) return false;
-    if (!std::holds_alternative<net::msg::Task>(message)) release_held(peer.value, true);  // order kept
+    if (SharedInputLinks::follows_held_tasks(message)) release_held(peer.value, true);  // order kept
     if (const auto* info = std::get_if<net::msg::TreeInfo>(&message); info && endpoints.curve.enabled) {
       // `--parent auto` under CURVE: the keys of this node, its parent and its children
       // (a child's routing identity is its name, its key the one it connected with).
