@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -51,11 +53,17 @@ TEST(BlasSelect, MeasuresOnceCachesAndReusesTheChoice) {
   ASSERT_EQ(cache.size(), 1u);
   const auto entry = cache.begin().value();
   EXPECT_EQ(entry.at("kernel"), first.at("kernel"));
-  // The choice is the fastest measured kernel.
+  // The choice is the fastest measured kernel over both sizes: the geometric mean of its
+  // rates at n = 256 and at n = 32.
+  EXPECT_EQ(entry.at("dgemm_n"), 256);
+  EXPECT_EQ(entry.at("dgemm_small_n"), 32);
   double best = 0;
   std::string best_kernel;
-  for (auto& [k, g] : entry.at("dgemm_gflops").items())
-    if (g.get<double>() > best) best = g.get<double>(), best_kernel = k;
+  for (auto& [k, g] : entry.at("dgemm_gflops").items()) {
+    ASSERT_TRUE(entry.at("dgemm_small_gflops").contains(k)) << k;
+    const double score = std::sqrt(g.get<double>() * entry.at("dgemm_small_gflops").at(k).get<double>());
+    if (score > best) best = score, best_kernel = k;
+  }
   EXPECT_EQ(entry.at("kernel"), best_kernel);
   const auto second = blas_of(env);
   EXPECT_EQ(second.at("kernel"), first.at("kernel"));
