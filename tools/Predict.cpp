@@ -29,7 +29,8 @@ lp::PlatformModel declared_model(const model::Experiment& ex) {
             ex.path + " --out CAL.json`, about 30 s, then `treefarm predict " + ex.path +
             " --calibration CAL.json`), or run it (`treefarm run " + ex.path +
             " --policy lp --plan-from-estimates`: the run starts at once and prints the LP's figure, from its own estimates, as soon as "
-            "they are tight)");
+            "they are tight; when more nodes compute than this machine has CPUs, their task times spread too much to get tight "
+            "within a short run, which then prints no figure: calibrate)");
   }
 }
 }  // namespace
