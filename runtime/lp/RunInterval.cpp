@@ -125,8 +125,8 @@ HostObservation at_end(HostObservation obs, const HostFigures& f, bool optimisti
   const double sign = optimistic ? -1.0 : 1.0;
   // Halves beyond 99 % (a figure with few windows) are taken at 99 %: a CPU count or a
   // cost of zero has no LP.
-  const auto factor = [&](double half) { return 1 + sign * std::min(half, 0.99); };  // of a cost
-  obs.available_cpu_seconds = std::max(0.0, obs.available_cpu_seconds * (2 - factor(f.available.half)));
+  obs.available_cpu_seconds = std::max(0.0, obs.available_cpu_seconds * (1 - sign * std::min(f.available.half, 0.99)));
+  const auto factor = [&](double half) { return 1 + sign * std::min(half, 0.99); };  // a cost's, at this end
   for (auto& [node, c] : obs.node_cpu_seconds) {
     const auto it = f.node_half.find(node);
     const double own = factor(it == f.node_half.end() ? f.tree.half : it->second);
