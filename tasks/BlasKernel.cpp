@@ -280,7 +280,7 @@ void select_blas_kernel(char** argv) {
       } else {
         how = "measured";
         nlohmann::json rates = nlohmann::json::object(), small_rates = nlohmann::json::object();
-        double best_rate = 0;
+        double best_score = 0;  // the geometric mean of the two rates (Probe::score)
         // Candidates: every kernel the flags allow, from Haswell up when the CPU has
         // AVX2+FMA (older kernels cannot win there), and the library's own choice.
         std::vector<std::string> candidates;
@@ -288,17 +288,15 @@ void select_blas_kernel(char** argv) {
           if (!cpu.avx2_fma || (k != "Prescott" && k != "Sandybridge")) candidates.push_back(k);
         if (std::find(candidates.begin(), candidates.end(), blas.kernel) == candidates.end())
           candidates.insert(candidates.begin(), blas.kernel);
-        auto start = candidates.begin();
-        const auto& allowed_end = candidates;
-        for (auto it = start; it != allowed_end.end(); ++it) {
-          const Probe p = probe(exe, *it);
-          rates[*it] = p.gflops;
-          small_rates[*it] = p.small_gflops;
+        for (const auto& k : candidates) {
+          const Probe p = probe(exe, k);
+          rates[k] = p.gflops;
+          small_rates[k] = p.small_gflops;
           // A library built without DYNAMIC_ARCH ignores OPENBLAS_CORETYPE: not selectable.
           if (p.kernel.empty() || !(p.score() > 0)) continue;
-          const std::string chosen = (p.kernel == *it) ? *it : blas.kernel;
-          if (p.score() > best_rate) {
-            best_rate = p.score();
+          const std::string chosen = (p.kernel == k) ? k : blas.kernel;
+          if (p.score() > best_score) {
+            best_score = p.score();
             best = chosen;
           }
         }
