@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <set>
 #include <stdexcept>
+#include <utility>
 
 #include <spdlog/spdlog.h>
 
@@ -15,13 +16,22 @@
 namespace treefarm::master {
 
 namespace {
-/// Seconds: the shortest window of the interval from the estimates on a shared machine
-/// (its CPU samples come once a second, from each process at its own phase).
-constexpr double kIntervalWindow = 2.0;
+/// Heartbeats: the shortest window of the interval from the estimates on a shared machine
+/// (its CPU samples come once a heartbeat, from each process at its own phase).
+constexpr double kIntervalWindowHeartbeats = 2.0;
 }  // namespace
 
-LiveRun::LiveRun(const model::Experiment& ex, std::optional<Prediction> prediction, bool one_machine)
-    : ex_(ex), prediction_(std::move(prediction)), cpu_limit_(metrics::cgroup_cpu_limit()), one_machine_(one_machine) {
+std::pair<double, double> LiveRun::seen_span(double at, double after) const {
+  return {std::max({heartbeat_, 0.1 * at, after}), at - heartbeat_};
+}
+
+LiveRun::LiveRun(const model::Experiment& ex, std::optional<Prediction> prediction, bool one_machine,
+                 double heartbeat_seconds)
+    : ex_(ex),
+      prediction_(std::move(prediction)),
+      cpu_limit_(metrics::cgroup_cpu_limit()),
+      one_machine_(one_machine),
+      heartbeat_(heartbeat_seconds > 0 ? heartbeat_seconds : 1.0) {
   if (prediction_ && lp::replans(ex_)) live_.emplace(prediction_->model, prediction_->solution);
   // The interval's figures are tight by the rule of the plan made from the estimates.
   if (const auto it = ex_.run.policy_options.find("lp"); it != ex_.run.policy_options.end()) {
@@ -32,6 +42,7 @@ LiveRun::LiveRun(const model::Experiment& ex, std::optional<Prediction> predicti
 }
 
 void LiveRun::install(node::RootSetup& root, RunRecord& record) {
+  record_ = &record;
   root.on_estimates = [this, &record](const std::vector<net::msg::Estimate>& estimates,
                                       double now) -> std::optional<std::vector<net::msg::NodeHint>> {
     if (!estimates.empty()) latest_ = estimates;
@@ -57,6 +68,13 @@ void LiveRun::install(node::RootSetup& root, RunRecord& record) {
     return hints;
   };
   record.on_computed([this](metrics::RunResults& results) {
+    if (warmup_ && !warmup_->made()) {
+      std::string loose;
+      for (std::size_t i = 0; i < warmup_->loose().size() && i < 3; ++i) loose += (i ? "; " : "") + warmup_->loose()[i];
+      spdlog::warn("master: no plan from the run's estimates: the run ended before they were tight ({})",
+                   loose.empty() ? "no estimate yet" : loose);
+      if (!interval_figures_.empty()) spdlog::info("master: their figures at the end: {}", interval_figures_);
+    }
     if (prediction_ && !interval_made_) {
       std::string loose;
       for (std::size_t i = 0; i < interval_loose_.size() && i < 3; ++i) loose += (i ? "; " : "") + interval_loose_[i];
@@ -78,6 +96,12 @@ void LiveRun::plan_from_estimates(std::optional<model::Calibration> hosts, bool 
           me->second.host == parent->second.host)
         free_links.insert(n.name);
     }
+  // Every node on the root's machine, as the host measurement found it.
+  bool hosts_shared = false;
+  if (hosts) {
+    const auto root = hosts->nodes.find(ex_.nodes.at(0).name);
+    hosts_shared = root != hosts->nodes.end() && !root->second.host.empty() && free_links.size() + 1 == ex_.nodes.size();
+  }
   auto build = [this, hosts = std::move(hosts), pooled_inputs](const lp::MeasuredSeconds& seconds,
                                                                const lp::MeasuredBandwidth& bandwidth) {
     lp::PlatformModel model;
@@ -101,7 +125,18 @@ void LiveRun::plan_from_estimates(std::optional<model::Calibration> hosts, bool 
                   lp::EstimatePlanOptions::from_policy_options(it == ex_.run.policy_options.end()
                                                                    ? std::map<std::string, double>{}
                                                                    : it->second));
+  if (one_machine_ && hosts_shared)
+    warmup_->follow_host([this](const lp::PlatformModel& built, double at) { return host_plan(built, at); });
   const auto& o = warmup_->options();
+  if (one_machine_ && hosts_shared) {
+    spdlog::warn("master: no calibration: the run starts with FCFS and follows the LP's plan once the CPU this machine "
+                 "gives the tree, the tree's CPU per task and each node's are tight over at least {} windows of {:.3g} s "
+                 "(each within ±{:.0f}% or the LP between their ends within ±{:.0f}%; at most {:.0f} s; "
+                 "docs/live-model.md)",
+                 interval_options_.min_windows, kIntervalWindowHeartbeats * heartbeat_, o.max_half_width * 100,
+                 interval_options_.max_interval * 100, o.max_wait);
+    return;
+  }
   spdlog::warn("master: no calibration: the run starts with FCFS and follows the LP's plan once every figure the "
                "LP needs has {} samples and a 95% interval within ±{:.0f}% (at most {:.0f} s; docs/live-model.md)",
                o.min_samples, o.max_half_width * 100, o.max_wait);
@@ -208,52 +243,79 @@ lp::PlatformModel LiveRun::observed_host(lp::PlatformModel model, metrics::RunRe
                           {"cost_factor", s.cost_factor},
                           {"kernel_factor", s.kernel_factor}};
   spdlog::info("master: over the steady window [{:.1f}, {:.1f}] s the tree used {:.1f} CPU-s of {:.1f} available "
-               "({:.2f} cores); CPU per task x {:.3f} of the calibration's", lo, hi, s.tree_cpu_seconds,
-               obs.available_cpu_seconds, s.available_cores, s.cost_factor);
+               "({:.2f} cores); CPU per task x {:.3f} of the {}", lo, hi, s.tree_cpu_seconds,
+               obs.available_cpu_seconds, s.available_cores, s.cost_factor,
+               plan_at_ > 0 ? "plan's (from the run's estimates)" : "calibration's");
   return observed;
+}
+
+lp::RunInterval LiveRun::host_interval(const lp::PlatformModel& model, double lo, double hi,
+                                       const metrics::RunResults& results) const {
+  // At most 10 equal windows of at least two heartbeats.
+  const double window = kIntervalWindowHeartbeats * heartbeat_;
+  const auto parts = static_cast<std::size_t>(std::clamp(std::floor((hi - lo) / window), 0.0, 10.0));
+  std::optional<lp::HostWindows> host;
+  if (const int h = shared_root_host(model); h >= 0) {
+    if (parts < interval_options_.min_windows) {
+      char text[96];
+      std::snprintf(text, sizeof text, "%zu of %u windows of %.3g s", parts, interval_options_.min_windows, window);
+      lp::RunInterval none;
+      none.loose = {text};
+      return none;
+    }
+    host = observe_host_windows(model, h, HostSources{cpu_, cpu_limit_, results}, lo, hi, parts);
+  }
+  return lp::run_interval(model, latest_, host, interval_options_);
+}
+
+lp::EstimatePlan::HostModel LiveRun::host_plan(const lp::PlatformModel& built, double at) {
+  if (!record_) return {std::nullopt, {"no run yet"}};
+  try {
+    const auto [lo, hi] = seen_span(at, 0.0);
+    auto interval = host_interval(built, lo, hi, record_->results());
+    record_interval(interval, at, lo, hi, record_->results());
+    return {std::move(interval.model), std::move(interval.loose)};
+  } catch (const std::exception& e) {
+    return {std::nullopt, {e.what()}};
+  }
 }
 
 void LiveRun::estimate_interval(double at, metrics::RunResults& results) {
   if (interval_made_ || !prediction_) return;
-  // The span seen so far, from after the warm-up (and after the plan made from the
-  // estimates): at most 10 equal windows of at least kIntervalWindow seconds, ending a
-  // heartbeat before now so that every node's CPU sample reaches it.
-  const double lo = std::max({1.0, 0.1 * at, plan_at_ + 1.0}), hi = at - 1.0;
-  const auto parts = static_cast<std::size_t>(std::clamp(std::floor((hi - lo) / kIntervalWindow), 0.0, 10.0));
   const auto& model = live_ ? live_->model() : prediction_->model;
   try {
     if (lacks_host(model)) return;  // no model of this machine: no interval (a_posteriori says why)
-    std::optional<lp::HostWindows> host;
-    if (const int h = shared_root_host(model); h >= 0) {
-      if (parts < interval_options_.min_windows) return;
-      host = observe_host_windows(model, h, HostSources{cpu_, cpu_limit_, results}, lo, hi, parts);
-    }
-    const auto interval = lp::run_interval(model, latest_, host, interval_options_);
-    interval_loose_ = interval.loose;
-    interval_figures_.clear();
-    for (const auto& f : interval.figures) {
-      char text[160];
-      std::snprintf(text, sizeof text, "%s %.4g ±%.1f %%", f.name.c_str(), f.mean, f.half * 100);
-      interval_figures_ += (interval_figures_.empty() ? "" : "; ") + std::string(text);
-      if (!f.samples.empty()) {
-        interval_figures_ += " (windows";
-        for (const double x : f.samples) {
-          std::snprintf(text, sizeof text, " %.4g", x);
-          interval_figures_ += text;
-        }
-        interval_figures_ += ")";
-      }
-    }
-    if (!interval.tight()) return;
-    interval_made_ = true;
-    results.estimate_interval = metrics::RunResults::EstimateInterval{at, interval.low, interval.median, interval.high};
-    spdlog::warn("master: prediction interval from this run's estimates at {:.1f} s: {:.4f} to {:.4f} tasks/s ({:+.1f} % "
-                 "to {:+.1f} %; the LP over them {:.4f})", at, interval.low, interval.high,
-                 100 * (interval.low / interval.median - 1), 100 * (interval.high / interval.median - 1), interval.median);
-    spdlog::info("master: the interval's figures over [{:.1f}, {:.1f}] s: {}", lo, hi, interval_figures_);
+    const auto [lo, hi] = seen_span(at, plan_at_ + heartbeat_);
+    record_interval(host_interval(model, lo, hi, results), at, lo, hi, results);
   } catch (const std::exception& e) {
     interval_loose_ = {e.what()};
   }
+}
+
+void LiveRun::record_interval(const lp::RunInterval& interval, double at, double lo, double hi,
+                              metrics::RunResults& results) {
+  interval_loose_ = interval.loose;
+  interval_figures_.clear();
+  for (const auto& f : interval.figures) {
+    char text[160];
+    std::snprintf(text, sizeof text, "%s %.4g ±%.1f %%", f.name.c_str(), f.mean, f.half * 100);
+    interval_figures_ += (interval_figures_.empty() ? "" : "; ") + std::string(text);
+    if (!f.samples.empty()) {
+      interval_figures_ += " (windows";
+      for (const double x : f.samples) {
+        std::snprintf(text, sizeof text, " %.4g", x);
+        interval_figures_ += text;
+      }
+      interval_figures_ += ")";
+    }
+  }
+  if (!interval.tight()) return;
+  interval_made_ = true;
+  results.estimate_interval = metrics::RunResults::EstimateInterval{at, interval.low, interval.median, interval.high};
+  spdlog::warn("master: prediction interval from this run's estimates at {:.1f} s: {:.4f} to {:.4f} tasks/s ({:+.1f} % "
+               "to {:+.1f} %; the LP over them {:.4f})", at, interval.low, interval.high,
+               100 * (interval.low / interval.median - 1), 100 * (interval.high / interval.median - 1), interval.median);
+  spdlog::info("master: the interval's figures over [{:.1f}, {:.1f}] s: {}", lo, hi, interval_figures_);
 }
 
 }  // namespace treefarm::master

@@ -11,6 +11,7 @@
 
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "master/RootPlan.hpp"
@@ -32,7 +33,9 @@ class LiveRun {
   /// `prediction`: the calibrated model and its solution (none: the run was not
   /// calibrated). Re-plans only under policy lp with a prediction. `one_machine`: every
   /// node runs on the root's machine (its root listens on loopback: `treefarm run`).
-  LiveRun(const model::Experiment& ex, std::optional<Prediction> prediction, bool one_machine = false);
+  /// `heartbeat_seconds`: how often the nodes' CPU samples come (the heartbeat interval).
+  LiveRun(const model::Experiment& ex, std::optional<Prediction> prediction, bool one_machine = false,
+          double heartbeat_seconds = 1.0);
 
   /// Calibrate as you go: no calibration, policy lp. The first plan comes from the run's
   /// own estimates once they are tight (`[policy.lp]` plan_ci, plan_samples, plan_wait);
@@ -67,6 +70,22 @@ class LiveRun {
   /// Once the run's own figures are tight (lp::run_interval): the interval of the
   /// prediction from them, into `results`, the log and the progress output.
   void estimate_interval(double at, metrics::RunResults& results);
+  /// The interval of `model` from the run's figures over [lo, hi] seconds (results'
+  /// clock; lp::run_interval): on the machine the root shares, cut into windows (not
+  /// before there are enough of them); its `model` observed through them.
+  lp::RunInterval host_interval(const lp::PlatformModel& model, double lo, double hi,
+                                const metrics::RunResults& results) const;
+  /// The span of the run seen at `at` (results' clock) that its figures are judged over:
+  /// from after the start (its first tenth, at least a heartbeat, and after `after`) to a
+  /// heartbeat before now, so that every node's CPU sample reaches it.
+  std::pair<double, double> seen_span(double at, double after) const;
+  /// `interval`, judged at `at` over [lo, hi]: why it is loose, or, tight, into `results`,
+  /// the log and the progress output (once).
+  void record_interval(const lp::RunInterval& interval, double at, double lo, double hi, metrics::RunResults& results);
+  /// Calibrate as you go on a machine the nodes share (lp::EstimatePlan::follow_host): the
+  /// plan's model is `built` as the machine ran so far, ready when host_interval is tight,
+  /// which is then the run's interval from its estimates.
+  lp::EstimatePlan::HostModel host_plan(const lp::PlatformModel& built, double at);
 
   const model::Experiment& ex_;
   std::optional<lp::EstimatePlan> warmup_;
@@ -78,7 +97,9 @@ class LiveRun {
   /// The machine's CPU limit for the tree: its cgroup's quota, if any (CPUs).
   std::optional<double> cpu_limit_;
   bool one_machine_ = false;
+  double heartbeat_ = 1.0;  ///< seconds between the nodes' CPU samples
   double plan_at_ = 0;  ///< results' clock: when the plan from the estimates was made (0: calibrated)
+  RunRecord* record_ = nullptr;  ///< the run's record (install)
   lp::RunIntervalOptions interval_options_;
   bool interval_made_ = false;
   std::vector<std::string> interval_loose_;  ///< why there is no interval yet

@@ -133,7 +133,7 @@ int run_master(const model::Experiment& file_ex, const std::string& text, const 
   LiveRun live(ex, set_prediction(root, record.results(), ex, declared ? *declared : ex, options),
                // A root listening only on this machine: every node of its tree runs here
                // (`treefarm run`), sharing its CPUs.
-               !options.live && net::is_loopback_endpoint(options.listen));
+               !options.live && net::is_loopback_endpoint(options.listen), options.heartbeat_interval);
   if (!calibrating && !live.predicted() && ex.run.policy == "lp")  // calibrate as you go
     live.plan_from_estimates(options.host_calibration.empty()
                                  ? std::nullopt

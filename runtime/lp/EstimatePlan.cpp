@@ -118,10 +118,14 @@ std::optional<EstimatedPlan> EstimatePlan::update(const std::vector<Estimate>& e
       }
     if (!replaced) latest_.push_back(e);
   }
-  loose_ = loose_figures(latest_, needed_, ex_, options_);
-  const bool tight = loose_.empty();
+  auto rule = options_;
+  if (check_) {  // a shared machine: its check judges the figures, the task times need a sample
+    rule.min_samples = 1;
+    rule.max_half_width = std::numeric_limits<double>::infinity();
+  }
+  loose_ = loose_figures(latest_, needed_, ex_, rule);
+  bool tight = loose_.empty();
   if (!tight && at < options_.max_wait) return std::nullopt;
-  made_ = true;
   // A figure still missing at max_wait: the node does not run that application in the
   // model (+inf seconds); a link not estimated keeps what the builder gives it.
   auto seconds = estimated_seconds(latest_, ex_);
@@ -131,7 +135,20 @@ std::optional<EstimatedPlan> EstimatePlan::update(const std::vector<Estimate>& e
   MeasuredBandwidth bandwidth;
   for (const auto& [node, b] : estimated_bandwidth(latest_))
     if (needed_.contains({node, -1})) bandwidth[node] = b;  // a free link stays as the builder has it
+  made_ = true;  // a builder that throws is not tried again
   EstimatedPlan plan{at, tight, build_(seconds, bandwidth), {}};
+  if (check_) {
+    auto host = check_(plan.model, at);
+    if (!host.loose.empty()) {
+      loose_.insert(loose_.end(), host.loose.begin(), host.loose.end());
+      plan.tight = false;
+      if (at < options_.max_wait) {
+        made_ = false;
+        return std::nullopt;
+      }
+    }
+    if (host.model) plan.model = std::move(*host.model);
+  }
   plan.solution = solve(plan.model);
   return plan;
 }

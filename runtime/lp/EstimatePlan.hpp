@@ -19,6 +19,12 @@
 /// which a saturated link may never have; one never estimated keeps the model's figure).
 /// After `max_wait` seconds the plan is made with the figures there are (a figure still
 /// missing: the node does not run that application in the model; a link: unconstrained).
+///
+/// On a machine the nodes share (every node of `treefarm run`) a node's task time is its
+/// kernel's wall time under the other nodes' contention, which never gets tight, and a
+/// task costs the machine more CPU than its kernel (the runtime's work around it). There
+/// the caller's HostCheck decides instead (EstimatePlan::follow_host): the task times need
+/// one sample each, and the plan's model is the machine as the run has used it so far.
 
 #include <cstdint>
 #include <functional>
@@ -93,6 +99,18 @@ class EstimatePlan {
   EstimatePlan(const model::Experiment& ex, std::set<std::string> free_links, Builder build,
                EstimatePlanOptions options = {});
 
+  /// What a shared machine's check gives: the model as the machine ran so far (none: no
+  /// observation yet) and why it is not tight yet (empty: tight).
+  struct HostModel {
+    std::optional<PlatformModel> model;
+    std::vector<std::string> loose;
+  };
+  /// The model built from the estimates and the seconds since the start -> the check.
+  using HostCheck = std::function<HostModel(const PlatformModel& built, double at)>;
+  /// The nodes share a machine: `check` judges the plan's figures and gives its model (the
+  /// built one where it gives none, at max_wait); the task times need one sample each.
+  void follow_host(HostCheck check) { check_ = std::move(check); }
+
   /// The estimates at `at` seconds since the start: the plan when it is made now (once).
   /// Throws what `build` or the solver throws (the caller logs it and keeps FCFS).
   std::optional<EstimatedPlan> update(const std::vector<net::msg::Estimate>& estimates, double at);
@@ -105,6 +123,7 @@ class EstimatePlan {
   const model::Experiment& ex_;
   std::set<NeededFigure> needed_;
   Builder build_;
+  HostCheck check_;
   EstimatePlanOptions options_;
   std::vector<net::msg::Estimate> latest_;  ///< the last report of every figure
   std::vector<std::string> loose_;

@@ -218,6 +218,7 @@ RunInterval run_interval(const PlatformModel& model, const std::vector<Estimate>
       else c = std::max(cores, std::min(model.hosts[static_cast<std::size_t>(obs.host)].cores, at_its_end));
     }
     optimum[end] = solve(m).fair_throughput;
+    if (end == 0) out.model = std::move(m);
   }
   out.median = optimum[0];
   // The LP is solved to a tolerance: keep the three in order.

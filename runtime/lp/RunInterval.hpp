@@ -81,6 +81,8 @@ struct RunInterval {
   double median = 0;  ///< tasks/s per unit of weight: every figure at its mean
   double high = 0;    ///< tasks/s per unit of weight: every figure at its optimistic end
   std::vector<IntervalFigure> figures;
+  /// The LP's model at the figures' means (the median's), once the three are solved.
+  std::optional<PlatformModel> model;
   /// Why there is no interval yet, one line each ("w1: task time of 'mm': 4 of 10 samples",
   /// "host: CPUs available: ±7.1 % > ±5.0 %", "the interval: -12.0 % to +8.1 % > ±10.0 %");
   /// empty: the interval is made. low, median and high are solved once every figure has

@@ -293,8 +293,8 @@ TEST(RunTest, PolicyLpWithoutACalibrationPlansFromItsOwnEstimates) {
       "[[node]]\nname = \"gm\"\ncores = 0\n"
       "[[node]]\nname = \"ga\"\nparent = \"gm\"\ncores = 1\n"
       "[[node]]\nname = \"gb\"\nparent = \"gm\"\ncores = 1\n"
-      "[[app]]\nname = \"mm\"\nkernel = \"matmul\"\nn = 128\ntasks = 3000\n"
-      "[[app]]\nname = \"ma\"\nkernel = \"matadd\"\nn = 128\nweight = 2\ntasks = 6000\n"
+      "[[app]]\nname = \"mm\"\nkernel = \"matmul\"\nn = 128\ntasks = 6000\n"
+      "[[app]]\nname = \"ma\"\nkernel = \"matadd\"\nn = 128\nweight = 2\ntasks = 12000\n"
       "[run]\nbuffer = 4\npolicy = \"lp\"\n"
       "[policy.lp]\nplan_ci = 0.5\nplan_samples = 5\nplan_wait = 100000\n";
   const auto exp = write_file(dir.path() / "go.toml", tree);
@@ -318,7 +318,7 @@ TEST(RunTest, PolicyLpWithoutACalibrationPlansFromItsOwnEstimates) {
   for (const auto& t : res.at("tasks"))
     EXPECT_TRUE(seen.insert({t.at("app").get<std::string>(), t.at("id").get<std::uint64_t>()}).second)
         << "task recorded twice: " << t.dump();
-  EXPECT_EQ(seen.size(), 9000u);
+  EXPECT_EQ(seen.size(), 18000u);
   EXPECT_EQ(res.at("lost").get<std::uint64_t>(), 0u);
   EXPECT_TRUE(res.at("ok").get<bool>());
 }

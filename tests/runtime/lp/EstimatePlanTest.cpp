@@ -163,6 +163,61 @@ TEST(EstimatePlan, AtMaxWaitThePlanIsMadeWithWhatThereIs) {
   EXPECT_TRUE(made->model.can_run(3, 1));
 }
 
+// A machine the nodes share: loose task times (wall times under contention) do not hold
+// the plan back; the check does, and its model is the plan's.
+TEST(EstimatePlan, OnASharedMachineTheHostCheckJudgesAndGivesTheModel) {
+  const auto ex = tree();
+  EstimatePlan plan(ex, loopback, declared(ex));
+  int checks = 0;
+  bool ready = false;
+  plan.follow_host([&](const PlatformModel& built, double) {
+    ++checks;
+    EXPECT_DOUBLE_EQ(built.nodes[1].task_seconds[0], 0.010);  // built from the estimates
+    if (!ready) return EstimatePlan::HostModel{std::nullopt, {"host: the tree's CPU per task: ±7.0 % > ±5.0 %"}};
+    auto observed = built;
+    for (auto& n : observed.nodes)
+      for (auto& t : n.task_seconds) t *= 2;  // the machine ran at half the kernels' speed
+    return EstimatePlan::HostModel{observed, {}};
+  });
+  auto estimates = all_tasks(0.30, 3);  // ±34 % over 3 samples: loose by the nodes' own rule
+  std::erase_if(estimates, [](const Estimate& e) { return e.node == "w1a" && e.app == 0; });
+  EXPECT_FALSE(plan.update(estimates, 2.0));  // w1a has no mm sample yet: no check
+  EXPECT_EQ(checks, 0);
+  ASSERT_EQ(plan.loose().size(), 1u);
+  EXPECT_EQ(plan.loose().front(), "w1a: task time of 'mm': 0 of 1 samples");
+  estimates = all_tasks(0.30, 3);
+  EXPECT_FALSE(plan.update(estimates, 4.0));  // every figure has a sample: the check says no
+  EXPECT_EQ(checks, 1);
+  EXPECT_FALSE(plan.made());
+  ASSERT_EQ(plan.loose().size(), 1u);
+  EXPECT_EQ(plan.loose().front(), "host: the tree's CPU per task: ±7.0 % > ±5.0 %");
+  ready = true;
+  const auto made = plan.update(estimates, 6.0);
+  ASSERT_TRUE(made);
+  EXPECT_TRUE(made->tight);
+  EXPECT_DOUBLE_EQ(made->model.nodes[1].task_seconds[0], 0.020);  // the check's model
+  EXPECT_NEAR(made->solution.fair_throughput, (1 / 0.012 + 1 / 0.024 + 1 / 0.048) / 2, 1e-6);
+  EXPECT_FALSE(plan.update(estimates, 7.0));  // made once
+}
+
+TEST(EstimatePlan, OnASharedMachineAtMaxWaitThePlanTakesTheChecksModelStillLoose) {
+  const auto ex = tree();
+  EstimatePlanOptions o;
+  o.max_wait = 10;
+  EstimatePlan plan(ex, loopback, declared(ex), o);
+  plan.follow_host([](const PlatformModel& built, double) {
+    auto observed = built;
+    observed.nodes[1].task_seconds[0] = 1.0;
+    return EstimatePlan::HostModel{observed, {"the interval: -12.0 % to +8.1 % > ±10.0 %"}};
+  });
+  EXPECT_FALSE(plan.update(all_tasks(0.05, 40), 9.0));
+  const auto made = plan.update(all_tasks(0.05, 40), 10.0);
+  ASSERT_TRUE(made);
+  EXPECT_FALSE(made->tight);
+  EXPECT_DOUBLE_EQ(made->model.nodes[1].task_seconds[0], 1.0);
+  EXPECT_EQ(plan.loose(), std::vector<std::string>{"the interval: -12.0 % to +8.1 % > ±10.0 %"});
+}
+
 TEST(EstimatePlan, OptionsComeFromPolicyLpAndAreChecked) {
   const auto o = EstimatePlanOptions::from_policy_options({{"plan_ci", 0.1}, {"plan_samples", 4}, {"plan_wait", 5}});
   EXPECT_DOUBLE_EQ(o.max_half_width, 0.1);
