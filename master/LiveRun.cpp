@@ -192,7 +192,9 @@ void LiveRun::a_posteriori(metrics::RunResults& results) const {
   for (const auto& e : latest_)
     if (e.what == net::msg::Estimate::What::link_bandwidth && e.samples >= 3) bandwidth[e.node] = e.mean;
   try {
+    // A run that ended before its plan from the estimates: the model they would have built.
     lp::PlatformModel model = prediction_ ? lp::observed_model(prediction_->model, seconds, bandwidth)
+                              : warmup_   ? warmup_->build(seconds, bandwidth)
                                           : lp::model_from_experiment(ex_, &seconds, &bandwidth);
     if (const auto missing = lacks_host(model)) throw std::runtime_error(*missing);
     model = observed_host(std::move(model), results, lo, hi);

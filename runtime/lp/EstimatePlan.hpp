@@ -118,6 +118,10 @@ class EstimatePlan {
   /// What was still loose at the last update (empty when the plan was made tight).
   const std::vector<std::string>& loose() const { return loose_; }
   const EstimatePlanOptions& options() const { return options_; }
+  /// The model of the figures given (the caller's builder).
+  PlatformModel build(const MeasuredSeconds& seconds, const MeasuredBandwidth& bandwidth) const {
+    return build_(seconds, bandwidth);
+  }
 
  private:
   const model::Experiment& ex_;
