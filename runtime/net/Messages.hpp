@@ -13,7 +13,7 @@
 namespace treefarm::net {
 
 constexpr std::uint32_t wire_magic = 0x4D524654;  // "TFRM" little-endian
-constexpr std::uint16_t wire_version = 5;  ///< 2: Received (transfer acknowledgements); 3: features, batch frames; 4: task placeholders; 5: shared input offers carry flags (copied segments)
+constexpr std::uint16_t wire_version = 6;  ///< 2: Received (transfer acknowledgements); 3: features, batch frames; 4: task placeholders; 5: shared input offers carry flags (copied segments); 6: a copied segment's inputs are read in place, its slots freed on Result/PullReply
 /// Feature bit of Hello/Welcome: the sender reads batch frames (runtime/net/Batch.hpp).
 constexpr std::uint32_t feature_batches = 1;
 constexpr std::size_t header_bytes = 16;

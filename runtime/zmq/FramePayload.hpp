@@ -45,14 +45,16 @@ inline zmq::message_t frame_of(const node::Payload& payload) {
 /// A received batch frame and a view of each payload inside it: one allocation per frame,
 /// none per payload; each payload shares the frame's count (node::SliceBytes),
 /// so the frame lives as long as its last payload. A payload in the shared input segment
-/// (BatchEntry::in_segment) is a view into `mapping` instead, which lives as long too; or,
-/// when the mapping copies() its inputs, a view into `copies`, where they were copied as
-/// the frame arrived (the parent reuses the slots once the tasks are acknowledged).
+/// (BatchEntry::in_segment) is a view into `mapping` instead, which lives as long too: read
+/// in place, in a copied segment as in one sized for the buffer, until the task's Result
+/// (or PullReply) goes up. (Copying each input out as its batch arrived put up to 16 MiB of
+/// fresh anonymous memory per worker into the timed dispatch of `bench workers`: 95,000 of
+/// its 116,000 first touches of pages; when this VM's first touches turned ~30x dearer, the
+/// workers' clear_page took ~1.3 CPU-seconds of the run and the master's CPU with them.)
 struct SharedBatch {
   zmq::message_t frame;
   std::shared_ptr<InputMapping> mapping;
   std::vector<node::SliceBytes> views;  ///< one per entry (empty for an entry without payload)
-  std::unique_ptr<std::byte[]> copies;  ///< the inputs copied out of a copied segment, in entry order
 
   /// Payloads of the entries of `b`, which it takes the frame of. `mapping`: the segment
   /// accepted from the sender (null: none, and a reference into one is a DecodeError); each
@@ -63,13 +65,6 @@ struct SharedBatch {
     shared->frame = std::move(b.frame);
     shared->views.resize(b.entries.size());
     const auto* base = static_cast<const std::byte*>(shared->frame.data());
-    std::byte* copy_to = nullptr;
-    if (mapping && mapping->copies()) {
-      std::size_t bytes = 0;
-      for (const auto& e : b.entries) bytes += e.has_payload && e.in_segment ? e.payload_size : 0;
-      shared->copies = std::make_unique_for_overwrite<std::byte[]>(bytes);  // one allocation, not zeroed
-      copy_to = shared->copies.get();
-    }
     for (std::size_t i = 0; i < b.entries.size(); ++i) {
       const auto& e = b.entries[i];
       if (!e.has_payload) continue;
@@ -79,13 +74,7 @@ struct SharedBatch {
       }
       if (!mapping) throw net::DecodeError("a reference into a shared input segment, but none was accepted from this sender");
       const auto bytes = mapping->claim(std::get<net::msg::Task>(e.message).task_id, SlotRef{e.payload_offset, e.payload_size});
-      if (!copy_to) {
-        shared->views[i] = node::SliceBytes(bytes.data(), bytes.size());
-        continue;
-      }
-      std::memcpy(copy_to, bytes.data(), bytes.size());
-      shared->views[i] = node::SliceBytes(copy_to, bytes.size());
-      copy_to += bytes.size();
+      shared->views[i] = node::SliceBytes(bytes.data(), bytes.size());
     }
     shared->mapping = std::move(mapping);
     return shared;

@@ -5,8 +5,8 @@
 /// once offered; one per child on ipc:// that asked in its Hello, offered after its
 /// Welcome, used once the child answered that it mapped it, all of them within
 /// shared_inputs_max_bytes and /dev/shm's room (shared_inputs_room_bytes); and the slots a
-/// Result or a PullReply frees on either side — or, in a copied segment, the child's
-/// acknowledgement (msg::Received).
+/// Result or a PullReply frees on either side (in a copied segment too: the tasks beyond its
+/// slots wait here until Results free some).
 
 #include <algorithm>
 #include <cstdint>
@@ -99,8 +99,8 @@ class SharedInputLinks {
     return c.segment->holds(task) || c.held_ids.contains(task) ? net::shared_reference_bytes : bytes;
   }
   /// A Task whose input is made on demand, for a child whose copied segment has no slot for it
-  /// now (or holds tasks already): held here, in order, until the child's acknowledgements free
-  /// slots (release_held), instead of going inline — a first request of a whole buffer would
+  /// now (or holds tasks already): held here, in order, until the child's Results free slots
+  /// (release_held), instead of going inline — a first request of a whole buffer would
   /// overflow the 128 slots of 16 KiB. True when held: the caller sends nothing now.
   bool hold(std::uint32_t peer, const net::Message& m, const node::Payload& payload);
   /// Whether `m` to a child must follow the tasks held for it (release_held with `all`):
@@ -121,6 +121,11 @@ class SharedInputLinks {
     auto it = children_.find(peer);
     if (it == children_.end()) return false;
     auto& c = it->second;
+    // Not one by one as each Result frees a slot: once a batch's worth is free, or the child
+    // is nearly out of inputs (as a buffer asks again at B/8 free: one frame for many tasks).
+    if (!all && !c.held.empty() && c.segment->live() >= kReleaseBatch &&
+        !c.segment->has_room(kReleaseBatch * c.held.front().second->size()))
+      return false;
     bool wrote = false;
     while (!c.held.empty() && (all || c.segment->has_room(c.held.front().second->size()))) {
       auto [message, payload] = std::move(c.held.front());
@@ -131,15 +136,17 @@ class SharedInputLinks {
     }
     return wrote;
   }
-  /// A message from the child: the slots its Result or PullReply frees — its Received, if
-  /// the segment is a copied one.
+  /// A message from the child: the slots its Result or PullReply frees (a copied segment's
+  /// too: its child reads each input in place until then, wire_version 6).
   void coming_up(std::uint32_t peer, const net::Message& m) {
     auto it = children_.find(peer);
     if (it == children_.end() || !it->second.accepted) return;
-    auto& segment = *it->second.segment;
-    if (!it->second.copied) return release(segment, m);
-    if (const auto* received = std::get_if<net::msg::Received>(&m))
-      for (auto id : received->task_ids) segment.release(id);
+    release(*it->second.segment, m);
+  }
+  /// Whether `m` from a child frees slots of its segment (coming_up): then tasks held for it
+  /// may go (release_held).
+  static bool frees_slots(const net::Message& m) {
+    return std::holds_alternative<net::msg::Result>(m) || std::holds_alternative<net::msg::PullReply>(m);
   }
   /// The child is gone: its slots die with its segment.
   void forget(std::uint32_t peer) { children_.erase(peer); }
@@ -156,10 +163,12 @@ class SharedInputLinks {
     if (const auto* back = std::get_if<net::msg::PullReply>(&m))
       for (auto id : back->task_ids) slots.release(id);
   }
+  /// Held tasks a copied segment's freed slots release at once (half of its 128 slots).
+  static constexpr std::size_t kReleaseBatch = 64;
   struct Child {
     bool wanted = false;  ///< its Hello announced feature_shared_inputs
     std::unique_ptr<InputSegment> segment;
-    bool copied = false;  ///< the child copies inputs out; their slots are freed on msg::Received
+    bool copied = false;  ///< smaller than the buffer: tasks beyond its slots are held here (hold)
     bool accepted = false;
     std::deque<std::pair<net::Message, node::Payload>> held;  ///< Tasks waiting for a slot (hold)
     std::unordered_set<std::uint64_t> held_ids;

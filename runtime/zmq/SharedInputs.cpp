@@ -207,7 +207,6 @@ std::span<const std::byte> InputMapping::claim(std::uint64_t task, SlotRef slot)
                            std::to_string(slot.length) + ") outside the segment of " +
                            std::to_string(size_) + " bytes");
   }
-  if (copies_) return {base_ + slot.offset, static_cast<std::size_t>(slot.length)};  // copied out now
   if (by_task_.contains(task)) {
     throw net::DecodeError("shared input reference for task " + std::to_string(task) +
                            ", which already holds one");

@@ -52,10 +52,9 @@ inline constexpr std::size_t shared_inputs_max_bytes = std::size_t{1} << 30;
 /// first kind and 234 more the second.
 inline constexpr std::size_t shared_inputs_sized_max_bytes = shared_inputs_max_bytes / 2;
 
-/// Bytes of a copied segment: its child copies each input out as its batch arrives and its
-/// acknowledgement (msg::Received) frees the slot, so the segment holds only the inputs on
-/// their way (128 of 16 KiB: more than the B/8 a child asks for at once for B <= 1,000),
-/// whatever the child's buffer.
+/// Bytes of a copied segment: smaller than the child's buffer (128 inputs of 16 KiB, whatever
+/// the buffer); its child reads each input in place until the task's Result, and the tasks
+/// beyond its slots wait in the parent until Results free some (SharedInputLinks::hold).
 inline constexpr std::size_t shared_input_copied_segment_bytes = std::size_t{2} << 20;
 
 /// Bytes a parent may reserve for a new segment now: half of what /dev/shm (`dir`) has free
@@ -131,7 +130,7 @@ class InputMapping : public std::enable_shared_from_this<InputMapping> {
  public:
   /// Opens and maps `name`; nullptr (and `why` says why) when it cannot be opened, is not
   /// owned by this process's uid, is not exactly `bytes` long, or cannot be mapped.
-  /// `copied`: each input is copied out as it arrives (copies()).
+  /// `copied`: offered as a copied segment, smaller than the buffer (copied()).
   static std::shared_ptr<InputMapping> attach(const std::string& name, std::size_t bytes, std::string* why = nullptr,
                                               bool copied = false);
   ~InputMapping();
@@ -139,14 +138,13 @@ class InputMapping : public std::enable_shared_from_this<InputMapping> {
   InputMapping& operator=(const InputMapping&) = delete;
 
   std::size_t size() const { return size_; }
-  /// Whether the child copies each input out when its batch arrives (a copied segment: the
-  /// parent frees the slot on the task's msg::Received); otherwise it reads the input in
-  /// place until the task's Result goes up.
-  bool copies() const { return copies_; }
+  /// Whether the parent offered it as a copied segment (smaller than the buffer: the tasks
+  /// beyond its slots wait in the parent). Its inputs are read in place all the same, each
+  /// until the task's Result (or PullReply) goes up: no copy into fresh memory per batch.
+  bool copied() const { return copied_; }
   /// Takes a reference from the parent for `task`: throws net::DecodeError when it is
-  /// empty, reaches outside the segment, or — unless copies() — overlaps a slot still held
-  /// or `task` already holds one. Returns the bytes (valid while this mapping lives; a
-  /// copied segment's only until the acknowledgement goes up).
+  /// empty, reaches outside the segment, overlaps a slot still held or `task` already holds
+  /// one. Returns the bytes (valid while this mapping lives).
   std::span<const std::byte> claim(std::uint64_t task, SlotRef slot);
   /// The task's Result went up (or the task went back): its slot may be reused by the
   /// parent. False when `task` holds none.
@@ -154,11 +152,11 @@ class InputMapping : public std::enable_shared_from_this<InputMapping> {
   std::size_t held() const { return by_task_.size(); }
 
  private:
-  InputMapping(const std::byte* base, std::size_t size, bool copies) : base_(base), size_(size), copies_(copies) {}
+  InputMapping(const std::byte* base, std::size_t size, bool copied) : base_(base), size_(size), copied_(copied) {}
 
   const std::byte* base_ = nullptr;
   std::size_t size_ = 0;
-  bool copies_ = false;
+  bool copied_ = false;
   std::map<std::uint64_t, std::uint64_t> held_;               ///< offset -> end, held slots
   std::unordered_map<std::uint64_t, std::uint64_t> by_task_;  ///< task -> offset
 };

@@ -54,8 +54,8 @@ struct InputsFrame {
   bool offer = false;
   std::string name;          ///< offer: the segment's name
   std::uint64_t bytes = 0;   ///< offer: its size
-  bool copied = false;       ///< offer: the child copies each input out as it arrives, and its
-                             ///< acknowledgement (msg::Received) frees the slot
+  bool copied = false;       ///< offer: smaller than the child's buffer (the tasks beyond its
+                             ///< slots wait in the parent until Results free some)
   bool mapped = false;       ///< answer
   std::string user_id;
 };

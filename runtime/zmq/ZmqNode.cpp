@@ -410,7 +410,7 @@ struct ZmqNode::Impl final : node::Transport {
       shared.hello(peer.value, h->features);
     }
     shared.coming_up(peer.value, message);
-    if (std::holds_alternative<net::msg::Received>(message)) release_held(peer.value, false);
+    if (SharedInputLinks::frees_slots(message)) release_held(peer.value, false);
     driver->on_child_message(peer, std::move(message), std::move(payload), at);
   }
 

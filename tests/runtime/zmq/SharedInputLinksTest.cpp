@@ -25,7 +25,7 @@ constexpr std::size_t mib = std::size_t{1} << 20;
 // sized budget, copied ones (here 1 MiB) beyond it, inline beyond the whole budget. A sized
 // segment's slot is freed by the task's Result, not by its acknowledgement; a copied one's
 // by the acknowledgement (the child copied the input out before it acknowledged).
-TEST(SharedInputLinks, ChildrenBeyondTheSizedBudgetGetCopiedSegmentsWhoseSlotsTheAcknowledgementFrees) {
+TEST(SharedInputLinks, ChildrenBeyondTheSizedBudgetGetCopiedSegmentsWhoseSlotsTheResultFrees) {
   zmq::context_t ctx(1);
   zmq::socket_t down(ctx, zmq::socket_type::router);  // offers to absent identities are dropped
   down.bind("inproc://shared-input-links-test");
@@ -66,11 +66,16 @@ TEST(SharedInputLinks, ChildrenBeyondTheSizedBudgetGetCopiedSegmentsWhoseSlotsTh
   links.coming_up(1, net::msg::Received{{10}});
   links.coming_up(3, net::msg::Received{{10}});
   EXPECT_TRUE(sized->holds(10)) << "a sized segment's input is read in place until the Result";
-  EXPECT_FALSE(copied->holds(10));
+  EXPECT_TRUE(copied->holds(10)) << "a copied segment's too";
   net::msg::Result result;
   result.task_id = 10;
   links.coming_up(1, result);
+  links.coming_up(3, result);
   EXPECT_FALSE(sized->holds(10));
+  EXPECT_FALSE(copied->holds(10));
+  EXPECT_TRUE(SharedInputLinks::frees_slots(result));
+  EXPECT_TRUE(SharedInputLinks::frees_slots(net::msg::PullReply{}));
+  EXPECT_FALSE(SharedInputLinks::frees_slots(net::msg::Received{{10}}));
   // A child gone: its segment with it.
   links.forget(3);
   EXPECT_EQ(links.of(3), nullptr);
@@ -87,9 +92,10 @@ class Input final : public MadeBytes {
 
 // A copied segment's child asks for more tasks than the segment has slots: those beyond are held
 // (not sent inline through the one-port window, and counted as references in it), leave in order
-// as the child's acknowledgements free slots, and all leave — inline where no slot is free —
-// before a message of another kind, so the order to the child is kept.
-TEST(SharedInputLinks, TasksBeyondACopiedSegmentsSlotsWaitForTheAcknowledgementsInOrder) {
+// as the child's Results free slots (not its acknowledgements: it reads the inputs in place), and
+// all leave — inline where no slot is free — before a message of another kind, so the order to
+// the child is kept.
+TEST(SharedInputLinks, TasksBeyondACopiedSegmentsSlotsWaitForTheResultsInOrder) {
   zmq::context_t ctx(1);
   zmq::socket_t down(ctx, zmq::socket_type::router);
   down.bind("inproc://shared-input-links-hold-test");
@@ -131,10 +137,18 @@ TEST(SharedInputLinks, TasksBeyondACopiedSegmentsSlotsWaitForTheAcknowledgements
   (void)out.take();
   links.release_held(1, false, out, flush);
   EXPECT_EQ(out.count(), 0u);
-  // The first 20 acknowledged: 20 held tasks take their slots, in order (20 references).
+  // The first 20 acknowledged: their inputs are still read in place, nothing leaves.
   net::msg::Received received;
   for (std::uint64_t t = 0; t < 20; ++t) received.task_ids.push_back(t);
   links.coming_up(1, received);
+  links.release_held(1, false, out, flush);
+  EXPECT_EQ(out.count(), 0u);
+  // Their Results: 20 held tasks take their slots, in order (20 references).
+  for (std::uint64_t t = 0; t < 20; ++t) {
+    net::msg::Result result;
+    result.task_id = t;
+    links.coming_up(1, result);
+  }
   links.release_held(1, false, out, flush);
   EXPECT_EQ(out.count(), 20u);
   const auto first = out.take();
@@ -169,9 +183,9 @@ TEST(SharedInputLinks, AHeartbeatPassesTheHeldTasksOtherMessagesFollowThem) {
 }
 
 // The node's loop sends at its turn's end only the batches of children marked waiting: tasks
-// released from hold by an acknowledgement must mark theirs, or they wait for another message to
-// that child — at a run's end, for ever (a 2-worker run stalled 102 tasks short this way).
-TEST(SharedInputLinks, TasksReleasedByAnAcknowledgementLeaveAtTheTurnsEnd) {
+// released from hold by a Result must mark theirs, or they wait for another message to that
+// child — at a run's end, for ever (a 2-worker run stalled 102 tasks short this way).
+TEST(SharedInputLinks, TasksReleasedByAResultLeaveAtTheTurnsEnd) {
   zmq::context_t ctx(1);
   zmq::socket_t down(ctx, zmq::socket_type::router);
   down.bind("inproc://shared-input-links-waiting-test");
@@ -195,12 +209,54 @@ TEST(SharedInputLinks, TasksReleasedByAnAcknowledgementLeaveAtTheTurnsEnd) {
   EXPECT_EQ(batches.take_waiting(), std::vector<std::uint32_t>{1});
   (void)out->take();  // the turn's end sent the 64 that had slots
   const auto no_flush = [] { return true; };
-  batches.release_held(links, 1, false, no_flush);  // nothing acknowledged yet
+  batches.release_held(links, 1, false, no_flush);  // no Result yet
   EXPECT_TRUE(batches.take_waiting().empty());
-  links.coming_up(1, net::msg::Received{{0, 1, 2}});
+  for (std::uint64_t t = 0; t < 3; ++t) {
+    net::msg::Result result;
+    result.task_id = t;
+    links.coming_up(1, result);
+  }
   batches.release_held(links, 1, false, no_flush);
   EXPECT_EQ(out->count(), 3u);
   EXPECT_EQ(batches.take_waiting(), std::vector<std::uint32_t>{1});
+}
+
+// Held tasks do not leave one by one as each Result frees a slot (a frame each to the child,
+// more of the master's CPU per task with 256 workers): they wait until half the slots are
+// free (or the child holds fewer than half), then leave together.
+TEST(SharedInputLinks, HeldTasksLeaveOnceHalfTheSlotsAreFree) {
+  zmq::context_t ctx(1);
+  zmq::socket_t down(ctx, zmq::socket_type::router);
+  down.bind("inproc://shared-input-links-half-test");
+  SharedInputLinks links("p", SharedInputBudget{8 * mib, 0, 2 * mib});
+  links.hello(1, net::feature_shared_inputs);
+  links.offer(down, 1, "c1", true, 1000);
+  net::InputsFrame answer;
+  answer.mapped = true;
+  ASSERT_EQ(links.answered(1, answer), std::nullopt);
+  net::BatchWriter out;
+  constexpr std::size_t input = 16 * 1024;
+  for (std::uint64_t t = 0; t < 300; ++t) {
+    const node::Payload p = std::make_shared<Input>(input);
+    if (!links.hold(1, net::msg::Task{t}, p)) {
+      ASSERT_TRUE(add_to(out, net::msg::Task{t}, p, links.of(1)));
+    }
+  }
+  ASSERT_EQ(links.of(1)->live(), 128u);  // 2 MiB: 128 slots of 16 KiB
+  (void)out.take();
+  const auto flush = [] { return true; };
+  const auto result = [&](std::uint64_t t) {
+    net::msg::Result r;
+    r.task_id = t;
+    links.coming_up(1, r);
+  };
+  for (std::uint64_t t = 0; t < 63; ++t) result(t);
+  links.release_held(1, false, out, flush);
+  EXPECT_EQ(out.count(), 0u) << "63 slots free of 128: not yet";
+  result(63);
+  links.release_held(1, false, out, flush);
+  EXPECT_EQ(out.count(), 64u) << "half free: every task with a slot leaves";
+  EXPECT_EQ(links.of(1)->live(), 128u);
 }
 
 // Inputs over 16 KiB travelled alone, a frame each, through the kernel's two copies. A

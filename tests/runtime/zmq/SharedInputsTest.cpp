@@ -234,17 +234,17 @@ TEST(SharedInputs, AWorkerSeesTheGeneratedInputThroughTheSegmentAndAFullRingGoes
   EXPECT_EQ(segment->live(), 1u);
 }
 
-// A copied segment (the children beyond the sized budget, docs/protocol.md): the worker copies
-// each input out as its batch arrives, so the parent may write the slot again as soon as the
-// task is acknowledged and the worker's payload keeps the bytes it was sent; references are
-// still checked against the segment's bounds, but a slot named again is no hostile overlap.
-TEST(SharedInputs, ACopiedSegmentsInputsAreCopiedOutAsTheyArriveAndItsSlotsMayBeWrittenAgain) {
+// A copied segment (the children beyond the sized budget, docs/protocol.md): smaller than the
+// buffer, its tasks beyond the slots wait in the parent; the worker reads each input in place,
+// as in a segment sized for the buffer (no copy into fresh memory per batch), so a slot named
+// again before its Result went up is a hostile overlap there too, and bounds are checked.
+TEST(SharedInputs, ACopiedSegmentsInputsAreReadInPlaceAndHeldUntilTheirResults) {
   constexpr std::size_t input = 16 * kib;
   const auto segment = InputSegment::create(2 * input);
   ASSERT_NE(segment, nullptr);
   const auto mapping = InputMapping::attach(segment->name(), 2 * input, nullptr, true);
   ASSERT_NE(mapping, nullptr);
-  EXPECT_TRUE(mapping->copies());
+  EXPECT_TRUE(mapping->copied());
   segment->unlink();
   net::BatchWriter writer;
   std::vector<node::Payload> made;
@@ -252,20 +252,15 @@ TEST(SharedInputs, ACopiedSegmentsInputsAreCopiedOutAsTheyArriveAndItsSlotsMayBe
   auto frame = writer.take();
   net::ReceivedBatch received{"p", zmq::message_t(frame.data(), frame.size()), net::decode_batch(frame), {}};
   const auto batch = SharedBatch::of(received, mapping);
-  EXPECT_EQ(mapping->held(), 0u);  // nothing held: the slots are the parent's again once acknowledged
-  // Acknowledged (Received): the parent frees the slots and writes other inputs there.
-  EXPECT_TRUE(segment->release(0));
-  EXPECT_TRUE(segment->release(1));
-  made.push_back(std::make_shared<Made>(input, 7));
-  ASSERT_TRUE(add_to(writer, net::msg::Task{2}, made.back(), segment.get()));
+  EXPECT_EQ(mapping->held(), 2u);  // held in place until the Results go up
   for (std::size_t t = 0; t < 2; ++t) {
     const auto payload = SharedBatch::payload(batch, t, true);
     ASSERT_EQ(payload->size(), input);
     EXPECT_TRUE(std::equal(payload->data(), payload->data() + input, made[t]->data())) << t;
   }
-  // The same references again: taken (copied again), not refused as overlapping.
+  // The same references again before the Results: refused as overlapping.
   net::ReceivedBatch again{"p", zmq::message_t(frame.data(), frame.size()), net::decode_batch(frame), {}};
-  EXPECT_NO_THROW(SharedBatch::of(again, mapping));
+  EXPECT_THROW(SharedBatch::of(again, mapping), net::DecodeError);
   // Bounds are still checked.
   EXPECT_THROW(mapping->claim(9, {2 * input - 10, 11}), net::DecodeError);
   EXPECT_THROW(mapping->claim(9, {0, 0}), net::DecodeError);
