@@ -48,6 +48,7 @@ void LiveRun::install(node::RootSetup& root, RunRecord& record) {
     if (!estimates.empty()) latest_ = estimates;
     // The CPU the tree used and the CPU the machine left idle, for the a-posteriori model.
     const double at = record.clock(now);
+    clock_ = at;
     cpu_.estimates(estimates, at);
     cpu_.node(ex_.nodes.at(0).name, at, metrics::process_cpu_seconds());  // the root's own process
     if (const auto m = metrics::machine_cpu()) cpu_.machine(at, m->idle_seconds);
@@ -126,7 +127,7 @@ void LiveRun::plan_from_estimates(std::optional<model::Calibration> hosts, bool 
                                                                    ? std::map<std::string, double>{}
                                                                    : it->second));
   if (one_machine_ && hosts_shared)
-    warmup_->follow_host([this](const lp::PlatformModel& built, double at) { return host_plan(built, at); });
+    warmup_->follow_host([this](const lp::PlatformModel& built, double) { return host_plan(built); });
   const auto& o = warmup_->options();
   if (one_machine_ && hosts_shared) {
     spdlog::warn("master: no calibration: the run starts with FCFS and follows the LP's plan once the CPU this machine "
@@ -270,12 +271,12 @@ lp::RunInterval LiveRun::host_interval(const lp::PlatformModel& model, double lo
   return lp::run_interval(model, latest_, host, interval_options_);
 }
 
-lp::EstimatePlan::HostModel LiveRun::host_plan(const lp::PlatformModel& built, double at) {
+lp::EstimatePlan::HostModel LiveRun::host_plan(const lp::PlatformModel& built) {
   if (!record_) return {std::nullopt, {"no run yet"}};
   try {
-    const auto [lo, hi] = seen_span(at, 0.0);
+    const auto [lo, hi] = seen_span(clock_, 0.0);  // on the results' clock, as the CPU samples
     auto interval = host_interval(built, lo, hi, record_->results());
-    record_interval(interval, at, lo, hi, record_->results());
+    record_interval(interval, clock_, lo, hi, record_->results());
     return {std::move(interval.model), std::move(interval.loose)};
   } catch (const std::exception& e) {
     return {std::nullopt, {e.what()}};

@@ -85,7 +85,7 @@ class LiveRun {
   /// Calibrate as you go on a machine the nodes share (lp::EstimatePlan::follow_host): the
   /// plan's model is `built` as the machine ran so far, ready when host_interval is tight,
   /// which is then the run's interval from its estimates.
-  lp::EstimatePlan::HostModel host_plan(const lp::PlatformModel& built, double at);
+  lp::EstimatePlan::HostModel host_plan(const lp::PlatformModel& built);
 
   const model::Experiment& ex_;
   std::optional<lp::EstimatePlan> warmup_;
@@ -98,6 +98,7 @@ class LiveRun {
   std::optional<double> cpu_limit_;
   bool one_machine_ = false;
   double heartbeat_ = 1.0;  ///< seconds between the nodes' CPU samples
+  double clock_ = 0;    ///< results' clock at the latest estimates
   double plan_at_ = 0;  ///< results' clock: when the plan from the estimates was made (0: calibrated)
   RunRecord* record_ = nullptr;  ///< the run's record (install)
   lp::RunIntervalOptions interval_options_;

@@ -121,8 +121,9 @@ class SharedInputLinks {
     auto it = children_.find(peer);
     if (it == children_.end()) return false;
     auto& c = it->second;
-    // Not one by one as each Result frees a slot: once a batch's worth is free, or the child
-    // is nearly out of inputs (as a buffer asks again at B/8 free: one frame for many tasks).
+    // Not one by one as each Result frees a slot (a frame each, 1.26-1.51x the master's CPU
+    // per task with 256 workers): once half the slots are free, or the child holds fewer than
+    // half, all that fit go together.
     if (!all && !c.held.empty() && c.segment->live() >= kReleaseBatch &&
         !c.segment->has_room(kReleaseBatch * c.held.front().second->size()))
       return false;
