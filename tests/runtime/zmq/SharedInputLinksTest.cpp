@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+
 #include <zmq.hpp>
 
 #include <algorithm>
@@ -90,21 +92,36 @@ class Input final : public MadeBytes {
   void make(std::span<std::byte> out) const override { std::fill(out.begin(), out.end(), std::byte{7}); }
 };
 
+/// A parent whose every child past the budget gets a copied segment of `copied` bytes, and
+/// its child 1 that mapped one.
+struct CopiedChild {
+  zmq::context_t ctx{1};
+  zmq::socket_t down{ctx, zmq::socket_type::router};
+  SharedInputLinks links;
+  CopiedChild(const std::string& endpoint, std::size_t copied) : links("p", SharedInputBudget{8 * mib, 0, copied}) {
+    down.bind(endpoint);
+    links.hello(1, net::feature_shared_inputs);
+    links.offer(down, 1, "c1", true, 1000);
+    net::InputsFrame answer;
+    answer.mapped = true;
+    EXPECT_EQ(links.answered(1, answer), std::nullopt);
+  }
+  /// Child 1's Result for task `t`.
+  void result(std::uint64_t t) {
+    net::msg::Result r;
+    r.task_id = t;
+    links.coming_up(1, r);
+  }
+};
+
 // A copied segment's child asks for more tasks than the segment has slots: those beyond are held
 // (not sent inline through the one-port window, and counted as references in it), leave in order
 // as the child's Results free slots (not its acknowledgements: it reads the inputs in place), and
 // all leave — inline where no slot is free — before a message of another kind, so the order to
 // the child is kept.
 TEST(SharedInputLinks, TasksBeyondACopiedSegmentsSlotsWaitForTheResultsInOrder) {
-  zmq::context_t ctx(1);
-  zmq::socket_t down(ctx, zmq::socket_type::router);
-  down.bind("inproc://shared-input-links-hold-test");
-  SharedInputLinks links("p", SharedInputBudget{8 * mib, 0, 1 * mib});  // every segment a copied one
-  links.hello(1, net::feature_shared_inputs);
-  links.offer(down, 1, "c1", true, 1000);
-  net::InputsFrame answer;
-  answer.mapped = true;
-  ASSERT_EQ(links.answered(1, answer), std::nullopt);
+  CopiedChild child("inproc://shared-input-links-hold-test", 1 * mib);  // every segment a copied one
+  auto& links = child.links;
   ASSERT_TRUE(links.copied(1));
   constexpr std::size_t input = 16 * 1024;
   net::BatchWriter out;
@@ -144,11 +161,7 @@ TEST(SharedInputLinks, TasksBeyondACopiedSegmentsSlotsWaitForTheResultsInOrder) 
   links.release_held(1, false, out, flush);
   EXPECT_EQ(out.count(), 0u);
   // Their Results: 20 held tasks take their slots, in order (20 references).
-  for (std::uint64_t t = 0; t < 20; ++t) {
-    net::msg::Result result;
-    result.task_id = t;
-    links.coming_up(1, result);
-  }
+  for (std::uint64_t t = 0; t < 20; ++t) child.result(t);
   links.release_held(1, false, out, flush);
   EXPECT_EQ(out.count(), 20u);
   const auto first = out.take();
@@ -186,15 +199,8 @@ TEST(SharedInputLinks, AHeartbeatPassesTheHeldTasksOtherMessagesFollowThem) {
 // released from hold by a Result must mark theirs, or they wait for another message to that
 // child — at a run's end, for ever (a 2-worker run stalled 102 tasks short this way).
 TEST(SharedInputLinks, TasksReleasedByAResultLeaveAtTheTurnsEnd) {
-  zmq::context_t ctx(1);
-  zmq::socket_t down(ctx, zmq::socket_type::router);
-  down.bind("inproc://shared-input-links-waiting-test");
-  SharedInputLinks links("p", SharedInputBudget{8 * mib, 0, 1 * mib});
-  links.hello(1, net::feature_shared_inputs);
-  links.offer(down, 1, "c1", true, 1000);
-  net::InputsFrame answer;
-  answer.mapped = true;
-  ASSERT_EQ(links.answered(1, answer), std::nullopt);
+  CopiedChild child("inproc://shared-input-links-waiting-test", 1 * mib);
+  auto& links = child.links;
   ChildBatches batches;
   batches.announce(1);
   auto* out = batches.find(1);
@@ -211,11 +217,7 @@ TEST(SharedInputLinks, TasksReleasedByAResultLeaveAtTheTurnsEnd) {
   const auto no_flush = [] { return true; };
   batches.release_held(links, 1, false, no_flush);  // no Result yet
   EXPECT_TRUE(batches.take_waiting().empty());
-  for (std::uint64_t t = 0; t < 3; ++t) {
-    net::msg::Result result;
-    result.task_id = t;
-    links.coming_up(1, result);
-  }
+  for (std::uint64_t t = 0; t < 3; ++t) child.result(t);
   batches.release_held(links, 1, false, no_flush);
   EXPECT_EQ(out->count(), 3u);
   EXPECT_EQ(batches.take_waiting(), std::vector<std::uint32_t>{1});
@@ -225,15 +227,8 @@ TEST(SharedInputLinks, TasksReleasedByAResultLeaveAtTheTurnsEnd) {
 // more of the master's CPU per task with 256 workers): they wait until half the slots are
 // free (or the child holds fewer than half), then leave together.
 TEST(SharedInputLinks, HeldTasksLeaveOnceHalfTheSlotsAreFree) {
-  zmq::context_t ctx(1);
-  zmq::socket_t down(ctx, zmq::socket_type::router);
-  down.bind("inproc://shared-input-links-half-test");
-  SharedInputLinks links("p", SharedInputBudget{8 * mib, 0, 2 * mib});
-  links.hello(1, net::feature_shared_inputs);
-  links.offer(down, 1, "c1", true, 1000);
-  net::InputsFrame answer;
-  answer.mapped = true;
-  ASSERT_EQ(links.answered(1, answer), std::nullopt);
+  CopiedChild child("inproc://shared-input-links-half-test", 2 * mib);
+  auto& links = child.links;
   net::BatchWriter out;
   constexpr std::size_t input = 16 * 1024;
   for (std::uint64_t t = 0; t < 300; ++t) {
@@ -245,15 +240,10 @@ TEST(SharedInputLinks, HeldTasksLeaveOnceHalfTheSlotsAreFree) {
   ASSERT_EQ(links.of(1)->live(), 128u);  // 2 MiB: 128 slots of 16 KiB
   (void)out.take();
   const auto flush = [] { return true; };
-  const auto result = [&](std::uint64_t t) {
-    net::msg::Result r;
-    r.task_id = t;
-    links.coming_up(1, r);
-  };
-  for (std::uint64_t t = 0; t < 63; ++t) result(t);
+  for (std::uint64_t t = 0; t < 63; ++t) child.result(t);
   links.release_held(1, false, out, flush);
   EXPECT_EQ(out.count(), 0u) << "63 slots free of 128: not yet";
-  result(63);
+  child.result(63);
   links.release_held(1, false, out, flush);
   EXPECT_EQ(out.count(), 64u) << "half free: every task with a slot leaves";
   EXPECT_EQ(links.of(1)->live(), 128u);
