@@ -21,6 +21,15 @@ namespace {
 constexpr double kIntervalWindowHeartbeats = 2.0;
 }  // namespace
 
+namespace {
+/// The first three of `lines`, "; " between them ("; ..." when there are more and `more`).
+std::string first_three(const std::vector<std::string>& lines, bool more = false) {
+  std::string out;
+  for (std::size_t i = 0; i < lines.size() && i < 3; ++i) out += (i ? "; " : "") + lines[i];
+  return more && lines.size() > 3 ? out + "; ..." : out;
+}
+}  // namespace
+
 std::pair<double, double> LiveRun::seen_span(double at, double after) const {
   return {std::max({heartbeat_, 0.1 * at, after}), at - heartbeat_};
 }
@@ -70,15 +79,13 @@ void LiveRun::install(node::RootSetup& root, RunRecord& record) {
   };
   record.on_computed([this](metrics::RunResults& results) {
     if (warmup_ && !warmup_->made()) {
-      std::string loose;
-      for (std::size_t i = 0; i < warmup_->loose().size() && i < 3; ++i) loose += (i ? "; " : "") + warmup_->loose()[i];
+      const auto loose = first_three(warmup_->loose());
       spdlog::warn("master: no plan from the run's estimates: the run ended before they were tight ({})",
                    loose.empty() ? "no estimate yet" : loose);
       if (!interval_figures_.empty()) spdlog::info("master: their figures at the end: {}", interval_figures_);
     }
     if (prediction_ && !interval_made_) {
-      std::string loose;
-      for (std::size_t i = 0; i < interval_loose_.size() && i < 3; ++i) loose += (i ? "; " : "") + interval_loose_[i];
+      const auto loose = first_three(interval_loose_);
       spdlog::info("master: no prediction interval from this run's estimates: {}",
                    loose.empty() ? "the run ended before its span held enough windows" : loose);
       if (!interval_figures_.empty()) spdlog::info("master: its figures at the end: {}", interval_figures_);
@@ -127,7 +134,7 @@ void LiveRun::plan_from_estimates(std::optional<model::Calibration> hosts, bool 
                                                                    ? std::map<std::string, double>{}
                                                                    : it->second));
   if (one_machine_ && hosts_shared)
-    warmup_->follow_host([this](const lp::PlatformModel& built, double) { return host_plan(built); });
+    warmup_->follow_host([this](const lp::PlatformModel& built) { return host_plan(built); });
   const auto& o = warmup_->options();
   if (one_machine_ && hosts_shared) {
     spdlog::warn("master: no calibration: the run starts with FCFS and follows the LP's plan once the CPU this machine "
@@ -154,10 +161,8 @@ std::optional<std::vector<net::msg::NodeHint>> LiveRun::first_plan(const std::ve
   }
   if (!plan) return std::nullopt;
   if (!plan->tight) {
-    std::string loose;
-    for (std::size_t i = 0; i < warmup_->loose().size() && i < 3; ++i) loose += (i ? "; " : "") + warmup_->loose()[i];
-    spdlog::warn("master: estimates still loose after {:.1f} s ({}{}): planning with them", at, loose,
-                 warmup_->loose().size() > 3 ? "; ..." : "");
+    spdlog::warn("master: estimates still loose after {:.1f} s ({}): planning with them", at,
+                 first_three(warmup_->loose(), true));
   }
   const double fair = plan->solution.fair_throughput;
   spdlog::warn("master: plan ready at {:.1f} s: LP optimum {:.4f} tasks/s (from the run's own estimates)", at, fair);

@@ -138,7 +138,7 @@ std::optional<EstimatedPlan> EstimatePlan::update(const std::vector<Estimate>& e
   made_ = true;  // a builder that throws is not tried again
   EstimatedPlan plan{at, tight, build_(seconds, bandwidth), {}};
   if (check_) {
-    auto host = check_(plan.model, at);
+    auto host = check_(plan.model);
     if (!host.loose.empty()) {
       loose_.insert(loose_.end(), host.loose.begin(), host.loose.end());
       plan.tight = false;

@@ -105,8 +105,8 @@ class EstimatePlan {
     std::optional<PlatformModel> model;
     std::vector<std::string> loose;
   };
-  /// The model built from the estimates and the seconds since the start -> the check.
-  using HostCheck = std::function<HostModel(const PlatformModel& built, double at)>;
+  /// The model built from the estimates -> the check (which knows the run's clock).
+  using HostCheck = std::function<HostModel(const PlatformModel& built)>;
   /// The nodes share a machine: `check` judges the plan's figures and gives its model (the
   /// built one where it gives none, at max_wait); the task times need one sample each.
   void follow_host(HostCheck check) { check_ = std::move(check); }

@@ -138,11 +138,14 @@ class SharedInputLinks {
     return wrote;
   }
   /// A message from the child: the slots its Result or PullReply frees (a copied segment's
-  /// too: its child reads each input in place until then, wire_version 6).
-  void coming_up(std::uint32_t peer, const net::Message& m) {
+  /// too: its child reads each input in place until then, wire_version 6). True when it
+  /// freed slots and tasks are held for the child (release_held may send some): the caller
+  /// looks no further for the other children's Results, one per task.
+  bool coming_up(std::uint32_t peer, const net::Message& m) {
     auto it = children_.find(peer);
-    if (it == children_.end() || !it->second.accepted) return;
+    if (it == children_.end() || !it->second.accepted) return false;
     release(*it->second.segment, m);
+    return !it->second.held.empty() && frees_slots(m);
   }
   /// Whether `m` from a child frees slots of its segment (coming_up): then tasks held for it
   /// may go (release_held).

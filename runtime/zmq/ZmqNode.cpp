@@ -409,8 +409,7 @@ struct ZmqNode::Impl final : node::Transport {
       else child_out.erase(peer.value);
       shared.hello(peer.value, h->features);
     }
-    shared.coming_up(peer.value, message);
-    if (SharedInputLinks::frees_slots(message)) release_held(peer.value, false);
+    if (shared.coming_up(peer.value, message)) release_held(peer.value, false);
     driver->on_child_message(peer, std::move(message), std::move(payload), at);
   }
 

@@ -170,7 +170,7 @@ TEST(EstimatePlan, OnASharedMachineTheHostCheckJudgesAndGivesTheModel) {
   EstimatePlan plan(ex, loopback, declared(ex));
   int checks = 0;
   bool ready = false;
-  plan.follow_host([&](const PlatformModel& built, double) {
+  plan.follow_host([&](const PlatformModel& built) {
     ++checks;
     EXPECT_DOUBLE_EQ(built.nodes[1].task_seconds[0], 0.010);  // built from the estimates
     if (!ready) return EstimatePlan::HostModel{std::nullopt, {"host: the tree's CPU per task: ±7.0 % > ±5.0 %"}};
@@ -205,7 +205,7 @@ TEST(EstimatePlan, OnASharedMachineAtMaxWaitThePlanTakesTheChecksModelStillLoose
   EstimatePlanOptions o;
   o.max_wait = 10;
   EstimatePlan plan(ex, loopback, declared(ex), o);
-  plan.follow_host([](const PlatformModel& built, double) {
+  plan.follow_host([](const PlatformModel& built) {
     auto observed = built;
     observed.nodes[1].task_seconds[0] = 1.0;
     return EstimatePlan::HostModel{observed, {"the interval: -12.0 % to +8.1 % > ±10.0 %"}};
