@@ -20,7 +20,16 @@ namespace treefarm::node {
 
 class Blame {
  public:
+  /// `at_root`: the root keeps no ledger of results it passed up (it passes none up; no
+  /// Blame ever asks it).
+  explicit Blame(bool at_root = false) : records_(!at_root) {}
+
   BlameLedger ledger;
+
+  /// The result of `task_id` goes up, from `from` (BlameLedger::record); not at the root.
+  void passed_up(std::uint64_t task_id, std::uint32_t from) {
+    if (records_) ledger.record(task_id, from);
+  }
 
   void convict(const std::string& name) {
     if (!convicted(name)) convicted_.push_back(name);
@@ -49,6 +58,7 @@ class Blame {
 
  private:
   static constexpr std::size_t max_departed = 4096;
+  bool records_;
   std::vector<std::string> convicted_;
   std::deque<std::pair<std::uint32_t, std::string>> departed_;
 };

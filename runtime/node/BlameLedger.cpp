@@ -11,29 +11,28 @@ BlameLedger::BlameLedger(std::size_t capacity) : capacity_(capacity) {
 
 void BlameLedger::record(std::uint64_t task_id, std::uint32_t from) {
   const Entry e{task_id, from, 1};
-  if (ring_.size() < capacity_) {
-    ring_.push_back(e);
+  if (size_ < capacity_) {
+    if (size_ % block_entries == 0)  // a new block, never moved (sized to the capacity's end)
+      blocks_.push_back(std::make_unique_for_overwrite<Entry[]>(std::min(block_entries, capacity_ - size_)));
+    at(size_++) = e;
     return;
   }
-  ring_[next_] = e;
+  at(next_) = e;
   next_ = (next_ + 1) % capacity_;
 }
 
-namespace {
-/// Calls f(entry) on the ring's entries newest first until it returns true.
-template <class Ring, class F>
-void newest_first(Ring& ring, std::size_t next, std::size_t capacity, F f) {
-  const std::size_t n = ring.size();
-  // Newest is just before `next` once the ring has wrapped, else the back.
-  const std::size_t newest = n < capacity ? n - 1 : (next + capacity - 1) % capacity;
+template <class Self, class F>
+void BlameLedger::newest_first(Self& self, F f) {
+  const std::size_t n = self.size_;
+  // Newest is just before `next` once the ring has wrapped, else the last written.
+  const std::size_t newest = n < self.capacity_ ? n - 1 : (self.next_ + self.capacity_ - 1) % self.capacity_;
   for (std::size_t i = 0; i < n; ++i)
-    if (f(ring[(newest + n - i) % n])) return;
+    if (f(self.at((newest + n - i) % n))) return;
 }
-}  // namespace
 
 void BlameLedger::retract(std::uint64_t task_id) {
-  if (ring_.empty()) return;
-  newest_first(ring_, next_, capacity_, [&](Entry& e) {
+  if (size_ == 0) return;
+  newest_first(*this, [&](Entry& e) {
     if (e.task_id != task_id || !e.live) return false;
     e.live = 0;
     return true;
@@ -42,9 +41,9 @@ void BlameLedger::retract(std::uint64_t task_id) {
 
 std::optional<std::uint32_t> BlameLedger::who_sent(std::uint64_t task_id) const {
   std::optional<std::uint32_t> found;
-  if (ring_.empty()) return found;
+  if (size_ == 0) return found;
   // A linear scan: Blames are rare (one per forgery caught), records are written per result.
-  newest_first(ring_, next_, capacity_, [&](const Entry& e) {
+  newest_first(*this, [&](const Entry& e) {
     if (e.task_id != task_id || !e.live) return false;
     found = e.from;
     return true;
@@ -95,8 +94,8 @@ std::optional<double> BlameLedger::next_deadline() const {
 }
 
 void BlameLedger::clear() {
-  ring_.clear();
-  ring_.shrink_to_fit();
+  blocks_.clear();
+  size_ = 0;
   next_ = 0;
   pending_.clear();
 }

@@ -11,7 +11,9 @@
 /// to an inner child and waits), and answers a BlameReply naming the convicted node.
 ///
 /// Memory is bounded: the record of forwarded results is a ring of `capacity` entries of
-/// 16 bytes (grown on use: 4 MiB at the default 2^18). The bound is safe against a forger
+/// 16 bytes (4 MiB at the default 2^18), grown on use by blocks of 64 KiB that are never
+/// moved: a growing vector copied the whole record at each doubling, into fresh pages,
+/// on the path of every result (docs/benchmarks.md, "Headline figures"). The bound is safe against a forger
 /// who waits: the master checks a result the moment it arrives, so a record is needed
 /// only from when this node passes the result up until the Blame comes back down — one
 /// round trip between this node and the master, not the forger's choice of time. In that
@@ -25,6 +27,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -74,7 +77,7 @@ class BlameLedger {
   /// Forgets everything (the node lost its parent and starts afresh).
   void clear();
 
-  std::size_t size() const { return ring_.size(); }
+  std::size_t size() const { return size_; }
   std::size_t capacity() const { return capacity_; }
 
  private:
@@ -84,11 +87,19 @@ class BlameLedger {
     std::uint32_t live = 0;   ///< 0 once retracted
   };
   static_assert(sizeof(Entry) == 16);
+  /// Entries per block (64 KiB).
+  static constexpr std::size_t block_entries = 4096;
   template <class Pred>
   std::vector<Pending> take_if(Pred pred);
+  Entry& at(std::size_t i) { return blocks_[i / block_entries][i % block_entries]; }
+  const Entry& at(std::size_t i) const { return blocks_[i / block_entries][i % block_entries]; }
+  /// Calls f(entry) on the ring's entries newest first until it returns true.
+  template <class Self, class F>
+  static void newest_first(Self& self, F f);
 
   std::size_t capacity_;
-  std::vector<Entry> ring_;   ///< grows to capacity_, then wraps
+  std::vector<std::unique_ptr<Entry[]>> blocks_;  ///< the ring: grows to capacity_, then wraps
+  std::size_t size_ = 0;      ///< entries written (at most capacity_)
   std::size_t next_ = 0;      ///< where the next record goes once full
   std::vector<Pending> pending_;
 };

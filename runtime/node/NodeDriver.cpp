@@ -18,6 +18,7 @@ NodeDriver::NodeDriver(NodeOptions options, Transport& transport, LocalRunner* r
       transport_(transport),
       work_(runner),
       root_(root ? std::make_unique<RootRole>(std::move(*root)) : nullptr),
+      blame_(root_ != nullptr),
       calib_(opt_.name, work_, transport_, log_, [this](const net::msg::Measure& m) { report(m); }) {
   if (opt_.name.empty()) throw std::invalid_argument("a node needs a name");
   if (opt_.heartbeat_interval < 0 || opt_.heartbeat_timeout <= 0)
@@ -360,7 +361,7 @@ void NodeDriver::on_job_done(std::uint64_t id, JobOutcome outcome, double now) {
     r.output_bytes = outcome.output->size();
     outputs_[task.id] = std::move(outcome.output);
   }
-  blame_.ledger.record(task.id.value, BlameLedger::local);
+  blame_.passed_up(task.id.value, BlameLedger::local);
   results_[task.id] = std::move(r);
   post(core::event::LocalTaskFinished{task, outcome.run_seconds});
   drain(now);

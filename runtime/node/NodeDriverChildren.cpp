@@ -218,7 +218,7 @@ void NodeDriver::child_result(Child& child, PeerId peer, net::msg::Result& s, Pa
     if (root_ && !root_->output_checks(s, payload)) return blame_forgery(child, peer, s, now);
   }
   if (root_ && root_->forged(s, child.name)) return blame_forgery(child, peer, s, now);
-  blame_.ledger.record(s.task_id, child.id.value);
+  blame_.passed_up(s.task_id, child.id.value);
   if (s.has_output) outputs_[id] = std::move(payload);
   results_[id] = std::move(s);
   post(core::event::ResultArrived{child.id, core::TaskRef{id}});

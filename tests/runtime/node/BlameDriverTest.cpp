@@ -1,6 +1,7 @@
 // Blame below an inner node (docs/security.md): a result the root proves forged
 // convicts the node that produced it, found hop by hop down the way it came, and not the
 // honest inner nodes above it — unless one of them cannot or will not answer.
+#include "runtime/node/Blame.hpp"
 #include "runtime/node/BlameLedger.hpp"
 #include "runtime/node/NodeDriver.hpp"
 
@@ -277,6 +278,33 @@ TEST(BlameLedger, NamesTheNewestSenderUntilOverwritten) {
   EXPECT_FALSE(l.who_sent(8).has_value());
   EXPECT_EQ(l.who_sent(102), 3u);
   EXPECT_THROW(BlameLedger(0), std::invalid_argument);
+}
+
+TEST(BlameLedger, KeepsOrderAcrossItsBlocksAndWrapsAtItsCapacity) {
+  // 10,000 records: three blocks of 4,096 entries, the last one cut to the capacity.
+  constexpr std::size_t capacity = 10000;
+  BlameLedger l(capacity);
+  for (std::uint64_t t = 0; t < capacity; ++t) l.record(t, static_cast<std::uint32_t>(t % 7));
+  EXPECT_EQ(l.size(), capacity);
+  for (std::uint64_t t : {0ull, 4095ull, 4096ull, 8191ull, 8192ull, 9999ull}) EXPECT_EQ(l.who_sent(t), t % 7) << t;
+  for (std::uint64_t t = capacity; t < capacity + 5000; ++t) l.record(t, 9);  // overwrites the 5,000 oldest
+  EXPECT_EQ(l.size(), capacity);
+  EXPECT_FALSE(l.who_sent(4999).has_value());
+  EXPECT_EQ(l.who_sent(5000), 5000u % 7);
+  EXPECT_EQ(l.who_sent(capacity + 4999), 9u);
+  l.record(5000, 3);  // the newest record of a task wins
+  EXPECT_EQ(l.who_sent(5000), 3u);
+  l.clear();
+  EXPECT_EQ(l.size(), 0u);
+  EXPECT_FALSE(l.who_sent(5000).has_value());
+}
+
+TEST(Blame, TheRootKeepsNoLedgerAnInnerNodeDoes) {
+  Blame root(true), inner;
+  root.passed_up(7, 1);
+  inner.passed_up(7, 1);
+  EXPECT_EQ(root.ledger.size(), 0u) << "no Blame ever asks the root";
+  EXPECT_EQ(inner.ledger.who_sent(7), 1u);
 }
 
 TEST(BlameLedger, WaitingBlamesExpireAndLeaveWithTheirChild) {
