@@ -361,6 +361,17 @@ MixReading read_mix_run(const std::vector<Completion>& done, const std::vector<d
   return out;
 }
 
+double alone_seconds_per_task(const std::vector<Completion>& done, double fair_throughput, double host_cores) {
+  if (done.size() >= 20) {
+    const auto [first, last] = std::minmax_element(done.begin(), done.end(), [](const auto& a, const auto& b) { return a.at < b.at; });
+    if (last->at > first->at) return host_cores * (last->at - first->at) / static_cast<double>(done.size() - 1);
+  }
+  if (!(fair_throughput > 0))
+    throw std::invalid_argument("alone_seconds_per_task: " + std::to_string(done.size()) +
+                                " completions and no fair throughput: nothing to measure the cost by");
+  return host_cores / fair_throughput;
+}
+
 double mix_spread(MixStop stop, double band) { return stop == MixStop::tight ? std::max(band, kMixTightBand) : band; }
 
 TaskCpuCosts measure_task_cpu(const model::Experiment& experiment, const std::map<std::string, double>& estimates,
@@ -400,7 +411,7 @@ TaskCpuCosts measure_task_cpu(const model::Experiment& experiment, const std::ma
                                    encrypt, bin_dir, dir, app + "-alone-" + std::to_string(round));
       cpu += run.cpu;
       wall += run.wall;
-      alone_rounds[app].push_back(host_cores / run.fair_throughput);
+      alone_rounds[app].push_back(alone_seconds_per_task(run.completions, run.fair_throughput, host_cores));
       if (between) between();
     }
     for (const auto& [app, costs] : alone_rounds) out.alone[app] = *std::min_element(costs.begin(), costs.end());

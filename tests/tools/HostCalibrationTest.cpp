@@ -174,6 +174,21 @@ TEST(MixRun, ARunWhoseWindowsDisagreeGoesOnToItsCapAndRecordsItsBandAsItIs) {
 // taken between a calibration's phases: the figure is the level the others saw, and the
 // spread is their middle half's (the whole range was 1.5 here: a prediction interval of
 // the byte's cost at median × (1 ± 0.75)).
+TEST(AloneCost, TheTreesStartUpBeforeItsFirstResultIsLeftOut) {
+  // A quarter of a second with no result (processes, joins, the first inputs), then 100
+  // completions 10 ms apart: 2 CPUs × 10 ms per task, whatever the start-up took.
+  std::vector<Completion> done;
+  for (int i = 0; i < 100; ++i) done.push_back({0, 0.25 + 0.01 * i});
+  std::swap(done[3], done[70]);  // in any order
+  EXPECT_NEAR(alone_seconds_per_task(done, 80.0, 2.0), 0.02, 1e-12);
+  for (auto& c : done) c.at += 0.5;  // a start-up twice as long and more: the same cost
+  EXPECT_NEAR(alone_seconds_per_task(done, 60.0, 2.0), 0.02, 1e-12);
+  // Too few results to time: the master's fair throughput; neither: an error.
+  done.resize(19);
+  EXPECT_NEAR(alone_seconds_per_task(done, 80.0, 2.0), 2.0 / 80.0, 1e-12);
+  EXPECT_THROW(alone_seconds_per_task(done, 0.0, 2.0), std::invalid_argument);
+}
+
 TEST(CommCost, SamplesInACopyStallMoveNeitherTheFigureNorItsSpread) {
   CommCostSeries series(1 << 20, false);
   for (const double v : {0.28e-9, 0.70e-9, 0.29e-9, 0.27e-9, 0.30e-9, 0.71e-9, 0.28e-9, 0.29e-9}) series.add({v, 1.0 / v});
