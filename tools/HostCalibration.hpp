@@ -73,9 +73,9 @@ inline constexpr double kAloneSeconds = 0.6;
 /// between applications): `host_cores` times the mean time between its completions `done`,
 /// from the first to the last — the tree's start-up before its first result is left out.
 /// Over the master's window [εT, (1 − ε)T] instead, the quickstart's 4 MiB matadd (first
-/// result 0.23-0.28 s into a 0.6-0.75 s run, matmul's 0.15 s) cost 4.3-6.7 or 9.4-12.2
-/// CPU-ms in 15 calibrations of one day (from the first result: 2.9-3.4), and the
-/// predictions of five in a row spread 36 %. Fewer than 20 completions: `host_cores` over
+/// result 0.23-0.28 s into a 0.6-0.75 s run, matmul's 0.15 s) cost 4.3-12.2 CPU-ms in 30
+/// calibrations of one day (from its first result, 12 calibrations: 2.2-3.8), and eight
+/// quickstarts predicted 306-417 tasks/s (from the first result: 377-422). Fewer than 20 completions: `host_cores` over
 /// `fair_throughput`. Throws std::invalid_argument if both are unusable.
 double alone_seconds_per_task(const std::vector<Completion>& done, double fair_throughput, double host_cores);
 
