@@ -19,9 +19,7 @@ namespace {
 /// Heartbeats: the shortest window of the interval from the estimates on a shared machine
 /// (its CPU samples come once a heartbeat, from each process at its own phase).
 constexpr double kIntervalWindowHeartbeats = 2.0;
-}  // namespace
 
-namespace {
 /// The first three of `lines`, "; " between them ("; ..." when there are more and `more`).
 std::string first_three(const std::vector<std::string>& lines, bool more = false) {
   std::string out;
